@@ -1,0 +1,1 @@
+"""Pure scoring of trajectories against expectations."""

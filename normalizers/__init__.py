@@ -1,0 +1,1 @@
+"""Pure functions from the spans of one trace to one trajectory; no I/O."""
