@@ -1,0 +1,30 @@
+"""One-shot administrative commands run from the CLI against the database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import asyncpg
+
+from normalizers import NORMALIZER_VERSION
+from service.api_common import parse_time
+from service.config import Settings
+from storage import assembly_store
+from storage.embedded import EmbeddedPostgres
+from storage.migrate import migrate
+
+
+async def rederive(settings: Settings, project: str | None, since: str | None,
+                   outdated: bool) -> int:
+    embedded = None if settings.database_url else EmbeddedPostgres(Path(settings.data_dir))
+    url = settings.database_url or (embedded.url if embedded else "")
+    conn = await asyncpg.connect(url, timeout=10)
+    try:
+        await migrate(conn)
+        return await assembly_store.queue_rederive(
+            conn, project, parse_time(since, "--since"),
+            NORMALIZER_VERSION if outdated else None)
+    finally:
+        await conn.close()
+        if embedded is not None:
+            embedded.stop()

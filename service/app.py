@@ -1,0 +1,67 @@
+"""The HTTP application: ingest endpoints, the REST API, health checks and OpenAPI docs."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request, Response
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse
+
+from service import routes_ingest, routes_traces
+from service.runtime import Runtime
+from storage.database import TRANSIENT_ERRORS
+
+DESCRIPTION = """\
+trajhub receives OpenTelemetry traces from LLM agents (OTLP over HTTP and gRPC, and the Coze Loop
+ingest API), stores every span losslessly in PostgreSQL, and turns each trace into a standard
+trajectory you can query, export to evaluation sets and score.
+
+Every REST query is scoped to one project: the `project` query parameter, else the
+`trajhub-project` header, else `default`.
+"""
+
+
+def create_app(rt: Runtime) -> FastAPI:
+    app = FastAPI(title="trajhub", version=_version(), description=DESCRIPTION)
+    app.state.runtime = rt
+    if rt.settings.cors_origin_list:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=rt.settings.cors_origin_list,
+            allow_methods=["GET", "POST"],
+            allow_headers=["*"],
+            max_age=600,
+        )
+
+    @app.exception_handler(TRANSIENT_ERRORS[0])
+    async def _unreachable(request: Request, exc: Exception) -> Response:
+        return JSONResponse({"detail": f"database unavailable: {exc}"}, status_code=503,
+                            headers={"Retry-After": "2"})
+
+    for error in TRANSIENT_ERRORS[1:]:
+        app.add_exception_handler(error, _unreachable)  # type: ignore[arg-type]
+
+    @app.get("/healthz", tags=["health"], summary="The process is up")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"], summary="The database is reachable")
+    async def readyz() -> Response:
+        try:
+            async with rt.db.acquire(timeout=2) as conn:
+                await conn.fetchval("SELECT 1")
+        except TRANSIENT_ERRORS as exc:
+            return JSONResponse({"status": "unavailable", "detail": str(exc)}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    app.include_router(routes_ingest.router)
+    app.include_router(routes_traces.router)
+    return app
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("trajhub")
+    except PackageNotFoundError:
+        return "0"

@@ -1,0 +1,165 @@
+"""The trajectory worker: derives the summary and trajectory of every trace that got spans.
+
+It runs in its own process (derivation is CPU-bound and must not stall the receivers). Each
+round claims changed traces from `trace_changes` inside one transaction, derives them and stores
+the results, so a crash leaves the changes queued. Several trajhub processes on one database
+share the queue (`FOR UPDATE SKIP LOCKED`, plus a per-trace advisory lock so one trace is never
+derived twice at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import signal
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+import orjson
+
+from normalizers import NORMALIZER_VERSION, derive
+from normalizers.model import STATUS_ERROR, Span
+from normalizers.trajectory import trajectory_to_json
+from service.config import Settings
+from service.stored_spans import to_model
+from storage import assembly_store, trace_reads
+from storage.database import TRANSIENT_ERRORS
+
+log = logging.getLogger("trajhub.assembly")
+
+#: traces derived per transaction
+BATCH = 200
+#: a trajectory whose root never ended is finalized this long after settling anyway
+MAX_OPEN_SECONDS = 300.0
+
+
+def trace_row(project: str, trace_id: str, spans: Sequence[Span], last_received: Any
+              ) -> tuple[Any, ...]:
+    ids = {s.span_id for s in spans}
+    roots = sorted((s for s in spans if s.parent_span_id not in ids or s.parent_span_id == ""),
+                   key=lambda s: (s.start_ns, s.end_ns, s.span_id))
+    root = roots[0] if roots else min(spans, key=lambda s: (s.start_ns, s.span_id))
+    service = str(root.resource.get("service.name") or "")
+    return (project, trace_id, root.span_id, root.name, service,
+            min(s.start_ns for s in spans), max(s.end_ns for s in spans), len(spans),
+            sum(1 for s in spans if s.status_code == STATUS_ERROR), last_received)
+
+
+def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at: Any,
+                   root_ended_fallback: bool) -> tuple[Any, ...]:
+    try:
+        d = derive(spans)
+    except Exception as exc:  # noqa: BLE001 - a bad trace must never stop the worker
+        log.warning("trace %s/%s: derivation failed: %r", project, trace_id, exc)
+        return (project, trace_id, NORMALIZER_VERSION, settle_at, root_ended_fallback, None,
+                None, [], f"{type(exc).__name__}: {exc}", "", [], "", "", "", [], [], [],
+                min(s.start_ns for s in spans), 0, 0, 0, 0, 0, 0, 0, 0, False)
+    s = d.summary
+    explanation = orjson.dumps([_explain(e) for e in d.explanation]).decode()
+    return (project, trace_id, NORMALIZER_VERSION, settle_at, s.root_ended,
+            trajectory_to_json(d.trajectory).decode(), explanation, list(d.warnings), None,
+            s.framework, list(s.conventions), s.root_name, s.root_input, s.root_output,
+            list(s.agent_names), list(s.tool_names), list(s.model_names),
+            s.started_at_ms * 1_000_000, s.duration_ms, s.step_count, s.model_step_count,
+            s.tool_step_count, s.input_tokens, s.output_tokens, s.failed_model_steps,
+            s.failed_tool_steps, s.has_error)
+
+
+def _explain(e: Any) -> dict[str, Any]:
+    from dataclasses import asdict, is_dataclass
+
+    return asdict(e) if is_dataclass(e) else dict(e)
+
+
+class Assembler:
+    def __init__(self, database_url: str, settle_seconds: float) -> None:
+        self.database_url = database_url
+        self.settle = timedelta(seconds=settle_seconds)
+        self.conn: asyncpg.Connection | None = None
+
+    async def connection(self) -> asyncpg.Connection:
+        if self.conn is None or self.conn.is_closed():
+            self.conn = await asyncpg.connect(self.database_url, timeout=5)
+        return self.conn
+
+    async def derive_round(self) -> int:
+        """Derive one batch of changed traces; returns how many."""
+        conn = await self.connection()
+        async with conn.transaction():
+            claimed = await assembly_store.claim_changes(conn, BATCH)
+            if not claimed:
+                return 0
+            rows = await assembly_store.load_spans(conn, claimed)
+            envelopes = await trace_reads.resources(
+                conn, sorted({r["resource_id"] for r in rows if r["resource_id"] is not None}))
+            by_trace: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+            for r in rows:
+                by_trace[(r["project"], r["trace_id"])].append(r)
+            traces, trajectories = [], []
+            for c in claimed:
+                trace_rows = by_trace.get((c.project, c.trace_id))
+                if not trace_rows:
+                    continue
+                spans = to_model(trace_rows, envelopes)
+                summary = trace_row(c.project, c.trace_id, spans, c.last_received_at)
+                traces.append(summary)
+                root_ended = any(s.end_ns > 0 and s.span_id == summary[2] for s in spans)
+                trajectories.append(trajectory_row(c.project, c.trace_id, spans,
+                                                   c.last_received_at + self.settle, root_ended))
+            await assembly_store.store(conn, traces, trajectories)
+        return len(claimed)
+
+    async def finalize_round(self) -> int:
+        conn = await self.connection()
+        return await assembly_store.finalize_settled(conn, MAX_OPEN_SECONDS)
+
+    async def run(self, interval: float, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                derived = await self.derive_round()
+                finalized = await self.finalize_round()
+            except TRANSIENT_ERRORS as exc:
+                log.warning("database unavailable, retrying: %s", exc)
+                self.conn = None
+                derived = finalized = 0
+                await asyncio.sleep(1)
+            if derived < BATCH and not finalized:
+                try:
+                    await asyncio.wait_for(stop.wait(), interval)
+                except asyncio.TimeoutError:
+                    pass
+
+
+def _main(database_url: str, settle_seconds: float, interval: float, log_level: int) -> None:
+    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        await Assembler(database_url, settle_seconds).run(interval, stop)
+
+    asyncio.run(main())
+
+
+class AssemblyProcess:
+    """The worker as a child process of `trajhub serve`."""
+
+    def __init__(self, database_url: str, settings: Settings) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.process = ctx.Process(
+            target=_main, name="trajhub-assembly", daemon=True,
+            args=(database_url, settings.settle_seconds, settings.assembly_interval_seconds,
+                  logging.getLogger().getEffectiveLevel()))
+
+    def start(self) -> None:
+        self.process.start()
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            self.process.terminate()  # SIGTERM: finishes the round in progress, then exits
+            self.process.join(timeout=30)

@@ -1,0 +1,72 @@
+"""OTLP/gRPC: `opentelemetry.proto.collector.trace.v1.TraceService/Export`.
+
+The method is registered with no deserializer, so the handler gets the raw request bytes and the
+ingest workers decode them (gRPC has already undone `grpc-encoding: gzip` and enforced the
+receive limit, answering RESOURCE_EXHAUSTED beyond it).
+"""
+
+from __future__ import annotations
+
+import grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from service.errors import IngestError, Unavailable
+from service.ingest_pool import IngestPool
+from service.ingest_worker import KIND_OTLP_PROTOBUF, IngestJob
+
+SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+
+
+def _metadata_project(context: grpc.aio.ServicerContext) -> str | None:
+    for key, value in context.invocation_metadata() or ():
+        if key in ("trajhub-project", "cozeloop-workspace-id") and isinstance(value, str):
+            return value
+    return None
+
+
+def _status(error: IngestError) -> grpc.Status:
+    status = status_pb2.Status(code=error.grpc_code.value[0], message=error.message)
+    if isinstance(error, Unavailable):
+        # RetryInfo tells OTLP exporters how long to back off (spec/otlp.md A6 #39, #43)
+        detail = any_pb2.Any()
+        detail.Pack(error_details_pb2.RetryInfo(
+            retry_delay=duration_pb2.Duration(seconds=error.retry_after_s)))
+        status.details.append(detail)
+    return rpc_status.to_status(status)
+
+
+def trace_service(pool: IngestPool, max_bytes: int) -> grpc.GenericRpcHandler:
+    async def export(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        job = IngestJob(KIND_OTLP_PROTOBUF, request, "", _metadata_project(context), max_bytes)
+        try:
+            result = await pool.submit(job)
+        except IngestError as error:
+            status = _status(error)
+            await context.abort(status.code, status.details, status.trailing_metadata)
+        response = ExportTraceServiceResponse()
+        if result.rejected or result.error_message:
+            response.partial_success.rejected_spans = result.rejected
+            response.partial_success.error_message = result.error_message
+        return response.SerializeToString()
+
+    return grpc.method_handlers_generic_handler(SERVICE, {
+        "Export": grpc.unary_unary_rpc_method_handler(
+            export, request_deserializer=None, response_serializer=None),
+    })
+
+
+def create_server(pool: IngestPool, max_bytes: int) -> grpc.aio.Server:
+    server = grpc.aio.server(options=[
+        ("grpc.max_receive_message_length", max_bytes),
+        ("grpc.max_send_message_length", 4 * 1024 * 1024),
+        # the Collector's exporters ping every 10 s; accept that without GOAWAY (otlp.md A10)
+        ("grpc.http2.min_ping_interval_without_data_ms", 5000),
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", 5000),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_ping_strikes", 0),
+    ])
+    server.add_generic_rpc_handlers((trace_service(pool, max_bytes),))
+    return server

@@ -1,0 +1,223 @@
+"""Stored span rows back into the models: `normalizers.model.Span` for the normalizers, OTLP
+messages for `?format=otlp`, and the JSON views of the REST API."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import orjson
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
+
+from normalizers.model import AttributeValue, Span
+from normalizers.sources import attributes, span_from_cozeloop, span_from_otlp
+
+FORMAT_OTLP = 1
+FORMAT_COZELOOP = 2
+
+_KIND_NAMES = ["unspecified", "internal", "server", "client", "producer", "consumer"]
+_STATUS_NAMES = ["unset", "ok", "error"]
+
+
+def _envelope(envelopes: Mapping[int, bytes], resource_id: int | None) -> ResourceSpans:
+    if resource_id is None or resource_id not in envelopes:
+        return ResourceSpans()
+    return ResourceSpans.FromString(envelopes[resource_id])
+
+
+def to_model(rows: Iterable[Mapping[str, Any]], envelopes: Mapping[int, bytes]) -> list[Span]:
+    """Rows (with format, body, resource_id) → the normalizers' span model."""
+    spans: list[Span] = []
+    resource_cache: dict[int | None, tuple[dict[str, AttributeValue], str, str]] = {}
+    for row in rows:
+        if row["format"] == FORMAT_COZELOOP:
+            spans.append(span_from_cozeloop(orjson.loads(row["body"])))
+            continue
+        rid = row["resource_id"]
+        if rid not in resource_cache:
+            env = _envelope(envelopes, rid)
+            scope = env.scope_spans[0].scope if env.scope_spans else None
+            resource_cache[rid] = (attributes(env.resource.attributes),
+                                   scope.name if scope else "", scope.version if scope else "")
+        resource, scope_name, scope_version = resource_cache[rid]
+        spans.append(span_from_otlp(OtlpSpan.FromString(row["body"]), resource, scope_name,
+                                    scope_version))
+    return spans
+
+
+# ---------------------------------------------------------------------------- OTLP rendering
+
+def _set_any(out: AnyValue, value: Any) -> None:
+    if isinstance(value, bool):
+        out.bool_value = value
+    elif isinstance(value, int):
+        out.int_value = value
+    elif isinstance(value, float):
+        out.double_value = value
+    elif isinstance(value, bytes):
+        out.bytes_value = value
+    elif isinstance(value, list):
+        out.array_value.SetInParent()
+        for item in value:
+            _set_any(out.array_value.values.add(), item)
+    elif isinstance(value, dict):
+        out.kvlist_value.SetInParent()
+        for k, v in value.items():
+            kv: KeyValue = out.kvlist_value.values.add(key=str(k))
+            _set_any(kv.value, v)
+    elif value is not None:
+        out.string_value = str(value)
+
+
+def cozeloop_as_otlp(raw: Mapping[str, Any]) -> OtlpSpan:
+    """A native Coze Loop span as an OTLP span: its fields and tags become `cozeloop.*` and
+    plain attributes (the native JSON itself stays available with `?format=cozeloop`)."""
+    parent = str(raw.get("parent_id") or "")
+    start_ns = int(raw.get("started_at_micros") or 0) * 1000
+    span = OtlpSpan(
+        trace_id=bytes.fromhex(str(raw["trace_id"])),
+        span_id=bytes.fromhex(str(raw["span_id"])),
+        parent_span_id=b"" if parent in ("", "0") else bytes.fromhex(parent),
+        name=str(raw.get("span_name") or ""),
+        start_time_unix_nano=start_ns,
+        end_time_unix_nano=start_ns + max(0, int(raw.get("duration_micros") or 0)) * 1000,
+    )
+    status_code = int(raw.get("status_code") or 0)
+    if status_code:
+        span.status.code = 2
+        span.status.message = str((raw.get("tags_string") or {}).get("error") or "")
+    fields = {"cozeloop.span_type": raw.get("span_type"), "cozeloop.input": raw.get("input"),
+              "cozeloop.output": raw.get("output"), "cozeloop.status_code": status_code,
+              "cozeloop.log_id": raw.get("log_id"), "cozeloop.workspace_id":
+              raw.get("workspace_id"), "cozeloop.object_storage": raw.get("object_storage")}
+    for key, value in fields.items():
+        if value not in (None, ""):
+            _set_any(span.attributes.add(key=key).value, value)
+    for group in ("system_tags_string", "system_tags_long", "system_tags_double", "tags_string",
+                  "tags_long", "tags_double", "tags_bool"):
+        for key, value in (raw.get(group) or {}).items():
+            _set_any(span.attributes.add(key=key).value, value)
+    return span
+
+
+def to_otlp_request(rows: Iterable[Mapping[str, Any]], envelopes: Mapping[int, bytes]
+                    ) -> ExportTraceServiceRequest:
+    """The stored spans as one export request, grouped by their resource and scope."""
+    request = ExportTraceServiceRequest()
+    groups: dict[int | None, ResourceSpans] = {}
+    for row in rows:
+        rid = row["resource_id"] if row["format"] == FORMAT_OTLP else None
+        rs = groups.get(rid)
+        if rs is None:
+            rs = groups[rid] = request.resource_spans.add()
+            rs.CopyFrom(_envelope(envelopes, rid))
+            if not rs.scope_spans:
+                rs.scope_spans.add()
+            if row["format"] == FORMAT_COZELOOP and row["service_name"]:
+                rs.resource.attributes.add(key="service.name").value.string_value = (
+                    row["service_name"])
+        if row["format"] == FORMAT_COZELOOP:
+            rs.scope_spans[0].spans.append(cozeloop_as_otlp(orjson.loads(row["body"])))
+        else:
+            rs.scope_spans[0].spans.append(OtlpSpan.FromString(row["body"]))
+    return request
+
+
+def _b64_to_hex(value: str) -> str:
+    return base64.b64decode(value).hex()
+
+
+def otlp_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
+    """OTLP/JSON: lowerCamelCase, enums as integers, ids as hex (spec/otlp.md A2)."""
+    doc: dict[str, Any] = json_format.MessageToDict(request, use_integers_for_enums=True)
+    for rs in doc.get("resourceSpans", []):
+        for ss in rs.get("scopeSpans", []):
+            for span in ss.get("spans", []):
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = _b64_to_hex(span[key])
+                for link in span.get("links", []):
+                    for key in ("traceId", "spanId"):
+                        if key in link:
+                            link[key] = _b64_to_hex(link[key])
+    return doc
+
+
+# ---------------------------------------------------------------------------- REST views
+
+def _jsonable(value: AttributeValue) -> Any:
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return str(value)
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def iso_time(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def span_view(span: Span) -> dict[str, Any]:
+    view: dict[str, Any] = {
+        "trace_id": span.trace_id,
+        "span_id": span.span_id,
+        "parent_span_id": span.parent_span_id,
+        "name": span.name,
+        "kind": _KIND_NAMES[span.kind] if 0 <= span.kind < len(_KIND_NAMES) else span.kind,
+        "start_time": iso_time(span.start_ns),
+        "end_time": iso_time(span.end_ns),
+        "start_time_unix_nano": str(span.start_ns),
+        "end_time_unix_nano": str(span.end_ns),
+        "duration_ms": span.duration_ns / 1e6,
+        "status": {"code": _STATUS_NAMES[span.status_code] if 0 <= span.status_code < 3
+                   else span.status_code, "message": span.status_message},
+        "attributes": _jsonable(dict(span.attributes)),
+        "events": [{"name": e.name, "time_unix_nano": str(e.time_ns),
+                    "attributes": _jsonable(dict(e.attributes))} for e in span.events],
+        "resource": _jsonable(dict(span.resource)),
+        "scope": {"name": span.scope_name, "version": span.scope_version},
+        "format": "cozeloop" if span.cozeloop is not None else "otlp",
+    }
+    if span.cozeloop is not None:
+        c = span.cozeloop
+        view["cozeloop"] = {"span_type": c.span_type, "status_code": c.status_code,
+                            "input": c.input, "output": c.output, "log_id": c.log_id,
+                            "workspace_id": c.workspace_id, "object_storage": c.object_storage}
+    return view
+
+
+def span_tree(views: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Nest each view under its parent (`children`); spans whose parent is absent are roots."""
+    by_id = {v["span_id"]: {**v, "children": []} for v in views}
+    roots: list[dict[str, Any]] = []
+    for v in views:
+        node = by_id[v["span_id"]]
+        parent = by_id.get(v["parent_span_id"])
+        if parent is not None and parent is not node and not _is_ancestor(node, parent, by_id):
+            parent["children"].append(node)
+        else:
+            roots.append(node)
+    return roots
+
+
+def _is_ancestor(node: dict[str, Any], candidate: dict[str, Any],
+                 by_id: Mapping[str, dict[str, Any]]) -> bool:
+    """True when `node` is above `candidate` (a parent cycle): then `node` stays a root."""
+    seen = set()
+    current: dict[str, Any] | None = candidate
+    while current is not None and current["span_id"] not in seen:
+        if current is node:
+            return True
+        seen.add(current["span_id"])
+        current = by_id.get(current["parent_span_id"])
+    return False

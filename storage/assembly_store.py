@@ -1,0 +1,138 @@
+"""SQL of the trajectory worker: claim changed traces, load their spans, store the results,
+finalize settled trajectories, queue re-derivations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from storage.trace_reads import SPAN_FIELDS
+
+
+@dataclass(frozen=True)
+class ClaimedTrace:
+    project: str
+    trace_id: str
+    last_received_at: datetime
+
+
+async def claim_changes(conn: asyncpg.Connection, limit: int) -> list[ClaimedTrace]:
+    """Take up to `limit` change rows (inside the caller's transaction: on rollback they are
+    back) and lock each trace for this transaction; traces another worker is deriving right now
+    are left queued for later."""
+    rows = await conn.fetch(
+        """
+        WITH claimed AS (
+            DELETE FROM trace_changes WHERE id IN (
+                SELECT id FROM trace_changes ORDER BY id FOR UPDATE SKIP LOCKED LIMIT $1)
+            RETURNING project, trace_id, received_at
+        )
+        SELECT project, trace_id, max(received_at) AS last_received_at,
+               pg_try_advisory_xact_lock(hashtextextended(project || '/' || trace_id, 0))
+                   AS locked
+        FROM claimed GROUP BY project, trace_id
+        """,
+        limit)
+    busy = [r for r in rows if not r["locked"]]
+    if busy:
+        await conn.execute(
+            "INSERT INTO trace_changes (project, trace_id, received_at) "
+            "SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[])",
+            [r["project"] for r in busy], [r["trace_id"] for r in busy],
+            [r["last_received_at"] for r in busy])
+    return [ClaimedTrace(r["project"], r["trace_id"], r["last_received_at"])
+            for r in rows if r["locked"]]
+
+
+async def load_spans(conn: asyncpg.Connection, traces: Sequence[ClaimedTrace]
+                     ) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        f"""SELECT s.project, {SPAN_FIELDS} FROM spans s
+            JOIN unnest($1::text[], $2::text[]) AS c(project, trace_id)
+              ON s.project = c.project AND s.trace_id = c.trace_id""",
+        [t.project for t in traces], [t.trace_id for t in traces])
+
+
+_TRACE_COLUMNS = ("project", "trace_id", "root_span_id", "root_name", "service_name", "start_ns",
+                  "end_ns", "span_count", "error_count", "last_received_at")
+
+TRAJECTORY_COLUMNS = (
+    "project", "trace_id", "normalizer_version", "settle_at", "root_ended", "document",
+    "explanation", "warnings", "derivation_error", "framework", "conventions", "root_name",
+    "root_input", "root_output", "agent_names", "tool_names", "model_names", "start_ns",
+    "duration_ms", "step_count", "model_step_count", "tool_step_count", "input_tokens",
+    "output_tokens", "failed_model_steps", "failed_tool_steps", "has_error",
+)
+
+
+def _upsert(table: str, columns: Sequence[str], key: str, extra_insert: str = "",
+            extra_values: str = "", extra_update: str = "") -> str:
+    placeholders = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c not in ("project", "trace_id"))
+    return (f"INSERT INTO {table} ({', '.join(columns)}{extra_insert}) "
+            f"VALUES ({placeholders}{extra_values}) ON CONFLICT ({key}) DO UPDATE SET "
+            f"{updates}{extra_update}")
+
+
+_UPSERT_TRACE = _upsert("traces", _TRACE_COLUMNS, "project, trace_id")
+_UPSERT_TRAJECTORY = _upsert(
+    "trajectories", TRAJECTORY_COLUMNS, "project, trace_id",
+    extra_insert=", status, revision, derived_at", extra_values=", 'open', 1, now()",
+    extra_update=", status = 'open', revision = trajectories.revision + 1, derived_at = now()")
+
+
+async def store(conn: asyncpg.Connection, traces: Sequence[Sequence[Any]],
+                trajectories: Sequence[Sequence[Any]]) -> None:
+    """Rows in _TRACE_COLUMNS / TRAJECTORY_COLUMNS order."""
+    if traces:
+        await conn.executemany(_UPSERT_TRACE, traces)
+    if trajectories:
+        await conn.executemany(_UPSERT_TRAJECTORY, trajectories)
+
+
+async def finalize_settled(conn: asyncpg.Connection, max_open_seconds: float) -> int:
+    """Open trajectories whose root has ended and whose settle time has passed become final;
+    so does one left open (root never ended) for `max_open_seconds` past settling. A trace with
+    queued changes waits: it is about to be re-derived."""
+    result = await conn.execute(
+        """
+        UPDATE trajectories t SET status = 'final'
+        FROM (
+            SELECT project, trace_id FROM trajectories
+            WHERE status = 'open'
+              AND (settle_at <= now() AND root_ended
+                   OR settle_at + make_interval(secs => $1) <= now())
+            ORDER BY settle_at LIMIT 1000
+            FOR UPDATE SKIP LOCKED
+        ) settled
+        WHERE t.project = settled.project AND t.trace_id = settled.trace_id
+          AND NOT EXISTS (SELECT 1 FROM trace_changes c
+                          WHERE c.project = t.project AND c.trace_id = t.trace_id)
+        """,
+        max_open_seconds)
+    return int(result.split()[-1])
+
+
+async def queue_rederive(conn: asyncpg.Connection, project: str | None, since_ns: int | None,
+                         outdated_version: str | None) -> int:
+    """Queue stored traces for re-derivation from their raw spans: those of `project` (all when
+    None) starting at or after `since_ns`, or only those built by another normalizer version."""
+    where, args = ["true"], []
+    if project is not None:
+        args.append(project)
+        where.append(f"t.project = ${len(args)}")
+    if since_ns is not None:
+        args.append(since_ns)
+        where.append(f"t.start_ns >= ${len(args)}")
+    if outdated_version is not None:
+        args.append(outdated_version)
+        where.append(f"t.trace_id IN (SELECT trace_id FROM trajectories j WHERE "
+                     f"j.project = t.project AND j.normalizer_version <> ${len(args)})")
+    result = await conn.execute(
+        "INSERT INTO trace_changes (project, trace_id) SELECT t.project, t.trace_id FROM traces t "
+        "WHERE " + " AND ".join(where), *args)
+    return int(result.split()[-1])
