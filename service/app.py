@@ -6,7 +6,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
-from service import routes_ingest, routes_traces
+from service import routes_ingest, routes_traces, routes_trajectories
 from service.runtime import Runtime
 from storage.database import TRANSIENT_ERRORS
 
@@ -55,6 +55,7 @@ def create_app(rt: Runtime) -> FastAPI:
 
     app.include_router(routes_ingest.router)
     app.include_router(routes_traces.router)
+    app.include_router(routes_trajectories.router)
     return app
 
 

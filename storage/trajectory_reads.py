@@ -1,0 +1,134 @@
+"""Reads of derived trajectories for the REST API."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+
+SUMMARY_COLUMNS = """trace_id, status, revision, normalizer_version, framework, conventions,
+    root_name, agent_names, tool_names, model_names, start_ns, duration_ms, step_count,
+    model_step_count, tool_step_count, input_tokens, output_tokens, failed_model_steps,
+    failed_tool_steps, has_error, derivation_error"""
+
+#: sort name → SQL expression; each is paired with trace_id for a total order
+SORTS = {
+    "start_time": "start_ns",
+    "duration": "duration_ms",
+    "tokens": "(input_tokens + output_tokens)",
+    "steps": "step_count",
+}
+
+
+@dataclass(frozen=True)
+class TrajectoryFilter:
+    start_ns: int | None = None
+    end_ns: int | None = None
+    agent: str | None = None
+    tool: str | None = None
+    model: str | None = None
+    framework: str | None = None
+    status: str | None = None
+    has_failed_tool_steps: bool | None = None
+    has_failed_model_steps: bool | None = None
+    has_error: bool | None = None
+    min_tokens: int | None = None
+    max_tokens: int | None = None
+    min_duration_ms: int | None = None
+    max_duration_ms: int | None = None
+    text: str | None = None
+    trace_ids: Sequence[str] | None = None
+    sort: str = "start_time"
+    descending: bool = True
+    cursor: tuple[Any, str] | None = None
+    limit: int = 50
+
+
+def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], list[Any]]:
+    where = ["project = $1"]
+    args: list[Any] = [project]
+
+    def arg(value: Any) -> str:
+        args.append(value)
+        return f"${len(args)}"
+
+    if f.start_ns is not None:
+        where.append(f"start_ns >= {arg(f.start_ns)}")
+    if f.end_ns is not None:
+        where.append(f"start_ns < {arg(f.end_ns)}")
+    # array containment (@>) so the GIN indexes serve these
+    if f.agent is not None:
+        where.append(f"agent_names @> ARRAY[{arg(f.agent)}::text]")
+    if f.tool is not None:
+        where.append(f"tool_names @> ARRAY[{arg(f.tool)}::text]")
+    if f.model is not None:
+        where.append(f"model_names @> ARRAY[{arg(f.model)}::text]")
+    if f.framework is not None:
+        where.append(f"framework = {arg(f.framework)}")
+    if f.status is not None:
+        where.append(f"status = {arg(f.status)}")
+    if f.has_failed_tool_steps is not None:
+        where.append("failed_tool_steps > 0" if f.has_failed_tool_steps
+                     else "failed_tool_steps = 0")
+    if f.has_failed_model_steps is not None:
+        where.append("failed_model_steps > 0" if f.has_failed_model_steps
+                     else "failed_model_steps = 0")
+    if f.has_error is not None:
+        where.append("has_error" if f.has_error else "NOT has_error")
+    if f.min_tokens is not None:
+        where.append(f"input_tokens + output_tokens >= {arg(f.min_tokens)}")
+    if f.max_tokens is not None:
+        where.append(f"input_tokens + output_tokens <= {arg(f.max_tokens)}")
+    if f.min_duration_ms is not None:
+        where.append(f"duration_ms >= {arg(f.min_duration_ms)}")
+    if f.max_duration_ms is not None:
+        where.append(f"duration_ms <= {arg(f.max_duration_ms)}")
+    if f.text:
+        pattern = "%" + f.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        p = arg(pattern)
+        where.append(f"(root_input ILIKE {p} OR root_output ILIKE {p})")
+    if f.trace_ids is not None:
+        where.append(f"trace_id = ANY({arg(list(f.trace_ids))}::text[])")
+    if f.cursor is not None:
+        op = "<" if f.descending else ">"
+        where.append(f"({SORTS[f.sort]}, trace_id) {op} ({arg(f.cursor[0])}, {arg(f.cursor[1])})")
+    return where, args
+
+
+async def list_trajectories(conn: asyncpg.Connection, project: str, f: TrajectoryFilter
+                            ) -> list[asyncpg.Record]:
+    where, args = _where(project, f)
+    order = "DESC" if f.descending else "ASC"
+    sort = SORTS[f.sort]
+    args.append(f.limit)
+    sql = (f"SELECT {SUMMARY_COLUMNS}, {sort} AS sort_value FROM trajectories "
+           f"WHERE {' AND '.join(where)} ORDER BY {sort} {order}, trace_id {order} "
+           f"LIMIT ${len(args)}")
+    return await conn.fetch(sql, *args)
+
+
+async def trajectory_documents(conn: asyncpg.Connection, project: str, f: TrajectoryFilter
+                               ) -> list[asyncpg.Record]:
+    """Like list_trajectories, with the documents (for filling evaluation sets)."""
+    where, args = _where(project, f)
+    args.append(f.limit)
+    sql = (f"SELECT trace_id, status, revision, document FROM trajectories "
+           f"WHERE {' AND '.join(where)} AND document IS NOT NULL "
+           f"ORDER BY start_ns DESC, trace_id DESC LIMIT ${len(args)}")
+    return await conn.fetch(sql, *args)
+
+
+async def trajectory(conn: asyncpg.Connection, project: str, trace_id: str
+                     ) -> asyncpg.Record | None:
+    return await conn.fetchrow(
+        "SELECT status, revision, normalizer_version, document, derivation_error "
+        "FROM trajectories WHERE project = $1 AND trace_id = $2", project, trace_id)
+
+
+async def explanation(conn: asyncpg.Connection, project: str, trace_id: str
+                      ) -> asyncpg.Record | None:
+    return await conn.fetchrow(
+        "SELECT status, revision, normalizer_version, explanation, warnings, derivation_error "
+        "FROM trajectories WHERE project = $1 AND trace_id = $2", project, trace_id)

@@ -1,0 +1,38 @@
+"""Shared fixtures: a real PostgreSQL (embedded, or TRAJHUB_TEST_DATABASE_URL) and a real
+`trajhub serve` process on free ports."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness import ServerProcess, TestDatabase
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestDatabase]:
+    db = TestDatabase.start(os.environ.get("TRAJHUB_TEST_DATABASE_URL", ""),
+                            tmp_path_factory.mktemp("pg"))
+    yield db
+    db.stop()
+
+
+@pytest.fixture(scope="session")
+def server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
+           ) -> Iterator[ServerProcess]:
+    proc = ServerProcess.start(database.url, tmp_path_factory.mktemp("server"),
+                               settle_seconds=0.5)
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture
+def project() -> str:
+    """A fresh project per test, so tests never see each other's data."""
+    return "t-" + uuid.uuid4().hex[:12]

@@ -1,0 +1,160 @@
+"""Test helpers: start PostgreSQL and trajhub for real, and talk to them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncpg
+import httpx
+
+T = TypeVar("T")
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+@dataclass
+class TestDatabase:
+    """A database for one test session: a fresh database on the server named by
+    TRAJHUB_TEST_DATABASE_URL (dropped at the end), else an embedded PostgreSQL."""
+
+    url: str
+    admin_url: str = ""
+    name: str = ""
+    embedded: Any = None
+
+    __test__ = False
+
+    @classmethod
+    def start(cls, external_url: str, tmp: Path) -> TestDatabase:
+        if not external_url:
+            from storage.embedded import EmbeddedPostgres
+
+            embedded = EmbeddedPostgres(tmp)
+            return cls(url=embedded.url, embedded=embedded)
+        name = "trajhub_test_" + uuid.uuid4().hex[:10]
+
+        async def create() -> None:
+            conn = await asyncpg.connect(external_url)
+            try:
+                await conn.execute(f'CREATE DATABASE "{name}"')
+            finally:
+                await conn.close()
+
+        run(create())
+        base, _, query = external_url.partition("?")
+        url = base.rsplit("/", 1)[0] + "/" + name + (("?" + query) if query else "")
+        return cls(url=url, admin_url=external_url, name=name)
+
+    def stop(self) -> None:
+        if self.embedded is not None:
+            self.embedded.stop()
+            return
+
+        async def drop() -> None:
+            conn = await asyncpg.connect(self.admin_url)
+            try:
+                await conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+            finally:
+                await conn.close()
+
+        run(drop())
+
+
+_READY = re.compile(r"trajhub ready http_port=(\d+) grpc_port=(\d+)")
+
+
+@dataclass
+class ServerProcess:
+    process: subprocess.Popen[str]
+    http_port: int
+    grpc_port: int
+    log_path: Path
+    exit_code: int | None = field(default=None)
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+    @property
+    def grpc(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @classmethod
+    def start(cls, database_url: str, workdir: Path, settle_seconds: float = 0.5,
+              extra_env: dict[str, str] | None = None, timeout: float = 60) -> ServerProcess:
+        env = {**os.environ, "TRAJHUB_DATABASE_URL": database_url,
+               "TRAJHUB_HTTP_PORT": "0", "TRAJHUB_GRPC_PORT": "0",
+               "TRAJHUB_DATA_DIR": str(workdir / "data"),
+               "TRAJHUB_SETTLE_SECONDS": str(settle_seconds),
+               "TRAJHUB_ASSEMBLY_INTERVAL_SECONDS": "0.05",
+               **(extra_env or {})}
+        log_path = workdir / "server.log"
+        log = open(log_path, "w")  # noqa: SIM115 - the child writes to it for its whole life
+        process = subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "serve"], env=env, stdout=subprocess.PIPE,
+            stderr=log, text=True, cwd=Path(__file__).parent.parent)
+        assert process.stdout is not None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            match = _READY.search(line)
+            if match:
+                return cls(process, int(match.group(1)), int(match.group(2)), log_path)
+        process.kill()
+        raise RuntimeError("trajhub did not start:\n" + log_path.read_text())
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.exit_code = self.process.returncode
+        return self.exit_code
+
+
+def wait_for(probe: Callable[[], T | None], timeout: float = 20, interval: float = 0.05,
+             what: str = "condition") -> T:
+    """Poll until `probe` returns something truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
+def get_json(client: httpx.Client, url: str, **params: Any) -> Any:
+    response = client.get(url, params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def final_trajectory(client: httpx.Client, base: str, project: str, trace_id: str,
+                     timeout: float = 30) -> httpx.Response:
+    """Wait until the trace's trajectory is final; returns the response."""
+    def probe() -> httpx.Response | None:
+        r = client.get(f"{base}/api/v1/trajectories/{trace_id}", params={"project": project})
+        return r if r.status_code == 200 and r.headers.get("x-trajectory-status") == "final" \
+            else None
+
+    return wait_for(probe, timeout, what=f"final trajectory of {trace_id}")

@@ -1,0 +1,73 @@
+"""Small builders of OTLP requests for tests."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+
+def new_trace_id() -> bytes:
+    return os.urandom(16)
+
+
+def new_span_id() -> bytes:
+    return os.urandom(8)
+
+
+def kv(key: str, value: Any) -> KeyValue:
+    out = KeyValue(key=key)
+    _set(out.value, value)
+    return out
+
+
+def _set(out: AnyValue, value: Any) -> None:
+    if isinstance(value, bool):
+        out.bool_value = value
+    elif isinstance(value, int):
+        out.int_value = value
+    elif isinstance(value, float):
+        out.double_value = value
+    elif isinstance(value, bytes):
+        out.bytes_value = value
+    elif isinstance(value, list):
+        out.array_value.SetInParent()
+        for item in value:
+            _set(out.array_value.values.add(), item)
+    elif isinstance(value, dict):
+        out.kvlist_value.SetInParent()
+        for k, v in value.items():
+            out.kvlist_value.values.append(kv(k, v))
+    else:
+        out.string_value = str(value)
+
+
+def request(spans: list[Span], service: str = "test-service",
+            resource: dict[str, Any] | None = None) -> ExportTraceServiceRequest:
+    req = ExportTraceServiceRequest()
+    rs = req.resource_spans.add()
+    rs.resource.attributes.append(kv("service.name", service))
+    for k, v in (resource or {}).items():
+        rs.resource.attributes.append(kv(k, v))
+    ss = rs.scope_spans.add()
+    ss.scope.name = "tests"
+    ss.scope.version = "1.0"
+    ss.spans.extend(spans)
+    return req
+
+
+def span(trace_id: bytes, name: str = "op", parent: bytes = b"", span_id: bytes | None = None,
+         start: int = 1_700_000_000_000_000_000, duration: int = 1_000_000,
+         attributes: dict[str, Any] | None = None, error: bool = False) -> Span:
+    s = Span(trace_id=trace_id, span_id=span_id or new_span_id(), parent_span_id=parent,
+             name=name, kind=Span.SPAN_KIND_INTERNAL, start_time_unix_nano=start,
+             end_time_unix_nano=start + duration)
+    for k, v in (attributes or {}).items():
+        s.attributes.append(kv(k, v))
+    if error:
+        s.status.code = 2
+        s.status.message = "boom"
+    return s
