@@ -1,1 +1,114 @@
-"""Pure scoring of trajectories against expectations."""
+"""Pure scoring of trajectories against expectations.
+
+Every evaluator is a pure function `(trajectory_doc, expectations, config) -> EvaluationResult`:
+no I/O, no clock, no randomness, so a score can always be recomputed from stored data. The LLM
+judge is split into request building and strict response parsing; its HTTP call belongs to the
+service, which is why it is not in REGISTRY.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from evaluators._config import ConfigError
+from evaluators.agentevals_format import to_agentevals_messages
+from evaluators.efficiency import EfficiencyConfig, efficiency
+from evaluators.expectations import (
+    Expectations,
+    ExpectationsError,
+    ExpectedStep,
+    expectations_from_trajectory,
+)
+from evaluators.expected_agents_tools import (
+    ExpectedAgentsToolsConfig,
+    expected_agents_tools,
+)
+from evaluators.llm_judge import (
+    JudgeResponseError,
+    build_judge_request,
+    parse_judge_response,
+)
+from evaluators.result import EvaluationResult
+from evaluators.tool_call_accuracy import ToolCallAccuracyConfig, tool_call_accuracy
+from evaluators.trajectory_match import TrajectoryMatchConfig, trajectory_match
+from evaluators.trajectory_view import TrajectoryView, parse_trajectory
+
+__all__ = [
+    "REGISTRY",
+    "ConfigError",
+    "EfficiencyConfig",
+    "EvaluationResult",
+    "EvaluatorSpec",
+    "Expectations",
+    "ExpectationsError",
+    "ExpectedAgentsToolsConfig",
+    "ExpectedStep",
+    "JudgeResponseError",
+    "ToolCallAccuracyConfig",
+    "TrajectoryMatchConfig",
+    "TrajectoryView",
+    "build_judge_request",
+    "evaluate",
+    "expectations_from_trajectory",
+    "parse_judge_response",
+    "parse_trajectory",
+    "to_agentevals_messages",
+]
+
+
+@dataclass(frozen=True)
+class EvaluatorSpec:
+    """One registered evaluator: its config type (parsed from JSON options) and its function."""
+
+    name: str
+    config_from_dict: Callable[[Mapping[str, Any] | None], Any]
+    run: Callable[[Mapping[str, Any], Expectations, Any], EvaluationResult]
+
+
+REGISTRY: Mapping[str, EvaluatorSpec] = {
+    spec.name: spec
+    for spec in (
+        EvaluatorSpec(
+            "expected_agents_tools",
+            ExpectedAgentsToolsConfig.from_dict,
+            expected_agents_tools,
+        ),
+        EvaluatorSpec("tool_call_accuracy", ToolCallAccuracyConfig.from_dict, tool_call_accuracy),
+        EvaluatorSpec("trajectory_match", TrajectoryMatchConfig.from_dict, trajectory_match),
+        EvaluatorSpec("efficiency", EfficiencyConfig.from_dict, efficiency),
+    )
+}
+
+_CONFIG_TYPES: Mapping[str, type] = {
+    "expected_agents_tools": ExpectedAgentsToolsConfig,
+    "tool_call_accuracy": ToolCallAccuracyConfig,
+    "trajectory_match": TrajectoryMatchConfig,
+    "efficiency": EfficiencyConfig,
+}
+
+
+def evaluate(
+    name: str,
+    doc: Mapping[str, Any],
+    expectations: Expectations | Mapping[str, Any] | None,
+    config: Mapping[str, Any] | object | None = None,
+) -> EvaluationResult:
+    """Run evaluator `name`. `expectations` may be an Expectations or its JSON form; `config` the
+    evaluator's config dataclass or its JSON options. Unknown evaluator or option -> ConfigError
+    (a ValueError) naming it."""
+    spec = REGISTRY.get(name)
+    if spec is None:
+        raise ConfigError(f"unknown evaluator {name!r} (known: {', '.join(sorted(REGISTRY))})")
+    if expectations is None:
+        expectations = Expectations()
+    elif not isinstance(expectations, Expectations):
+        expectations = Expectations.from_dict(expectations)
+    if config is None or isinstance(config, Mapping):
+        parsed = spec.config_from_dict(config)
+    elif isinstance(config, _CONFIG_TYPES[name]):
+        parsed = config
+    else:
+        raise ConfigError(f"{name}: config must be {_CONFIG_TYPES[name].__name__} or an object")
+    return spec.run(doc, expectations, parsed)

@@ -1,1 +1,35 @@
-"""Pure functions from the spans of one trace to one trajectory; no I/O."""
+"""Pure functions from the spans of one trace to one trajectory; no I/O.
+
+The service depends on exactly this API:
+
+- `derive(spans)` → `Derivation` (trajectory, per-span explanation, warnings, summary columns);
+- `Derivation.to_json()` / `trajectory_to_json()` → deterministic JSON bytes;
+- `NORMALIZER_VERSION`: bumped whenever the output for the same spans may change, so stored
+  trajectories can be re-derived from the raw spans;
+- `DerivationError`: only for input that cannot give any trajectory (no spans).
+"""
+
+from __future__ import annotations
+
+from normalizers.builder import (
+    Derivation,
+    DerivationError,
+    SpanExplanation,
+    TrajectorySummary,
+    derive,
+)
+from normalizers.trajectory import Trajectory, trajectory_to_dict, trajectory_to_json
+
+NORMALIZER_VERSION: str = "1.0.0"
+
+__all__ = [
+    "NORMALIZER_VERSION",
+    "Derivation",
+    "DerivationError",
+    "SpanExplanation",
+    "Trajectory",
+    "TrajectorySummary",
+    "derive",
+    "trajectory_to_dict",
+    "trajectory_to_json",
+]

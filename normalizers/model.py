@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Union
+from typing import TypeAlias
 
 #: An attribute value with its OTLP type kept: str, bool, int (int64), float (double), bytes,
 #: arrays (list) and key-value lists (dict). None stands for an empty AnyValue.
-AttributeValue = Union[
-    str, bool, int, float, bytes, list["AttributeValue"], dict[str, "AttributeValue"], None
-]
+AttributeValue: TypeAlias = (
+    str | bool | int | float | bytes | list["AttributeValue"] | dict[str, "AttributeValue"] | None
+)
 Attributes = Mapping[str, AttributeValue]
 
 #: OTel status codes (opentelemetry.proto.trace.v1.Status.StatusCode).

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Protocol
 
 from normalizers.model import Span
 
 
-class StepKind(str, Enum):
+class StepKind(StrEnum):
     AGENT = "agent"
     GRAPH = "graph"
     MODEL = "model"

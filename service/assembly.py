@@ -10,6 +10,7 @@ derived twice at once).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import signal
@@ -53,7 +54,7 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
                    root_ended_fallback: bool) -> tuple[Any, ...]:
     try:
         d = derive(spans)
-    except Exception as exc:  # noqa: BLE001 - a bad trace must never stop the worker
+    except Exception as exc:
         log.warning("trace %s/%s: derivation failed: %r", project, trace_id, exc)
         return (project, trace_id, NORMALIZER_VERSION, settle_at, root_ended_fallback, None,
                 None, [], f"{type(exc).__name__}: {exc}", "", [], "", "", "", [], [], [],
@@ -130,7 +131,7 @@ class Assembler:
             if derived < BATCH and not finalized:
                 try:
                     await asyncio.wait_for(stop.wait(), interval)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
 
 

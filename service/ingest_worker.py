@@ -9,6 +9,7 @@ receiver acknowledges only what is durable.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass
 
@@ -68,7 +69,7 @@ class _Worker:
         except asyncpg.DataError as exc:
             # deterministic: retrying the same data fails the same way
             raise BadRequest(f"the database rejected the batch: {exc}") from None
-        except (OSError, asyncio.TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             self._drop_connection()
             log.warning("database write failed: %s", exc)
             raise Unavailable(f"database unavailable: {exc}", retry_after_s=2) from None
@@ -81,7 +82,7 @@ class _Worker:
     def ping(self) -> None:
         try:
             self.loop.run_until_complete(self._connection())
-        except (OSError, asyncio.TimeoutError, asyncpg.PostgresError) as exc:
+        except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
             self._drop_connection()
             raise Unavailable(f"database unavailable: {exc}") from None
 
@@ -101,10 +102,9 @@ def warm_up() -> int:
     import os
 
     assert _worker is not None
-    try:
+    # the first request retries the connection and answers 503 if it must
+    with contextlib.suppress(Unavailable):
         _worker.ping()
-    except Unavailable:
-        pass  # the first request will retry and answer 503 if it must
     return os.getpid()
 
 

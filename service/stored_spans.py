@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -164,7 +164,7 @@ def _jsonable(value: AttributeValue) -> Any:
 
 
 def iso_time(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 def span_view(span: Span) -> dict[str, Any]:

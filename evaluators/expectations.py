@@ -1,0 +1,190 @@
+"""What an evaluation-set item expects of a trajectory.
+
+Seed 001's `ExpectedBehavior` (agents, tools per agent), Mastra's expected tool order, and an
+optional expected trajectory of steps for agentevals-style matching. Stored as JSON with the item,
+so `from_dict` validates and names the offending field: a bad expectation must fail when the set
+is saved, not silently when it is evaluated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from evaluators.trajectory_view import parse_trajectory
+
+#: Step types an expected trajectory can name (model steps are not matched: their content is free).
+EXPECTED_STEP_TYPES = ("tool", "agent", "graph")
+#: Argument matchers, as agentevals names them (peers.md a3).
+ARGS_MATCH_MODES = ("exact", "ignore", "subset", "superset")
+
+
+class ExpectationsError(ValueError):
+    """A malformed expectations document; `field` is the dotted path of the offending field."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class ExpectedStep:
+    """One expected step. `args` None means "not specified": any arguments match. `args_match`
+    overrides the evaluator's argument matcher for this step only."""
+
+    type: str
+    name: str
+    args: Any = None
+    args_match: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in EXPECTED_STEP_TYPES:
+            raise ExpectationsError("type", f"must be one of {', '.join(EXPECTED_STEP_TYPES)}")
+        if not self.name:
+            raise ExpectationsError("name", "must be a non-empty string")
+        if self.args_match is not None and self.args_match not in ARGS_MATCH_MODES:
+            raise ExpectationsError("args_match", f"must be one of {', '.join(ARGS_MATCH_MODES)}")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "name": self.name}
+        if self.args is not None:
+            out["args"] = self.args
+        if self.args_match is not None:
+            out["args_match"] = self.args_match
+        return out
+
+
+@dataclass(frozen=True)
+class Expectations:
+    #: agents expected to run (seed 001 `agents`)
+    agents: tuple[str, ...] = ()
+    #: tools expected per agent (seed 001 `tools`)
+    tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: the expected sequence of tool calls (Mastra `expectedToolOrder`)
+    tool_order: tuple[str, ...] = ()
+    #: the expected trajectory for trajectory_match; None when the item does not specify one
+    trajectory: tuple[ExpectedStep, ...] | None = None
+
+    def __post_init__(self) -> None:
+        # Python callers pass lists; store tuples so equality does not depend on the container.
+        object.__setattr__(self, "agents", tuple(self.agents))
+        object.__setattr__(self, "tool_order", tuple(self.tool_order))
+        object.__setattr__(self, "tools", {a: tuple(t) for a, t in self.tools.items()})
+        if self.trajectory is not None:
+            object.__setattr__(self, "trajectory", tuple(self.trajectory))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "agents": list(self.agents),
+            "tools": {agent: list(tools) for agent, tools in self.tools.items()},
+            "tool_order": list(self.tool_order),
+        }
+        if self.trajectory is not None:
+            out["trajectory"] = [step.to_dict() for step in self.trajectory]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Expectations:
+        if not isinstance(data, Mapping):
+            raise ExpectationsError("expectations", "must be an object")
+        unknown = sorted(set(data) - {"agents", "tools", "tool_order", "trajectory"})
+        if unknown:
+            raise ExpectationsError(str(unknown[0]), "unknown field")
+        tools_raw = data.get("tools", {})
+        if not isinstance(tools_raw, Mapping):
+            raise ExpectationsError("tools", "must be an object of agent name -> list of tools")
+        tools = {
+            _agent_key(agent): _names(value, f"tools.{agent}") for agent, value in tools_raw.items()
+        }
+        trajectory_raw = data.get("trajectory")
+        trajectory: tuple[ExpectedStep, ...] | None = None
+        if trajectory_raw is not None:
+            if not isinstance(trajectory_raw, list):
+                raise ExpectationsError("trajectory", "must be a list of steps")
+            trajectory = tuple(
+                _expected_step(raw, f"trajectory[{i}]") for i, raw in enumerate(trajectory_raw)
+            )
+        return cls(
+            agents=_names(data.get("agents", []), "agents"),
+            tools=tools,
+            tool_order=_names(data.get("tool_order", []), "tool_order"),
+            trajectory=trajectory,
+        )
+
+
+def expectations_from_trajectory(doc: Mapping[str, Any]) -> Expectations:
+    """Pre-fill expectations from a (production) trajectory: what it did becomes what is expected,
+    for a human to prune before the item joins an evaluation set.
+
+    The expected trajectory lists the agents, then the graph node visits, then the tool calls with
+    their decoded arguments; each level of trajectory_match reads only the steps of its type.
+    Agent and graph steps carry no args: their input is free text, not arguments.
+    """
+    view = parse_trajectory(doc)
+    steps: list[ExpectedStep] = [ExpectedStep("agent", a.name) for a in view.agents if a.name]
+    steps += [ExpectedStep("graph", node.name) for node in view.graph_nodes if node.name]
+    steps += [ExpectedStep("tool", c.name, args=c.arguments) for c in view.tool_calls if c.name]
+    return Expectations(
+        agents=tuple(name for name in view.agent_names() if name),
+        tools={agent: tools for agent, tools in view.tools_by_agent().items() if agent and tools},
+        tool_order=tuple(call.name for call in view.tool_calls if call.name),
+        trajectory=tuple(steps),
+    )
+
+
+def _agent_key(agent: Any) -> str:
+    if not isinstance(agent, str) or not agent:
+        raise ExpectationsError("tools", f"agent name {agent!r} must be a non-empty string")
+    return agent
+
+
+def _names(value: Any, path: str) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple):
+        raise ExpectationsError(path, "must be a list of strings")
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item:
+            raise ExpectationsError(f"{path}[{i}]", "must be a non-empty string")
+    return tuple(value)
+
+
+def _expected_step(raw: Any, path: str) -> ExpectedStep:
+    if not isinstance(raw, Mapping):
+        raise ExpectationsError(path, "must be an object")
+    unknown = sorted(set(raw) - {"type", "name", "args", "args_match"})
+    if unknown:
+        raise ExpectationsError(f"{path}.{unknown[0]}", "unknown field")
+    for key in ("type", "name"):
+        if not isinstance(raw.get(key), str):
+            raise ExpectationsError(f"{path}.{key}", "must be a string")
+    args_match = raw.get("args_match")
+    if args_match is not None and not isinstance(args_match, str):
+        raise ExpectationsError(f"{path}.args_match", "must be a string")
+    _check_json(raw.get("args"), f"{path}.args")
+    try:
+        return ExpectedStep(raw["type"], raw["name"], raw.get("args"), args_match)
+    except ExpectationsError as err:
+        raise ExpectationsError(f"{path}.{err.field}", err.problem) from None
+
+
+def _check_json(value: Any, path: str) -> None:
+    """Args are stored as JSON; reject what would not survive the round trip."""
+    if value is None or isinstance(value, str | bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ExpectationsError(path, "must be a finite number")
+        return
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_json(item, f"{path}[{i}]")
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ExpectationsError(path, "object keys must be strings")
+            _check_json(item, f"{path}.{key}")
+        return
+    raise ExpectationsError(path, f"must be JSON, got {type(value).__name__}")

@@ -1,0 +1,128 @@
+"""Mastra's code-based tool-call accuracy scorer (seed 004), over the trajectory's tool calls.
+
+Binary score:
+- no tool calls at all -> 0;
+- an expected tool order (per item, else from the config) -> 1 iff the order holds: strict = the
+  exact sequence, no extras; flexible = the expected tools form an ordered subsequence;
+- else `expected_tool`: lenient -> 1 iff it was called; strict -> 1 iff it is the one and only call.
+
+One deliberate difference: Mastra's flexible check looks up each expected tool's *first*
+occurrence (`indexOf`), so actual [b, a, b] fails expected [a, b] and a repeated expected tool can
+never pass. The documented intent (seed 004, peers.md a3) is "an ordered subsequence"; we check
+exactly that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from evaluators._config import config_from_mapping, require_type
+from evaluators.expectations import Expectations
+from evaluators.result import EvaluationResult, join_or_none
+from evaluators.trajectory_view import parse_trajectory
+
+NAME = "tool_call_accuracy"
+
+
+@dataclass(frozen=True)
+class ToolCallAccuracyConfig:
+    expected_tool: str | None = None
+    strict_mode: bool = False
+    expected_tool_order: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.expected_tool is not None:
+            require_type(NAME, "expected_tool", self.expected_tool, str)
+        require_type(NAME, "strict_mode", self.strict_mode, bool)
+        if self.expected_tool_order is not None:
+            require_type(NAME, "expected_tool_order", self.expected_tool_order, list, tuple)
+            for tool in self.expected_tool_order:
+                require_type(NAME, "expected_tool_order[]", tool, str)
+            # JSON gives a list; keep the frozen config hashable and immutable.
+            object.__setattr__(self, "expected_tool_order", tuple(self.expected_tool_order))
+
+    @classmethod
+    def from_dict(cls, options: Mapping[str, Any] | None) -> ToolCallAccuracyConfig:
+        return config_from_mapping(cls, options, NAME)
+
+
+@dataclass(frozen=True)
+class ToolCallAccuracyReason:
+    """Mastra's preprocessStepResult, minus the message plumbing."""
+
+    expected_tool: str | None
+    actual_tools: tuple[str, ...]
+    strict_mode: bool
+    expected_tool_order: tuple[str, ...] | None
+    has_tool_calls: bool
+    correct_tool_called: bool
+    correct_order_called: bool | None
+
+    def explain_lines(self) -> list[str]:
+        lines = [f"actual tool calls: {join_or_none(self.actual_tools)}"]
+        if not self.has_tool_calls:
+            lines.append("no tool was called")
+        mode = "strict" if self.strict_mode else "lenient"
+        if self.expected_tool_order:
+            verdict = "holds" if self.correct_order_called else "does not hold"
+            kind = "exact sequence" if self.strict_mode else "ordered subsequence, extras allowed"
+            order = ", ".join(self.expected_tool_order)
+            lines.append(f"expected order [{order}] ({kind}): {verdict}")
+        elif self.expected_tool is not None:
+            called = "was called" if self.correct_tool_called else "was not called"
+            lines.append(f"expected tool {self.expected_tool} ({mode}) {called}")
+            if self.strict_mode and self.correct_tool_called and len(self.actual_tools) != 1:
+                lines.append(f"strict mode needs exactly one call, got {len(self.actual_tools)}")
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def is_ordered_subsequence(expected: Sequence[str], actual: Sequence[str]) -> bool:
+    remaining = iter(actual)
+    # `in` on an iterator consumes it up to the match, which is exactly subsequence search.
+    return all(tool in remaining for tool in expected)
+
+
+def check_tool_order(actual: Sequence[str], expected: Sequence[str], strict: bool) -> bool:
+    if strict:
+        return list(actual) == list(expected)
+    return is_ordered_subsequence(expected, actual)
+
+
+def tool_call_accuracy(
+    doc: Mapping[str, Any],
+    expectations: Expectations,
+    config: ToolCallAccuracyConfig,
+) -> EvaluationResult:
+    # The item's own expected order overrides the config's default, as Mastra lets a per-item
+    # expectation override the scorer's constructor options.
+    order = expectations.tool_order or config.expected_tool_order or None
+    if config.expected_tool is None and not order:
+        raise ValueError(f"{NAME}: needs expected_tool or an expected tool order")
+    actual = tuple(call.name for call in parse_trajectory(doc).tool_calls)
+    correct_order = check_tool_order(actual, order, config.strict_mode) if order else None
+    correct_tool = config.expected_tool in actual if config.expected_tool else False
+
+    if not actual:
+        score = 0.0
+    elif order:
+        score = 1.0 if correct_order else 0.0
+    elif config.strict_mode:
+        score = 1.0 if actual == (config.expected_tool,) else 0.0
+    else:
+        score = 1.0 if correct_tool else 0.0
+
+    reason = ToolCallAccuracyReason(
+        expected_tool=config.expected_tool,
+        actual_tools=actual,
+        strict_mode=config.strict_mode,
+        expected_tool_order=order,
+        has_tool_calls=bool(actual),
+        correct_tool_called=correct_tool,
+        correct_order_called=correct_order,
+    )
+    return EvaluationResult(evaluator=NAME, score=score, passed=score == 1.0, reason=reason)

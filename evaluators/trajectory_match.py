@@ -1,0 +1,298 @@
+"""Trajectory matching against an expected trajectory (agentevals' modes, graded).
+
+Modes, as peers.md a3 states them for agentevals, over the steps of one level:
+- `strict`: the same steps at the same positions. Calls the agent issued together (parallel tool
+  calls of one model turn) may come in any order among themselves, as agentevals allows any order
+  *within one message*. As in agentevals, message content is not compared; unlike it, model turns
+  that call no tool are not positions either (the expected trajectory lists no model steps).
+- `in_order`: the expected steps appear as an ordered subsequence; extras allowed (Google ADK
+  IN_ORDER, Mastra `relaxed`, LangSmith `trajectory_subsequence`).
+- `unordered`: multiset equality by name plus args.
+- `superset`: every expected step has its own matching actual step; extras allowed.
+- `subset`: every actual step has its own matching expected step; nothing beyond the reference.
+
+Levels: `tool` (tool calls with their arguments), `agent` (agent entries, args = their decoded
+input) and `graph` (graph node visits). Expected steps of the other types are ignored.
+
+agentevals only answers true/false; the score here is graded (see `_score`) and `passed` is the
+agentevals verdict. Missing, extra, out-of-order and repeated steps are listed in the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from evaluators._config import ConfigError, config_from_mapping, require_type
+from evaluators.expectations import ARGS_MATCH_MODES, Expectations, ExpectedStep
+from evaluators.matching import (
+    ArgsOverride,
+    Item,
+    matcher_for_mode,
+    max_matching,
+    ordered_matching,
+    resolve_matcher,
+)
+from evaluators.result import EvaluationResult
+from evaluators.trajectory_view import (
+    TrajectoryView,
+    decode_arguments,
+    parse_trajectory,
+)
+
+NAME = "trajectory_match"
+MODES = ("strict", "in_order", "unordered", "superset", "subset")
+LEVELS = ("tool", "agent", "graph")
+#: Mastra's cost of one repeated step when repeats are not allowed.
+REPEAT_PENALTY = 0.1
+
+
+@dataclass(frozen=True)
+class TrajectoryMatchConfig:
+    mode: str = "strict"
+    level: str = "tool"
+    args_match: str = "exact"
+    #: tool (or agent/node) name -> mode name, dotted key paths, or a callable(out, ref) -> bool
+    args_match_overrides: Mapping[str, ArgsOverride] = field(default_factory=dict)
+    allow_repeated: bool = True
+
+    def __post_init__(self) -> None:
+        _one_of("mode", self.mode, MODES)
+        _one_of("level", self.level, LEVELS)
+        _one_of("args_match", self.args_match, ARGS_MATCH_MODES)
+        require_type(NAME, "allow_repeated", self.allow_repeated, bool)
+        require_type(NAME, "args_match_overrides", self.args_match_overrides, Mapping)
+        overrides: dict[str, ArgsOverride] = {}
+        for tool, override in self.args_match_overrides.items():
+            where = f"args_match_overrides.{tool}"
+            if isinstance(override, str):
+                _one_of(where, override, ARGS_MATCH_MODES)
+                overrides[tool] = override
+            elif isinstance(override, list | tuple):
+                for path in override:
+                    require_type(NAME, f"{where}[]", path, str)
+                overrides[tool] = tuple(override)  # JSON lists become immutable key paths
+            elif callable(override):
+                overrides[tool] = override
+            else:
+                raise ConfigError(
+                    f"{NAME}: option {where!r} must be a matcher name, a list of key paths"
+                    " or a callable"
+                )
+        object.__setattr__(self, "args_match_overrides", overrides)
+
+    @classmethod
+    def from_dict(cls, options: Mapping[str, Any] | None) -> TrajectoryMatchConfig:
+        return config_from_mapping(cls, options, NAME)
+
+
+@dataclass(frozen=True)
+class StepRef:
+    index: int  # position in the expected or the actual sequence
+    name: str
+    args: Any
+
+    def __str__(self) -> str:
+        if self.args is None:
+            return f"#{self.index} {self.name}"
+        return f"#{self.index} {self.name}({_compact(self.args)})"
+
+
+@dataclass(frozen=True)
+class RepeatedStep:
+    name: str
+    args: Any
+    count: int
+
+
+@dataclass(frozen=True)
+class TrajectoryMatchReason:
+    mode: str
+    level: str
+    expected: tuple[StepRef, ...]
+    actual: tuple[StepRef, ...]
+    matched: int
+    missing: tuple[StepRef, ...]
+    extra: tuple[StepRef, ...]
+    out_of_order: tuple[StepRef, ...]
+    #: expected steps whose name was called, but never with matching args
+    args_mismatch: tuple[StepRef, ...]
+    repeated: tuple[RepeatedStep, ...]
+    extra_allowed: bool
+    missing_allowed: bool
+
+    def explain_lines(self) -> list[str]:
+        lines = [
+            (
+                f"{self.mode} match at {self.level} level: {self.matched} of"
+                f" {len(self.expected)} expected, {len(self.actual)} actual"
+            ),
+            f"expected: {_refs(self.expected)}",
+            f"actual: {_refs(self.actual)}",
+        ]
+        if self.missing:
+            note = " (allowed in this mode)" if self.missing_allowed else ""
+            lines.append(f"missing{note}: {_refs(self.missing)}")
+        if self.args_mismatch:
+            lines.append(f"called with other args: {_refs(self.args_mismatch)}")
+        if self.out_of_order:
+            lines.append(f"out of order: {_refs(self.out_of_order)}")
+        if self.extra:
+            note = " (allowed in this mode)" if self.extra_allowed else ""
+            lines.append(f"extra{note}: {_refs(self.extra)}")
+        if self.repeated:
+            reps = ", ".join(f"{r.name}({_compact(r.args)}) x{r.count}" for r in self.repeated)
+            lines.append(f"repeated: {reps}")
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def trajectory_match(
+    doc: Mapping[str, Any],
+    expectations: Expectations,
+    config: TrajectoryMatchConfig,
+) -> EvaluationResult:
+    view = parse_trajectory(doc)
+    reference = _reference(expectations, config)
+    output, groups = _actual(view, config.level)
+
+    free = max_matching(reference, output)
+    if config.mode == "strict":
+        pairs = _strict_pairs(reference, output, groups)
+    elif config.mode == "in_order":
+        pairs = ordered_matching(reference, output)
+    else:
+        pairs = free
+
+    n, m = len(reference), len(output)
+    score, passed = _score(config.mode, n, m, len(pairs))
+    ordered = config.mode in ("strict", "in_order")
+    unpaired = [i for i in range(n) if i not in pairs]
+    out_of_order = [i for i in unpaired if ordered and i in free]
+    missing = [i for i in unpaired if i not in out_of_order]
+    paired_outputs = set(pairs.values())
+    repeated = _repeated(output)
+    if repeated and not config.allow_repeated:
+        score = max(0.0, score - REPEAT_PENALTY * len(repeated))
+        passed = False
+
+    ref_steps = tuple(StepRef(i, item.name, item.args) for i, item in enumerate(reference))
+    out_steps = tuple(StepRef(j, item.name, item.args) for j, item in enumerate(output))
+    output_names = {item.name for item in output}
+    reason = TrajectoryMatchReason(
+        mode=config.mode,
+        level=config.level,
+        expected=ref_steps,
+        actual=out_steps,
+        matched=len(pairs),
+        missing=tuple(ref_steps[i] for i in missing),
+        extra=tuple(out_steps[j] for j in range(m) if j not in paired_outputs),
+        out_of_order=tuple(ref_steps[i] for i in out_of_order),
+        args_mismatch=tuple(ref_steps[i] for i in missing if reference[i].name in output_names),
+        repeated=repeated,
+        extra_allowed=config.mode in ("in_order", "superset"),
+        missing_allowed=config.mode == "subset",
+    )
+    return EvaluationResult(evaluator=NAME, score=score, passed=passed, reason=reason)
+
+
+def _score(mode: str, n: int, m: int, matched: int) -> tuple[float, bool]:
+    """Graded score and agentevals verdict. The denominator is what the mode holds to account:
+    both sides for strict/unordered, the reference for in_order/superset (extras are free), the
+    output for subset (missing reference steps are free)."""
+    if mode in ("strict", "unordered"):
+        denominator = max(n, m)
+        passed = matched == n == m
+    elif mode == "subset":
+        denominator = m
+        passed = matched == m
+    else:
+        denominator = n
+        passed = matched == n
+    return (matched / denominator if denominator else 1.0), passed
+
+
+def _strict_pairs(
+    reference: Sequence[Item], output: Sequence[Item], groups: Sequence[int]
+) -> dict[int, int]:
+    """Positional pairing, except that within one group of calls issued together any order is
+    fine: the reference slice at the group's positions is matched to the group as a multiset."""
+    pairs: dict[int, int] = {}
+    start = 0
+    while start < len(output):
+        end = start
+        while end < len(output) and groups[end] == groups[start]:
+            end += 1
+        if start < len(reference):
+            ref_slice = reference[start:end]
+            for i, j in max_matching(ref_slice, output[start:end]).items():
+                pairs[start + i] = start + j
+        start = end
+    return pairs
+
+
+def _reference(expectations: Expectations, config: TrajectoryMatchConfig) -> list[Item]:
+    steps: Sequence[ExpectedStep]
+    if expectations.trajectory is not None:
+        steps = [s for s in expectations.trajectory if s.type == config.level]
+    elif config.level == "tool" and expectations.tool_order:
+        # An item with only a tool order still says which tools, in which order; args unknown.
+        steps = [ExpectedStep("tool", name) for name in expectations.tool_order]
+    elif config.level == "agent" and expectations.agents:
+        steps = [ExpectedStep("agent", name) for name in expectations.agents]
+    else:
+        raise ValueError(f"{NAME}: the item has no expected trajectory")
+    return [Item(s.name, s.args, _matcher(s, config)) for s in steps]
+
+
+def _matcher(step: ExpectedStep, config: TrajectoryMatchConfig) -> Callable[[Any, Any], bool]:
+    # Most specific wins: the step's own matcher, then the per-tool override, then the default.
+    if step.args_match is not None:
+        return matcher_for_mode(step.args_match)
+    override = config.args_match_overrides.get(step.name)
+    if override is not None:
+        return resolve_matcher(override)
+    return matcher_for_mode(config.args_match)
+
+
+def _actual(view: TrajectoryView, level: str) -> tuple[list[Item], list[int]]:
+    """Actual steps of the level, and for each a group id (equal ids = issued together)."""
+    unused = matcher_for_mode("ignore")  # actual items never act as the reference side
+    if level == "tool":
+        calls = view.tool_calls
+        return [Item(c.name, c.arguments, unused) for c in calls], [c.turn for c in calls]
+    if level == "agent":
+        agents = view.agents
+        items = [Item(a.name, decode_arguments(a.input), unused) for a in agents]
+        return items, list(range(len(items)))
+    nodes = view.graph_nodes
+    return [Item(node.name, None, unused) for node in nodes], list(range(len(nodes)))
+
+
+def _repeated(output: Sequence[Item]) -> tuple[RepeatedStep, ...]:
+    counts: dict[str, tuple[Item, int]] = {}
+    for item in output:
+        key = json.dumps([item.name, item.args], sort_keys=True, default=str)
+        first, count = counts.get(key, (item, 0))
+        counts[key] = (first, count + 1)
+    return tuple(
+        RepeatedStep(item.name, item.args, count) for item, count in counts.values() if count > 1
+    )
+
+
+def _one_of(option: str, value: Any, allowed: Sequence[str]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{NAME}: option {option!r} must be one of {', '.join(allowed)}")
+
+
+def _compact(args: Any) -> str:
+    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _refs(refs: Sequence[StepRef]) -> str:
+    return ", ".join(map(str, refs)) if refs else "none"

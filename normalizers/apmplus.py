@@ -1,0 +1,252 @@
+"""Eino `callbacks/apmplus` spans (OTLP).
+
+apmplus (cloudwego/eino-ext `callbacks/apmplus`, spec/conventions.md §1.3e) opens one CLIENT span
+per Eino callback, marks every span `gen_ai.system=eino` with the raw run info
+(`runinfo.{name,type,component}`), and types it with `gen_ai.span.kind`: `workflow` for the
+outermost span, `lower(component)` for the others.
+
+We classify by `runinfo.component` first, because `gen_ai.span.kind=workflow` hides what the root
+is (a compose Graph in a ReAct run, an ADK Agent in an ADK run), and map components exactly as
+the cozeloop callback does (`normalizers.cozeloop`) so one Eino run gives the same trajectory
+through either export: ChatModel/AgenticModel → model, Tool → tool, Graph/Workflow → graph,
+Agent → agent, anything else (Chain, Lambda, ToolsNode, ChatTemplate, ...) → other.
+
+Quirks handled here (fixtures/eino/README.md):
+- content is flattened into `gen_ai.prompt.N.{role,content}` / `gen_ai.completion.N.*`, except on
+  the root (`gen_ai.input` / `gen_ai.output`); a tool's arguments and result are JSON-quoted;
+- no tool call ids: recovered from the ToolsNode parent, whose input is the assistant message;
+- an ADK agent span ends as soon as the agent starts and never fails: its error is its run
+  Chain's;
+- first-token latency is in seconds; token counts use the legacy prompt/completion keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Final
+
+from normalizers.cozeloop import (
+    as_float,
+    as_int,
+    as_str,
+    parse_json,
+    put,
+    split_error,
+    tool_call_id_from_calls,
+)
+from normalizers.model import STATUS_ERROR, Attributes, Span
+from normalizers.reading import (
+    Convention,
+    ErrorInfo,
+    ModelUsage,
+    SpanReading,
+    StepKind,
+    TraceView,
+)
+
+_KINDS: Final[Mapping[str, StepKind]] = {
+    "chatmodel": StepKind.MODEL,
+    "agenticmodel": StepKind.MODEL,
+    "tool": StepKind.TOOL,
+    "graph": StepKind.GRAPH,
+    "workflow": StepKind.GRAPH,
+    "agent": StepKind.AGENT,
+}
+
+_PROMPT: Final = "gen_ai.prompt."
+_COMPLETION: Final = "gen_ai.completion."
+
+
+def _messages(attrs: Attributes, prefix: str) -> list[dict[str, str]]:
+    """`prefix.N.field` attributes as a list of {field: value} ordered by N. apmplus skips
+    messages without content, so indexes can have gaps; the list closes them."""
+    by_index: dict[int, dict[str, str]] = {}
+    for key, value in attrs.items():
+        if not key.startswith(prefix):
+            continue
+        index_text, _, field = key[len(prefix) :].partition(".")
+        index = as_int(index_text) if index_text.isdigit() else None
+        if index is None or not field:
+            continue
+        by_index.setdefault(index, {})[field] = as_str(value)
+    return [by_index[i] for i in sorted(by_index)]
+
+
+def _unquote(text: str) -> str:
+    """apmplus serialises a tool's string argument/result once more (`"{\\"city\\":...}"`)."""
+    if text.startswith('"'):
+        value = parse_json(text)
+        if isinstance(value, str):
+            return value
+    return text
+
+
+def _content(attrs: Attributes, whole_key: str, prefix: str, kind: StepKind) -> str:
+    """A span's input or output as one string.
+
+    The root has the whole value (`gen_ai.input`/`gen_ai.output`). Elsewhere a single unnamed
+    entry 0 is apmplus's fallback (the value serialised as it was) and is returned as it is;
+    real messages are reassembled into one JSON list of {role, content, ...}."""
+    whole = attrs.get(whole_key)
+    if whole is not None:
+        return as_str(whole)
+    messages = _messages(attrs, prefix)
+    if not messages:
+        return ""
+    if len(messages) == 1 and (kind is not StepKind.MODEL or "role" not in messages[0]):
+        text = messages[0].get("content", "")
+        return _unquote(text) if kind is StepKind.TOOL else text
+    return json.dumps(messages, ensure_ascii=False)
+
+
+def _component(span: Span) -> str:
+    return as_str(span.attributes.get("runinfo.component"))
+
+
+class Apmplus:
+    """Eino apmplus callback spans."""
+
+    name = "apmplus"
+
+    def detect(self, span: Span) -> bool:
+        if span.cozeloop is not None:
+            return False
+        attrs = span.attributes
+        if isinstance(attrs.get("gen_ai.span.kind"), str):
+            return True
+        return attrs.get("gen_ai.system") == "eino" and any(
+            key.startswith("runinfo.") for key in attrs
+        )
+
+    def read(self, span: Span, trace: TraceView) -> SpanReading:
+        attrs = span.attributes
+        warnings: list[str] = []
+        span_kind = as_str(attrs.get("gen_ai.span.kind"))
+        component = _component(span)
+        if component:
+            kind = _KINDS.get(component.lower(), StepKind.OTHER)
+            rule = f"runinfo.component={component}"
+        else:
+            kind = _KINDS.get(span_kind.lower(), StepKind.OTHER)
+            rule = f"gen_ai.span.kind={span_kind or '(empty)'}"
+            warnings.append("apmplus: span has no runinfo.component")
+
+        run_name = as_str(attrs.get("runinfo.name"))
+        # The span name is info.Name or "Type Component"; a tool's run name is the tool's name.
+        name = (run_name or span.name) if kind is StepKind.TOOL else (span.name or run_name)
+
+        input_text = _content(attrs, "gen_ai.input", _PROMPT, kind)
+        output_text = _content(attrs, "gen_ai.output", _COMPLETION, kind)
+
+        metadata: dict[str, str] = {
+            "convention": self.name,
+            "framework": "eino",
+            "span_type": span_kind,
+        }
+        put(metadata, "eino_run_info_component", component)
+        put(metadata, "eino_run_info_name", run_name)
+        put(metadata, "eino_run_info_type", attrs.get("runinfo.type"))
+        put(metadata, "session_id", attrs.get("gen_ai.session.id"))
+        put(metadata, "user_id", attrs.get("gen_ai.user.id"))
+        if "gen_ai.is_streaming" in attrs:
+            put(metadata, "stream", attrs.get("gen_ai.is_streaming"))
+
+        usage: ModelUsage | None = None
+        if kind is StepKind.MODEL:
+            put(
+                metadata,
+                "model_name",
+                attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model"),
+            )
+            # gen_ai.system is always "eino"; the provider is the model implementation's type
+            # (e.g. "OpenAI"), which is also what the cozeloop callback reports.
+            put(metadata, "model_provider", attrs.get("runinfo.type"))
+            put(metadata, "finish_reason", attrs.get("gen_ai.response.finish_reason"))
+            usage = _usage(attrs, warnings)
+        elif kind is StepKind.TOOL:
+            put(metadata, "tool_call_id", _tool_call_id(span, name, input_text, trace))
+        elif kind is StepKind.AGENT:
+            # apmplus ends an ADK agent span when the agent starts running (Eino calls OnEnd at
+            # the start of flowAgent.run): its duration says nothing, its children outlive it.
+            metadata["end_time_unreliable"] = "true"
+
+        error = _error(span)
+        if error is None and kind is StepKind.AGENT:
+            error = _agent_error(span, trace)
+        return SpanReading(
+            convention=self.name,
+            kind=kind,
+            rule=rule,
+            name=name,
+            input=input_text,
+            output=output_text,
+            error=error,
+            usage=usage,
+            metadata=metadata,
+            framework="eino",
+            warnings=tuple(warnings),
+        )
+
+
+def _usage(attrs: Attributes, warnings: list[str]) -> ModelUsage:
+    def count(*keys: str) -> int | None:
+        for key in keys:
+            if key in attrs:
+                value = as_int(attrs[key])
+                if value is None:
+                    warnings.append(f"apmplus: {key} is not an integer: {attrs[key]!r}")
+                return value
+        return None
+
+    latency_ms: float | None = None
+    ttft_key = "gen_ai.chat_completions.streaming_time_to_first_token"
+    if ttft_key in attrs:
+        seconds = as_float(attrs[ttft_key])
+        if seconds is None:
+            warnings.append(f"apmplus: {ttft_key} is not a number: {attrs[ttft_key]!r}")
+        else:
+            latency_ms = seconds * 1000  # apmplus records seconds
+    return ModelUsage(
+        input_tokens=count("gen_ai.usage.prompt_tokens", "gen_ai.usage.input_tokens"),
+        output_tokens=count("gen_ai.usage.completion_tokens", "gen_ai.usage.output_tokens"),
+        latency_first_resp_ms=latency_ms,
+    )
+
+
+def _error(span: Span) -> ErrorInfo | None:
+    """apmplus's OnError: status ERROR with err.Error() plus an `exception` event."""
+    exception = next((e.attributes for e in span.events if e.name == "exception"), None)
+    if span.status_code != STATUS_ERROR and exception is None:
+        return None
+    text = span.status_message
+    if not text.strip() and exception is not None:
+        text = as_str(exception.get("exception.message"))
+    message, rest = split_error(text)
+    return ErrorInfo(code=-1, message=message or "error", traceback=rest)
+
+
+def _agent_error(span: Span, trace: TraceView) -> ErrorInfo | None:
+    """An ADK agent fails through its run Chain (a direct child Chain span), never itself."""
+    for child in trace.children(span):
+        if _component(child).lower() == "chain":
+            error = _error(child)
+            if error is not None:
+                return error
+    return None
+
+
+def _tool_call_id(span: Span, tool_name: str, arguments: str, trace: TraceView) -> str:
+    parent = trace.parent(span)
+    if parent is None or _component(parent).lower() not in ("toolsnode", "agentictoolsnode"):
+        return ""
+    # The ToolsNode's input (apmplus's fallback prompt.0.content) is the assistant message.
+    messages = _messages(parent.attributes, _PROMPT)
+    if not messages:
+        return ""
+    return tool_call_id_from_calls(parse_json(messages[0].get("content", "")), tool_name, arguments)
+
+
+APMPLUS: Final = Apmplus()
+
+CONVENTIONS: tuple[Convention, ...] = (APMPLUS,)

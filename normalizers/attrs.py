@@ -1,0 +1,277 @@
+"""Typed, forgiving readers for span attributes, shared by the convention modules.
+
+Instrumentations disagree on types (CozeLoop JS sends token counts as strings, OTLP/JSON may send
+ints as decimal strings, a buggy client may send anything), so every getter accepts the plausible
+forms and returns None for the rest instead of raising: a normalizer must never crash on odd input.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from normalizers.model import STATUS_ERROR, STATUS_OK, AttributeValue, Span
+from normalizers.reading import ErrorInfo
+
+_INT_RE = re.compile(r"^[+-]?\d+$")
+_FLOAT_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
+
+def get_str(attrs: Mapping[str, AttributeValue], *keys: str) -> str | None:
+    """The first present key as a string. Scalars are stringified (bools as true/false), lists and
+    maps become JSON; an empty string counts as absent."""
+    for key in keys:
+        if key not in attrs:
+            continue
+        text = to_str(attrs[key])
+        if text:
+            return text
+    return None
+
+
+def to_str(value: AttributeValue) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=_json_default)
+
+
+def _json_default(value: object) -> str:
+    # bytes inside lists/maps: keep them readable rather than failing the whole dump
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return str(value)
+
+
+def to_int(value: object) -> int | None:
+    """An integer from int, integral float or decimal string; None otherwise (bools excluded:
+    `True` is not a token count)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value == int(value) else None
+    if isinstance(value, (str, bytes)):
+        text = value.decode("ascii", errors="replace") if isinstance(value, bytes) else value
+        text = text.strip()
+        if _INT_RE.match(text):
+            return int(text)
+        if _FLOAT_RE.match(text):
+            return to_int(float(text))
+    return None
+
+
+def to_float(value: object) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str) and _FLOAT_RE.match(value.strip()):
+        number = float(value.strip())
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def get_int(attrs: Mapping[str, AttributeValue], *keys: str) -> int | None:
+    for key in keys:
+        number = to_int(attrs.get(key))
+        if number is not None:
+            return number
+    return None
+
+
+def get_float(attrs: Mapping[str, AttributeValue], *keys: str) -> float | None:
+    for key in keys:
+        number = to_float(attrs.get(key))
+        if number is not None:
+            return number
+    return None
+
+
+def parse_json(text: str | None) -> Any:
+    """The JSON value of `text`, or None when it is absent or not JSON."""
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def dig(value: Any, *path: str | int) -> Any:
+    """value[path[0]][path[1]]..., None as soon as a step does not exist."""
+    for key in path:
+        if isinstance(key, int) and isinstance(value, list) and -len(value) <= key < len(value):
+            value = value[key]
+        elif isinstance(key, str) and isinstance(value, dict):
+            value = value.get(key)
+        else:
+            return None
+    return value
+
+
+def dumps(value: Any) -> str:
+    """Compact, key-sorted JSON: reassembled values must not depend on attribute arrival order."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def unflatten(attrs: Mapping[str, AttributeValue], prefix: str) -> Any:
+    """Rebuild `prefix.0.message.role = x`-style flattened attributes into nested lists/dicts.
+
+    A path segment that is a decimal number indexes a list (sparse indexes are compacted in index
+    order); any other segment is a dict key. Returns None when no key has the prefix. When the same
+    node is both a leaf and a container (malformed input), the container wins."""
+    dotted = prefix + "."
+    tree: dict[str, Any] = {}
+    found = False
+    for key in sorted(k for k in attrs if k.startswith(dotted)):
+        parts = key[len(dotted) :].split(".")
+        if not all(parts):
+            continue
+        found = True
+        node = tree
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        if not isinstance(node.get(parts[-1]), dict):
+            node[parts[-1]] = _plain(attrs[key])
+    return _listify(tree) if found else None
+
+
+def _plain(value: AttributeValue) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    return value
+
+
+def _listify(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    converted = {k: _listify(v) for k, v in node.items()}
+    if converted and all(k.isdigit() for k in converted):
+        return [converted[k] for k in sorted(converted, key=int)]
+    return converted
+
+
+# ---------------------------------------------------------------------------------------------
+# errors
+
+_TRACEBACK_MARK = "Traceback (most recent call last)"
+_MAX_MESSAGE = 500
+_GENERIC_EXCEPTION_TYPES = frozenset({"", "Exception", "BaseException", "Error"})
+#: attributes that carry a numeric provider / HTTP code of a failed call
+_CODE_KEYS = (
+    "http.response.status_code",
+    "http.status_code",
+    "error.code",
+    "error.status_code",
+    "gen_ai.response.status_code",
+)
+
+
+def one_line(text: str) -> str:
+    """The most specific single line of an error text: the part before a Python traceback, first
+    non-empty line, capped (a traceback belongs in metadata, not in `msg`)."""
+    head = text.split(_TRACEBACK_MARK, 1)[0]
+    for line in head.splitlines():
+        line = line.strip()
+        if line:
+            return line[:_MAX_MESSAGE]
+    return ""
+
+
+def _traceback_of(text: str) -> str:
+    index = text.find(_TRACEBACK_MARK)
+    return text[index:].strip() if index >= 0 else ""
+
+
+def span_failed(span: Span, extra_error_keys: Iterable[str] = ()) -> bool:
+    """A span failed when its status is ERROR, its Coze Loop status_code is non-zero, or it carries
+    error attributes or an `exception` event (trajectory-rules §4). An explicit OTel status OK
+    wins over events: OpenInference records an `exception` event for GraphInterrupt/Command but
+    deliberately sets OK, because those are control flow, not failures."""
+    if span.status_code == STATUS_ERROR:
+        return True
+    if span.cozeloop is not None and span.cozeloop.status_code != 0:
+        return True
+    if span.status_code == STATUS_OK:
+        return False
+    attrs = span.attributes
+    if any(get_str(attrs, key) for key in ("error.type", "error.message", *extra_error_keys)):
+        return True
+    if any(key.startswith("exception.") for key in attrs):
+        return True
+    return any(event.name == "exception" for event in span.events)
+
+
+def span_error(span: Span, extra_message_keys: Iterable[str] = ()) -> ErrorInfo | None:
+    """The ErrorInfo of a failed span (None when it did not fail), following rules §4."""
+    extra = tuple(extra_message_keys)
+    if not span_failed(span, extra):
+        return None
+    attrs = span.attributes
+    code = -1
+    if span.cozeloop is not None and span.cozeloop.status_code != 0:
+        code = span.cozeloop.status_code
+    else:
+        provider_code = get_int(attrs, *_CODE_KEYS)
+        if provider_code is None:
+            # OTel GenAI: error.type is "a provider code or an exception class"; use it when numeric
+            provider_code = get_int(attrs, "error.type")
+        if provider_code is not None and provider_code != 0:
+            code = provider_code
+
+    event = next((e for e in span.events if e.name == "exception"), None)
+    ev_type = get_str(event.attributes, "exception.type") if event else None
+    ev_message = get_str(event.attributes, "exception.message") if event else None
+    ev_trace = get_str(event.attributes, "exception.stacktrace") if event else None
+    attr_type = get_str(attrs, "exception.type", "error.type")
+    attr_message = get_str(attrs, *extra, "error.message", "exception.message")
+
+    candidates: list[str] = []
+    # exception event first: it has the class and the message apart; LangSmith's event message
+    # is repr(err)+traceback with a generic type, which one_line() cuts down to repr(err)
+    if ev_message:
+        line = one_line(ev_message)
+        if ev_type and ev_type not in _GENERIC_EXCEPTION_TYPES and not line.startswith(ev_type):
+            line = f"{ev_type}: {line}"
+        candidates.append(line)
+    if attr_message:
+        line = one_line(attr_message)
+        if (
+            attr_type
+            and attr_type not in _GENERIC_EXCEPTION_TYPES
+            and not line.startswith(attr_type)
+        ):
+            line = f"{attr_type}: {line}"
+        candidates.append(line)
+    if span.status_message:
+        candidates.append(one_line(span.status_message))
+    if attr_type:
+        candidates.append(attr_type)
+    if ev_type:
+        candidates.append(ev_type)
+    message = next((c for c in candidates if c), "error")
+
+    traceback = ev_trace or get_str(attrs, "exception.stacktrace", "error_trace") or ""
+    if not traceback:
+        for text in (span.status_message, ev_message or "", attr_message or ""):
+            traceback = _traceback_of(text)
+            if traceback:
+                break
+    return ErrorInfo(code=code, message=message, traceback=traceback)

@@ -1,0 +1,182 @@
+"""OpenInference (Arize/Phoenix) spans, as emitted by openinference-instrumentation-langchain.
+
+Detected by `openinference.span.kind` (conventions.md §1.1 row 2). Peculiarities handled here:
+
+- AGENT is a *name* heuristic (`"agent" in run.name.lower()`): the prebuilt ReAct node `agent` is
+  AGENT though it is just a node of its graph, and a hand-built graph compiled as
+  `weather_math_agent` is AGENT though it is a graph. So an AGENT or CHAIN is classified by
+  LangGraph structure first (`normalizers.langgraph`); only an AGENT that is not part of a
+  LangGraph run at all (e.g. a LangChain AgentExecutor) stays an agent.
+- CHAIN spans whose input has `messages` also carry `llm.input_messages.*`, so those keys say
+  nothing about the kind; model content is reassembled from them only on LLM spans.
+- Tool spans carry no tool-call id; it is inside the output ToolMessage JSON.
+- No first-token latency attribute exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from normalizers.attrs import (
+    dig,
+    dumps,
+    get_int,
+    get_str,
+    parse_json,
+    span_error,
+    unflatten,
+)
+from normalizers.langgraph import is_graph, tool_call_id_from_node_input
+from normalizers.model import Span
+from normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
+
+KIND_KEY = "openinference.span.kind"
+
+
+def _metadata_json(span: Span) -> dict[str, Any]:
+    value = parse_json(get_str(span.attributes, "metadata"))
+    return value if isinstance(value, dict) else {}
+
+
+def node_of(span: Span) -> str:
+    node = _metadata_json(span).get("langgraph_node")
+    return node if isinstance(node, str) else ""
+
+
+def messages(span: Span, prefix: str) -> list[dict[str, Any]] | None:
+    """`prefix.N.message.*` as a list of plain message dicts (`message.` and `tool_call.`
+    wrappers removed), or None when the span has none."""
+    tree = unflatten(span.attributes, prefix)
+    if not isinstance(tree, list):
+        return None
+    out: list[dict[str, Any]] = []
+    for item in tree:
+        message = dig(item, "message")
+        if not isinstance(message, dict):
+            continue
+        message = dict(message)
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            message["tool_calls"] = [
+                c["tool_call"] if isinstance(c, dict) and "tool_call" in c else c for c in calls
+            ]
+        out.append(message)
+    return out or None
+
+
+def _tool_call_id(output: str) -> str:
+    """The id LangGraph's ToolNode put on the ToolMessage this tool returned."""
+    value = parse_json(output)
+    for path in (("data", "tool_call_id"), ("tool_call_id",), ("kwargs", "tool_call_id")):
+        found = dig(value, *path)
+        if isinstance(found, str) and found:
+            return found
+    return ""
+
+
+class OpenInference:
+    name = "openinference"
+
+    def detect(self, span: Span) -> bool:
+        return KIND_KEY in span.attributes
+
+    def read(self, span: Span, trace: TraceView) -> SpanReading:
+        attrs = span.attributes
+        raw_kind = (get_str(attrs, KIND_KEY) or "").upper()
+        meta_json = _metadata_json(span)
+        node = meta_json.get("langgraph_node")
+        in_langgraph = isinstance(node, str) or meta_json.get("ls_integration") == "langgraph"
+        warnings: list[str] = []
+
+        kind = StepKind.OTHER
+        rule = f"{KIND_KEY}={raw_kind}"
+        if raw_kind == "LLM":
+            kind = StepKind.MODEL
+        elif raw_kind == "TOOL":
+            kind = StepKind.TOOL
+        elif raw_kind in ("AGENT", "CHAIN"):
+            graph, why = is_graph(span, trace, node_of)
+            if graph:
+                kind, rule = StepKind.GRAPH, f"{rule}, {why}"
+                in_langgraph = True
+            elif raw_kind == "AGENT" and isinstance(node, str) and node:
+                rule = f"{rule} is the LangGraph node {node!r} (name heuristic), not an agent"
+            elif raw_kind == "AGENT":
+                kind = StepKind.AGENT
+
+        name = span.name
+        if kind is StepKind.TOOL:
+            name = get_str(attrs, "tool.name") or span.name
+
+        input_text = get_str(attrs, "input.value") or ""
+        output_text = get_str(attrs, "output.value") or ""
+        usage = None
+        metadata: dict[str, str] = {"span_type": raw_kind}
+        if kind is StepKind.MODEL:
+            # the indexed messages are the clean conversation; input.value is LangChain's
+            # serialised call
+            in_messages = messages(span, "llm.input_messages")
+            out_messages = messages(span, "llm.output_messages")
+            if in_messages is not None:
+                input_text = dumps(in_messages)
+            if out_messages is not None:
+                output_text = dumps(out_messages)
+            usage = ModelUsage(
+                input_tokens=get_int(attrs, "llm.token_count.prompt"),
+                output_tokens=get_int(attrs, "llm.token_count.completion"),
+                reasoning_tokens=get_int(attrs, "llm.token_count.completion_details.reasoning"),
+                cache_read_tokens=get_int(attrs, "llm.token_count.prompt_details.cache_read"),
+                cache_write_tokens=get_int(attrs, "llm.token_count.prompt_details.cache_write"),
+            )
+            model = get_str(
+                attrs, "llm.response.model_name", "llm.model_name", "llm.request.model_name"
+            )
+            if model:
+                metadata["model_name"] = model
+            provider = get_str(attrs, "llm.provider", "llm.system")
+            if provider:
+                metadata["model_provider"] = provider
+        elif kind is StepKind.TOOL:
+            call_id = get_str(attrs, "tool.id") or _tool_call_id(output_text)
+            parent = trace.parent(span)
+            if not call_id and parent is not None:
+                # a failed tool returns no ToolMessage; its `tools` node input has the call
+                call_id = tool_call_id_from_node_input(
+                    parse_json(get_str(parent.attributes, "input.value")), name
+                )
+            if call_id:
+                metadata["tool_call_id"] = call_id
+            else:
+                warnings.append("tool call id not found")
+
+        if isinstance(node, str) and node:
+            metadata["langgraph_node"] = node
+        step = meta_json.get("langgraph_step")
+        if isinstance(step, (int, str)) and not isinstance(step, bool) and str(step):
+            metadata["langgraph_step"] = str(step)
+        for key, attr in (("session_id", "session.id"), ("user_id", "user.id")):
+            value = get_str(attrs, attr)
+            if value:
+                metadata[key] = value
+
+        framework = ""
+        if in_langgraph:
+            framework = "langgraph"
+        elif "langchain" in span.scope_name:
+            framework = "langchain"
+        return SpanReading(
+            convention=self.name,
+            kind=kind,
+            rule=rule,
+            name=name,
+            input=input_text,
+            output=output_text,
+            error=span_error(span),
+            usage=usage,
+            metadata=metadata,
+            framework=framework,
+            warnings=tuple(warnings),
+        )
+
+
+OPENINFERENCE = OpenInference()

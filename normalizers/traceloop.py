@@ -1,0 +1,187 @@
+"""OpenLLMetry / Traceloop spans (opentelemetry-instrumentation-langchain 0.62.x).
+
+Detected by any `traceloop.*` attribute, or by the instrumentation scope
+`opentelemetry.instrumentation.langchain`: the `invoke_agent <graph>` wrapper span and the
+model span of some versions carry no `traceloop.*` key (conventions.md §1.1 row 4).
+
+- Kinds: `traceloop.span.kind` = workflow/task/agent/tool; model spans have none but
+  `gen_ai.operation.name` chat/text_completion (older: `llm.request.type`).
+- Duplicate roots (§1.4 pitfall 7): every `Pregel.stream` is wrapped in an `invoke_agent <graph>`
+  span whose only child is the `<graph>.workflow` chain span of the same run. The wrapper is the
+  graph (it is the run's entry point, and the root); the workflow span under it is dropped, and
+  the wrapper borrows its input/output (the wrapper records none).
+- `create_agent` spans (graph construction, a separate trace) and tasks are other.
+- Tool content is the callback's `{input_str, tags, metadata, ...}` / `{output: <ToolMessage>}`
+  envelope; the argument string and the ToolMessage content are taken out of it.
+- No reasoning tokens are recorded by the LangChain instrumentation (other traceloop packages use
+  `gen_ai.usage.reasoning_tokens`, read when present). Successful spans stay UNSET; a failed task
+  may only say `gen_ai.task.status=failure`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from normalizers.attrs import dig, get_int, get_str, parse_json, span_error, to_str
+from normalizers.genai import MODEL_OPERATIONS, input_messages, model_name, model_usage
+from normalizers.langgraph import tool_call_id_from_node_input
+from normalizers.model import Span
+from normalizers.reading import ErrorInfo, SpanReading, StepKind, TraceView
+
+SCOPES = ("opentelemetry.instrumentation.langchain", "opentelemetry.instrumentation.langgraph")
+_KIND = "traceloop.span.kind"
+_OP = "gen_ai.operation.name"
+_PROPS = "traceloop.association.properties."
+
+
+def _is_wrapper(span: Span) -> bool:
+    """The `invoke_agent <graph>` span around Pregel.stream: op invoke_agent, no traceloop kind."""
+    attrs = span.attributes
+    return get_str(attrs, _OP) == "invoke_agent" and _KIND not in attrs
+
+
+def _entity_input(span: Span) -> str:
+    return get_str(span.attributes, "traceloop.entity.input", "gen_ai.task.input") or ""
+
+
+def _entity_output(span: Span) -> str:
+    return get_str(span.attributes, "traceloop.entity.output", "gen_ai.task.output") or ""
+
+
+def _tool_input(text: str) -> str:
+    """The tool's argument string out of the callback envelope (Python-repr dict text)."""
+    value = dig(parse_json(text), "input_str")
+    return value if isinstance(value, str) else text
+
+
+def _tool_message(text: str) -> Any:
+    """The ToolMessage kwargs of `{"output": <lc-serialised ToolMessage>}`, or None."""
+    output = dig(parse_json(text), "output")
+    kwargs = dig(output, "kwargs")
+    return kwargs if isinstance(kwargs, dict) else None
+
+
+class Traceloop:
+    name = "traceloop"
+
+    def detect(self, span: Span) -> bool:
+        if span.scope_name in SCOPES:
+            return True
+        return any(key.startswith("traceloop.") for key in span.attributes)
+
+    def read(self, span: Span, trace: TraceView) -> SpanReading:
+        attrs = span.attributes
+        tl_kind = (get_str(attrs, _KIND) or "").lower()
+        operation = get_str(attrs, _OP) or ""
+        request_type = get_str(attrs, "llm.request.type") or ""
+        parent = trace.parent(span)
+        warnings: list[str] = []
+        metadata: dict[str, str] = {"span_type": tl_kind or operation or request_type}
+
+        kind = StepKind.OTHER
+        if tl_kind == "tool" or operation == "execute_tool":
+            kind, rule = StepKind.TOOL, f"{_KIND}=tool" if tl_kind else f"{_OP}=execute_tool"
+        elif operation in MODEL_OPERATIONS or request_type in ("chat", "completion"):
+            kind = StepKind.MODEL
+            rule = f"{_OP}={operation}" if operation else f"llm.request.type={request_type}"
+        elif tl_kind == "agent":
+            kind, rule = StepKind.AGENT, f"{_KIND}=agent"
+        elif tl_kind == "workflow":
+            if parent is not None and _is_wrapper(parent):
+                rule = f"{_KIND}=workflow under its invoke_agent wrapper (same graph run)"
+            else:
+                kind, rule = StepKind.GRAPH, f"{_KIND}=workflow"
+        elif _is_wrapper(span):
+            kind, rule = StepKind.GRAPH, f"{_OP}=invoke_agent wrapper of a graph run"
+        else:
+            rule = f"{_KIND}={tl_kind}" if tl_kind else f"{_OP}={operation}"
+
+        name = span.name
+        input_text = _entity_input(span)
+        output_text = _entity_output(span)
+        usage = None
+        if kind is StepKind.MODEL:
+            # `<ModelClass>.chat`: the step is the model class, as in every other convention
+            name = span.name.removesuffix(".chat").removesuffix(".completion") or span.name
+            input_text = input_messages(attrs) or get_str(attrs, "gen_ai.prompt") or input_text
+            output_text = (
+                get_str(attrs, "gen_ai.output.messages", "gen_ai.completion") or output_text
+            )
+            usage = model_usage(attrs)
+            model = model_name(attrs)
+            if model:
+                metadata["model_name"] = model
+            provider = get_str(
+                attrs, _PROPS + "ls_provider", "gen_ai.provider.name", "gen_ai.system"
+            )
+            if provider:
+                metadata["model_provider"] = provider
+        elif kind is StepKind.TOOL:
+            name = get_str(
+                attrs, "gen_ai.tool.name", "traceloop.entity.name"
+            ) or span.name.removeprefix("execute_tool ")
+            raw_in = get_str(attrs, "gen_ai.tool.call.arguments") or input_text
+            raw_out = get_str(attrs, "gen_ai.tool.call.result") or output_text
+            input_text = _tool_input(raw_in)
+            message = _tool_message(raw_out)
+            output_text = to_str(message.get("content")) if message is not None else raw_out
+            call_id = get_str(attrs, "gen_ai.tool.call.id") or (
+                to_str(message.get("tool_call_id")) if message is not None else ""
+            )
+            if not call_id and parent is not None:
+                # a failed tool returns no ToolMessage; its `tools` task input has the call
+                call_id = tool_call_id_from_node_input(parse_json(_entity_input(parent)), name)
+            if call_id:
+                metadata["tool_call_id"] = call_id
+            else:
+                warnings.append("tool call id not found")
+        elif _is_wrapper(span):
+            name = get_str(attrs, "gen_ai.agent.name") or span.name.removeprefix("invoke_agent ")
+            # the wrapper records no content; its workflow child has the run's input/output
+            for child in trace.children(span):
+                if get_str(child.attributes, _KIND) == "workflow":
+                    input_text = input_text or _entity_input(child)
+                    output_text = output_text or _entity_output(child)
+                    break
+        elif kind is StepKind.GRAPH:
+            name = get_str(attrs, "traceloop.workflow.name", "traceloop.entity.name") or span.name
+
+        error = span_error(span)
+        if error is None and get_str(attrs, "gen_ai.task.status") == "failure":
+            error = ErrorInfo(code=-1, message="task failed")
+
+        node = get_str(attrs, _PROPS + "langgraph_node")
+        if node:
+            metadata["langgraph_node"] = node
+        step = get_int(attrs, _PROPS + "langgraph_step")
+        if step is not None:
+            metadata["langgraph_step"] = str(step)
+        for key in ("session_id", "user_id", "thread_id"):
+            value = get_str(attrs, _PROPS + key)
+            if value:
+                metadata[key] = value
+        conversation = get_str(attrs, "gen_ai.conversation.id")
+        if conversation and "thread_id" not in metadata:
+            metadata["thread_id"] = conversation
+
+        in_langgraph = (
+            bool(node)
+            or get_str(attrs, _PROPS + "ls_integration") == "langgraph"
+            or get_str(attrs, "gen_ai.provider.name") == "langgraph"
+        )
+        return SpanReading(
+            convention=self.name,
+            kind=kind,
+            rule=rule,
+            name=name,
+            input=input_text,
+            output=output_text,
+            error=error,
+            usage=usage,
+            metadata=metadata,
+            framework="langgraph" if in_langgraph else "langchain",
+            warnings=tuple(warnings),
+        )
+
+
+TRACELOOP = Traceloop()

@@ -1,0 +1,113 @@
+"""Test-only loaders: fixture captures → `normalizers.model.Span` lists, grouped by trace.
+
+Fixtures are read from tests/fixtures only. OTLP/JSON is turned into protobuf with
+`google.protobuf.json_format` after converting the hex ids OTLP/JSON uses to the base64 that the
+proto3 JSON mapping expects.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import json_format
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+)
+
+from normalizers.model import Span
+from normalizers.sources import span_from_cozeloop, spans_from_resource_spans
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REAL = FIXTURES / "real-clients"
+_ID_KEYS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
+
+
+def _hex_ids_to_b64(node: Any) -> Any:
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key in _ID_KEYS and isinstance(value, str):
+                value = base64.b64encode(bytes.fromhex(value)).decode() if value else ""
+            out[key] = _hex_ids_to_b64(value)
+        return out
+    if isinstance(node, list):
+        return [_hex_ids_to_b64(v) for v in node]
+    return node
+
+
+def otlp_json_spans(data: dict[str, Any]) -> list[Span]:
+    request = ExportTraceServiceRequest()
+    json_format.ParseDict(_hex_ids_to_b64(data), request, ignore_unknown_fields=True)
+    return list(spans_from_resource_spans(request.resource_spans))
+
+
+def otlp_proto_spans(body: bytes) -> list[Span]:
+    request = ExportTraceServiceRequest.FromString(body)
+    return list(spans_from_resource_spans(request.resource_spans))
+
+
+def native_spans(data: Any) -> list[Span]:
+    raw = data["spans"] if isinstance(data, dict) else data
+    return [span_from_cozeloop(s) for s in raw]
+
+
+def load_file(path: Path) -> list[Span]:
+    """The spans of one captured request body or fixture file."""
+    if path.name.startswith("grpc_"):
+        return otlp_proto_spans(path.read_bytes())
+    if path.suffix == ".bin":
+        meta = json.loads(path.with_suffix(".json").read_text())
+        headers = {k.lower(): v for k, v in meta.get("headers", {}).items()}
+        content_type = headers.get("content-type", "")
+        body = path.read_bytes()
+        if headers.get("content-encoding") == "gzip":
+            body = gzip.decompress(body)
+        if "json" not in content_type:
+            return otlp_proto_spans(body)
+        data = json.loads(body)
+    else:
+        data = json.loads(path.read_text())
+    if isinstance(data, dict) and ("resourceSpans" in data or "resource_spans" in data):
+        return otlp_json_spans(data)
+    return native_spans(data)
+
+
+def by_trace(spans: Iterable[Span]) -> dict[str, list[Span]]:
+    out: dict[str, list[Span]] = {}
+    for span in spans:
+        out.setdefault(span.trace_id, []).append(span)
+    return out
+
+
+def capture_sets() -> dict[str, list[Path]]:
+    """Every capture in tests/fixtures: name → the files that together hold its spans."""
+    sets: dict[str, list[Path]] = {}
+    for variant in sorted(REAL.glob("*/*")):
+        http = sorted(variant.glob("http_*.bin"))
+        grpc = sorted(variant.glob("grpc_*.bin"))
+        name = f"{variant.parent.name}/{variant.name}"
+        if http:
+            sets[f"{name}/http"] = http
+        if grpc:
+            sets[f"{name}/grpc"] = grpc
+    for scenario in sorted((FIXTURES / "eino").glob("E*")):
+        sets[f"eino/{scenario.name}/cozeloop"] = sorted(scenario.glob("cozeloop_ingest_*.json"))
+        sets[f"eino/{scenario.name}/apmplus"] = [scenario / "apmplus_otlp.json"]
+    examples = FIXTURES / "coze-loop-examples"
+    for path in sorted(examples.glob("*payload*.json")) + sorted(
+        examples.glob("*ingest_spans.json")
+    ):
+        sets[f"coze-loop-examples/{path.name}"] = [path]
+    return sets
+
+
+def load_traces(files: Iterable[Path]) -> dict[str, list[Span]]:
+    spans: list[Span] = []
+    for path in files:
+        spans.extend(load_file(path))
+    return by_trace(spans)

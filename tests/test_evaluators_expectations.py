@@ -1,0 +1,82 @@
+"""Expectations: JSON round trip, validation naming the field, and pre-fill from a trajectory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evaluators import (
+    Expectations,
+    ExpectationsError,
+    ExpectedStep,
+    evaluate,
+    expectations_from_trajectory,
+)
+from tests.test_evaluators_support import spec_example
+
+
+def test_round_trip() -> None:
+    original = Expectations(
+        agents=("simple_agent",),
+        tools={"simple_agent": ("get_weather", "translate")},
+        tool_order=("get_weather", "translate"),
+        trajectory=(
+            ExpectedStep("agent", "simple_agent"),
+            ExpectedStep("tool", "get_weather", {"city": "北京"}, args_match="superset"),
+        ),
+    )
+    as_json = json.dumps(original.to_dict())
+    assert Expectations.from_dict(json.loads(as_json)) == original
+    assert Expectations.from_dict({}) == Expectations()
+    assert "trajectory" not in Expectations().to_dict()
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ([], "expectations"),
+        ({"agent": ["a"]}, "agent"),
+        ({"agents": "a"}, "agents"),
+        ({"agents": ["a", 3]}, "agents[1]"),
+        ({"tools": ["a"]}, "tools"),
+        ({"tools": {"a": ["x", ""]}}, "tools.a[1]"),
+        ({"tool_order": [None]}, "tool_order[0]"),
+        ({"trajectory": {}}, "trajectory"),
+        ({"trajectory": [{"type": "tool", "name": "x"}, "y"]}, "trajectory[1]"),
+        ({"trajectory": [{"type": "model", "name": "x"}]}, "trajectory[0].type"),
+        ({"trajectory": [{"type": "tool"}]}, "trajectory[0].name"),
+        ({"trajectory": [{"type": "tool", "name": ""}]}, "trajectory[0].name"),
+        ({"trajectory": [{"type": "tool", "name": "x", "args_match": "fuzzy"}]},
+         "trajectory[0].args_match"),
+        ({"trajectory": [{"type": "tool", "name": "x", "args": {"n": float("nan")}}]},
+         "trajectory[0].args.n"),
+        ({"trajectory": [{"type": "tool", "name": "x", "argz": {}}]}, "trajectory[0].argz"),
+    ],
+)  # fmt: skip
+def test_validation_names_the_field(data: object, field: str) -> None:
+    with pytest.raises(ExpectationsError) as caught:
+        Expectations.from_dict(data)
+    assert caught.value.field == field
+    assert str(caught.value).startswith(f"{field}: ")
+
+
+def test_prefill_from_the_spec_example() -> None:
+    expectations = expectations_from_trajectory(spec_example())
+    assert expectations.agents == ("TravelPlannerAgent",)
+    assert expectations.tools == {"TravelPlannerAgent": ("weather_tool", "search_tool")}
+    assert expectations.tool_order == ("weather_tool", "search_tool")
+    assert expectations.trajectory == (
+        ExpectedStep("agent", "TravelPlannerAgent"),
+        ExpectedStep("tool", "weather_tool", {"location": "Shanghai", "date": "this_weekend"}),
+        ExpectedStep("tool", "search_tool", {"query": "上海博物馆 预约规则"}),
+    )
+    # pre-filled expectations survive JSON and the trajectory meets them in every evaluator
+    stored = json.loads(json.dumps(expectations.to_dict()))
+    for name, config in [
+        ("expected_agents_tools", None),
+        ("tool_call_accuracy", {"strict_mode": True}),
+        ("trajectory_match", {"mode": "strict"}),
+        ("trajectory_match", {"mode": "strict", "level": "agent"}),
+    ]:
+        assert evaluate(name, spec_example(), stored, config).passed, name
