@@ -129,10 +129,8 @@ class Assembler:
                 derived = finalized = 0
                 await asyncio.sleep(1)
             if derived < BATCH and not finalized:
-                try:
+                with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), interval)
-                except TimeoutError:
-                    pass
 
 
 def _main(database_url: str, settle_seconds: float, interval: float, log_level: int) -> None:
