@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import orjson
+
 from normalizers.model import STATUS_ERROR, STATUS_OK, AttributeValue, Span
 from normalizers.reading import ErrorInfo
 
@@ -105,6 +107,10 @@ def parse_json(text: str | None) -> Any:
     if not text:
         return None
     try:
+        return orjson.loads(text)  # ~3× faster; the hot path of every derivation
+    except orjson.JSONDecodeError:
+        pass
+    try:  # what orjson refuses but Python accepts: NaN, integers beyond 64 bits
         return json.loads(text)
     except (ValueError, RecursionError):
         return None

@@ -15,6 +15,7 @@ Detected by `openinference.span.kind` (conventions.md §1.1 row 2). Peculiaritie
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from normalizers.attrs import (
@@ -34,7 +35,14 @@ KIND_KEY = "openinference.span.kind"
 
 
 def _metadata_json(span: Span) -> dict[str, Any]:
-    value = parse_json(get_str(span.attributes, "metadata"))
+    return _parse_metadata(get_str(span.attributes, "metadata") or "")
+
+
+@lru_cache(maxsize=4096)
+def _parse_metadata(text: str) -> dict[str, Any]:
+    """Cached: every span's metadata is read several times per derivation (node, step, graph
+    detection of its parent). Callers must not mutate the result."""
+    value = parse_json(text)
     return value if isinstance(value, dict) else {}
 
 

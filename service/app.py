@@ -6,7 +6,13 @@ from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
-from service import routes_ingest, routes_traces, routes_trajectories
+from service import (
+    routes_datasets,
+    routes_evaluations,
+    routes_ingest,
+    routes_traces,
+    routes_trajectories,
+)
 from service.runtime import Runtime
 from storage.database import TRANSIENT_ERRORS
 
@@ -56,6 +62,8 @@ def create_app(rt: Runtime) -> FastAPI:
     app.include_router(routes_ingest.router)
     app.include_router(routes_traces.router)
     app.include_router(routes_trajectories.router)
+    app.include_router(routes_datasets.router)
+    app.include_router(routes_evaluations.router)
     return app
 
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import multiprocessing
+import os
 import signal
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -136,6 +137,9 @@ class Assembler:
 def _main(database_url: str, settle_seconds: float, interval: float, log_level: int) -> None:
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
+    # Acknowledging spans is what clients wait for; deriving trajectories can lag a moment.
+    # Under full load the receivers and ingest workers get the CPU first.
+    os.nice(10)
 
     async def main() -> None:
         stop = asyncio.Event()

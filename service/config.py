@@ -34,7 +34,7 @@ class Settings:
         "env": "TRAJHUB_MAX_REQUEST_BYTES",
         "help": "largest request body after decompression (HTTP 413 / gRPC RESOURCE_EXHAUSTED "
                 "beyond)"})
-    ingest_workers: int = field(default=2, metadata={
+    ingest_workers: int = field(default=4, metadata={
         "env": "TRAJHUB_INGEST_WORKERS", "help": "processes that decode and store spans"})
     max_inflight_requests: int = field(default=32, metadata={
         "env": "TRAJHUB_MAX_INFLIGHT_REQUESTS",

@@ -177,8 +177,8 @@ def _span(obj: Mapping[str, Any], out: Span) -> None:
             "droppedAttributesCount")
     out.dropped_links_count = _int(
         _get(obj, "droppedLinksCount", "dropped_links_count"), "droppedLinksCount")
-    status = _dict(obj.get("status"), "status")
-    if status:
+    if obj.get("status") is not None:
+        status = _dict(obj.get("status"), "status")
         out.status.SetInParent()
         out.status.message = str(status.get("message") or "")
         out.status.code = _enum(status.get("code"), _STATUS_CODE, "status.code")  # type: ignore[assignment]

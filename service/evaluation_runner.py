@@ -1,0 +1,268 @@
+"""Running an evaluation: each item's trajectory through each requested evaluator.
+
+Runs as a background task (an LLM judge takes seconds per item); progress and results are
+written as they come, so a client can poll. Nothing about one item can fail the run: a missing
+trajectory, a bad expectation or a judge that answers nonsense becomes that item's error entry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import httpx
+import orjson
+
+from evaluators import (
+    REGISTRY,
+    ConfigError,
+    EvaluationResult,
+    Expectations,
+    JudgeResponseError,
+    build_judge_request,
+    evaluate,
+    parse_judge_response,
+)
+from service.config import Settings
+from storage import evaluations
+
+log = logging.getLogger("trajhub.evaluations")
+
+JUDGE = "llm_judge"
+_PAGE = 100
+#: items evaluated at once; only the judge's HTTP calls make this matter
+_CONCURRENCY = 8
+_JUDGE_TIMEOUT = 120.0
+
+#: strong references: the event loop keeps only weak ones to tasks
+_TASKS: set[asyncio.Task[None]] = set()
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    rubric: str | None = None
+
+    @classmethod
+    def from_dict(cls, options: Mapping[str, Any] | None) -> JudgeConfig:
+        options = options or {}
+        unknown = sorted(set(options) - {"rubric"})
+        if unknown:
+            raise ConfigError(f"{JUDGE}: unknown option {unknown[0]!r} (known: rubric)")
+        rubric = options.get("rubric")
+        if rubric is not None and not isinstance(rubric, str):
+            raise ConfigError(f"{JUDGE}: option 'rubric' must be str")
+        return cls(rubric=rubric)
+
+
+@dataclass(frozen=True)
+class EvaluatorRun:
+    """A requested evaluator: its name, its options as given, and its parsed config."""
+
+    name: str
+    options: Mapping[str, Any]
+    config: Any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "config": dict(self.options)}
+
+
+def parse_evaluators(raw: Sequence[Any], settings: Settings) -> list[EvaluatorRun]:
+    """Check every evaluator and its options before anything runs; ConfigError names the
+    problem. Entries are a name, or {"name": ..., "config": {...}}."""
+    if not raw:
+        raise ConfigError("evaluators: give at least one")
+    runs: list[EvaluatorRun] = []
+    for entry in raw:
+        options: Mapping[str, Any]
+        if isinstance(entry, str):
+            name, options = entry, {}
+        elif isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            unknown = sorted(set(entry) - {"name", "config"})
+            if unknown:
+                raise ConfigError(f"evaluators: unknown field {unknown[0]!r}")
+            name, options = entry["name"], entry.get("config") or {}
+            if not isinstance(options, Mapping):
+                raise ConfigError(f"{name}: config must be an object")
+        else:
+            raise ConfigError("evaluators: each must be a name or {\"name\", \"config\"}")
+        if any(run.name == name for run in runs):
+            raise ConfigError(f"evaluators: {name!r} is given twice")
+        if name == JUDGE:
+            if not (settings.judge_url and settings.judge_model):
+                raise ConfigError(f"{JUDGE} is not configured: start trajhub with "
+                                  "TRAJHUB_JUDGE_URL and TRAJHUB_JUDGE_MODEL")
+            runs.append(EvaluatorRun(name, options, JudgeConfig.from_dict(options)))
+        elif name in REGISTRY:
+            runs.append(EvaluatorRun(name, options, REGISTRY[name].config_from_dict(options)))
+        else:
+            known = ", ".join([*sorted(REGISTRY), JUDGE])
+            raise ConfigError(f"unknown evaluator {name!r} (known: {known})")
+    return runs
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: str  # snapshot | live
+    run_name: str | None
+
+
+class _Judge:
+    """The configured OpenAI-compatible chat endpoint."""
+
+    def __init__(self, settings: Settings) -> None:
+        base = settings.judge_url.rstrip("/")
+        self.url = base if base.endswith("/chat/completions") else base + "/chat/completions"
+        self.model = settings.judge_model
+        headers = {"Authorization": f"Bearer {settings.judge_api_key}"} \
+            if settings.judge_api_key else {}
+        self.client = httpx.AsyncClient(timeout=_JUDGE_TIMEOUT, headers=headers)
+
+    async def judge(self, doc: Mapping[str, Any], item: Mapping[str, Any],
+                    expectations: Expectations, config: JudgeConfig) -> EvaluationResult:
+        request = build_judge_request(doc, item["input"], item["reference_output"],
+                                      expectations, self.model, config.rubric)
+        try:
+            response = await self.client.post(self.url, json=request)
+        except httpx.HTTPError as exc:
+            raise JudgeResponseError(f"judge unreachable: {exc!r}") from None
+        if response.status_code != 200:
+            raise JudgeResponseError(
+                f"judge answered HTTP {response.status_code}: {response.text[:300]}")
+        try:
+            body = response.json()
+        except ValueError:
+            raise JudgeResponseError("judge response is not JSON") from None
+        return parse_judge_response(body)
+
+
+def start(pool: asyncpg.Pool, settings: Settings, project: str, evaluation: int, dataset: int,
+          target: Target, runs: Sequence[EvaluatorRun]) -> None:
+    """Run the evaluation in the background; its row goes from `running` to `done` or
+    `failed`."""
+    task = asyncio.create_task(_run(pool, settings, project, evaluation, dataset, target, runs),
+                               name=f"evaluation-{evaluation}")
+    _TASKS.add(task)
+    task.add_done_callback(_TASKS.discard)
+
+
+async def _run(pool: asyncpg.Pool, settings: Settings, project: str, evaluation: int,
+               dataset: int, target: Target, runs: Sequence[EvaluatorRun]) -> None:
+    judge = _Judge(settings) if any(r.name == JUDGE for r in runs) else None
+    error: str | None = None
+    try:
+        after = 0
+        limit = asyncio.Semaphore(_CONCURRENCY)
+        while True:
+            async with pool.acquire() as conn:
+                items = await evaluations.items_for_run(conn, dataset, after, _PAGE)
+                docs = await _documents(conn, project, target, items)
+            if not items:
+                break
+            after = items[-1]["seq"]
+
+            await asyncio.gather(*(
+                _evaluate_and_record(pool, evaluation, item, docs[item["id"]], runs, judge,
+                                     limit) for item in items))
+    except asyncio.CancelledError:
+        error = "interrupted: the server shut down during the evaluation"
+        raise
+    except Exception as exc:  # a bug or the database: the run failed, say so on the run
+        log.exception("evaluation %s failed", evaluation)
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        if judge is not None:
+            await judge.client.aclose()
+        try:
+            async with pool.acquire() as conn:
+                await evaluations.finish(conn, evaluation, error)
+        except Exception:  # the pool may be closing at shutdown; nothing more to do
+            log.warning("could not record the end of evaluation %s", evaluation)
+
+
+async def _evaluate_and_record(pool: asyncpg.Pool, evaluation: int, item: asyncpg.Record,
+                               doc: _Doc, runs: Sequence[EvaluatorRun], judge: _Judge | None,
+                               limit: asyncio.Semaphore) -> None:
+    async with limit:
+        rows = await _evaluate_item(item, doc, runs, judge)
+    async with pool.acquire() as conn:
+        await evaluations.record_results(conn, evaluation, rows)
+
+
+@dataclass(frozen=True)
+class _Doc:
+    """An item's trajectory for this run, or why there is none."""
+
+    trace_id: str | None
+    document: str | None
+    problem: str | None
+
+
+async def _documents(conn: asyncpg.Connection, project: str, target: Target,
+                     items: Sequence[asyncpg.Record]) -> dict[str, _Doc]:
+    if target.kind == "snapshot":
+        return {i["id"]: _Doc(i["source_trace_id"], i["trajectory"],
+                              None if i["trajectory"] else "the item has no trajectory snapshot")
+                for i in items}
+    assert target.run_name is not None
+    traces = await evaluations.live_traces(conn, project, target.run_name,
+                                           [i["id"] for i in items])
+    trajectories = await evaluations.trajectories_of(conn, project, list(traces.values()))
+    out: dict[str, _Doc] = {}
+    for item in items:
+        trace_id = traces.get(item["id"])
+        row = trajectories.get(trace_id) if trace_id else None
+        if trace_id is None or row is None:
+            out[item["id"]] = _Doc(trace_id, None, f"no trajectory for run {target.run_name!r}")
+        elif row["status"] != "final":
+            # judging half a run would score what has not happened yet
+            out[item["id"]] = _Doc(trace_id, None,
+                                   f"the trajectory of trace {trace_id} is not final yet")
+        elif row["document"] is None:
+            out[item["id"]] = _Doc(trace_id, None,
+                                   f"the trajectory of trace {trace_id} could not be derived")
+        else:
+            out[item["id"]] = _Doc(trace_id, row["document"], None)
+    return out
+
+
+async def _evaluate_item(item: asyncpg.Record, doc: _Doc, runs: Sequence[EvaluatorRun],
+                         judge: _Judge | None) -> list[evaluations.ResultRow]:
+    def row(name: str, result: EvaluationResult | None, error: str | None
+            ) -> evaluations.ResultRow:
+        data = result.to_dict() if result is not None else None
+        return evaluations.ResultRow(
+            item_id=item["id"], evaluator=name, seq=item["seq"], trace_id=doc.trace_id,
+            score=result.score if result else None, passed=result.passed if result else None,
+            error=error, reason=orjson.dumps(data["reason"]).decode() if data else None,
+            explanation=data["explanation"] if data else None)
+
+    if doc.problem is not None or doc.document is None:
+        return [row(r.name, None, doc.problem) for r in runs]
+    try:
+        expectations = Expectations.from_dict(orjson.loads(item["expectations"]))
+    except ValueError as exc:
+        return [row(r.name, None, f"bad expectations: {exc}") for r in runs]
+    trajectory = orjson.loads(doc.document)
+    context = {"input": _loads(item["input"]),
+               "reference_output": _loads(item["reference_output"])}
+    rows = []
+    for run in runs:
+        try:
+            if run.name == JUDGE:
+                assert judge is not None
+                result = await judge.judge(trajectory, context, expectations, run.config)
+            else:
+                result = evaluate(run.name, trajectory, expectations, run.config)
+        except Exception as exc:  # one evaluator's failure on one item is that result's error
+            rows.append(row(run.name, None, str(exc) or type(exc).__name__))
+        else:
+            rows.append(row(run.name, result, None))
+    return rows
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else orjson.loads(text)

@@ -1,0 +1,320 @@
+"""REST: evaluation sets — CRUD, items, fill from trajectories, export and import."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+import orjson
+from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaluators import Expectations, ExpectationsError, expectations_from_trajectory
+from service import dataset_fill, dataset_formats
+from service.api_common import decode_cursor, encode_cursor, project_scope, trace_id_param
+from service.errors import IngestError
+from service.routes_ingest import read_body
+from service.runtime import Runtime, runtime
+from storage import datasets
+
+router = APIRouter(prefix="/api/v1", tags=["datasets"])
+
+Project = Annotated[str, Depends(project_scope)]
+Rt = Annotated[Runtime, Depends(runtime)]
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^/\s][^/]*$")]
+_EXPORT_PAGE = 200
+
+
+def _json(doc: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(doc), status_code=status, media_type="application/json")
+
+
+def dataset_json(row: Any) -> dict[str, Any]:
+    return {"name": row["name"], "description": row["description"],
+            "item_count": row["item_count"],
+            "created_at": row["created_at"].isoformat().replace("+00:00", "Z"),
+            "updated_at": row["updated_at"].isoformat().replace("+00:00", "Z")}
+
+
+async def _dataset_id(rt: Runtime, project: str, name: str) -> int:
+    async with rt.db.acquire() as conn:
+        found = await datasets.dataset_id(conn, project, name)
+    if found is None:
+        raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
+    return found
+
+
+def _expectations(raw: Any) -> str:
+    try:
+        return orjson.dumps(Expectations.from_dict(raw).to_dict()).decode()
+    except ExpectationsError as exc:
+        raise HTTPException(422, f"expectations.{exc}") from None
+
+
+class DatasetCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Name
+    description: str = ""
+
+
+class DatasetPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: Name | None = Field(None, description="the new name (rename)")
+    description: str | None = None
+
+
+class ItemCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: Any = None
+    reference_output: Any = None
+    expectations: dict[str, Any] | None = Field(
+        None, description="agents, tools (per agent), tool_order, trajectory; pre-filled from "
+                          "`trajectory` when omitted")
+    trajectory: dict[str, Any] | None = Field(None, description="a trajectory snapshot")
+    source_trace_id: str | None = None
+    tags: list[str] = []
+
+
+class ItemPatch(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    input: Any = None
+    reference_output: Any = None
+    expectations: dict[str, Any] | None = None
+    tags: list[str] | None = None
+
+
+class FillRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    trace_ids: list[str] | None = Field(None, description="add these trajectories")
+    query: dataset_fill.TrajectoryQuery | None = Field(  # type: ignore[valid-type]
+        None, description="add the trajectories matching this query: the filters of "
+                          "GET /api/v1/trajectories; `status` defaults to final")
+    sample_rate: float = Field(1.0, gt=0, le=1, description="fraction of the matches to add, "
+                               "chosen by a hash of the trace id (stable across re-fills)")
+    limit: int = Field(100, ge=1, le=100_000, description="add at most this many items")
+    tags: list[str] = Field([], description="tags for the added items")
+
+
+@router.post("/datasets", status_code=201, summary="Create an evaluation set")
+async def create_dataset(rt: Rt, project: Project, body: DatasetCreate) -> Response:
+    async with rt.db.acquire() as conn:
+        try:
+            row = await datasets.create_dataset(conn, project, body.name, body.description)
+        except datasets.DuplicateName:
+            raise HTTPException(409, f"evaluation set {body.name!r} already exists") from None
+    return _json(dataset_json(row), 201)
+
+
+@router.get("/datasets", summary="List evaluation sets")
+async def list_datasets(rt: Rt, project: Project) -> Response:
+    async with rt.db.acquire() as conn:
+        rows = await datasets.list_datasets(conn, project)
+    return _json({"items": [dataset_json(r) for r in rows]})
+
+
+@router.get("/datasets/{name}", summary="Get an evaluation set")
+async def get_dataset(rt: Rt, project: Project, name: str) -> Response:
+    async with rt.db.acquire() as conn:
+        row = await datasets.get_dataset(conn, project, name)
+    if row is None:
+        raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
+    return _json(dataset_json(row))
+
+
+@router.patch("/datasets/{name}", summary="Rename an evaluation set or change its description")
+async def patch_dataset(rt: Rt, project: Project, name: str, body: DatasetPatch) -> Response:
+    async with rt.db.acquire() as conn:
+        try:
+            found = await datasets.update_dataset(conn, project, name, body.name,
+                                                  body.description)
+        except datasets.DuplicateName as exc:
+            raise HTTPException(409, f"evaluation set {exc.args[0]!r} already exists") from None
+        row = await datasets.get_dataset(conn, project, body.name or name) if found else None
+    if row is None:
+        raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
+    return _json(dataset_json(row))
+
+
+@router.delete("/datasets/{name}", status_code=204,
+               summary="Delete an evaluation set and its items")
+async def delete_dataset(rt: Rt, project: Project, name: str) -> Response:
+    async with rt.db.acquire() as conn:
+        if not await datasets.delete_dataset(conn, project, name):
+            raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
+    return Response(status_code=204)
+
+
+@router.get("/datasets/{name}/items", summary="List the items of an evaluation set")
+async def list_items(
+    rt: Rt, project: Project, name: str,
+    include_trajectory: Annotated[bool, Query(description="embed each item's trajectory "
+                                              "snapshot")] = False,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page")]
+    = None,
+) -> Response:
+    dataset = await _dataset_id(rt, project, name)
+    after = decode_cursor(cursor, (int,))
+    async with rt.db.acquire() as conn:
+        rows = await datasets.list_items(conn, dataset, after[0] if after else 0, limit,
+                                         include_trajectory)
+    next_cursor = encode_cursor(rows[-1]["seq"]) if len(rows) == limit else None
+    return _json({"items": [dataset_formats.item_json(r, name) for r in rows],
+                  "next_cursor": next_cursor})
+
+
+@router.post("/datasets/{name}/items", status_code=201, summary="Add an item by hand")
+async def create_item(rt: Rt, project: Project, name: str, body: ItemCreate) -> Response:
+    dataset = await _dataset_id(rt, project, name)
+    if body.expectations is not None:
+        expectations = _expectations(body.expectations)
+    elif body.trajectory is not None:
+        expectations = orjson.dumps(
+            expectations_from_trajectory(body.trajectory).to_dict()).decode()
+    else:
+        expectations = "{}"
+    source = trace_id_param(body.source_trace_id) if body.source_trace_id else None
+    item = datasets.NewItem(
+        input=datasets.json_text(body.input),
+        reference_output=datasets.json_text(body.reference_output),
+        expectations=expectations, trajectory=datasets.json_text(body.trajectory),
+        source_trace_id=source, tags=body.tags)
+    async with rt.db.acquire() as conn:
+        added = await datasets.insert_items(conn, dataset, [item])
+        if not added:
+            raise HTTPException(409, f"the set already holds an item from trace {source}")
+        row = await datasets.get_item(conn, dataset, added[0])
+    assert row is not None
+    return _json(dataset_formats.item_json(row, name), 201)
+
+
+async def _item_row(rt: Runtime, dataset: int, name: str, item_id: str) -> Any:
+    async with rt.db.acquire() as conn:
+        row = await datasets.get_item(conn, dataset, item_id)
+    if row is None:
+        raise HTTPException(404, f"no item {item_id!r} in evaluation set {name!r}")
+    return row
+
+
+@router.get("/datasets/{name}/items/{item_id}",
+            summary="Get an item, with its trajectory snapshot")
+async def get_item(rt: Rt, project: Project, name: str, item_id: str) -> Response:
+    dataset = await _dataset_id(rt, project, name)
+    return _json(dataset_formats.item_json(await _item_row(rt, dataset, name, item_id), name))
+
+
+@router.patch("/datasets/{name}/items/{item_id}",
+              summary="Edit an item's expectations, tags, input or reference output")
+async def patch_item(rt: Rt, project: Project, name: str, item_id: str, body: ItemPatch
+                     ) -> Response:
+    """Only the fields present in the body change; `null` clears input or reference output."""
+    dataset = await _dataset_id(rt, project, name)
+    changes: dict[str, Any] = {}
+    for key in body.model_fields_set:
+        value = getattr(body, key)
+        if key == "expectations":
+            changes[key] = _expectations(value if value is not None else {})
+        elif key == "tags":
+            changes[key] = value or []
+        else:
+            changes[key] = datasets.json_text(value)
+    async with rt.db.acquire() as conn:
+        if not await datasets.update_item(conn, dataset, item_id, changes):
+            raise HTTPException(404, f"no item {item_id!r} in evaluation set {name!r}")
+    return _json(dataset_formats.item_json(await _item_row(rt, dataset, name, item_id), name))
+
+
+@router.delete("/datasets/{name}/items/{item_id}", status_code=204, summary="Delete an item")
+async def delete_item(rt: Rt, project: Project, name: str, item_id: str) -> Response:
+    dataset = await _dataset_id(rt, project, name)
+    async with rt.db.acquire() as conn:
+        if not await datasets.delete_item(conn, dataset, item_id):
+            raise HTTPException(404, f"no item {item_id!r} in evaluation set {name!r}")
+    return Response(status_code=204)
+
+
+@router.post("/datasets/{name}/fill", summary="Add trajectories to the set, by id or by query")
+async def fill_dataset(rt: Rt, project: Project, name: str, body: FillRequest) -> Response:
+    """Coze Loop's flow-back of traces into evaluation sets. Each trajectory becomes an item
+    whose expectations are pre-filled from what it did (edit them afterwards); a trace the set
+    already holds is skipped and counted in `skipped_duplicates`."""
+    if (body.trace_ids is None) == (body.query is None):
+        raise HTTPException(422, "give exactly one of trace_ids and query")
+    dataset = await _dataset_id(rt, project, name)
+    trace_ids = [trace_id_param(t) for t in body.trace_ids] if body.trace_ids is not None \
+        else None
+    f = dataset_fill.to_filter(body.query, body.limit) if body.query is not None else None
+    async with rt.db.acquire() as conn:
+        outcome = await dataset_fill.fill(
+            conn, project, dataset, trace_ids=trace_ids, f=f, sample_rate=body.sample_rate,
+            limit=body.limit, tags=body.tags)
+    return _json(outcome.to_dict())
+
+
+@router.get(
+    "/datasets/{name}/export", summary="Export the set as JSONL, CSV or agentevals messages",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}},
+                     "description": "the items, streamed; `X-Item-Count` gives their number"}})
+async def export_dataset(
+    rt: Rt, project: Project, name: str,
+    format: Annotated[Literal["jsonl", "csv", "agentevals"], Query(
+        description="jsonl: trajhub's own format (re-importable); csv; agentevals: "
+                    "OpenAI-style message lists with tool calls")] = "jsonl",
+) -> StreamingResponse:
+    dataset = await _dataset_id(rt, project, name)
+    async with rt.db.acquire() as conn:
+        row = await datasets.get_dataset(conn, project, name)
+    count = row["item_count"] if row is not None else 0
+    line = {"jsonl": dataset_formats.jsonl_line, "csv": dataset_formats.csv_line,
+            "agentevals": dataset_formats.agentevals_line}[format]
+
+    async def stream() -> AsyncIterator[bytes]:
+        if format == "csv":
+            yield dataset_formats.csv_header()
+        after = 0
+        while True:
+            # one short connection per page: a slow reader never pins a pooled connection
+            async with rt.db.acquire() as conn:
+                rows = await datasets.list_items(conn, dataset, after, _EXPORT_PAGE, True)
+            if not rows:
+                return
+            yield b"".join(line(r) for r in rows)
+            after = rows[-1]["seq"]
+
+    extension = "csv" if format == "csv" else "jsonl"
+    return StreamingResponse(stream(), media_type=dataset_formats.MEDIA_TYPES[format], headers={
+        "X-Item-Count": str(count),
+        "Content-Disposition": f'attachment; filename="{name}.{format}.{extension}"'})
+
+
+@router.post(
+    "/datasets/{name}/import", summary="Import items from trajhub JSONL",
+    openapi_extra={"requestBody": {"required": True, "content": {
+        "application/x-ndjson": {"schema": {"type": "string", "description":
+                                 "one item per line, as `export?format=jsonl` writes them"}}}}})
+async def import_dataset(
+    request: Request, rt: Rt, project: Project, name: str,
+    create: Annotated[bool, Query(description="create the set if it does not exist")] = False,
+) -> Response:
+    """All or nothing: a bad line rejects the import with a 422 naming the line and field.
+    Items whose source trace the set already holds are skipped (`skipped_duplicates`)."""
+    try:
+        body = await read_body(request, rt.settings.max_request_bytes)
+    except IngestError as error:
+        raise HTTPException(error.http_status, error.message) from None
+    try:
+        items = [dataset_formats.parse_import_line(line, n)
+                 for n, line in enumerate(body.splitlines(), 1) if line.strip()]
+    except dataset_formats.ItemImportError as exc:
+        raise HTTPException(422, str(exc)) from None
+    async with rt.db.acquire() as conn, conn.transaction():
+        dataset = await datasets.dataset_id(conn, project, name)
+        if dataset is None and create:
+            dataset = (await datasets.create_dataset(conn, project, name, ""))["id"]
+        if dataset is None:
+            raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
+        added = await datasets.insert_items(conn, dataset, items)
+    return _json({"added": len(added), "skipped_duplicates": len(items) - len(added)})
+

@@ -1,0 +1,161 @@
+"""REST: evaluation runs — start one over a set, follow it, read its aggregates and results."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import orjson
+from fastapi import APIRouter, Depends, HTTPException, Query, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from evaluators import ConfigError
+from service import evaluation_runner
+from service.api_common import decode_cursor, encode_cursor, project_scope
+from service.runtime import Runtime, runtime
+from storage import datasets, evaluations
+
+router = APIRouter(prefix="/api/v1", tags=["evaluations"])
+
+Project = Annotated[str, Depends(project_scope)]
+Rt = Annotated[Runtime, Depends(runtime)]
+
+
+def _json(doc: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(doc), status_code=status, media_type="application/json")
+
+
+def _iso(ts: Any) -> str | None:
+    return ts.isoformat().replace("+00:00", "Z") if ts is not None else None
+
+
+class EvaluatorEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    config: dict[str, Any] = {}
+
+
+class EvaluationCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dataset: str = Field(description="the evaluation set")
+    evaluators: list[str | EvaluatorEntry] = Field(
+        description="names, or {name, config}: expected_agents_tools, tool_call_accuracy, "
+                    "trajectory_match, efficiency, llm_judge (when configured)")
+    target: Literal["snapshot", "live"] = Field(
+        "snapshot", description="snapshot: each item's stored trajectory; live: the trajectory "
+        "whose root span carries trajhub.dataset_item_id = the item id and trajhub.run = run")
+    run: str | None = Field(None, min_length=1, description="the run name (live target)")
+
+
+def evaluation_json(row: Any) -> dict[str, Any]:
+    return {
+        "id": row["id"], "dataset": row["dataset_name"], "target": row["target"],
+        "run": row["run_name"], "evaluators": orjson.loads(row["evaluators"]),
+        "status": row["status"], "error": row["error"], "item_count": row["item_count"],
+        "done_items": row["done_items"], "created_at": _iso(row["created_at"]),
+        "finished_at": _iso(row["finished_at"]),
+    }
+
+
+def result_json(row: Any) -> dict[str, Any]:
+    return {
+        "item_id": row["item_id"], "evaluator": row["evaluator"], "trace_id": row["trace_id"],
+        "score": row["score"], "passed": row["passed"], "error": row["error"],
+        "reason": orjson.loads(row["reason"]) if row["reason"] else None,
+        "explanation": row["explanation"],
+    }
+
+
+@router.post("/evaluations", status_code=202, summary="Start an evaluation run over a set")
+async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) -> Response:
+    """Checks the evaluators and their options, then runs in the background: poll
+    `GET /api/v1/evaluations/{id}` until `status` is `done` (or `failed`)."""
+    if body.target == "live" and not body.run:
+        raise HTTPException(422, "the live target needs a run name (`run`)")
+    if body.target == "snapshot" and body.run:
+        raise HTTPException(422, "`run` is only for the live target")
+    raw = [e if isinstance(e, str) else e.model_dump() for e in body.evaluators]
+    try:
+        runs = evaluation_runner.parse_evaluators(raw, rt.settings)
+    except (ConfigError, ValueError) as exc:
+        raise HTTPException(422, str(exc)) from None
+    async with rt.db.acquire() as conn:
+        dataset = await datasets.dataset_id(conn, project, body.dataset)
+        if dataset is None:
+            raise HTTPException(404, f"no evaluation set {body.dataset!r} in project "
+                                     f"{project!r}")
+        count = await evaluations.item_count(conn, dataset)
+        evaluation = await evaluations.create_evaluation(
+            conn, project, dataset, body.dataset, body.target, body.run,
+            orjson.dumps([r.to_dict() for r in runs]).decode(), count)
+        row = await evaluations.get_evaluation(conn, project, evaluation)
+    evaluation_runner.start(rt.db, rt.settings, project, evaluation, dataset,
+                            evaluation_runner.Target(body.target, body.run), runs)
+    return _json(evaluation_json(row), 202)
+
+
+@router.get("/evaluations", summary="List evaluation runs, newest first")
+async def list_evaluations(
+    rt: Rt, project: Project,
+    dataset: Annotated[str | None, Query(description="only runs over this set")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page")]
+    = None,
+) -> Response:
+    before = decode_cursor(cursor, (int,))
+    async with rt.db.acquire() as conn:
+        rows = await evaluations.list_evaluations(conn, project, dataset,
+                                                  before[0] if before else None, limit)
+    return _json({"items": [evaluation_json(r) for r in rows],
+                  "next_cursor": encode_cursor(rows[-1]["id"]) if len(rows) == limit else None})
+
+
+async def _evaluation(rt: Runtime, project: str, evaluation: int) -> Any:
+    async with rt.db.acquire() as conn:
+        row = await evaluations.get_evaluation(conn, project, evaluation)
+    if row is None:
+        raise HTTPException(404, f"no evaluation {evaluation} in project {project!r}")
+    return row
+
+
+@router.get("/evaluations/{evaluation_id}",
+            summary="An evaluation run: status, progress and per-evaluator aggregates")
+async def get_evaluation(rt: Rt, project: Project, evaluation_id: int) -> Response:
+    """`aggregates`: per evaluator, the pass rate (errors count as not passed) and the mean
+    score of the verdicts. `items`: how many items passed every evaluator, failed one, or hit
+    an error."""
+    row = await _evaluation(rt, project, evaluation_id)
+    async with rt.db.acquire() as conn:
+        per_evaluator = await evaluations.aggregates(conn, evaluation_id)
+        items = await evaluations.item_outcomes(conn, evaluation_id)
+    out = evaluation_json(row)
+    out["aggregates"] = [{
+        "evaluator": a["evaluator"], "total": a["total"], "passed": a["passed"],
+        "failed": a["total"] - a["passed"] - a["errors"], "errors": a["errors"],
+        "pass_rate": a["passed"] / a["total"] if a["total"] else None,
+        "mean_score": a["mean_score"],
+    } for a in per_evaluator]
+    out["items"] = {"total": row["item_count"], "evaluated": items["evaluated"],
+                    "passed": items["passed"], "errors": items["errors"],
+                    "failed": items["evaluated"] - items["passed"]}
+    return _json(out)
+
+
+@router.get("/evaluations/{evaluation_id}/results",
+            summary="Per-item results of an evaluation run")
+async def get_results(
+    rt: Rt, project: Project, evaluation_id: int,
+    failed: Annotated[bool, Query(description="only results that did not pass (failures "
+                                  "and errors)")] = False,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 500,
+    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page")]
+    = None,
+) -> Response:
+    await _evaluation(rt, project, evaluation_id)
+    after = decode_cursor(cursor, (int, str))
+    async with rt.db.acquire() as conn:
+        rows = await evaluations.results(conn, evaluation_id, failed,
+                                         after,  # type: ignore[arg-type]
+                                         limit)
+    next_cursor = (encode_cursor(rows[-1]["seq"], rows[-1]["evaluator"])
+                   if len(rows) == limit else None)
+    return _json({"items": [result_json(r) for r in rows], "next_cursor": next_cursor})

@@ -1,0 +1,157 @@
+"""SQL for evaluation runs, their per-item results and the traces of a live run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import asyncpg
+
+EVALUATION_COLUMNS = """id, dataset_name, target, run_name, evaluators::text AS evaluators,
+    status, error, item_count, done_items, created_at, finished_at"""
+
+
+@dataclass(frozen=True)
+class ResultRow:
+    """One evaluator's outcome on one item: a verdict (score, passed) or an error."""
+
+    item_id: str
+    evaluator: str
+    seq: int
+    trace_id: str | None
+    score: float | None
+    passed: bool | None
+    error: str | None
+    reason: str | None  # JSON text
+    explanation: str | None
+
+
+async def item_count(conn: asyncpg.Connection, dataset: int) -> int:
+    return int(await conn.fetchval(
+        "SELECT count(*) FROM dataset_items WHERE dataset_id = $1", dataset))
+
+
+async def create_evaluation(conn: asyncpg.Connection, project: str, dataset: int,
+                            dataset_name: str, target: str, run_name: str | None,
+                            evaluators_json: str, item_count: int) -> int:
+    value = await conn.fetchval(
+        """INSERT INTO evaluations (project, dataset_id, dataset_name, target, run_name,
+               evaluators, status, item_count)
+           VALUES ($1, $2, $3, $4, $5, $6::jsonb, 'running', $7) RETURNING id""",
+        project, dataset, dataset_name, target, run_name, evaluators_json, item_count)
+    return int(value)
+
+
+async def record_results(conn: asyncpg.Connection, evaluation: int, rows: Sequence[ResultRow]
+                         ) -> None:
+    """Store one item's results and count the item as done, atomically."""
+    async with conn.transaction():
+        await conn.executemany(
+            """INSERT INTO evaluation_results (evaluation_id, item_id, evaluator, seq, trace_id,
+                   score, passed, error, reason, explanation)
+               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10)
+               ON CONFLICT (evaluation_id, item_id, evaluator) DO NOTHING""",
+            [(evaluation, r.item_id, r.evaluator, r.seq, r.trace_id, r.score, r.passed, r.error,
+              r.reason, r.explanation) for r in rows])
+        await conn.execute(
+            "UPDATE evaluations SET done_items = done_items + 1 WHERE id = $1", evaluation)
+
+
+async def finish(conn: asyncpg.Connection, evaluation: int, error: str | None) -> None:
+    await conn.execute(
+        "UPDATE evaluations SET status = $2, error = $3, finished_at = now() WHERE id = $1",
+        evaluation, "failed" if error else "done", error)
+
+
+async def list_evaluations(conn: asyncpg.Connection, project: str, dataset_name: str | None,
+                           before_id: int | None, limit: int) -> list[asyncpg.Record]:
+    return await conn.fetch(
+        f"SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE project = $1 "
+        "AND ($2::text IS NULL OR dataset_name = $2) AND ($3::bigint IS NULL OR id < $3) "
+        "ORDER BY id DESC LIMIT $4", project, dataset_name, before_id, limit)
+
+
+async def get_evaluation(conn: asyncpg.Connection, project: str, evaluation: int
+                         ) -> asyncpg.Record | None:
+    return await conn.fetchrow(
+        f"SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE project = $1 AND id = $2",
+        project, evaluation)
+
+
+async def aggregates(conn: asyncpg.Connection, evaluation: int) -> list[asyncpg.Record]:
+    """Per evaluator: results, passes, errors and the mean score of the verdicts. The pass rate
+    counts errors as not passed: an item the evaluator could not judge did not pass."""
+    return await conn.fetch(
+        """SELECT evaluator, count(*) AS total,
+                  count(*) FILTER (WHERE passed) AS passed,
+                  count(*) FILTER (WHERE error IS NOT NULL) AS errors,
+                  avg(score) AS mean_score
+           FROM evaluation_results WHERE evaluation_id = $1
+           GROUP BY evaluator ORDER BY evaluator""", evaluation)
+
+
+async def results(conn: asyncpg.Connection, evaluation: int, failed_only: bool,
+                  after: tuple[int, str] | None, limit: int) -> list[asyncpg.Record]:
+    """Results ordered by item (set order), then evaluator; `after` is the (seq, evaluator) of
+    the previous page's last row."""
+    seq, evaluator = after if after is not None else (0, "")
+    return await conn.fetch(
+        """SELECT item_id, evaluator, seq, trace_id, score, passed, error,
+                  reason::text AS reason, explanation
+           FROM evaluation_results
+           WHERE evaluation_id = $1 AND (NOT $2 OR passed IS NOT TRUE)
+             AND (seq, evaluator) > ($3, $4)
+           ORDER BY seq, evaluator LIMIT $5""",
+        evaluation, failed_only, seq, evaluator, limit)
+
+
+async def item_outcomes(conn: asyncpg.Connection, evaluation: int) -> asyncpg.Record:
+    """Items judged so far: passed every evaluator, failed one, or hit an error."""
+    row = await conn.fetchrow(
+        """SELECT count(*) AS evaluated,
+                  count(*) FILTER (WHERE all_passed) AS passed,
+                  count(*) FILTER (WHERE any_error) AS errors
+           FROM (SELECT bool_and(passed IS TRUE) AS all_passed,
+                        bool_or(error IS NOT NULL) AS any_error
+                 FROM evaluation_results WHERE evaluation_id = $1 GROUP BY item_id) per_item""",
+        evaluation)
+    assert row is not None
+    return row
+
+
+async def live_traces(conn: asyncpg.Connection, project: str, run_name: str,
+                      item_ids: Sequence[str]) -> dict[str, str]:
+    """item id → trace id of the run's trace for that item: the trace whose root span carries
+    `trajhub.run` = run_name and `trajhub.dataset_item_id` = the item id. When an item ran more
+    than once under the same name, the latest trace wins."""
+    rows = await conn.fetch(
+        """SELECT DISTINCT ON (item_id) attributes ->> 'trajhub.dataset_item_id' AS item_id,
+                  trace_id
+           FROM spans
+           WHERE project = $1 AND parent_span_id = '' AND attributes ? 'trajhub.run'
+             AND attributes ->> 'trajhub.run' = $2
+             AND attributes ->> 'trajhub.dataset_item_id' = ANY($3::text[])
+           ORDER BY item_id, start_ns DESC, trace_id""",
+        project, run_name, list(item_ids))
+    return {r["item_id"]: r["trace_id"] for r in rows}
+
+
+async def items_for_run(conn: asyncpg.Connection, dataset: int, after_seq: int, limit: int
+                        ) -> list[asyncpg.Record]:
+    """A page of a set's items with what evaluators need (the snapshot included), in set
+    order; paged so a large set is never held in memory at once."""
+    return await conn.fetch(
+        """SELECT id, seq, input::text AS input, reference_output::text AS reference_output,
+                  expectations::text AS expectations, trajectory::text AS trajectory,
+                  source_trace_id
+           FROM dataset_items WHERE dataset_id = $1 AND seq > $2 ORDER BY seq LIMIT $3""",
+        dataset, after_seq, limit)
+
+
+async def trajectories_of(conn: asyncpg.Connection, project: str, trace_ids: Sequence[str]
+                          ) -> dict[str, asyncpg.Record]:
+    """trace id → (status, document text) of the traces' trajectories."""
+    rows = await conn.fetch(
+        "SELECT trace_id, status, document::text AS document FROM trajectories "
+        "WHERE project = $1 AND trace_id = ANY($2::text[])", project, list(trace_ids))
+    return {r["trace_id"]: r for r in rows}

@@ -1,0 +1,69 @@
+"""The captured real-client requests in tests/fixtures/real-clients, and replaying them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+import httpx
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+CAPTURES = Path(__file__).parent / "fixtures" / "real-clients"
+#: the request headers a replay keeps (as the capture harness did)
+KEPT_HEADERS = {"content-type", "content-encoding", "authorization", "cozeloop-workspace-id"}
+
+
+@dataclass(frozen=True)
+class Capture:
+    path: Path  # the .bin body
+    protocol: str  # "http" or "grpc"
+    url_path: str
+    headers: dict[str, str]
+
+    @property
+    def client(self) -> str:
+        return self.path.parent.parent.name
+
+    @property
+    def run(self) -> str:
+        return self.path.parent.name
+
+    @property
+    def body(self) -> bytes:
+        return self.path.read_bytes()
+
+    def __str__(self) -> str:
+        return f"{self.client}/{self.run}/{self.path.name}"
+
+
+def all_captures() -> list[Capture]:
+    found = []
+    for body in sorted(CAPTURES.glob("*/*/*.bin")):
+        meta = json.loads(body.with_suffix(".json").read_text())
+        protocol = "grpc" if body.name.startswith("grpc_") else "http"
+        headers = {k.lower(): v for k, v in meta.get("headers", {}).items()
+                   if k.lower() in KEPT_HEADERS}
+        found.append(Capture(body, protocol, meta.get("path", "/v1/traces"), headers))
+    return found
+
+
+def capture_runs() -> dict[str, list[Capture]]:
+    runs: dict[str, list[Capture]] = {}
+    for c in all_captures():
+        runs.setdefault(f"{c.client}/{c.run}", []).append(c)
+    return runs
+
+
+def replay(capture: Capture, http_base: str, grpc_target: str, project: str | None = None
+           ) -> httpx.Response | trace_service_pb2.ExportTraceServiceResponse:
+    """Send one capture exactly as captured (plus an optional trajhub-project header)."""
+    extra = {"trajhub-project": project} if project else {}
+    if capture.protocol == "grpc":
+        with grpc.insecure_channel(grpc_target) as channel:
+            stub = trace_service_pb2_grpc.TraceServiceStub(channel)
+            request = trace_service_pb2.ExportTraceServiceRequest.FromString(capture.body)
+            return stub.Export(request, metadata=list(extra.items()), timeout=30)
+    return httpx.post(http_base + capture.url_path, content=capture.body,
+                      headers={**capture.headers, **extra}, timeout=30)
