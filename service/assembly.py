@@ -51,24 +51,31 @@ def trace_row(project: str, trace_id: str, spans: Sequence[Span], last_received:
             sum(1 for s in spans if s.status_code == STATUS_ERROR), last_received)
 
 
-def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at: Any,
-                   root_ended_fallback: bool) -> tuple[Any, ...]:
+def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at: Any
+                   ) -> tuple[Any, ...]:
     try:
         d = derive(spans)
     except Exception as exc:
         log.warning("trace %s/%s: derivation failed: %r", project, trace_id, exc)
-        return (project, trace_id, NORMALIZER_VERSION, settle_at, root_ended_fallback, None,
+        return (project, trace_id, NORMALIZER_VERSION, settle_at, root_ended(spans), None,
                 None, [], f"{type(exc).__name__}: {exc}", "", [], "", "", "", [], [], [],
                 min(s.start_ns for s in spans), 0, 0, 0, 0, 0, 0, 0, 0, False)
     s = d.summary
     explanation = orjson.dumps([_explain(e) for e in d.explanation]).decode()
-    return (project, trace_id, NORMALIZER_VERSION, settle_at, s.root_ended,
+    return (project, trace_id, NORMALIZER_VERSION, settle_at, root_ended(spans),
             trajectory_to_json(d.trajectory).decode(), explanation, list(d.warnings), None,
             s.framework, list(s.conventions), s.root_name, s.root_input, s.root_output,
             list(s.agent_names), list(s.tool_names), list(s.model_names),
             s.started_at_ms * 1_000_000, s.duration_ms, s.step_count, s.model_step_count,
             s.tool_step_count, s.input_tokens, s.output_tokens, s.failed_model_steps,
             s.failed_tool_steps, s.has_error)
+
+
+def root_ended(spans: Sequence[Span]) -> bool:
+    """The trace's own root (a span with no parent at all) has arrived, ended. A trace whose
+    top span points at a parent not (yet) here — the real root is usually exported last — is
+    not done; if that parent never comes (a remote parent), MAX_OPEN_SECONDS finalizes it."""
+    return any(s.parent_span_id == "" and s.end_ns > 0 for s in spans)
 
 
 def _explain(e: Any) -> dict[str, Any]:
@@ -109,9 +116,8 @@ class Assembler:
                 spans = to_model(trace_rows, envelopes)
                 summary = trace_row(c.project, c.trace_id, spans, c.last_received_at)
                 traces.append(summary)
-                root_ended = any(s.end_ns > 0 and s.span_id == summary[2] for s in spans)
                 trajectories.append(trajectory_row(c.project, c.trace_id, spans,
-                                                   c.last_received_at + self.settle, root_ended))
+                                                   c.last_received_at + self.settle))
             await assembly_store.store(conn, traces, trajectories)
         return len(claimed)
 

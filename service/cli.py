@@ -7,7 +7,7 @@ import asyncio
 import logging
 import sys
 
-from service import config
+from service import cli_datasets, config
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     rederive.add_argument("--outdated", action="store_true",
                           help="only trajectories built by another normalizer version")
     rederive.set_defaults(func=_rederive)
+
+    cli_datasets.register(sub)
     return parser
 
 

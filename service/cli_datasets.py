@@ -1,0 +1,366 @@
+"""`trajhub dataset …` and `trajhub eval …`: clients of a running server's REST API."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tqdm import tqdm
+
+DEFAULT_URL = "http://127.0.0.1:4318"
+_POLL_SECONDS = 0.3
+#: record terminator per export format, to count items for the progress bar as bytes stream in
+_TERMINATOR = {"jsonl": b"\n", "agentevals": b"\n", "csv": b"\r\n"}
+
+
+class CliError(Exception):
+    """Printed as `trajhub: <message>`, exit status 2."""
+
+
+def _client(args: argparse.Namespace) -> httpx.Client:
+    headers = {"trajhub-project": args.project} if args.project else {}
+    return httpx.Client(base_url=args.url.rstrip("/") + "/api/v1", headers=headers,
+                        timeout=httpx.Timeout(60, connect=10))
+
+
+def _check(response: httpx.Response) -> Any:
+    if response.status_code >= 400:
+        try:
+            detail = response.json().get("detail", response.text)
+        except ValueError:
+            detail = response.text
+        if not isinstance(detail, str):
+            detail = json.dumps(detail)
+        raise CliError(f"HTTP {response.status_code}: {detail}")
+    return response.json() if response.content else None
+
+
+def _value(raw: str) -> Any:
+    """`key=value` values: JSON when they parse (false, 3, "x"), else the plain string."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _pairs(items: list[str] | None, what: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"{what} {item!r} must look like key=value")
+        out[key] = _value(raw)
+    return out
+
+
+# --- dataset -------------------------------------------------------------------------------
+
+def _create(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        d = _check(c.post("/datasets", json={"name": args.name,
+                                             "description": args.description}))
+    print(f"created evaluation set {d['name']!r}")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        sets = _check(c.get("/datasets"))["items"]
+    if not sets:
+        print("no evaluation sets")
+    for d in sets:
+        print(f"{d['name']:<32} {d['item_count']:>7} items  {d['description']}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        d = _check(c.get(f"/datasets/{args.name}"))
+        print(f"{d['name']}: {d['item_count']} items, created {d['created_at']}")
+        if d["description"]:
+            print(d["description"])
+        cursor: str | None = None
+        while True:
+            page = _check(c.get(f"/datasets/{args.name}/items",
+                                params={"limit": 500, **({"cursor": cursor} if cursor else {})}))
+            for item in page["items"]:
+                exp = item["expectations"] or {}
+                tools = ", ".join(exp.get("tool_order") or []) or "-"
+                print(f"  {item['id']}  trace {item['source_trace_id'] or '-'}  "
+                      f"agents {', '.join(exp.get('agents') or []) or '-'}  tools {tools}"
+                      + (f"  tags {','.join(item['tags'])}" if item["tags"] else ""))
+            cursor = page["next_cursor"]
+            if not cursor:
+                return 0
+
+
+def _rename(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        _check(c.patch(f"/datasets/{args.name}", json={"name": args.new_name}))
+    print(f"renamed {args.name!r} to {args.new_name!r}")
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    with _client(args) as c:
+        _check(c.delete(f"/datasets/{args.name}"))
+    print(f"deleted evaluation set {args.name!r}")
+    return 0
+
+
+def _fill(args: argparse.Namespace) -> int:
+    body: dict[str, Any] = {"sample_rate": args.sample_rate, "limit": args.limit,
+                            "tags": args.tag or []}
+    if args.trace_id:
+        body["trace_ids"] = args.trace_id
+    else:
+        body["query"] = _pairs(args.query, "--query")
+    with _client(args) as c:
+        out = _check(c.post(f"/datasets/{args.name}/fill", json=body))
+    print(f"added {out['added']} item(s); skipped {out['skipped_duplicates']} already in the "
+          f"set; {out['sampled_out']} sampled out")
+    for key in ("not_found", "not_final"):
+        if out[key]:
+            print(f"{key.replace('_', ' ')}: {', '.join(out[key])}")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    terminator = _TERMINATOR[args.format]
+    with _client(args) as c, c.stream("GET", f"/datasets/{args.name}/export",
+                                      params={"format": args.format}) as r:
+        if r.status_code >= 400:
+            r.read()
+            _check(r)
+        total = int(r.headers.get("x-item-count", "0"))
+        with contextlib.ExitStack() as stack, tqdm(
+                total=total, unit="item", desc=f"export {args.name}",
+                disable=args.output == "-" or None) as bar:
+            out = (sys.stdout.buffer if args.output == "-"
+                   else stack.enter_context(Path(args.output).open("wb")))
+            header = args.format == "csv"
+            tail = b""
+            for chunk in r.iter_bytes():
+                out.write(chunk)
+                # count record ends, including one split across two chunks
+                seen = (tail + chunk).count(terminator)
+                if header and seen:
+                    seen, header = seen - 1, False
+                bar.update(seen)
+                tail = chunk[-(len(terminator) - 1):] if len(terminator) > 1 else b""
+    if args.output != "-":
+        print(f"exported {total} item(s) to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _import(args: argparse.Namespace) -> int:
+    body = Path(args.file).read_bytes()
+    with _client(args) as c:
+        out = _check(c.post(f"/datasets/{args.name}/import", content=body,
+                            params={"create": "true" if args.create else "false"},
+                            headers={"content-type": "application/x-ndjson"}))
+    print(f"imported {out['added']} item(s); skipped {out['skipped_duplicates']} already in "
+          "the set")
+    return 0
+
+
+# --- eval ----------------------------------------------------------------------------------
+
+def _evaluator(raw: str) -> Any:
+    """`name` or `name={json options}`."""
+    name, sep, options = raw.partition("=")
+    if not sep:
+        return name
+    try:
+        config = json.loads(options)
+    except ValueError:
+        raise CliError(f"--evaluator {raw!r}: options must be a JSON object") from None
+    return {"name": name, "config": config}
+
+
+def _wait(c: httpx.Client, evaluation: dict[str, Any], timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    with tqdm(total=evaluation["item_count"], unit="item", desc="evaluating",
+              disable=None) as bar:
+        while True:
+            run: dict[str, Any] = _check(c.get(f"/evaluations/{evaluation['id']}"))
+            bar.update(run["done_items"] - bar.n)
+            if run["status"] != "running":
+                return run
+            if time.monotonic() > deadline:
+                raise CliError(f"evaluation {evaluation['id']} still running after "
+                               f"{timeout:.0f} s; see GET /api/v1/evaluations/"
+                               f"{evaluation['id']}")
+            time.sleep(_POLL_SECONDS)
+
+
+def format_summary(run: dict[str, Any]) -> str:
+    """The summary table: pass rate and mean score per evaluator."""
+    where = f"run {run['run']!r}" if run["target"] == "live" else "snapshot"
+    items = run["items"]
+    lines = [f"Evaluation {run['id']} of set {run['dataset']!r} ({where}): "
+             f"{items['total']} item(s), {items['passed']} passed every evaluator — "
+             f"{run['status']}", ""]
+    lines.append(f"{'evaluator':<24}{'pass rate':>10}{'mean score':>12}{'passed':>8}"
+                 f"{'failed':>8}{'errors':>8}")
+    for a in run["aggregates"]:
+        rate = f"{a['pass_rate'] * 100:.1f}%" if a["pass_rate"] is not None else "-"
+        mean = f"{a['mean_score']:.2f}" if a["mean_score"] is not None else "-"
+        lines.append(f"{a['evaluator']:<24}{rate:>10}{mean:>12}{a['passed']:>8}"
+                     f"{a['failed']:>8}{a['errors']:>8}")
+    return "\n".join(lines)
+
+
+def format_failures(results: list[dict[str, Any]]) -> str:
+    """Each failure with its reason, grouped by item (seed 001's formatResult, per item)."""
+    lines: list[str] = []
+    current = None
+    for r in results:
+        if r["item_id"] != current:
+            current = r["item_id"]
+            lines.append(f"\nitem {r['item_id']} (trace {r['trace_id'] or '-'})")
+        if r["error"] is not None:
+            lines.append(f"⚠️  {r['evaluator']}: error: {r['error']}")
+        else:
+            lines.append(r["explanation"].rstrip("\n"))
+    return "\n".join(lines)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    target = args.target or ("live" if args.run else "snapshot")
+    body: dict[str, Any] = {"dataset": args.set, "target": target,
+                            "evaluators": [_evaluator(e) for e in args.evaluator]}
+    if args.run:
+        body["run"] = args.run
+    with _client(args) as c:
+        started = _check(c.post("/evaluations", json=body))
+        run = _wait(c, started, args.timeout)
+        failures: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            page = _check(c.get(f"/evaluations/{run['id']}/results",
+                                params={"failed": "true", **({"cursor": cursor} if cursor
+                                                             else {})}))
+            failures += page["items"]
+            cursor = page["next_cursor"]
+            if not cursor:
+                break
+    print(format_summary(run))
+    if run["status"] == "failed":
+        print(f"\nthe evaluation failed: {run['error']}")
+        return 2
+    if failures:
+        print(f"\nFailures ({len(failures)}):" + format_failures(failures))
+        return 1
+    print("\nall items passed")
+    return 0
+
+
+# --- wiring --------------------------------------------------------------------------------
+
+def _run(func: Any) -> Any:
+    def wrapped(args: argparse.Namespace) -> int:
+        try:
+            return int(func(args))
+        except CliError as exc:
+            print(f"trajhub: {exc}", file=sys.stderr)
+            return 2
+        except httpx.HTTPError as exc:
+            print(f"trajhub: cannot reach {args.url}: {exc}", file=sys.stderr)
+            return 2
+    return wrapped
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", default=os.environ.get("TRAJHUB_URL", DEFAULT_URL),
+                        help="the trajhub server [env TRAJHUB_URL; default %(default)s]")
+    common.add_argument("--project", default=os.environ.get("TRAJHUB_PROJECT"),
+                        help="project [env TRAJHUB_PROJECT; default: the server's `default`]")
+    return common
+
+
+def register(sub: Any) -> None:
+    """Add `dataset` and `eval` to the `trajhub` subcommands."""
+    common = _common()
+    dataset = sub.add_parser("dataset", help="manage evaluation sets on a running server",
+                             description="Create, fill, export and import evaluation sets "
+                                         "through a running trajhub server's REST API.")
+    ds = dataset.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
+
+    p = ds.add_parser("create", parents=[common], help="create a set")
+    p.add_argument("name")
+    p.add_argument("--description", default="")
+    p.set_defaults(func=_run(_create))
+
+    p = ds.add_parser("list", parents=[common], help="list the sets")
+    p.set_defaults(func=_run(_list))
+
+    p = ds.add_parser("show", parents=[common], help="a set and its items")
+    p.add_argument("name")
+    p.set_defaults(func=_run(_show))
+
+    p = ds.add_parser("rename", parents=[common], help="rename a set")
+    p.add_argument("name")
+    p.add_argument("new_name")
+    p.set_defaults(func=_run(_rename))
+
+    p = ds.add_parser("delete", parents=[common], help="delete a set and its items")
+    p.add_argument("name")
+    p.set_defaults(func=_run(_delete))
+
+    p = ds.add_parser(
+        "fill", parents=[common], help="add trajectories, by id or by query",
+        description="Add final trajectories to a set, pre-filling each item's expectations "
+                    "from what the run did. Query keys are the filters of GET "
+                    "/api/v1/trajectories, e.g. --query agent=LangGraph --query "
+                    "failed_tool_steps=false --query start=2025-06-01T00:00:00Z.")
+    p.add_argument("name")
+    p.add_argument("--trace-id", action="append", help="a trajectory to add (repeatable)")
+    p.add_argument("--query", "-q", action="append", metavar="KEY=VALUE",
+                   help="a trajectory filter (repeatable)")
+    p.add_argument("--sample-rate", type=float, default=1.0,
+                   help="fraction of the matches to add, stable across re-fills (default 1)")
+    p.add_argument("--limit", type=int, default=100, help="add at most this many (default 100)")
+    p.add_argument("--tag", action="append", help="tag the added items (repeatable)")
+    p.set_defaults(func=_run(_fill))
+
+    p = ds.add_parser("export", parents=[common], help="export a set to a file")
+    p.add_argument("name")
+    p.add_argument("-o", "--output", required=True, help="the file to write; - for stdout")
+    p.add_argument("--format", choices=("jsonl", "csv", "agentevals"), default="jsonl",
+                   help="jsonl (re-importable), csv, or agentevals message lists")
+    p.set_defaults(func=_run(_export))
+
+    p = ds.add_parser("import", parents=[common], help="import items from trajhub JSONL")
+    p.add_argument("name")
+    p.add_argument("file")
+    p.add_argument("--create", action="store_true", help="create the set if it is missing")
+    p.set_defaults(func=_run(_import))
+
+    ev = sub.add_parser(
+        "eval", parents=[common], help="evaluate a set and print the results",
+        description="Run evaluators over a set on a running server and print a summary table "
+                    "(pass rate, mean score per evaluator) and each failure with its reason. "
+                    "Exit status: 0 all passed, 1 some item failed or hit an error, 2 the "
+                    "evaluation could not run.")
+    ev.add_argument("set", help="the evaluation set")
+    ev.add_argument("--evaluator", "-e", action="append", required=True,
+                    metavar="NAME[=JSON]",
+                    help="expected_agents_tools, tool_call_accuracy, trajectory_match, "
+                         "efficiency, llm_judge; options as JSON, e.g. "
+                         "'trajectory_match={\"mode\": \"unordered\"}' (repeatable)")
+    ev.add_argument("--run", help="evaluate the live run of this name (the traces tagged "
+                                  "trajhub.run=NAME) instead of the stored snapshots")
+    ev.add_argument("--target", choices=("snapshot", "live"),
+                    help="default: live with --run, else snapshot")
+    ev.add_argument("--timeout", type=float, default=3600,
+                    help="seconds to wait for the evaluation (default 3600)")
+    ev.set_defaults(func=_run(_eval))

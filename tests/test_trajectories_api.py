@@ -1,0 +1,219 @@
+"""REST for trajectories: lifecycle (open → final, late span → new revision), the document,
+list filters, explain, the trajectory view of a trace, re-derivation and the dry run."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import jsonschema
+import orjson
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tests.captures import capture_runs, replay
+from tests.harness import ServerProcess, final_trajectory, get_json, wait_for
+from tests.otlp_builders import new_span_id, new_trace_id, request, span
+
+SCHEMA = orjson.loads((Path(__file__).parent / "fixtures" / "spec" /
+                       "trajectory.schema.json").read_bytes())
+PB = {"content-type": "application/x-protobuf"}
+RUNS = capture_runs()
+
+
+def ingest_run(server: ServerProcess, project: str, run: str) -> str:
+    """Replay one captured run (HTTP requests only); returns the id of its main trace.
+
+    The OTel captures were made with a seeded id generator, so runs of different clients share
+    trace and span ids: replay at most one OTel run per project."""
+    trace_ids: Counter[str] = Counter()
+    for capture in RUNS[run]:
+        if capture.protocol != "http":
+            continue
+        replay(capture, server.http, server.grpc, project)
+        if capture.url_path == "/v1/loop/traces/ingest":
+            trace_ids.update(s["trace_id"] for s in orjson.loads(capture.body)["spans"])
+        elif capture.headers["content-type"].startswith("application/json"):
+            doc = orjson.loads(capture.body)
+            trace_ids.update(s["traceId"] for rs in doc["resourceSpans"]
+                             for ss in rs["scopeSpans"] for s in ss["spans"])
+        else:
+            req = ExportTraceServiceRequest.FromString(capture.body)
+            trace_ids.update(s.trace_id.hex() for rs in req.resource_spans
+                             for ss in rs.scope_spans for s in ss.spans)
+    return trace_ids.most_common(1)[0][0]
+
+
+@pytest.fixture
+def react_traces(server: ServerProcess, project: str) -> dict[str, str]:
+    """openinference react (prebuilt, stream) and cozeloop_python model_error, final."""
+    traces = {"react": ingest_run(server, project, "openinference/react.prebuilt.stream"),
+              "error": ingest_run(server, project, "cozeloop_python/model_error.prebuilt.stream")}
+    with httpx.Client() as c:
+        for trace_id in traces.values():
+            final_trajectory(c, server.http, project, trace_id)
+    return traces
+
+
+def test_document_headers_and_conditional_get(server: ServerProcess, project: str,
+                                              react_traces: dict[str, str]) -> None:
+    with httpx.Client() as c:
+        r = final_trajectory(c, server.http, project, react_traces["react"])
+        doc = r.json()
+        jsonschema.validate(doc, SCHEMA)
+        assert doc["id"] == react_traces["react"]
+        assert r.headers["etag"] == '"1"' and r.headers["x-trajectory-revision"] == "1"
+        steps = doc["agent_steps"][0]["steps"]
+        assert [s["type"] for s in steps] == ["model", "tool", "tool", "model", "tool", "model"]
+        again = c.get(f"{server.http}/api/v1/trajectories/{react_traces['react']}",
+                      params={"project": project}, headers={"if-none-match": '"1"'})
+        assert again.status_code == 304
+
+
+def test_lifecycle_open_final_and_late_span(server: ServerProcess, project: str) -> None:
+    tid, root = new_trace_id(), new_span_id()
+    t0 = 1_700_000_000_000_000_000
+    child = span(tid, "chat", parent=root, start=t0 + 1000,
+                 attributes={"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 5})
+    with httpx.Client() as c:
+        c.post(f"{server.http}/v1/traces", content=request([child]).SerializeToString(),
+               headers={**PB, "trajhub-project": project})
+        url = f"{server.http}/api/v1/trajectories/{tid.hex()}"
+        first = wait_for(lambda: (r := c.get(url, params={"project": project}))
+                         .status_code == 200 and r, what="open trajectory")
+        assert first.headers["x-trajectory-status"] == "open"
+        # without its root the trace stays open past the settle period
+        import time
+        time.sleep(1.5)
+        assert c.get(url, params={"project": project}).headers["x-trajectory-status"] == "open"
+
+        root_span = span(tid, "agent", span_id=root, start=t0, duration=5_000_000,
+                         attributes={"gen_ai.operation.name": "invoke_agent"})
+        c.post(f"{server.http}/v1/traces", content=request([root_span]).SerializeToString(),
+               headers={**PB, "trajhub-project": project})
+        done = final_trajectory(c, server.http, project, tid.hex())
+        assert int(done.headers["x-trajectory-revision"]) == 2
+        assert done.json()["root_step"]["name"] == "agent"
+
+        late = span(tid, "execute_tool add", parent=root, start=t0 + 2_000_000,
+                    attributes={"gen_ai.operation.name": "execute_tool",
+                                "gen_ai.tool.name": "add"})
+        c.post(f"{server.http}/v1/traces", content=request([late]).SerializeToString(),
+               headers={**PB, "trajhub-project": project})
+        wait_for(lambda: c.get(url, params={"project": project}).headers[
+            "x-trajectory-revision"] == "3", what="re-derived after the late span")
+        newest = final_trajectory(c, server.http, project, tid.hex())
+        assert newest.headers["etag"] == '"3"'
+        assert [s["name"] for s in newest.json()["agent_steps"][0]["steps"]] == ["chat", "add"]
+
+
+def test_list_filters_and_sort(server: ServerProcess, project: str,
+                               react_traces: dict[str, str]) -> None:
+    react, error = react_traces["react"], react_traces["error"]
+
+    def ids(**params: object) -> list[str]:
+        with httpx.Client() as c:
+            return [i["trace_id"] for i in get_json(
+                c, f"{server.http}/api/v1/trajectories", project=project, **params)["items"]]
+
+    assert sorted(ids()) == sorted([react, error])
+    assert ids(tool="divide") == [react]
+    assert ids(failed_tool_steps="true") == [react]
+    assert ids(failed_model_steps="true") == [error]
+    assert ids(failed_model_steps="false") == [react]
+    assert ids(agent="LangGraph", status="final", tool="get_weather") == [react]
+    assert ids(framework="langgraph", min_tokens=600) == [react]
+    assert ids(max_tokens=0) == [error]
+    assert ids(q="1/0") == sorted([react, error]) or set(ids(q="1/0")) == {react, error}
+    assert ids(q="no such question") == []
+    assert ids(model="fake-gpt-4o-mini") == [react] or react in ids(model="fake-gpt-4o-mini")
+    assert ids(sort="tokens", order="desc") == [react, error]
+    with httpx.Client() as c:
+        item = get_json(c, f"{server.http}/api/v1/trajectories", project=project,
+                        tool="divide")["items"][0]
+        assert item["input_tokens"] == 530 and item["output_tokens"] == 73
+        assert item["model_step_count"] == 3 and item["tool_step_count"] == 3
+        assert item["failed_tool_steps"] == 1 and item["status"] == "final"
+        page1 = get_json(c, f"{server.http}/api/v1/trajectories", project=project, limit=1)
+        page2 = get_json(c, f"{server.http}/api/v1/trajectories", project=project, limit=1,
+                         cursor=page1["next_cursor"])
+        assert {page1["items"][0]["trace_id"], page2["items"][0]["trace_id"]} == {react, error}
+
+
+def test_explain_and_trajectory_view(server: ServerProcess, project: str,
+                                     react_traces: dict[str, str]) -> None:
+    with httpx.Client() as c:
+        explain = get_json(c, f"{server.http}/api/v1/trajectories/{react_traces['react']}/"
+                              "explain", project=project)
+        spans = explain["spans"]
+        flat = get_json(c, f"{server.http}/api/v1/traces/{react_traces['react']}",
+                        project=project, view="flat")["spans"]
+        assert len(spans) == len(flat)
+        kept = [s for s in spans if s["kept"]]
+        assert sorted(s["kind"] for s in kept) == sorted(
+            ["root", "model", "model", "model", "tool", "tool", "tool"])
+        assert {s["convention"] for s in spans} == {"openinference"}
+        assert all(s["rule"] for s in spans)
+        nodes = get_json(c, f"{server.http}/api/v1/traces/{react_traces['react']}",
+                         project=project, view="trajectory")["spans"]
+        assert len(nodes) == 1 and nodes[0]["name"] == "LangGraph"
+        assert [n["step_type"] for n in nodes[0]["children"]] == [
+            "model", "tool", "tool", "model", "tool", "model"]
+
+
+def test_unknown_trajectory_is_404(server: ServerProcess, project: str) -> None:
+    with httpx.Client() as c:
+        r = c.get(f"{server.http}/api/v1/trajectories/{'ab' * 16}", params={"project": project})
+        assert r.status_code == 404 and "no trajectory" in r.json()["detail"]
+        r = c.get(f"{server.http}/api/v1/trajectories/{'ab' * 16}/explain",
+                  params={"project": project})
+        assert r.status_code == 404
+        r = c.get(f"{server.http}/api/v1/trajectories", params={"status": "closed"})
+        assert r.status_code == 422
+
+
+def test_rederive_over_rest_and_cli(server: ServerProcess, project: str,
+                                    react_traces: dict[str, str], database) -> None:  # type: ignore[no-untyped-def]
+    url = f"{server.http}/api/v1/trajectories/{react_traces['react']}"
+    with httpx.Client() as c:
+        r = c.post(f"{server.http}/api/v1/trajectories/rederive", params={"project": project},
+                   json={})
+        assert r.status_code == 202 and r.json()["queued"] == 2
+        wait_for(lambda: c.get(url, params={"project": project}).headers[
+            "x-trajectory-revision"] == "2", what="revision 2")
+        done = subprocess.run(
+            [sys.executable, "-m", "service.cli", "rederive", "--database-url", database.url,
+             "--project", project, "--since", "2020-01-01T00:00:00Z"],
+            capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent.parent)
+        assert done.returncode == 0, done.stderr
+        assert "queued 2 trace" in done.stdout
+        wait_for(lambda: c.get(url, params={"project": project}).headers[
+            "x-trajectory-revision"] == "3", what="revision 3")
+        # the document is rebuilt from the same spans: the same bytes
+        assert final_trajectory(c, server.http, project, react_traces["react"]).json()["id"] \
+            == react_traces["react"]
+
+
+def test_normalize_dry_run_stores_nothing(server: ServerProcess, project: str) -> None:
+    capture = next(c for c in RUNS["langsmith/react.prebuilt.invoke"] if c.protocol == "http")
+    native = next(c for c in RUNS["cozeloop_python/react.prebuilt.invoke"])
+    with httpx.Client() as c:
+        r = c.post(f"{server.http}/api/v1/normalize", content=capture.body, headers=PB)
+        assert r.status_code == 200, r.text
+        (result,) = r.json()["traces"]
+        jsonschema.validate(result["trajectory"], SCHEMA)
+        assert result["trajectory"]["root_step"]["metrics_info"]["input_tokens"] == 530
+        assert any(not e["kept"] for e in result["explanation"])
+        assert c.get(f"{server.http}/api/v1/traces/{result['trace_id']}").status_code == 404
+
+        r = c.post(f"{server.http}/api/v1/normalize", content=native.body,
+                   headers={"content-type": "application/json"})
+        (result,) = r.json()["traces"]
+        assert [s["type"] for s in result["trajectory"]["agent_steps"][0]["steps"]] == [
+            "model", "tool", "tool", "model", "tool", "model"]
+        r = c.post(f"{server.http}/api/v1/normalize", content=b"hi",
+                   headers={"content-type": "text/plain"})
+        assert r.status_code == 415
