@@ -7,7 +7,7 @@ from pathlib import Path
 import asyncpg
 
 from normalizers import NORMALIZER_VERSION
-from service.api_common import parse_time
+from service.api_common import time_ns
 from service.config import Settings
 from storage import assembly_store
 from storage.embedded import EmbeddedPostgres
@@ -16,13 +16,17 @@ from storage.migrate import migrate
 
 async def rederive(settings: Settings, project: str | None, since: str | None,
                    outdated: bool) -> int:
+    try:
+        since_ns = time_ns(since, "--since")
+    except ValueError as exc:
+        raise SystemExit(f"trajhub: {exc}") from None
     embedded = None if settings.database_url else EmbeddedPostgres(Path(settings.data_dir))
     url = settings.database_url or (embedded.url if embedded else "")
     conn = await asyncpg.connect(url, timeout=10)
     try:
         await migrate(conn)
         return await assembly_store.queue_rederive(
-            conn, project, parse_time(since, "--since"),
+            conn, project, since_ns,
             NORMALIZER_VERSION if outdated else None)
     finally:
         await conn.close()

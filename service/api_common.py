@@ -36,8 +36,9 @@ def span_id_param(span_id: str) -> str:
     return span_id.lower()
 
 
-def parse_time(value: str | None, name: str) -> int | None:
-    """Unix nanoseconds from an RFC 3339 time or an integer of ns since the epoch."""
+def time_ns(value: str | None, name: str) -> int | None:
+    """Unix nanoseconds from an RFC 3339 time or an integer of ns since the epoch; ValueError
+    names `name` and what was wrong."""
     if value is None or value == "":
         return None
     if value.lstrip("-").isdigit():
@@ -45,11 +46,19 @@ def parse_time(value: str | None, name: str) -> int | None:
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise HTTPException(
-            400, f"{name} must be an RFC 3339 time or Unix nanoseconds, got {value!r}") from None
+        raise ValueError(
+            f"{name} must be an RFC 3339 time or Unix nanoseconds, got {value!r}") from None
     if parsed.tzinfo is None:
-        raise HTTPException(400, f"{name} needs a timezone (e.g. Z), got {value!r}")
+        raise ValueError(f"{name} needs a timezone (e.g. Z), got {value!r}")
     return int(parsed.timestamp() * 1_000_000) * 1000
+
+
+def parse_time(value: str | None, name: str) -> int | None:
+    """`time_ns` for a query parameter: a bad value is a 400."""
+    try:
+        return time_ns(value, name)
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
 
 
 def encode_cursor(*values: Any) -> str:

@@ -33,7 +33,7 @@ def create_app(rt: Runtime) -> FastAPI:
         app.add_middleware(
             CORSMiddleware,
             allow_origins=rt.settings.cors_origin_list,
-            allow_methods=["GET", "POST"],
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
             allow_headers=["*"],
             max_age=600,
         )

@@ -19,6 +19,7 @@ from service.ingest_worker import (
     IngestResult,
 )
 from service.runtime import Runtime, runtime
+from storage import files
 from storage.database import TRANSIENT_ERRORS
 
 router = APIRouter()
@@ -174,10 +175,7 @@ async def cozeloop_upload(
     project = request_project(request) or workspace_id or "default"
     try:
         async with rt.db.acquire() as conn:
-            await conn.execute(
-                """INSERT INTO files (project, key, content) VALUES ($1, $2, $3)
-                   ON CONFLICT (project, key) DO UPDATE SET content = EXCLUDED.content""",
-                project, key, content)
+            await files.put(conn, project, key, content)
     except TRANSIENT_ERRORS as exc:
         return _loop_reply(503, f"database unavailable: {exc}", 503, {"Retry-After": "2"})
     return _loop_reply(0, "")

@@ -25,7 +25,7 @@ from service.stored_spans import (
     to_model,
     to_otlp_request,
 )
-from storage import trace_reads
+from storage import files, trace_reads
 
 router = APIRouter(prefix="/api/v1", tags=["traces"])
 
@@ -135,8 +135,7 @@ async def get_span(trace_id: str, span_id: str, rt: Rt, project: Project) -> Res
             tags=["coze loop"])
 async def get_file(key: str, rt: Rt, project: Project) -> Response:
     async with rt.db.acquire() as conn:
-        content = await conn.fetchval("SELECT content FROM files WHERE project = $1 AND key = $2",
-                                      project, key)
+        content = await files.get(conn, project, key)
     if content is None:
         raise HTTPException(404, f"file {key!r} not found in project {project!r}")
     return Response(content, media_type="application/octet-stream")

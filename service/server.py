@@ -21,11 +21,15 @@ from service.config import Settings
 from service.grpc_server import create_server
 from service.ingest_pool import IngestPool
 from service.runtime import Runtime
+from storage import evaluations
 from storage.database import create_pool
 from storage.embedded import EmbeddedPostgres
 from storage.migrate import migrate
 
 log = logging.getLogger("trajhub")
+
+#: a running evaluation with no progress for this long belongs to a server that died
+ABANDONED_EVALUATION_SECONDS = 600.0
 
 
 def require_upb() -> None:
@@ -56,6 +60,9 @@ async def prepare_database(settings: Settings) -> tuple[str, EmbeddedPostgres | 
     conn = await asyncpg.connect(url, timeout=10)
     try:
         await migrate(conn)
+        abandoned = await evaluations.fail_abandoned(conn, ABANDONED_EVALUATION_SECONDS)
+        if abandoned:
+            log.warning("marked %d abandoned evaluation(s) failed", abandoned)
     finally:
         await conn.close()
     return url, embedded

@@ -54,13 +54,25 @@ async def record_results(conn: asyncpg.Connection, evaluation: int, rows: Sequen
             [(evaluation, r.item_id, r.evaluator, r.seq, r.trace_id, r.score, r.passed, r.error,
               r.reason, r.explanation) for r in rows])
         await conn.execute(
-            "UPDATE evaluations SET done_items = done_items + 1 WHERE id = $1", evaluation)
+            "UPDATE evaluations SET done_items = done_items + 1, updated_at = now() "
+            "WHERE id = $1", evaluation)
 
 
 async def finish(conn: asyncpg.Connection, evaluation: int, error: str | None) -> None:
     await conn.execute(
         "UPDATE evaluations SET status = $2, error = $3, finished_at = now() WHERE id = $1",
         evaluation, "failed" if error else "done", error)
+
+
+async def fail_abandoned(conn: asyncpg.Connection, idle_seconds: float) -> int:
+    """Mark failed the `running` evaluations with no progress for `idle_seconds`: the server
+    running them died (a clean shutdown records its own interruption)."""
+    result = await conn.execute(
+        """UPDATE evaluations SET status = 'failed', finished_at = now(),
+               error = 'interrupted: the server running it stopped without finishing it'
+           WHERE status = 'running' AND updated_at < now() - make_interval(secs => $1)""",
+        idle_seconds)
+    return int(result.split()[-1])
 
 
 async def list_evaluations(conn: asyncpg.Connection, project: str, dataset_name: str | None,

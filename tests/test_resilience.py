@@ -215,3 +215,32 @@ def test_saturated_ingestion_gets_503_not_500(database: TestDatabase, tmp_path: 
                                     view="flat")["spans"]) == 300
     finally:
         assert server.stop() == 0
+
+
+def test_evaluation_abandoned_by_a_dead_server_is_marked_failed_at_start(
+        database: TestDatabase, server: ServerProcess, tmp_path: Path) -> None:
+    """`server` has migrated the database; a row left `running` by a killed server, idle for
+    an hour, is failed by the next server that starts — and one still making progress is not."""
+    project = "abandoned-" + uuid.uuid4().hex[:8]
+
+    async def insert(idle: str) -> int:
+        conn = await asyncpg.connect(database.url)
+        try:
+            return int(await conn.fetchval(
+                """INSERT INTO evaluations (project, dataset_name, target, evaluators, status,
+                       updated_at)
+                   VALUES ($1, 'gone', 'snapshot', '[]', 'running', now() - $2::text::interval)
+                   RETURNING id""", project, idle))
+        finally:
+            await conn.close()
+
+    stale, fresh = asyncio.run(insert("1 hour")), asyncio.run(insert("1 second"))
+    second = ServerProcess.start(database.url, tmp_path)
+    try:
+        with httpx.Client() as c:
+            gone = get_json(c, f"{second.http}/api/v1/evaluations/{stale}", project=project)
+            assert gone["status"] == "failed" and "interrupted" in gone["error"]
+            alive = get_json(c, f"{second.http}/api/v1/evaluations/{fresh}", project=project)
+            assert alive["status"] == "running"
+    finally:
+        assert second.stop() == 0
