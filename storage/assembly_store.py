@@ -10,6 +10,7 @@ from typing import Any
 
 import asyncpg
 
+from storage.sql import Params
 from storage.trace_reads import SPAN_FIELDS
 
 
@@ -121,18 +122,15 @@ async def queue_rederive(conn: asyncpg.Connection, project: str | None, since_ns
                          outdated_version: str | None) -> int:
     """Queue stored traces for re-derivation from their raw spans: those of `project` (all when
     None) starting at or after `since_ns`, or only those built by another normalizer version."""
-    where, args = ["true"], []
+    arg, where = Params(), ["true"]
     if project is not None:
-        args.append(project)
-        where.append(f"t.project = ${len(args)}")
+        where.append(f"t.project = {arg(project)}")
     if since_ns is not None:
-        args.append(since_ns)
-        where.append(f"t.start_ns >= ${len(args)}")
+        where.append(f"t.start_ns >= {arg(since_ns)}")
     if outdated_version is not None:
-        args.append(outdated_version)
         where.append(f"t.trace_id IN (SELECT trace_id FROM trajectories j WHERE "
-                     f"j.project = t.project AND j.normalizer_version <> ${len(args)})")
+                     f"j.project = t.project AND j.normalizer_version <> {arg(outdated_version)})")
     result = await conn.execute(
         "INSERT INTO trace_changes (project, trace_id) SELECT t.project, t.trace_id FROM traces t "
-        "WHERE " + " AND ".join(where), *args)
+        "WHERE " + " AND ".join(where), *arg.values)
     return int(result.split()[-1])

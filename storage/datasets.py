@@ -9,6 +9,8 @@ from typing import Any
 import asyncpg
 import orjson
 
+from storage.sql import Params
+
 DATASET_COLUMNS = """d.id, d.name, d.description, d.created_at, d.updated_at,
     (SELECT count(*) FROM dataset_items i WHERE i.dataset_id = d.id) AS item_count"""
 
@@ -133,15 +135,15 @@ async def update_item(conn: asyncpg.Connection, dataset: int, item_id: str,
                       changes: dict[str, Any]) -> bool:
     """`changes` maps input / reference_output / expectations (JSON text) and tags (list) to
     their new values; absent keys are left alone."""
-    sets, args = ["updated_at = now()"], [dataset, item_id]
+    arg, sets = Params(dataset, item_id), ["updated_at = now()"]
     casts = {"input": "::jsonb", "reference_output": "::jsonb", "expectations": "::jsonb",
              "tags": "::text[]"}
     for column, cast in casts.items():
         if column in changes:
-            args.append(changes[column])
-            sets.append(f"{column} = ${len(args)}{cast}")
+            sets.append(f"{column} = {arg(changes[column])}{cast}")
     status = await conn.execute(
-        f"UPDATE dataset_items SET {', '.join(sets)} WHERE dataset_id = $1 AND id = $2", *args)
+        f"UPDATE dataset_items SET {', '.join(sets)} WHERE dataset_id = $1 AND id = $2",
+        *arg.values)
     return bool(status.endswith(" 1"))
 
 

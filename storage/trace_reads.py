@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import asyncpg
+
+from storage.sql import Params
 
 SPAN_FIELDS = """s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.start_ns, s.end_ns,
                  s.status_code, s.service_name, s.resource_id, s.format, s.body"""
@@ -51,13 +52,8 @@ class TraceFilter:
 async def list_traces(conn: asyncpg.Connection, project: str, f: TraceFilter
                       ) -> list[asyncpg.Record]:
     """Newest first; keyset pagination on (start_ns, trace_id)."""
+    arg = Params(project)
     where = ["t.project = $1"]
-    args: list[Any] = [project]
-
-    def arg(value: Any) -> str:
-        args.append(value)
-        return f"${len(args)}"
-
     if f.start_ns is not None:
         where.append(f"t.start_ns >= {arg(f.start_ns)}")
     if f.end_ns is not None:
@@ -82,4 +78,4 @@ async def list_traces(conn: asyncpg.Connection, project: str, f: TraceFilter
         "t.span_count, t.error_count FROM traces t WHERE " + " AND ".join(where)
         + f" ORDER BY t.start_ns DESC, t.trace_id DESC LIMIT {arg(f.limit)}"
     )
-    return await conn.fetch(sql, *args)
+    return await conn.fetch(sql, *arg.values)

@@ -8,6 +8,8 @@ from typing import Any
 
 import asyncpg
 
+from storage.sql import Params
+
 SUMMARY_COLUMNS = """trace_id, status, revision, normalizer_version, framework, conventions,
     root_name, agent_names, tool_names, model_names, start_ns, duration_ms, step_count,
     model_step_count, tool_step_count, input_tokens, output_tokens, failed_model_steps,
@@ -46,13 +48,9 @@ class TrajectoryFilter:
     limit: int = 50
 
 
-def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], list[Any]]:
+def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params]:
+    arg = Params(project)
     where = ["project = $1"]
-    args: list[Any] = [project]
-
-    def arg(value: Any) -> str:
-        args.append(value)
-        return f"${len(args)}"
 
     if f.start_ns is not None:
         where.append(f"start_ns >= {arg(f.start_ns)}")
@@ -94,30 +92,28 @@ def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], list[Any]]:
     if f.cursor is not None:
         op = "<" if f.descending else ">"
         where.append(f"({SORTS[f.sort]}, trace_id) {op} ({arg(f.cursor[0])}, {arg(f.cursor[1])})")
-    return where, args
+    return where, arg
 
 
 async def list_trajectories(conn: asyncpg.Connection, project: str, f: TrajectoryFilter
                             ) -> list[asyncpg.Record]:
-    where, args = _where(project, f)
+    where, arg = _where(project, f)
     order = "DESC" if f.descending else "ASC"
     sort = SORTS[f.sort]
-    args.append(f.limit)
     sql = (f"SELECT {SUMMARY_COLUMNS}, {sort} AS sort_value FROM trajectories "
            f"WHERE {' AND '.join(where)} ORDER BY {sort} {order}, trace_id {order} "
-           f"LIMIT ${len(args)}")
-    return await conn.fetch(sql, *args)
+           f"LIMIT {arg(f.limit)}")
+    return await conn.fetch(sql, *arg.values)
 
 
 async def trajectory_documents(conn: asyncpg.Connection, project: str, f: TrajectoryFilter
                                ) -> list[asyncpg.Record]:
     """Like list_trajectories, with the documents (for filling evaluation sets)."""
-    where, args = _where(project, f)
-    args.append(f.limit)
+    where, arg = _where(project, f)
     sql = (f"SELECT trace_id, status, revision, document FROM trajectories "
            f"WHERE {' AND '.join(where)} AND document IS NOT NULL "
-           f"ORDER BY start_ns DESC, trace_id DESC LIMIT ${len(args)}")
-    return await conn.fetch(sql, *args)
+           f"ORDER BY start_ns DESC, trace_id DESC LIMIT {arg(f.limit)}")
+    return await conn.fetch(sql, *arg.values)
 
 
 async def trajectory(conn: asyncpg.Connection, project: str, trace_id: str
