@@ -38,12 +38,11 @@ def create_app(rt: Runtime) -> FastAPI:
             max_age=600,
         )
 
-    @app.exception_handler(TRANSIENT_ERRORS[0])
     async def _unreachable(request: Request, exc: Exception) -> Response:
         return JSONResponse({"detail": f"database unavailable: {exc}"}, status_code=503,
                             headers={"Retry-After": "2"})
 
-    for error in TRANSIENT_ERRORS[1:]:
+    for error in TRANSIENT_ERRORS:
         app.add_exception_handler(error, _unreachable)  # type: ignore[arg-type]
 
     @app.get("/healthz", tags=["health"], summary="The process is up")

@@ -17,6 +17,7 @@ import os
 import signal
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 
@@ -61,7 +62,7 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
                 None, [], f"{type(exc).__name__}: {exc}", "", [], "", "", "", [], [], [],
                 min(s.start_ns for s in spans), 0, 0, 0, 0, 0, 0, 0, 0, False)
     s = d.summary
-    explanation = orjson.dumps([_explain(e) for e in d.explanation]).decode()
+    explanation = orjson.dumps([asdict(e) for e in d.explanation]).decode()
     return (project, trace_id, NORMALIZER_VERSION, settle_at, root_ended(spans),
             trajectory_to_json(d.trajectory).decode(), explanation, list(d.warnings), None,
             s.framework, list(s.conventions), s.root_name, s.root_input, s.root_output,
@@ -76,12 +77,6 @@ def root_ended(spans: Sequence[Span]) -> bool:
     top span points at a parent not (yet) here — the real root is usually exported last — is
     not done; if that parent never comes (a remote parent), MAX_OPEN_SECONDS finalizes it."""
     return any(s.parent_span_id == "" and s.end_ns > 0 for s in spans)
-
-
-def _explain(e: Any) -> dict[str, Any]:
-    from dataclasses import asdict, is_dataclass
-
-    return asdict(e) if is_dataclass(e) else dict(e)
 
 
 class Assembler:

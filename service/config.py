@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -84,7 +85,7 @@ def add_arguments(parser: argparse.ArgumentParser, only: tuple[str, ...] | None 
             "--" + f.name.replace("_", "-"),
             dest=f.name,
             default=None,
-            type=lambda raw, k=f.type: _convert(k, raw),
+            type=functools.partial(_convert, f.type),
             help=f"{f.metadata['help']} [env {env}; default {shown!s}]",
         )
 

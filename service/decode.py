@@ -273,8 +273,8 @@ def cozeloop_batch(body: bytes, project: str | None) -> Batch:
         start_ns = start_us * 1000
         batch.add((
             span_project,
-            trace_id.lower(),
-            span_id.lower(),
+            str(trace_id).lower(),
+            str(span_id).lower(),
             "" if parent == "0" else parent.lower(),
             _text(str(name or "")),
             0,

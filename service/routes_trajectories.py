@@ -222,7 +222,7 @@ async def normalize(request: Request, rt: Rt) -> Response:
     by_trace: dict[str, list[Span]] = defaultdict(list)
     for span in spans:
         by_trace[span.trace_id].append(span)
-    results = []
+    results: list[dict[str, Any]] = []
     for trace_id in sorted(by_trace):
         try:
             d = derive(by_trace[trace_id])

@@ -12,7 +12,7 @@ import orjson
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Status
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
 from normalizers.model import AttributeValue, Span
@@ -90,7 +90,7 @@ def cozeloop_as_otlp(raw: Mapping[str, Any]) -> OtlpSpan:
     )
     status_code = int(raw.get("status_code") or 0)
     if status_code:
-        span.status.code = 2
+        span.status.code = Status.STATUS_CODE_ERROR
         span.status.message = str((raw.get("tags_string") or {}).get("error") or "")
     fields = {"cozeloop.span_type": raw.get("span_type"), "cozeloop.input": raw.get("input"),
               "cozeloop.output": raw.get("output"), "cozeloop.status_code": status_code,
