@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections import Counter
 from pathlib import Path
 
 import httpx
 import jsonschema
 import orjson
 import pytest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from tests.captures import capture_runs, replay
+from tests.captures import capture_runs, replay_run
 from tests.harness import ServerProcess, final_trajectory, get_json, wait_for
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 
@@ -29,22 +27,7 @@ def ingest_run(server: ServerProcess, project: str, run: str) -> str:
 
     The OTel captures were made with a seeded id generator, so runs of different clients share
     trace and span ids: replay at most one OTel run per project."""
-    trace_ids: Counter[str] = Counter()
-    for capture in RUNS[run]:
-        if capture.protocol != "http":
-            continue
-        replay(capture, server.http, server.grpc, project)
-        if capture.url_path == "/v1/loop/traces/ingest":
-            trace_ids.update(s["trace_id"] for s in orjson.loads(capture.body)["spans"])
-        elif capture.headers["content-type"].startswith("application/json"):
-            doc = orjson.loads(capture.body)
-            trace_ids.update(s["traceId"] for rs in doc["resourceSpans"]
-                             for ss in rs["scopeSpans"] for s in ss["spans"])
-        else:
-            req = ExportTraceServiceRequest.FromString(capture.body)
-            trace_ids.update(s.trace_id.hex() for rs in req.resource_spans
-                             for ss in rs.scope_spans for s in ss.spans)
-    return trace_ids.most_common(1)[0][0]
+    return replay_run(run, server.http, server.grpc, project).most_common(1)[0][0]
 
 
 @pytest.fixture
@@ -217,3 +200,29 @@ def test_normalize_dry_run_stores_nothing(server: ServerProcess, project: str) -
         r = c.post(f"{server.http}/api/v1/normalize", content=b"hi",
                    headers={"content-type": "text/plain"})
         assert r.status_code == 415
+
+
+def test_two_servers_share_the_work_and_derive_each_change_once(
+        server: ServerProcess, project: str, database, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A second trajhub on the same database: both trajectory workers claim changes, and each
+    trace (sent once) is derived exactly once — revision 1 — whichever worker took it."""
+    second = ServerProcess.start(database.url, tmp_path, settle_seconds=0.5)
+    trace_ids = []
+    try:
+        with httpx.Client() as c:
+            for i in range(40):
+                tid, root = new_trace_id(), new_span_id()
+                spans = [span(tid, "agent", span_id=root, duration=10_000_000,
+                              attributes={"gen_ai.operation.name": "invoke_agent"}),
+                         span(tid, "chat", parent=root,
+                              attributes={"gen_ai.operation.name": "chat"})]
+                target = server if i % 2 else second
+                r = c.post(f"{target.http}/v1/traces", content=request(spans).SerializeToString(),
+                           headers={**PB, "trajhub-project": project})
+                assert r.status_code == 200
+                trace_ids.append(tid.hex())
+            for tid in trace_ids:
+                done = final_trajectory(c, server.http, project, tid)
+                assert done.headers["x-trajectory-revision"] == "1"
+    finally:
+        assert second.stop() == 0
