@@ -17,7 +17,6 @@ import os
 import signal
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from datetime import timedelta
 from typing import Any
 
@@ -62,7 +61,7 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
                 None, [], f"{type(exc).__name__}: {exc}", "", [], "", "", "", [], [], [],
                 min(s.start_ns for s in spans), 0, 0, 0, 0, 0, 0, 0, 0, False)
     s = d.summary
-    explanation = orjson.dumps([asdict(e) for e in d.explanation]).decode()
+    explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
     return (project, trace_id, NORMALIZER_VERSION, settle_at, root_ended(spans),
             trajectory_to_json(d.trajectory).decode(), explanation, list(d.warnings), None,
             s.framework, list(s.conventions), s.root_name, s.root_input, s.root_output,
