@@ -26,6 +26,7 @@ import json
 from collections.abc import Mapping
 from typing import Final
 
+from normalizers.attrs import first_present_int
 from normalizers.cozeloop import (
     as_float,
     as_int,
@@ -191,13 +192,7 @@ class Apmplus:
 
 def _usage(attrs: Attributes, warnings: list[str]) -> ModelUsage:
     def count(*keys: str) -> int | None:
-        for key in keys:
-            if key in attrs:
-                value = as_int(attrs[key])
-                if value is None:
-                    warnings.append(f"apmplus: {key} is not an integer: {attrs[key]!r}")
-                return value
-        return None
+        return first_present_int(attrs, *keys, warnings=warnings, label="apmplus: ")
 
     latency_ms: float | None = None
     ttft_key = "gen_ai.chat_completions.streaming_time_to_first_token"

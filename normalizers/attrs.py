@@ -68,7 +68,10 @@ def to_int(value: object) -> int | None:
         text = value.decode("ascii", errors="replace") if isinstance(value, bytes) else value
         text = text.strip()
         if _INT_RE.match(text):
-            return int(text)
+            try:
+                return int(text)
+            except ValueError:  # more digits than int() converts: no count is that long
+                return None
         if _FLOAT_RE.match(text):
             return to_int(float(text))
     return None
@@ -91,6 +94,23 @@ def get_int(attrs: Mapping[str, AttributeValue], *keys: str) -> int | None:
         number = to_int(attrs.get(key))
         if number is not None:
             return number
+    return None
+
+
+def first_present_int(
+    attrs: Mapping[str, AttributeValue], *keys: str, warnings: list[str], label: str
+) -> int | None:
+    """The value of the first of `keys` present in `attrs`, as an integer (`to_int`).
+
+    Unlike `get_int`, a later key is not tried when the first present one is ill-typed: the
+    producer did send the count, so the reading gets None and the warning
+    `{label}{key} is not an integer: {value!r}` (e.g. label "apmplus: ")."""
+    for key in keys:
+        if key in attrs:
+            value = to_int(attrs[key])
+            if value is None:
+                warnings.append(f"{label}{key} is not an integer: {attrs[key]!r}")
+            return value
     return None
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from normalizers.model import Span
-from normalizers.reading import Convention, ErrorInfo, ModelUsage, SpanReading, StepKind
+from normalizers.reading import Convention, ModelUsage, SpanReading, StepKind
 from normalizers.trajectory import (
     AgentStep,
     BasicInfo,
@@ -40,6 +40,9 @@ _CALLS = (StepKind.MODEL, StepKind.TOOL)
 #: frameworks from most to least specific: a LangGraph run is made of LangChain runs, so a trace
 #: with both is a LangGraph trace
 _FRAMEWORK_PRIORITY = ("langgraph", "eino", "langchain")
+#: reading metadata by which a convention says a span's own end time is meaningless (Eino apmplus
+#: ends an ADK agent span as soon as the agent starts): its subtree's end is used instead
+_END_UNRELIABLE = "end_time_unreliable"
 
 
 class DerivationError(Exception):
@@ -226,6 +229,16 @@ class _Trace:
     def children(self, span: Span) -> Sequence[Span]:
         return tuple(self._children.get(span.span_id, ()))
 
+    def subtree_end_ns(self, span: Span) -> int:
+        """The latest end of `span` and all its descendants (parents are acyclic by now)."""
+        end = span.end_ns
+        stack = list(self._children[span.span_id])
+        while stack:
+            child = stack.pop()
+            end = max(end, child.end_ns)
+            stack.extend(self._children[child.span_id])
+        return end
+
 
 # ---------------------------------------------------------------------------------------------
 # reading
@@ -261,14 +274,6 @@ def _read(span: Span, trace: _Trace, conventions: Sequence[Convention]) -> SpanR
 
 def _ms(ns: int) -> int:
     return max(0, ns) // _NS_PER_MS
-
-
-def _basic_info(span: Span, error: ErrorInfo | None) -> BasicInfo:
-    return BasicInfo(
-        started_at=str(_ms(span.start_ns)),
-        duration=str(_ms(span.duration_ns)),
-        error=StepError(code=error.code, msg=error.message) if error is not None else None,
-    )
 
 
 def _latency_ms(value: float | None, warnings: list[str]) -> str:
@@ -317,10 +322,25 @@ class _Node:
     new_parent_id: str
     metadata: dict[str, str]
     model_info: ModelInfo | None
+    #: the span's end, or its subtree's when the convention calls its own end unreliable
+    end_ns: int
 
     @property
     def kind(self) -> StepKind:
         return self.reading.kind
+
+    @property
+    def duration_ns(self) -> int:
+        return max(0, self.end_ns - self.span.start_ns)
+
+
+def _basic_info(node: _Node) -> BasicInfo:
+    error = node.reading.error
+    return BasicInfo(
+        started_at=str(_ms(node.span.start_ns)),
+        duration=str(_ms(node.duration_ns)),
+        error=StepError(code=error.code, msg=error.message) if error is not None else None,
+    )
 
 
 def _metadata(span: Span, reading: SpanReading, orphan: bool) -> dict[str, str]:
@@ -344,7 +364,7 @@ def _step(node: _Node) -> Step:
         name=reading.name,
         input=reading.input,
         output=reading.output,
-        basic_info=_basic_info(node.span, reading.error),
+        basic_info=_basic_info(node),
         metadata=node.metadata,
         model_info=node.model_info if reading.kind is StepKind.MODEL else None,
     )
@@ -470,6 +490,11 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
             new_parent_id=new_parent.get(span_id, ""),
             metadata=_metadata(span, reading, orphan.get(span_id, False)),
             model_info=model_info,
+            end_ns=(
+                trace.subtree_end_ns(span)
+                if reading.metadata.get(_END_UNRELIABLE) == "true"
+                else span.end_ns
+            ),
         )
 
     kept_children: dict[str, list[_Node]] = {span_id: [] for span_id in nodes}
@@ -513,7 +538,7 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
                 name=reading.name,
                 input=reading.input,
                 output=reading.output,
-                basic_info=_basic_info(entry.span, reading.error),
+                basic_info=_basic_info(entry),
                 metrics_info=_metrics(own),
                 steps=[_step(n) for n in own],
                 metadata=entry.metadata,
@@ -528,7 +553,7 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
             name=root_reading.name,
             input=root_reading.input,
             output=root_reading.output,
-            basic_info=_basic_info(root, root_reading.error),
+            basic_info=_basic_info(root_node),
             metrics_info=_metrics(steps),
             metadata=root_node.metadata,
         ),
@@ -564,7 +589,7 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
         tool_names=sorted({n.reading.name for n in tools}),
         model_names=sorted({m for n in models if (m := n.metadata.get("model_name", ""))}),
         started_at_ms=_ms(root.start_ns),
-        duration_ms=_ms(root.duration_ns),
+        duration_ms=_ms(root_node.duration_ns),
         step_count=len(steps),
         model_step_count=len(models),
         tool_step_count=len(tools),

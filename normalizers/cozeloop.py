@@ -27,6 +27,7 @@ import weakref
 from collections.abc import Mapping
 from typing import Any, Final
 
+from normalizers.attrs import first_present_int
 from normalizers.model import STATUS_ERROR, AttributeValue, Span
 from normalizers.reading import (
     Convention,
@@ -429,12 +430,7 @@ class CozeLoopNative:
         tags = span.attributes
 
         def count(key: str) -> int | None:
-            if key not in tags:
-                return None
-            value = as_int(tags[key])
-            if value is None:
-                warnings.append(f"cozeloop: tag {key} is not an integer: {tags[key]!r}")
-            return value
+            return first_present_int(tags, key, warnings=warnings, label="cozeloop: tag ")
 
         latency_ms: float | None = None
         first_resp_at = as_int(tags.get("start_time_first_resp"))
@@ -442,14 +438,8 @@ class CozeLoopNative:
         if first_resp_at is not None and first_resp_at > start_us > 0:
             # An absolute µs timestamp; cozeloop-go recomputes latency_first_resp from it.
             latency_ms = (first_resp_at - start_us) / 1000
-        elif "latency_first_resp" in tags:
-            latency = as_int(tags["latency_first_resp"])
-            if latency is None:
-                warnings.append(
-                    f"cozeloop: tag latency_first_resp is not an integer: "
-                    f"{tags['latency_first_resp']!r}"
-                )
-            elif language == "python" and library == "langchain":
+        elif (latency := count("latency_first_resp")) is not None:
+            if language == "python" and library == "langchain":
                 # The cozeloop-python LangChain callback writes milliseconds (Coze Loop itself
                 # reads them as µs and shows a TTFT 1000x too small).
                 latency_ms = float(latency)
@@ -669,13 +659,7 @@ class CozeLoopOtel:
         attrs = span.attributes
 
         def count(*keys: str) -> int | None:
-            for key in keys:
-                if key in attrs:
-                    value = as_int(attrs[key])
-                    if value is None:
-                        warnings.append(f"cozeloop_otel: {key} is not an integer: {attrs[key]!r}")
-                    return value
-            return None
+            return first_present_int(attrs, *keys, warnings=warnings, label="cozeloop_otel: ")
 
         latency_ms: float | None = None
         if "cozeloop.start_time_first_resp" in attrs:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 import httpx
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+from tests.normalize_support import load_file
 
 CAPTURES = Path(__file__).parent / "fixtures" / "real-clients"
 #: the request headers a replay keeps (as the capture harness did)
@@ -33,6 +36,10 @@ class Capture:
     @property
     def body(self) -> bytes:
         return self.path.read_bytes()
+
+    def trace_ids(self) -> list[str]:
+        """The trace id of every span the request carries, in request order."""
+        return [span.trace_id for span in load_file(self.path)]
 
     def __str__(self) -> str:
         return f"{self.client}/{self.run}/{self.path.name}"
@@ -67,3 +74,17 @@ def replay(capture: Capture, http_base: str, grpc_target: str, project: str | No
             return stub.Export(request, metadata=list(extra.items()), timeout=30)
     return httpx.post(http_base + capture.url_path, content=capture.body,
                       headers={**capture.headers, **extra}, timeout=30)
+
+
+def replay_run(run: str, http_base: str, grpc_target: str, project: str) -> Counter[str]:
+    """Replay the HTTP requests of one captured run (`client/run`) into `project`, each of which
+    must be accepted; returns how many of the run's spans each trace id has."""
+    trace_ids: Counter[str] = Counter()
+    for capture in capture_runs()[run]:
+        if capture.protocol != "http":
+            continue
+        response = replay(capture, http_base, grpc_target, project)
+        assert isinstance(response, httpx.Response)
+        assert response.status_code == 200, (str(capture), response.status_code, response.text)
+        trace_ids.update(capture.trace_ids())
+    return trace_ids

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from normalizers.model import Span
 from normalizers.sources import span_from_cozeloop, spans_from_resource_spans
+from normalizers.trajectory import Trajectory
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "real-clients"
@@ -106,8 +107,50 @@ def capture_sets() -> dict[str, list[Path]]:
     return sets
 
 
-def load_traces(files: Iterable[Path]) -> dict[str, list[Span]]:
+def load_files(files: Iterable[Path]) -> list[Span]:
+    """The spans of several captured request bodies or fixture files, in file order."""
     spans: list[Span] = []
     for path in files:
         spans.extend(load_file(path))
-    return by_trace(spans)
+    return spans
+
+
+def load_traces(files: Iterable[Path]) -> dict[str, list[Span]]:
+    return by_trace(load_files(files))
+
+
+class View:
+    """A minimal TraceView over a list of spans, to read spans through one convention directly
+    (without the builder's deduplication and parent resolution)."""
+
+    def __init__(self, spans: Iterable[Span]) -> None:
+        self.spans = list(spans)
+        self._by_id = {s.span_id: s for s in self.spans}
+        self._children: dict[str, list[Span]] = {}
+        for s in self.spans:
+            if s.parent_span_id in self._by_id and s.parent_span_id != s.span_id:
+                self._children.setdefault(s.parent_span_id, []).append(s)
+        for kids in self._children.values():
+            kids.sort(key=lambda s: (s.start_ns, s.end_ns, s.span_id))
+
+    def span(self, span_id: str) -> Span | None:
+        return self._by_id.get(span_id)
+
+    def parent(self, span: Span) -> Span | None:
+        if not span.parent_span_id or span.parent_span_id == span.span_id:
+            return None
+        return self._by_id.get(span.parent_span_id)
+
+    def children(self, span: Span) -> Sequence[Span]:
+        return self._children.get(span.span_id, [])
+
+
+Skeleton = list[tuple[str, list[tuple[str, str, bool]]]]
+
+
+def skeleton(trajectory: Trajectory) -> Skeleton:
+    """(agent step name, [(type, name, failed)]) for every agent step, in output order."""
+    return [
+        (a.name, [(s.type, s.name, s.basic_info.error is not None) for s in a.steps])
+        for a in trajectory.agent_steps
+    ]

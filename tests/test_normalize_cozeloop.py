@@ -2,30 +2,25 @@
 
 Native spans: cozeloop-python LangChain callback captures and Coze Loop's own examples.
 OTel spans: @cozeloop/langchain (JS) OTLP/JSON captures. Each span is read directly through the
-convention with a small in-test TraceView; the end-to-end tests through `normalizers.derive` run
-only once the builder exists.
+convention with the minimal TraceView of tests/normalize_support.py; the end-to-end tests go through
+`normalizers.derive`.
 """
 
 from __future__ import annotations
 
-import base64
 import json
-from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from google.protobuf.json_format import ParseDict
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-)
 
+from normalizers import derive
 from normalizers.cozeloop import CONVENTIONS, NATIVE, OTEL, as_int, split_error
 from normalizers.model import CozeLoopFields, Span
 from normalizers.reading import SpanReading, StepKind
-from normalizers.sources import span_from_cozeloop, spans_from_resource_spans
+from normalizers.sources import span_from_cozeloop
+from tests.normalize_support import FIXTURES, Skeleton, View, load_files, skeleton
 
-FIXTURES = Path(__file__).parent / "fixtures"
 PY = FIXTURES / "real-clients" / "cozeloop_python"
 JS = FIXTURES / "real-clients" / "cozeloop_js"
 EXAMPLES = FIXTURES / "coze-loop-examples"
@@ -34,64 +29,6 @@ EXAMPLES = FIXTURES / "coze-loop-examples"
 # ------------------------------------------------------------------------------------------
 # helpers
 # ------------------------------------------------------------------------------------------
-
-
-class View:
-    """A minimal TraceView over a list of spans."""
-
-    def __init__(self, spans: Iterable[Span]) -> None:
-        self.spans = list(spans)
-        self._by_id = {s.span_id: s for s in self.spans}
-        self._children: dict[str, list[Span]] = {}
-        for s in self.spans:
-            if s.parent_span_id in self._by_id and s.parent_span_id != s.span_id:
-                self._children.setdefault(s.parent_span_id, []).append(s)
-        for kids in self._children.values():
-            kids.sort(key=lambda s: (s.start_ns, s.end_ns, s.span_id))
-
-    def span(self, span_id: str) -> Span | None:
-        return self._by_id.get(span_id)
-
-    def parent(self, span: Span) -> Span | None:
-        if not span.parent_span_id or span.parent_span_id == span.span_id:
-            return None
-        return self._by_id.get(span.parent_span_id)
-
-    def children(self, span: Span) -> Sequence[Span]:
-        return self._children.get(span.span_id, [])
-
-
-def native_spans(paths: Iterable[Path]) -> list[Span]:
-    spans: list[Span] = []
-    for path in paths:
-        body = json.loads(path.read_bytes())
-        raw = body["spans"] if isinstance(body, dict) else body
-        spans.extend(span_from_cozeloop(d) for d in raw)
-    return spans
-
-
-def _b64(hex_id: str) -> str:
-    return base64.b64encode(bytes.fromhex(hex_id)).decode()
-
-
-def otlp_json_spans(paths: Iterable[Path]) -> list[Span]:
-    """OTLP/JSON bodies (hex ids, as the spec requires) as Spans."""
-    spans: list[Span] = []
-    for path in paths:
-        body: dict[str, Any] = json.loads(path.read_bytes())
-        for rs in body.get("resourceSpans", []):
-            for ss in rs.get("scopeSpans", []):
-                for s in ss.get("spans", []):
-                    for key in ("traceId", "spanId", "parentSpanId"):
-                        if s.get(key):
-                            s[key] = _b64(s[key])
-                    for link in s.get("links", []):
-                        for key in ("traceId", "spanId"):
-                            if link.get(key):
-                                link[key] = _b64(link[key])
-        request = ParseDict(body, ExportTraceServiceRequest(), ignore_unknown_fields=True)
-        spans.extend(spans_from_resource_spans(request.resource_spans))
-    return spans
 
 
 def read_all(spans: list[Span]) -> dict[str, tuple[Span, SpanReading]]:
@@ -123,7 +60,7 @@ GROUND_TRUTH_MODELS = [(120, 30, 64, 16, 12), (180, 18, 96, None, 4), (230, 25, 
 
 
 def test_python_stream_classification_and_usage() -> None:
-    readings = read_all(native_spans(bins(PY / "react.prebuilt.stream")))
+    readings = read_all(load_files(bins(PY / "react.prebuilt.stream")))
     assert all(r.convention == "cozeloop" for _, r in readings.values())
 
     graphs = of_kind(readings, StepKind.GRAPH)
@@ -171,7 +108,7 @@ def test_python_stream_classification_and_usage() -> None:
 
 
 def test_python_invoke_has_no_first_token_latency() -> None:
-    readings = read_all(native_spans(bins(PY / "react.prebuilt.invoke")))
+    readings = read_all(load_files(bins(PY / "react.prebuilt.invoke")))
     models = of_kind(readings, StepKind.MODEL)
     assert [(m.usage.input_tokens, m.usage.output_tokens) for m in models if m.usage] == [
         (120, 30),
@@ -183,7 +120,7 @@ def test_python_invoke_has_no_first_token_latency() -> None:
 
 def test_python_manual_graph_root_is_a_graph() -> None:
     """A StateGraph compiled as "weather_math_agent" arrives typed `chain`."""
-    readings = read_all(native_spans(bins(PY / "react.manual.stream")))
+    readings = read_all(load_files(bins(PY / "react.manual.stream")))
     graphs = of_kind(readings, StepKind.GRAPH)
     assert [g.name for g in graphs] == ["weather_math_agent"]
     assert "chain root" in graphs[0].rule
@@ -199,7 +136,7 @@ def test_python_manual_graph_root_is_a_graph() -> None:
 
 
 def test_python_model_error() -> None:
-    readings = read_all(native_spans(bins(PY / "model_error.prebuilt.stream")))
+    readings = read_all(load_files(bins(PY / "model_error.prebuilt.stream")))
     (model,) = of_kind(readings, StepKind.MODEL)
     assert model.error is not None
     assert model.error.code == -1
@@ -217,7 +154,7 @@ def test_python_model_error() -> None:
 
 
 def test_js_stream_classification_and_usage() -> None:
-    spans = otlp_json_spans(bins(JS / "react.prebuilt.stream"))
+    spans = load_files(bins(JS / "react.prebuilt.stream"))
     readings = read_all(spans)
     assert all(r.convention == "cozeloop_otel" for _, r in readings.values())
     assert [g.name for g in of_kind(readings, StepKind.GRAPH)] == ["LangGraph"]
@@ -251,12 +188,12 @@ def test_js_stream_classification_and_usage() -> None:
 
 
 def test_js_invoke_and_model_error() -> None:
-    readings = read_all(otlp_json_spans(bins(JS / "react.prebuilt.invoke")))
+    readings = read_all(load_files(bins(JS / "react.prebuilt.invoke")))
     models = of_kind(readings, StepKind.MODEL)
     assert sum(m.usage.input_tokens or 0 for m in models if m.usage) == 530
     assert sum(m.usage.output_tokens or 0 for m in models if m.usage) == 73
 
-    readings = read_all(otlp_json_spans(bins(JS / "model_error.prebuilt.stream")))
+    readings = read_all(load_files(bins(JS / "model_error.prebuilt.stream")))
     (model,) = of_kind(readings, StepKind.MODEL)
     assert model.error is not None and "HTTP 500" in model.error.message
 
@@ -278,17 +215,15 @@ def _expected_roles(path: Path) -> tuple[set[str], set[str], set[str]]:
 
 
 @pytest.mark.parametrize(
-    ("payload", "expected", "native"),
+    ("payload", "expected"),
     [
-        ("langgraph_python_ingest_payload.json", "langgraph_python_react", True),
-        ("eino_go_ingest_payload.DERIVED.json", "eino_go_react", True),
-        ("langchain_js_otlp_payload.json", "langchain_js_react", False),
+        ("langgraph_python_ingest_payload.json", "langgraph_python_react"),  # native
+        ("eino_go_ingest_payload.DERIVED.json", "eino_go_react"),  # native
+        ("langchain_js_otlp_payload.json", "langchain_js_react"),  # OTLP/JSON
     ],
 )
-def test_same_steps_as_coze_loop(payload: str, expected: str, native: bool) -> None:
-    path = EXAMPLES / payload
-    spans = native_spans([path]) if native else otlp_json_spans([path])
-    readings = read_all(spans)
+def test_same_steps_as_coze_loop(payload: str, expected: str) -> None:
+    readings = read_all(load_files([EXAMPLES / payload]))
     agents, models, tools = _expected_roles(EXAMPLES / f"{expected}.expected_trajectory.json")
     kind_of = {sid: r.kind for sid, (_, r) in readings.items()}
     assert {s for s, k in kind_of.items() if k is StepKind.MODEL} == models
@@ -298,7 +233,7 @@ def test_same_steps_as_coze_loop(payload: str, expected: str, native: bool) -> N
 
 
 def test_eino_native_latency_is_microseconds() -> None:
-    readings = read_all(native_spans([EXAMPLES / "eino_go_ingest_payload.DERIVED.json"]))
+    readings = read_all(load_files([EXAMPLES / "eino_go_ingest_payload.DERIVED.json"]))
     models = of_kind(readings, StepKind.MODEL)
     assert [m.usage.latency_first_resp_ms for m in models if m.usage] == [1199.95, 849.96]
     assert all(m.framework == "eino" for m in models)
@@ -307,7 +242,7 @@ def test_eino_native_latency_is_microseconds() -> None:
 
 
 def test_js_tool_error_example() -> None:
-    readings = read_all(otlp_json_spans([EXAMPLES / "langchain_js_tool_error.otlp_payload.json"]))
+    readings = read_all(load_files([EXAMPLES / "langchain_js_tool_error.otlp_payload.json"]))
     (tool,) = of_kind(readings, StepKind.TOOL)
     assert tool.error is not None
     assert (tool.error.code, tool.error.message) == (-1, "weather service down")
@@ -396,29 +331,11 @@ def test_helpers() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# end to end through derive(), once the builder exists
+# end to end through derive()
 # ------------------------------------------------------------------------------------------
 
 
-def _derive() -> Any:
-    try:
-        from normalizers import derive
-    except ImportError:
-        pytest.skip("normalizers.derive is not there yet")
-    return derive
-
-
-def skeleton(trajectory: Any) -> list[tuple[str, list[tuple[str, str, bool]]]]:
-    """(agent step name, [(type, name, failed)]) for every agent step; parallel tool calls
-    sorted so either order of get_weather/add gives the same skeleton."""
-    out = []
-    for agent in trajectory.agent_steps:
-        steps = [(s.type, s.name, s.basic_info.error is not None) for s in agent.steps]
-        out.append((agent.name, steps))
-    return out
-
-
-def _ground_truth_skeleton(root: str) -> list[tuple[str, list[tuple[str, str, bool]]]]:
+def _ground_truth_skeleton(root: str) -> Skeleton:
     return [
         (
             root,
@@ -434,7 +351,7 @@ def _ground_truth_skeleton(root: str) -> list[tuple[str, list[tuple[str, str, bo
     ]
 
 
-def _normalise_parallel(sk: list[tuple[str, list[tuple[str, str, bool]]]]) -> Any:
+def _normalise_parallel(sk: Skeleton) -> Skeleton:
     (root, steps), *rest = sk
     assert {steps[1][1], steps[2][1]} == {"get_weather", "add"}
     steps = [steps[0], ("tool", "*", False), ("tool", "*", False), *steps[3:]]
@@ -454,12 +371,7 @@ def _normalise_parallel(sk: list[tuple[str, list[tuple[str, str, bool]]]]) -> An
 def test_derive_ground_truth_skeleton(
     client: str, variant: str, root: str, latencies: list[str]
 ) -> None:
-    derive = _derive()
-    if client == "python":
-        spans = native_spans(bins(PY / variant))
-    else:
-        spans = otlp_json_spans(bins(JS / variant))
-    derivation = derive(spans)
+    derivation = derive(load_files(bins((PY if client == "python" else JS) / variant)))
     trajectory = derivation.trajectory
     # one agent step: the graph run, which is also the root
     assert trajectory.root_step.name == root
@@ -479,12 +391,8 @@ def test_derive_ground_truth_skeleton(
 
 @pytest.mark.parametrize("client", ["python", "js"])
 def test_derive_model_error(client: str) -> None:
-    derive = _derive()
     directory = (PY if client == "python" else JS) / "model_error.prebuilt.stream"
-    spans = (
-        native_spans(bins(directory)) if client == "python" else otlp_json_spans(bins(directory))
-    )
-    trajectory = derive(spans).trajectory
+    trajectory = derive(load_files(bins(directory))).trajectory
     ((_root, steps),) = skeleton(trajectory)
     assert steps == [("model", "ScriptedToolChatModel", True)]
     assert trajectory.root_step.basic_info.error is not None
@@ -493,8 +401,7 @@ def test_derive_model_error(client: str) -> None:
 
 def test_derive_is_order_independent_for_js_batches() -> None:
     """@cozeloop/langchain posts one trace over several requests, children first."""
-    derive = _derive()
     paths = bins(JS / "react.prebuilt.stream")
-    forward = derive(otlp_json_spans(paths)).to_json()
-    backward = derive(list(reversed(otlp_json_spans(reversed(paths))))).to_json()
+    forward = derive(load_files(paths)).to_json()
+    backward = derive(list(reversed(load_files(reversed(paths))))).to_json()
     assert forward == backward

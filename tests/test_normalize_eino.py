@@ -7,26 +7,22 @@ calls with their tokens and the tool calls with their errors; both exports must 
 
 from __future__ import annotations
 
-import base64
 import json
-from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from google.protobuf.json_format import ParseDict
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-)
 
+from normalizers import derive
 from normalizers.apmplus import APMPLUS
 from normalizers.apmplus import CONVENTIONS as APMPLUS_CONVENTIONS
 from normalizers.cozeloop import NATIVE
 from normalizers.model import STATUS_ERROR, Event, Span
 from normalizers.reading import Convention, SpanReading, StepKind
-from normalizers.sources import span_from_cozeloop, spans_from_resource_spans
+from normalizers.sources import span_from_cozeloop
+from tests.normalize_support import FIXTURES, View, load_files, skeleton
 
-EINO = Path(__file__).parent / "fixtures" / "eino"
+EINO = FIXTURES / "eino"
 SCENARIOS = ["E1", "E3"]
 
 #: eino component -> the kind both exports must give it
@@ -38,52 +34,12 @@ COMPONENT_KINDS = {
 }
 
 
-class View:
-    """A minimal TraceView over a list of spans."""
-
-    def __init__(self, spans: Iterable[Span]) -> None:
-        self.spans = list(spans)
-        self._by_id = {s.span_id: s for s in self.spans}
-        self._children: dict[str, list[Span]] = {}
-        for s in self.spans:
-            if s.parent_span_id in self._by_id and s.parent_span_id != s.span_id:
-                self._children.setdefault(s.parent_span_id, []).append(s)
-        for kids in self._children.values():
-            kids.sort(key=lambda s: (s.start_ns, s.end_ns, s.span_id))
-
-    def span(self, span_id: str) -> Span | None:
-        return self._by_id.get(span_id)
-
-    def parent(self, span: Span) -> Span | None:
-        if not span.parent_span_id or span.parent_span_id == span.span_id:
-            return None
-        return self._by_id.get(span.parent_span_id)
-
-    def children(self, span: Span) -> Sequence[Span]:
-        return self._children.get(span.span_id, [])
-
-
-def _b64(hex_id: str) -> str:
-    return base64.b64encode(bytes.fromhex(hex_id)).decode()
-
-
 def cozeloop_spans(scenario: str) -> list[Span]:
-    spans: list[Span] = []
-    for path in sorted((EINO / scenario).glob("cozeloop_ingest_*.json")):
-        spans.extend(span_from_cozeloop(d) for d in json.loads(path.read_bytes())["spans"])
-    return spans
+    return load_files(sorted((EINO / scenario).glob("cozeloop_ingest_*.json")))
 
 
 def apmplus_spans(scenario: str) -> list[Span]:
-    body: dict[str, Any] = json.loads((EINO / scenario / "apmplus_otlp.json").read_bytes())
-    for rs in body["resourceSpans"]:
-        for ss in rs["scopeSpans"]:
-            for s in ss["spans"]:
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if s.get(key):
-                        s[key] = _b64(s[key])
-    request = ParseDict(body, ExportTraceServiceRequest(), ignore_unknown_fields=True)
-    return list(spans_from_resource_spans(request.resource_spans))
+    return load_files([EINO / scenario / "apmplus_otlp.json"])
 
 
 def ground_truth(scenario: str) -> dict[str, Any]:
@@ -276,28 +232,12 @@ def test_apmplus_detection_and_odd_input() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# end to end through derive(), once the builder exists
+# end to end through derive()
 # ------------------------------------------------------------------------------------------
-
-
-def _derive() -> Any:
-    try:
-        from normalizers import derive
-    except ImportError:
-        pytest.skip("normalizers.derive is not there yet")
-    return derive
-
-
-def _skeleton(trajectory: Any) -> list[tuple[str, list[tuple[str, str, bool]]]]:
-    return [
-        (a.name, [(s.type, s.name, s.basic_info.error is not None) for s in a.steps])
-        for a in trajectory.agent_steps
-    ]
 
 
 @pytest.mark.parametrize("export", sorted(EXPORTS))
 def test_derive_e1_react_graph(export: str) -> None:
-    derive = _derive()
     load, _, _ = EXPORTS[export]
     truth = ground_truth("E1")
     derivation = derive(load("E1"))
@@ -308,7 +248,7 @@ def test_derive_e1_react_graph(export: str) -> None:
     tools_in_start_order = [
         t["name"] for t in sorted(truth["tool_calls"], key=lambda t: t["start_micros"])
     ]
-    assert _skeleton(trajectory) == [
+    assert skeleton(trajectory) == [
         (
             "ReActAgent",
             [
@@ -345,7 +285,6 @@ def test_derive_e1_react_graph(export: str) -> None:
 
 @pytest.mark.parametrize("export", sorted(EXPORTS))
 def test_derive_e3_adk_agent(export: str) -> None:
-    derive = _derive()
     load, _, id_key = EXPORTS[export]
     truth = ground_truth("E3")
     derivation = derive(load("E3"))
@@ -354,7 +293,7 @@ def test_derive_e3_adk_agent(export: str) -> None:
     # the ADK agent is the root; its ReAct graph (reached through the dropped Chain and Lambda)
     # is its only step and is expanded in its own entry
     assert trajectory.root_step.id == agent_truth[id_key]
-    assert _skeleton(trajectory) == [
+    assert skeleton(trajectory) == [
         ("planner", [("graph", "ReAct", True)]),
         ("ReAct", [("model", "ChatModel", False), ("tool", "search_flights", True)]),
     ]
@@ -388,7 +327,47 @@ def test_derive_e3_adk_agent(export: str) -> None:
 
 def test_derive_cozeloop_batches_in_any_order() -> None:
     """cozeloop-go flushes children before parents and ADK agent spans last."""
-    derive = _derive()
     for scenario in SCENARIOS:
         spans = cozeloop_spans(scenario)
         assert derive(spans).to_json() == derive(list(reversed(spans))).to_json()
+
+
+def test_derive_e3_apmplus_agent_lasts_until_its_run_ends() -> None:
+    """apmplus ends the ADK agent span as soon as the agent starts (end_time_unreliable): the
+    builder takes the end of its subtree instead, so the root lasts as long as the run."""
+    spans = apmplus_spans("E3")
+    (agent_truth,) = ground_truth("E3")["agents"]
+    agent = next(s for s in spans if s.span_id == agent_truth["otel_span_id"])
+    children: dict[str, list[Span]] = {}
+    for s in spans:
+        children.setdefault(s.parent_span_id, []).append(s)
+    subtree_end, todo = agent.end_ns, list(children.get(agent.span_id, []))
+    while todo:
+        s = todo.pop()
+        subtree_end = max(subtree_end, s.end_ns)
+        todo.extend(children.get(s.span_id, []))
+    assert subtree_end > agent.end_ns  # the children outlive the agent span
+    expected_ms = (subtree_end - agent.start_ns) // 1_000_000
+    assert expected_ms > 0
+
+    derivation = derive(spans)
+    trajectory = derivation.trajectory
+    assert trajectory.root_step.id == agent.span_id
+    assert trajectory.root_step.basic_info.duration == str(expected_ms)
+    assert trajectory.agent_steps[0].id == agent.span_id
+    assert trajectory.agent_steps[0].basic_info.duration == str(expected_ms)
+    assert derivation.summary.duration_ms == expected_ms
+    assert trajectory.root_step.basic_info.started_at == str(agent.start_ns // 1_000_000)
+    assert derive(list(reversed(spans))).to_json() == derivation.to_json()
+
+    # the cozeloop export of the same run: its agent span ends when the run does, and both
+    # exports give the same agent skeleton
+    native_spans = cozeloop_spans("E3")
+    native_agent = next(s for s in native_spans if s.span_id == agent_truth["cozeloop_span_id"])
+    native = derive(native_spans).trajectory
+    assert native.root_step.basic_info.duration == str(native_agent.duration_ns // 1_000_000)
+    expected_skeleton = [
+        ("planner", [("graph", "ReAct", True)]),
+        ("ReAct", [("model", "ChatModel", False), ("tool", "search_flights", True)]),
+    ]
+    assert skeleton(native) == skeleton(trajectory) == expected_skeleton

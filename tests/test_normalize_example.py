@@ -11,6 +11,7 @@ The example nests `agent_steps` inside `root_step`; the schema (normative) puts 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import jsonschema
@@ -153,29 +154,10 @@ def test_example_with_a_failed_tool_and_model() -> None:
     failed = []
     for s in spans:
         if s.span_id == "span_step_002":  # tool: exception event, no status
-            s = span(
-                s.span_id,
-                s.parent_span_id,
-                s.name,
-                s.start_ns / 1e6,
-                s.end_ns / 1e6,
-                s.attributes,
-                status=2,
-                message="ValueError('bad city')",
-                trace_id=s.trace_id,
-            )
+            s = replace(s, status_code=2, status_message="ValueError('bad city')")
         if s.span_id == "span_step_003":  # model: provider HTTP code
-            s = span(
-                s.span_id,
-                s.parent_span_id,
-                s.name,
-                s.start_ns / 1e6,
-                s.end_ns / 1e6,
-                {**s.attributes, "error.type": "429", "http.response.status_code": 429},
-                status=2,
-                message="rate limited",
-                trace_id=s.trace_id,
-            )
+            attributes = {**s.attributes, "error.type": "429", "http.response.status_code": 429}
+            s = replace(s, attributes=attributes, status_code=2, status_message="rate limited")
         failed.append(s)
     got = trajectory_to_dict(derive(failed).trajectory)
     metrics = got["agent_steps"][0]["metrics_info"]
