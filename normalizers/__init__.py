@@ -20,7 +20,7 @@ from normalizers.builder import (
 )
 from normalizers.trajectory import Trajectory, trajectory_to_dict, trajectory_to_json
 
-NORMALIZER_VERSION: str = "1.0.1"
+NORMALIZER_VERSION: str = "1.0.2"
 
 __all__ = [
     "NORMALIZER_VERSION",

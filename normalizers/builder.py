@@ -116,6 +116,10 @@ def _canonical(span: Span) -> bytes:
     differing copies of a duplicated span id deterministically."""
     return orjson.dumps(
         {
+            "trace": span.trace_id,
+            "kind": span.kind,
+            "scope": [span.scope_name, span.scope_version],
+            "resource": _plain(span.resource),
             "name": span.name,
             "parent": span.parent_span_id,
             "start": span.start_ns,

@@ -169,3 +169,16 @@ def test_implausible_token_counts_are_ignored() -> None:
     derivation = _valid(spans)
     assert derivation.trajectory.root_step.metrics_info.input_tokens == 0
     assert any("implausible input tokens" in w for w in derivation.warnings)
+
+
+def test_copies_of_one_span_id_differing_only_in_trace_id_derive_deterministically() -> None:
+    """Found by hypothesis: copies that tie on everything but the trace id must not let the
+    arrival order choose the trajectory."""
+    attrs = {"cozeloop.span_type": "model", "error.message": "boom"}
+    spans = [Span(trace_id="t1", span_id="a1", name="LangGraph", start_ns=0, end_ns=0),
+             Span(trace_id="t1", span_id="a1", name="tools", start_ns=0, end_ns=700_000,
+                  attributes=attrs),
+             Span(trace_id="t2", span_id="a1", name="tools", start_ns=0, end_ns=700_000,
+                  attributes=attrs)]
+    assert derive(spans).to_json() == derive(spans[::-1]).to_json()
+    assert derive(spans).to_json() == derive([spans[0], spans[2], spans[1]]).to_json()
