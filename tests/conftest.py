@@ -9,8 +9,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.harness import ServerProcess, TestDatabase
+
+# CI explores the same examples on every run (a red run must be reproducible); a developer's
+# runs explore new ones each time.
+settings.register_profile("ci", derandomize=True, database=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
