@@ -149,20 +149,28 @@ def _main(database_url: str, settle_seconds: float, interval: float, log_level: 
     asyncio.run(main())
 
 
-class AssemblyProcess:
-    """The worker as a child process of `trajhub serve`."""
+class AssemblyProcesses:
+    """The workers as child processes of `trajhub serve`; they share the queue like workers of
+    separate trajhub processes do."""
 
     def __init__(self, database_url: str, settings: Settings) -> None:
         ctx = multiprocessing.get_context("spawn")
-        self.process = ctx.Process(
-            target=_main, name="trajhub-assembly", daemon=True,
-            args=(database_url, settings.settle_seconds, settings.assembly_interval_seconds,
-                  logging.getLogger().getEffectiveLevel()))
+        self.processes = [
+            ctx.Process(
+                target=_main, name=f"trajhub-assembly-{i}", daemon=True,
+                args=(database_url, settings.settle_seconds,
+                      settings.assembly_interval_seconds,
+                      logging.getLogger().getEffectiveLevel()))
+            for i in range(settings.assembly_workers)
+        ]
 
     def start(self) -> None:
-        self.process.start()
+        for process in self.processes:
+            process.start()
 
     def stop(self) -> None:
-        if self.process.is_alive():
-            self.process.terminate()  # SIGTERM: finishes the round in progress, then exits
-            self.process.join(timeout=30)
+        for process in self.processes:
+            if process.is_alive():
+                process.terminate()  # SIGTERM: finishes the round in progress, then exits
+        for process in self.processes:
+            process.join(timeout=30)

@@ -43,6 +43,10 @@ class Settings:
     settle_seconds: float = field(default=3.0, metadata={
         "env": "TRAJHUB_SETTLE_SECONDS",
         "help": "quiet time after a trace's last span before its trajectory is final"})
+    assembly_workers: int = field(default=1, metadata={
+        "env": "TRAJHUB_ASSEMBLY_WORKERS",
+        "help": "processes that derive trajectories, at low CPU priority; more derive faster "
+                "but take PostgreSQL time from ingestion"})
     assembly_interval_seconds: float = field(default=0.2, metadata={
         "env": "TRAJHUB_ASSEMBLY_INTERVAL_SECONDS",
         "help": "how often the trajectory worker looks for new spans when idle"})

@@ -16,7 +16,7 @@ import asyncpg
 import uvicorn
 
 from service.app import create_app
-from service.assembly import AssemblyProcess
+from service.assembly import AssemblyProcesses
 from service.config import Settings
 from service.grpc_server import create_server
 from service.ingest_pool import IngestPool
@@ -77,7 +77,7 @@ async def serve(settings: Settings) -> None:
         loop.add_signal_handler(sig, stop.set)
 
     ingest = IngestPool(url, settings.ingest_workers, settings.max_inflight_requests)
-    assembler = AssemblyProcess(url, settings)
+    assembler = AssemblyProcesses(url, settings)
     db = await create_pool(url)
     try:
         await ingest.start()
