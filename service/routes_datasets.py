@@ -6,28 +6,29 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response
+from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaluators import Expectations, ExpectationsError, expectations_from_trajectory
 from service import dataset_fill, dataset_formats
-from service.api_common import decode_cursor, encode_cursor, project_scope, trace_id_param
+from service.api_common import (
+    Project,
+    Rt,
+    decode_cursor,
+    encode_cursor,
+    json_response,
+    trace_id_param,
+)
 from service.errors import IngestError
 from service.routes_ingest import read_body
-from service.runtime import Runtime, runtime
+from service.runtime import Runtime
 from storage import datasets
 
 router = APIRouter(prefix="/api/v1", tags=["datasets"])
 
-Project = Annotated[str, Depends(project_scope)]
-Rt = Annotated[Runtime, Depends(runtime)]
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^/\s][^/]*$")]
 _EXPORT_PAGE = 200
-
-
-def _json(doc: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(doc), status_code=status, media_type="application/json")
 
 
 def dataset_json(row: Any) -> dict[str, Any]:
@@ -103,14 +104,14 @@ async def create_dataset(rt: Rt, project: Project, body: DatasetCreate) -> Respo
             row = await datasets.create_dataset(conn, project, body.name, body.description)
         except datasets.DuplicateName:
             raise HTTPException(409, f"evaluation set {body.name!r} already exists") from None
-    return _json(dataset_json(row), 201)
+    return json_response(dataset_json(row), 201)
 
 
 @router.get("/datasets", summary="List evaluation sets")
 async def list_datasets(rt: Rt, project: Project) -> Response:
     async with rt.db.acquire() as conn:
         rows = await datasets.list_datasets(conn, project)
-    return _json({"items": [dataset_json(r) for r in rows]})
+    return json_response({"items": [dataset_json(r) for r in rows]})
 
 
 @router.get("/datasets/{name}", summary="Get an evaluation set")
@@ -119,7 +120,7 @@ async def get_dataset(rt: Rt, project: Project, name: str) -> Response:
         row = await datasets.get_dataset(conn, project, name)
     if row is None:
         raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
-    return _json(dataset_json(row))
+    return json_response(dataset_json(row))
 
 
 @router.patch("/datasets/{name}", summary="Rename an evaluation set or change its description")
@@ -133,7 +134,7 @@ async def patch_dataset(rt: Rt, project: Project, name: str, body: DatasetPatch)
         row = await datasets.get_dataset(conn, project, body.name or name) if found else None
     if row is None:
         raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
-    return _json(dataset_json(row))
+    return json_response(dataset_json(row))
 
 
 @router.delete("/datasets/{name}", status_code=204,
@@ -160,7 +161,7 @@ async def list_items(
         rows = await datasets.list_items(conn, dataset, after[0] if after else 0, limit,
                                          include_trajectory)
     next_cursor = encode_cursor(rows[-1]["seq"]) if len(rows) == limit else None
-    return _json({"items": [dataset_formats.item_json(r, name) for r in rows],
+    return json_response({"items": [dataset_formats.item_json(r, name) for r in rows],
                   "next_cursor": next_cursor})
 
 
@@ -186,7 +187,7 @@ async def create_item(rt: Rt, project: Project, name: str, body: ItemCreate) -> 
             raise HTTPException(409, f"the set already holds an item from trace {source}")
         row = await datasets.get_item(conn, dataset, added[0])
     assert row is not None
-    return _json(dataset_formats.item_json(row, name), 201)
+    return json_response(dataset_formats.item_json(row, name), 201)
 
 
 async def _item_row(rt: Runtime, dataset: int, name: str, item_id: str) -> Any:
@@ -201,7 +202,8 @@ async def _item_row(rt: Runtime, dataset: int, name: str, item_id: str) -> Any:
             summary="Get an item, with its trajectory snapshot")
 async def get_item(rt: Rt, project: Project, name: str, item_id: str) -> Response:
     dataset = await _dataset_id(rt, project, name)
-    return _json(dataset_formats.item_json(await _item_row(rt, dataset, name, item_id), name))
+    row = await _item_row(rt, dataset, name, item_id)
+    return json_response(dataset_formats.item_json(row, name))
 
 
 @router.patch("/datasets/{name}/items/{item_id}",
@@ -222,7 +224,8 @@ async def patch_item(rt: Rt, project: Project, name: str, item_id: str, body: It
     async with rt.db.acquire() as conn:
         if not await datasets.update_item(conn, dataset, item_id, changes):
             raise HTTPException(404, f"no item {item_id!r} in evaluation set {name!r}")
-    return _json(dataset_formats.item_json(await _item_row(rt, dataset, name, item_id), name))
+    row = await _item_row(rt, dataset, name, item_id)
+    return json_response(dataset_formats.item_json(row, name))
 
 
 @router.delete("/datasets/{name}/items/{item_id}", status_code=204, summary="Delete an item")
@@ -249,7 +252,7 @@ async def fill_dataset(rt: Rt, project: Project, name: str, body: FillRequest) -
         outcome = await dataset_fill.fill(
             conn, project, dataset, trace_ids=trace_ids, f=f, sample_rate=body.sample_rate,
             limit=body.limit, tags=body.tags)
-    return _json(outcome.to_dict())
+    return json_response(outcome.to_dict())
 
 
 @router.get(
@@ -316,5 +319,5 @@ async def import_dataset(
         if dataset is None:
             raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
         added = await datasets.insert_items(conn, dataset, items)
-    return _json({"added": len(added), "skipped_duplicates": len(items) - len(added)})
+    return json_response({"added": len(added), "skipped_duplicates": len(items) - len(added)})
 

@@ -5,23 +5,22 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Depends, HTTPException, Query, Response
+from fastapi import APIRouter, HTTPException, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from evaluators import ConfigError
 from service import evaluation_runner
-from service.api_common import decode_cursor, encode_cursor, project_scope
-from service.runtime import Runtime, runtime
+from service.api_common import (
+    Project,
+    Rt,
+    decode_cursor,
+    encode_cursor,
+    json_response,
+)
+from service.runtime import Runtime
 from storage import datasets, evaluations
 
 router = APIRouter(prefix="/api/v1", tags=["evaluations"])
-
-Project = Annotated[str, Depends(project_scope)]
-Rt = Annotated[Runtime, Depends(runtime)]
-
-
-def _json(doc: Any, status: int = 200) -> Response:
-    return Response(orjson.dumps(doc), status_code=status, media_type="application/json")
 
 
 def _iso(ts: Any) -> str | None:
@@ -90,7 +89,7 @@ async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) ->
         row = await evaluations.get_evaluation(conn, project, evaluation)
     evaluation_runner.start(rt.db, rt.settings, project, evaluation, dataset,
                             evaluation_runner.Target(body.target, body.run), runs)
-    return _json(evaluation_json(row), 202)
+    return json_response(evaluation_json(row), 202)
 
 
 @router.get("/evaluations", summary="List evaluation runs, newest first")
@@ -105,7 +104,7 @@ async def list_evaluations(
     async with rt.db.acquire() as conn:
         rows = await evaluations.list_evaluations(conn, project, dataset,
                                                   before[0] if before else None, limit)
-    return _json({"items": [evaluation_json(r) for r in rows],
+    return json_response({"items": [evaluation_json(r) for r in rows],
                   "next_cursor": encode_cursor(rows[-1]["id"]) if len(rows) == limit else None})
 
 
@@ -137,7 +136,7 @@ async def get_evaluation(rt: Rt, project: Project, evaluation_id: int) -> Respon
     out["items"] = {"total": row["item_count"], "evaluated": items["evaluated"],
                     "passed": items["passed"], "errors": items["errors"],
                     "failed": items["evaluated"] - items["passed"]}
-    return _json(out)
+    return json_response(out)
 
 
 @router.get("/evaluations/{evaluation_id}/results",
@@ -158,4 +157,4 @@ async def get_results(
                                          limit)
     next_cursor = (encode_cursor(rows[-1]["seq"], rows[-1]["evaluator"])
                    if len(rows) == limit else None)
-    return _json({"items": [result_json(r) for r in rows], "next_cursor": next_cursor})
+    return json_response({"items": [result_json(r) for r in rows], "next_cursor": next_cursor})

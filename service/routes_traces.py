@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import orjson
-from fastapi import APIRouter, Depends, HTTPException, Query, Response
+from fastapi import APIRouter, HTTPException, Query, Response
 
 from service.api_common import (
+    Project,
+    Rt,
     attribute_filters,
     decode_cursor,
     encode_cursor,
+    json_response,
     parse_time,
-    project_scope,
     span_id_param,
     trace_id_param,
 )
-from service.runtime import Runtime, runtime
 from service.stored_spans import (
     iso_time,
     otlp_json,
@@ -28,14 +29,6 @@ from service.stored_spans import (
 from storage import files, trace_reads
 
 router = APIRouter(prefix="/api/v1", tags=["traces"])
-
-Project = Annotated[str, Depends(project_scope)]
-Rt = Annotated[Runtime, Depends(runtime)]
-
-
-def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(doc), status_code=status, media_type="application/json",
-                    headers=headers)
 
 
 @router.get("/traces", summary="List traces, newest first")
@@ -80,7 +73,7 @@ async def list_traces(
     } for r in rows]
     next_cursor = (encode_cursor(rows[-1]["start_ns"], rows[-1]["trace_id"])
                    if len(rows) == limit else None)
-    return _json({"items": items, "next_cursor": next_cursor})
+    return json_response({"items": items, "next_cursor": next_cursor})
 
 
 @router.get("/traces/{trace_id}", summary="One trace: its spans as a tree, flat, or OTLP/JSON")
@@ -104,18 +97,19 @@ async def get_trace(
         envelopes = await trace_reads.resources(
             conn, sorted({r["resource_id"] for r in rows if r["resource_id"] is not None}))
     if format == "otlp":
-        return _json(otlp_json(to_otlp_request(rows, envelopes)))
+        return json_response(otlp_json(to_otlp_request(rows, envelopes)))
     if format == "cozeloop":
-        return _json({"spans": [orjson.loads(r["body"]) for r in rows if r["format"] == 2]})
+        return json_response({"spans": [orjson.loads(r["body"]) for r in rows
+                                        if r["format"] == 2]})
     spans = to_model(rows, envelopes)
     views = [span_view(s) for s in spans]
     if view == "trajectory":
         from service.trajectory_view import trajectory_nodes
 
-        return _json({"trace_id": trace_id, "spans": trajectory_nodes(spans, views)})
+        return json_response({"trace_id": trace_id, "spans": trajectory_nodes(spans, views)})
     if view == "flat":
-        return _json({"trace_id": trace_id, "spans": views})
-    return _json({"trace_id": trace_id, "spans": span_tree(views)})
+        return json_response({"trace_id": trace_id, "spans": views})
+    return json_response({"trace_id": trace_id, "spans": span_tree(views)})
 
 
 @router.get("/traces/{trace_id}/spans/{span_id}", summary="One span")
@@ -128,7 +122,7 @@ async def get_span(trace_id: str, span_id: str, rt: Rt, project: Project) -> Res
                                      f"{project!r}")
         envelopes = await trace_reads.resources(
             conn, [row["resource_id"]] if row["resource_id"] is not None else [])
-    return _json(span_view(to_model([row], envelopes)[0]))
+    return json_response(span_view(to_model([row], envelopes)[0]))
 
 
 @router.get("/files/{key:path}", summary="A file uploaded through /v1/loop/files/upload",

@@ -14,28 +14,21 @@ from normalizers.model import Span
 from normalizers.sources import span_from_cozeloop, spans_from_resource_spans
 from normalizers.trajectory import trajectory_to_json
 from service.api_common import (
+    Project,
+    Rt,
     decode_cursor,
     encode_cursor,
+    json_response,
     parse_time,
-    project_scope,
     trace_id_param,
 )
 from service.decode import decompress, parse_otlp
 from service.errors import IngestError
 from service.routes_ingest import read_body
-from service.runtime import Runtime, runtime
 from service.stored_spans import iso_time
 from storage import assembly_store, trajectory_reads
 
 router = APIRouter(prefix="/api/v1", tags=["trajectories"])
-
-Project = Annotated[str, Depends(project_scope)]
-Rt = Annotated[Runtime, Depends(runtime)]
-
-
-def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(doc), status_code=status, media_type="application/json",
-                    headers=headers)
 
 
 def summary_item(r: Any) -> dict[str, Any]:
@@ -113,7 +106,7 @@ async def list_trajectories(
         rows = await trajectory_reads.list_trajectories(conn, project, f)
     next_cursor = (encode_cursor(rows[-1]["sort_value"], rows[-1]["trace_id"])
                    if len(rows) == f.limit else None)
-    return _json({"items": [summary_item(r) for r in rows], "next_cursor": next_cursor})
+    return json_response({"items": [summary_item(r) for r in rows], "next_cursor": next_cursor})
 
 
 def _etag(revision: int) -> str:
@@ -145,8 +138,8 @@ async def get_trajectory(
                "X-Trajectory-Revision": str(row["revision"]),
                "X-Normalizer-Version": row["normalizer_version"]}
     if row["document"] is None:
-        return _json({"detail": f"trajectory could not be derived: {row['derivation_error']}"},
-                     422, headers)
+        detail = f"trajectory could not be derived: {row['derivation_error']}"
+        return json_response({"detail": detail}, 422, headers)
     if if_none_match == headers["ETag"]:
         return Response(status_code=304, headers=headers)
     return Response(row["document"].encode(), media_type="application/json", headers=headers)
@@ -161,7 +154,7 @@ async def explain_trajectory(trace_id: str, rt: Rt, project: Project) -> Respons
     if row is None:
         raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
                                  "(yet)")
-    return _json({
+    return json_response({
         "trace_id": trace_id, "status": row["status"], "revision": row["revision"],
         "normalizer_version": row["normalizer_version"],
         "derivation_error": row["derivation_error"], "warnings": row["warnings"],
@@ -182,7 +175,7 @@ async def rederive(
     async with rt.db.acquire() as conn:
         queued = await assembly_store.queue_rederive(
             conn, project, parse_time(since, "since"), NORMALIZER_VERSION if outdated else None)
-    return _json({"queued": queued, "normalizer_version": NORMALIZER_VERSION}, 202)
+    return json_response({"queued": queued, "normalizer_version": NORMALIZER_VERSION}, 202)
 
 
 def _body_spans(body: bytes, content_type: str) -> list[Span]:
@@ -235,4 +228,4 @@ async def normalize(request: Request, rt: Rt) -> Response:
             "warnings": list(d.warnings),
             "explanation": [asdict(e) for e in d.explanation],
         })
-    return _json({"normalizer_version": NORMALIZER_VERSION, "traces": results})
+    return json_response({"normalizer_version": NORMALIZER_VERSION, "traces": results})

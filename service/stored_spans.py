@@ -53,7 +53,8 @@ def to_model(rows: Iterable[Mapping[str, Any]], envelopes: Mapping[int, bytes]) 
 
 # ---------------------------------------------------------------------------- OTLP rendering
 
-def _set_any(out: AnyValue, value: Any) -> None:
+def set_any_value(out: AnyValue, value: Any) -> None:
+    """Fill an OTLP AnyValue from a Python value of the matching type."""
     if isinstance(value, bool):
         out.bool_value = value
     elif isinstance(value, int):
@@ -65,12 +66,12 @@ def _set_any(out: AnyValue, value: Any) -> None:
     elif isinstance(value, list):
         out.array_value.SetInParent()
         for item in value:
-            _set_any(out.array_value.values.add(), item)
+            set_any_value(out.array_value.values.add(), item)
     elif isinstance(value, dict):
         out.kvlist_value.SetInParent()
         for k, v in value.items():
             kv: KeyValue = out.kvlist_value.values.add(key=str(k))
-            _set_any(kv.value, v)
+            set_any_value(kv.value, v)
     elif value is not None:
         out.string_value = str(value)
 
@@ -98,11 +99,11 @@ def cozeloop_as_otlp(raw: Mapping[str, Any]) -> OtlpSpan:
               raw.get("workspace_id"), "cozeloop.object_storage": raw.get("object_storage")}
     for key, value in fields.items():
         if value not in (None, ""):
-            _set_any(span.attributes.add(key=key).value, value)
+            set_any_value(span.attributes.add(key=key).value, value)
     for group in ("system_tags_string", "system_tags_long", "system_tags_double", "tags_string",
                   "tags_long", "tags_double", "tags_bool"):
         for key, value in (raw.get(group) or {}).items():
-            _set_any(span.attributes.add(key=key).value, value)
+            set_any_value(span.attributes.add(key=key).value, value)
     return span
 
 

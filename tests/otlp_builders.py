@@ -6,8 +6,10 @@ import os
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from service.stored_spans import set_any_value
 
 
 def new_trace_id() -> bytes:
@@ -20,29 +22,8 @@ def new_span_id() -> bytes:
 
 def kv(key: str, value: Any) -> KeyValue:
     out = KeyValue(key=key)
-    _set(out.value, value)
+    set_any_value(out.value, value)
     return out
-
-
-def _set(out: AnyValue, value: Any) -> None:
-    if isinstance(value, bool):
-        out.bool_value = value
-    elif isinstance(value, int):
-        out.int_value = value
-    elif isinstance(value, float):
-        out.double_value = value
-    elif isinstance(value, bytes):
-        out.bytes_value = value
-    elif isinstance(value, list):
-        out.array_value.SetInParent()
-        for item in value:
-            _set(out.array_value.values.add(), item)
-    elif isinstance(value, dict):
-        out.kvlist_value.SetInParent()
-        for k, v in value.items():
-            out.kvlist_value.values.append(kv(k, v))
-    else:
-        out.string_value = str(value)
 
 
 def request(spans: list[Span], service: str = "test-service",
