@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 
 from service import cli_datasets, config
 
 
 def _serve(args: argparse.Namespace) -> int:
+    # trajhub never forks a process that uses gRPC (its workers are spawned); without this,
+    # gRPC logs a warning each time the embedded PostgreSQL's tooling forks
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     from service.server import serve
 
     settings = config.settings_from(args)
