@@ -54,9 +54,7 @@ class TestDatabase:
                 await conn.close()
 
         run(create())
-        base, _, query = external_url.partition("?")
-        url = base.rsplit("/", 1)[0] + "/" + name + (("?" + query) if query else "")
-        return cls(url=url, admin_url=external_url, name=name)
+        return cls(url=database_url(external_url, name), admin_url=external_url, name=name)
 
     def stop(self) -> None:
         if self.embedded is not None:
@@ -71,6 +69,12 @@ class TestDatabase:
                 await conn.close()
 
         run(drop())
+
+
+def database_url(url: str, name: str) -> str:
+    """`url` with its database replaced by `name` (query parameters, e.g. a socket dir, kept)."""
+    base, _, query = url.partition("?")
+    return base.rsplit("/", 1)[0] + "/" + name + (("?" + query) if query else "")
 
 
 _READY = re.compile(r"trajhub ready http_port=(\d+) grpc_port=(\d+)")

@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
 from storage.embedded import EmbeddedPostgres
 from storage.migrate import migrate, migration_files
-from tests.harness import ServerProcess, TestDatabase, get_json, wait_for
+from tests.harness import ServerProcess, TestDatabase, database_url, get_json, wait_for
 from tests.otlp_builders import new_trace_id, request, span
 
 PB = {"content-type": "application/x-protobuf"}
@@ -143,10 +143,7 @@ def test_two_processes_migrating_at_once_apply_each_migration_once(
     async def scenario() -> tuple[list[str], list[str], int]:
         admin = await asyncpg.connect(database.url)
         await admin.execute(f'CREATE DATABASE "{name}"')
-        url = database.url.rsplit("/", 1)[0] + "/" + name
-        if "?" in database.url:
-            url = database.url.split("?")[0].rsplit("/", 1)[0] + "/" + name + "?" + \
-                database.url.split("?", 1)[1]
+        url = database_url(database.url, name)
         try:
             a, b = await asyncpg.connect(url), await asyncpg.connect(url)
             applied_a, applied_b = await asyncio.gather(migrate(a), migrate(b))
