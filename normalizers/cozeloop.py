@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from normalizers.attrs import first_present_int
+from normalizers.langgraph import tool_call_id_from_tool_message
 from normalizers.model import STATUS_ERROR, AttributeValue, Span
 from normalizers.reading import (
     Convention,
@@ -546,21 +547,6 @@ def _first_exception(span: Span) -> Mapping[str, AttributeValue] | None:
     return None
 
 
-def _tool_call_id_from_output(output: str) -> str:
-    """The tool_call_id of the ToolMessage a LangChain tool returned (serialised in `lc`
-    constructor form by @cozeloop/langchain, or plain)."""
-    value = parse_json(output)
-    if not isinstance(value, Mapping):
-        return ""
-    kwargs = value.get("kwargs")
-    for holder in (kwargs, value):
-        if isinstance(holder, Mapping):
-            call_id = holder.get("tool_call_id")
-            if isinstance(call_id, str) and call_id:
-                return call_id
-    return ""
-
-
 class CozeLoopOtel:
     """`cozeloop.*` OTLP spans (@cozeloop/langchain for LangChain.js / LangGraph.js)."""
 
@@ -606,7 +592,7 @@ class CozeLoopOtel:
             put(metadata, "model_class", class_name)
             put(metadata, "model_provider", attrs.get("gen_ai.system"))
         elif kind is StepKind.TOOL:
-            call_id = _tool_call_id_from_output(output)
+            call_id = tool_call_id_from_tool_message(output)
             parent = trace.parent(span)
             if not call_id and parent is not None:
                 # a failed tool has no ToolMessage; its `tools` node input names the call

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from normalizers.attrs import dig, parse_json
 from normalizers.model import Span
 from normalizers.reading import TraceView
 
@@ -36,6 +37,17 @@ def is_graph(span: Span, trace: TraceView, node_of: NodeOf) -> tuple[bool, str]:
     if span.name == "LangGraph":
         return True, "name is LangGraph"
     return False, ""
+
+
+def tool_call_id_from_tool_message(output: str) -> str:
+    """The id LangGraph's ToolNode put on the ToolMessage a tool returned: plain, in LangChain's
+    `lc` constructor form (`kwargs`, as @cozeloop/langchain serialises it), or under `data`."""
+    value = parse_json(output)
+    for path in (("data", "tool_call_id"), ("tool_call_id",), ("kwargs", "tool_call_id")):
+        found = dig(value, *path)
+        if isinstance(found, str) and found:
+            return found
+    return ""
 
 
 def tool_call_id_from_node_input(node_input: object, tool_name: str) -> str:

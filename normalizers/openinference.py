@@ -27,7 +27,11 @@ from normalizers.attrs import (
     span_error,
     unflatten,
 )
-from normalizers.langgraph import is_graph, tool_call_id_from_node_input
+from normalizers.langgraph import (
+    is_graph,
+    tool_call_id_from_node_input,
+    tool_call_id_from_tool_message,
+)
 from normalizers.model import Span
 from normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
 
@@ -70,16 +74,6 @@ def messages(span: Span, prefix: str) -> list[dict[str, Any]] | None:
             ]
         out.append(message)
     return out or None
-
-
-def _tool_call_id(output: str) -> str:
-    """The id LangGraph's ToolNode put on the ToolMessage this tool returned."""
-    value = parse_json(output)
-    for path in (("data", "tool_call_id"), ("tool_call_id",), ("kwargs", "tool_call_id")):
-        found = dig(value, *path)
-        if isinstance(found, str) and found:
-            return found
-    return ""
 
 
 class OpenInference:
@@ -145,7 +139,7 @@ class OpenInference:
             if provider:
                 metadata["model_provider"] = provider
         elif kind is StepKind.TOOL:
-            call_id = get_str(attrs, "tool.id") or _tool_call_id(output_text)
+            call_id = get_str(attrs, "tool.id") or tool_call_id_from_tool_message(output_text)
             parent = trace.parent(span)
             if not call_id and parent is not None:
                 # a failed tool returns no ToolMessage; its `tools` node input has the call
