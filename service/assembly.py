@@ -42,7 +42,7 @@ MAX_OPEN_SECONDS = 300.0
 def trace_row(project: str, trace_id: str, spans: Sequence[Span], last_received: Any
               ) -> tuple[Any, ...]:
     ids = {s.span_id for s in spans}
-    roots = sorted((s for s in spans if s.parent_span_id not in ids or s.parent_span_id == ""),
+    roots = sorted((s for s in spans if s.parent_span_id not in ids),
                    key=lambda s: (s.start_ns, s.end_ns, s.span_id))
     root = roots[0] if roots else min(spans, key=lambda s: (s.start_ns, s.span_id))
     service = str(root.resource.get("service.name") or "")

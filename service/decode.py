@@ -21,6 +21,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 from service.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from service.otlp_json import parse_request
 
+#: what a stored span's `body` holds: a serialized OTLP Span, or Coze Loop's native JSON
 FORMAT_OTLP = 1
 FORMAT_COZELOOP = 2
 

@@ -96,15 +96,20 @@ def otlp_success(result: IngestResult, kind: str) -> Response:
     return Response(json_format.MessageToJson(response, indent=None).encode(), media_type=JSON)
 
 
+async def ingest(request: Request, rt: Runtime, kind: str) -> IngestResult:
+    """Read the body (bounded) and have an ingest worker store it; IngestError otherwise."""
+    limit = rt.settings.max_request_bytes
+    body = await read_body(request, limit)
+    job = IngestJob(kind, body, request.headers.get("content-encoding", ""),
+                    request_project(request), limit)
+    return await rt.ingest.submit(job)
+
+
 async def _export_otlp(request: Request, rt: Runtime) -> Response:
     kind = KIND_OTLP_JSON
     try:
         kind = otlp_kind(request.headers.get("content-type", ""))
-        limit = rt.settings.max_request_bytes
-        body = await read_body(request, limit)
-        job = IngestJob(kind, body, request.headers.get("content-encoding", ""),
-                        request_project(request), limit)
-        result = await rt.ingest.submit(job)
+        result = await ingest(request, rt, kind)
     except IngestError as error:
         return otlp_error(error, kind)
     return otlp_success(result, kind)
@@ -144,11 +149,7 @@ async def cozeloop_ingest(request: Request, rt: Annotated[Runtime, Depends(runti
     """Answers `{"code": 0, "msg": ""}` once stored; invalid spans are named in `msg` while the
     valid ones are stored. Bad input gets a non-zero `code` and a message."""
     try:
-        limit = rt.settings.max_request_bytes
-        body = await read_body(request, limit)
-        job = IngestJob(KIND_COZELOOP, body, request.headers.get("content-encoding", ""),
-                        request_project(request), limit)
-        result = await rt.ingest.submit(job)
+        result = await ingest(request, rt, KIND_COZELOOP)
     except IngestError as error:
         return _loop_reply(error.http_status, error.message, error.http_status,
                            _retry_headers(error))

@@ -18,6 +18,7 @@ from service.api_common import (
     span_id_param,
     trace_id_param,
 )
+from service.decode import FORMAT_COZELOOP
 from service.stored_spans import (
     iso_time,
     otlp_json,
@@ -26,6 +27,7 @@ from service.stored_spans import (
     to_model,
     to_otlp_request,
 )
+from service.trajectory_view import trajectory_nodes
 from storage import files, trace_reads
 
 router = APIRouter(prefix="/api/v1", tags=["traces"])
@@ -100,12 +102,10 @@ async def get_trace(
         return json_response(otlp_json(to_otlp_request(rows, envelopes)))
     if format == "cozeloop":
         return json_response({"spans": [orjson.loads(r["body"]) for r in rows
-                                        if r["format"] == 2]})
+                                        if r["format"] == FORMAT_COZELOOP]})
     spans = to_model(rows, envelopes)
     views = [span_view(s) for s in spans]
     if view == "trajectory":
-        from service.trajectory_view import trajectory_nodes
-
         return json_response({"trace_id": trace_id, "spans": trajectory_nodes(spans, views)})
     if view == "flat":
         return json_response({"trace_id": trace_id, "spans": views})

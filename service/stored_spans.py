@@ -17,9 +17,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
 from normalizers.model import AttributeValue, Span
 from normalizers.sources import attributes, span_from_cozeloop, span_from_otlp
-
-FORMAT_OTLP = 1
-FORMAT_COZELOOP = 2
+from service.decode import FORMAT_COZELOOP, FORMAT_OTLP
 
 _KIND_NAMES = ["unspecified", "internal", "server", "client", "producer", "consumer"]
 _STATUS_NAMES = ["unset", "ok", "error"]
