@@ -12,28 +12,28 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evaluators._config import ConfigError
-from evaluators.agentevals_format import to_agentevals_messages
-from evaluators.efficiency import EfficiencyConfig, efficiency
-from evaluators.expectations import (
+from trajhub.evaluators._config import ConfigError
+from trajhub.evaluators.agentevals_format import to_agentevals_messages
+from trajhub.evaluators.efficiency import EfficiencyConfig, efficiency
+from trajhub.evaluators.expectations import (
     Expectations,
     ExpectationsError,
     ExpectedStep,
     expectations_from_trajectory,
 )
-from evaluators.expected_agents_tools import (
+from trajhub.evaluators.expected_agents_tools import (
     ExpectedAgentsToolsConfig,
     expected_agents_tools,
 )
-from evaluators.llm_judge import (
+from trajhub.evaluators.llm_judge import (
     JudgeResponseError,
     build_judge_request,
     parse_judge_response,
 )
-from evaluators.result import EvaluationResult
-from evaluators.tool_call_accuracy import ToolCallAccuracyConfig, tool_call_accuracy
-from evaluators.trajectory_match import TrajectoryMatchConfig, trajectory_match
-from evaluators.trajectory_view import TrajectoryView, parse_trajectory
+from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.tool_call_accuracy import ToolCallAccuracyConfig, tool_call_accuracy
+from trajhub.evaluators.trajectory_match import TrajectoryMatchConfig, trajectory_match
+from trajhub.evaluators.trajectory_view import TrajectoryView, parse_trajectory
 
 __all__ = [
     "REGISTRY",

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluators.trajectory_view import Step, parse_trajectory
+from trajhub.evaluators.trajectory_view import Step, parse_trajectory
 
 Message = dict[str, Any]
 

@@ -13,10 +13,10 @@ from dataclasses import asdict, dataclass
 from itertools import pairwise
 from typing import Any
 
-from evaluators._config import ConfigError, config_from_mapping, require_budget
-from evaluators.expectations import Expectations
-from evaluators.result import EvaluationResult
-from evaluators.trajectory_view import ToolCall, parse_trajectory
+from trajhub.evaluators._config import ConfigError, config_from_mapping, require_budget
+from trajhub.evaluators.expectations import Expectations
+from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.trajectory_view import ToolCall, parse_trajectory
 
 NAME = "efficiency"
 REPEAT_SCOPES = ("anywhere", "consecutive")

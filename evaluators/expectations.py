@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluators.trajectory_view import parse_trajectory
+from trajhub.evaluators.trajectory_view import parse_trajectory
 
 #: Step types an expected trajectory can name (model steps are not matched: their content is free).
 EXPECTED_STEP_TYPES = ("tool", "agent", "graph")

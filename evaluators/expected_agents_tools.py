@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from evaluators._config import config_from_mapping
-from evaluators.expectations import Expectations
-from evaluators.result import EvaluationResult, join_or_none
-from evaluators.trajectory_view import parse_trajectory
+from trajhub.evaluators._config import config_from_mapping
+from trajhub.evaluators.expectations import Expectations
+from trajhub.evaluators.result import EvaluationResult, join_or_none
+from trajhub.evaluators.trajectory_view import parse_trajectory
 
 NAME = "expected_agents_tools"
 

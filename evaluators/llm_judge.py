@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from evaluators.agentevals_format import to_agentevals_messages
-from evaluators.expectations import Expectations
-from evaluators.result import EvaluationResult
+from trajhub.evaluators.agentevals_format import to_agentevals_messages
+from trajhub.evaluators.expectations import Expectations
+from trajhub.evaluators.result import EvaluationResult
 
 NAME = "llm_judge"
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evaluators.expectations import ARGS_MATCH_MODES
+from trajhub.evaluators.expectations import ARGS_MATCH_MODES
 
 ArgsMatcher = Callable[[Any, Any], bool]
 #: A per-tool override: a mode name, dotted key paths to compare (only those), or a callable.

@@ -18,10 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from evaluators._config import config_from_mapping, require_type
-from evaluators.expectations import Expectations
-from evaluators.result import EvaluationResult, join_or_none
-from evaluators.trajectory_view import parse_trajectory
+from trajhub.evaluators._config import config_from_mapping, require_type
+from trajhub.evaluators.expectations import Expectations
+from trajhub.evaluators.result import EvaluationResult, join_or_none
+from trajhub.evaluators.trajectory_view import parse_trajectory
 
 NAME = "tool_call_accuracy"
 

@@ -25,9 +25,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from evaluators._config import ConfigError, config_from_mapping, require_type
-from evaluators.expectations import ARGS_MATCH_MODES, Expectations, ExpectedStep
-from evaluators.matching import (
+from trajhub.evaluators._config import ConfigError, config_from_mapping, require_type
+from trajhub.evaluators.expectations import ARGS_MATCH_MODES, Expectations, ExpectedStep
+from trajhub.evaluators.matching import (
     ArgsOverride,
     Item,
     matcher_for_mode,
@@ -35,8 +35,8 @@ from evaluators.matching import (
     ordered_matching,
     resolve_matcher,
 )
-from evaluators.result import EvaluationResult
-from evaluators.trajectory_view import (
+from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.trajectory_view import (
     TrajectoryView,
     decode_arguments,
     parse_trajectory,

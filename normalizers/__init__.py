@@ -11,14 +11,14 @@ The service depends on exactly this API:
 
 from __future__ import annotations
 
-from normalizers.builder import (
+from trajhub.normalizers.builder import (
     Derivation,
     DerivationError,
     SpanExplanation,
     TrajectorySummary,
     derive,
 )
-from normalizers.trajectory import Trajectory, trajectory_to_dict, trajectory_to_json
+from trajhub.normalizers.trajectory import Trajectory, trajectory_to_dict, trajectory_to_json
 
 NORMALIZER_VERSION: str = "1.0.2"
 

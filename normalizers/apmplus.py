@@ -1,6 +1,6 @@
 """Eino `callbacks/apmplus` spans (OTLP).
 
-apmplus (cloudwego/eino-ext `callbacks/apmplus`, spec/conventions.md §1.3e) opens one CLIENT span
+apmplus (cloudwego/eino-ext `callbacks/apmplus`, spec/conventions.md 1.3e) opens one CLIENT span
 per Eino callback, marks every span `gen_ai.system=eino` with the raw run info
 (`runinfo.{name,type,component}`), and types it with `gen_ai.span.kind`: `workflow` for the
 outermost span, `lower(component)` for the others.
@@ -26,8 +26,8 @@ import json
 from collections.abc import Mapping
 from typing import Final
 
-from normalizers.attrs import first_present_int
-from normalizers.cozeloop import (
+from trajhub.normalizers.attrs import first_present_int
+from trajhub.normalizers.cozeloop import (
     as_float,
     as_int,
     as_str,
@@ -36,8 +36,8 @@ from normalizers.cozeloop import (
     split_error,
     tool_call_id_from_calls,
 )
-from normalizers.model import STATUS_ERROR, Attributes, Span
-from normalizers.reading import (
+from trajhub.normalizers.model import STATUS_ERROR, Attributes, Span
+from trajhub.normalizers.reading import (
     Convention,
     ErrorInfo,
     ModelUsage,

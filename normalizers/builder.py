@@ -1,10 +1,10 @@
-"""The trajectory builder: spans of one trace → one trajectory (trajectory-rules.md §2–§5).
+"""The trajectory builder: spans of one trace → one trajectory (trajectory-rules.md 2–5).
 
 The builder knows nothing about attribute names. Every span is read by the first convention that
 detects it (`normalizers.conventions.CONVENTIONS`); the builder then resolves parents, picks the
 root, keeps/drops/re-parents, orders steps and computes metrics. Everything is a pure function of
 the *set* of spans: no step depends on arrival order, so the output is byte-identical whatever the
-batching (rules §6).
+batching (rules 6).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 
 import orjson
 
-from normalizers.model import Span
-from normalizers.reading import Convention, ModelUsage, SpanReading, StepKind
-from normalizers.trajectory import (
+from trajhub.normalizers.model import Span
+from trajhub.normalizers.reading import Convention, ModelUsage, SpanReading, StepKind
+from trajhub.normalizers.trajectory import (
     AgentStep,
     BasicInfo,
     MetricsInfo,
@@ -249,7 +249,7 @@ class _Trace:
 
 
 def _read(span: Span, trace: _Trace, conventions: Sequence[Convention]) -> SpanReading:
-    from normalizers.conventions import FALLBACK
+    from trajhub.normalizers.conventions import FALLBACK
 
     for convention in conventions:
         try:
@@ -375,7 +375,7 @@ def _step(node: _Node) -> Step:
 
 
 def _metrics(nodes: Sequence[_Node]) -> MetricsInfo:
-    """rules §5 over a set of steps (agent and graph steps do not count)."""
+    """rules 5 over a set of steps (agent and graph steps do not count)."""
     models = [n for n in nodes if n.kind is StepKind.MODEL]
     tools = [n for n in nodes if n.kind is StepKind.TOOL]
 
@@ -424,7 +424,7 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
     `conventions` defaults to the registry (`normalizers.conventions.CONVENTIONS`); tests may pass
     their own. Raises DerivationError only when there is no span at all."""
     if conventions is None:
-        from normalizers.conventions import CONVENTIONS
+        from trajhub.normalizers.conventions import CONVENTIONS
 
         conventions = CONVENTIONS
     if not spans:
@@ -440,7 +440,7 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
 
     readings = {s.span_id: _read(s, trace, conventions) for s in trace.ordered}
 
-    # root: the earliest parentless span; the other parentless subtrees hang under it (rules §2)
+    # root: the earliest parentless span; the other parentless subtrees hang under it (rules 2)
     parentless = [s for s in trace.ordered if trace.parent_id[s.span_id] is None]
     root = parentless[0]  # never empty: parents are acyclic, so some span has none
     orphan_heads = {s.span_id for s in parentless[1:]}

@@ -1,4 +1,4 @@
-"""The ordered registry of conventions (conventions.md §1.1: the first that detects a span wins).
+"""The ordered registry of conventions (conventions.md 1.1: the first that detects a span wins).
 
 Order matters: LangSmith and Traceloop also set `gen_ai.operation.name`, with non-standard
 values, so the vendor keys are checked before generic GenAI; Coze Loop native spans are
@@ -8,13 +8,13 @@ per span.
 
 from __future__ import annotations
 
-from normalizers import apmplus, cozeloop
-from normalizers.genai import GENAI
-from normalizers.langsmith import LANGSMITH
-from normalizers.model import Span
-from normalizers.openinference import OPENINFERENCE
-from normalizers.reading import Convention, SpanReading, StepKind, TraceView
-from normalizers.traceloop import TRACELOOP
+from trajhub.normalizers import apmplus, cozeloop
+from trajhub.normalizers.genai import GENAI
+from trajhub.normalizers.langsmith import LANGSMITH
+from trajhub.normalizers.model import Span
+from trajhub.normalizers.openinference import OPENINFERENCE
+from trajhub.normalizers.reading import Convention, SpanReading, StepKind, TraceView
+from trajhub.normalizers.traceloop import TRACELOOP
 
 
 class Fallback:

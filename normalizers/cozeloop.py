@@ -9,7 +9,7 @@ Two producers, one vocabulary (spec/coze-loop.md):
   `cozeloop.span_type` attribute.
 
 Both map `span_type` model/tool/graph/agent to the step kinds and drop everything else (chain,
-prompt, Eino Lambda/ToolsNode/Chain, ...), as Coze Loop does (§5.3), with three deliberate
+prompt, Eino Lambda/ToolsNode/Chain, ...), as Coze Loop does (5.3), with three deliberate
 differences: `graph` stays a graph (Coze Loop renames it agent), Eino ADK's pre-v0.2.2 `Agent` is an
 agent (Coze Loop drops it: its match is case-sensitive), and a LangGraph compiled under another
 name — which both callbacks report as a plain `chain` — is still recognised as the graph when it is
@@ -27,10 +27,10 @@ import weakref
 from collections.abc import Mapping
 from typing import Any, Final
 
-from normalizers.attrs import first_present_int
-from normalizers.langgraph import tool_call_id_from_tool_message
-from normalizers.model import STATUS_ERROR, AttributeValue, Span
-from normalizers.reading import (
+from trajhub.normalizers.attrs import first_present_int
+from trajhub.normalizers.langgraph import tool_call_id_from_tool_message
+from trajhub.normalizers.model import STATUS_ERROR, AttributeValue, Span
+from trajhub.normalizers.reading import (
     Convention,
     ErrorInfo,
     ModelUsage,

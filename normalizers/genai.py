@@ -1,6 +1,6 @@
 """Generic OTel GenAI semantic conventions (`gen_ai.*`), the last specific convention tried.
 
-Detected by `gen_ai.operation.name` (conventions.md §1.1 row 7); vendor conventions that also set
+Detected by `gen_ai.operation.name` (conventions.md 1.1 row 7); vendor conventions that also set
 it with non-standard values (LangSmith, Traceloop) are detected before this one.
 
 - Content: `gen_ai.input.messages` / `gen_ai.output.messages` (JSON string or structured value),
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from normalizers.attrs import dumps, get_float, get_int, get_str, parse_json, span_error
-from normalizers.model import Attributes, Span
-from normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
+from trajhub.normalizers.attrs import dumps, get_float, get_int, get_str, parse_json, span_error
+from trajhub.normalizers.model import Attributes, Span
+from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
 
 OPERATION_KEY = "gen_ai.operation.name"
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from normalizers.attrs import dig, parse_json
-from normalizers.model import Span
-from normalizers.reading import TraceView
+from trajhub.normalizers.attrs import dig, parse_json
+from trajhub.normalizers.model import Span
+from trajhub.normalizers.reading import TraceView
 
 #: reads the LangGraph node name a convention recorded on a span ("" when none)
 NodeOf = Callable[[Span], str]

@@ -1,6 +1,6 @@
 """LangSmith OTel-mode spans (langsmith SDK with LANGSMITH_OTEL_ENABLED).
 
-Detected by `langsmith.span.kind` (the LangSmith run_type; conventions.md §1.1 row 3), checked
+Detected by `langsmith.span.kind` (the LangSmith run_type; conventions.md 1.1 row 3), checked
 before the GenAI keys because LangSmith fills `gen_ai.operation.name` with non-standard values
 (`chain`, `prompt`→`chat`, `retriever`→`embeddings`).
 
@@ -19,10 +19,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from normalizers.attrs import dig, get_int, get_str, parse_json, span_error, to_int
-from normalizers.langgraph import is_graph
-from normalizers.model import Span
-from normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
+from trajhub.normalizers.attrs import dig, get_int, get_str, parse_json, span_error, to_int
+from trajhub.normalizers.langgraph import is_graph
+from trajhub.normalizers.model import Span
+from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
 
 KIND_KEY = "langsmith.span.kind"
 _META = "langsmith.metadata."

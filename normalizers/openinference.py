@@ -1,6 +1,6 @@
 """OpenInference (Arize/Phoenix) spans, as emitted by openinference-instrumentation-langchain.
 
-Detected by `openinference.span.kind` (conventions.md §1.1 row 2). Peculiarities handled here:
+Detected by `openinference.span.kind` (conventions.md 1.1 row 2). Peculiarities handled here:
 
 - AGENT is a *name* heuristic (`"agent" in run.name.lower()`): the prebuilt ReAct node `agent` is
   AGENT though it is just a node of its graph, and a hand-built graph compiled as
@@ -18,7 +18,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from normalizers.attrs import (
+from trajhub.normalizers.attrs import (
     dig,
     dumps,
     get_int,
@@ -27,13 +27,13 @@ from normalizers.attrs import (
     span_error,
     unflatten,
 )
-from normalizers.langgraph import (
+from trajhub.normalizers.langgraph import (
     is_graph,
     tool_call_id_from_node_input,
     tool_call_id_from_tool_message,
 )
-from normalizers.model import Span
-from normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
+from trajhub.normalizers.model import Span
+from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
 
 KIND_KEY = "openinference.span.kind"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from normalizers.model import Span
+from trajhub.normalizers.model import Span
 
 
 class StepKind(StrEnum):

@@ -13,7 +13,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
-from normalizers.model import (
+from trajhub.normalizers.model import (
     STATUS_ERROR,
     STATUS_UNSET,
     Attributes,

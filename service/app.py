@@ -6,15 +6,14 @@ from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
-from service import (
-    routes_datasets,
-    routes_evaluations,
-    routes_ingest,
-    routes_traces,
-    routes_trajectories,
-)
-from service.runtime import Runtime
-from storage.database import TRANSIENT_ERRORS
+from trajhub import __version__
+from trajhub.service.api import datasets as routes_datasets
+from trajhub.service.api import evaluations as routes_evaluations
+from trajhub.service.api import traces as routes_traces
+from trajhub.service.api import trajectories as routes_trajectories
+from trajhub.service.ingest import http as routes_ingest
+from trajhub.service.runtime import Runtime
+from trajhub.storage.database import TRANSIENT_ERRORS
 
 DESCRIPTION = """\
 trajhub receives OpenTelemetry traces from LLM agents (OTLP over HTTP and gRPC, and the Coze Loop
@@ -27,7 +26,7 @@ Every REST query is scoped to one project: the `project` query parameter, else t
 
 
 def create_app(rt: Runtime) -> FastAPI:
-    app = FastAPI(title="trajhub", version=_version(), description=DESCRIPTION)
+    app = FastAPI(title="trajhub", version=__version__, description=DESCRIPTION)
     app.state.runtime = rt
     if rt.settings.cors_origin_list:
         app.add_middleware(
@@ -65,11 +64,3 @@ def create_app(rt: Runtime) -> FastAPI:
     app.include_router(routes_evaluations.router)
     return app
 
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("trajhub")
-    except PackageNotFoundError:
-        return "0"

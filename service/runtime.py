@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import asyncpg
 from fastapi import Request
 
-from service.config import Settings
-from service.ingest_pool import IngestPool
+from trajhub.service.config import Settings
+from trajhub.service.ingest.pool import IngestPool
 
 
 @dataclass

@@ -15,16 +15,16 @@ from pathlib import Path
 import asyncpg
 import uvicorn
 
-from service.app import create_app
-from service.assembly import AssemblyProcesses
-from service.config import Settings
-from service.grpc_server import create_server
-from service.ingest_pool import IngestPool
-from service.runtime import Runtime
-from storage import evaluations
-from storage.database import create_pool
-from storage.embedded import EmbeddedPostgres
-from storage.migrate import migrate
+from trajhub.service.app import create_app
+from trajhub.service.config import Settings
+from trajhub.service.ingest.grpc import create_server
+from trajhub.service.ingest.pool import IngestPool
+from trajhub.service.runtime import Runtime
+from trajhub.service.workers.assembly import AssemblyProcesses
+from trajhub.storage import evaluations
+from trajhub.storage.database import create_pool
+from trajhub.storage.embedded import EmbeddedPostgres
+from trajhub.storage.migrate import migrate
 
 log = logging.getLogger("trajhub")
 

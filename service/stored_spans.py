@@ -15,9 +15,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Status
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
-from normalizers.model import AttributeValue, Span
-from normalizers.sources import attributes, span_from_cozeloop, span_from_otlp
-from service.decode import FORMAT_COZELOOP, FORMAT_OTLP
+from trajhub.normalizers.model import AttributeValue, Span
+from trajhub.normalizers.sources import attributes, span_from_cozeloop, span_from_otlp
+from trajhub.service.ingest.decode import FORMAT_COZELOOP, FORMAT_OTLP
 
 _KIND_NAMES = ["unspecified", "internal", "server", "client", "producer", "consumer"]
 _STATUS_NAMES = ["unset", "ok", "error"]

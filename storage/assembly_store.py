@@ -10,8 +10,8 @@ from typing import Any
 
 import asyncpg
 
-from storage.sql import Params
-from storage.trace_reads import SPAN_FIELDS
+from trajhub.storage.sql import Params
+from trajhub.storage.trace_reads import SPAN_FIELDS
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 import asyncpg
 import orjson
 
-from storage.sql import Params
+from trajhub.storage.sql import Params
 
 DATASET_COLUMNS = """d.id, d.name, d.description, d.created_at, d.updated_at,
     (SELECT count(*) FROM dataset_items i WHERE i.dataset_id = d.id) AS item_count"""

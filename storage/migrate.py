@@ -20,7 +20,7 @@ _LOCK_KEY = 0x7472616A68756221
 def migration_files() -> list[tuple[int, str, str]]:
     """(number, name, sql) for every migration, in number order."""
     found = []
-    for entry in resources.files("storage.migrations").iterdir():
+    for entry in resources.files("trajhub.storage.migrations").iterdir():
         name = entry.name
         if not name.endswith(".sql"):
             continue

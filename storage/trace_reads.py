@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from storage.sql import Params
+from trajhub.storage.sql import Params
 
 SPAN_FIELDS = """s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.start_ns, s.end_ns,
                  s.status_code, s.service_name, s.resource_id, s.format, s.body"""

@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 
-from storage.sql import Params
+from trajhub.storage.sql import Params
 
 SUMMARY_COLUMNS = """trace_id, status, revision, normalizer_version, framework, conventions,
     root_name, agent_names, tool_names, model_names, start_ns, duration_ms, step_count,

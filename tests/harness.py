@@ -40,7 +40,7 @@ class TestDatabase:
     @classmethod
     def start(cls, external_url: str, tmp: Path) -> TestDatabase:
         if not external_url:
-            from storage.embedded import EmbeddedPostgres
+            from trajhub.storage.embedded import EmbeddedPostgres
 
             embedded = EmbeddedPostgres(tmp)
             return cls(url=embedded.url, embedded=embedded)
@@ -108,7 +108,7 @@ class ServerProcess:
         log_path = workdir / "server.log"
         log = open(log_path, "w")  # noqa: SIM115 - the child writes to it for its whole life
         process = subprocess.Popen(
-            [sys.executable, "-m", "service.cli", "serve"], env=env, stdout=subprocess.PIPE,
+            [sys.executable, "-m", "trajhub", "serve"], env=env, stdout=subprocess.PIPE,
             stderr=log, text=True, cwd=Path(__file__).parent.parent)
         assert process.stdout is not None
         deadline = time.monotonic() + timeout

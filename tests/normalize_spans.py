@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from normalizers.model import STATUS_UNSET, AttributeValue, Event, Span
+from trajhub.normalizers.model import STATUS_UNSET, AttributeValue, Event, Span
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 MS = 1_000_000

@@ -19,9 +19,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
 
-from normalizers.model import Span
-from normalizers.sources import span_from_cozeloop, spans_from_resource_spans
-from normalizers.trajectory import Trajectory
+from trajhub.normalizers.model import Span
+from trajhub.normalizers.sources import span_from_cozeloop, spans_from_resource_spans
+from trajhub.normalizers.trajectory import Trajectory
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "real-clients"

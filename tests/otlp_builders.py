@@ -9,7 +9,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from service.stored_spans import set_any_value
+from trajhub.service.stored_spans import set_any_value
 
 
 def new_trace_id() -> bytes:

@@ -15,8 +15,8 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from service.agent_runner import run_dataset
 from tests.harness import ServerProcess, wait_for
+from trajhub.service.client.runner import run_dataset
 
 
 @pytest.fixture

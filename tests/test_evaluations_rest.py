@@ -175,7 +175,7 @@ def test_bad_evaluation_requests(api: httpx.Client, react_set: tuple[str, str]) 
 def test_cli_eval_prints_the_table_and_the_failures(
         server: ServerProcess, ingested: Ingested, react_set: tuple[str, str]) -> None:
     name, wrong = react_set
-    args = [sys.executable, "-m", "service.cli", "eval", name, "--url", server.http,
+    args = [sys.executable, "-m", "trajhub", "eval", name, "--url", server.http,
             "--project", ingested.project, "-e", "expected_agents_tools",
             "-e", "tool_call_accuracy", "-e", 'trajectory_match={"mode": "strict"}']
     done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=60)
@@ -199,7 +199,7 @@ def test_cli_eval_prints_the_table_and_the_failures(
 def test_cli_dataset_commands(server: ServerProcess, ingested: Ingested, tmp_path: Path) -> None:
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "service.cli", *argv, "--url", server.http,
+            [sys.executable, "-m", "trajhub", *argv, "--url", server.http,
              "--project", ingested.project], capture_output=True, text=True, cwd=ROOT,
             timeout=60)
 

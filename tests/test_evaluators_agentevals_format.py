@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from evaluators import to_agentevals_messages
 from tests.test_evaluators_support import agent, model, spec_example, tool, trajectory, validate
+from trajhub.evaluators import to_agentevals_messages
 
 
 def test_spec_example() -> None:

@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from evaluators import (
+from tests.test_evaluators_support import agent, model, tool, tools_run, trajectory, validate
+from trajhub.evaluators import (
     ConfigError,
     Expectations,
     ToolCallAccuracyConfig,
     evaluate,
 )
-from evaluators.expected_agents_tools import AgentsToolsReason, expected_agents_tools
-from evaluators.result import EvaluationResult
-from evaluators.tool_call_accuracy import ToolCallAccuracyReason, tool_call_accuracy
-from tests.test_evaluators_support import agent, model, tool, tools_run, trajectory, validate
+from trajhub.evaluators.expected_agents_tools import AgentsToolsReason, expected_agents_tools
+from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.tool_call_accuracy import ToolCallAccuracyReason, tool_call_accuracy
 
 # seed 001 TEST_CASES
 T1 = Expectations(agents=("simple_agent",), tools={"simple_agent": ("get_weather",)})

@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 
-from evaluators import ConfigError, EfficiencyConfig, evaluate, parse_trajectory
-from evaluators.efficiency import efficiency
 from tests.test_evaluators_support import (
     SPEC_DIR,
     agent,
@@ -18,6 +16,8 @@ from tests.test_evaluators_support import (
     trajectory,
     validate,
 )
+from trajhub.evaluators import ConfigError, EfficiencyConfig, evaluate, parse_trajectory
+from trajhub.evaluators.efficiency import efficiency
 
 
 def test_view_of_the_spec_example() -> None:

@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from evaluators import (
+from tests.test_evaluators_support import spec_example
+from trajhub.evaluators import (
     Expectations,
     ExpectationsError,
     ExpectedStep,
     evaluate,
     expectations_from_trajectory,
 )
-from tests.test_evaluators_support import spec_example
 
 
 def test_round_trip() -> None:

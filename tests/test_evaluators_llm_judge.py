@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from evaluators import (
+from tests.test_evaluators_support import spec_example
+from trajhub.evaluators import (
     Expectations,
     JudgeResponseError,
     build_judge_request,
     parse_judge_response,
 )
-from tests.test_evaluators_support import spec_example
 
 
 def response(content: Any, **choice: Any) -> dict[str, Any]:

@@ -7,10 +7,16 @@ from typing import Any
 
 import pytest
 
-from evaluators import ConfigError, Expectations, ExpectedStep, TrajectoryMatchConfig, evaluate
-from evaluators.result import EvaluationResult
-from evaluators.trajectory_match import TrajectoryMatchReason, trajectory_match
 from tests.test_evaluators_support import agent, model, tool, trajectory, validate
+from trajhub.evaluators import (
+    ConfigError,
+    Expectations,
+    ExpectedStep,
+    TrajectoryMatchConfig,
+    evaluate,
+)
+from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.trajectory_match import TrajectoryMatchReason, trajectory_match
 
 
 def run(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:

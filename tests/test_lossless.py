@@ -14,10 +14,10 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from service.otlp_json import parse_request
-from service.stored_spans import otlp_json
 from tests.harness import ServerProcess, get_json
 from tests.otlp_builders import kv, new_span_id, new_trace_id, request, span
+from trajhub.service.ingest.otlp_json import parse_request
+from trajhub.service.stored_spans import otlp_json
 
 EVERY_TYPE = {
     "s": "text", "empty": "", "b": True, "i": -(2**63), "big": 2**63 - 1, "d": 1.0,

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from normalizers import derive
-from normalizers.cozeloop import CONVENTIONS, NATIVE, OTEL, as_int, split_error
-from normalizers.model import CozeLoopFields, Span
-from normalizers.reading import SpanReading, StepKind
-from normalizers.sources import span_from_cozeloop
 from tests.normalize_support import FIXTURES, Skeleton, View, load_files, skeleton
+from trajhub.normalizers import derive
+from trajhub.normalizers.cozeloop import CONVENTIONS, NATIVE, OTEL, as_int, split_error
+from trajhub.normalizers.model import CozeLoopFields, Span
+from trajhub.normalizers.reading import SpanReading, StepKind
+from trajhub.normalizers.sources import span_from_cozeloop
 
 PY = FIXTURES / "real-clients" / "cozeloop_python"
 JS = FIXTURES / "real-clients" / "cozeloop_js"

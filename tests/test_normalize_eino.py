@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from normalizers import derive
-from normalizers.apmplus import APMPLUS
-from normalizers.apmplus import CONVENTIONS as APMPLUS_CONVENTIONS
-from normalizers.cozeloop import NATIVE
-from normalizers.model import STATUS_ERROR, Event, Span
-from normalizers.reading import Convention, SpanReading, StepKind
-from normalizers.sources import span_from_cozeloop
 from tests.normalize_support import FIXTURES, View, load_files, skeleton
+from trajhub.normalizers import derive
+from trajhub.normalizers.apmplus import APMPLUS
+from trajhub.normalizers.apmplus import CONVENTIONS as APMPLUS_CONVENTIONS
+from trajhub.normalizers.cozeloop import NATIVE
+from trajhub.normalizers.model import STATUS_ERROR, Event, Span
+from trajhub.normalizers.reading import Convention, SpanReading, StepKind
+from trajhub.normalizers.sources import span_from_cozeloop
 
 EINO = FIXTURES / "eino"
 SCENARIOS = ["E1", "E3"]

@@ -16,10 +16,10 @@ from typing import Any
 
 import jsonschema
 
-from normalizers import derive, trajectory_to_dict
-from normalizers.model import Span
 from tests.normalize_spans import span
 from tests.normalize_support import FIXTURES
+from trajhub.normalizers import derive, trajectory_to_dict
+from trajhub.normalizers.model import Span
 
 EXAMPLE = json.loads((FIXTURES / "spec" / "trajectory.example.json").read_text())
 SCHEMA = json.loads((FIXTURES / "spec" / "trajectory.schema.json").read_text())

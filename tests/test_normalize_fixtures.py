@@ -1,5 +1,5 @@
 """Every real capture in tests/fixtures gives a schema-valid trajectory, and every client gives
-the ground-truth skeleton of fixtures/README.md (instrumentation invariance, rules §6).
+the ground-truth skeleton of fixtures/README.md (instrumentation invariance, rules 6).
 
 The cozeloop_* and eino captures go through the Coze Loop / apmplus conventions written
 separately (normalizers/cozeloop.py, normalizers/apmplus.py); they are included here on purpose.
@@ -15,10 +15,10 @@ from typing import Any
 import jsonschema
 import pytest
 
-from normalizers import Derivation, derive
-from normalizers.model import Span
-from normalizers.trajectory import Step
 from tests.normalize_support import FIXTURES, REAL, capture_sets, load_traces
+from trajhub.normalizers import Derivation, derive
+from trajhub.normalizers.model import Span
+from trajhub.normalizers.trajectory import Step
 
 SCHEMA = json.loads((FIXTURES / "spec" / "trajectory.schema.json").read_text())
 CAPTURES = capture_sets()

@@ -1,5 +1,5 @@
 """Property tests (hypothesis): determinism under any arrival order or batching, and no crash /
-always schema-valid on arbitrary odd traces (rules §6)."""
+always schema-valid on arbitrary odd traces (rules 6)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import jsonschema
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from normalizers import derive
-from normalizers.model import Event, Span
 from tests.normalize_support import FIXTURES, capture_sets, load_traces
+from trajhub.normalizers import derive
+from trajhub.normalizers.model import Event, Span
 
 SCHEMA = json.loads((FIXTURES / "spec" / "trajectory.schema.json").read_text())
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

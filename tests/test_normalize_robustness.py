@@ -7,10 +7,10 @@ import json
 import jsonschema
 import pytest
 
-from normalizers import Derivation, DerivationError, derive
-from normalizers.model import Span
 from tests.normalize_spans import span
 from tests.normalize_support import FIXTURES
+from trajhub.normalizers import Derivation, DerivationError, derive
+from trajhub.normalizers.model import Span
 
 SCHEMA = json.loads((FIXTURES / "spec" / "trajectory.schema.json").read_text())
 OI = "openinference.span.kind"

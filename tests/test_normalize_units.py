@@ -6,12 +6,12 @@ import math
 
 import pytest
 
-from normalizers import derive
-from normalizers.attrs import one_line, span_error, to_int, unflatten
-from normalizers.builder import _latency_ms
-from normalizers.model import STATUS_ERROR, STATUS_OK, AttributeValue, Event
-from normalizers.trajectory import round_rate
 from tests.normalize_spans import span
+from trajhub.normalizers import derive
+from trajhub.normalizers.attrs import one_line, span_error, to_int, unflatten
+from trajhub.normalizers.builder import _latency_ms
+from trajhub.normalizers.model import STATUS_ERROR, STATUS_OK, AttributeValue, Event
+from trajhub.normalizers.trajectory import round_rate
 
 
 def _model_step(attrs: dict[str, AttributeValue]) -> dict[str, object]:

@@ -13,9 +13,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
-from service.otlp_json import parse_request
 from tests.captures import Capture, all_captures, replay
 from tests.harness import ServerProcess, get_json
+from trajhub.service.ingest.otlp_json import parse_request
 
 CAPTURES = all_captures()
 

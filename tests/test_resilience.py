@@ -18,10 +18,10 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
-from storage.embedded import EmbeddedPostgres
-from storage.migrate import migrate, migration_files
 from tests.harness import ServerProcess, TestDatabase, database_url, get_json, wait_for
 from tests.otlp_builders import new_trace_id, request, span
+from trajhub.storage.embedded import EmbeddedPostgres
+from trajhub.storage.migrate import migrate, migration_files
 
 PB = {"content-type": "application/x-protobuf"}
 
@@ -166,7 +166,7 @@ def test_two_processes_migrating_at_once_apply_each_migration_once(
 def test_pure_python_protobuf_backend_is_refused() -> None:
     env = {**os.environ, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
            "TRAJHUB_DATABASE_URL": "postgresql://127.0.0.1:1/none"}
-    done = subprocess.run([sys.executable, "-m", "service.cli", "serve"], env=env,
+    done = subprocess.run([sys.executable, "-m", "trajhub", "serve"], env=env,
                           capture_output=True, text=True, timeout=60,
                           cwd=Path(__file__).parent.parent)
     assert done.returncode != 0

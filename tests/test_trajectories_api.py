@@ -168,7 +168,7 @@ def test_rederive_over_rest_and_cli(server: ServerProcess, project: str,
         wait_for(lambda: c.get(url, params={"project": project}).headers[
             "x-trajectory-revision"] == "2", what="revision 2")
         done = subprocess.run(
-            [sys.executable, "-m", "service.cli", "rederive", "--database-url", database.url,
+            [sys.executable, "-m", "trajhub", "rederive", "--database-url", database.url,
              "--project", project, "--since", "2020-01-01T00:00:00Z"],
             capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent.parent)
         assert done.returncode == 0, done.stderr

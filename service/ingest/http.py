@@ -10,17 +10,17 @@ from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from service.errors import IngestError, PayloadTooLarge, Unavailable, UnsupportedMediaType
-from service.ingest_worker import (
+from trajhub.service.errors import IngestError, PayloadTooLarge, Unavailable, UnsupportedMediaType
+from trajhub.service.ingest.worker import (
     KIND_COZELOOP,
     KIND_OTLP_JSON,
     KIND_OTLP_PROTOBUF,
     IngestJob,
     IngestResult,
 )
-from service.runtime import Runtime, runtime
-from storage import files
-from storage.database import TRANSIENT_ERRORS
+from trajhub.service.runtime import Runtime, runtime
+from trajhub.storage import files
+from trajhub.storage.database import TRANSIENT_ERRORS
 
 router = APIRouter()
 

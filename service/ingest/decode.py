@@ -18,8 +18,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 
-from service.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
-from service.otlp_json import parse_request
+from trajhub.service.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
+from trajhub.service.ingest.otlp_json import parse_request
 
 #: what a stored span's `body` holds: a serialized OTLP Span, or Coze Loop's native JSON
 FORMAT_OTLP = 1

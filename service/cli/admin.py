@@ -6,12 +6,12 @@ from pathlib import Path
 
 import asyncpg
 
-from normalizers import NORMALIZER_VERSION
-from service.api_common import time_ns
-from service.config import Settings
-from storage import assembly_store
-from storage.embedded import EmbeddedPostgres
-from storage.migrate import migrate
+from trajhub.normalizers import NORMALIZER_VERSION
+from trajhub.service.api.common import time_ns
+from trajhub.service.config import Settings
+from trajhub.storage import assembly_store
+from trajhub.storage.embedded import EmbeddedPostgres
+from trajhub.storage.migrate import migrate
 
 
 async def rederive(settings: Settings, project: str | None, since: str | None,

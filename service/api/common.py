@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import Depends, Header, HTTPException, Query, Response
 
-from service.runtime import Runtime, runtime
+from trajhub.service.runtime import Runtime, runtime
 
 _HEX32 = re.compile(r"^[0-9a-fA-F]{32}$")
 _HEX16 = re.compile(r"^[0-9a-fA-F]{16}$")

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from normalizers import derive
-from normalizers.model import Span
-from service.stored_spans import span_tree
+from trajhub.normalizers import derive
+from trajhub.normalizers.model import Span
+from trajhub.service.stored_spans import span_tree
 
 
 def trajectory_nodes(spans: Sequence[Span], views: Sequence[dict[str, Any]]

@@ -19,9 +19,9 @@ import asyncpg
 import orjson
 from pydantic import BaseModel, ConfigDict, create_model
 
-from evaluators import expectations_from_trajectory, parse_trajectory
-from service.routes_trajectories import trajectory_filter
-from storage import datasets, trajectory_reads
+from trajhub.evaluators import expectations_from_trajectory, parse_trajectory
+from trajhub.service.api.trajectories import trajectory_filter
+from trajhub.storage import datasets, trajectory_reads
 
 #: Paging and ordering are the fill's own business (newest first, `limit` = items to add).
 _NOT_QUERY = ("sort", "order", "cursor", "limit")

@@ -12,9 +12,9 @@ import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
-from service import ingest_worker
-from service.errors import Unavailable
-from service.ingest_worker import IngestJob, IngestResult
+from trajhub.service.errors import Unavailable
+from trajhub.service.ingest import worker as ingest_worker
+from trajhub.service.ingest.worker import IngestJob, IngestResult
 
 log = logging.getLogger("trajhub.ingest")
 

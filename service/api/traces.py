@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 
-from service.api_common import (
+from trajhub.service.api.common import (
     Project,
     Rt,
     attribute_filters,
@@ -18,8 +18,9 @@ from service.api_common import (
     span_id_param,
     trace_id_param,
 )
-from service.decode import FORMAT_COZELOOP
-from service.stored_spans import (
+from trajhub.service.api.views import trajectory_nodes
+from trajhub.service.ingest.decode import FORMAT_COZELOOP
+from trajhub.service.stored_spans import (
     iso_time,
     otlp_json,
     span_tree,
@@ -27,8 +28,7 @@ from service.stored_spans import (
     to_model,
     to_otlp_request,
 )
-from service.trajectory_view import trajectory_nodes
-from storage import files, trace_reads
+from trajhub.storage import files, trace_reads
 
 router = APIRouter(prefix="/api/v1", tags=["traces"])
 

@@ -1,7 +1,7 @@
 """Run your agent over an evaluation set and evaluate the runs: seed 001's loop (dataset → agent
 → collect → evaluate) with OpenTelemetry doing the collecting, so no event bus of your own.
 
-    from service.agent_runner import run_dataset
+    from trajhub.service.client.runner import run_dataset
 
     def agent(item_input):            # your agent, instrumented as usual (OpenInference,
         return graph.invoke(...)       # OpenLLMetry, gen_ai spans, ...)

@@ -13,9 +13,9 @@ from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from service.errors import IngestError, Unavailable
-from service.ingest_pool import IngestPool
-from service.ingest_worker import KIND_OTLP_PROTOBUF, IngestJob
+from trajhub.service.errors import IngestError, Unavailable
+from trajhub.service.ingest.pool import IngestPool
+from trajhub.service.ingest.worker import KIND_OTLP_PROTOBUF, IngestJob
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 

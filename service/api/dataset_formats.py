@@ -16,8 +16,13 @@ from typing import Any
 
 import orjson
 
-from evaluators import Expectations, ExpectationsError, parse_trajectory, to_agentevals_messages
-from storage.datasets import NewItem, json_text
+from trajhub.evaluators import (
+    Expectations,
+    ExpectationsError,
+    parse_trajectory,
+    to_agentevals_messages,
+)
+from trajhub.storage.datasets import NewItem, json_text
 
 FORMATS = ("jsonl", "csv", "agentevals")
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8",

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from service.decode import Batch, cozeloop_batch, decompress, otlp_batch, parse_otlp
-from service.errors import BadRequest, Unavailable
-from storage import span_writer
+from trajhub.service.errors import BadRequest, Unavailable
+from trajhub.service.ingest.decode import Batch, cozeloop_batch, decompress, otlp_batch, parse_otlp
+from trajhub.storage import span_writer
 
 log = logging.getLogger("trajhub.ingest")
 

@@ -17,7 +17,7 @@ import asyncpg
 import httpx
 import orjson
 
-from evaluators import (
+from trajhub.evaluators import (
     REGISTRY,
     ConfigError,
     EvaluationResult,
@@ -27,8 +27,8 @@ from evaluators import (
     evaluate,
     parse_judge_response,
 )
-from service.config import Settings
-from storage import evaluations
+from trajhub.service.config import Settings
+from trajhub.storage import evaluations
 
 log = logging.getLogger("trajhub.evaluations")
 

@@ -8,17 +8,17 @@ import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaluators import ConfigError
-from service import evaluation_runner
-from service.api_common import (
+from trajhub.evaluators import ConfigError
+from trajhub.service.api.common import (
     Project,
     Rt,
     decode_cursor,
     encode_cursor,
     json_response,
 )
-from service.runtime import Runtime
-from storage import datasets, evaluations
+from trajhub.service.runtime import Runtime
+from trajhub.service.workers import evaluations as evaluation_runner
+from trajhub.storage import datasets, evaluations
 
 router = APIRouter(prefix="/api/v1", tags=["evaluations"])
 

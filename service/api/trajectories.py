@@ -9,11 +9,11 @@ from typing import Annotated, Any, Literal
 import orjson
 from fastapi import APIRouter, Body, Depends, Header, HTTPException, Query, Request, Response
 
-from normalizers import NORMALIZER_VERSION, DerivationError, derive
-from normalizers.model import Span
-from normalizers.sources import span_from_cozeloop, spans_from_resource_spans
-from normalizers.trajectory import trajectory_to_json
-from service.api_common import (
+from trajhub.normalizers import NORMALIZER_VERSION, DerivationError, derive
+from trajhub.normalizers.model import Span
+from trajhub.normalizers.sources import span_from_cozeloop, spans_from_resource_spans
+from trajhub.normalizers.trajectory import trajectory_to_json
+from trajhub.service.api.common import (
     Project,
     Rt,
     decode_cursor,
@@ -22,11 +22,11 @@ from service.api_common import (
     parse_time,
     trace_id_param,
 )
-from service.decode import decompress, parse_otlp
-from service.errors import IngestError
-from service.routes_ingest import read_body
-from service.stored_spans import iso_time
-from storage import assembly_store, trajectory_reads
+from trajhub.service.errors import IngestError
+from trajhub.service.ingest.decode import decompress, parse_otlp
+from trajhub.service.ingest.http import read_body
+from trajhub.service.stored_spans import iso_time
+from trajhub.storage import assembly_store, trajectory_reads
 
 router = APIRouter(prefix="/api/v1", tags=["trajectories"])
 

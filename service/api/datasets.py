@@ -10,9 +10,9 @@ from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from evaluators import Expectations, ExpectationsError, expectations_from_trajectory
-from service import dataset_fill, dataset_formats
-from service.api_common import (
+from trajhub.evaluators import Expectations, ExpectationsError, expectations_from_trajectory
+from trajhub.service.api import dataset_fill, dataset_formats
+from trajhub.service.api.common import (
     Project,
     Rt,
     decode_cursor,
@@ -20,10 +20,10 @@ from service.api_common import (
     json_response,
     trace_id_param,
 )
-from service.errors import IngestError
-from service.routes_ingest import read_body
-from service.runtime import Runtime
-from storage import datasets
+from trajhub.service.errors import IngestError
+from trajhub.service.ingest.http import read_body
+from trajhub.service.runtime import Runtime
+from trajhub.storage import datasets
 
 router = APIRouter(prefix="/api/v1", tags=["datasets"])
 

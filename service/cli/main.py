@@ -8,14 +8,16 @@ import logging
 import os
 import sys
 
-from service import cli_datasets, config
+from trajhub import __version__
+from trajhub.service import config
+from trajhub.service.cli import datasets as cli_datasets
 
 
 def _serve(args: argparse.Namespace) -> int:
     # trajhub never forks a process that uses gRPC (its workers are spawned); without this,
     # gRPC logs a warning each time the embedded PostgreSQL's tooling forks
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
-    from service.server import serve
+    from trajhub.service.server import serve
 
     settings = config.settings_from(args)
     logging.basicConfig(level=settings.log_level.upper(),
@@ -25,7 +27,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _rederive(args: argparse.Namespace) -> int:
-    from service.admin import rederive
+    from trajhub.service.cli.admin import rederive
 
     settings = config.settings_from(args)
     logging.basicConfig(level=settings.log_level.upper())
@@ -38,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trajhub",
         description="OpenTelemetry trace ingestion for LLM agents: spans in, trajectories out.")
+    parser.add_argument("--version", action="version", version=f"trajhub {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser(

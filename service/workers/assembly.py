@@ -23,13 +23,13 @@ from typing import Any
 import asyncpg
 import orjson
 
-from normalizers import NORMALIZER_VERSION, derive
-from normalizers.model import STATUS_ERROR, Span
-from normalizers.trajectory import trajectory_to_json
-from service.config import Settings
-from service.stored_spans import to_model
-from storage import assembly_store, trace_reads
-from storage.database import TRANSIENT_ERRORS
+from trajhub.normalizers import NORMALIZER_VERSION, derive
+from trajhub.normalizers.model import STATUS_ERROR, Span
+from trajhub.normalizers.trajectory import trajectory_to_json
+from trajhub.service.config import Settings
+from trajhub.service.stored_spans import to_model
+from trajhub.storage import assembly_store, trace_reads
+from trajhub.storage.database import TRANSIENT_ERRORS
 
 log = logging.getLogger("trajhub.assembly")
 
