@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 
@@ -17,14 +17,16 @@ from trajhub.storage.migrate import migrate
 
 
 def database_label(settings: Settings) -> str:
-    """Which database a command works on, without the password: `PostgreSQL at host:5432/db`
-    or `the embedded PostgreSQL in /data/dir`."""
+    """Which database a command works on, without the password: `PostgreSQL database 'db' on
+    host:5432` or `the embedded PostgreSQL in /data/dir`."""
     if not settings.database_url:
         return f"the embedded PostgreSQL in {settings.data_dir}"
     url = urlsplit(settings.database_url)
-    host = url.hostname or "localhost"
+    # a Unix socket directory comes as ?host=/path, with no host in the netloc
+    host = url.hostname or parse_qs(url.query).get("host", ["localhost"])[0]
     port = f":{url.port}" if url.port else ""
-    return f"PostgreSQL at {host}{port}{url.path or '/'}"
+    database = url.path.lstrip("/") or url.username or "postgres"
+    return f"PostgreSQL database {database!r} on {host}{port}"
 
 
 async def rederive(settings: Settings, project: str | None, since: str | None,
