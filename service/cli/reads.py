@@ -69,11 +69,18 @@ def _traces_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _span_failed(span: dict[str, Any]) -> bool:
+    # an OTLP span says so in its status; a Coze Loop native span in its own status code
+    cozeloop = span.get("cozeloop") or {}
+    return (span.get("status") or {}).get("code") == "ERROR" \
+        or cozeloop.get("status_code") not in (None, 0)
+
+
 def _span_lines(nodes: list[dict[str, Any]], depth: int, out: list[str]) -> None:
     for span in nodes:
-        status = span.get("status") or {}
-        failed = "  ERROR" + (f": {status.get('message')}" if status.get("message") else "") \
-            if status.get("code") == "ERROR" else ""
+        message = (span.get("status") or {}).get("message")
+        failed = ("  ERROR" + (f": {clip(message, 80)}" if message else "")
+                  if _span_failed(span) else "")
         out.append(f"{'  ' * depth}{span['name']}  {span['span_id']}  "
                    f"{duration(span.get('duration_ms'))}{failed}")
         _span_lines(span.get("children") or [], depth + 1, out)
@@ -154,7 +161,7 @@ def _trajectories_show(args: argparse.Namespace) -> int:
     for field in ("input", "output"):
         if root.get(field) not in (None, ""):
             print(f"  {field}: {clip(_text(root[field]), 100)}")
-    for agent in root.get("agent_steps") or []:
+    for agent in stored.document.get("agent_steps") or root.get("agent_steps") or []:
         print(_step_line(agent, 1))
         for step in agent.get("steps") or []:
             print(_step_line(step, 2))
