@@ -222,6 +222,14 @@ def test_a_missing_or_unwritable_file(server: ServerProcess, runs: Runs, tmp_pat
         assert line == f"trajhub: cannot write {target}: {problem}"
 
 
+def test_serve_with_an_unusable_data_directory(tmp_path: Path) -> None:
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    line = one_line_error(trajhub("serve", "--data-dir", str(a_file / "data"),
+                                  "--http-port", "0", "--grpc-port", "0"))
+    assert line == f"trajhub: cannot use the data directory {a_file / 'data'}: Not a directory"
+
+
 def test_a_usage_mistake_is_one_line() -> None:
     line = one_line_error(trajhub("trajectories", "list", "--limit", "many"))
     assert "--limit" in line and "'many'" in line

@@ -7,6 +7,7 @@ import asyncio
 import logging
 import os
 import sys
+from pathlib import Path
 
 from trajhub import __version__
 from trajhub.service import config
@@ -21,12 +22,25 @@ def _serve(args: argparse.Namespace) -> int:
     # gRPC logs a warning each time the embedded PostgreSQL's tooling forks
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     settings = config.settings_from(args)
+    if not settings.database_url:
+        _check_data_dir(settings.data_dir)
     from trajhub.service.server import serve
 
     logging.basicConfig(level=settings.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(serve(settings))
     return 0
+
+
+def _check_data_dir(path: str) -> None:
+    """The embedded PostgreSQL's directory must be creatable and writable; say so up front
+    rather than fail inside its startup."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot use the data directory {path}: {exc.strerror or exc}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise CliError(f"cannot use the data directory {path}: permission denied")
 
 
 def _rederive(args: argparse.Namespace) -> int:
