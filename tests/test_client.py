@@ -25,6 +25,7 @@ from trajhub.client import (
     TraceSummary,
     TrajectorySummary,
     TrajhubClient,
+    TrajhubError,
 )
 from trajhub.service.cli import main as cli_main
 from trajhub.service.cli import reads as cli_reads
@@ -196,3 +197,14 @@ def test_projects_command(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
     assert rows[1].split() == ["empty-ish", "0", "0", "-", "-"]
     assert cli_main.main(["projects", "--json", "--url", "http://trajhub.test"]) == 0
     assert json.loads(capsys.readouterr().out) == PROJECTS
+
+
+def test_a_server_that_is_not_trajhub() -> None:
+    def html(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text="<html>welcome</html>")
+
+    with TrajhubClient("http://elsewhere.test", transport=httpx.MockTransport(html)) as hub, \
+            pytest.raises(TrajhubError) as wrong:
+        hub.list_datasets()
+    assert str(wrong.value) == ("http://elsewhere.test answered GET /api/v1/datasets with "
+                                "something other than JSON; is it a trajhub server?")

@@ -154,8 +154,17 @@ class TrajhubClient:
         return response
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
-        response = self._send(method, path, **kwargs)
-        return response.json() if response.content else None
+        return self._decode(self._send(method, path, **kwargs))
+
+    def _decode(self, response: httpx.Response) -> Any:
+        if not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            raise TrajhubError(f"{self.base_url} answered {response.request.method} "
+                               f"{response.request.url.path} with something other than JSON; "
+                               "is it a trajhub server?") from None
 
     def _page(self, path: str, build: Callable[[Mapping[str, Any]], T],
               params: Mapping[str, Any]) -> Page[T]:
@@ -206,7 +215,7 @@ class TrajhubClient:
     def get_trajectory(self, trace_id: str) -> StoredTrajectory:
         response = self._send("GET", f"/trajectories/{trace_id}")
         return StoredTrajectory(
-            trace_id, response.json(), response.headers.get("x-trajectory-status", ""),
+            trace_id, self._decode(response), response.headers.get("x-trajectory-status", ""),
             int(response.headers.get("x-trajectory-revision", "0")))
 
     def explain_trajectory(self, trace_id: str) -> dict[str, Any]:
