@@ -67,7 +67,10 @@ def output_file(path: str) -> Iterator[IO[bytes]]:
     except OSError as exc:
         raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
     with out:
-        yield out
+        try:
+            yield out
+        except OSError as exc:  # e.g. the disk filled up while writing
+            raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def check_writable(path: str) -> None:
