@@ -112,13 +112,17 @@ _TRAJECTORY_FILTERS = ("start", "end", "agent", "tool", "model", "framework", "s
 def _trajectories_list(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         page = hub.list_trajectories(limit=args.limit, cursor=args.cursor,
+                                     count=args.count or None,
                                      **_filters(args, _TRAJECTORY_FILTERS))
     if args.json:
-        print_json({"items": [asdict(t) for t in page.items], "next_cursor": page.next_cursor})
+        print_json({"items": [asdict(t) for t in page.items], "next_cursor": page.next_cursor,
+                    **({"total": page.total} if page.total is not None else {})})
         return 0
     if not page.items:
         print("no trajectories match")
         return 0
+    if page.total is not None:
+        print(f"{page.total} trajectories match")
     print(table([(t.trace_id, t.status, when(t.start_time), duration(t.duration_ms),
                   t.step_count, t.input_tokens + t.output_tokens,
                   "yes" if t.has_error else "", t.agent_names, t.tool_names)
@@ -262,6 +266,8 @@ def register(sub: Any) -> None:
     p.add_argument("-q", dest="q", metavar="TEXT", help="text in the run's input or output")
     p.add_argument("--sort", choices=("start_time", "duration", "tokens", "steps"))
     p.add_argument("--order", choices=("desc", "asc"))
+    p.add_argument("--count", action="store_true",
+                   help="also print how many trajectories match in all")
     _paging(p)
     p.set_defaults(func=_trajectories_list)
     p = tj.add_parser("show", parents=[common], help="one trajectory",
