@@ -208,3 +208,34 @@ def test_a_server_that_is_not_trajhub() -> None:
         hub.list_datasets()
     assert str(wrong.value) == ("http://elsewhere.test answered GET /api/v1/datasets with "
                                 "something other than JSON; is it a trajhub server?")
+
+
+def test_trajectory_summaries_follow_the_contract(monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The summary fields and `?count=true` of GET /api/v1/trajectories (issue 8's contract)."""
+    seen: list[httpx.QueryParams] = []
+    summary = {"trace_id": "ab" * 16, "status": "final", "agent_names": ["planner"],
+               "tool_names": ["search"], "start_time": "2026-01-02T03:04:05Z",
+               "duration_ms": 1500, "step_count": 4, "input_tokens": 10, "output_tokens": 5,
+               "has_error": False, "service": "travel-agent", "session_id": "s-1",
+               "user_id": "u-1", "input_preview": "plan a trip", "output_preview": "done",
+               "a_field_from_a_newer_server": 1}
+
+    def api(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.params)
+        return httpx.Response(200, json={"items": [summary], "next_cursor": None, "total": 7})
+
+    monkeypatch.setattr(cli_reads, "connect", lambda args: TrajhubClient(
+        args.url, transport=httpx.MockTransport(api)))
+    assert cli_main.main(["trajectories", "list", "--count", "--service", "travel-agent",
+                          "--url", "http://trajhub.test"]) == 0
+    assert seen[-1]["count"] == "true" and seen[-1]["service"] == "travel-agent"
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "7 trajectories match"
+    assert lines[2].split()[:2] == ["ab" * 16, "final"]
+    with TrajhubClient("http://trajhub.test", transport=httpx.MockTransport(api)) as hub:
+        page = hub.list_trajectories(count=True, user_id="u-1")
+    assert page.total == 7 and seen[-1]["user_id"] == "u-1"
+    [t] = page.items
+    assert (t.service, t.session_id, t.user_id, t.input_preview, t.output_preview) == (
+        "travel-agent", "s-1", "u-1", "plan a trip", "done")
