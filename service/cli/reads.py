@@ -141,6 +141,8 @@ def _step_line(step: dict[str, Any], depth: int) -> str:
     if kind == "model":
         tokens = f"  {model.get('input_tokens', 0)}+{model.get('output_tokens', 0)} tokens"
     error = info.get("error") or step.get("error")
+    if isinstance(error, dict):  # {"code", "msg"} in the trajectory format
+        error = error.get("msg") or error.get("message") or error
     failed = f"  ERROR: {clip(str(error), 80)}" if error else ""
     ms = info.get("duration")
     return (f"{'  ' * depth}{kind:<6} {step.get('name')}  "
