@@ -1,113 +1,131 @@
-"""Settings of `trajhub serve`: each has a flag and an environment variable (flags win)."""
+"""Settings of `trajhub serve`: one typed object; each setting has a flag and an environment
+variable `TRAJHUB_<NAME>` (flags win over the environment, which wins over the default)."""
 
 from __future__ import annotations
 
 import argparse
-import functools
-import os
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 MIB = 1024 * 1024
+ENV_PREFIX = "TRAJHUB_"
+
+Port = Annotated[int, Field(ge=0, le=65535)]
 
 
 def _default_data_dir() -> str:
     return str(Path.home() / ".trajhub")
 
 
-@dataclass(frozen=True)
-class Settings:
-    host: str = field(default="127.0.0.1", metadata={
-        "env": "TRAJHUB_HOST", "help": "address both servers listen on"})
-    http_port: int = field(default=4318, metadata={
-        "env": "TRAJHUB_HTTP_PORT",
-        "help": "HTTP port: OTLP /v1/traces, Coze Loop /v1/loop/*, REST /api/v1, /docs; "
-                "0 picks a free port (logged)"})
-    grpc_port: int = field(default=4317, metadata={
-        "env": "TRAJHUB_GRPC_PORT", "help": "OTLP/gRPC port; 0 picks a free port (logged)"})
-    database_url: str = field(default="", metadata={
-        "env": "TRAJHUB_DATABASE_URL",
-        "help": "PostgreSQL URL; empty starts an embedded PostgreSQL in the data directory"})
-    data_dir: str = field(default_factory=_default_data_dir, metadata={
-        "env": "TRAJHUB_DATA_DIR", "help": "where the embedded PostgreSQL keeps its data"})
-    max_request_bytes: int = field(default=64 * MIB, metadata={
-        "env": "TRAJHUB_MAX_REQUEST_BYTES",
-        "help": "largest request body after decompression (HTTP 413 / gRPC RESOURCE_EXHAUSTED "
-                "beyond)"})
-    ingest_workers: int = field(default=4, metadata={
-        "env": "TRAJHUB_INGEST_WORKERS", "help": "processes that decode and store spans"})
-    max_inflight_requests: int = field(default=32, metadata={
-        "env": "TRAJHUB_MAX_INFLIGHT_REQUESTS",
-        "help": "ingest requests in progress before new ones get 503 / UNAVAILABLE"})
-    settle_seconds: float = field(default=3.0, metadata={
-        "env": "TRAJHUB_SETTLE_SECONDS",
-        "help": "quiet time after a trace's last span before its trajectory is final"})
-    assembly_workers: int = field(default=1, metadata={
-        "env": "TRAJHUB_ASSEMBLY_WORKERS",
-        "help": "processes that derive trajectories, at low CPU priority; more derive faster "
-                "but take PostgreSQL time from ingestion"})
-    assembly_interval_seconds: float = field(default=0.2, metadata={
-        "env": "TRAJHUB_ASSEMBLY_INTERVAL_SECONDS",
-        "help": "how often the trajectory worker looks for new spans when idle"})
-    cors_origins: str = field(default="", metadata={
-        "env": "TRAJHUB_CORS_ORIGINS",
-        "help": "comma-separated origins allowed to POST from a browser (CORS off when empty)"})
-    judge_url: str = field(default="", metadata={
-        "env": "TRAJHUB_JUDGE_URL",
-        "help": "OpenAI-compatible base URL for the llm_judge evaluator (off when empty)"})
-    judge_model: str = field(default="", metadata={
-        "env": "TRAJHUB_JUDGE_MODEL", "help": "model name for the llm_judge evaluator"})
-    judge_api_key: str = field(default="", metadata={
-        "env": "TRAJHUB_JUDGE_API_KEY", "help": "API key for the llm_judge evaluator"})
-    log_level: str = field(default="info", metadata={
-        "env": "TRAJHUB_LOG_LEVEL", "help": "debug, info, warning or error"})
+class SettingsError(ValueError):
+    """A setting's value is invalid; the message names the flag or variable and the problem."""
+
+
+class Settings(BaseSettings):
+    """Every setting of the server. The field's description is its `--help` text."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="ignore")
+
+    host: str = Field("127.0.0.1", description="address both servers listen on")
+    http_port: Port = Field(4318, description=(
+        "HTTP port: OTLP /v1/traces, Coze Loop /v1/loop/*, REST /api/v1, /docs; "
+        "0 picks a free port (logged)"))
+    grpc_port: Port = Field(4317, description="OTLP/gRPC port; 0 picks a free port (logged)")
+    database_url: str = Field("", description=(
+        "PostgreSQL URL; empty starts an embedded PostgreSQL in the data directory"))
+    data_dir: str = Field(default_factory=_default_data_dir,
+                          description="where the embedded PostgreSQL keeps its data")
+    max_request_bytes: int = Field(64 * MIB, gt=0, description=(
+        "largest request body after decompression (HTTP 413 / gRPC RESOURCE_EXHAUSTED beyond)"))
+    ingest_workers: int = Field(4, ge=1, description="processes that decode and store spans")
+    max_inflight_requests: int = Field(32, ge=1, description=(
+        "ingest requests in progress before new ones get 503 / UNAVAILABLE"))
+    settle_seconds: float = Field(3.0, ge=0, description=(
+        "quiet time after a trace's last span before its trajectory is final"))
+    assembly_workers: int = Field(1, ge=1, description=(
+        "processes that derive trajectories, at low CPU priority; more derive faster but take "
+        "PostgreSQL time from ingestion"))
+    assembly_interval_seconds: float = Field(0.2, gt=0, description=(
+        "how often the trajectory worker looks for new spans when idle"))
+    shutdown_timeout: float = Field(10.0, ge=0, description=(
+        "seconds a stopping server waits for requests in progress to finish"))
+    cors_origins: str = Field("", description=(
+        "comma-separated origins allowed to POST from a browser (CORS off when empty)"))
+    judge_url: str = Field("", description=(
+        "OpenAI-compatible base URL for the llm_judge evaluator (off when empty)"))
+    judge_model: str = Field("", description="model name for the llm_judge evaluator")
+    judge_api_key: str = Field("", description="API key for the llm_judge evaluator",
+                               repr=False)
+    prices: str = Field("", description=(
+        "a JSON file of model prices for cost estimates (built-in table when empty)"))
+    log_level: str = Field("info", pattern=r"(?i)^(debug|info|warning|error)$",
+                           description="debug, info, warning or error")
 
     @property
     def cors_origin_list(self) -> list[str]:
         return [o.strip() for o in self.cors_origins.split(",") if o.strip()]
 
 
-def _convert(kind: Any, raw: str) -> Any:
-    if kind in (int, "int"):
-        return int(raw)
-    if kind in (float, "float"):
-        return float(raw)
-    return raw
+def env_name(name: str) -> str:
+    """The environment variable of setting `name`."""
+    return ENV_PREFIX + name.upper()
+
+
+def flag_name(name: str) -> str:
+    """The command-line flag of setting `name`."""
+    return "--" + name.replace("_", "-")
+
+
+def _shown_default(name: str) -> str:
+    field = Settings.model_fields[name]
+    if not field.repr:  # a secret: never printed
+        return "(hidden)"
+    if name == "data_dir":
+        return "~/.trajhub"
+    default = field.get_default(call_default_factory=True)
+    return "(empty)" if default == "" else str(default)
 
 
 def add_arguments(parser: argparse.ArgumentParser, only: tuple[str, ...] | None = None) -> None:
-    """One --flag per setting, its default taken from the environment."""
-    defaults = Settings()
-    for f in fields(Settings):
-        if only is not None and f.name not in only:
+    """One --flag per setting (or per setting named in `only`). Values stay strings here so that
+    `settings_from` validates flags and environment variables alike, with the same messages."""
+    for name, field in Settings.model_fields.items():
+        if only is not None and name not in only:
             continue
-        env = f.metadata["env"]
-        default = getattr(defaults, f.name)
-        shown = default if f.name != "judge_api_key" else "(hidden)"
         parser.add_argument(
-            "--" + f.name.replace("_", "-"),
-            dest=f.name,
-            default=None,
-            type=functools.partial(_convert, f.type),
-            help=f"{f.metadata['help']} [env {env}; default {shown!s}]",
-        )
+            flag_name(name), dest=name, default=None,
+            help=f"{field.description} [env {env_name(name)}; default {_shown_default(name)}]")
 
 
-def settings_from(args: argparse.Namespace | None = None, env: dict[str, str] | None = None
-                  ) -> Settings:
-    """Flags, else environment variables, else defaults."""
-    env = dict(os.environ) if env is None else env
-    values: dict[str, Any] = {}
-    for f in fields(Settings):
-        flag = getattr(args, f.name, None) if args is not None else None
-        if flag is not None:
-            values[f.name] = flag
-        elif f.metadata["env"] in env:
-            try:
-                values[f.name] = _convert(f.type, env[f.metadata["env"]])
-            except ValueError:
-                raise SystemExit(
-                    f"trajhub: {f.metadata['env']}={env[f.metadata['env']]!r} is not a valid "
-                    f"{f.type}") from None
-    return Settings(**values)
+def settings_from(args: argparse.Namespace | None = None) -> Settings:
+    """Flags, else environment variables, else defaults. An invalid value raises SettingsError
+    naming where it came from: `--http-port 'x': …` or `TRAJHUB_HTTP_PORT='x': …`."""
+    flags: dict[str, Any] = {}
+    if args is not None:
+        flags = {name: getattr(args, name) for name in Settings.model_fields
+                 if getattr(args, name, None) is not None}
+    try:
+        return Settings(**flags)
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc, set(flags))) from None
+
+
+def _describe(exc: ValidationError, from_flags: set[str]) -> str:
+    problems = []
+    for error in exc.errors(include_url=False):
+        name = str(error["loc"][0]) if error["loc"] else "?"
+        where = flag_name(name) if name in from_flags else env_name(name)
+        value = error.get("input")
+        shown = f"{where} {value!r}" if name in from_flags else f"{where}={value!r}"
+        problems.append(f"{shown}: {_lower_first(error['msg'])}")
+    return "; ".join(problems)
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
+
+
+__all__ = ["Settings", "SettingsError", "add_arguments", "env_name", "flag_name", "settings_from"]

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.harness import ServerProcess, wait_for
-from trajhub.service.client.runner import run_dataset
+from trajhub.client import run_dataset
 
 
 @pytest.fixture
@@ -77,15 +77,16 @@ def test_run_dataset_evaluates_the_live_runs(server: ServerProcess, project: str
     assert [(i.item_id, i.output) for i in run.items] == [
         (ids["2+3"], 5), (ids["4+4"], 8), (ids["boom"], None)]
     assert run.items[2].error == "RuntimeError: model unavailable"
-    assert run.evaluation["status"] == "done" and run.evaluation["target"] == "live"
-    results = {(r["item_id"], r["evaluator"]): r for r in run.results}
+    assert run.evaluation is not None
+    assert run.evaluation.status == "done" and run.evaluation.target == "live"
+    results = {(r.item_id, r.evaluator): r for r in run.results}
     for evaluator in ("expected_agents_tools", "trajectory_match"):
-        assert results[(ids["2+3"], evaluator)]["passed"] is True
-        assert results[(ids["boom"], evaluator)]["passed"] is False  # add never ran
-    assert results[(ids["4+4"], "expected_agents_tools")]["passed"] is True
-    assert results[(ids["4+4"], "trajectory_match")]["passed"] is False  # add(4, 4), not (4, 5)
+        assert results[(ids["2+3"], evaluator)].passed is True
+        assert results[(ids["boom"], evaluator)].passed is False  # add never ran
+    assert results[(ids["4+4"], "expected_agents_tools")].passed is True
+    assert results[(ids["4+4"], "trajectory_match")].passed is False  # add(4, 4), not (4, 5)
     # each result points at the trace of its own run
-    assert {r["trace_id"] for r in run.results} == {i.trace_id for i in run.items}
+    assert {r.trace_id for r in run.results} == {i.trace_id for i in run.items}
     root = api.get(f"/traces/{run.items[0].trace_id}", params={"view": "flat"}).json()
     attributes = [s.get("attributes", {}) for s in root["spans"]
                   if not s.get("parent_span_id")]

@@ -3,15 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import asyncpg
 
 from trajhub.normalizers import NORMALIZER_VERSION
 from trajhub.service.api.common import time_ns
+from trajhub.service.cli.common import CliError
 from trajhub.service.config import Settings
 from trajhub.storage import assembly_store
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
+
+
+def database_label(settings: Settings) -> str:
+    """Which database a command works on, without the password: `PostgreSQL database 'db' on
+    host:5432` or `the embedded PostgreSQL in /data/dir`."""
+    if not settings.database_url:
+        return f"the embedded PostgreSQL in {settings.data_dir}"
+    url = urlsplit(settings.database_url)
+    # a Unix socket directory comes as ?host=/path, with no host in the netloc
+    host = url.hostname or parse_qs(url.query).get("host", ["localhost"])[0]
+    port = f":{url.port}" if url.port else ""
+    database = url.path.lstrip("/") or url.username or "postgres"
+    return f"PostgreSQL database {database!r} on {host}{port}"
 
 
 async def rederive(settings: Settings, project: str | None, since: str | None,
@@ -19,10 +34,18 @@ async def rederive(settings: Settings, project: str | None, since: str | None,
     try:
         since_ns = time_ns(since, "--since")
     except ValueError as exc:
-        raise SystemExit(f"trajhub: {exc}") from None
+        raise CliError(str(exc)) from None
+    if not settings.database_url and not (Path(settings.data_dir) / "pgdata").is_dir():
+        raise CliError(f"no embedded PostgreSQL in {settings.data_dir}: nothing to re-derive "
+                       "(pass the server's --data-dir or --database-url)")
     embedded = None if settings.database_url else EmbeddedPostgres(Path(settings.data_dir))
     url = settings.database_url or (embedded.url if embedded else "")
-    conn = await asyncpg.connect(url, timeout=10)
+    try:
+        conn = await asyncpg.connect(url, timeout=10)
+    except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        if embedded is not None:
+            embedded.stop()
+        raise CliError(f"cannot connect to {database_label(settings)}: {exc}") from None
     try:
         await migrate(conn)
         return await assembly_store.queue_rederive(

@@ -3,43 +3,25 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import sys
-import time
-from pathlib import Path
 from typing import Any
 
-import httpx
 from tqdm import tqdm
 
-DEFAULT_URL = "http://127.0.0.1:4318"
-_POLL_SECONDS = 0.3
+from trajhub.service.cli.common import (
+    CliError,
+    check_writable,
+    connect,
+    output_file,
+    read_file,
+    server_options,
+)
+from trajhub.service.client.api import ApiError, TrajhubClient
+from trajhub.service.client.models import Evaluation, EvaluationResult
+
 #: record terminator per export format, to count items for the progress bar as bytes stream in
 _TERMINATOR = {"jsonl": b"\n", "agentevals": b"\n", "csv": b"\r\n"}
-
-
-class CliError(Exception):
-    """Printed as `trajhub: <message>`, exit status 2."""
-
-
-def _client(args: argparse.Namespace) -> httpx.Client:
-    headers = {"trajhub-project": args.project} if args.project else {}
-    return httpx.Client(base_url=args.url.rstrip("/") + "/api/v1", headers=headers,
-                        timeout=httpx.Timeout(60, connect=10))
-
-
-def _check(response: httpx.Response) -> Any:
-    if response.status_code >= 400:
-        try:
-            detail = response.json().get("detail", response.text)
-        except ValueError:
-            detail = response.text
-        if not isinstance(detail, str):
-            detail = json.dumps(detail)
-        raise CliError(f"HTTP {response.status_code}: {detail}")
-    return response.json() if response.content else None
 
 
 def _value(raw: str) -> Any:
@@ -63,110 +45,102 @@ def _pairs(items: list[str] | None, what: str) -> dict[str, Any]:
 # --- dataset -------------------------------------------------------------------------------
 
 def _create(args: argparse.Namespace) -> int:
-    with _client(args) as c:
-        d = _check(c.post("/datasets", json={"name": args.name,
-                                             "description": args.description}))
-    print(f"created evaluation set {d['name']!r}")
+    with connect(args) as hub:
+        d = hub.create_dataset(args.name, args.description)
+    print(f"created evaluation set {d.name!r}")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    with _client(args) as c:
-        sets = _check(c.get("/datasets"))["items"]
+    with connect(args) as hub:
+        sets = hub.list_datasets()
+    if args.json:
+        print(json.dumps([vars(d) for d in sets], indent=2))
+        return 0
     if not sets:
         print("no evaluation sets")
     for d in sets:
-        print(f"{d['name']:<32} {d['item_count']:>7} items  {d['description']}")
+        print(f"{d.name:<32} {d.item_count:>7} items  {d.description}")
     return 0
 
 
 def _show(args: argparse.Namespace) -> int:
-    with _client(args) as c:
-        d = _check(c.get(f"/datasets/{args.name}"))
-        print(f"{d['name']}: {d['item_count']} items, created {d['created_at']}")
-        if d["description"]:
-            print(d["description"])
-        cursor: str | None = None
-        while True:
-            page = _check(c.get(f"/datasets/{args.name}/items",
-                                params={"limit": 500, **({"cursor": cursor} if cursor else {})}))
-            for item in page["items"]:
-                exp = item["expectations"] or {}
-                tools = ", ".join(exp.get("tool_order") or []) or "-"
-                print(f"  {item['id']}  trace {item['source_trace_id'] or '-'}  "
-                      f"agents {', '.join(exp.get('agents') or []) or '-'}  tools {tools}"
-                      + (f"  tags {','.join(item['tags'])}" if item["tags"] else ""))
-            cursor = page["next_cursor"]
-            if not cursor:
-                return 0
+    with connect(args) as hub:
+        d = hub.get_dataset(args.name)
+        print(f"{d.name}: {d.item_count} items, created {d.created_at}")
+        if d.description:
+            print(d.description)
+        for item in hub.iter_items(args.name):
+            exp = item.expectations or {}
+            tools = ", ".join(exp.get("tool_order") or []) or "-"
+            print(f"  {item.id}  trace {item.source_trace_id or '-'}  "
+                  f"agents {', '.join(exp.get('agents') or []) or '-'}  tools {tools}"
+                  + (f"  tags {','.join(item.tags)}" if item.tags else ""))
+    return 0
 
 
 def _rename(args: argparse.Namespace) -> int:
-    with _client(args) as c:
-        _check(c.patch(f"/datasets/{args.name}", json={"name": args.new_name}))
+    with connect(args) as hub:
+        hub.update_dataset(args.name, new_name=args.new_name)
     print(f"renamed {args.name!r} to {args.new_name!r}")
     return 0
 
 
 def _delete(args: argparse.Namespace) -> int:
-    with _client(args) as c:
-        _check(c.delete(f"/datasets/{args.name}"))
+    with connect(args) as hub:
+        hub.delete_dataset(args.name)
     print(f"deleted evaluation set {args.name!r}")
     return 0
 
 
 def _fill(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"sample_rate": args.sample_rate, "limit": args.limit,
-                            "tags": args.tag or []}
-    if args.trace_id:
-        body["trace_ids"] = args.trace_id
-    else:
-        body["query"] = _pairs(args.query, "--query")
-    with _client(args) as c:
-        out = _check(c.post(f"/datasets/{args.name}/fill", json=body))
-    print(f"added {out['added']} item(s); skipped {out['skipped_duplicates']} already in the "
-          f"set; {out['sampled_out']} sampled out")
-    for key in ("not_found", "not_final"):
-        if out[key]:
-            print(f"{key.replace('_', ' ')}: {', '.join(out[key])}")
+    with connect(args) as hub:
+        out = hub.fill_dataset(
+            args.name, trace_ids=args.trace_id or None,
+            query=None if args.trace_id else _pairs(args.query, "--query"),
+            sample_rate=args.sample_rate, limit=args.limit, tags=args.tag or [])
+    print(f"added {out.added} item(s); skipped {out.skipped_duplicates} already in the "
+          f"set; {out.sampled_out} sampled out")
+    if out.not_found:
+        print(f"not found: {', '.join(out.not_found)}")
+    if out.not_final:
+        print(f"not final: {', '.join(out.not_final)}")
     return 0
 
 
 def _export(args: argparse.Namespace) -> int:
+    check_writable(args.output)
     terminator = _TERMINATOR[args.format]
-    with _client(args) as c, c.stream("GET", f"/datasets/{args.name}/export",
-                                      params={"format": args.format}) as r:
-        if r.status_code >= 400:
-            r.read()
-            _check(r)
-        total = int(r.headers.get("x-item-count", "0"))
-        with contextlib.ExitStack() as stack, tqdm(
-                total=total, unit="item", desc=f"export {args.name}",
-                disable=args.output == "-" or None) as bar:
-            out = (sys.stdout.buffer if args.output == "-"
-                   else stack.enter_context(Path(args.output).open("wb")))
-            header = args.format == "csv"
-            tail = b""
-            for chunk in r.iter_bytes():
-                out.write(chunk)
-                # count record ends, including one split across two chunks
-                seen = (tail + chunk).count(terminator)
-                if header and seen:
-                    seen, header = seen - 1, False
-                bar.update(seen)
-                tail = chunk[-(len(terminator) - 1):] if len(terminator) > 1 else b""
+    with connect(args) as hub, hub.export_dataset(args.name, args.format) as export, \
+            output_file(args.output) as out, \
+            tqdm(total=export.item_count, unit="item", desc=f"export {args.name}",
+                 disable=args.output == "-" or None) as bar:
+        header = args.format == "csv"
+        tail = b""
+        for chunk in export.iter_bytes():
+            out.write(chunk)
+            # count record ends, including one split across two chunks
+            seen = (tail + chunk).count(terminator)
+            if header and seen:
+                seen, header = seen - 1, False
+            bar.update(seen)
+            tail = chunk[-(len(terminator) - 1):] if len(terminator) > 1 else b""
     if args.output != "-":
-        print(f"exported {total} item(s) to {args.output}", file=sys.stderr)
+        print(f"exported {export.item_count} item(s) to {args.output}", file=sys.stderr)
     return 0
 
 
 def _import(args: argparse.Namespace) -> int:
-    body = Path(args.file).read_bytes()
-    with _client(args) as c:
-        out = _check(c.post(f"/datasets/{args.name}/import", content=body,
-                            params={"create": "true" if args.create else "false"},
-                            headers={"content-type": "application/x-ndjson"}))
-    print(f"imported {out['added']} item(s); skipped {out['skipped_duplicates']} already in "
+    body = read_file(args.file)
+    with connect(args) as hub:
+        try:
+            out = hub.import_items(args.name, body, create=args.create)
+        except ApiError as exc:
+            if exc.status == 404 and not args.create:
+                raise CliError(f"dataset {args.name!r} does not exist; pass --create to create "
+                               "it") from None
+            raise
+    print(f"imported {out.added} item(s); skipped {out.skipped_duplicates} already in "
           "the set")
     return 0
 
@@ -185,76 +159,53 @@ def _evaluator(raw: str) -> Any:
     return {"name": name, "config": config}
 
 
-def _wait(c: httpx.Client, evaluation: dict[str, Any], timeout: float) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    with tqdm(total=evaluation["item_count"], unit="item", desc="evaluating",
-              disable=None) as bar:
-        while True:
-            run: dict[str, Any] = _check(c.get(f"/evaluations/{evaluation['id']}"))
-            bar.update(run["done_items"] - bar.n)
-            if run["status"] != "running":
-                return run
-            if time.monotonic() > deadline:
-                raise CliError(f"evaluation {evaluation['id']} still running after "
-                               f"{timeout:.0f} s; see GET /api/v1/evaluations/"
-                               f"{evaluation['id']}")
-            time.sleep(_POLL_SECONDS)
+def _wait(hub: TrajhubClient, evaluation: Evaluation, timeout: float) -> Evaluation:
+    with tqdm(total=evaluation.item_count, unit="item", desc="evaluating", disable=None) as bar:
+        return hub.wait_evaluation(evaluation.id, timeout=timeout,
+                                   progress=lambda run: bar.update(run.done_items - bar.n))
 
 
-def format_summary(run: dict[str, Any]) -> str:
+def format_summary(run: Evaluation) -> str:
     """The summary table: pass rate and mean score per evaluator."""
-    where = f"run {run['run']!r}" if run["target"] == "live" else "snapshot"
-    items = run["items"]
-    lines = [f"Evaluation {run['id']} of set {run['dataset']!r} ({where}): "
-             f"{items['total']} item(s), {items['passed']} passed every evaluator — "
-             f"{run['status']}", ""]
+    where = f"run {run.run!r}" if run.target == "live" else "snapshot"
+    total, passed = (run.items.total, run.items.passed) if run.items else (run.item_count, 0)
+    lines = [f"Evaluation {run.id} of set {run.dataset!r} ({where}): "
+             f"{total} item(s), {passed} passed every evaluator — {run.status}", ""]
     lines.append(f"{'evaluator':<24}{'pass rate':>10}{'mean score':>12}{'passed':>8}"
                  f"{'failed':>8}{'errors':>8}")
-    for a in run["aggregates"]:
-        rate = f"{a['pass_rate'] * 100:.1f}%" if a["pass_rate"] is not None else "-"
-        mean = f"{a['mean_score']:.2f}" if a["mean_score"] is not None else "-"
-        lines.append(f"{a['evaluator']:<24}{rate:>10}{mean:>12}{a['passed']:>8}"
-                     f"{a['failed']:>8}{a['errors']:>8}")
+    for a in run.aggregates:
+        rate = f"{a.pass_rate * 100:.1f}%" if a.pass_rate is not None else "-"
+        mean = f"{a.mean_score:.2f}" if a.mean_score is not None else "-"
+        lines.append(f"{a.evaluator:<24}{rate:>10}{mean:>12}{a.passed:>8}"
+                     f"{a.failed:>8}{a.errors:>8}")
     return "\n".join(lines)
 
 
-def format_failures(results: list[dict[str, Any]]) -> str:
+def format_failures(results: list[EvaluationResult]) -> str:
     """Each failure with its reason, grouped by item (seed 001's formatResult, per item)."""
     lines: list[str] = []
     current = None
     for r in results:
-        if r["item_id"] != current:
-            current = r["item_id"]
-            lines.append(f"\nitem {r['item_id']} (trace {r['trace_id'] or '-'})")
-        if r["error"] is not None:
-            lines.append(f"⚠️  {r['evaluator']}: error: {r['error']}")
+        if r.item_id != current:
+            current = r.item_id
+            lines.append(f"\nitem {r.item_id} (trace {r.trace_id or '-'})")
+        if r.error is not None:
+            lines.append(f"⚠️  {r.evaluator}: error: {r.error}")
         else:
-            lines.append(r["explanation"].rstrip("\n"))
+            lines.append(r.explanation.rstrip("\n"))
     return "\n".join(lines)
 
 
 def _eval(args: argparse.Namespace) -> int:
     target = args.target or ("live" if args.run else "snapshot")
-    body: dict[str, Any] = {"dataset": args.set, "target": target,
-                            "evaluators": [_evaluator(e) for e in args.evaluator]}
-    if args.run:
-        body["run"] = args.run
-    with _client(args) as c:
-        started = _check(c.post("/evaluations", json=body))
-        run = _wait(c, started, args.timeout)
-        failures: list[dict[str, Any]] = []
-        cursor: str | None = None
-        while True:
-            page = _check(c.get(f"/evaluations/{run['id']}/results",
-                                params={"failed": "true", **({"cursor": cursor} if cursor
-                                                             else {})}))
-            failures += page["items"]
-            cursor = page["next_cursor"]
-            if not cursor:
-                break
+    evaluators = [_evaluator(e) for e in args.evaluator]
+    with connect(args) as hub:
+        started = hub.create_evaluation(args.set, evaluators, target=target, run=args.run)
+        run = _wait(hub, started, args.timeout)
+        failures = list(hub.iter_results(run.id, failed=True))
     print(format_summary(run))
-    if run["status"] == "failed":
-        print(f"\nthe evaluation failed: {run['error']}")
+    if run.status == "failed":
+        print(f"\nthe evaluation failed: {run.error}")
         return 2
     if failures:
         print(f"\nFailures ({len(failures)}):" + format_failures(failures))
@@ -265,31 +216,9 @@ def _eval(args: argparse.Namespace) -> int:
 
 # --- wiring --------------------------------------------------------------------------------
 
-def _run(func: Any) -> Any:
-    def wrapped(args: argparse.Namespace) -> int:
-        try:
-            return int(func(args))
-        except CliError as exc:
-            print(f"trajhub: {exc}", file=sys.stderr)
-            return 2
-        except httpx.HTTPError as exc:
-            print(f"trajhub: cannot reach {args.url}: {exc}", file=sys.stderr)
-            return 2
-    return wrapped
-
-
-def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", default=os.environ.get("TRAJHUB_URL", DEFAULT_URL),
-                        help="the trajhub server [env TRAJHUB_URL; default %(default)s]")
-    common.add_argument("--project", default=os.environ.get("TRAJHUB_PROJECT"),
-                        help="project [env TRAJHUB_PROJECT; default: the server's `default`]")
-    return common
-
-
 def register(sub: Any) -> None:
     """Add `dataset` and `eval` to the `trajhub` subcommands."""
-    common = _common()
+    common = server_options()
     dataset = sub.add_parser("dataset", help="manage evaluation sets on a running server",
                              description="Create, fill, export and import evaluation sets "
                                          "through a running trajhub server's REST API.")
@@ -298,23 +227,24 @@ def register(sub: Any) -> None:
     p = ds.add_parser("create", parents=[common], help="create a set")
     p.add_argument("name")
     p.add_argument("--description", default="")
-    p.set_defaults(func=_run(_create))
+    p.set_defaults(func=_create)
 
     p = ds.add_parser("list", parents=[common], help="list the sets")
-    p.set_defaults(func=_run(_list))
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_list)
 
     p = ds.add_parser("show", parents=[common], help="a set and its items")
     p.add_argument("name")
-    p.set_defaults(func=_run(_show))
+    p.set_defaults(func=_show)
 
     p = ds.add_parser("rename", parents=[common], help="rename a set")
     p.add_argument("name")
     p.add_argument("new_name")
-    p.set_defaults(func=_run(_rename))
+    p.set_defaults(func=_rename)
 
     p = ds.add_parser("delete", parents=[common], help="delete a set and its items")
     p.add_argument("name")
-    p.set_defaults(func=_run(_delete))
+    p.set_defaults(func=_delete)
 
     p = ds.add_parser(
         "fill", parents=[common], help="add trajectories, by id or by query",
@@ -330,20 +260,20 @@ def register(sub: Any) -> None:
                    help="fraction of the matches to add, stable across re-fills (default 1)")
     p.add_argument("--limit", type=int, default=100, help="add at most this many (default 100)")
     p.add_argument("--tag", action="append", help="tag the added items (repeatable)")
-    p.set_defaults(func=_run(_fill))
+    p.set_defaults(func=_fill)
 
     p = ds.add_parser("export", parents=[common], help="export a set to a file")
     p.add_argument("name")
     p.add_argument("-o", "--output", required=True, help="the file to write; - for stdout")
     p.add_argument("--format", choices=("jsonl", "csv", "agentevals"), default="jsonl",
                    help="jsonl (re-importable), csv, or agentevals message lists")
-    p.set_defaults(func=_run(_export))
+    p.set_defaults(func=_export)
 
     p = ds.add_parser("import", parents=[common], help="import items from trajhub JSONL")
     p.add_argument("name")
-    p.add_argument("file")
+    p.add_argument("file", help="trajhub JSONL, as `dataset export` writes it; - for stdin")
     p.add_argument("--create", action="store_true", help="create the set if it is missing")
-    p.set_defaults(func=_run(_import))
+    p.set_defaults(func=_import)
 
     ev = sub.add_parser(
         "eval", parents=[common], help="evaluate a set and print the results",
@@ -363,4 +293,4 @@ def register(sub: Any) -> None:
                     help="default: live with --run, else snapshot")
     ev.add_argument("--timeout", type=float, default=3600,
                     help="seconds to wait for the evaluation (default 3600)")
-    ev.set_defaults(func=_run(_eval))
+    ev.set_defaults(func=_eval)

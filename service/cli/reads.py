@@ -1,0 +1,283 @@
+"""`trajhub traces …`, `trajhub trajectories …` and `trajhub projects`: reading a running
+server's stored traces and trajectories, as tables for people and `--json` for machines."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import Any
+
+from trajhub.service.cli.common import (
+    clip,
+    connect,
+    duration,
+    print_json,
+    server_options,
+    table,
+    when,
+)
+
+
+def _filters(args: argparse.Namespace, names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+def _next_page(cursor: str | None) -> None:
+    if cursor:
+        print(f"\nmore: --cursor {cursor}")
+
+
+# --- projects ------------------------------------------------------------------------------
+
+def _projects(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        projects = hub.list_projects()
+    if args.json:
+        print_json({"projects": [asdict(p) for p in projects]})
+        return 0
+    if not projects:
+        print("no projects yet: no spans stored")
+        return 0
+    print(table([(p.name, p.trace_count, p.span_count, when(p.first_span_at),
+                  when(p.last_span_at)) for p in projects],
+                ("PROJECT", "TRACES", "SPANS", "FIRST SPAN", "LAST SPAN"), right=(1, 2)))
+    return 0
+
+
+# --- traces --------------------------------------------------------------------------------
+
+_TRACE_FILTERS = ("start", "end", "service", "span_name", "has_error", "attribute",
+                  "min_duration_ms")
+
+
+def _traces_list(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        page = hub.list_traces(limit=args.limit, cursor=args.cursor,
+                               **_filters(args, _TRACE_FILTERS))
+    if args.json:
+        print_json({"items": [asdict(t) for t in page.items], "next_cursor": page.next_cursor})
+        return 0
+    if not page.items:
+        print("no traces match")
+        return 0
+    print(table([(t.trace_id, when(t.start_time), duration(t.duration_ms), t.span_count,
+                  t.error_count, t.service_name, clip(t.root_span_name, 40))
+                 for t in page.items],
+                ("TRACE ID", "START", "DURATION", "SPANS", "ERRORS", "SERVICE", "ROOT SPAN"),
+                right=(2, 3, 4)))
+    _next_page(page.next_cursor)
+    return 0
+
+
+def _span_failed(span: dict[str, Any]) -> bool:
+    # an OTLP span says so in its status; a Coze Loop native span in its own status code
+    cozeloop = span.get("cozeloop") or {}
+    return (span.get("status") or {}).get("code") == "ERROR" \
+        or cozeloop.get("status_code") not in (None, 0)
+
+
+def _span_lines(nodes: list[dict[str, Any]], depth: int, out: list[str]) -> None:
+    for span in nodes:
+        message = (span.get("status") or {}).get("message")
+        failed = ("  ERROR" + (f": {clip(message, 80)}" if message else "")
+                  if _span_failed(span) else "")
+        out.append(f"{'  ' * depth}{span['name']}  {span['span_id']}  "
+                   f"{duration(span.get('duration_ms'))}{failed}")
+        _span_lines(span.get("children") or [], depth + 1, out)
+
+
+def _traces_show(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        trace = hub.get_trace(args.trace_id, view="flat" if args.flat else "tree",
+                              format="otlp" if args.otlp else "json")
+    if args.json or args.otlp:
+        print_json(trace)
+        return 0
+    spans = trace["spans"]
+    lines: list[str] = []
+    _span_lines(spans, 0, lines)
+    print(f"trace {trace['trace_id']}")
+    print("\n".join(lines))
+    return 0
+
+
+# --- trajectories --------------------------------------------------------------------------
+
+_TRAJECTORY_FILTERS = ("start", "end", "agent", "tool", "model", "framework", "status",
+                       "failed_tool_steps", "failed_model_steps", "has_error", "min_tokens",
+                       "max_tokens", "min_duration_ms", "max_duration_ms", "q", "service",
+                       "session_id", "user_id", "sort", "order")
+
+
+def _trajectories_list(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        page = hub.list_trajectories(limit=args.limit, cursor=args.cursor,
+                                     count=args.count or None,
+                                     **_filters(args, _TRAJECTORY_FILTERS))
+    if args.json:
+        print_json({"items": [asdict(t) for t in page.items], "next_cursor": page.next_cursor,
+                    **({"total": page.total} if page.total is not None else {})})
+        return 0
+    if not page.items:
+        print("no trajectories match")
+        return 0
+    if page.total is not None:
+        print(f"{page.total} trajectories match")
+    print(table([(t.trace_id, t.status, when(t.start_time), duration(t.duration_ms),
+                  t.step_count, t.input_tokens + t.output_tokens,
+                  "yes" if t.has_error else "", t.agent_names, t.tool_names)
+                 for t in page.items],
+                ("TRACE ID", "STATUS", "START", "DURATION", "STEPS", "TOKENS", "ERROR",
+                 "AGENTS", "TOOLS"), right=(3, 4, 5)))
+    _next_page(page.next_cursor)
+    return 0
+
+
+def _step_line(step: dict[str, Any], depth: int) -> str:
+    info = step.get("basic_info") or {}
+    kind = step.get("type") or "agent"
+    model = (step.get("model_info") or {})
+    tokens = ""
+    if kind == "model":
+        tokens = f"  {model.get('input_tokens', 0)}+{model.get('output_tokens', 0)} tokens"
+    error = info.get("error") or step.get("error")
+    if isinstance(error, dict):  # {"code", "msg"} in the trajectory format
+        error = error.get("msg") or error.get("message") or error
+    failed = f"  ERROR: {clip(str(error), 80)}" if error else ""
+    ms = info.get("duration")
+    return (f"{'  ' * depth}{kind:<6} {step.get('name')}  "
+            f"{duration(float(ms)) if ms not in (None, '') else '-'}{tokens}{failed}")
+
+
+def _trajectories_show(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        if args.explain:
+            explanation = hub.explain_trajectory(args.trace_id)
+            print_json(explanation)
+            return 0
+        stored = hub.get_trajectory(args.trace_id)
+    if args.json:
+        print_json(stored.document)
+        return 0
+    root = stored.document.get("root_step") or {}
+    metrics = root.get("metrics_info") or {}
+    print(f"trajectory {args.trace_id}: {stored.status}, revision {stored.revision}")
+    print(f"root {root.get('name')}  {duration(_ms(root))}  "
+          f"{metrics.get('input_tokens', 0)}+{metrics.get('output_tokens', 0)} tokens")
+    for field in ("input", "output"):
+        if root.get(field) not in (None, ""):
+            print(f"  {field}: {clip(_text(root[field]), 100)}")
+    for agent in stored.document.get("agent_steps") or root.get("agent_steps") or []:
+        print(_step_line(agent, 1))
+        for step in agent.get("steps") or []:
+            print(_step_line(step, 2))
+    return 0
+
+
+def _ms(step: dict[str, Any]) -> float | None:
+    raw = (step.get("basic_info") or {}).get("duration")
+    return float(raw) if raw not in (None, "") else None
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+# --- wiring --------------------------------------------------------------------------------
+
+def _bool(raw: str) -> bool:
+    if raw.lower() in ("true", "1", "yes"):
+        return True
+    if raw.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{raw!r} is not true or false")
+
+
+def _paging(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    p.add_argument("--cursor", help="the `more: --cursor …` of the previous page")
+    p.add_argument("--json", action="store_true",
+                   help="print the page as JSON ({items, next_cursor})")
+
+
+def register(sub: Any) -> None:
+    """Add `projects`, `traces` and `trajectories` to the `trajhub` subcommands."""
+    common = server_options()
+
+    p = sub.add_parser("projects", parents=[common], help="list the projects on a server",
+                       description="Every project with stored spans, with its trace and span "
+                                   "counts and the time of its first and last span.")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_projects)
+
+    traces = sub.add_parser("traces", help="list and show stored traces",
+                            description="Read the raw traces a running server stored.")
+    ts = traces.add_subparsers(dest="traces_command", required=True, metavar="ACTION")
+    p = ts.add_parser("list", parents=[common], help="traces, newest first",
+                      description="Traces, newest first; the flags are the filters of "
+                                  "GET /api/v1/traces.")
+    p.add_argument("--start", help="starting at or after (RFC 3339 or Unix ns)")
+    p.add_argument("--end", help="starting before (RFC 3339 or Unix ns)")
+    p.add_argument("--service", help="resource service.name")
+    p.add_argument("--span-name", help="has a span with this name")
+    p.add_argument("--has-error", type=_bool, metavar="true|false",
+                   help="has (true) or lacks (false) a failed span")
+    p.add_argument("--attribute", action="append", metavar="KEY=VALUE",
+                   help="has a span with this attribute (repeatable)")
+    p.add_argument("--min-duration-ms", type=float)
+    _paging(p)
+    p.set_defaults(func=_traces_list)
+    p = ts.add_parser("show", parents=[common], help="one trace's spans",
+                      description="One trace's spans as an indented tree (name, span id, "
+                                  "duration, error).")
+    p.add_argument("trace_id")
+    p.add_argument("--flat", action="store_true", help="in start order instead of a tree")
+    p.add_argument("--json", action="store_true", help="trajhub's span view as JSON")
+    p.add_argument("--otlp", action="store_true",
+                   help="the spans as received, as OTLP/JSON")
+    p.set_defaults(func=_traces_show)
+
+    trajectories = sub.add_parser("trajectories", help="list and show derived trajectories",
+                                  description="Read the trajectories a running server "
+                                              "derived from its traces.")
+    tj = trajectories.add_subparsers(dest="trajectories_command", required=True,
+                                     metavar="ACTION")
+    p = tj.add_parser("list", parents=[common], help="trajectory summaries, filtered",
+                      description="Trajectory summaries; the flags are the filters of "
+                                  "GET /api/v1/trajectories.")
+    p.add_argument("--start", help="started at or after (RFC 3339 or Unix ns)")
+    p.add_argument("--end", help="started before (RFC 3339 or Unix ns)")
+    p.add_argument("--agent", help="has an agent (or graph) step of this name")
+    p.add_argument("--tool", help="called this tool")
+    p.add_argument("--model", help="called this model")
+    p.add_argument("--framework", help="langgraph, langchain, eino, …")
+    p.add_argument("--status", choices=("open", "final"))
+    p.add_argument("--service", help="the service that recorded the run")
+    p.add_argument("--session-id", help="the run's session id")
+    p.add_argument("--user-id", help="the run's user id")
+    p.add_argument("--failed-tool-steps", type=_bool, metavar="true|false",
+                   help="has (true) or lacks (false) a failed tool step")
+    p.add_argument("--failed-model-steps", type=_bool, metavar="true|false",
+                   help="has (true) or lacks (false) a failed model step")
+    p.add_argument("--has-error", type=_bool, metavar="true|false",
+                   help="the root or any step failed (true) or none did (false)")
+    p.add_argument("--min-tokens", type=int)
+    p.add_argument("--max-tokens", type=int)
+    p.add_argument("--min-duration-ms", type=int)
+    p.add_argument("--max-duration-ms", type=int)
+    p.add_argument("-q", dest="q", metavar="TEXT", help="text in the run's input or output")
+    p.add_argument("--sort", choices=("start_time", "duration", "tokens", "steps"))
+    p.add_argument("--order", choices=("desc", "asc"))
+    p.add_argument("--count", action="store_true",
+                   help="also print how many trajectories match in all")
+    _paging(p)
+    p.set_defaults(func=_trajectories_list)
+    p = tj.add_parser("show", parents=[common], help="one trajectory",
+                      description="One trajectory: the root, then each agent step with its "
+                                  "model and tool steps.")
+    p.add_argument("trace_id")
+    p.add_argument("--json", action="store_true",
+                   help="the trajectory document (trajectory.schema.json's format)")
+    p.add_argument("--explain", action="store_true",
+                   help="how each span was classified, kept or dropped (JSON)")
+    p.set_defaults(func=_trajectories_show)

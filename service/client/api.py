@@ -1,0 +1,365 @@
+"""`TrajhubClient`: a small typed client over trajhub's REST API (/api/v1).
+
+    from trajhub.client import TrajhubClient
+
+    with TrajhubClient("http://127.0.0.1:4318", project="my-project") as hub:
+        for t in hub.list_trajectories(agent="LangGraph", status="final").items:
+            print(t.trace_id, t.tool_names)
+
+Every method raises `ApiError` (status and the server's message) for a 4xx/5xx answer and
+`ServerUnreachable` when no answer came; both are `TrajhubError`s. The client talks HTTP only: it
+imports nothing of the server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import httpx
+
+from trajhub import __version__
+from trajhub.service.client.models import (
+    Dataset,
+    DatasetItem,
+    Evaluation,
+    EvaluationResult,
+    FillResult,
+    ImportResult,
+    Page,
+    Project,
+    StoredTrajectory,
+    TraceSummary,
+    TrajectorySummary,
+)
+
+DEFAULT_URL = "http://127.0.0.1:4318"
+#: Sent with every request; REST queries are scoped to this project (the server's `default`
+#: when absent).
+PROJECT_HEADER = "trajhub-project"
+
+T = TypeVar("T")
+
+
+class TrajhubError(Exception):
+    """Anything that kept a client call from its answer."""
+
+
+class ApiError(TrajhubError):
+    """The server answered with an error status. `detail` is the server's own message."""
+
+    def __init__(self, status: int, detail: str, method: str, path: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.method = method
+        self.path = path
+
+    def __str__(self) -> str:
+        return f"{self.detail} (HTTP {self.status})"
+
+
+class ServerUnreachable(TrajhubError):
+    """No answer: nothing listens at the URL, the connection broke, or it timed out."""
+
+
+def error_detail(response: httpx.Response) -> str:
+    """The message of an error response, readable: FastAPI's `{"detail": str}` as is, its
+    validation errors (`{"detail": [{"loc", "msg"}, …]}`) as `field: message; …`."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip() or response.reason_phrase
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if isinstance(detail, str):
+        return detail
+    if isinstance(detail, list) and all(isinstance(d, dict) for d in detail):
+        parts = []
+        for d in detail:
+            # drop FastAPI's location prefix (query, body, path, header): the name is enough
+            loc = [str(p) for p in d.get("loc", []) if p not in ("query", "body", "path",
+                                                                  "header")]
+            msg = str(d.get("msg", "invalid"))
+            parts.append(f"{'.'.join(loc)}: {msg}" if loc else msg)
+        return "; ".join(parts)
+    return response.text.strip() or response.reason_phrase
+
+
+def _query(filters: Mapping[str, Any]) -> dict[str, Any]:
+    """Query parameters: None left out, booleans as true/false, lists repeated."""
+    out: dict[str, Any] = {}
+    for key, value in filters.items():
+        if value is None:
+            continue
+        out[key] = ("true" if value else "false") if isinstance(value, bool) else value
+    return out
+
+
+@dataclass
+class ExportStream:
+    """An export being downloaded: its item count, then its bytes."""
+
+    item_count: int
+    response: httpx.Response
+
+    def iter_bytes(self) -> Iterator[bytes]:
+        try:
+            yield from self.response.iter_bytes()
+        except httpx.TransportError as exc:
+            raise ServerUnreachable(f"the export broke off: {exc}") from None
+
+
+class TrajhubClient:
+    """A client of one trajhub server, scoped to one project."""
+
+    def __init__(self, base_url: str = DEFAULT_URL, project: str | None = None,
+                 api_key: str | None = None, timeout: float = 60.0,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.project = project
+        headers = {"user-agent": f"trajhub-client/{__version__}"}
+        if project:
+            headers[PROJECT_HEADER] = project
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        self._http = httpx.Client(base_url=self.base_url + "/api/v1", headers=headers,
+                                  timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
+                                  transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> TrajhubClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- transport -----------------------------------------------------------------------
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TimeoutException:
+            raise ServerUnreachable(f"the trajhub server at {self.base_url} did not answer "
+                                    f"{method} {path} in time") from None
+        except httpx.TransportError as exc:
+            raise ServerUnreachable(f"cannot reach the trajhub server at {self.base_url}: "
+                                    f"{exc or type(exc).__name__}") from None
+        if response.status_code >= 400:
+            raise ApiError(response.status_code, error_detail(response), method, path)
+        return response
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self._decode(self._send(method, path, **kwargs))
+
+    def _decode(self, response: httpx.Response) -> Any:
+        if not response.content:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            raise TrajhubError(f"{self.base_url} answered {response.request.method} "
+                               f"{response.request.url.path} with something other than JSON; "
+                               "is it a trajhub server?") from None
+
+    def _page(self, path: str, build: Callable[[Mapping[str, Any]], T],
+              params: Mapping[str, Any]) -> Page[T]:
+        body = self._json("GET", path, params=_query(params))
+        return Page([build(i) for i in body["items"]], body.get("next_cursor"), body.get("total"))
+
+    @staticmethod
+    def _all(fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:
+        cursor: str | None = None
+        while True:
+            page = fetch(cursor)
+            yield from page.items
+            cursor = page.next_cursor
+            if not cursor:
+                return
+
+    # --- projects ------------------------------------------------------------------------
+
+    def list_projects(self) -> list[Project]:
+        """Every project with stored spans: its trace and span counts and time range."""
+        return [Project.from_json(p) for p in self._json("GET", "/projects")["projects"]]
+
+    # --- traces --------------------------------------------------------------------------
+
+    def list_traces(self, *, limit: int = 50, cursor: str | None = None,
+                    **filters: Any) -> Page[TraceSummary]:
+        """Newest first. Filters are GET /traces' query parameters (start, end, service,
+        span_name, has_error, attribute=["key=value", …], min_duration_ms)."""
+        return self._page("/traces", TraceSummary.from_json,
+                          {**filters, "limit": limit, "cursor": cursor})
+
+    def get_trace(self, trace_id: str, view: str = "tree", format: str = "json"
+                  ) -> dict[str, Any]:
+        """The trace's spans: `view` tree, flat or trajectory; `format` json, otlp, cozeloop."""
+        out: dict[str, Any] = self._json("GET", f"/traces/{trace_id}",
+                                         params={"view": view, "format": format})
+        return out
+
+    # --- trajectories --------------------------------------------------------------------
+
+    def list_trajectories(self, *, limit: int = 50, cursor: str | None = None,
+                          **filters: Any) -> Page[TrajectorySummary]:
+        """Summaries; filters are GET /trajectories' query parameters (agent, tool, model,
+        status, has_error, start, end, q, sort, order, count, …)."""
+        return self._page("/trajectories", TrajectorySummary.from_json,
+                          {**filters, "limit": limit, "cursor": cursor})
+
+    def get_trajectory(self, trace_id: str) -> StoredTrajectory:
+        response = self._send("GET", f"/trajectories/{trace_id}")
+        return StoredTrajectory(
+            trace_id, self._decode(response), response.headers.get("x-trajectory-status", ""),
+            int(response.headers.get("x-trajectory-revision", "0")))
+
+    def explain_trajectory(self, trace_id: str) -> dict[str, Any]:
+        """For every span: its classification, the rule that decided it, kept or dropped."""
+        out: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/explain")
+        return out
+
+    def rederive(self, since: str | None = None, outdated: bool = False) -> int:
+        """Queue the project's traces for re-derivation; returns how many were queued."""
+        body = self._json("POST", "/trajectories/rederive",
+                          json={"since": since, "outdated": outdated})
+        return int(body["queued"])
+
+    # --- datasets ------------------------------------------------------------------------
+
+    def list_datasets(self) -> list[Dataset]:
+        return [Dataset.from_json(d) for d in self._json("GET", "/datasets")["items"]]
+
+    def get_dataset(self, name: str) -> Dataset:
+        return Dataset.from_json(self._json("GET", f"/datasets/{name}"))
+
+    def create_dataset(self, name: str, description: str = "") -> Dataset:
+        return Dataset.from_json(self._json("POST", "/datasets",
+                                            json={"name": name, "description": description}))
+
+    def update_dataset(self, name: str, *, new_name: str | None = None,
+                       description: str | None = None) -> Dataset:
+        body = {k: v for k, v in (("name", new_name), ("description", description))
+                if v is not None}
+        return Dataset.from_json(self._json("PATCH", f"/datasets/{name}", json=body))
+
+    def delete_dataset(self, name: str) -> None:
+        self._send("DELETE", f"/datasets/{name}")
+
+    def list_items(self, dataset: str, *, limit: int = 100, cursor: str | None = None,
+                   include_trajectory: bool = False) -> Page[DatasetItem]:
+        return self._page(f"/datasets/{dataset}/items", DatasetItem.from_json,
+                          {"limit": limit, "cursor": cursor,
+                           "include_trajectory": include_trajectory or None})
+
+    def iter_items(self, dataset: str, include_trajectory: bool = False) -> Iterator[DatasetItem]:
+        """Every item of the set, page after page."""
+        return self._all(lambda cursor: self.list_items(
+            dataset, limit=1000, cursor=cursor, include_trajectory=include_trajectory))
+
+    def add_item(self, dataset: str, **item: Any) -> DatasetItem:
+        """Fields: input, reference_output, expectations, trajectory, source_trace_id, tags."""
+        return DatasetItem.from_json(self._json("POST", f"/datasets/{dataset}/items", json=item))
+
+    def get_item(self, dataset: str, item_id: str) -> DatasetItem:
+        return DatasetItem.from_json(self._json("GET", f"/datasets/{dataset}/items/{item_id}"))
+
+    def update_item(self, dataset: str, item_id: str, **changes: Any) -> DatasetItem:
+        return DatasetItem.from_json(self._json("PATCH", f"/datasets/{dataset}/items/{item_id}",
+                                                json=changes))
+
+    def delete_item(self, dataset: str, item_id: str) -> None:
+        self._send("DELETE", f"/datasets/{dataset}/items/{item_id}")
+
+    def fill_dataset(self, dataset: str, *, trace_ids: Sequence[str] | None = None,
+                     query: Mapping[str, Any] | None = None, sample_rate: float = 1.0,
+                     limit: int = 100, tags: Sequence[str] = ()) -> FillResult:
+        """Add trajectories by id, or by a query of GET /trajectories' filters."""
+        body: dict[str, Any] = {"sample_rate": sample_rate, "limit": limit, "tags": list(tags)}
+        if trace_ids is not None:
+            body["trace_ids"] = list(trace_ids)
+        else:
+            body["query"] = dict(query or {})
+        return FillResult.from_json(self._json("POST", f"/datasets/{dataset}/fill", json=body))
+
+    @contextlib.contextmanager
+    def export_dataset(self, dataset: str, format: str = "jsonl") -> Iterator[ExportStream]:
+        """Stream the set as jsonl, csv or agentevals:
+
+            with hub.export_dataset("react") as export:
+                for chunk in export.iter_bytes(): ...
+        """
+        request = self._http.build_request("GET", f"/datasets/{dataset}/export",
+                                           params={"format": format})
+        try:
+            response = self._http.send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise ServerUnreachable(f"cannot reach the trajhub server at {self.base_url}: "
+                                    f"{exc or type(exc).__name__}") from None
+        try:
+            if response.status_code >= 400:
+                response.read()
+                raise ApiError(response.status_code, error_detail(response), "GET",
+                               request.url.path)
+            yield ExportStream(int(response.headers.get("x-item-count", "0")), response)
+        finally:
+            response.close()
+
+    def import_items(self, dataset: str, jsonl: bytes, create: bool = False) -> ImportResult:
+        """Import trajhub JSONL (as `export_dataset` writes it); all or nothing."""
+        return ImportResult.from_json(self._json(
+            "POST", f"/datasets/{dataset}/import", content=jsonl,
+            params={"create": "true" if create else "false"},
+            headers={"content-type": "application/x-ndjson"}))
+
+    # --- evaluations ---------------------------------------------------------------------
+
+    def create_evaluation(self, dataset: str, evaluators: Sequence[str | Mapping[str, Any]],
+                          target: str = "snapshot", run: str | None = None) -> Evaluation:
+        """Start an evaluation; it runs on the server (see `wait_evaluation`)."""
+        body: dict[str, Any] = {"dataset": dataset, "target": target,
+                                "evaluators": [e if isinstance(e, str) else dict(e)
+                                               for e in evaluators]}
+        if run is not None:
+            body["run"] = run
+        return Evaluation.from_json(self._json("POST", "/evaluations", json=body))
+
+    def get_evaluation(self, evaluation_id: int) -> Evaluation:
+        """The run's status and progress, with per-evaluator aggregates."""
+        return Evaluation.from_json(self._json("GET", f"/evaluations/{evaluation_id}"))
+
+    def list_evaluations(self, *, dataset: str | None = None, limit: int = 50,
+                         cursor: str | None = None) -> Page[Evaluation]:
+        return self._page("/evaluations", Evaluation.from_json,
+                          {"dataset": dataset, "limit": limit, "cursor": cursor})
+
+    def list_results(self, evaluation_id: int, *, failed: bool = False, limit: int = 500,
+                     cursor: str | None = None) -> Page[EvaluationResult]:
+        return self._page(f"/evaluations/{evaluation_id}/results", EvaluationResult.from_json,
+                          {"failed": failed or None, "limit": limit, "cursor": cursor})
+
+    def iter_results(self, evaluation_id: int, failed: bool = False
+                     ) -> Iterator[EvaluationResult]:
+        """Every result (or every one that did not pass), page after page."""
+        return self._all(lambda cursor: self.list_results(
+            evaluation_id, failed=failed, limit=5000, cursor=cursor))
+
+    def wait_evaluation(self, evaluation_id: int, timeout: float = 3600, poll: float = 0.3,
+                        progress: Callable[[Evaluation], None] | None = None) -> Evaluation:
+        """Poll until the run is no longer `running`; TrajhubError after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.get_evaluation(evaluation_id)
+            if progress is not None:
+                progress(run)
+            if not run.running:
+                return run
+            if time.monotonic() > deadline:
+                raise TrajhubError(f"evaluation {evaluation_id} still running after "
+                                   f"{timeout:.0f} s; see GET /api/v1/evaluations/"
+                                   f"{evaluation_id}")
+            time.sleep(poll)

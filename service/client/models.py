@@ -1,0 +1,194 @@
+"""What the REST API returns, as typed objects. Each class reads the fields it knows from a
+response body and ignores the rest, so a newer server with more fields still works."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Self, TypeVar
+
+T = TypeVar("T")
+
+
+class _FromJson:
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a list endpoint; pass `next_cursor` back to get the next one (None: last)."""
+
+    items: list[T]
+    next_cursor: str | None = None
+    total: int | None = None
+
+
+@dataclass(frozen=True)
+class Project(_FromJson):
+    name: str
+    trace_count: int = 0
+    span_count: int = 0
+    first_span_at: str | None = None
+    last_span_at: str | None = None
+
+
+@dataclass(frozen=True)
+class TraceSummary(_FromJson):
+    trace_id: str
+    root_span_id: str | None = None
+    root_span_name: str | None = None
+    service_name: str | None = None
+    start_time: str | None = None
+    start_time_unix_nano: str | None = None
+    duration_ms: float | None = None
+    span_count: int = 0
+    error_count: int = 0
+
+
+@dataclass(frozen=True)
+class TrajectorySummary(_FromJson):
+    trace_id: str
+    status: str
+    revision: int = 0
+    normalizer_version: str | None = None
+    framework: str | None = None
+    conventions: list[str] = field(default_factory=list)
+    root_name: str | None = None
+    agent_names: list[str] = field(default_factory=list)
+    tool_names: list[str] = field(default_factory=list)
+    model_names: list[str] = field(default_factory=list)
+    start_time: str | None = None
+    duration_ms: float | None = None
+    step_count: int = 0
+    model_step_count: int = 0
+    tool_step_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    failed_model_steps: int = 0
+    failed_tool_steps: int = 0
+    has_error: bool = False
+    derivation_error: str | None = None
+    service: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    input_preview: str | None = None
+    output_preview: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredTrajectory:
+    """A trajectory document (a dict in trajectory.schema.json's format) and its state."""
+
+    trace_id: str
+    document: dict[str, Any]
+    status: str
+    revision: int
+
+    @property
+    def final(self) -> bool:
+        return self.status == "final"
+
+
+@dataclass(frozen=True)
+class Dataset(_FromJson):
+    name: str
+    description: str = ""
+    item_count: int = 0
+    created_at: str | None = None
+    updated_at: str | None = None
+
+
+@dataclass(frozen=True)
+class DatasetItem(_FromJson):
+    id: str
+    dataset: str | None = None
+    input: Any = None
+    reference_output: Any = None
+    expectations: dict[str, Any] | None = None
+    source_trace_id: str | None = None
+    tags: list[str] = field(default_factory=list)
+    created_at: str | None = None
+    updated_at: str | None = None
+    trajectory: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class FillResult(_FromJson):
+    added: int = 0
+    skipped_duplicates: int = 0
+    sampled_out: int = 0
+    not_found: list[str] = field(default_factory=list)
+    not_final: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ImportResult(_FromJson):
+    added: int = 0
+    skipped_duplicates: int = 0
+
+
+@dataclass(frozen=True)
+class EvaluatorAggregate(_FromJson):
+    evaluator: str
+    total: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    pass_rate: float | None = None
+    mean_score: float | None = None
+
+
+@dataclass(frozen=True)
+class ItemOutcomes(_FromJson):
+    total: int = 0
+    evaluated: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+
+
+@dataclass(frozen=True)
+class Evaluation(_FromJson):
+    """An evaluation run. `aggregates` and `items` are filled by `get_evaluation` only."""
+
+    id: int
+    dataset: str
+    target: str
+    status: str
+    run: str | None = None
+    evaluators: list[Any] = field(default_factory=list)
+    error: str | None = None
+    item_count: int = 0
+    done_items: int = 0
+    created_at: str | None = None
+    finished_at: str | None = None
+    aggregates: list[EvaluatorAggregate] = field(default_factory=list)
+    items: ItemOutcomes | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        out = super().from_json({k: v for k, v in data.items()
+                                 if k not in ("aggregates", "items")})
+        return dataclasses.replace(
+            out, aggregates=[EvaluatorAggregate.from_json(a) for a in data.get("aggregates", [])],
+            items=ItemOutcomes.from_json(data["items"]) if data.get("items") else None)
+
+
+@dataclass(frozen=True)
+class EvaluationResult(_FromJson):
+    item_id: str
+    evaluator: str
+    trace_id: str | None = None
+    score: float | None = None
+    passed: bool | None = None
+    error: str | None = None
+    reason: Any = None
+    explanation: str = ""
