@@ -126,6 +126,24 @@ def test_seed004_strict_mode_fails_with_two_tools() -> None:
     assert accuracy(doc, expected_tool="weather-tool", strict_mode=True) == 0
 
 
+def test_strict_mode_reason_follows_mastra_when_expected_tool_is_one_of_several() -> None:
+    # Mastra's preprocess step: strict -> correctToolCalled only for the one and only call.
+    doc = trajectory(agent("a", model(), tool("search-tool"), tool("weather-tool")))
+    strict = ToolCallAccuracyConfig(expected_tool="weather-tool", strict_mode=True)
+    reason = tool_call_accuracy(doc, Expectations(), strict).reason
+    assert isinstance(reason, ToolCallAccuracyReason)
+    assert reason.correct_tool_called is False
+    assert reason.actual_tools == ("search-tool", "weather-tool")
+    lenient = ToolCallAccuracyConfig(expected_tool="weather-tool", strict_mode=False)
+    lenient_reason = tool_call_accuracy(doc, Expectations(), lenient).reason
+    assert isinstance(lenient_reason, ToolCallAccuracyReason)
+    assert lenient_reason.correct_tool_called is True
+    only = trajectory(agent("a", model(), tool("weather-tool")))
+    only_reason = tool_call_accuracy(only, Expectations(), strict).reason
+    assert isinstance(only_reason, ToolCallAccuracyReason)
+    assert only_reason.correct_tool_called is True
+
+
 def test_seed004_lenient_mode_ignores_other_tools() -> None:
     doc = trajectory(agent("a", model(), tool("search-tool"), tool("weather-tool")))
     assert accuracy(doc, expected_tool="weather-tool", strict_mode=False) == 1
