@@ -109,5 +109,5 @@ def test_llm_judge_verdicts_and_a_malformed_answer(judged_server: ServerProcess)
 
     r = api.post("/evaluations", json={"dataset": name, "evaluators": [
         {"name": "llm_judge", "config": {"temperature": 1}}]})
-    assert r.status_code == 422 and "unknown option 'temperature'" in r.text
+    assert r.status_code == 400 and "unknown option 'temperature'" in r.text
     api.close()

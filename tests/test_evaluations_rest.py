@@ -155,14 +155,19 @@ def test_bad_evaluation_requests(api: httpx.Client, react_set: tuple[str, str]) 
         return api.post("/evaluations", json={"dataset": name, **body})
 
     r = post(evaluators=["trajectory_matcher"])
-    assert r.status_code == 422 and "unknown evaluator 'trajectory_matcher'" in r.text
+    assert r.status_code == 400 and "unknown evaluator 'trajectory_matcher'" in r.text
     r = post(evaluators=[{"name": "trajectory_match", "config": {"mode": "fuzzy"}}])
-    assert r.status_code == 422 and "mode" in r.json()["detail"]
+    assert r.status_code == 400 and "mode" in r.json()["detail"]
     r = post(evaluators=[{"name": "trajectory_match", "config": {"modes": "strict"}}])
-    assert r.status_code == 422 and "unknown option 'modes'" in r.json()["detail"]
+    assert r.status_code == 400 and "unknown option 'modes'" in r.json()["detail"]
+    r = post(evaluators=[{"name": "trajectory_match",
+                          "config": {"args_match_overrides": {"get_weather": []}}}])
+    assert r.status_code == 400
+    assert "args_match_overrides.get_weather" in r.json()["detail"]
+    assert "empty list" in r.json()["detail"]
     r = post(evaluators=["llm_judge"])
-    assert r.status_code == 422 and "not configured" in r.json()["detail"]
-    assert post(evaluators=[]).status_code == 422
+    assert r.status_code == 400 and "not configured" in r.json()["detail"]
+    assert post(evaluators=[]).status_code == 400
     r = post(evaluators=["expected_agents_tools"], target="live")
     assert r.status_code == 422 and "run" in r.json()["detail"]
     absent = api.post("/evaluations", json={"dataset": "absent",

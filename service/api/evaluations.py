@@ -75,8 +75,8 @@ async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) ->
     raw = [e if isinstance(e, str) else e.model_dump() for e in body.evaluators]
     try:
         runs = evaluation_runner.parse_evaluators(raw, rt.settings)
-    except (ConfigError, ValueError) as exc:
-        raise HTTPException(422, str(exc)) from None
+    except (ConfigError, ValueError) as exc:  # a bad evaluator or option: a bad request
+        raise HTTPException(400, str(exc)) from None
     async with rt.db.acquire() as conn:
         dataset = await datasets.dataset_id(conn, project, body.dataset)
         if dataset is None:
