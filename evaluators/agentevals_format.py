@@ -107,20 +107,23 @@ class _Conversation:
             self._last_user = root_input
             return [{"role": "user", "content": root_input}]
         out: list[Message] = []
-        for message in history:
-            role, content = message.get("role"), message.get("content")
+        for role, content, has_calls in history:
             if role == "user":
                 self._last_user = content
                 out.append({"role": "user", "content": content if content is not None else ""})
-            elif role == "assistant" and not message.get("tool_calls") and content:
+            elif role == "assistant" and not has_calls and content:
                 out.append({"role": "assistant", "content": content})
+        if self._last_user is None:
+            # chat-shaped but without a user message: the question is still the whole input
+            self._last_user = root_input
+            return [{"role": "user", "content": root_input}]
         return out
 
     def new_user_messages(self, model_input: str) -> list[Message]:
         history = _chat_messages(model_input)
         if history is None or not self._started:
             return []
-        users = [m.get("content") for m in history if m.get("role") == "user"]
+        users = [content for role, content, _ in history if role == "user"]
         if self._last_user not in users:
             return []
         last = len(users) - 1 - users[::-1].index(self._last_user)
@@ -130,17 +133,32 @@ class _Conversation:
         return [{"role": "user", "content": c if c is not None else ""} for c in new]
 
 
-def _chat_messages(text: str) -> list[Mapping[str, Any]] | None:
-    """The chat messages of a payload (trajectory-rules 8: a list of {role, content, ...}, or a
-    chat state {"messages": [...]}), or None when it is not chat-shaped."""
+#: LangChain message types (and other conventions' roles) as OpenAI roles; trajectory-rules 8
+#: maps them in the normalizers, this keeps documents derived before that readable.
+_ROLES = {"human": "user", "ai": "assistant", "AIMessage": "assistant", "HumanMessage": "user"}
+
+
+def _chat_messages(text: str) -> list[tuple[str, Any, bool]] | None:
+    """(role, content, has tool calls) of each chat message of a payload (trajectory-rules 8: a
+    list of {role, content, ...}, or a chat state {"messages": [...]}), or None when it is not
+    chat-shaped."""
     decoded = decode_arguments(text)
     if isinstance(decoded, Mapping) and isinstance(decoded.get("messages"), list):
         decoded = decoded["messages"]
     if not isinstance(decoded, list) or not decoded:
         return None
-    if not all(isinstance(m, Mapping) and isinstance(m.get("role"), str) for m in decoded):
-        return None
-    return decoded
+    out: list[tuple[str, Any, bool]] = []
+    for message in decoded:
+        if not isinstance(message, Mapping):
+            return None
+        # a serialized LangChain message: {"type": "human", "data": {"content": ...}}
+        nested = message.get("data")
+        data: Mapping[str, Any] = nested if isinstance(nested, Mapping) else message
+        role = message.get("role") or message.get("type")
+        if not isinstance(role, str):
+            return None
+        out.append((_ROLES.get(role, role), data.get("content"), bool(data.get("tool_calls"))))
+    return out
 
 
 def _reply_content(text: str) -> Any:
