@@ -25,6 +25,11 @@ from trajhub.evaluators.expected_agents_tools import (
     ExpectedAgentsToolsConfig,
     expected_agents_tools,
 )
+from trajhub.evaluators.graph_runs import graph_runs
+from trajhub.evaluators.graph_trajectory_match import (
+    GraphTrajectoryMatchConfig,
+    graph_trajectory_match,
+)
 from trajhub.evaluators.llm_judge import (
     JudgeResponseError,
     build_judge_request,
@@ -45,6 +50,7 @@ __all__ = [
     "ExpectationsError",
     "ExpectedAgentsToolsConfig",
     "ExpectedStep",
+    "GraphTrajectoryMatchConfig",
     "JudgeResponseError",
     "ToolCallAccuracyConfig",
     "TrajectoryMatchConfig",
@@ -52,6 +58,7 @@ __all__ = [
     "build_judge_request",
     "evaluate",
     "expectations_from_trajectory",
+    "graph_runs",
     "parse_judge_response",
     "parse_trajectory",
     "to_agentevals_messages",
@@ -78,6 +85,11 @@ REGISTRY: Mapping[str, EvaluatorSpec] = {
         EvaluatorSpec("tool_call_accuracy", ToolCallAccuracyConfig.from_dict, tool_call_accuracy),
         EvaluatorSpec("trajectory_match", TrajectoryMatchConfig.from_dict, trajectory_match),
         EvaluatorSpec("efficiency", EfficiencyConfig.from_dict, efficiency),
+        EvaluatorSpec(
+            "graph_trajectory_match",
+            GraphTrajectoryMatchConfig.from_dict,
+            graph_trajectory_match,
+        ),
     )
 }
 
@@ -86,6 +98,7 @@ _CONFIG_TYPES: Mapping[str, type] = {
     "tool_call_accuracy": ToolCallAccuracyConfig,
     "trajectory_match": TrajectoryMatchConfig,
     "efficiency": EfficiencyConfig,
+    "graph_trajectory_match": GraphTrajectoryMatchConfig,
 }
 
 

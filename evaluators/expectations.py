@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajhub.evaluators.graph_runs import graph_runs
 from trajhub.evaluators.trajectory_view import parse_trajectory
 
 #: Step types an expected trajectory can name (model steps are not matched: their content is free).
@@ -108,6 +109,8 @@ class Expectations:
     tool_order: tuple[str, ...] = ()
     #: the expected trajectory for trajectory_match; None when the item does not specify one
     trajectory: tuple[ExpectedStep, ...] | None = None
+    #: node names per graph run, as agentevals' GraphTrajectory `steps` (graph_trajectory_match)
+    graph_runs: tuple[tuple[str, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         # Python callers pass lists; store tuples so equality does not depend on the container.
@@ -117,6 +120,8 @@ class Expectations:
         if self.trajectory is not None:
             object.__setattr__(self, "trajectory", tuple(self.trajectory))
             _check_turns(self.trajectory)
+        if self.graph_runs is not None:
+            object.__setattr__(self, "graph_runs", tuple(tuple(run) for run in self.graph_runs))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -126,13 +131,17 @@ class Expectations:
         }
         if self.trajectory is not None:
             out["trajectory"] = [step.to_dict() for step in self.trajectory]
+        if self.graph_runs is not None:
+            out["graph_runs"] = [list(run) for run in self.graph_runs]
         return out
 
     @classmethod
     def from_dict(cls, data: Any) -> Expectations:
         if not isinstance(data, Mapping):
             raise ExpectationsError("expectations", "must be an object")
-        unknown = sorted(set(data) - {"agents", "tools", "tool_order", "trajectory"})
+        unknown = sorted(
+            set(data) - {"agents", "tools", "tool_order", "trajectory", "graph_runs"}
+        )
         if unknown:
             raise ExpectationsError(str(unknown[0]), "unknown field")
         tools_raw = data.get("tools", {})
@@ -150,11 +159,21 @@ class Expectations:
                 _expected_step(raw, f"trajectory[{i}]") for i, raw in enumerate(trajectory_raw)
             )
             _check_turns(trajectory)
+        graph_raw = data.get("graph_runs")
+        graph: tuple[tuple[str, ...], ...] | None = None
+        if graph_raw is not None:
+            if not isinstance(graph_raw, list):
+                raise ExpectationsError("graph_runs", "must be a list of lists of node names")
+            graph = tuple(_names(run, f"graph_runs[{i}]") for i, run in enumerate(graph_raw))
+            if any(not run for run in graph):
+                empty = next(i for i, run in enumerate(graph) if not run)
+                raise ExpectationsError(f"graph_runs[{empty}]", "a graph run has node steps")
         return cls(
             agents=_names(data.get("agents", []), "agents"),
             tools=tools,
             tool_order=_names(data.get("tool_order", []), "tool_order"),
             trajectory=trajectory,
+            graph_runs=graph,
         )
 
 
@@ -165,9 +184,11 @@ def expectations_from_trajectory(doc: Mapping[str, Any]) -> Expectations:
     The expected trajectory lists the agents, then the graph node visits, then the tool calls with
     their decoded arguments and their turns (numbered from 0: calls issued together share one);
     each level of trajectory_match reads only the steps of its type. Agent and graph steps carry
-    no args: their input is free text, not arguments.
+    no args: their input is free text, not arguments. `graph_runs` records the LangGraph node
+    steps of each graph run (graph_runs.py), when the trajectory has them.
     """
     view = parse_trajectory(doc)
+    runs = graph_runs(view)
     steps: list[ExpectedStep] = [ExpectedStep("agent", a.name) for a in view.agents if a.name]
     steps += [ExpectedStep("graph", node.name) for node in view.graph_nodes if node.name]
     turns: dict[int, int] = {}
@@ -180,6 +201,7 @@ def expectations_from_trajectory(doc: Mapping[str, Any]) -> Expectations:
         tools={agent: tools for agent, tools in view.tools_by_agent().items() if agent and tools},
         tool_order=tuple(call.name for call in view.tool_calls if call.name),
         trajectory=tuple(steps),
+        graph_runs=tuple(tuple(run) for run in runs) if runs else None,
     )
 
 
