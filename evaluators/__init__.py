@@ -2,8 +2,8 @@
 
 Every evaluator is a pure function `(trajectory_doc, expectations, config) -> EvaluationResult`:
 no I/O, no clock, no randomness, so a score can always be recomputed from stored data. The LLM
-judge is split into request building and strict response parsing; its HTTP call belongs to the
-service, which is why it is not in REGISTRY.
+judges (JUDGES) are split into request building and strict response parsing; their HTTP call
+belongs to the service, which is why they are not in REGISTRY.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from trajhub.evaluators.graph_trajectory_match import (
     GraphTrajectoryMatchConfig,
     graph_trajectory_match,
 )
+from trajhub.evaluators.judge_protocol import JudgeContext, JudgeSettings
+from trajhub.evaluators.judges import JUDGES, JudgeSpec, LlmJudgeConfig
 from trajhub.evaluators.llm_judge import (
     JudgeResponseError,
     build_judge_request,
@@ -41,6 +43,7 @@ from trajhub.evaluators.trajectory_match import TrajectoryMatchConfig, trajector
 from trajhub.evaluators.trajectory_view import TrajectoryView, parse_trajectory
 
 __all__ = [
+    "JUDGES",
     "REGISTRY",
     "ConfigError",
     "EfficiencyConfig",
@@ -51,7 +54,11 @@ __all__ = [
     "ExpectedAgentsToolsConfig",
     "ExpectedStep",
     "GraphTrajectoryMatchConfig",
+    "JudgeContext",
     "JudgeResponseError",
+    "JudgeSettings",
+    "JudgeSpec",
+    "LlmJudgeConfig",
     "ToolCallAccuracyConfig",
     "TrajectoryMatchConfig",
     "TrajectoryView",

@@ -55,11 +55,14 @@ class Settings:
         "help": "comma-separated origins allowed to POST from a browser (CORS off when empty)"})
     judge_url: str = field(default="", metadata={
         "env": "TRAJHUB_JUDGE_URL",
-        "help": "OpenAI-compatible base URL for the llm_judge evaluator (off when empty)"})
+        "help": "default OpenAI-compatible base URL of the LLM judges (llm_judge, "
+                "trajectory_judge, tool_choice_judge); an evaluation may give its own"})
     judge_model: str = field(default="", metadata={
-        "env": "TRAJHUB_JUDGE_MODEL", "help": "model name for the llm_judge evaluator"})
+        "env": "TRAJHUB_JUDGE_MODEL", "help": "default model name of the LLM judges"})
     judge_api_key: str = field(default="", metadata={
-        "env": "TRAJHUB_JUDGE_API_KEY", "help": "API key for the llm_judge evaluator"})
+        "env": "TRAJHUB_JUDGE_API_KEY",
+        "help": "API key sent to TRAJHUB_JUDGE_URL only (an evaluation with another endpoint "
+                "names its key's variable, TRAJHUB_JUDGE_KEY_<NAME>)"})
     log_level: str = field(default="info", metadata={
         "env": "TRAJHUB_LOG_LEVEL", "help": "debug, info, warning or error"})
 

@@ -38,7 +38,9 @@ class EvaluationCreate(BaseModel):
     dataset: str = Field(description="the evaluation set")
     evaluators: list[str | EvaluatorEntry] = Field(
         description="names, or {name, config}: expected_agents_tools, tool_call_accuracy, "
-                    "trajectory_match, efficiency, llm_judge (when configured)")
+                    "trajectory_match, graph_trajectory_match, efficiency, and the LLM judges "
+                    "llm_judge, trajectory_judge, tool_choice_judge (endpoint and model from "
+                    "their config or the server's TRAJHUB_JUDGE_URL / TRAJHUB_JUDGE_MODEL)")
     target: Literal["snapshot", "live"] = Field(
         "snapshot", description="snapshot: each item's stored trajectory; live: the trajectory "
         "whose root span carries trajhub.dataset_item_id = the item id and trajhub.run = run")
