@@ -119,3 +119,52 @@ def test_generated_trajectories_agree(actual: Turns, reference: Turns, mode: str
 @given(reference=_turns, mode=st.sampled_from(MODES))
 def test_a_run_meets_its_own_prefilled_expectation_in_both(reference: Turns, mode: str) -> None:
     assert verdicts(run(reference), run(reference), mode) == (True, True)
+
+
+# The deliberate differences the README lists, shown against agentevals itself.
+
+
+def oracle(actual: Turns, reference: Turns, mode: str, args_match: str,
+           overrides: dict[str, Any] | None = None) -> bool:
+    evaluator = create_trajectory_match_evaluator(
+        trajectory_match_mode=mode,  # type: ignore[arg-type]
+        tool_args_match_mode=args_match,  # type: ignore[arg-type]
+        tool_args_match_overrides=overrides,
+    )
+    score = evaluator(outputs=to_agentevals_messages(run(actual)),
+                      reference_outputs=to_agentevals_messages(run(reference)))["score"]
+    assert isinstance(score, bool)
+    return score
+
+
+def ours(actual: Turns, reference: Turns, mode: str, args_match: str,
+         overrides: dict[str, Any] | None = None) -> bool:
+    config = TrajectoryMatchConfig(mode=mode, args_match=args_match,
+                                   args_match_overrides=overrides or {})
+    return evaluate("trajectory_match", run(actual), expectations_from_trajectory(run(reference)),
+                    config).passed
+
+
+def test_difference_best_pairing_rather_than_first_match() -> None:
+    # actual ⊇ expected per call: {a,b} could serve either expected call, {a} only the first
+    actual = [[("add", {"a": 1, "b": 2}, "3")], [("add", {"a": 1}, "1")]]
+    reference = [[("add", {"a": 1}, "1")], [("add", {"a": 1, "b": 2}, "3")]]
+    assert oracle(actual, reference, "superset", "superset") is False  # first fit took {a,b}
+    assert ours(actual, reference, "superset", "superset") is True
+
+
+def test_difference_matcher_direction_in_unordered_mode() -> None:
+    actual = [[("add", {"a": 1}, "1")]]
+    reference = [[("add", {"a": 1, "b": 2}, "3")]]
+    # subset: the actual args are a subset of the expected ones; agentevals also tries the
+    # reverse in unordered mode, which fails
+    assert oracle(actual, reference, "unordered", "subset") is False
+    assert ours(actual, reference, "unordered", "subset") is True
+
+
+def test_difference_missing_key_versus_null() -> None:
+    actual = [[("convert", {"value": 3}, "3")]]
+    reference = [[("convert", {"value": 3, "unit": None}, "3")]]
+    overrides: dict[str, Any] = {"convert": ["value", "unit"]}
+    assert oracle(actual, reference, "strict", "exact", overrides) is True  # absent == None
+    assert ours(actual, reference, "strict", "exact", overrides) is False
