@@ -3,8 +3,11 @@
 Modes, as peers.md a3 states them for agentevals, over the steps of one level:
 - `strict`: the same steps at the same positions. Calls the agent issued together (parallel tool
   calls of one model turn) may come in any order among themselves, as agentevals allows any order
-  *within one message*. As in agentevals, message content is not compared; unlike it, model turns
-  that call no tool are not positions either (the expected trajectory lists no model steps).
+  *within one message*. When the expected tool steps carry turns, the turn structure must match
+  too (the same number of turns, the same calls in each), as agentevals compares messages; so
+  "x and y together" and "x, then y" differ. As in agentevals, message content is not compared;
+  unlike it, model turns that call no tool are not positions (the expected trajectory lists no
+  model steps).
 - `in_order`: the expected steps appear as an ordered subsequence; extras allowed (Google ADK
   IN_ORDER, Mastra `relaxed`, LangSmith `trajectory_subsequence`).
 - `unordered`: multiset equality by name plus args.

@@ -150,3 +150,22 @@ def test_tool_messages_only_where_the_run_had_a_result() -> None:
     assert [c["function"]["name"] for c in calls] == ["fire_and_forget", "get_weather", "divide"]
     assert [m["tool_call_id"] for m in messages[2:4]] == [calls[1]["id"], calls[2]["id"]]
     assert messages[3]["content"] == "Error: ZeroDivisionError"
+
+
+def test_export_of_an_item_without_a_snapshot_follows_its_expected_turns() -> None:
+    from trajhub.service.api.dataset_formats import messages_from_expectations
+
+    steps = [{"type": "agent", "name": "a"},
+             {"type": "tool", "name": "x", "args": {"q": 1}, "turn": 0},
+             {"type": "tool", "name": "y", "turn": 0},
+             {"type": "tool", "name": "z", "turn": 1}]
+    messages = messages_from_expectations("question", "answer", {"trajectory": steps})
+    assert [m["role"] for m in messages] == ["user", "assistant", "assistant", "assistant"]
+    assert [[c["function"]["name"] for c in m["tool_calls"]] for m in messages[1:3]] == [
+        ["x", "y"], ["z"]]
+    assert json.loads(messages[1]["tool_calls"][0]["function"]["arguments"]) == {"q": 1}
+    # no turns given: one assistant turn issues them all; never a tool message without results
+    flat = [{k: v for k, v in s.items() if k != "turn"} for s in steps]
+    messages = messages_from_expectations("question", None, {"trajectory": flat})
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert len(messages[1]["tool_calls"]) == 3

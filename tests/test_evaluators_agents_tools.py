@@ -195,3 +195,12 @@ def test_config_needs_tool_or_order_and_rejects_unknown_options() -> None:
         ToolCallAccuracyConfig.from_dict({"expected_tool": "x", "strict_mode": "yes"})
     with pytest.raises(ConfigError, match="unknown evaluator"):
         evaluate("nope", tools_run("x"), None)
+
+
+def test_flexible_order_is_an_ordered_subsequence_not_mastras_first_occurrence() -> None:
+    # Mastra looks up each expected tool's first occurrence (indexOf): [b, a, b] fails [a, b]
+    # there, and an expected order that repeats a tool never passes. The documented intent is
+    # an ordered subsequence, which both of these are (README, deliberate differences).
+    assert accuracy(tools_run("b", "a", "b"), expected_tool_order=["a", "b"]) == 1
+    assert accuracy(tools_run("a", "b", "a"), expected_tool_order=["a", "a"]) == 1
+    assert accuracy(tools_run("b", "a"), expected_tool_order=["a", "b"]) == 0

@@ -72,7 +72,7 @@ def agentevals_line(row: Mapping[str, Any]) -> bytes:
     if row["trajectory"]:
         messages = to_agentevals_messages(orjson.loads(row["trajectory"]))
     else:
-        messages = _messages_from_expectations(item["input"], item["reference_output"],
+        messages = messages_from_expectations(item["input"], item["reference_output"],
                                                expectations)
     return orjson.dumps({
         "id": item["id"],
@@ -84,7 +84,7 @@ def agentevals_line(row: Mapping[str, Any]) -> bytes:
     }) + b"\n"
 
 
-def _messages_from_expectations(item_input: Any, output: Any, expectations: Mapping[str, Any]
+def messages_from_expectations(item_input: Any, output: Any, expectations: Mapping[str, Any]
                                 ) -> list[dict[str, Any]]:
     """Without a snapshot, the reference is what the item expects: its expected tool steps as
     assistant turns of tool calls (one per expected turn; all in one when the steps give no
