@@ -14,6 +14,7 @@ call has a result (a tool message is only emitted for one).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -168,3 +169,39 @@ def test_difference_missing_key_versus_null() -> None:
     overrides: dict[str, Any] = {"convert": ["value", "unit"]}
     assert oracle(actual, reference, "strict", "exact", overrides) is True  # absent == None
     assert ours(actual, reference, "strict", "exact", overrides) is False
+
+
+# The same scripted run, captured through every instrumentation
+
+
+def _react_exports() -> dict[str, list[dict[str, Any]]]:
+    from tests.normalize_support import capture_sets, load_traces
+    from trajhub.normalizers import derive
+
+    exports = {}
+    for capture, files in sorted(capture_sets().items()):
+        if "/react." in capture and capture.endswith("/http"):
+            spans = max(load_traces(files).values(), key=len)
+            exports[capture] = to_agentevals_messages(json.loads(derive(spans).to_json()))
+    return exports
+
+
+def test_every_instrumentation_exports_the_scripted_run_alike() -> None:
+    # tests/fake_agent.py's react script: the user's question; a model turn calling get_weather
+    # and add together; their two results; a turn calling divide(1, 0); its error; the answer
+    exports = _react_exports()
+    assert {c.split("/")[0] for c in exports} >= {
+        "openinference", "traceloop", "langsmith", "cozeloop_python", "cozeloop_js"}
+    for capture, messages in exports.items():
+        assert [m["role"] for m in messages] == [
+            "user", "assistant", "tool", "tool", "assistant", "tool", "assistant"], capture
+        turns = [sorted(c["function"]["name"] for c in m["tool_calls"])
+                 for m in messages if m.get("tool_calls")]
+        assert turns == [["add", "get_weather"], ["divide"]], capture
+    # and agentevals itself finds them strictly equal, whichever is the reference (arguments
+    # ignored: OpenInference records get_weather's input as the bare "Paris")
+    strict = create_trajectory_match_evaluator(trajectory_match_mode="strict",
+                                               tool_args_match_mode="ignore")
+    first, *others = exports.values()
+    for messages in others:
+        assert strict(outputs=messages, reference_outputs=first)["score"] is True
