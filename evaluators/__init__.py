@@ -2,8 +2,8 @@
 
 Every evaluator is a pure function `(trajectory_doc, expectations, config) -> EvaluationResult`:
 no I/O, no clock, no randomness, so a score can always be recomputed from stored data. The LLM
-judge is split into request building and strict response parsing; its HTTP call belongs to the
-service, which is why it is not in REGISTRY.
+judges (JUDGES) are split into request building and strict response parsing; their HTTP call
+belongs to the service, which is why they are not in REGISTRY.
 """
 
 from __future__ import annotations
@@ -25,6 +25,13 @@ from trajhub.evaluators.expected_agents_tools import (
     ExpectedAgentsToolsConfig,
     expected_agents_tools,
 )
+from trajhub.evaluators.graph_runs import graph_runs
+from trajhub.evaluators.graph_trajectory_match import (
+    GraphTrajectoryMatchConfig,
+    graph_trajectory_match,
+)
+from trajhub.evaluators.judge_protocol import JudgeContext, JudgeSettings
+from trajhub.evaluators.judges import JUDGES, JudgeSpec, LlmJudgeConfig
 from trajhub.evaluators.llm_judge import (
     JudgeResponseError,
     build_judge_request,
@@ -36,6 +43,7 @@ from trajhub.evaluators.trajectory_match import TrajectoryMatchConfig, trajector
 from trajhub.evaluators.trajectory_view import TrajectoryView, parse_trajectory
 
 __all__ = [
+    "JUDGES",
     "REGISTRY",
     "ConfigError",
     "EfficiencyConfig",
@@ -45,13 +53,19 @@ __all__ = [
     "ExpectationsError",
     "ExpectedAgentsToolsConfig",
     "ExpectedStep",
+    "GraphTrajectoryMatchConfig",
+    "JudgeContext",
     "JudgeResponseError",
+    "JudgeSettings",
+    "JudgeSpec",
+    "LlmJudgeConfig",
     "ToolCallAccuracyConfig",
     "TrajectoryMatchConfig",
     "TrajectoryView",
     "build_judge_request",
     "evaluate",
     "expectations_from_trajectory",
+    "graph_runs",
     "parse_judge_response",
     "parse_trajectory",
     "to_agentevals_messages",
@@ -78,6 +92,11 @@ REGISTRY: Mapping[str, EvaluatorSpec] = {
         EvaluatorSpec("tool_call_accuracy", ToolCallAccuracyConfig.from_dict, tool_call_accuracy),
         EvaluatorSpec("trajectory_match", TrajectoryMatchConfig.from_dict, trajectory_match),
         EvaluatorSpec("efficiency", EfficiencyConfig.from_dict, efficiency),
+        EvaluatorSpec(
+            "graph_trajectory_match",
+            GraphTrajectoryMatchConfig.from_dict,
+            graph_trajectory_match,
+        ),
     )
 }
 
@@ -86,6 +105,7 @@ _CONFIG_TYPES: Mapping[str, type] = {
     "tool_call_accuracy": ToolCallAccuracyConfig,
     "trajectory_match": TrajectoryMatchConfig,
     "efficiency": EfficiencyConfig,
+    "graph_trajectory_match": GraphTrajectoryMatchConfig,
 }
 
 

@@ -13,12 +13,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajhub.evaluators.graph_runs import graph_runs
 from trajhub.evaluators.trajectory_view import parse_trajectory
 
 #: Step types an expected trajectory can name (model steps are not matched: their content is free).
 EXPECTED_STEP_TYPES = ("tool", "agent", "graph")
 #: Argument matchers, as agentevals names them (peers.md a3).
 ARGS_MATCH_MODES = ("exact", "ignore", "subset", "superset")
+
+#: An argument matcher as JSON can name it: a mode, or the dotted key paths to compare (only
+#: those), as agentevals' per-tool overrides take them. The Python API also takes a callable.
+ArgsMatchSpec = str | tuple[str, ...]
 
 
 class ExpectationsError(ValueError):
@@ -30,30 +35,67 @@ class ExpectationsError(ValueError):
         self.problem = problem
 
 
+def check_args_match_spec(value: Any) -> ArgsMatchSpec:
+    """A matcher named in JSON: a mode name or a non-empty list of key paths (returned as a
+    tuple). ValueError says what is wrong. An empty list is refused: agentevals silently falls
+    back to the default matcher for it, which is never what the author of `[]` meant."""
+    if isinstance(value, str):
+        if value not in ARGS_MATCH_MODES:
+            raise ValueError(
+                f"must be one of {', '.join(ARGS_MATCH_MODES)} or a list of key paths"
+            )
+        return value
+    if isinstance(value, list | tuple):
+        if not value:
+            raise ValueError(
+                "an empty list of key paths would compare nothing; name at least one key path,"
+                " or use 'ignore'"
+            )
+        for path in value:
+            if not isinstance(path, str) or not path:
+                raise ValueError("key paths must be non-empty strings")
+        return tuple(value)
+    raise ValueError(f"must be one of {', '.join(ARGS_MATCH_MODES)} or a list of key paths")
+
+
 @dataclass(frozen=True)
 class ExpectedStep:
     """One expected step. `args` None means "not specified": any arguments match. `args_match`
-    overrides the evaluator's argument matcher for this step only."""
+    overrides the evaluator's argument matcher for this step only. `turn` groups tool steps the
+    agent issues together (one model turn); steps of a turn are listed together, turns in order.
+    """
 
     type: str
     name: str
     args: Any = None
-    args_match: str | None = None
+    args_match: ArgsMatchSpec | None = None
+    turn: int | None = None
 
     def __post_init__(self) -> None:
         if self.type not in EXPECTED_STEP_TYPES:
             raise ExpectationsError("type", f"must be one of {', '.join(EXPECTED_STEP_TYPES)}")
         if not self.name:
             raise ExpectationsError("name", "must be a non-empty string")
-        if self.args_match is not None and self.args_match not in ARGS_MATCH_MODES:
-            raise ExpectationsError("args_match", f"must be one of {', '.join(ARGS_MATCH_MODES)}")
+        if self.args_match is not None:
+            try:
+                object.__setattr__(self, "args_match", check_args_match_spec(self.args_match))
+            except ValueError as err:
+                raise ExpectationsError("args_match", str(err)) from None
+        if self.turn is not None and (
+            isinstance(self.turn, bool) or not isinstance(self.turn, int) or self.turn < 0
+        ):
+            raise ExpectationsError("turn", "must be an integer >= 0")
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "name": self.name}
         if self.args is not None:
             out["args"] = self.args
         if self.args_match is not None:
-            out["args_match"] = self.args_match
+            out["args_match"] = (
+                self.args_match if isinstance(self.args_match, str) else list(self.args_match)
+            )
+        if self.turn is not None:
+            out["turn"] = self.turn
         return out
 
 
@@ -67,6 +109,8 @@ class Expectations:
     tool_order: tuple[str, ...] = ()
     #: the expected trajectory for trajectory_match; None when the item does not specify one
     trajectory: tuple[ExpectedStep, ...] | None = None
+    #: node names per graph run, as agentevals' GraphTrajectory `steps` (graph_trajectory_match)
+    graph_runs: tuple[tuple[str, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         # Python callers pass lists; store tuples so equality does not depend on the container.
@@ -75,6 +119,9 @@ class Expectations:
         object.__setattr__(self, "tools", {a: tuple(t) for a, t in self.tools.items()})
         if self.trajectory is not None:
             object.__setattr__(self, "trajectory", tuple(self.trajectory))
+            _check_turns(self.trajectory)
+        if self.graph_runs is not None:
+            object.__setattr__(self, "graph_runs", tuple(tuple(run) for run in self.graph_runs))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -84,13 +131,17 @@ class Expectations:
         }
         if self.trajectory is not None:
             out["trajectory"] = [step.to_dict() for step in self.trajectory]
+        if self.graph_runs is not None:
+            out["graph_runs"] = [list(run) for run in self.graph_runs]
         return out
 
     @classmethod
     def from_dict(cls, data: Any) -> Expectations:
         if not isinstance(data, Mapping):
             raise ExpectationsError("expectations", "must be an object")
-        unknown = sorted(set(data) - {"agents", "tools", "tool_order", "trajectory"})
+        unknown = sorted(
+            set(data) - {"agents", "tools", "tool_order", "trajectory", "graph_runs"}
+        )
         if unknown:
             raise ExpectationsError(str(unknown[0]), "unknown field")
         tools_raw = data.get("tools", {})
@@ -107,11 +158,22 @@ class Expectations:
             trajectory = tuple(
                 _expected_step(raw, f"trajectory[{i}]") for i, raw in enumerate(trajectory_raw)
             )
+            _check_turns(trajectory)
+        graph_raw = data.get("graph_runs")
+        graph: tuple[tuple[str, ...], ...] | None = None
+        if graph_raw is not None:
+            if not isinstance(graph_raw, list):
+                raise ExpectationsError("graph_runs", "must be a list of lists of node names")
+            graph = tuple(_names(run, f"graph_runs[{i}]") for i, run in enumerate(graph_raw))
+            if any(not run for run in graph):
+                empty = next(i for i, run in enumerate(graph) if not run)
+                raise ExpectationsError(f"graph_runs[{empty}]", "a graph run has node steps")
         return cls(
             agents=_names(data.get("agents", []), "agents"),
             tools=tools,
             tool_order=_names(data.get("tool_order", []), "tool_order"),
             trajectory=trajectory,
+            graph_runs=graph,
         )
 
 
@@ -120,19 +182,52 @@ def expectations_from_trajectory(doc: Mapping[str, Any]) -> Expectations:
     for a human to prune before the item joins an evaluation set.
 
     The expected trajectory lists the agents, then the graph node visits, then the tool calls with
-    their decoded arguments; each level of trajectory_match reads only the steps of its type.
-    Agent and graph steps carry no args: their input is free text, not arguments.
+    their decoded arguments and their turns (numbered from 0: calls issued together share one);
+    each level of trajectory_match reads only the steps of its type. Agent and graph steps carry
+    no args: their input is free text, not arguments. `graph_runs` records the LangGraph node
+    steps of each graph run (graph_runs.py), when the trajectory has them.
     """
     view = parse_trajectory(doc)
+    runs = graph_runs(view)
     steps: list[ExpectedStep] = [ExpectedStep("agent", a.name) for a in view.agents if a.name]
     steps += [ExpectedStep("graph", node.name) for node in view.graph_nodes if node.name]
-    steps += [ExpectedStep("tool", c.name, args=c.arguments) for c in view.tool_calls if c.name]
+    turns: dict[int, int] = {}
+    for call in view.tool_calls:
+        if call.name:
+            turn = turns.setdefault(call.turn, len(turns))
+            steps.append(ExpectedStep("tool", call.name, args=call.arguments, turn=turn))
     return Expectations(
         agents=tuple(name for name in view.agent_names() if name),
         tools={agent: tools for agent, tools in view.tools_by_agent().items() if agent and tools},
         tool_order=tuple(call.name for call in view.tool_calls if call.name),
         trajectory=tuple(steps),
+        graph_runs=tuple(tuple(run) for run in runs) if runs else None,
     )
+
+
+def _check_turns(steps: tuple[ExpectedStep, ...]) -> None:
+    """Turns are given on every tool step or on none, and never go back: a turn's steps are
+    listed together, so the listing order is the order of the turns."""
+    tools = [(i, step) for i, step in enumerate(steps) if step.type == "tool"]
+    with_turn = [i for i, step in tools if step.turn is not None]
+    if with_turn and len(with_turn) != len(tools):
+        missing = next(i for i, step in tools if step.turn is None)
+        raise ExpectationsError(
+            f"trajectory[{missing}].turn", "give a turn on every tool step or on none"
+        )
+    previous = -1
+    for i, step in tools:
+        if step.turn is not None:
+            if step.turn < previous:
+                raise ExpectationsError(
+                    f"trajectory[{i}].turn",
+                    f"turns must not go back ({step.turn} after {previous}); list a turn's"
+                    " steps together",
+                )
+            previous = step.turn
+    for i, step in enumerate(steps):
+        if step.turn is not None and step.type != "tool":
+            raise ExpectationsError(f"trajectory[{i}].turn", "only tool steps have a turn")
 
 
 def _agent_key(agent: Any) -> str:
@@ -153,18 +248,17 @@ def _names(value: Any, path: str) -> tuple[str, ...]:
 def _expected_step(raw: Any, path: str) -> ExpectedStep:
     if not isinstance(raw, Mapping):
         raise ExpectationsError(path, "must be an object")
-    unknown = sorted(set(raw) - {"type", "name", "args", "args_match"})
+    unknown = sorted(set(raw) - {"type", "name", "args", "args_match", "turn"})
     if unknown:
         raise ExpectationsError(f"{path}.{unknown[0]}", "unknown field")
     for key in ("type", "name"):
         if not isinstance(raw.get(key), str):
             raise ExpectationsError(f"{path}.{key}", "must be a string")
-    args_match = raw.get("args_match")
-    if args_match is not None and not isinstance(args_match, str):
-        raise ExpectationsError(f"{path}.args_match", "must be a string")
     _check_json(raw.get("args"), f"{path}.args")
     try:
-        return ExpectedStep(raw["type"], raw["name"], raw.get("args"), args_match)
+        return ExpectedStep(
+            raw["type"], raw["name"], raw.get("args"), raw.get("args_match"), raw.get("turn")
+        )
     except ExpectationsError as err:
         raise ExpectationsError(f"{path}.{err.field}", err.problem) from None
 

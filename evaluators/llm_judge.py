@@ -9,13 +9,14 @@ in prose, truncates, refuses or puts the score out of range is a *failed evaluat
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from trajhub.evaluators.agentevals_format import to_agentevals_messages
 from trajhub.evaluators.expectations import Expectations
+from trajhub.evaluators.judge_protocol import JudgeResponseError as JudgeResponseError
+from trajhub.evaluators.judge_protocol import unit_score, verdict_object
 from trajhub.evaluators.result import EvaluationResult
 
 NAME = "llm_judge"
@@ -36,10 +37,6 @@ _SYSTEM = (
     "Respond with one JSON object and nothing else, exactly of the form\n"
     '{"score": <number from 0 to 1>, "passed": <true or false>, "reason": "<one paragraph>"}'
 )
-
-
-class JudgeResponseError(ValueError):
-    """The judge's answer cannot be trusted as a verdict."""
 
 
 @dataclass(frozen=True)
@@ -89,54 +86,20 @@ def build_judge_request(
 def parse_judge_response(body: Mapping[str, Any]) -> EvaluationResult:
     """The verdict in a chat.completions response body; JudgeResponseError if it is not exactly
     one JSON object with a number `score` in [0, 1], a boolean `passed` and a string `reason`."""
-    if not isinstance(body, Mapping):
-        raise JudgeResponseError("response body is not an object")
-    if body.get("error"):
-        raise JudgeResponseError(f"judge returned an error: {body['error']!r}")
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise JudgeResponseError("response has no choices")
-    choice = choices[0]
-    message = choice.get("message") if isinstance(choice, Mapping) else None
-    if not isinstance(message, Mapping):
-        raise JudgeResponseError("first choice has no message")
-    if message.get("refusal"):
-        raise JudgeResponseError(f"judge refused: {message['refusal']!r}")
-    if choice.get("finish_reason") == "length":
-        raise JudgeResponseError("judge answer was truncated (finish_reason=length)")
-    content = message.get("content")
-    if not isinstance(content, str):
-        raise JudgeResponseError("message content is not a string")
-    try:
-        verdict = json.loads(content, parse_constant=_reject_constant)
-    except ValueError as err:
-        raise JudgeResponseError(f"message content is not JSON: {err}") from None
-    if not isinstance(verdict, dict):
-        raise JudgeResponseError("verdict is not a JSON object")
-
-    score = verdict.get("score")
-    if isinstance(score, bool) or not isinstance(score, int | float):
-        raise JudgeResponseError("verdict field 'score' must be a number")
-    if not math.isfinite(score) or not 0 <= score <= 1:
-        raise JudgeResponseError(f"verdict field 'score' must be within [0, 1], got {score!r}")
+    verdict, model = verdict_object(body)
+    score = unit_score(verdict)
     passed = verdict.get("passed")
     if not isinstance(passed, bool):
         raise JudgeResponseError("verdict field 'passed' must be a boolean")
     reason = verdict.get("reason")
     if not isinstance(reason, str):
         raise JudgeResponseError("verdict field 'reason' must be a string")
-    model = body.get("model")
     return EvaluationResult(
         evaluator=NAME,
-        score=float(score),
+        score=score,
         passed=passed,
-        reason=JudgeReason(text=reason, model=model if isinstance(model, str) else ""),
+        reason=JudgeReason(text=reason, model=model),
     )
-
-
-def _reject_constant(name: str) -> Any:
-    # json.loads accepts NaN/Infinity by default; they are not JSON and not a score.
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def _render(value: Any) -> str:

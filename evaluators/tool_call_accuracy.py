@@ -6,6 +6,9 @@ Binary score:
   exact sequence, no extras; flexible = the expected tools form an ordered subsequence;
 - else `expected_tool`: lenient -> 1 iff it was called; strict -> 1 iff it is the one and only call.
 
+`correct_tool_called` follows Mastra's current preprocess step: in strict mode it is true only when
+the expected tool is the one and only call, so "called among others" reads false there too.
+
 One deliberate difference: Mastra's flexible check looks up each expected tool's *first*
 occurrence (`indexOf`), so actual [b, a, b] fails expected [a, b] and a repeated expected tool can
 never pass. The documented intent (seed 004, peers.md a3) is "an ordered subsequence"; we check
@@ -71,9 +74,10 @@ class ToolCallAccuracyReason:
             order = ", ".join(self.expected_tool_order)
             lines.append(f"expected order [{order}] ({kind}): {verdict}")
         elif self.expected_tool is not None:
-            called = "was called" if self.correct_tool_called else "was not called"
-            lines.append(f"expected tool {self.expected_tool} ({mode}) {called}")
-            if self.strict_mode and self.correct_tool_called and len(self.actual_tools) != 1:
+            called = self.expected_tool in self.actual_tools
+            verdict = "was called" if called else "was not called"
+            lines.append(f"expected tool {self.expected_tool} ({mode}) {verdict}")
+            if self.strict_mode and called and len(self.actual_tools) != 1:
                 lines.append(f"strict mode needs exactly one call, got {len(self.actual_tools)}")
         return lines
 
@@ -93,6 +97,13 @@ def check_tool_order(actual: Sequence[str], expected: Sequence[str], strict: boo
     return is_ordered_subsequence(expected, actual)
 
 
+def _correct_tool_called(expected: str | None, actual: Sequence[str], strict: bool) -> bool:
+    """Mastra: strict -> the expected tool is the only call; lenient -> it is among the calls."""
+    if not expected:
+        return False
+    return tuple(actual) == (expected,) if strict else expected in actual
+
+
 def tool_call_accuracy(
     doc: Mapping[str, Any],
     expectations: Expectations,
@@ -105,14 +116,12 @@ def tool_call_accuracy(
         raise ValueError(f"{NAME}: needs expected_tool or an expected tool order")
     actual = tuple(call.name for call in parse_trajectory(doc).tool_calls)
     correct_order = check_tool_order(actual, order, config.strict_mode) if order else None
-    correct_tool = config.expected_tool in actual if config.expected_tool else False
+    correct_tool = _correct_tool_called(config.expected_tool, actual, config.strict_mode)
 
     if not actual:
         score = 0.0
     elif order:
         score = 1.0 if correct_order else 0.0
-    elif config.strict_mode:
-        score = 1.0 if actual == (config.expected_tool,) else 0.0
     else:
         score = 1.0 if correct_tool else 0.0
 

@@ -3,8 +3,11 @@
 Modes, as peers.md a3 states them for agentevals, over the steps of one level:
 - `strict`: the same steps at the same positions. Calls the agent issued together (parallel tool
   calls of one model turn) may come in any order among themselves, as agentevals allows any order
-  *within one message*. As in agentevals, message content is not compared; unlike it, model turns
-  that call no tool are not positions either (the expected trajectory lists no model steps).
+  *within one message*. When the expected tool steps carry turns, the turn structure must match
+  too (the same number of turns, the same calls in each), as agentevals compares messages; so
+  "x and y together" and "x, then y" differ. As in agentevals, message content is not compared;
+  unlike it, model turns that call no tool are not positions (the expected trajectory lists no
+  model steps).
 - `in_order`: the expected steps appear as an ordered subsequence; extras allowed (Google ADK
   IN_ORDER, Mastra `relaxed`, LangSmith `trajectory_subsequence`).
 - `unordered`: multiset equality by name plus args.
@@ -26,7 +29,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from trajhub.evaluators._config import ConfigError, config_from_mapping, require_type
-from trajhub.evaluators.expectations import ARGS_MATCH_MODES, Expectations, ExpectedStep
+from trajhub.evaluators.expectations import (
+    ArgsMatchSpec,
+    Expectations,
+    ExpectedStep,
+    check_args_match_spec,
+)
 from trajhub.evaluators.matching import (
     ArgsOverride,
     Item,
@@ -53,7 +61,8 @@ REPEAT_PENALTY = 0.1
 class TrajectoryMatchConfig:
     mode: str = "strict"
     level: str = "tool"
-    args_match: str = "exact"
+    #: the default matcher: a mode name or a list of dotted key paths (as an override)
+    args_match: ArgsMatchSpec = "exact"
     #: tool (or agent/node) name -> mode name, dotted key paths, or a callable(out, ref) -> bool
     args_match_overrides: Mapping[str, ArgsOverride] = field(default_factory=dict)
     allow_repeated: bool = True
@@ -61,19 +70,15 @@ class TrajectoryMatchConfig:
     def __post_init__(self) -> None:
         _one_of("mode", self.mode, MODES)
         _one_of("level", self.level, LEVELS)
-        _one_of("args_match", self.args_match, ARGS_MATCH_MODES)
+        object.__setattr__(self, "args_match", _spec("args_match", self.args_match))
         require_type(NAME, "allow_repeated", self.allow_repeated, bool)
         require_type(NAME, "args_match_overrides", self.args_match_overrides, Mapping)
         overrides: dict[str, ArgsOverride] = {}
         for tool, override in self.args_match_overrides.items():
             where = f"args_match_overrides.{tool}"
-            if isinstance(override, str):
-                _one_of(where, override, ARGS_MATCH_MODES)
-                overrides[tool] = override
-            elif isinstance(override, list | tuple):
-                for path in override:
-                    require_type(NAME, f"{where}[]", path, str)
-                overrides[tool] = tuple(override)  # JSON lists become immutable key paths
+            if isinstance(override, str | list | tuple):
+                # JSON lists become immutable key paths; [] is refused, not "compare nothing"
+                overrides[tool] = _spec(where, override)
             elif callable(override):
                 overrides[tool] = override
             else:
@@ -122,6 +127,9 @@ class TrajectoryMatchReason:
     repeated: tuple[RepeatedStep, ...]
     extra_allowed: bool
     missing_allowed: bool
+    #: calls per turn, when the expectation gives turns and the mode is strict
+    expected_turns: tuple[int, ...] | None = None
+    actual_turns: tuple[int, ...] | None = None
 
     def explain_lines(self) -> list[str]:
         lines = [
@@ -142,6 +150,11 @@ class TrajectoryMatchReason:
         if self.extra:
             note = " (allowed in this mode)" if self.extra_allowed else ""
             lines.append(f"extra{note}: {_refs(self.extra)}")
+        if self.expected_turns is not None and self.expected_turns != self.actual_turns:
+            lines.append(
+                f"turns differ: expected calls per turn {list(self.expected_turns)},"
+                f" actual {list(self.actual_turns or ())}"
+            )
         if self.repeated:
             reps = ", ".join(f"{r.name}({_compact(r.args)}) x{r.count}" for r in self.repeated)
             lines.append(f"repeated: {reps}")
@@ -161,15 +174,19 @@ def trajectory_match(
     output, groups = _actual(view, config.level)
 
     free = max_matching(reference, output)
-    if config.mode == "strict":
-        pairs = _strict_pairs(reference, output, groups)
+    turns = _reference_turns(expectations, config)
+    if config.mode == "strict" and turns is not None:
+        pairs, turns_differ = _turn_pairs(reference, turns, output, groups)
+    elif config.mode == "strict":
+        pairs, turns_differ = _strict_pairs(reference, output, groups), False
     elif config.mode == "in_order":
-        pairs = ordered_matching(reference, output)
+        pairs, turns_differ = ordered_matching(reference, output), False
     else:
-        pairs = free
+        pairs, turns_differ = free, False
 
     n, m = len(reference), len(output)
     score, passed = _score(config.mode, n, m, len(pairs))
+    passed = passed and not turns_differ
     ordered = config.mode in ("strict", "in_order")
     unpaired = [i for i in range(n) if i not in pairs]
     out_of_order = [i for i in unpaired if ordered and i in free]
@@ -196,6 +213,8 @@ def trajectory_match(
         repeated=repeated,
         extra_allowed=config.mode in ("in_order", "superset"),
         missing_allowed=config.mode == "subset",
+        expected_turns=_turn_sizes(turns) if turns is not None else None,
+        actual_turns=_turn_sizes(groups) if turns is not None else None,
     )
     return EvaluationResult(evaluator=NAME, score=score, passed=passed, reason=reason)
 
@@ -235,6 +254,46 @@ def _strict_pairs(
     return pairs
 
 
+def _turn_pairs(
+    reference: Sequence[Item], turns: Sequence[int], output: Sequence[Item], groups: Sequence[int]
+) -> tuple[dict[int, int], bool]:
+    """Strict matching by turn, as agentevals compares messages: the k-th expected turn against
+    the k-th actual turn, calls of one turn in any order. Also says whether the turn structure
+    (number of turns, calls per turn) differs, which fails strict even when every call pairs."""
+    ref_spans, out_spans = _spans(turns), _spans(groups)
+    pairs: dict[int, int] = {}
+    for (r0, r1), (o0, o1) in zip(ref_spans, out_spans, strict=False):
+        for i, j in max_matching(reference[r0:r1], output[o0:o1]).items():
+            pairs[r0 + i] = o0 + j
+    sizes_differ = [r1 - r0 for r0, r1 in ref_spans] != [o1 - o0 for o0, o1 in out_spans]
+    return pairs, sizes_differ
+
+
+def _spans(groups: Sequence[int]) -> list[tuple[int, int]]:
+    """[start, end) of each run of equal group ids."""
+    spans: list[tuple[int, int]] = []
+    for index, group in enumerate(groups):
+        if spans and groups[spans[-1][0]] == group:
+            spans[-1] = (spans[-1][0], index + 1)
+        else:
+            spans.append((index, index + 1))
+    return spans
+
+
+def _turn_sizes(groups: Sequence[int]) -> tuple[int, ...]:
+    return tuple(end - start for start, end in _spans(groups))
+
+
+def _reference_turns(expectations: Expectations, config: TrajectoryMatchConfig) -> list[int] | None:
+    """The expected tool steps' turns, when the expectation gives them (at the tool level)."""
+    if config.level != "tool" or expectations.trajectory is None:
+        return None
+    turns = [s.turn for s in expectations.trajectory if s.type == "tool"]
+    if not turns or any(t is None for t in turns):
+        return None
+    return [t for t in turns if t is not None]
+
+
 def _reference(expectations: Expectations, config: TrajectoryMatchConfig) -> list[Item]:
     steps: Sequence[ExpectedStep]
     if expectations.trajectory is not None:
@@ -252,11 +311,11 @@ def _reference(expectations: Expectations, config: TrajectoryMatchConfig) -> lis
 def _matcher(step: ExpectedStep, config: TrajectoryMatchConfig) -> Callable[[Any, Any], bool]:
     # Most specific wins: the step's own matcher, then the per-tool override, then the default.
     if step.args_match is not None:
-        return matcher_for_mode(step.args_match)
+        return resolve_matcher(step.args_match)
     override = config.args_match_overrides.get(step.name)
     if override is not None:
         return resolve_matcher(override)
-    return matcher_for_mode(config.args_match)
+    return resolve_matcher(config.args_match)
 
 
 def _actual(view: TrajectoryView, level: str) -> tuple[list[Item], list[int]]:
@@ -282,6 +341,13 @@ def _repeated(output: Sequence[Item]) -> tuple[RepeatedStep, ...]:
     return tuple(
         RepeatedStep(item.name, item.args, count) for item, count in counts.values() if count > 1
     )
+
+
+def _spec(option: str, value: Any) -> ArgsMatchSpec:
+    try:
+        return check_args_match_spec(value)
+    except ValueError as err:
+        raise ConfigError(f"{NAME}: option {option!r} {err}") from None
 
 
 def _one_of(option: str, value: Any, allowed: Sequence[str]) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 META_TOOL_CALL_ID = "tool_call_id"
 META_GRAPH_NODE = "langgraph_node"
 META_GRAPH_STEP = "langgraph_step"
+META_GRAPH_CHECKPOINT_NS = "langgraph_checkpoint_ns"
 
 STEP_TYPES = ("agent", "graph", "model", "tool")
 

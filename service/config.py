@@ -55,10 +55,12 @@ class Settings(BaseSettings):
     cors_origins: str = Field("", description=(
         "comma-separated origins allowed to POST from a browser (CORS off when empty)"))
     judge_url: str = Field("", description=(
-        "OpenAI-compatible base URL for the llm_judge evaluator (off when empty)"))
-    judge_model: str = Field("", description="model name for the llm_judge evaluator")
-    judge_api_key: str = Field("", description="API key for the llm_judge evaluator",
-                               repr=False)
+        "default OpenAI-compatible base URL of the LLM judges (llm_judge, trajectory_judge, "
+        "tool_choice_judge); an evaluation may give its own"))
+    judge_model: str = Field("", description="default model name of the LLM judges")
+    judge_api_key: str = Field("", description=(
+        "API key sent to TRAJHUB_JUDGE_URL only (an evaluation with another endpoint names its "
+        "key's variable, TRAJHUB_JUDGE_KEY_<NAME>)"), repr=False)
     prices: str = Field("", description=(
         "a JSON file of model prices for cost estimates (built-in table when empty)"))
     log_level: str = Field("info", pattern=r"(?i)^(debug|info|warning|error)$",

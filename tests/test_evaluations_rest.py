@@ -127,6 +127,29 @@ def test_snapshot_evaluation_over_rest(api: httpx.Client, server: ServerProcess,
     assert [e["id"] for e in listed] == [run["id"]]
 
 
+def test_matchers_named_in_json_over_rest_and_the_cli(
+        api: httpx.Client, server: ServerProcess, ingested: Ingested,
+        react_set: tuple[str, str]) -> None:
+    # The wrong item expects divide(1, 2); the runs called divide(1, 0). Comparing only the key
+    # path `a` (a matcher the Python API takes as a list) lets it pass.
+    name, wrong = react_set
+    config = {"mode": "strict", "args_match_overrides": {"divide": ["a"]}}
+    r = api.post("/evaluations", json={"dataset": name, "evaluators": [
+        {"name": "trajectory_match", "config": config}]})
+    run = wait_evaluation(api, server.http, ingested.project, r.json()["id"])
+    assert by_evaluator(run)["trajectory_match"]["passed"] == 3
+    api.patch(f"/datasets/{name}/items/{wrong}", json={"expectations": {
+        **WRONG, "trajectory": [{**step, "args_match": ["a"]} if step["name"] == "divide"
+                                else step for step in WRONG["trajectory"]]}})
+    done = subprocess.run(
+        [sys.executable, "-m", "trajhub", "eval", name, "--url", server.http, "--project",
+         ingested.project, "-e", 'trajectory_match={"args_match": ["b"]}'],
+        capture_output=True, text=True, cwd=ROOT, timeout=60)
+    # the step's own key paths win over the default ones: all three pass
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "100.0%" in done.stdout
+
+
 def test_items_without_a_trajectory_are_error_entries(
         api: httpx.Client, server: ServerProcess, ingested: Ingested) -> None:
     name = "manual-" + uuid.uuid4().hex[:8]
@@ -155,14 +178,19 @@ def test_bad_evaluation_requests(api: httpx.Client, react_set: tuple[str, str]) 
         return api.post("/evaluations", json={"dataset": name, **body})
 
     r = post(evaluators=["trajectory_matcher"])
-    assert r.status_code == 422 and "unknown evaluator 'trajectory_matcher'" in r.text
+    assert r.status_code == 400 and "unknown evaluator 'trajectory_matcher'" in r.text
     r = post(evaluators=[{"name": "trajectory_match", "config": {"mode": "fuzzy"}}])
-    assert r.status_code == 422 and "mode" in r.json()["detail"]
+    assert r.status_code == 400 and "mode" in r.json()["detail"]
     r = post(evaluators=[{"name": "trajectory_match", "config": {"modes": "strict"}}])
-    assert r.status_code == 422 and "unknown option 'modes'" in r.json()["detail"]
+    assert r.status_code == 400 and "unknown option 'modes'" in r.json()["detail"]
+    r = post(evaluators=[{"name": "trajectory_match",
+                          "config": {"args_match_overrides": {"get_weather": []}}}])
+    assert r.status_code == 400
+    assert "args_match_overrides.get_weather" in r.json()["detail"]
+    assert "empty list" in r.json()["detail"]
     r = post(evaluators=["llm_judge"])
-    assert r.status_code == 422 and "not configured" in r.json()["detail"]
-    assert post(evaluators=[]).status_code == 422
+    assert r.status_code == 400 and "not configured" in r.json()["detail"]
+    assert post(evaluators=[]).status_code == 400
     r = post(evaluators=["expected_agents_tools"], target="live")
     assert r.status_code == 422 and "run" in r.json()["detail"]
     absent = api.post("/evaluations", json={"dataset": "absent",

@@ -86,3 +86,86 @@ def test_sub_agent_calls_appear_where_invoked() -> None:
         for call in message.get("tool_calls", [])
     ]
     assert names == ["plan", "search", "publish"]
+
+
+def _chat(*messages: tuple[str, str]) -> str:
+    return json.dumps([{"role": role, "content": content} for role, content in messages])
+
+
+def test_every_user_turn_of_the_conversation_is_kept() -> None:
+    # A chat-shaped root input carries the history; a later model call that was sent a new
+    # user message (the user answered mid-run) adds that turn where it happened.
+    first = model(json.dumps({"role": "assistant", "content": "Which city?"}))
+    first["input"] = _chat(("system", "be brief"), ("user", "weather?"))
+    second = model()
+    second["input"] = _chat(
+        ("system", "be brief"), ("user", "weather?"), ("assistant", "Which city?"),
+        ("user", "Paris"),
+    )  # fmt: skip
+    final = model("It is sunny.")
+    doc = trajectory(
+        agent("assistant", first, second, tool("get_weather", {"city": "Paris"}), final),
+        input=_chat(("user", "hello"), ("assistant", "hi, how can I help?"), ("user", "weather?")),
+        output=json.dumps({"role": "assistant", "content": "It is sunny."}),
+    )
+    messages = to_agentevals_messages(doc)
+    assert [(m["role"], m["content"]) for m in messages if "tool_calls" not in m] == [
+        ("user", "hello"),
+        ("assistant", "hi, how can I help?"),
+        ("user", "weather?"),
+        ("assistant", "Which city?"),  # the model's reply text, not its JSON message
+        ("user", "Paris"),
+        ("tool", "ok"),
+        ("assistant", "It is sunny."),
+    ]
+    assert messages[5]["role"] == "assistant" and messages[5]["tool_calls"]
+
+
+def test_a_sub_agent_with_its_own_history_adds_no_user_turn() -> None:
+    sub_model = model("found")
+    sub_model["input"] = _chat(("user", "research Paris"))
+    doc = trajectory(
+        agent("supervisor", model(), {"id": "sub", "type": "agent", "name": "r"}, model("done")),
+        agent("r", sub_model, id="sub"),
+        input=_chat(("user", "plan a trip")),
+    )
+    users = [m["content"] for m in to_agentevals_messages(doc) if m["role"] == "user"]
+    assert users == ["plan a trip"]
+
+
+def test_tool_messages_only_where_the_run_had_a_result() -> None:
+    doc = trajectory(
+        agent(
+            "assistant",
+            model(),
+            tool("fire_and_forget", {"x": 1}, output=""),  # returned nothing
+            tool("get_weather", {"city": "Paris"}, output="sunny"),
+            tool("divide", {"a": 1, "b": 0}, output="", error=(-1, "ZeroDivisionError")),
+            model("done"),
+        )
+    )
+    messages = to_agentevals_messages(doc)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool", "assistant"]
+    calls = messages[1]["tool_calls"]
+    assert [c["function"]["name"] for c in calls] == ["fire_and_forget", "get_weather", "divide"]
+    assert [m["tool_call_id"] for m in messages[2:4]] == [calls[1]["id"], calls[2]["id"]]
+    assert messages[3]["content"] == "Error: ZeroDivisionError"
+
+
+def test_export_of_an_item_without_a_snapshot_follows_its_expected_turns() -> None:
+    from trajhub.service.api.dataset_formats import messages_from_expectations
+
+    steps = [{"type": "agent", "name": "a"},
+             {"type": "tool", "name": "x", "args": {"q": 1}, "turn": 0},
+             {"type": "tool", "name": "y", "turn": 0},
+             {"type": "tool", "name": "z", "turn": 1}]
+    messages = messages_from_expectations("question", "answer", {"trajectory": steps})
+    assert [m["role"] for m in messages] == ["user", "assistant", "assistant", "assistant"]
+    assert [[c["function"]["name"] for c in m["tool_calls"]] for m in messages[1:3]] == [
+        ["x", "y"], ["z"]]
+    assert json.loads(messages[1]["tool_calls"][0]["function"]["arguments"]) == {"q": 1}
+    # no turns given: one assistant turn issues them all; never a tool message without results
+    flat = [{k: v for k, v in s.items() if k != "turn"} for s in steps]
+    messages = messages_from_expectations("question", None, {"trajectory": flat})
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert len(messages[1]["tool_calls"]) == 3

@@ -126,6 +126,24 @@ def test_seed004_strict_mode_fails_with_two_tools() -> None:
     assert accuracy(doc, expected_tool="weather-tool", strict_mode=True) == 0
 
 
+def test_strict_mode_reason_follows_mastra_when_expected_tool_is_one_of_several() -> None:
+    # Mastra's preprocess step: strict -> correctToolCalled only for the one and only call.
+    doc = trajectory(agent("a", model(), tool("search-tool"), tool("weather-tool")))
+    strict = ToolCallAccuracyConfig(expected_tool="weather-tool", strict_mode=True)
+    reason = tool_call_accuracy(doc, Expectations(), strict).reason
+    assert isinstance(reason, ToolCallAccuracyReason)
+    assert reason.correct_tool_called is False
+    assert reason.actual_tools == ("search-tool", "weather-tool")
+    lenient = ToolCallAccuracyConfig(expected_tool="weather-tool", strict_mode=False)
+    lenient_reason = tool_call_accuracy(doc, Expectations(), lenient).reason
+    assert isinstance(lenient_reason, ToolCallAccuracyReason)
+    assert lenient_reason.correct_tool_called is True
+    only = trajectory(agent("a", model(), tool("weather-tool")))
+    only_reason = tool_call_accuracy(only, Expectations(), strict).reason
+    assert isinstance(only_reason, ToolCallAccuracyReason)
+    assert only_reason.correct_tool_called is True
+
+
 def test_seed004_lenient_mode_ignores_other_tools() -> None:
     doc = trajectory(agent("a", model(), tool("search-tool"), tool("weather-tool")))
     assert accuracy(doc, expected_tool="weather-tool", strict_mode=False) == 1
@@ -177,3 +195,12 @@ def test_config_needs_tool_or_order_and_rejects_unknown_options() -> None:
         ToolCallAccuracyConfig.from_dict({"expected_tool": "x", "strict_mode": "yes"})
     with pytest.raises(ConfigError, match="unknown evaluator"):
         evaluate("nope", tools_run("x"), None)
+
+
+def test_flexible_order_is_an_ordered_subsequence_not_mastras_first_occurrence() -> None:
+    # Mastra looks up each expected tool's first occurrence (indexOf): [b, a, b] fails [a, b]
+    # there, and an expected order that repeats a tool never passes. The documented intent is
+    # an ordered subsequence, which both of these are (README, deliberate differences).
+    assert accuracy(tools_run("b", "a", "b"), expected_tool_order=["a", "b"]) == 1
+    assert accuracy(tools_run("a", "b", "a"), expected_tool_order=["a", "a"]) == 1
+    assert accuracy(tools_run("b", "a"), expected_tool_order=["a", "b"]) == 0

@@ -244,6 +244,65 @@ def test_config_validation_names_the_option() -> None:
         TrajectoryMatchConfig.from_dict({"args_match_overrides": {"add": "fuzzy"}})
 
 
+def test_empty_override_list_is_refused() -> None:
+    # agentevals falls back to the default matcher for []; "compare no keys" would instead pass
+    # any args. Neither is what an empty list says, so it is an error naming the option.
+    with pytest.raises(ConfigError, match=r"args_match_overrides\.add.*empty list"):
+        TrajectoryMatchConfig.from_dict({"args_match_overrides": {"add": []}})
+    with pytest.raises(ConfigError, match=r"'args_match'.*empty list"):
+        TrajectoryMatchConfig.from_dict({"args_match": []})
+
+
+def test_json_forms_name_every_matcher_the_python_api_takes() -> None:
+    doc = run(("search", {"q": {"text": "paris", "lang": "fr"}, "page": 2}))
+    expected = ref(("search", {"q": {"text": "paris", "lang": "en"}, "page": 1}))
+    # default matcher as key paths (JSON list), the same as a per-tool override
+    assert evaluate("trajectory_match", doc, expected, {"args_match": ["q.text"]}).passed
+    assert not evaluate("trajectory_match", doc, expected, {"args_match": ["page"]}).passed
+    # a step's own matcher may be key paths too, in JSON
+    stored = {"trajectory": [{"type": "tool", "name": "search",
+                              "args": {"q": {"text": "paris"}}, "args_match": ["q.text"]}]}
+    assert evaluate("trajectory_match", doc, stored).passed
+    stored["trajectory"][0]["args_match"] = ["q.lang"]
+    assert not evaluate("trajectory_match", doc, stored).passed
+
+
+# turns: strict mode tells "x and y in one turn" from "x, then y"
+
+
+def parallel(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """All calls issued together in one model turn."""
+    return trajectory(agent("assistant", model(), *(tool(n, a) for n, a in calls), model("ok")))
+
+
+def turns(*groups: tuple[tuple[str, dict[str, Any]], ...]) -> Expectations:
+    return Expectations(
+        trajectory=tuple(
+            ExpectedStep("tool", name, args, turn=t)
+            for t, group in enumerate(groups)
+            for name, args in group
+        )
+    )
+
+
+def test_strict_compares_turn_structure_when_the_expectation_has_turns() -> None:
+    together = turns((W, A))
+    one_by_one = turns((W,), (A,))
+    assert match(parallel(W, A), together).passed
+    assert match(parallel(A, W), together).passed  # any order within a turn
+    assert match(run(W, A), one_by_one).passed
+    split = match(run(W, A), together)
+    assert not split.passed
+    assert "turns differ: expected calls per turn [2], actual [1, 1]" in split.explain()
+    assert why(split).expected_turns == (2,) and why(split).actual_turns == (1, 1)
+    assert not match(parallel(W, A), one_by_one).passed
+    # without turns the expectation is a flat list and both shapes meet it
+    assert match(parallel(W, A), ref(W, A)).passed
+    assert match(run(W, A), ref(W, A)).passed
+    # other modes do not look at turns
+    assert match(run(W, A), together, mode="unordered").passed
+
+
 def test_registry_and_explain() -> None:
     result = evaluate(
         "trajectory_match",

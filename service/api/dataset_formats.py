@@ -72,7 +72,7 @@ def agentevals_line(row: Mapping[str, Any]) -> bytes:
     if row["trajectory"]:
         messages = to_agentevals_messages(orjson.loads(row["trajectory"]))
     else:
-        messages = _messages_from_expectations(item["input"], item["reference_output"],
+        messages = messages_from_expectations(item["input"], item["reference_output"],
                                                expectations)
     return orjson.dumps({
         "id": item["id"],
@@ -84,19 +84,24 @@ def agentevals_line(row: Mapping[str, Any]) -> bytes:
     }) + b"\n"
 
 
-def _messages_from_expectations(item_input: Any, output: Any, expectations: Mapping[str, Any]
+def messages_from_expectations(item_input: Any, output: Any, expectations: Mapping[str, Any]
                                 ) -> list[dict[str, Any]]:
     """Without a snapshot, the reference is what the item expects: its expected tool steps as
-    one assistant turn of tool calls, then the reference output."""
+    assistant turns of tool calls (one per expected turn; all in one when the steps give no
+    turns), then the reference output. No tool messages: the item has no tool results."""
     messages: list[dict[str, Any]] = []
     if item_input is not None:
         messages.append({"role": "user", "content": _text(item_input)})
-    calls = [
-        {"id": f"call_{i}", "type": "function",
-         "function": {"name": step["name"], "arguments": json.dumps(step.get("args") or {})}}
-        for i, step in enumerate(expectations.get("trajectory") or []) if step["type"] == "tool"
-    ]
-    if calls:
+    steps = [step for step in expectations.get("trajectory") or [] if step["type"] == "tool"]
+    turns: list[list[dict[str, Any]]] = []
+    for i, step in enumerate(steps):
+        # turns are on every tool step or on none (Expectations checks it): None == None
+        if not turns or step.get("turn") != steps[i - 1].get("turn"):
+            turns.append([])
+        turns[-1].append({"id": f"call_{i}", "type": "function",
+                          "function": {"name": step["name"],
+                                       "arguments": json.dumps(step.get("args") or {})}})
+    for calls in turns:
         messages.append({"role": "assistant", "content": "", "tool_calls": calls})
     if output is not None:
         messages.append({"role": "assistant", "content": _text(output)})

@@ -38,7 +38,9 @@ class EvaluationCreate(BaseModel):
     dataset: str = Field(description="the evaluation set")
     evaluators: list[str | EvaluatorEntry] = Field(
         description="names, or {name, config}: expected_agents_tools, tool_call_accuracy, "
-                    "trajectory_match, efficiency, llm_judge (when configured)")
+                    "trajectory_match, graph_trajectory_match, efficiency, and the LLM judges "
+                    "llm_judge, trajectory_judge, tool_choice_judge (endpoint and model from "
+                    "their config or the server's TRAJHUB_JUDGE_URL / TRAJHUB_JUDGE_MODEL)")
     target: Literal["snapshot", "live"] = Field(
         "snapshot", description="snapshot: each item's stored trajectory; live: the trajectory "
         "whose root span carries trajhub.dataset_item_id = the item id and trajhub.run = run")
@@ -75,8 +77,8 @@ async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) ->
     raw = [e if isinstance(e, str) else e.model_dump() for e in body.evaluators]
     try:
         runs = evaluation_runner.parse_evaluators(raw, rt.settings)
-    except (ConfigError, ValueError) as exc:
-        raise HTTPException(422, str(exc)) from None
+    except (ConfigError, ValueError) as exc:  # a bad evaluator or option: a bad request
+        raise HTTPException(400, str(exc)) from None
     async with rt.db.acquire() as conn:
         dataset = await datasets.dataset_id(conn, project, body.dataset)
         if dataset is None:

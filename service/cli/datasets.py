@@ -285,7 +285,8 @@ def register(sub: Any) -> None:
     ev.add_argument("--evaluator", "-e", action="append", required=True,
                     metavar="NAME[=JSON]",
                     help="expected_agents_tools, tool_call_accuracy, trajectory_match, "
-                         "efficiency, llm_judge; options as JSON, e.g. "
+                         "graph_trajectory_match, efficiency, llm_judge, trajectory_judge, "
+                         "tool_choice_judge; options as JSON, e.g. "
                          "'trajectory_match={\"mode\": \"unordered\"}' (repeatable)")
     ev.add_argument("--run", help="evaluate the live run of this name (the traces tagged "
                                   "trajhub.run=NAME) instead of the stored snapshots")

@@ -14,48 +14,29 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
-import httpx
 import orjson
 
 from trajhub.evaluators import (
+    JUDGES,
     REGISTRY,
     ConfigError,
     EvaluationResult,
     Expectations,
-    JudgeResponseError,
-    build_judge_request,
+    JudgeContext,
     evaluate,
-    parse_judge_response,
 )
 from trajhub.service.config import Settings
+from trajhub.service.workers.judge_client import JudgeClient, JudgeConnection, resolve
 from trajhub.storage import evaluations
 
 log = logging.getLogger("trajhub.evaluations")
 
-JUDGE = "llm_judge"
 _PAGE = 100
-#: items evaluated at once; only the judge's HTTP calls make this matter
+#: items evaluated at once; only the judges' HTTP calls make this matter
 _CONCURRENCY = 8
-_JUDGE_TIMEOUT = 120.0
 
 #: strong references: the event loop keeps only weak ones to tasks
 _TASKS: set[asyncio.Task[None]] = set()
-
-
-@dataclass(frozen=True)
-class JudgeConfig:
-    rubric: str | None = None
-
-    @classmethod
-    def from_dict(cls, options: Mapping[str, Any] | None) -> JudgeConfig:
-        options = options or {}
-        unknown = sorted(set(options) - {"rubric"})
-        if unknown:
-            raise ConfigError(f"{JUDGE}: unknown option {unknown[0]!r} (known: rubric)")
-        rubric = options.get("rubric")
-        if rubric is not None and not isinstance(rubric, str):
-            raise ConfigError(f"{JUDGE}: option 'rubric' must be str")
-        return cls(rubric=rubric)
 
 
 @dataclass(frozen=True)
@@ -65,6 +46,8 @@ class EvaluatorRun:
     name: str
     options: Mapping[str, Any]
     config: Any
+    #: where a judge's requests go (judges only); holds the key, so it is never stored
+    judge: JudgeConnection | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "config": dict(self.options)}
@@ -91,15 +74,14 @@ def parse_evaluators(raw: Sequence[Any], settings: Settings) -> list[EvaluatorRu
             raise ConfigError("evaluators: each must be a name or {\"name\", \"config\"}")
         if any(run.name == name for run in runs):
             raise ConfigError(f"evaluators: {name!r} is given twice")
-        if name == JUDGE:
-            if not (settings.judge_url and settings.judge_model):
-                raise ConfigError(f"{JUDGE} is not configured: start trajhub with "
-                                  "TRAJHUB_JUDGE_URL and TRAJHUB_JUDGE_MODEL")
-            runs.append(EvaluatorRun(name, options, JudgeConfig.from_dict(options)))
+        if name in JUDGES:
+            config = JUDGES[name].config_from_dict(options)
+            runs.append(EvaluatorRun(name, options, config,
+                                     resolve(config.settings, settings, name)))
         elif name in REGISTRY:
             runs.append(EvaluatorRun(name, options, REGISTRY[name].config_from_dict(options)))
         else:
-            known = ", ".join([*sorted(REGISTRY), JUDGE])
+            known = ", ".join(sorted([*REGISTRY, *JUDGES]))
             raise ConfigError(f"unknown evaluator {name!r} (known: {known})")
     return runs
 
@@ -108,35 +90,6 @@ def parse_evaluators(raw: Sequence[Any], settings: Settings) -> list[EvaluatorRu
 class Target:
     kind: str  # snapshot | live
     run_name: str | None
-
-
-class _Judge:
-    """The configured OpenAI-compatible chat endpoint."""
-
-    def __init__(self, settings: Settings) -> None:
-        base = settings.judge_url.rstrip("/")
-        self.url = base if base.endswith("/chat/completions") else base + "/chat/completions"
-        self.model = settings.judge_model
-        headers = {"Authorization": f"Bearer {settings.judge_api_key}"} \
-            if settings.judge_api_key else {}
-        self.client = httpx.AsyncClient(timeout=_JUDGE_TIMEOUT, headers=headers)
-
-    async def judge(self, doc: Mapping[str, Any], item: Mapping[str, Any],
-                    expectations: Expectations, config: JudgeConfig) -> EvaluationResult:
-        request = build_judge_request(doc, item["input"], item["reference_output"],
-                                      expectations, self.model, config.rubric)
-        try:
-            response = await self.client.post(self.url, json=request)
-        except httpx.HTTPError as exc:
-            raise JudgeResponseError(f"judge unreachable: {exc!r}") from None
-        if response.status_code != 200:
-            raise JudgeResponseError(
-                f"judge answered HTTP {response.status_code}: {response.text[:300]}")
-        try:
-            body = response.json()
-        except ValueError:
-            raise JudgeResponseError("judge response is not JSON") from None
-        return parse_judge_response(body)
 
 
 def start(pool: asyncpg.Pool, settings: Settings, project: str, evaluation: int, dataset: int,
@@ -151,7 +104,7 @@ def start(pool: asyncpg.Pool, settings: Settings, project: str, evaluation: int,
 
 async def _run(pool: asyncpg.Pool, settings: Settings, project: str, evaluation: int,
                dataset: int, target: Target, runs: Sequence[EvaluatorRun]) -> None:
-    judge = _Judge(settings) if any(r.name == JUDGE for r in runs) else None
+    judge = JudgeClient() if any(r.judge is not None for r in runs) else None
     error: str | None = None
     try:
         after = 0
@@ -175,7 +128,7 @@ async def _run(pool: asyncpg.Pool, settings: Settings, project: str, evaluation:
         error = f"{type(exc).__name__}: {exc}"
     finally:
         if judge is not None:
-            await judge.client.aclose()
+            await judge.aclose()
         try:
             async with pool.acquire() as conn:
                 await evaluations.finish(conn, evaluation, error)
@@ -184,7 +137,7 @@ async def _run(pool: asyncpg.Pool, settings: Settings, project: str, evaluation:
 
 
 async def _evaluate_and_record(pool: asyncpg.Pool, evaluation: int, item: asyncpg.Record,
-                               doc: _Doc, runs: Sequence[EvaluatorRun], judge: _Judge | None,
+                               doc: _Doc, runs: Sequence[EvaluatorRun], judge: JudgeClient | None,
                                limit: asyncio.Semaphore) -> None:
     async with limit:
         rows = await _evaluate_item(item, doc, runs, judge)
@@ -199,6 +152,8 @@ class _Doc:
     trace_id: str | None
     document: str | None
     problem: str | None
+    #: the item's snapshot when another run (live) is evaluated: the judges' reference run
+    reference: str | None = None
 
 
 async def _documents(conn: asyncpg.Connection, project: str, target: Target,
@@ -225,12 +180,12 @@ async def _documents(conn: asyncpg.Connection, project: str, target: Target,
             out[item["id"]] = _Doc(trace_id, None,
                                    f"the trajectory of trace {trace_id} could not be derived")
         else:
-            out[item["id"]] = _Doc(trace_id, row["document"], None)
+            out[item["id"]] = _Doc(trace_id, row["document"], None, item["trajectory"])
     return out
 
 
 async def _evaluate_item(item: asyncpg.Record, doc: _Doc, runs: Sequence[EvaluatorRun],
-                         judge: _Judge | None) -> list[evaluations.ResultRow]:
+                         judge: JudgeClient | None) -> list[evaluations.ResultRow]:
     def row(name: str, result: EvaluationResult | None, error: str | None
             ) -> evaluations.ResultRow:
         data = result.to_dict() if result is not None else None
@@ -247,14 +202,20 @@ async def _evaluate_item(item: asyncpg.Record, doc: _Doc, runs: Sequence[Evaluat
     except ValueError as exc:
         return [row(r.name, None, f"bad expectations: {exc}") for r in runs]
     trajectory = orjson.loads(doc.document)
-    context = {"input": _loads(item["input"]),
-               "reference_output": _loads(item["reference_output"])}
+    context = JudgeContext(input=_loads(item["input"]),
+                           reference_output=_loads(item["reference_output"]),
+                           reference_trajectory=_loads(doc.reference))
     rows = []
     for run in runs:
         try:
-            if run.name == JUDGE:
+            if run.judge is not None:
                 assert judge is not None
-                result = await judge.judge(trajectory, context, expectations, run.config)
+                spec = JUDGES[run.name]
+                request = spec.build_request(trajectory, context, expectations, run.config,
+                                             run.judge.model)
+                body = await judge.complete(run.judge, request)
+                result = spec.parse_response(body, trajectory, context, expectations,
+                                             run.config)
             else:
                 result = evaluate(run.name, trajectory, expectations, run.config)
         except Exception as exc:  # one evaluator's failure on one item is that result's error
