@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from tests.harness import ServerProcess, TestDatabase
 from tests.test_datasets_support import ingest_all, wait_evaluation
 from tests.test_evaluations_live import calculator
-from trajhub.service.client.runner import run_dataset
+from trajhub.client import run_dataset
 
 ROOT = Path(__file__).parent.parent
 Request = tuple[dict[str, str], dict[str, Any]]
@@ -289,7 +289,7 @@ def test_run_dataset_with_the_judges(judged_server: ServerProcess) -> None:
     finally:
         provider.shutdown()
         api.close()
-    results = {(r["evaluator"], r["score"]) for r in run.results if r["error"] is None}
+    results = {(r.evaluator, r.score) for r in run.results if r.error is None}
     # 2+3: add was appropriate (1.0), judged 0.9; boom: no call, the judge names add as
     # missing (0.0), judged 0.9
     assert results == {("trajectory_judge", 0.9), ("tool_choice_judge", 1.0),
