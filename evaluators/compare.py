@@ -1,0 +1,183 @@
+"""Run-to-run comparison: two runs' step sequences aligned, the first point where they diverge,
+and the deltas of their path length, tool calls, retries, tokens, duration and failed steps.
+Pure; works on playback events (`normalizers.playback.step_events`).
+
+A step's identity for alignment is its type, name and canonical arguments (tool steps; model and
+agent steps by type and name). The alignment is a minimum edit script: equal steps match,
+a step replaced by another of the same type is `changed` (cost 1), anything else is a
+`deleted` step of `a` and an `inserted` step of `b`. Tool calls that ran in parallel may be
+recorded in either order, so each run of overlapping tool calls is put in a canonical order
+before aligning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from trajhub.normalizers.playback import StepEvent
+
+SAME, CHANGED, INSERTED, DELETED = "same", "changed", "inserted", "deleted"
+
+
+@dataclass(frozen=True, slots=True)
+class StepRef:
+    seq: int
+    step_id: str
+    type: str
+    name: str
+    agent: str
+    arguments_hash: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AlignedPair:
+    op: str  # same | changed | inserted | deleted
+    position: int  # index in the alignment
+    a: StepRef | None
+    b: StepRef | None
+
+
+@dataclass(frozen=True, slots=True)
+class RunMetrics:
+    path_length: int  # model + tool steps
+    model_steps: int
+    tool_calls: int
+    retries: int
+    input_tokens: int
+    output_tokens: int
+    duration_ms: int
+    failed_steps: int
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    distance: int
+    alignment: list[AlignedPair]
+    first_divergence: AlignedPair | None
+    counts: dict[str, int] = field(default_factory=dict)
+    a: RunMetrics | None = None
+    b: RunMetrics | None = None
+    deltas: dict[str, int] = field(default_factory=dict)  # b − a, per RunMetrics field
+
+
+def _key(e: StepEvent) -> tuple[str, str, str]:
+    return (e.type, e.name, e.arguments_hash or "")
+
+
+def canonical_order(events: Sequence[StepEvent]) -> list[StepEvent]:
+    """`events` with each group of time-overlapping consecutive tool calls of one agent sorted
+    by (name, arguments)."""
+    out: list[StepEvent] = []
+    group: list[StepEvent] = []
+    group_end = 0
+
+    def flush() -> None:
+        out.extend(sorted(group, key=_key))
+        group.clear()
+
+    for e in events:
+        overlaps = (group and e.type == "tool" and e.agent_step_id == group[0].agent_step_id
+                    and e.started_at_ms < group_end)
+        if not overlaps:
+            flush()
+        if e.type == "tool":
+            if not group:
+                group_end = 0
+            group.append(e)
+            group_end = max(group_end, e.started_at_ms + e.duration_ms)
+        else:
+            out.append(e)
+    flush()
+    return out
+
+
+def _ref(e: StepEvent) -> StepRef:
+    return StepRef(seq=e.seq, step_id=e.step_id, type=e.type, name=e.name, agent=e.agent,
+                   arguments_hash=e.arguments_hash)
+
+
+def align(a: Sequence[StepEvent], b: Sequence[StepEvent]) -> tuple[int, list[AlignedPair]]:
+    """Minimum-cost edit script from `a` to `b` (Levenshtein; substitution only between steps
+    of the same type). Ties prefer a match, then a change, then deletion before insertion, so
+    the script is deterministic."""
+    n, m = len(a), len(b)
+    ka, kb = [_key(e) for e in a], [_key(e) for e in b]
+    cost = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(1, n + 1):
+        cost[i][0] = i
+    for j in range(1, m + 1):
+        cost[0][j] = j
+    for i in range(1, n + 1):
+        row, prev = cost[i], cost[i - 1]
+        for j in range(1, m + 1):
+            if ka[i - 1] == kb[j - 1]:
+                diagonal = prev[j - 1]
+            elif ka[i - 1][0] == kb[j - 1][0]:
+                diagonal = prev[j - 1] + 1
+            else:
+                diagonal = prev[j - 1] + 2  # never better than delete + insert
+            row[j] = min(diagonal, prev[j] + 1, row[j - 1] + 1)
+    pairs: list[tuple[str, StepRef | None, StepRef | None]] = []
+    i, j = n, m
+    while i > 0 or j > 0:
+        if i > 0 and j > 0:
+            same = ka[i - 1] == kb[j - 1]
+            substitutable = same or ka[i - 1][0] == kb[j - 1][0]
+            if substitutable and cost[i][j] == cost[i - 1][j - 1] + (0 if same else 1):
+                pairs.append((SAME if same else CHANGED, _ref(a[i - 1]), _ref(b[j - 1])))
+                i, j = i - 1, j - 1
+                continue
+        if j > 0 and (i == 0 or cost[i][j] == cost[i][j - 1] + 1):
+            pairs.append((INSERTED, None, _ref(b[j - 1])))
+            j -= 1
+        else:
+            pairs.append((DELETED, _ref(a[i - 1]), None))
+            i -= 1
+    pairs.reverse()
+    return cost[n][m], [AlignedPair(op, k, x, y) for k, (op, x, y) in enumerate(pairs)]
+
+
+def retries(events: Sequence[StepEvent]) -> int:
+    """Steps that repeat a failed step of the same agent activation (same type, name and
+    arguments)."""
+    failed: set[tuple[str, str, str, str]] = set()
+    count = 0
+    for e in events:
+        if e.type not in ("model", "tool"):
+            continue
+        key = (e.agent_step_id, *_key(e))
+        if key in failed:
+            count += 1
+        if e.error is not None:
+            failed.add(key)
+    return count
+
+
+def run_metrics(events: Sequence[StepEvent], duration_ms: int) -> RunMetrics:
+    model = [e for e in events if e.type == "model"]
+    tool = [e for e in events if e.type == "tool"]
+    return RunMetrics(
+        path_length=len(model) + len(tool), model_steps=len(model), tool_calls=len(tool),
+        retries=retries(events),
+        input_tokens=sum(e.tokens.input for e in model if e.tokens is not None),
+        output_tokens=sum(e.tokens.output for e in model if e.tokens is not None),
+        duration_ms=duration_ms,
+        failed_steps=sum(1 for e in model + tool if e.error is not None))
+
+
+def metric_deltas(a: RunMetrics, b: RunMetrics) -> dict[str, int]:
+    return {name: getattr(b, name) - getattr(a, name) for name in RunMetrics.__slots__}
+
+
+def compare(a: Sequence[StepEvent], a_duration_ms: int, b: Sequence[StepEvent],
+            b_duration_ms: int) -> Comparison:
+    """Align two runs (each its events and the run's duration) and measure the difference."""
+    distance, alignment = align(canonical_order(a), canonical_order(b))
+    counts = {op: 0 for op in (SAME, CHANGED, INSERTED, DELETED)}
+    for pair in alignment:
+        counts[pair.op] += 1
+    first = next((p for p in alignment if p.op != SAME), None)
+    ma, mb = run_metrics(a, a_duration_ms), run_metrics(b, b_duration_ms)
+    return Comparison(distance=distance, alignment=alignment, first_divergence=first,
+                      counts=counts, a=ma, b=mb, deltas=metric_deltas(ma, mb))
