@@ -131,7 +131,8 @@ def _tool_schema(entry: Any) -> dict[str, Any] | None:
     entry = _json(entry) if isinstance(entry, str) else entry
     if not isinstance(entry, Mapping):
         return None
-    inner = entry.get("function") if isinstance(entry.get("function"), Mapping) else entry
+    function = entry.get("function")
+    inner: Mapping[str, Any] = function if isinstance(function, Mapping) else entry
     if not isinstance(inner.get("name"), str):
         return None
     return {"name": inner["name"], "description": inner.get("description", ""),
@@ -182,7 +183,8 @@ def _system_texts(value: Any) -> list[str]:
             for item in node:
                 walk(item)
         elif isinstance(node, Mapping):
-            kwargs = node.get("kwargs") if isinstance(node.get("kwargs"), Mapping) else {}
+            raw_kwargs = node.get("kwargs")
+            kwargs: Mapping[str, Any] = raw_kwargs if isinstance(raw_kwargs, Mapping) else {}
             ident = node.get("id")
             is_system = (node.get("role") == "system" or node.get("type") == "system"
                          or kwargs.get("type") == "system"
@@ -235,14 +237,15 @@ def run_contract(spans: Sequence[Span], document: Mapping[str, Any] | None) -> C
             for key in MODEL_VERSION_KEYS:
                 contract.model_versions.add(attrs.get(key), f"{at} {key}")
             for param, keys in SAMPLING_KEYS.items():
-                for key in keys:
-                    if len(key) == 1:
-                        value = attrs.get(key[0])
-                        where = f"{at} {key[0]}"
+                for path in keys:
+                    value: Any
+                    if len(path) == 1:
+                        value = attrs.get(path[0])
+                        where = f"{at} {path[0]}"
                     else:
-                        holder = _json(attrs.get(key[0]))
-                        value = holder.get(key[1]) if isinstance(holder, Mapping) else None
-                        where = f"{at} {key[0]}.{key[1]}"
+                        holder = _json(attrs.get(path[0]))
+                        value = holder.get(path[1]) if isinstance(holder, Mapping) else None
+                        where = f"{at} {path[0]}.{path[1]}"
                     if value is not None:
                         contract.sampling[param].add(_scalar(value), where)
                         break
@@ -261,7 +264,8 @@ def run_contract(spans: Sequence[Span], document: Mapping[str, Any] | None) -> C
                 contract.system_prompt_version.add(value, f"{at} {key}")
         runtime = _json(attrs.get("runtime"))
         if isinstance(runtime, Mapping):
-            extra = runtime.get("extra") if isinstance(runtime.get("extra"), Mapping) else {}
+            raw_extra = runtime.get("extra")
+            extra: Mapping[str, Any] = raw_extra if isinstance(raw_extra, Mapping) else {}
             library = runtime.get("library")
             version = runtime.get("library_version") or extra.get(f"{library}_core_version")
             if library and version:
@@ -276,8 +280,9 @@ def run_contract(spans: Sequence[Span], document: Mapping[str, Any] | None) -> C
         res = span.resource
         if res.get("telemetry.sdk.name"):
             contract.sdk.add(
-                f"{res.get('telemetry.sdk.name')}-{res.get('telemetry.sdk.language', '')} "
-                f"{res.get('telemetry.sdk.version', '')}".strip(),
+                " ".join(str(p) for p in (
+                    f"{res.get('telemetry.sdk.name')!s}-{res.get('telemetry.sdk.language', '')!s}",
+                    res.get("telemetry.sdk.version", "")) if p),
                 f"resource of span {span.span_id} attribute telemetry.sdk.*")
         contract.service_version.add(
             res.get("service.version"),
