@@ -99,43 +99,43 @@ def _ref(e: StepEvent) -> StepRef:
 
 def align(a: Sequence[StepEvent], b: Sequence[StepEvent]) -> tuple[int, list[AlignedPair]]:
     """Minimum-cost edit script from `a` to `b` (Levenshtein; substitution only between steps
-    of the same type). Ties prefer a match, then a change, then deletion before insertion, so
-    the script is deterministic."""
+    of the same type). Computed over suffixes and read from the start, preferring a match,
+    then a change, then a deletion, then an insertion: the runs agree for as long as any
+    minimal script lets them, so the first divergence is where they really part."""
     n, m = len(a), len(b)
     ka, kb = [_key(e) for e in a], [_key(e) for e in b]
+
+    def substitution(i: int, j: int) -> int:
+        if ka[i] == kb[j]:
+            return 0
+        return 1 if ka[i][0] == kb[j][0] else 2  # 2: never better than delete + insert
+
+    # cost[i][j]: distance between a[i:] and b[j:]
     cost = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(1, n + 1):
-        cost[i][0] = i
-    for j in range(1, m + 1):
-        cost[0][j] = j
-    for i in range(1, n + 1):
-        row, prev = cost[i], cost[i - 1]
-        for j in range(1, m + 1):
-            if ka[i - 1] == kb[j - 1]:
-                diagonal = prev[j - 1]
-            elif ka[i - 1][0] == kb[j - 1][0]:
-                diagonal = prev[j - 1] + 1
+    for i in range(n, -1, -1):
+        for j in range(m, -1, -1):
+            if i == n or j == m:
+                cost[i][j] = (n - i) + (m - j)
             else:
-                diagonal = prev[j - 1] + 2  # never better than delete + insert
-            row[j] = min(diagonal, prev[j] + 1, row[j - 1] + 1)
-    pairs: list[tuple[str, StepRef | None, StepRef | None]] = []
-    i, j = n, m
-    while i > 0 or j > 0:
-        if i > 0 and j > 0:
-            same = ka[i - 1] == kb[j - 1]
-            substitutable = same or ka[i - 1][0] == kb[j - 1][0]
-            if substitutable and cost[i][j] == cost[i - 1][j - 1] + (0 if same else 1):
-                pairs.append((SAME if same else CHANGED, _ref(a[i - 1]), _ref(b[j - 1])))
-                i, j = i - 1, j - 1
+                cost[i][j] = min(cost[i + 1][j + 1] + substitution(i, j),
+                                 cost[i + 1][j] + 1, cost[i][j + 1] + 1)
+    pairs: list[AlignedPair] = []
+    i = j = 0
+    while i < n or j < m:
+        if i < n and j < m:
+            sub = substitution(i, j)
+            if sub < 2 and cost[i][j] == cost[i + 1][j + 1] + sub:
+                pairs.append(AlignedPair(SAME if sub == 0 else CHANGED, len(pairs),
+                                         _ref(a[i]), _ref(b[j])))
+                i, j = i + 1, j + 1
                 continue
-        if j > 0 and (i == 0 or cost[i][j] == cost[i][j - 1] + 1):
-            pairs.append((INSERTED, None, _ref(b[j - 1])))
-            j -= 1
+        if i < n and (j == m or cost[i][j] == cost[i + 1][j] + 1):
+            pairs.append(AlignedPair(DELETED, len(pairs), _ref(a[i]), None))
+            i += 1
         else:
-            pairs.append((DELETED, _ref(a[i - 1]), None))
-            i -= 1
-    pairs.reverse()
-    return cost[n][m], [AlignedPair(op, k, x, y) for k, (op, x, y) in enumerate(pairs)]
+            pairs.append(AlignedPair(INSERTED, len(pairs), None, _ref(b[j])))
+            j += 1
+    return cost[0][0], pairs
 
 
 def retries(events: Sequence[StepEvent]) -> int:

@@ -136,16 +136,42 @@ def _tokens(step: Mapping[str, Any]) -> Tokens | None:
                   cached_input=_int(info.get("input_read_cached_tokens")))
 
 
-def step_events(document: Mapping[str, Any]) -> list[StepEvent]:
-    """The trajectory's steps as events, in start order."""
-    ordered: list[tuple[int, int, Mapping[str, Any], Mapping[str, Any]]] = []
-    position = 0
-    for agent in document.get("agent_steps") or []:
+def _activation_order(document: Mapping[str, Any]
+                      ) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    """(agent, step) pairs depth-first: an agent's steps in order, each nested agent's steps
+    right after the step that activated it. Breaks ties between steps that started in the same
+    millisecond the way they ran."""
+    agents = [a for a in document.get("agent_steps") or [] if isinstance(a, Mapping)]
+    by_id = {str(a.get("id", "")): a for a in agents}
+    nested = {str(s.get("id", "")) for a in agents for s in a.get("steps") or []
+              if s.get("type") in ("agent", "graph")}
+    out: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
+    seen: set[str] = set()
+
+    def walk(agent: Mapping[str, Any]) -> None:
+        agent_id = str(agent.get("id", ""))
+        if agent_id in seen:
+            return
+        seen.add(agent_id)
         for step in agent.get("steps") or []:
             if step.get("type") in EVENT_TYPES:
-                started = _int((step.get("basic_info") or {}).get("started_at"))
-                ordered.append((started, position, agent, step))
-                position += 1
+                out.append((agent, step))
+            child = by_id.get(str(step.get("id", "")))
+            if child is not None and step.get("type") in ("agent", "graph"):
+                walk(child)
+
+    for agent in agents:
+        if str(agent.get("id", "")) not in nested:
+            walk(agent)
+    for agent in agents:  # activations no walk reached (a malformed document)
+        walk(agent)
+    return out
+
+
+def step_events(document: Mapping[str, Any]) -> list[StepEvent]:
+    """The trajectory's steps as events, in start order (ties: the order they ran)."""
+    ordered = [(_int((step.get("basic_info") or {}).get("started_at")), position, agent, step)
+               for position, (agent, step) in enumerate(_activation_order(document))]
     ordered.sort(key=lambda entry: (entry[0], entry[1]))
     events = []
     for seq, (started, _, agent, step) in enumerate(ordered):

@@ -60,6 +60,10 @@ class Settings:
         "env": "TRAJHUB_JUDGE_MODEL", "help": "model name for the llm_judge evaluator"})
     judge_api_key: str = field(default="", metadata={
         "env": "TRAJHUB_JUDGE_API_KEY", "help": "API key for the llm_judge evaluator"})
+    prices: str = field(default="", metadata={
+        "env": "TRAJHUB_PRICES",
+        "help": "JSON model price table (USD per 1M tokens) replacing the default shipped "
+                "with trajhub"})
     log_level: str = field(default="info", metadata={
         "env": "TRAJHUB_LOG_LEVEL", "help": "debug, info, warning or error"})
 
