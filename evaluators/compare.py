@@ -5,9 +5,9 @@ Pure; works on playback events (`normalizers.playback.step_events`).
 A step's identity for alignment is its type, name and canonical arguments (tool steps; model and
 agent steps by type and name). The alignment is a minimum edit script: equal steps match,
 a step replaced by another of the same type is `changed` (cost 1), anything else is a
-`deleted` step of `a` and an `inserted` step of `b`. Tool calls that ran in parallel may be
-recorded in either order, so each run of overlapping tool calls is put in a canonical order
-before aligning.
+`deleted` step of `a` and an `inserted` step of `b`. The tool calls one model turn asked for may
+run in parallel and be recorded in either order, so each run of consecutive tool calls is put
+in a canonical order before aligning.
 """
 
 from __future__ import annotations
@@ -66,29 +66,19 @@ def _key(e: StepEvent) -> tuple[str, str, str]:
 
 
 def canonical_order(events: Sequence[StepEvent]) -> list[StepEvent]:
-    """`events` with each group of time-overlapping consecutive tool calls of one agent sorted
-    by (name, arguments)."""
+    """`events` with each run of consecutive tool calls of one agent activation (no other
+    step between them: the calls one model turn asked for) sorted by (name, arguments)."""
     out: list[StepEvent] = []
     group: list[StepEvent] = []
-    group_end = 0
-
-    def flush() -> None:
-        out.extend(sorted(group, key=_key))
-        group.clear()
-
     for e in events:
-        overlaps = (group and e.type == "tool" and e.agent_step_id == group[0].agent_step_id
-                    and e.started_at_ms < group_end)
-        if not overlaps:
-            flush()
+        if group and not (e.type == "tool" and e.agent_step_id == group[0].agent_step_id):
+            out.extend(sorted(group, key=_key))
+            group = []
         if e.type == "tool":
-            if not group:
-                group_end = 0
             group.append(e)
-            group_end = max(group_end, e.started_at_ms + e.duration_ms)
         else:
             out.append(e)
-    flush()
+    out.extend(sorted(group, key=_key))
     return out
 
 

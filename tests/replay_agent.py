@@ -55,7 +55,9 @@ MODEL_NAMES = {"react": fake_agent.MODEL_NAME, "no_divide": fake_agent.MODEL_NAM
                "replay_v2": "fake-gpt-4o-mini-v2"}
 
 
-class ScriptModel(fake_agent.ScriptedToolChatModel):
+class ScriptedToolChatModel(fake_agent.ScriptedToolChatModel):
+    """fake_agent's model playing one of SCRIPTS (same class name, so the same step name)."""
+
     turns: list[dict[str, Any]] = Field(default_factory=list)
 
     def model_post_init(self, __context: Any) -> None:
@@ -105,7 +107,7 @@ def main() -> int:
 
         replay = RecordedTools.from_server(args.url, args.tools_from, project=args.project)
         tools = replay.langchain_tools(tools)
-    model = ScriptModel(turns=SCRIPTS[args.script], model_name=MODEL_NAMES[args.script],
+    model = ScriptedToolChatModel(turns=SCRIPTS[args.script], model_name=MODEL_NAMES[args.script],
                         temperature=0.0)
     graph = create_react_agent(model, ToolNode(tools, handle_tool_errors=True),
                                prompt="You are a helpful assistant. Use tools.")
