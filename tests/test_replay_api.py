@@ -284,3 +284,49 @@ def test_multi_agent_events_name_their_agents(server: ServerProcess, project: st
         ("researcher", "tool", "search"),
         ("supervisor", "model", "chat gpt-4o"),
     ]
+
+
+def trajhub_cli(*args: str, tty: bool = False) -> str:
+    """Run the `trajhub` command; with `tty`, its stdout is a pseudo-terminal."""
+    cmd = [sys.executable, "-m", "trajhub", *args]
+    if not tty:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    with subprocess.Popen(cmd, stdout=follower, stderr=subprocess.PIPE) as proc:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(60) == 0
+    os.close(leader)
+    return b"".join(chunks).decode()
+
+
+def test_replay_cli_prints_a_timeline_plain_when_piped_coloured_on_a_terminal(
+        server: ServerProcess, project: str) -> None:
+    trace_id = ingest_capture(server, project, "cozeloop_python/react.prebuilt.stream")
+    args = ("replay", trace_id, "--url", server.http, "--project", project)
+    plain = trajhub_cli(*args)
+    assert "\x1b[" not in plain
+    steps = [line for line in plain.splitlines() if line.startswith("+")]
+    assert [line.split()[3] for line in steps] == ["model", "tool", "tool", "model", "tool",
+                                                   "model"]
+    assert "divide" in steps[4] and "ERROR" in steps[4]
+    assert "120→30 tok" in steps[0] and "[LangGraph]" in steps[0]
+    coloured = trajhub_cli(*args, tty=True)
+    assert "\x1b[" in coloured and "divide" in coloured
+    missing = subprocess.run([sys.executable, "-m", "trajhub", "replay", "ab" * 16, "--url",
+                              server.http, "--project", project], capture_output=True,
+                             text=True, timeout=60)
+    assert missing.returncode == 2 and "HTTP 404" in missing.stderr

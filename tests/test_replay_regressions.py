@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.harness import ServerProcess
+from tests.test_replay_api import trajhub_cli
 from trajhub.service.client.runner import run_dataset
 
 # gpt-4o-mini list price (openai.com/api/pricing): $0.15 / 1M input, $0.60 / 1M output tokens
@@ -124,3 +125,11 @@ def test_regression_report_by_run_name_and_by_evaluation(
                                             "better": 0, "same": 2, "worse": 0, "missing": 0}
         assert verdicts["efficiency.passed"]["verdict"] == "worse"
         assert verdicts["efficiency.passed"]["worse"] == 1
+
+    table = trajhub_cli("regress", "v1", "v2", "--dataset", "sums", "--url", server.http,
+                        "--project", project)
+    rows = {line.split()[0]: line.split() for line in table.splitlines() if line.strip()}
+    assert rows["path_length"][1:] == ["worse", "0", "1", "1", "0"]
+    assert rows[ids[0]][1:5] == ["+2", "+1", "+0", "+16"]
+    assert "#2 inserted" in " ".join(rows[ids[0]])
+    assert rows[ids[1]][-1] == "-"

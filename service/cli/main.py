@@ -11,6 +11,7 @@ import sys
 from trajhub import __version__
 from trajhub.service import config
 from trajhub.service.cli import datasets as cli_datasets
+from trajhub.service.cli import replay as cli_replay
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     rederive.set_defaults(func=_rederive)
 
     cli_datasets.register(sub)
+    cli_replay.register(sub)
     return parser
 
 
