@@ -330,3 +330,51 @@ def test_replay_cli_prints_a_timeline_plain_when_piped_coloured_on_a_terminal(
                               server.http, "--project", project], capture_output=True,
                              text=True, timeout=60)
     assert missing.returncode == 2 and "HTTP 404" in missing.stderr
+
+
+def test_a_price_file_prices_steps_agents_runs_and_summaries(
+        database: Any, tmp_path: Path, project: str) -> None:
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"as_of": "2026-01-01", "models": {
+        fake_agent.MODEL_NAME: {"input": 1.0, "output": 2.0, "cached_input": 0.5}}}))
+    priced = ServerProcess.start(database.url, tmp_path, extra_env={
+        "TRAJHUB_PRICES": str(prices)})
+    try:
+        trace_id = ingest_capture(priced, project, "openinference/react.prebuilt.stream")
+        # per 1M tokens: uncached input × 1.0 + cached × 0.5 + output × 2.0
+        expected = [((i - k) * 1.0 + k * 0.5 + o * 2.0) / 1e6 for i, o, k in SCRIPT_TOKENS]
+        with httpx.Client() as c:
+            _, evs = events(c, priced, project, trace_id)
+            cost = get_json(c, f"{priced.http}/api/v1/trajectories/{trace_id}/cost",
+                            project=project)
+            (item,) = get_json(c, f"{priced.http}/api/v1/trajectories",
+                               project=project)["items"]
+            same = get_json(c, f"{priced.http}/api/v1/trajectories/compare", project=project,
+                            a=trace_id, b=trace_id)
+    finally:
+        priced.stop()
+    assert [e["cost"]["usd"] for e in evs if e["type"] == "model"] == pytest.approx(expected)
+    assert [s["usd"] for s in cost["steps"]] == pytest.approx(expected)
+    assert cost["run"]["usd"] == pytest.approx(sum(expected)) and cost["run"]["complete"]
+    assert [(a["agent"], a["cost"]["usd"]) for a in cost["agents"]] == [
+        ("LangGraph", pytest.approx(sum(expected)))]
+    assert cost["run"]["price_table"] == str(prices)
+    assert item["cost"]["usd"] == pytest.approx(sum(expected))
+    assert item["cost"]["prices_as_of"] == "2026-01-01"
+    assert same["a"]["cost"]["usd"] == pytest.approx(sum(expected))
+    assert same["deltas"]["cost_usd"] == 0
+
+
+def test_openapi_documents_the_replay_routes(server: ServerProcess) -> None:
+    with httpx.Client() as c:
+        spec = get_json(c, f"{server.http}/openapi.json")
+    paths = spec["paths"]
+    for path in ("/api/v1/trajectories/compare", "/api/v1/trajectories/{trace_id}/contract",
+                 "/api/v1/trajectories/{trace_id}/events",
+                 "/api/v1/trajectories/{trace_id}/tool-results",
+                 "/api/v1/trajectories/{trace_id}/cost", "/api/v1/regressions"):
+        assert path in paths, path
+    events_doc = paths["/api/v1/trajectories/{trace_id}/events"]["get"]["responses"]["200"]
+    assert "application/x-ndjson" in events_doc["content"]
+    assert "StepEventView" in spec["components"]["schemas"]
+    assert "RegressionReport" in spec["components"]["schemas"]

@@ -133,6 +133,29 @@ class CostView(BaseModel):
     prices_as_of: str
 
 
+class AgentCostView(BaseModel):
+    agent_step_id: str
+    agent: str
+    cost: CostView
+
+
+class StepCostEntry(BaseModel):
+    step_id: str
+    agent: str
+    model: str | None
+    usd: float | None = Field(description="null: no price for this model")
+    priced_as: str | None
+
+
+class RunCostView(BaseModel):
+    trace_id: str
+    revision: int
+    status: str
+    run: CostView
+    agents: list[AgentCostView] = Field(description="each agent activation's own model steps")
+    steps: list[StepCostEntry] = Field(description="every model step")
+
+
 class StepRefView(BaseModel):
     seq: int
     step_id: str
@@ -268,6 +291,27 @@ async def compare_runs(
         "distance": c.distance, "counts": c.counts,
         "first_divergence": asdict(c.first_divergence) if c.first_divergence else None,
         "alignment": [asdict(p) for p in c.alignment], "deltas": deltas,
+    }
+
+
+@router.get("/trajectories/{trace_id}/cost", response_model=RunCostView,
+            summary="Tokens and money per model step, per agent and for the run")
+async def cost(trace_id: str, rt: Rt, project: Project) -> Any:
+    """Priced with TRAJHUB_PRICES or the default table shipped with trajhub; a model the table
+    does not list has no price (`usd` null) and is named in `unpriced_models`."""
+    table = table_for(rt.settings)
+    run = await load_run(rt, project, trace_id)
+    costs = run_cost(table, run.events)
+    names = {e.agent_step_id: e.agent for e in run.events}
+    model_events = [e for e in run.events if e.type == "model"]
+    return {
+        "trace_id": run.trace_id, "revision": run.revision, "status": run.status,
+        "run": cost_json(costs.run, table),
+        "agents": [{"agent_step_id": agent_id, "agent": names.get(agent_id, ""),
+                    "cost": cost_json(c, table)} for agent_id, c in costs.agents.items()],
+        "steps": [{"step_id": e.step_id, "agent": e.agent, "model": e.model,
+                   "usd": costs.steps[e.step_id].usd,
+                   "priced_as": costs.steps[e.step_id].priced_as} for e in model_events],
     }
 
 
