@@ -49,6 +49,7 @@ class StepEvent:
     name: str
     agent: str  # the name of the agent (or graph) activation the step belongs to
     agent_step_id: str
+    agent_path: tuple[str, ...]  # the activations from the outermost down to `agent`
     started_at_ms: int
     duration_ms: int
     input: str
@@ -137,7 +138,7 @@ def _tokens(step: Mapping[str, Any]) -> Tokens | None:
 
 
 def _activation_order(document: Mapping[str, Any]
-                      ) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+                      ) -> list[tuple[Mapping[str, Any], Mapping[str, Any], tuple[str, ...]]]:
     """(agent, step) pairs depth-first: an agent's steps in order, each nested agent's steps
     right after the step that activated it. Breaks ties between steps that started in the same
     millisecond the way they ran."""
@@ -145,36 +146,38 @@ def _activation_order(document: Mapping[str, Any]
     by_id = {str(a.get("id", "")): a for a in agents}
     nested = {str(s.get("id", "")) for a in agents for s in a.get("steps") or []
               if s.get("type") in ("agent", "graph")}
-    out: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
+    out: list[tuple[Mapping[str, Any], Mapping[str, Any], tuple[str, ...]]] = []
     seen: set[str] = set()
 
-    def walk(agent: Mapping[str, Any]) -> None:
+    def walk(agent: Mapping[str, Any], outer: tuple[str, ...]) -> None:
         agent_id = str(agent.get("id", ""))
         if agent_id in seen:
             return
         seen.add(agent_id)
+        path = (*outer, str(agent.get("name", "")))
         for step in agent.get("steps") or []:
             if step.get("type") in EVENT_TYPES:
-                out.append((agent, step))
+                out.append((agent, step, path))
             child = by_id.get(str(step.get("id", "")))
             if child is not None and step.get("type") in ("agent", "graph"):
-                walk(child)
+                walk(child, path)
 
     for agent in agents:
         if str(agent.get("id", "")) not in nested:
-            walk(agent)
+            walk(agent, ())
     for agent in agents:  # activations no walk reached (a malformed document)
-        walk(agent)
+        walk(agent, ())
     return out
 
 
 def step_events(document: Mapping[str, Any]) -> list[StepEvent]:
     """The trajectory's steps as events, in start order (ties: the order they ran)."""
-    ordered = [(_int((step.get("basic_info") or {}).get("started_at")), position, agent, step)
-               for position, (agent, step) in enumerate(_activation_order(document))]
+    ordered = [(_int((step.get("basic_info") or {}).get("started_at")), position, agent, step,
+                path)
+               for position, (agent, step, path) in enumerate(_activation_order(document))]
     ordered.sort(key=lambda entry: (entry[0], entry[1]))
     events = []
-    for seq, (started, _, agent, step) in enumerate(ordered):
+    for seq, (started, _, agent, step, path) in enumerate(ordered):
         info = step.get("basic_info") or {}
         metadata = {str(k): str(v) for k, v in (step.get("metadata") or {}).items()}
         is_model, is_tool = step["type"] == "model", step["type"] == "tool"
@@ -182,6 +185,7 @@ def step_events(document: Mapping[str, Any]) -> list[StepEvent]:
             seq=seq, step_id=str(step.get("id", "")), parent_id=str(step.get("parent_id", "")),
             type=str(step["type"]), name=str(step.get("name", "")),
             agent=str(agent.get("name", "")), agent_step_id=str(agent.get("id", "")),
+            agent_path=path,
             started_at_ms=started, duration_ms=_int(info.get("duration")),
             input=str(step.get("input", "")), output=str(step.get("output", "")),
             error=_error(info),

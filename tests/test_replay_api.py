@@ -277,6 +277,7 @@ def test_multi_agent_events_name_their_agents(server: ServerProcess, project: st
     with httpx.Client() as c:
         final_trajectory(c, server.http, project, trace_id)
         _, evs = events(c, server, project, trace_id)
+    assert evs[3]["agent_path"] == ["supervisor", "researcher"]
     assert [(e["agent"], e["type"], e["name"]) for e in evs] == [
         ("supervisor", "model", "chat gpt-4o"),
         ("supervisor", "agent", "researcher"),
@@ -378,3 +379,60 @@ def test_openapi_documents_the_replay_routes(server: ServerProcess) -> None:
     assert "application/x-ndjson" in events_doc["content"]
     assert "StepEventView" in spec["components"]["schemas"]
     assert "RegressionReport" in spec["components"]["schemas"]
+
+
+EINO = Path(__file__).parent / "fixtures" / "eino"
+
+
+def ingest_eino(server: ServerProcess, project: str, scenario: str, export: str) -> str:
+    with httpx.Client() as c:
+        if export == "cozeloop":
+            for body in sorted((EINO / scenario).glob("cozeloop_ingest_*.json")):
+                r = c.post(f"{server.http}/v1/loop/traces/ingest", content=body.read_bytes(),
+                           headers={"content-type": "application/json",
+                                    "trajhub-project": project})
+                assert r.status_code == 200, r.text
+        else:
+            r = c.post(f"{server.http}/v1/traces",
+                       content=(EINO / scenario / "apmplus_otlp.json").read_bytes(),
+                       headers={"content-type": "application/json",
+                                "trajhub-project": project})
+            assert r.status_code == 200, r.text
+        items = wait_for(lambda: get_json(c, f"{server.http}/api/v1/trajectories",
+                                          project=project)["items"], what="eino trajectory")
+        (item,) = items
+        final_trajectory(c, server.http, project, item["trace_id"])
+        return str(item["trace_id"])
+
+
+@pytest.mark.parametrize("export", ["cozeloop", "apmplus"])
+@pytest.mark.parametrize("scenario", ["E1", "E3"])
+def test_eino_runs_play_back_with_agents_tools_and_default_prices(
+        scenario: str, export: str, server: ServerProcess, project: str) -> None:
+    truth = json.loads((EINO / scenario / "ground_truth.json").read_text())
+    trace_id = ingest_eino(server, project, scenario, export)
+    with httpx.Client() as c:
+        _, evs = events(c, server, project, trace_id)
+        results = get_json(c, f"{server.http}/api/v1/trajectories/{trace_id}/tool-results",
+                           project=project)["results"]
+        contract = get_json(c, f"{server.http}/api/v1/trajectories/{trace_id}/contract",
+                            project=project)
+        cost = get_json(c, f"{server.http}/api/v1/trajectories/{trace_id}/cost",
+                        project=project)
+    models = [e for e in evs if e["type"] == "model"]
+    assert [(e["tokens"]["input"], e["tokens"]["output"]) for e in models] == [
+        (m["input_tokens"], m["output_tokens"]) for m in truth["model_calls"]]
+    # each model call belongs to the run's agent (in E3, to the ReAct graph inside `planner`)
+    assert {name for e in models for name in e["agent_path"]} >= {
+        a["name"] for a in truth["agents"]}
+    assert sorted((r["tool_name"], r["call_id"], r["arguments_hash"], r["error"] is not None)
+                  for r in results) == sorted(
+        (t["name"], t["tool_call_id"], canonical_hash(json.loads(t["arguments"])),
+         t["error"] is not None) for t in truth["tool_calls"])
+    assert [v["value"] for v in contract["model_names"]["values"]] == sorted(
+        {m["model"] for m in truth["model_calls"]})
+    # gpt-4o-mini in the shipped table: $0.15 / 1M input, $0.60 / 1M output (no cached tokens)
+    assert cost["run"]["usd"] == pytest.approx(
+        sum(m["input_tokens"] * 0.15e-6 + m["output_tokens"] * 0.60e-6
+            for m in truth["model_calls"]))
+    assert cost["run"]["complete"] is True

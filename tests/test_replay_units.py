@@ -40,7 +40,7 @@ def event(seq: int, type_: str, name: str, args: Any = None, error: bool = False
           agent: str = "a1", tokens: tuple[int, int] | None = None) -> StepEvent:
     return StepEvent(
         seq=seq, step_id=f"s{seq}", parent_id=agent, type=type_, name=name, agent="agent",
-        agent_step_id=agent, started_at_ms=1000 + seq, duration_ms=1,
+        agent_step_id=agent, agent_path=("agent",), started_at_ms=1000 + seq, duration_ms=1,
         input=json.dumps(args) if args is not None else "", output="",
         error=EventError(-1, "boom") if error else None,
         model="m" if type_ == "model" else None,

@@ -87,6 +87,8 @@ class StepEventView(BaseModel):
     name: str
     agent: str = Field(description="the agent (or graph) activation the step belongs to")
     agent_step_id: str
+    agent_path: list[str] = Field(description="the agent and graph activations from the "
+                                  "outermost down to `agent`")
     started_at_ms: int
     duration_ms: int
     input: str
