@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from trajhub.normalizers.trajectory import Trajectory
+
 #: step types that are events
 EVENT_TYPES = ("agent", "graph", "model", "tool")
 
@@ -206,3 +208,21 @@ def tool_results(events: list[StepEvent]) -> list[ToolResult]:
                        output=e.output, error=e.error, step_id=e.step_id, agent=e.agent,
                        seq=e.seq)
             for e in events if e.type == "tool"]
+
+
+def model_usage(trajectory: Trajectory) -> dict[str, dict[str, int]]:
+    """Token usage per model name over the model steps ("" = model not recorded):
+    {"<model>": {"steps", "input_tokens", "output_tokens", "cached_input_tokens"}}. The store
+    keeps it per trajectory, so summaries can be priced without reading documents."""
+    usage: dict[str, dict[str, int]] = {}
+    for agent in trajectory.agent_steps:
+        for step in agent.steps:
+            if step.type != "model" or step.model_info is None:
+                continue
+            u = usage.setdefault(step.metadata.get("model_name", ""), {
+                "steps": 0, "input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0})
+            u["steps"] += 1
+            u["input_tokens"] += step.model_info.input_tokens
+            u["output_tokens"] += step.model_info.output_tokens
+            u["cached_input_tokens"] += step.model_info.input_read_cached_tokens
+    return usage

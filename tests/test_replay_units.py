@@ -22,6 +22,7 @@ from trajhub.normalizers.playback import (
     StepEvent,
     Tokens,
     arguments_hash,
+    model_usage,
     parse_arguments,
     step_events,
 )
@@ -215,3 +216,11 @@ def test_recorded_tools_stand_in_for_langchain_tools() -> None:
     with pytest.raises(UnrecordedToolCall):
         wrapped["add"].invoke({"a": 2, "b": 3})
     assert tools.unanswered[-1].arguments == {"a": 2, "b": 3}
+
+
+def test_model_usage_sums_tokens_per_model() -> None:
+    spans, _ = _fixture("openinference/react.prebuilt.stream")
+    usage = model_usage(derive(spans).trajectory)
+    # the react script: 120 + 180 + 230 in (64 + 96 cache reads), 30 + 18 + 25 out
+    assert usage == {fake_agent.MODEL_NAME: {"steps": 3, "input_tokens": 530,
+                                             "output_tokens": 73, "cached_input_tokens": 160}}

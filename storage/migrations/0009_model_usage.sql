@@ -1,28 +1,30 @@
--- Token usage per model name of each trajectory, for pricing runs in trajectory summaries
--- without reading their documents: {"<model>": {"steps", "input_tokens", "output_tokens",
--- "cached_input_tokens"}} ("" = model not recorded). Money is not stored: it depends on the
--- price table in use (TRAJHUB_PRICES), applied when read.
--- A generated column, so every writer of `document` keeps it right without knowing about it.
-CREATE FUNCTION trajhub_model_usage(document text) RETURNS jsonb
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT coalesce(jsonb_object_agg(model, jsonb_build_object(
+-- Token usage per model name of each trajectory, so trajectory summaries can be priced without
+-- reading their documents: {"<model>": {"steps", "input_tokens", "output_tokens",
+-- "cached_input_tokens"}} ("" = model not recorded). The trajectory worker writes it
+-- (normalizers.playback.model_usage). Money is not stored: it depends on the price table in use
+-- (TRAJHUB_PRICES) and is computed when read.
+ALTER TABLE trajectories ADD COLUMN model_usage jsonb NOT NULL DEFAULT '{}';
+
+-- Trajectories derived before this migration: the same sums, from their documents.
+UPDATE trajectories t SET model_usage = usage.value
+FROM (
+    SELECT project, trace_id, jsonb_object_agg(model, jsonb_build_object(
                'steps', steps, 'input_tokens', input_tokens, 'output_tokens', output_tokens,
-               'cached_input_tokens', cached_input_tokens)), '{}'::jsonb)
+               'cached_input_tokens', cached_input_tokens)) AS value
     FROM (
-        SELECT coalesce(s -> 'metadata' ->> 'model_name', '') AS model,
+        SELECT t.project, t.trace_id, coalesce(s -> 'metadata' ->> 'model_name', '') AS model,
                count(*) AS steps,
                coalesce(sum((s -> 'model_info' ->> 'input_tokens')::bigint), 0) AS input_tokens,
                coalesce(sum((s -> 'model_info' ->> 'output_tokens')::bigint), 0)
                    AS output_tokens,
                coalesce(sum((s -> 'model_info' ->> 'input_read_cached_tokens')::bigint), 0)
                    AS cached_input_tokens
-        FROM jsonb_array_elements(document::jsonb -> 'agent_steps') AS a,
+        FROM trajectories t,
+             jsonb_array_elements(t.document::jsonb -> 'agent_steps') AS a,
              jsonb_array_elements(a -> 'steps') AS s
-        WHERE s ->> 'type' = 'model'
-        GROUP BY 1
+        WHERE t.document IS NOT NULL AND s ->> 'type' = 'model'
+        GROUP BY 1, 2, 3
     ) per_model
-$$;
-
-ALTER TABLE trajectories
-    ADD COLUMN model_usage jsonb NOT NULL GENERATED ALWAYS AS (trajhub_model_usage(document))
-    STORED;
+    GROUP BY project, trace_id
+) usage
+WHERE t.project = usage.project AND t.trace_id = usage.trace_id;
