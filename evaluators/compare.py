@@ -13,7 +13,7 @@ in a canonical order before aligning.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from trajhub.normalizers.playback import StepEvent
 
@@ -55,10 +55,10 @@ class Comparison:
     distance: int
     alignment: list[AlignedPair]
     first_divergence: AlignedPair | None
-    counts: dict[str, int] = field(default_factory=dict)
-    a: RunMetrics | None = None
-    b: RunMetrics | None = None
-    deltas: dict[str, int] = field(default_factory=dict)  # b − a, per RunMetrics field
+    counts: dict[str, int]  # pairs per op
+    a: RunMetrics
+    b: RunMetrics
+    deltas: dict[str, int]  # b − a, per RunMetrics field
 
 
 def _key(e: StepEvent) -> tuple[str, str, str]:

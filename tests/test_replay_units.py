@@ -224,3 +224,15 @@ def test_model_usage_sums_tokens_per_model() -> None:
     # the react script: 120 + 180 + 230 in (64 + 96 cache reads), 30 + 18 + 25 out
     assert usage == {fake_agent.MODEL_NAME: {"steps": 3, "input_tokens": 530,
                                              "output_tokens": 73, "cached_input_tokens": 160}}
+
+
+def test_the_replay_client_imports_no_server_code() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, trajhub.service.client.replay; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'fastapi', 'starlette', 'asyncpg', 'grpc', 'uvicorn'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"

@@ -280,7 +280,6 @@ async def compare_runs(
     c = compare(run_a.events, run_a.duration_ms, run_b.events, run_b.duration_ms)
     cost_a = run_cost(table, run_a.events).run
     cost_b = run_cost(table, run_b.events).run
-    assert c.a is not None and c.b is not None
     deltas: dict[str, float | None] = {**c.deltas}
     deltas["cost_usd"] = (round(cost_b.usd - cost_a.usd, 10)
                           if cost_a.usd is not None and cost_b.usd is not None
