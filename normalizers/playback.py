@@ -1,10 +1,12 @@
 """Playback: a trajectory document as ordered, append-only step events, and its recorded tool
 results keyed for hybrid replay. Pure functions over the stored document; no I/O.
 
-A step event is one model, tool, agent or graph step, in the order the steps started (ties keep
-the document's depth-first order), naming the agent activation it belongs to. Events are derived
-from the trajectory, so they follow its revisions: a late span that re-derives the trajectory
-changes the events with it.
+A step event is one model, tool, agent or graph step, in the order the steps started (steps that
+started in the same millisecond keep the order they ran: a nested agent's steps right after the
+step that activated it), naming the agent activation it belongs to and the path of activations
+down to it. Events are derived from the trajectory, so they follow its revisions: a late span
+that re-derives the trajectory changes the events with it, under a new revision. The events of
+one revision never change.
 
 Tool arguments are compared in a canonical form (`canonical_arguments`): the arguments parsed
 from the step's input, integral floats written as integers (a tool that validates `1` into `1.0`
@@ -202,12 +204,15 @@ def step_events(document: Mapping[str, Any]) -> list[StepEvent]:
 
 def tool_results(events: list[StepEvent]) -> list[ToolResult]:
     """Every recorded tool call of the run, in call order."""
-    return [ToolResult(tool_name=e.name, call_id=e.tool_call_id,
-                       arguments=parse_arguments(e.input),
-                       arguments_hash=e.arguments_hash or arguments_hash(e.input),
-                       output=e.output, error=e.error, step_id=e.step_id, agent=e.agent,
-                       seq=e.seq)
-            for e in events if e.type == "tool"]
+    results = []
+    for e in events:
+        if e.type == "tool":
+            arguments = parse_arguments(e.input)
+            results.append(ToolResult(
+                tool_name=e.name, call_id=e.tool_call_id, arguments=arguments,
+                arguments_hash=arguments_hash(arguments), output=e.output, error=e.error,
+                step_id=e.step_id, agent=e.agent, seq=e.seq))
+    return results
 
 
 def model_usage(trajectory: Trajectory) -> dict[str, dict[str, int]]:
