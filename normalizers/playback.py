@@ -174,6 +174,11 @@ def _activation_order(document: Mapping[str, Any]
     return out
 
 
+def run_duration_ms(document: Mapping[str, Any]) -> int:
+    """The whole run's duration: its root step's."""
+    return _int(((document.get("root_step") or {}).get("basic_info") or {}).get("duration"))
+
+
 def step_events(document: Mapping[str, Any]) -> list[StepEvent]:
     """The trajectory's steps as events, in start order (ties: the order they ran)."""
     ordered = [(_int((step.get("basic_info") or {}).get("started_at")), position, agent, step,

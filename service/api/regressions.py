@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trajhub.evaluators.pricing import PriceTable, run_cost
 from trajhub.evaluators.regression import ItemRun, Verdict, aggregate, item_report
-from trajhub.normalizers.playback import step_events
+from trajhub.normalizers.playback import run_duration_ms, step_events
 from trajhub.service.api.common import Project, Rt
 from trajhub.service.api.replay import AlignedPairView
 from trajhub.service.prices import table_for
@@ -158,11 +158,8 @@ def _item_run(side: Side, item_id: str, docs: dict[str, Any], table: PriceTable)
     document = orjson.loads(row["document"])
     events = step_events(document)
     cost = run_cost(table, events).run
-    try:
-        duration = int(document["root_step"]["basic_info"]["duration"])
-    except (KeyError, TypeError, ValueError):
-        duration = 0
-    return ItemRun(trace_id, events, duration, cost.usd if cost.complete else None, quality)
+    return ItemRun(trace_id, events, run_duration_ms(document),
+                   cost.usd if cost.complete else None, quality)
 
 
 @router.post("/regressions", response_model=RegressionReport,

@@ -14,9 +14,10 @@ from pydantic import BaseModel, Field
 from trajhub.evaluators.compare import compare
 from trajhub.evaluators.pricing import StepCost, run_cost
 from trajhub.normalizers.contract import ContractField, run_contract
-from trajhub.normalizers.playback import StepEvent, step_events, tool_results
+from trajhub.normalizers.playback import StepEvent, run_duration_ms, step_events, tool_results
 from trajhub.service.api.common import Project, Rt, trace_id_param
 from trajhub.service.prices import cost_json, table_for
+from trajhub.service.runtime import Runtime
 from trajhub.service.stored_spans import to_model
 from trajhub.storage import replay_reads
 
@@ -215,12 +216,7 @@ class LoadedRun:
         self.document = document
         self.events = step_events(document)
 
-    @property
-    def duration_ms(self) -> int:
-        try:
-            return int(self.document["root_step"]["basic_info"]["duration"])
-        except (KeyError, TypeError, ValueError):
-            return 0
+        self.duration_ms = run_duration_ms(document)
 
 
 def _revision_headers(run: LoadedRun) -> dict[str, str]:
@@ -239,7 +235,7 @@ def _usable(trace_id: str, project: str, row: Any) -> dict[str, Any]:
     return document
 
 
-async def load_run(rt: Any, project: str, trace_id: str) -> LoadedRun:
+async def load_run(rt: Runtime, project: str, trace_id: str) -> LoadedRun:
     trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
         rows = await replay_reads.documents(conn, project, [trace_id])
