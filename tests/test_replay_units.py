@@ -236,3 +236,30 @@ def test_the_replay_client_imports_no_server_code() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_regression_items_without_a_run_are_missing_not_compared() -> None:
+    from trajhub.evaluators.regression import ItemRun, Verdict, aggregate, item_report
+
+    run = [event(0, "model", "llm", tokens=(10, 5)), event(1, "tool", "search", {"q": "x"})]
+    longer = [*run, event(2, "model", "llm", tokens=(10, 5))]
+    reports = [
+        item_report("i1", ItemRun("t1", run, 100, 0.5, {"judge": Verdict(0.5, False)}),
+                    ItemRun("t2", longer, 90, 0.75, {"judge": Verdict(1.0, True)})),
+        item_report("i2", ItemRun("t3", run, 100, None), ItemRun(None, None,
+                                                                 problem="no run of this item")),
+    ]
+    first, missing = reports
+    assert first.deltas["path_length"] == 1 and first.deltas["tokens"] == 15
+    assert first.deltas["duration_ms"] == -10 and first.deltas["cost_usd"] == 0.25
+    assert first.first_divergence is not None and first.first_divergence.op == "inserted"
+    assert first.quality["judge"]["score_delta"] == 0.5
+    assert missing.deltas["path_length"] is None and missing.first_divergence is None
+    assert missing.problems == ["candidate: no run of this item"]
+    verdicts = {v.metric: v for v in aggregate(reports)}
+    assert (verdicts["path_length"].verdict, verdicts["path_length"].worse,
+            verdicts["path_length"].missing) == ("worse", 1, 1)
+    assert verdicts["duration_ms"].verdict == "better"
+    assert verdicts["judge.score"].verdict == "better"
+    assert verdicts["judge.passed"].better == 1
+    assert verdicts["cost_usd"].missing == 1
