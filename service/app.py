@@ -9,6 +9,8 @@ from fastapi.responses import JSONResponse
 from trajhub import __version__
 from trajhub.service.api import datasets as routes_datasets
 from trajhub.service.api import evaluations as routes_evaluations
+from trajhub.service.api import regressions as routes_regressions
+from trajhub.service.api import replay as routes_replay
 from trajhub.service.api import traces as routes_traces
 from trajhub.service.api import trajectories as routes_trajectories
 from trajhub.service.ingest import http as routes_ingest
@@ -59,8 +61,10 @@ def create_app(rt: Runtime) -> FastAPI:
 
     app.include_router(routes_ingest.router)
     app.include_router(routes_traces.router)
+    app.include_router(routes_replay.router)  # before /trajectories/{trace_id}: /compare
     app.include_router(routes_trajectories.router)
     app.include_router(routes_datasets.router)
     app.include_router(routes_evaluations.router)
+    app.include_router(routes_regressions.router)
     return app
 

@@ -62,7 +62,7 @@ class Settings(BaseSettings):
         "API key sent to TRAJHUB_JUDGE_URL only (an evaluation with another endpoint names its "
         "key's variable, TRAJHUB_JUDGE_KEY_<NAME>)"), repr=False)
     prices: str = Field("", description=(
-        "a JSON file of model prices for cost estimates (built-in table when empty)"))
+        "JSON model price table (USD per 1M tokens) replacing the default shipped with trajhub"))
     log_level: str = Field("info", pattern=r"(?i)^(debug|info|warning|error)$",
                            description="debug, info, warning or error")
 

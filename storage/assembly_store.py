@@ -66,7 +66,7 @@ TRAJECTORY_COLUMNS = (
     "explanation", "warnings", "derivation_error", "framework", "conventions", "root_name",
     "root_input", "root_output", "agent_names", "tool_names", "model_names", "start_ns",
     "duration_ms", "step_count", "model_step_count", "tool_step_count", "input_tokens",
-    "output_tokens", "failed_model_steps", "failed_tool_steps", "has_error",
+    "output_tokens", "failed_model_steps", "failed_tool_steps", "has_error", "model_usage",
 )
 
 

@@ -13,7 +13,7 @@ from trajhub.storage.sql import Params
 SUMMARY_COLUMNS = """trace_id, status, revision, normalizer_version, framework, conventions,
     root_name, agent_names, tool_names, model_names, start_ns, duration_ms, step_count,
     model_step_count, tool_step_count, input_tokens, output_tokens, failed_model_steps,
-    failed_tool_steps, has_error, derivation_error"""
+    failed_tool_steps, has_error, derivation_error, model_usage::text AS model_usage"""
 
 #: sort name → SQL expression; each is paired with trace_id for a total order
 SORTS = {

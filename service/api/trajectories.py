@@ -25,6 +25,7 @@ from trajhub.service.api.common import (
 from trajhub.service.errors import IngestError
 from trajhub.service.ingest.decode import decompress, parse_otlp
 from trajhub.service.ingest.http import read_body
+from trajhub.service.prices import summary_cost, table_for
 from trajhub.service.stored_spans import iso_time
 from trajhub.storage import assembly_store, trajectory_reads
 
@@ -104,9 +105,11 @@ async def list_trajectories(
 ) -> Response:
     async with rt.db.acquire() as conn:
         rows = await trajectory_reads.list_trajectories(conn, project, f)
+    prices = table_for(rt.settings)
     next_cursor = (encode_cursor(rows[-1]["sort_value"], rows[-1]["trace_id"])
                    if len(rows) == f.limit else None)
-    return json_response({"items": [summary_item(r) for r in rows], "next_cursor": next_cursor})
+    return json_response({"items": [summary_item(r) | {"cost": summary_cost(prices, r)}
+                                    for r in rows], "next_cursor": next_cursor})
 
 
 def _etag(revision: int) -> str:

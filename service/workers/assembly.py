@@ -25,6 +25,7 @@ import orjson
 
 from trajhub.normalizers import NORMALIZER_VERSION, derive
 from trajhub.normalizers.model import STATUS_ERROR, Span
+from trajhub.normalizers.playback import model_usage
 from trajhub.normalizers.trajectory import trajectory_to_json
 from trajhub.service.config import Settings
 from trajhub.service.stored_spans import to_model
@@ -59,7 +60,7 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
         log.warning("trace %s/%s: derivation failed: %r", project, trace_id, exc)
         return (project, trace_id, NORMALIZER_VERSION, settle_at, root_ended(spans), None,
                 None, [], f"{type(exc).__name__}: {exc}", "", [], "", "", "", [], [], [],
-                min(s.start_ns for s in spans), 0, 0, 0, 0, 0, 0, 0, 0, False)
+                min(s.start_ns for s in spans), 0, 0, 0, 0, 0, 0, 0, 0, False, "{}")
     s = d.summary
     explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
     return (project, trace_id, NORMALIZER_VERSION, settle_at, root_ended(spans),
@@ -68,7 +69,7 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
             list(s.agent_names), list(s.tool_names), list(s.model_names),
             s.started_at_ms * 1_000_000, s.duration_ms, s.step_count, s.model_step_count,
             s.tool_step_count, s.input_tokens, s.output_tokens, s.failed_model_steps,
-            s.failed_tool_steps, s.has_error)
+            s.failed_tool_steps, s.has_error, orjson.dumps(model_usage(d.trajectory)).decode())
 
 
 def root_ended(spans: Sequence[Span]) -> bool:
