@@ -16,7 +16,8 @@ import pytest
 
 from tests.normalize_support import FIXTURES, Skeleton, View, load_files, skeleton
 from trajhub.normalizers import derive
-from trajhub.normalizers.cozeloop import CONVENTIONS, NATIVE, OTEL, as_int, split_error
+from trajhub.normalizers.attrs import split_error, to_int
+from trajhub.normalizers.cozeloop import CONVENTIONS, NATIVE, OTEL
 from trajhub.normalizers.model import CozeLoopFields, Span
 from trajhub.normalizers.reading import SpanReading, StepKind
 from trajhub.normalizers.sources import span_from_cozeloop
@@ -324,8 +325,8 @@ def test_odd_otel_input_never_raises() -> None:
 
 
 def test_helpers() -> None:
-    assert as_int("42") == 42 and as_int(" 7 ") == 7 and as_int(3.0) == 3
-    assert as_int(True) is None and as_int("x") is None and as_int(2.5) is None
+    assert to_int("42") == 42 and to_int(" 7 ") == 7 and to_int(3.0) == 3
+    assert to_int(True) is None and to_int("x") is None and to_int(2.5) is None
     assert split_error("boom") == ("boom", "")
     assert split_error("a\n---\nnode path: [x]") == ("a", "a\n---\nnode path: [x]")
 
