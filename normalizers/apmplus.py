@@ -74,6 +74,17 @@ def _messages(attrs: Attributes, prefix: str) -> list[dict[str, str]]:
     return [by_index[i] for i in sorted(by_index)]
 
 
+def _has_gaps(attrs: Attributes, prefix: str) -> bool:
+    """apmplus skipped messages (those without content, such as an assistant message that only
+    calls tools): the reassembled list is not the whole conversation."""
+    indexes = {
+        int(head)
+        for key in attrs
+        if key.startswith(prefix) and (head := key[len(prefix) :].partition(".")[0]).isdigit()
+    }
+    return bool(indexes) and indexes != set(range(max(indexes) + 1))
+
+
 def _unquote(text: str) -> str:
     """apmplus serialises a tool's string argument/result once more (`"{\\"city\\":...}"`)."""
     if text.startswith('"'):
@@ -165,9 +176,15 @@ class Apmplus:
             put(metadata, "model_provider", attrs.get("runinfo.type"))
             put(metadata, "finish_reason", attrs.get("gen_ai.response.finish_reason"))
             usage = _usage(attrs, warnings)
+            if _has_gaps(attrs, _PROMPT) or _has_gaps(attrs, _COMPLETION):
+                metadata["payload_truncated"] = "true"
         elif kind is StepKind.TOOL:
             put(metadata, "tool_call_id", _tool_call_id(span, name, input_text, trace))
         elif kind is StepKind.AGENT:
+            # apmplus serialises the ADK agent's event iterator, which has no exported fields:
+            # `{"Events":{}}` records nothing
+            if parse_json(output_text) == {"Events": {}}:
+                output_text = ""
             # apmplus ends an ADK agent span when the agent starts running (Eino calls OnEnd at
             # the start of flowAgent.run): its duration says nothing, its children outlive it.
             metadata["end_time_unreliable"] = "true"

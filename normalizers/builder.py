@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from trajhub.normalizers import payloads
 from trajhub.normalizers.lifecycle import is_null_id
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.reading import Convention, ModelUsage, SpanReading, StepKind
@@ -473,6 +474,31 @@ def _shape(trace: _Trace, readings: Mapping[str, SpanReading], warnings: list[st
     return _Shape(root=root, new_parent=new_parent, orphan=orphan)
 
 
+def _canonical_payloads(
+    readings: Mapping[str, SpanReading], shape: _Shape
+) -> dict[str, SpanReading]:
+    """Every kept span's payloads in the forms of rules 8 (`normalizers.payloads`). Models go
+    first: the tool calls they asked for give the tools their arguments."""
+    out = dict(readings)
+    arguments: dict[str, Any] = {}
+    kept = [i for i in shape.new_parent if i != shape.root.span_id]
+    for span_id in kept:
+        if readings[span_id].kind is StepKind.MODEL:
+            out[span_id] = payloads.canonical(readings[span_id], as_state=False, arguments={})
+            arguments.update(payloads.call_arguments(out[span_id].output))
+    for span_id in kept:
+        if readings[span_id].kind is not StepKind.MODEL:
+            out[span_id] = payloads.canonical(
+                readings[span_id], as_state=False, arguments=arguments
+            )
+    root = readings[shape.root.span_id]
+    # the root is read as a run, unless it is itself a model or tool call
+    out[shape.root.span_id] = payloads.canonical(
+        root, as_state=root.kind not in _CALLS, arguments=arguments
+    )
+    return out
+
+
 def _nodes(
     trace: _Trace, readings: Mapping[str, SpanReading], shape: _Shape
 ) -> dict[str, _Node]:
@@ -654,6 +680,7 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
     trace_id = _choose_trace_id(trace, warnings)
     readings = _read_all(trace, conventions)  # each span through its convention
     shape = _shape(trace, readings, warnings)  # root, keep/drop, re-parent
+    readings = _canonical_payloads(readings, shape)  # inputs and outputs in one form
     nodes = _nodes(trace, readings, shape)  # kept spans with their output pieces
     root_node = nodes[shape.root.span_id]
     entries = _arrange(nodes, shape.root.span_id)  # agent steps and their own steps

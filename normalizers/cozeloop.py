@@ -268,8 +268,10 @@ class CozeLoopNative:
             name = span.name or to_str(native.tags_string.get("name"))
 
         input_text = native.input
+        output_text = native.output
         if kind is StepKind.TOOL and language == "python" and library == "langchain":
             input_text = _python_repr_to_json(input_text)
+            output_text = _python_tool_result(output_text)
 
         metadata: dict[str, str] = {
             "convention": self.name,
@@ -311,7 +313,7 @@ class CozeLoopNative:
             rule=rule,
             name=name,
             input=input_text,
-            output=native.output,
+            output=output_text,
             error=error,
             usage=usage,
             metadata=metadata,
@@ -412,6 +414,20 @@ def _python_repr_to_json(text: str) -> str:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return text
+
+
+def _python_tool_result(text: str) -> str:
+    """cozeloop-python records a tool's result as `{"role": "tool", "content": "{'content':
+    <result>}"}`: the Python repr of a dict around the result. The result is what is inside."""
+    message = parse_json(text)
+    if not isinstance(message, Mapping) or message.get("role") != "tool":
+        return text
+    content = message.get("content")
+    inner = parse_literal(content) if isinstance(content, str) else None
+    if isinstance(inner, Mapping) and set(inner) == {"content"}:
+        result = inner["content"]
+        return result if isinstance(result, str) else to_str(result)
+    return text
 
 
 def _langchain_tool_call_id(parent_input: str, tool_name: str, arguments: str) -> str:

@@ -204,9 +204,12 @@ def test_openinference_model_messages_are_reassembled() -> None:
         {"content": "You are a helpful assistant. Use tools.", "role": "system"},
         {"content": "What's the weather in Paris, what is 2+3, and what is 1/0?", "role": "user"},
     ]
-    output = json.loads(model.output)
-    assert [c["function"]["name"] for c in output[0]["tool_calls"]] == ["get_weather", "add"]
-    assert output[0]["tool_calls"][0]["id"] == "call_weather_1"
+    # rules 8: the assistant message the model returned, in canonical JSON (the script's turn 1)
+    assert model.output == (
+        '{"content":"Let me look up the weather and do the math.","role":"assistant",'
+        '"tool_calls":[{"arguments":{"city":"Paris"},"id":"call_weather_1","name":"get_weather"},'
+        '{"arguments":{"a":2,"b":3},"id":"call_add_1","name":"add"}]}'
+    )
     assert model.metadata["model_name"] == "fake-gpt-4o-mini"
     assert model.metadata["model_provider"] == "openai"
     assert model.metadata["langgraph_node"] == "agent"

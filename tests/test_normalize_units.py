@@ -250,9 +250,10 @@ def test_traceloop_wrapper_is_the_graph_and_workflow_is_dropped() -> None:
     trajectory = derivation.trajectory
     assert [a.id for a in trajectory.agent_steps] == ["w"]
     assert trajectory.root_step.name == "G"
+    # not a chat state: the input/output object, in canonical JSON (rules 8)
     assert (trajectory.root_step.input, trajectory.root_step.output) == (
-        '{"inputs": 1}',
-        '{"outputs": 2}',
+        '{"inputs":1}',
+        '{"outputs":2}',
     )
     step = trajectory.agent_steps[0].steps[0]
     assert (step.name, step.parent_id, step.type) == ("M", "w", "model")
