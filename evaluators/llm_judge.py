@@ -17,6 +17,7 @@ from typing import Any
 from trajhub.evaluators.agentevals_format import to_agentevals_messages
 from trajhub.evaluators.expectations import Expectations
 from trajhub.evaluators.result import EvaluationResult
+from trajhub.normalizers.item_fields import final_answer
 
 NAME = "llm_judge"
 
@@ -69,6 +70,9 @@ def build_judge_request(
     sections = [
         ("Input", item_input),
         ("Agent trajectory (OpenAI messages)", to_agentevals_messages(trajectory_doc)),
+        # the run's answer apart from the reference: the judge compares the two, not a run
+        # with itself
+        ("Agent's final answer", final_answer(trajectory_doc)),
     ]
     if reference_output is not None:
         sections.append(("Reference output", reference_output))

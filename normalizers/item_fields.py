@@ -121,6 +121,12 @@ def _answer(run_output: Any) -> tuple[Any, dict[str, Any]]:
     return message["content"], rest
 
 
+def final_answer(document: Mapping[str, Any]) -> Any:
+    """The run's final answer: what `item_fields` gives as `reference_output` by default (an
+    evaluator shows it next to, and apart from, the item's own reference)."""
+    return item_fields(document).reference_output
+
+
 def item_fields(
     document: Mapping[str, Any],
     *,
