@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from trajhub.normalizers import payloads
+from trajhub.normalizers import multiagent, payloads
 from trajhub.normalizers.lifecycle import is_null_id
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.reading import Convention, ModelUsage, SpanReading, StepKind
@@ -680,7 +680,15 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
     trace_id = _choose_trace_id(trace, warnings)
     readings = _read_all(trace, conventions)  # each span through its convention
     shape = _shape(trace, readings, warnings)  # root, keep/drop, re-parent
+    recorded = readings
     readings = _canonical_payloads(readings, shape)  # inputs and outputs in one form
+    readings = multiagent.apply(  # sub-agents, handoffs, routing "errors", the run's error
+        readings,
+        recorded,
+        {i: trace.by_id[i] for i in shape.new_parent},
+        shape.new_parent,
+        shape.root.span_id,
+    )
     nodes = _nodes(trace, readings, shape)  # kept spans with their output pieces
     root_node = nodes[shape.root.span_id]
     entries = _arrange(nodes, shape.root.span_id)  # agent steps and their own steps

@@ -174,12 +174,45 @@ def _langchain_framework(span: Span, trace: TraceView) -> str:
     return "langgraph" if _is_unnamed_langgraph_root(top, trace) else "langchain"
 
 
+def _is_nested_graph_run(span: Span, trace: TraceView) -> bool:
+    """A compiled LangGraph graph running inside another run: a sub-agent added as a node
+    (`create_react_agent(..., name="weather_agent")`, members of langgraph-supervisor and
+    langgraph-swarm) or an agent invoked from inside a tool. Both callbacks report it as a plain
+    `chain` named after the graph.
+
+    A graph run does nothing itself: its children are node runs (all `chain`), and the calls
+    happen inside those. LangGraph.js also reports the graph's `__start__` node. Python hides it,
+    so the depth of the calls decides: a node runs its tools directly (node > tool) and its
+    model through a chain (node > RunnableSequence > model); a graph has one more level
+    (graph > node > tool, graph > node > chain > model). A node wrapping a graph (call_agent in
+    langgraph-supervisor, the node named like the sub-agent) has one level more still."""
+    if _span_type(span) != "chain" or trace.parent(span) is None:
+        return False
+    children = trace.children(span)
+    if not children or any(_span_type(child) != "chain" for child in children):
+        return False
+    if any(child.name == "__start__" for child in children):
+        return True
+    for child in children:
+        for grandchild in trace.children(child):
+            kind = _span_type(grandchild)
+            if kind == "tool":
+                return True
+            if kind in ("model", "graph", "agent"):
+                return False  # a node calling its model directly
+            if any(_span_type(g) == "model" for g in trace.children(grandchild)):
+                return True
+    return False
+
+
 def _classify(span_type: str, span: Span, trace: TraceView, prefix: str) -> tuple[StepKind, str]:
     kind = _KINDS.get(span_type)
     if kind is not None:
         return kind, f"{prefix}={span_type}"
     if _is_unnamed_langgraph_root(span, trace):
         return StepKind.GRAPH, f"{prefix}=chain root whose children are all chain runs (LangGraph)"
+    if _is_nested_graph_run(span, trace):
+        return StepKind.AGENT, f"{prefix}=chain that runs LangGraph nodes (a sub-agent)"
     return StepKind.OTHER, f"{prefix}={span_type or '(empty)'}"
 
 
@@ -268,10 +301,8 @@ class CozeLoopNative:
             name = span.name or to_str(native.tags_string.get("name"))
 
         input_text = native.input
-        output_text = native.output
         if kind is StepKind.TOOL and language == "python" and library == "langchain":
             input_text = _python_repr_to_json(input_text)
-            output_text = _python_tool_result(output_text)
 
         metadata: dict[str, str] = {
             "convention": self.name,
@@ -313,7 +344,7 @@ class CozeLoopNative:
             rule=rule,
             name=name,
             input=input_text,
-            output=output_text,
+            output=native.output,
             error=error,
             usage=usage,
             metadata=metadata,
@@ -414,20 +445,6 @@ def _python_repr_to_json(text: str) -> str:
         return json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         return text
-
-
-def _python_tool_result(text: str) -> str:
-    """cozeloop-python records a tool's result as `{"role": "tool", "content": "{'content':
-    <result>}"}`: the Python repr of a dict around the result. The result is what is inside."""
-    message = parse_json(text)
-    if not isinstance(message, Mapping) or message.get("role") != "tool":
-        return text
-    content = message.get("content")
-    inner = parse_literal(content) if isinstance(content, str) else None
-    if isinstance(inner, Mapping) and set(inner) == {"content"}:
-        result = inner["content"]
-        return result if isinstance(result, str) else to_str(result)
-    return text
 
 
 def _langchain_tool_call_id(parent_input: str, tool_name: str, arguments: str) -> str:

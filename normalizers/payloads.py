@@ -18,6 +18,7 @@ never dropped: the raw spans keep the original either way.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
@@ -168,6 +169,18 @@ def _from_parts(fields: Mapping[str, Any], message: Message) -> None:
         message["tool_calls"] = calls
 
 
+def _tool_content(content: Any) -> Any:
+    """cozeloop-python records a tool message's content as the Python repr of a dict around it,
+    `"{'content': 'Sunny, 22C'}"`, on tool spans and inside every message list: the result is what
+    is inside. Only that exact form (a literal dict whose one key is `content`) is unwrapped."""
+    if not isinstance(content, str) or not content.startswith("{'content': "):
+        return content
+    inner = parse_literal(content)
+    if isinstance(inner, Mapping) and set(inner) == {"content"}:
+        return _content(inner["content"])
+    return content
+
+
 def chat_message(value: object) -> Message | None:
     """`value` as a §8 chat message, or None when it is not a message in any known form."""
     if not isinstance(value, Mapping):
@@ -187,6 +200,8 @@ def chat_message(value: object) -> Message | None:
         calls = _tool_calls(fields) if role == "assistant" else []
         if calls:
             message["tool_calls"] = calls
+    if role == "tool":
+        message["content"] = _tool_content(message["content"])
     call_id = fields.get("tool_call_id")
     if isinstance(call_id, str) and call_id:
         message["tool_call_id"] = call_id
@@ -352,20 +367,79 @@ def tool_output(text: str) -> str:
     envelope. Text that is not such a wrapper is the result itself and stays exactly as it is:
     JSON a tool returned is not re-serialised."""
     value = _parsed(text)
+    if value is None and text.startswith("Command("):
+        return _command_repr_result(text) or text
     for _ in range(3):  # envelopes nest at most twice ({"output": <ToolMessage>})
         if not isinstance(value, Mapping):
             return text
-        if set(value) == {"output"}:
+        if _is_output_envelope(value):
             value = value["output"]
             if isinstance(value, str):
                 return value
             continue
+        if _is_command(value):
+            return _command_result(value) or text
         message = chat_message(value)
         if message is None or message["role"] != "tool":
             return text
         content = message["content"]
         return content if isinstance(content, str) else dumps(content)
     return text
+
+
+def _is_output_envelope(value: Mapping[str, Any]) -> bool:
+    """A callback's record of what a tool returned: LangSmith's `{"output": ...}`, Traceloop's
+    `{"output": ..., "kwargs": ...}`."""
+    return "output" in value and set(value) <= {"output", "kwargs"}
+
+
+def _is_command(value: Mapping[str, Any]) -> bool:
+    """A LangGraph `Command` a tool returned (a handoff): Python serialises its fields (`graph`,
+    `goto`, `update`), LangGraph.js adds `lg_name: "Command"`."""
+    return value.get("lg_name") == "Command" or (
+        isinstance(value.get("update"), Mapping) and ("graph" in value or "goto" in value)
+    )
+
+
+def _command_result(command: Mapping[str, Any]) -> str:
+    """A handoff's result: the content of the tool message its Command adds to the state."""
+    update = command.get("update")
+    found = _messages_of_state(update) if isinstance(update, Mapping) else None
+    for message in reversed(found or []):
+        if message["role"] == "tool":
+            content = message["content"]
+            return content if isinstance(content, str) else dumps(content)
+    return ""
+
+
+_TOOL_MESSAGE_REPR: Final = re.compile(
+    r"ToolMessage\(content=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")"
+)
+_GOTO_REPR: Final = re.compile(r"goto='([^']+)'")
+
+
+def command_goto(text: str) -> str:
+    """The node a tool's `Command` result routes to ("" when the result is not a Command that
+    goes to one node): the target of a handoff, whatever the tool is called."""
+    if text.startswith("Command("):
+        match = _GOTO_REPR.search(text)
+        return match.group(1) if match else ""
+    value = _parsed(text)
+    if isinstance(value, Mapping) and _is_output_envelope(value):
+        value = value["output"]
+    if isinstance(value, Mapping) and _is_command(value):
+        goto = value.get("goto")
+        return goto if isinstance(goto, str) else ""
+    return ""
+
+
+def _command_repr_result(text: str) -> str:
+    """The same from a Command's Python repr (cozeloop-python stringifies what a tool returns)."""
+    found = _TOOL_MESSAGE_REPR.findall(text)
+    if not found:
+        return ""
+    value = parse_literal(found[-1])
+    return value if isinstance(value, str) else ""
 
 
 def state_input(text: str) -> str:

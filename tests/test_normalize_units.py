@@ -303,7 +303,8 @@ def test_langsmith_reasoning_from_usage_metadata() -> None:
     assert trajectory.root_step.metrics_info.input_tokens == 7  # chain usage not counted
 
 
-def test_openinference_subgraph_node_is_a_nested_graph() -> None:
+def test_openinference_subgraph_node_is_a_sub_agent() -> None:
+    """rules 7: a compiled graph running as a node of another is an agent activation."""
     meta = '{{"langgraph_node": "{}"}}'.format
     kind = "openinference.span.kind"
     spans = [
@@ -320,11 +321,11 @@ def test_openinference_subgraph_node_is_a_nested_graph() -> None:
     trajectory = derive(spans).trajectory
     assert [(a.id, a.parent_id) for a in trajectory.agent_steps] == [("r", ""), ("n", "r")]
     assert [(s.type, s.id) for s in trajectory.agent_steps[0].steps] == [
-        ("graph", "n"),
+        ("agent", "n"),
         ("model", "m"),
     ]
     assert [(s.type, s.id, s.parent_id) for s in trajectory.agent_steps[1].steps] == [
         ("tool", "t", "n")
     ]
     root_metrics = trajectory.root_step.metrics_info
-    assert root_metrics.tool_step_proportion == 0.5  # graph steps are not in the denominator
+    assert root_metrics.tool_step_proportion == 0.5  # agent steps are not in the denominator
