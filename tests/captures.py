@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +37,18 @@ class Capture:
 
     @property
     def body(self) -> bytes:
+        """The request body exactly as sent (still compressed if it was)."""
         return self.path.read_bytes()
+
+    @property
+    def decoded_body(self) -> bytes:
+        """The body with its content-encoding undone (the multi-agent captures are gzipped)."""
+        encoding = self.headers.get("content-encoding", "").lower()
+        if encoding == "gzip":
+            return gzip.decompress(self.body)
+        if encoding == "deflate":
+            return zlib.decompress(self.body)
+        return self.body
 
     def trace_ids(self) -> list[str]:
         """The trace id of every span the request carries, in request order."""

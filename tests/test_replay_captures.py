@@ -22,8 +22,8 @@ CAPTURES = all_captures()
 
 def sent_request(capture: Capture) -> ExportTraceServiceRequest:
     if capture.headers.get("content-type", "").startswith("application/json"):
-        return parse_request(orjson.loads(capture.body))
-    return ExportTraceServiceRequest.FromString(capture.body)
+        return parse_request(orjson.loads(capture.decoded_body))
+    return ExportTraceServiceRequest.FromString(capture.decoded_body)
 
 
 def spans_by_id(request: ExportTraceServiceRequest) -> dict[str, tuple[bytes, bytes]]:
@@ -60,7 +60,7 @@ def test_replayed_capture_is_accepted_and_stored_losslessly(
 
     with httpx.Client() as client:
         if capture.url_path == "/v1/loop/traces/ingest":
-            sent = orjson.loads(capture.body)["spans"]
+            sent = orjson.loads(capture.decoded_body)["spans"]
             for trace_id in {s["trace_id"] for s in sent}:
                 got = get_json(client, f"{server.http}/api/v1/traces/{trace_id}",
                                project=project, format="cozeloop")["spans"]

@@ -1,0 +1,286 @@
+"""The Python LangGraph agents of every capture shape, on scripted fake chat models (no network).
+
+`build(shape)` gives the compiled graph of a shape; `run(graph, shape, stream, callbacks)` runs
+it once, the way the existing real-client harness did (`graph.stream(...)` so the models stream
+and first-token latency exists, or `graph.invoke(...)`). Each agent has its own scripted model
+(script.py), so the run is the same whatever the instrumentation.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from tests.capture import script
+
+warnings.filterwarnings("ignore")  # create_react_agent's deprecation notice
+TOKEN_DELAY_S = 0.002
+
+
+def _usage(turn: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+    """(LangChain usage_metadata, OpenAI-style token_usage) of a scripted turn."""
+    inp, out = turn["usage"]["input"], turn["usage"]["output"]
+    return ({"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out},
+            {"prompt_tokens": inp, "completion_tokens": out, "total_tokens": inp + out})
+
+
+class ScriptedChatModel(GenericFakeChatModel):
+    """Plays one agent's turns from script.py; supports tools, usage and streaming."""
+
+    messages: Iterator[Any] = iter(())  # unused (the parent's field)
+    agent: str
+    turns: list[dict[str, Any]]
+    model_name: str = script.MODEL_NAME
+    temperature: float = 0.0
+    _idx: int = 0
+    _lock: Any = None
+
+    def model_post_init(self, __context: Any) -> None:
+        object.__setattr__(self, "_lock", threading.Lock())
+        object.__setattr__(self, "_idx", 0)
+
+    @classmethod
+    def is_lc_serializable(cls) -> bool:
+        return True  # serialized kwargs carry model_name, as ChatOpenAI's do (Traceloop reads it)
+
+    @classmethod
+    def get_lc_namespace(cls) -> list[str]:
+        return ["realclients", "capture"]
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-fake-chat-model"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name, "temperature": self.temperature}
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+        params = super()._get_ls_params(stop=stop, **kwargs)
+        params["ls_provider"] = "openai"
+        params["ls_model_name"] = self.model_name
+        params["ls_temperature"] = self.temperature
+        return params
+
+    def bind_tools(self, tools: Sequence[Any], *, parallel_tool_calls: bool | None = None,
+                   **kwargs: Any) -> Any:
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    def _next(self) -> tuple[str, dict[str, Any]]:
+        with self._lock:
+            i = self._idx
+            object.__setattr__(self, "_idx", i + 1)
+        if i >= len(self.turns):
+            raise RuntimeError(f"script of {self.agent} exhausted")
+        return f"{self.agent}-{i + 1}", self.turns[i]
+
+    def _message(self, msg_id: str, turn: dict[str, Any]) -> AIMessage:
+        finish = "tool_calls" if turn["tool_calls"] else "stop"
+        return AIMessage(
+            content=turn["content"], id=msg_id, name=self.agent,
+            tool_calls=[{**c, "type": "tool_call"} for c in turn["tool_calls"]],
+            usage_metadata=_usage(turn)[0],  # type: ignore[arg-type]
+            response_metadata={"model_name": self.model_name, "finish_reason": finish})
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None,
+                  **kwargs: Any) -> ChatResult:
+        msg_id, turn = self._next()
+        time.sleep(TOKEN_DELAY_S * 4)
+        finish = "tool_calls" if turn["tool_calls"] else "stop"
+        return ChatResult(
+            generations=[ChatGeneration(message=self._message(msg_id, turn),
+                                        generation_info={"finish_reason": finish})],
+            llm_output={"token_usage": _usage(turn)[1], "model_name": self.model_name,
+                        "id": f"chatcmpl-{msg_id}"})
+
+    def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                run_manager: CallbackManagerForLLMRun | None = None,
+                **kwargs: Any) -> Iterator[ChatGenerationChunk]:
+        msg_id, turn = self._next()
+        time.sleep(TOKEN_DELAY_S * 2)  # time to first token
+        chunks = [ChatGenerationChunk(message=AIMessageChunk(content=tok, id=msg_id,
+                                                             name=self.agent))
+                  for tok in re.split(r"(\s)", turn["content"]) if tok]
+        chunks += [ChatGenerationChunk(message=AIMessageChunk(
+            content="", id=msg_id, name=self.agent, tool_call_chunks=[tool_call_chunk(
+                name=c["name"], args=json.dumps(c["args"]), id=c["id"], index=idx)]))
+            for idx, c in enumerate(turn["tool_calls"])]
+        finish = "tool_calls" if turn["tool_calls"] else "stop"
+        chunks.append(ChatGenerationChunk(
+            message=AIMessageChunk(content="", id=msg_id, name=self.agent,
+                                   usage_metadata=_usage(turn)[0],  # type: ignore[arg-type]
+                                   response_metadata={"model_name": self.model_name,
+                                                      "finish_reason": finish},
+                                   chunk_position="last"),
+            generation_info={"finish_reason": finish}))
+        for chunk in chunks:
+            time.sleep(TOKEN_DELAY_S)
+            if run_manager:
+                run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+
+
+def model(shape: str, agent: str) -> ScriptedChatModel:
+    return ScriptedChatModel(agent=agent, turns=script.SHAPES[shape]["models"][agent])
+
+
+# --------------------------------------------------------------------------- tools
+@tool
+def get_weather(city: str) -> str:
+    """Return the current weather for a city."""
+    return script.TOKYO_RESULT if city == "Tokyo" else f"Sunny, 22C in {city}"
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def book_flight(city: str) -> str:
+    """Book a flight to a city."""
+    raise ValueError(script.BOOKING_ERROR)
+
+
+def flaky_weather_tool() -> Any:
+    """A weather lookup whose first call fails (a fresh one per run)."""
+    calls = [0]
+
+    @tool
+    def flaky_weather(city: str) -> str:
+        """Return the current weather for a city (the service is flaky)."""
+        calls[0] += 1
+        if calls[0] == 1:
+            raise ConnectionError(script.FLAKY_ERROR.split(": ", 1)[1])
+        return f"Sunny, 22C in {city}"
+
+    return flaky_weather
+
+
+# --------------------------------------------------------------------------- graphs
+def _react(shape: str, agent: str, tools: list[Any], handle_errors: bool = True) -> Any:
+    from langgraph.prebuilt import ToolNode, create_react_agent
+
+    tool_node = ToolNode(tools, handle_tool_errors=handle_errors)
+    return create_react_agent(model(shape, agent), tool_node,
+                              prompt=f"You are {agent}. Use tools.", name=agent)
+
+
+def _supervisor_subgraphs() -> Any:
+    from langchain_core.messages import SystemMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    shape = "supervisor_subgraphs"
+    supervisor = model(shape, "supervisor")
+
+    class State(MessagesState):
+        next: str
+
+    def supervise(state: State) -> dict[str, Any]:
+        prompt = SystemMessage("You are a supervisor. Route to weather_agent or math_agent, "
+                               'answering {"next": <agent>}, or answer the user.')
+        reply = supervisor.invoke([prompt, *state["messages"]])
+        try:
+            return {"next": json.loads(str(reply.content))["next"]}
+        except ValueError:
+            return {"next": END, "messages": [reply]}
+
+    g = StateGraph(State)
+    g.add_node("supervisor", supervise)
+    g.add_node("weather_agent", _react(shape, "weather_agent", [get_weather]))
+    g.add_node("math_agent", _react(shape, "math_agent", [add]))
+    g.add_edge(START, "supervisor")
+    g.add_conditional_edges("supervisor", lambda s: s["next"],
+                            ["weather_agent", "math_agent", END])
+    g.add_edge("weather_agent", "supervisor")
+    g.add_edge("math_agent", "supervisor")
+    return g.compile(name="supervisor")
+
+
+def _supervisor_handoff() -> Any:
+    from langgraph_supervisor import create_supervisor
+
+    shape = "supervisor_handoff"
+    workflow = create_supervisor(
+        [_react(shape, "weather_agent", [get_weather]), _react(shape, "math_agent", [add])],
+        model=model(shape, "supervisor"),
+        prompt="You are a supervisor. Hand off to weather_agent or math_agent.")
+    return workflow.compile(name="supervisor_team")
+
+
+def _swarm_handoff() -> Any:
+    from langgraph_swarm import create_handoff_tool, create_swarm
+
+    shape = "swarm_handoff"
+    weather = _react(shape, "weather_agent",
+                     [get_weather, create_handoff_tool(agent_name="math_agent")])
+    math = _react(shape, "math_agent", [add])
+    return create_swarm([weather, math], default_active_agent="weather_agent").compile(
+        name="swarm")
+
+
+def _agent_in_tool() -> Any:
+    shape = "agent_in_tool"
+    researcher = _react(shape, "researcher", [get_weather])
+
+    @tool
+    def ask_researcher(question: str) -> str:
+        """Ask the researcher agent a question."""
+        result = researcher.invoke({"messages": [HumanMessage(question, id="tool-human-1")]})
+        return str(result["messages"][-1].content)
+
+    return _react(shape, "assistant", [ask_researcher])
+
+
+def build(shape: str) -> Any:
+    if shape == "supervisor_subgraphs":
+        return _supervisor_subgraphs()
+    if shape == "supervisor_handoff":
+        return _supervisor_handoff()
+    if shape == "swarm_handoff":
+        return _swarm_handoff()
+    if shape == "agent_in_tool":
+        return _agent_in_tool()
+    if shape == "parallel_tools":
+        return _react(shape, "assistant", [get_weather, add])
+    if shape == "tool_retry":
+        return _react(shape, "assistant", [flaky_weather_tool()])
+    if shape == "run_error":
+        return _react(shape, "assistant", [get_weather, book_flight], handle_errors=False)
+    raise ValueError(f"unknown shape {shape}")
+
+
+def run(graph: Any, shape: str, stream: bool, callbacks: list[Any] | None = None) -> Any:
+    """Run once; stream=True streams messages from every (sub)graph so the models stream."""
+    config: dict[str, Any] = {
+        "configurable": {"thread_id": script.THREAD_ID},
+        "metadata": {"session_id": script.SESSION_ID, "user_id": script.USER_ID},
+        "tags": ["trajhub-capture"],
+        "recursion_limit": 25,
+    }
+    if callbacks:
+        config["callbacks"] = callbacks
+    inputs = {"messages": [HumanMessage(script.SHAPES[shape]["question"], id="human-1")]}
+    if not stream:
+        return graph.invoke(inputs, config)
+    last = None
+    for namespace, mode, data in graph.stream(inputs, config, stream_mode=["messages", "values"],
+                                              subgraphs=True):
+        if mode == "values" and not namespace:
+            last = data
+    return last

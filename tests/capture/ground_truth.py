@@ -1,0 +1,245 @@
+"""Write tests/fixtures/real-clients/ground_truth/<shape>.json from the scripts (script.py).
+
+Nothing here looks at a capture or at trajhub: every number, name and text comes from the
+scripted models' turns, the tools' scripted results and the shape of each graph as built in
+agents.py. The format is described in tests/fixtures/real-clients/ground_truth/README.md.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.capture import script
+
+OUT = Path(__file__).parent.parent / "fixtures" / "real-clients" / "ground_truth"
+FORMAT_VERSION = 1
+
+#: what each tool call returns, by (tool, canonical JSON of its arguments)
+RESULTS: dict[tuple[str, str], str] = {
+    ("get_weather", '{"city":"Paris"}'): script.WEATHER_RESULT,
+    ("get_weather", '{"city":"Tokyo"}'): script.TOKYO_RESULT,
+    ("add", '{"a":2,"b":3}'): "5",
+    ("flaky_weather", '{"city":"Paris"}'): script.WEATHER_RESULT,
+    ("transfer_to_weather_agent", "{}"): "Successfully transferred to weather_agent",
+    ("transfer_to_math_agent", "{}"): "Successfully transferred to math_agent",
+}
+
+
+def _key(name: str, args: dict[str, Any]) -> tuple[str, str]:
+    return name, json.dumps(args, sort_keys=True, separators=(",", ":"))
+
+
+class Activation:
+    """One agent activation being written down, step by step."""
+
+    def __init__(self, doc: dict[str, Any], agent: str, parent: int | None,
+                 via_tool: str | None = None) -> None:
+        self.index = len(doc["activations"])
+        self.body: dict[str, Any] = {"index": self.index, "agent": agent, "parent": parent,
+                                     "via_tool": via_tool, "input_tokens": 0,
+                                     "output_tokens": 0, "steps": []}
+        doc["activations"].append(self.body)
+
+    def model(self, turn: dict[str, Any]) -> None:
+        self.body["input_tokens"] += turn["usage"]["input"]
+        self.body["output_tokens"] += turn["usage"]["output"]
+        self.body["steps"].append({
+            "type": "model", "input_tokens": turn["usage"]["input"],
+            "output_tokens": turn["usage"]["output"], "content": turn["content"],
+            "tool_calls": [{"id": c["id"], "name": c["name"], "arguments": c["args"]}
+                           for c in turn["tool_calls"]]})
+
+    def tools(self, turn: dict[str, Any], errors: dict[str, dict[str, str]] | None = None,
+              outputs: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """The tool steps of a model turn's calls, in call order; errors/outputs by call id."""
+        steps = []
+        parallel = len(turn["tool_calls"]) > 1
+        for call in turn["tool_calls"]:
+            error = (errors or {}).get(call["id"])
+            output = ((outputs or {}).get(call["id"])
+                      or RESULTS.get(_key(call["name"], call["args"])))
+            handoff = call["name"].removeprefix("transfer_to_") \
+                if call["name"].startswith("transfer_to_") else None
+            step = {"type": "tool", "name": call["name"], "tool_call_id": call["id"],
+                    "arguments": call["args"], "output": None if error else output,
+                    "error": error, "handoff_to": handoff,
+                    "parallel_group": self.index * 100 + 1 if parallel else None}
+            steps.append(step)
+            self.body["steps"].append(step)
+        return steps
+
+    def agent(self, child: Activation) -> None:
+        self.body["steps"].append({"type": "agent", "agent": child.body["agent"],
+                                   "activation": child.index})
+
+
+def _react(act: Activation, turns: list[dict[str, Any]],
+           errors: dict[str, dict[str, str]] | None = None) -> None:
+    """A ReAct loop: each turn's model step, then the tool steps of its calls."""
+    for t in turns:
+        act.model(t)
+        act.tools(t, errors)
+
+
+def _doc(shape: str, description: str) -> dict[str, Any]:
+    spec = script.SHAPES[shape]
+    return {"format_version": FORMAT_VERSION, "shape": shape, "graph": spec["graph"],
+            "description": description, "user_request": spec["question"],
+            "final_answer": None, "root": {}, "activations": [], "notes": []}
+
+
+def supervisor_subgraphs() -> dict[str, Any]:
+    doc = _doc("supervisor_subgraphs",
+               "StateGraph 'supervisor' whose supervisor node routes (structured JSON answer of "
+               "its model, no tool) to two create_react_agent(..., name=...) subgraph nodes, "
+               "weather_agent then math_agent, and then answers.")
+    m = script.SHAPES["supervisor_subgraphs"]["models"]
+    root = Activation(doc, "supervisor", None)
+    root.model(m["supervisor"][0])
+    weather = Activation(doc, "weather_agent", root.index)
+    root.agent(weather)
+    _react(weather, m["weather_agent"])
+    root.model(m["supervisor"][1])
+    math = Activation(doc, "math_agent", root.index)
+    root.agent(math)
+    _react(math, m["math_agent"])
+    root.model(m["supervisor"][2])
+    doc["final_answer"] = m["supervisor"][2]["content"]
+    doc["notes"].append("The root graph is the supervisor agent itself: its routing decisions "
+                        "are its own model steps; the sub-agents are agent steps between them.")
+    return doc
+
+
+def supervisor_handoff() -> dict[str, Any]:
+    doc = _doc("supervisor_handoff",
+               "langgraph-supervisor create_supervisor([weather_agent, math_agent]) compiled as "
+               "'supervisor_team': the supervisor agent hands off with transfer_to_* tools; each "
+               "member runs once; the supervisor runs three times and answers.")
+    m = script.SHAPES["supervisor_handoff"]["models"]
+    root = Activation(doc, "supervisor_team", None)
+    for i, member in enumerate(["weather_agent", "math_agent", None]):
+        supervisor = Activation(doc, "supervisor", root.index)
+        root.agent(supervisor)
+        _react(supervisor, [m["supervisor"][i]])
+        if member:
+            child = Activation(doc, member, root.index)
+            root.agent(child)
+            _react(child, m[member])
+    doc["final_answer"] = m["supervisor"][2]["content"]
+    doc["notes"] += [
+        "The root is the compiled graph (a graph, not an agent: it has no model steps of its "
+        "own); the supervisor and the members are its children, in activation order.",
+        "langgraph-supervisor appends a synthetic 'transfer_back_to_supervisor' AI message and "
+        "tool message after each member; no model is called and no tool runs for them, so they "
+        "are not steps.",
+    ]
+    return doc
+
+
+def swarm_handoff() -> dict[str, Any]:
+    doc = _doc("swarm_handoff",
+               "langgraph-swarm create_swarm([weather_agent, math_agent]) compiled as 'swarm': "
+               "weather_agent answers its part and hands off to math_agent, which answers.")
+    m = script.SHAPES["swarm_handoff"]["models"]
+    root = Activation(doc, "swarm", None)
+    weather = Activation(doc, "weather_agent", root.index)
+    root.agent(weather)
+    _react(weather, m["weather_agent"])
+    math = Activation(doc, "math_agent", root.index)
+    root.agent(math)
+    _react(math, m["math_agent"])
+    doc["final_answer"] = m["math_agent"][1]["content"]
+    doc["notes"].append("The root is the compiled swarm graph (no model steps of its own).")
+    return doc
+
+
+def agent_in_tool() -> dict[str, Any]:
+    doc = _doc("agent_in_tool",
+               "create_react_agent 'assistant' whose tool ask_researcher invokes another "
+               "create_react_agent, 'researcher', and returns its answer.")
+    m = script.SHAPES["agent_in_tool"]["models"]
+    root = Activation(doc, "assistant", None)
+    root.model(m["assistant"][0])
+    (tool_step,) = root.tools(m["assistant"][0],
+                              outputs={"call_research_1": m["researcher"][1]["content"]})
+    researcher = Activation(doc, "researcher", root.index, via_tool="ask_researcher")
+    tool_step["calls_agent"] = researcher.index
+    _react(researcher, m["researcher"])
+    root.model(m["assistant"][1])
+    doc["final_answer"] = m["assistant"][1]["content"]
+    doc["notes"].append("The researcher activation runs inside the ask_researcher tool step of "
+                        "the assistant (`calls_agent` of that tool step, `via_tool` of the "
+                        "activation).")
+    return doc
+
+
+def _single(shape: str, description: str, errors: dict[str, dict[str, str]] | None = None
+            ) -> dict[str, Any]:
+    doc = _doc(shape, description)
+    turns = script.SHAPES[shape]["models"]["assistant"]
+    _react(Activation(doc, "assistant", None), turns, errors)
+    if not turns[-1]["tool_calls"]:
+        doc["final_answer"] = turns[-1]["content"]
+    return doc
+
+
+def parallel_tools() -> dict[str, Any]:
+    doc = _single("parallel_tools",
+                  "create_react_agent 'assistant' asking for three tools in one model turn; the "
+                  "ToolNode runs them in parallel.")
+    doc["notes"].append("Tool steps with the same parallel_group ran concurrently and may "
+                        "appear in any order among themselves.")
+    return doc
+
+
+def tool_retry() -> dict[str, Any]:
+    kind, message = script.FLAKY_ERROR.split(": ", 1)
+    doc = _single("tool_retry",
+                  "create_react_agent 'assistant' (ToolNode(handle_tool_errors=True)): "
+                  "flaky_weather fails on its first call, the model calls it again and it "
+                  "succeeds; the run succeeds.",
+                  errors={"call_flaky_1": {"type": kind, "message": message}})
+    doc["notes"].append("The failed call is handled by the ToolNode (its error becomes the "
+                        "tool message the model sees), so the run as a whole succeeds.")
+    return doc
+
+
+def run_error() -> dict[str, Any]:
+    error = {"type": "ValueError", "message": script.BOOKING_ERROR}
+    doc = _single("run_error",
+                  "create_react_agent 'assistant' (ToolNode(handle_tool_errors=False)): "
+                  "get_weather succeeds, then book_flight raises and the run raises.",
+                  errors={"call_book_1": error})
+    doc["root"]["error"] = error
+    return doc
+
+
+BUILDERS = [supervisor_subgraphs, supervisor_handoff, swarm_handoff, agent_in_tool,
+            parallel_tools, tool_retry, run_error]
+
+
+def build(shape: str) -> dict[str, Any]:
+    (builder,) = [b for b in BUILDERS if b.__name__ == shape]
+    doc = builder()
+    acts = doc["activations"]
+    doc["root"] = {"name": acts[0]["agent"], "error": doc["root"].get("error"),
+                   "input_tokens": sum(a["input_tokens"] for a in acts),
+                   "output_tokens": sum(a["output_tokens"] for a in acts)}
+    return doc
+
+
+def write_all() -> list[Path]:
+    OUT.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for shape in script.SHAPES:
+        path = OUT / f"{shape}.json"
+        path.write_text(json.dumps(build(shape), indent=2, ensure_ascii=False) + "\n")
+        paths.append(path)
+    return paths
+
+
+if __name__ == "__main__":
+    for p in write_all():
+        print(p)

@@ -1,0 +1,240 @@
+// The JS LangGraph agents of every capture shape, on scripted fake chat models (no network):
+// the equivalents of ../agents.py, playing the same turns (script.json, written from ../script.py).
+import { readFileSync } from "node:fs";
+
+import { BaseChatModel } from "@langchain/core/language_models/chat_models";
+import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage } from "@langchain/core/messages";
+import { ChatGenerationChunk } from "@langchain/core/outputs";
+import { tool } from "@langchain/core/tools";
+import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
+import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { ToolNode, createReactAgent } from "@langchain/langgraph/prebuilt";
+import { createSupervisor } from "@langchain/langgraph-supervisor";
+import { createHandoffTool, createSwarm } from "@langchain/langgraph-swarm";
+import { z } from "zod";
+
+export const SCRIPT = JSON.parse(readFileSync(new URL("./script.json", import.meta.url), "utf8"));
+const TOKEN_DELAY_MS = 2;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// the Python exception classes the scripts name, so errors read the same in both languages
+export class ValueError extends Error {
+  name = "ValueError";
+}
+class ConnectionError extends Error {
+  name = "ConnectionError";
+}
+
+function usage(turn) {
+  const { input, output } = turn.usage;
+  return { input_tokens: input, output_tokens: output, total_tokens: input + output };
+}
+
+/** Plays one agent's turns from the script; supports tools, usage and streaming. */
+class ScriptedChatModel extends BaseChatModel {
+  constructor({ agent, turns }) {
+    super({});
+    this.agent = agent;
+    this.turns = turns;
+    this.index = 0;
+    this.model = SCRIPT.model_name;
+    this.temperature = 0;
+  }
+
+  _llmType() {
+    return "scripted-fake-chat-model";
+  }
+
+  static lc_name() {
+    return "ScriptedChatModel";
+  }
+
+  invocationParams() {
+    return { model: this.model, model_name: this.model, temperature: this.temperature };
+  }
+
+  getLsParams(options) {
+    return { ls_provider: "openai", ls_model_name: this.model, ls_model_type: "chat",
+             ls_temperature: this.temperature };
+  }
+
+  bindTools(tools, kwargs = {}) {
+    const { parallel_tool_calls, ...rest } = kwargs;
+    return this.withConfig({ tools: tools.map((t) => convertToOpenAITool(t)), ...rest });
+  }
+
+  next() {
+    const i = this.index++;
+    if (i >= this.turns.length) throw new Error(`script of ${this.agent} exhausted`);
+    return [`${this.agent}-${i + 1}`, this.turns[i]];
+  }
+
+  async _generate(messages, options, runManager) {
+    const [id, turn] = this.next();
+    await sleep(TOKEN_DELAY_MS * 4);
+    const finish = turn.tool_calls.length ? "tool_calls" : "stop";
+    const message = new AIMessage({
+      content: turn.content, id, name: this.agent,
+      tool_calls: turn.tool_calls.map((c) => ({ ...c, type: "tool_call" })),
+      usage_metadata: usage(turn),
+      response_metadata: { model_name: this.model, finish_reason: finish },
+    });
+    return {
+      generations: [{ text: turn.content, message, generationInfo: { finish_reason: finish } }],
+      llmOutput: { tokenUsage: { promptTokens: turn.usage.input,
+                                 completionTokens: turn.usage.output,
+                                 totalTokens: turn.usage.input + turn.usage.output } },
+    };
+  }
+
+  async *_streamResponseChunks(messages, options, runManager) {
+    const [id, turn] = this.next();
+    await sleep(TOKEN_DELAY_MS * 2); // time to first token
+    const finish = turn.tool_calls.length ? "tool_calls" : "stop";
+    const chunks = turn.content.split(/(\s)/).filter((t) => t).map((text) =>
+      new ChatGenerationChunk({ text, message: new AIMessageChunk({ content: text, id,
+                                                                     name: this.agent }) }));
+    turn.tool_calls.forEach((c, index) => chunks.push(new ChatGenerationChunk({
+      text: "",
+      message: new AIMessageChunk({ content: "", id, name: this.agent, tool_call_chunks: [
+        { name: c.name, args: JSON.stringify(c.args), id: c.id, index, type: "tool_call_chunk" }] }),
+    })));
+    chunks.push(new ChatGenerationChunk({
+      text: "",
+      message: new AIMessageChunk({ content: "", id, name: this.agent, usage_metadata: usage(turn),
+                                    response_metadata: { model_name: this.model,
+                                                         finish_reason: finish } }),
+      generationInfo: { finish_reason: finish },
+    }));
+    for (const chunk of chunks) {
+      await sleep(TOKEN_DELAY_MS);
+      await runManager?.handleLLMNewToken(chunk.text, undefined, undefined, undefined, undefined,
+                                          { chunk });
+      yield chunk;
+    }
+  }
+}
+
+const model = (shape, agent) =>
+  new ScriptedChatModel({ agent, turns: SCRIPT.shapes[shape].models[agent] });
+
+// ---------------------------------------------------------------------------- tools
+const getWeather = tool(
+  async ({ city }) => (city === "Tokyo" ? SCRIPT.results.tokyo : `Sunny, 22C in ${city}`),
+  { name: "get_weather", description: "Return the current weather for a city.",
+    schema: z.object({ city: z.string() }) });
+
+const add = tool(async ({ a, b }) => `${a + b}`,
+  { name: "add", description: "Add two integers.",
+    schema: z.object({ a: z.number().int(), b: z.number().int() }) });
+
+const bookFlight = tool(async () => { throw new ValueError(SCRIPT.results.booking_error); },
+  { name: "book_flight", description: "Book a flight to a city.",
+    schema: z.object({ city: z.string() }) });
+
+function flakyWeather() {
+  let calls = 0;
+  const message = SCRIPT.results.flaky_error.split(": ").slice(1).join(": ");
+  return tool(async ({ city }) => {
+    calls += 1;
+    if (calls === 1) throw new ConnectionError(message);
+    return `Sunny, 22C in ${city}`;
+  }, { name: "flaky_weather", description: "Return the current weather for a city (the service is flaky).",
+       schema: z.object({ city: z.string() }) });
+}
+
+// ---------------------------------------------------------------------------- graphs
+function react(shape, agent, tools, handleToolErrors = true) {
+  return createReactAgent({
+    llm: model(shape, agent), tools: new ToolNode(tools, { handleToolErrors }),
+    prompt: `You are ${agent}. Use tools.`, name: agent,
+  });
+}
+
+function supervisorSubgraphs() {
+  const shape = "supervisor_subgraphs";
+  const supervisor = model(shape, "supervisor");
+  const State = Annotation.Root({ ...MessagesAnnotation.spec, next: Annotation() });
+  const supervise = async (state) => {
+    const prompt = new SystemMessage("You are a supervisor. Route to weather_agent or math_agent, "
+      + 'answering {"next": <agent>}, or answer the user.');
+    const reply = await supervisor.invoke([prompt, ...state.messages]);
+    try {
+      return { next: JSON.parse(reply.content).next };
+    } catch {
+      return { next: END, messages: [reply] };
+    }
+  };
+  return new StateGraph(State)
+    .addNode("supervisor", supervise)
+    .addNode("weather_agent", react(shape, "weather_agent", [getWeather]))
+    .addNode("math_agent", react(shape, "math_agent", [add]))
+    .addEdge(START, "supervisor")
+    .addConditionalEdges("supervisor", (s) => s.next, ["weather_agent", "math_agent", END])
+    .addEdge("weather_agent", "supervisor")
+    .addEdge("math_agent", "supervisor")
+    .compile({ name: "supervisor" });
+}
+
+function supervisorHandoff() {
+  const shape = "supervisor_handoff";
+  return createSupervisor({
+    agents: [react(shape, "weather_agent", [getWeather]), react(shape, "math_agent", [add])],
+    llm: model(shape, "supervisor"),
+    prompt: "You are a supervisor. Hand off to weather_agent or math_agent.",
+  }).compile({ name: "supervisor_team" });
+}
+
+function swarmHandoff() {
+  const shape = "swarm_handoff";
+  const weather = react(shape, "weather_agent",
+                        [getWeather, createHandoffTool({ agentName: "math_agent" })]);
+  return createSwarm({ agents: [weather, react(shape, "math_agent", [add])],
+                       defaultActiveAgent: "weather_agent" }).compile({ name: "swarm" });
+}
+
+function agentInTool() {
+  const shape = "agent_in_tool";
+  const researcher = react(shape, "researcher", [getWeather]);
+  const askResearcher = tool(async ({ question }) => {
+    const result = await researcher.invoke(
+      { messages: [new HumanMessage({ content: question, id: "tool-human-1" })] });
+    return `${result.messages.at(-1).content}`;
+  }, { name: "ask_researcher", description: "Ask the researcher agent a question.",
+       schema: z.object({ question: z.string() }) });
+  return react(shape, "assistant", [askResearcher]);
+}
+
+export function build(shape) {
+  switch (shape) {
+    case "supervisor_subgraphs": return supervisorSubgraphs();
+    case "supervisor_handoff": return supervisorHandoff();
+    case "swarm_handoff": return swarmHandoff();
+    case "agent_in_tool": return agentInTool();
+    case "parallel_tools": return react(shape, "assistant", [getWeather, add]);
+    case "tool_retry": return react(shape, "assistant", [flakyWeather()]);
+    case "run_error": return react(shape, "assistant", [getWeather, bookFlight], false);
+    default: throw new Error(`unknown shape ${shape}`);
+  }
+}
+
+/** Run once; stream=true streams messages from every (sub)graph so the models stream. */
+export async function run(graph, shape, stream, callbacks) {
+  const config = {
+    configurable: { thread_id: SCRIPT.thread_id },
+    metadata: { session_id: SCRIPT.session_id, user_id: SCRIPT.user_id },
+    tags: ["trajhub-capture"],
+    recursionLimit: 25,
+    callbacks,
+  };
+  const inputs = { messages: [new HumanMessage({ content: SCRIPT.shapes[shape].question,
+                                                 id: "human-1" })] };
+  if (!stream) return graph.invoke(inputs, config);
+  let last = null;
+  const events = await graph.stream(inputs, { ...config, streamMode: ["messages", "values"],
+                                              subgraphs: true });
+  for await (const [namespace, mode, data] of events) {
+    if (mode === "values" && namespace.length === 0) last = data;
+  }
+  return last;
+}

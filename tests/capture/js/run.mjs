@@ -1,0 +1,79 @@
+// Capture one shape under @cozeloop/langchain (OTLP/JSON to /v1/loop/opentelemetry/v1/traces).
+//
+//   node run.mjs <shape> <stream|invoke>
+//
+// Writes ../../fixtures/real-clients/cozeloop_js/<shape>.<graph>.<mode>/http_NNN_*.{bin,json},
+// the request bodies exactly as sent (gzip: OTEL_EXPORTER_OTLP_COMPRESSION) and their headers.
+// Trace and span ids come from the OTel SDK's RandomIdGenerator, which draws on Math.random:
+// Math.random is seeded from the capture's name first, so re-running gives the same ids and no
+// two captures share a trace id.
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+
+const [shape, mode] = process.argv.slice(2);
+if (!shape || !["stream", "invoke"].includes(mode)) {
+  console.error("usage: node run.mjs <shape> <stream|invoke>");
+  process.exit(2);
+}
+
+function seededRandom(text) {
+  let h = 2166136261; // FNV-1a of the name, then mulberry32
+  for (const ch of text) h = Math.imul(h ^ ch.charCodeAt(0), 16777619) >>> 0;
+  return () => {
+    h = (h + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(h ^ (h >>> 15), 1 | h);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const { SCRIPT, build, run } = await import("./agents.mjs");
+const runName = `${shape}.${SCRIPT.shapes[shape].graph}.${mode}`;
+Math.random = seededRandom(`cozeloop_js/${runName}`);
+process.env.OTEL_EXPORTER_OTLP_COMPRESSION = "gzip";
+const outdir = new URL(`../../fixtures/real-clients/cozeloop_js/${runName}/`, import.meta.url);
+rmSync(outdir, { recursive: true, force: true });
+mkdirSync(outdir, { recursive: true });
+
+// ---------------------------------------------------------------- receiver (as ../receiver.py)
+let count = 0;
+const server = createServer((req, res) => {
+  const parts = [];
+  req.on("data", (part) => parts.push(part));
+  req.on("end", () => {
+    const body = Buffer.concat(parts);
+    count += 1;
+    const safe = req.url.split("?")[0].replace(/^\/+|\/+$/g, "").replaceAll("/", "_");
+    const base = new URL(`http_${String(count).padStart(3, "0")}_${safe}`, outdir);
+    writeFileSync(`${base.pathname}.bin`, body);
+    writeFileSync(`${base.pathname}.json`, JSON.stringify(
+      { method: req.method, path: req.url, headers: req.headers, body_len: body.length },
+      null, 2) + "\n");
+    const json = (req.headers["content-type"] || "").includes("json");
+    const out = req.url.includes("opentelemetry") ? (json ? "{}" : "")
+      : JSON.stringify({ code: 0, msg: "success", data: {} });
+    res.writeHead(200, { "content-type": json ? "application/json" : "application/x-protobuf" });
+    res.end(out);
+  });
+});
+await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+const endpoint = `http://127.0.0.1:${server.address().port}`;
+
+// ---------------------------------------------------------------- the traced run
+const { CozeloopCallbackHandler } = await import("./vendor/cozeloop-langchain.mjs");
+const handler = new CozeloopCallbackHandler({
+  spanExporter: { workspaceId: "7480000000000000001", token: "pat_dummy_offline_token",
+                  traceEndpoint: `${endpoint}/v1/loop/opentelemetry/v1/traces` },
+});
+try {
+  const out = await run(build(shape), shape, mode === "stream", [handler]);
+  console.log("final answer:", out.messages.at(-1).content);
+} catch (e) {
+  console.log("run raised:", e.name, e.message);
+}
+await handler.flush();
+await handler.shutdown();
+await new Promise((resolve) => setTimeout(resolve, 300));
+server.close();
+console.log(`cozeloop_js/${runName}: ${count} requests`);
+process.exit(count ? 0 : 1);

@@ -1,0 +1,142 @@
+"""Capture one shape under one Python instrumentation (one process per capture: the
+instrumentations patch LangChain globally and the OTel tracer provider can be set only once).
+
+  python -m tests.capture.run_python --instr openinference --shape parallel_tools --mode stream
+
+Writes tests/fixtures/real-clients/<instr>/<shape>.<graph>.<mode>/http_NNN_*.{bin,json}.
+OTel clients export OTLP/HTTP protobuf, gzip-compressed (the captures stay small), through a
+BatchSpanProcessor with a trace/span id generator seeded from the capture's name, so re-running
+gives the same ids and no two captures share a trace id. cozeloop Python posts its native JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import sys
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+from tests.capture import agents, script
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "real-clients"
+OTEL_CLIENTS = ("openinference", "traceloop", "langsmith")
+CLIENTS = (*OTEL_CLIENTS, "cozeloop_python")
+WORKSPACE_ID = "7480000000000000001"
+TOKEN = "pat_dummy_offline_token"
+
+
+def capture_dir(instr: str, shape: str, mode: str) -> Path:
+    return FIXTURES / instr / f"{shape}.{script.SHAPES[shape]['graph']}.{mode}"
+
+
+def _otel_provider(name: str, endpoint: str, seed: int) -> Any:
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http import Compression
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+    class SeededIdGenerator(IdGenerator):
+        def __init__(self) -> None:
+            self._random = random.Random(seed)
+
+        def generate_span_id(self) -> int:
+            return self._random.getrandbits(64) or 1
+
+        def generate_trace_id(self) -> int:
+            return self._random.getrandbits(128) or 1
+
+    resource = Resource.create({"service.name": f"capture-{name}", "service.version": "0.0.1",
+                                "deployment.environment": "offline-test"})
+    provider = TracerProvider(resource=resource, id_generator=SeededIdGenerator())
+    exporter = OTLPSpanExporter(endpoint=endpoint + "/v1/traces", compression=Compression.Gzip)
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    return provider
+
+
+def _instrument(name: str, provider: Any, endpoint: str) -> None:
+    if name == "openinference":
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+
+        LangChainInstrumentor().instrument(tracer_provider=provider)
+    elif name == "traceloop":
+        os.environ["TRACELOOP_TRACE_CONTENT"] = "true"
+        from opentelemetry.instrumentation.langchain import LangchainInstrumentor
+
+        LangchainInstrumentor().instrument(tracer_provider=provider)
+    else:  # langsmith: LangChainTracer → OTel exporter on the global provider, nothing else
+        os.environ.update({"LANGSMITH_TRACING": "true", "LANGSMITH_OTEL_ENABLED": "true",
+                           "LANGSMITH_OTEL_ONLY": "true", "LANGSMITH_API_KEY": "lsv2_dummy_offline",
+                           "LANGSMITH_PROJECT": "trajhub-capture",
+                           # anything not sent over OTel would reach the receiver, not the internet
+                           "LANGSMITH_ENDPOINT": endpoint})
+
+
+def _run(shape: str, stream: bool, callbacks: list[Any] | None = None) -> None:
+    graph = agents.build(shape)
+    try:
+        out = agents.run(graph, shape, stream, callbacks)
+        print("final answer:", out["messages"][-1].content)
+    except Exception as e:  # the run_error shape
+        print("run raised:", type(e).__name__, e)
+
+
+def capture(instr: str, shape: str, mode: str) -> Path:
+    from tests.capture.receiver import Receiver
+
+    outdir = capture_dir(instr, shape, mode)
+    shutil.rmtree(outdir, ignore_errors=True)
+    stream = mode == "stream"
+    with Receiver(outdir) as receiver:
+        if instr == "cozeloop_python":
+            import cozeloop
+            from cozeloop.integration.langchain.trace_callback import LoopTracer
+
+            client = cozeloop.new_client(api_base_url=receiver.endpoint,
+                                         workspace_id=WORKSPACE_ID, api_token=TOKEN)
+            _run(shape, stream, [LoopTracer.get_callback_handler(client)])
+            client.flush()
+            time.sleep(0.5)
+            client.close()
+        else:
+            seed = zlib.crc32(f"{instr}/{outdir.name}".encode())
+            provider = _otel_provider(instr, receiver.endpoint, seed)
+            _instrument(instr, provider, receiver.endpoint)
+            _run(shape, stream)
+            if instr == "langsmith":  # its tracer hands runs to a background thread
+                from langchain_core.tracers.langchain import wait_for_all_tracers
+
+                wait_for_all_tracers()
+                time.sleep(1.0)
+            provider.force_flush()
+            provider.shutdown()
+        time.sleep(0.3)
+    if not any(outdir.glob("http_*.bin")):
+        raise SystemExit(f"{instr} {shape} {mode}: nothing was sent")
+    return outdir
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--instr", required=True, choices=CLIENTS)
+    parser.add_argument("--shape", required=True, choices=sorted(script.SHAPES))
+    parser.add_argument("--mode", required=True, choices=["stream", "invoke"])
+    args = parser.parse_args()
+    outdir = capture(args.instr, args.shape, args.mode)
+    files = sorted(outdir.glob("http_*.bin"))
+    print(f"{outdir.relative_to(FIXTURES)}: {len(files)} requests, "
+          f"{sum(f.stat().st_size for f in files)} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

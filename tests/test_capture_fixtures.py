@@ -1,0 +1,148 @@
+"""The multi-agent captures (tests/capture/, issue 10) are complete, replay into a running server
+with the response each protocol expects and every span stored, and each shape's ground truth
+is well-formed and written from the current script.
+
+Whether trajhub derives the right trajectories from them is tested against the ground truth
+elsewhere; this only checks the fixtures themselves."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from tests.capture import ground_truth, script
+from tests.captures import CAPTURES, Capture, capture_runs, replay
+from tests.harness import ServerProcess, get_json
+from tests.normalize_support import load_file
+
+GROUND_TRUTH = CAPTURES / "ground_truth"
+CLIENTS = ("cozeloop_python", "cozeloop_js", "openinference", "traceloop", "langsmith")
+MODES = ("stream", "invoke")
+#: client → shape → why that shape cannot be captured under it (see tests/capture/README.md)
+IMPOSSIBLE: dict[str, dict[str, str]] = {}
+RUNS = {f"{client}/{shape}.{spec['graph']}.{mode}": (client, shape)
+        for client in CLIENTS for shape, spec in script.SHAPES.items() for mode in MODES
+        if shape not in IMPOSSIBLE.get(client, {})}
+
+
+def test_every_shape_is_captured_under_every_client_in_both_modes() -> None:
+    captured = capture_runs()
+    missing = [run for run in RUNS if run not in captured]
+    assert not missing
+    for run in RUNS:
+        assert all(c.protocol == "http" for c in captured[run]), run
+
+
+def _check_response(capture: Capture, response: Any) -> None:
+    assert not isinstance(response, ExportTraceServiceResponse), "captures are HTTP only"
+    assert response.status_code == 200, (str(capture), response.text)
+    if capture.url_path == "/v1/loop/traces/ingest":
+        assert response.json() == {"code": 0, "msg": ""}
+        return
+    sent_type = capture.headers["content-type"].split(";")[0]
+    assert response.headers["content-type"] == sent_type
+    if sent_type == "application/json":
+        assert response.json() == {}
+    else:
+        assert not ExportTraceServiceResponse.FromString(response.content).HasField(
+            "partial_success")
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_capture_replays_with_the_right_response_and_all_spans_stored(
+        run: str, server: ServerProcess, project: str) -> None:
+    sent: dict[str, set[str]] = defaultdict(set)
+    for capture in capture_runs()[run]:
+        _check_response(capture, replay(capture, server.http, server.grpc, project))
+        for span in load_file(capture.path):
+            sent[span.trace_id].add(span.span_id)
+    assert sent
+    with httpx.Client() as client:
+        for trace_id, span_ids in sent.items():
+            doc = get_json(client, f"{server.http}/api/v1/traces/{trace_id}", project=project,
+                           view="flat")
+            assert {s["span_id"] for s in doc["spans"]} == span_ids
+
+
+# ---------------------------------------------------------------- ground truth
+def _load(shape: str) -> dict[str, Any]:
+    return json.loads((GROUND_TRUTH / f"{shape}.json").read_text())
+
+
+def test_ground_truth_exists_for_every_shape_and_matches_the_script() -> None:
+    assert sorted(p.stem for p in GROUND_TRUTH.glob("*.json")) == sorted(script.SHAPES)
+    for shape in script.SHAPES:
+        # rewritten from the script with `python -m tests.capture.ground_truth`
+        assert _load(shape) == ground_truth.build(shape), shape
+
+
+def _model_turns(shape: str) -> dict[str, list[dict[str, Any]]]:
+    return script.SHAPES[shape]["models"]
+
+
+@pytest.mark.parametrize("shape", sorted(script.SHAPES))
+def test_ground_truth_is_well_formed(shape: str) -> None:
+    doc = _load(shape)
+    assert {"format_version", "shape", "graph", "description", "user_request", "final_answer",
+            "root", "activations", "notes"} <= doc.keys()
+    assert doc["shape"] == shape and doc["user_request"] == script.SHAPES[shape]["question"]
+    acts = doc["activations"]
+    assert acts and acts[0]["parent"] is None and acts[0]["agent"] == doc["root"]["name"]
+    assert [a["index"] for a in acts] == list(range(len(acts)))
+    # every model turn of the script is a model step of exactly one activation of its agent
+    played: dict[str, list[int]] = defaultdict(list)
+    for act in acts:
+        assert act["parent"] is None or 0 <= act["parent"] < act["index"]
+        models = [s for s in act["steps"] if s["type"] == "model"]
+        assert act["input_tokens"] == sum(s["input_tokens"] for s in models)
+        assert act["output_tokens"] == sum(s["output_tokens"] for s in models)
+        calls: dict[str, dict[str, Any]] = {}
+        for step in act["steps"]:
+            assert step["type"] in ("model", "tool", "agent")
+            if step["type"] == "model":
+                played[act["agent"]].append(step["input_tokens"])
+                calls.update({c["id"]: c for c in step["tool_calls"]})
+            elif step["type"] == "tool":
+                call = calls.pop(step["tool_call_id"])  # called by an earlier model step
+                assert (call["name"], call["arguments"]) == (step["name"], step["arguments"])
+                assert (step["output"] is None) == (step["error"] is not None)
+                assert step["handoff_to"] in (None, *_model_turns(shape), "supervisor")
+            else:
+                child = acts[step["activation"]]
+                assert child["agent"] == step["agent"] and child["parent"] == act["index"]
+        assert not calls, "a tool call without a tool step"
+    for agent, turns in _model_turns(shape).items():
+        assert played[agent] == [t["usage"]["input"] for t in turns], agent
+    # every activation but the root hangs under an agent step or a tool step of its parent
+    for act in acts[1:]:
+        parent = acts[act["parent"]]
+        links = [s for s in parent["steps"] if s.get("activation") == act["index"]
+                 or s.get("calls_agent") == act["index"]]
+        assert len(links) == 1, act
+    root = doc["root"]
+    assert root["input_tokens"] == sum(t["usage"]["input"] for turns in
+                                       _model_turns(shape).values() for t in turns)
+    assert root["output_tokens"] == sum(t["usage"]["output"] for turns in
+                                        _model_turns(shape).values() for t in turns)
+    assert (root["error"] is None) == (doc["final_answer"] is not None)
+
+
+def test_ground_truth_readme_describes_every_field() -> None:
+    readme = (GROUND_TRUTH / "README.md").read_text()
+    doc = _load("agent_in_tool")
+    fields = set(doc) | set(doc["root"]) | set(doc["activations"][0])
+    for act in doc["activations"]:
+        for step in act["steps"]:
+            fields |= set(step)
+    assert not [f for f in fields if f"`{f}`" not in readme]
+
+
+def test_capture_readme_documents_the_regeneration_command() -> None:
+    readme = (Path(__file__).parent / "capture" / "README.md").read_text()
+    assert "python -m tests.capture.capture_all" in readme
