@@ -35,7 +35,7 @@ from trajhub.normalizers.attrs import (
     to_int,
     to_str,
 )
-from trajhub.normalizers.cozeloop import tool_call_id_from_calls
+from trajhub.normalizers.cozeloop import inside_adk_agent, tool_call_id_from_calls
 from trajhub.normalizers.model import STATUS_ERROR, Attributes, Span
 from trajhub.normalizers.reading import (
     Convention,
@@ -116,6 +116,10 @@ def _component(span: Span) -> str:
     return to_str(span.attributes.get("runinfo.component"))
 
 
+def _component_kind(span: Span) -> StepKind:
+    return _KINDS.get(_component(span).lower(), StepKind.OTHER)
+
+
 class Apmplus:
     """Eino apmplus callback spans."""
 
@@ -139,6 +143,8 @@ class Apmplus:
         if component:
             kind = _KINDS.get(component.lower(), StepKind.OTHER)
             rule = f"runinfo.component={component}"
+            if kind is StepKind.GRAPH and inside_adk_agent(span, trace, _component_kind):
+                kind, rule = StepKind.OTHER, f"{rule} run by its ADK agent (part of the agent)"
         else:
             kind = _KINDS.get(span_kind.lower(), StepKind.OTHER)
             rule = f"gen_ai.span.kind={span_kind or '(empty)'}"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from trajhub.normalizers.attrs import (
@@ -205,6 +205,26 @@ def _is_nested_graph_run(span: Span, trace: TraceView) -> bool:
     return False
 
 
+def _native_kind(span: Span) -> StepKind:
+    """The kind a native span's span_type names (OTHER for chain, Lambda, ToolsNode, ...)."""
+    return _KINDS.get(_span_type(span), StepKind.OTHER)
+
+
+def inside_adk_agent(span: Span, trace: TraceView, kind_of: Callable[[Span], StepKind]) -> bool:
+    """An Eino graph that an ADK agent runs as its own implementation (a ChatModelAgent runs a
+    ReAct graph inside a Chain named after it): the nearest kept ancestor is the agent. Its model
+    and tool calls are the agent's own steps (rules 7), not a separate activation's."""
+    current = trace.parent(span)
+    for _ in range(MAX_HOPS):
+        if current is None:
+            return False
+        kind = kind_of(current)
+        if kind is not StepKind.OTHER:
+            return kind is StepKind.AGENT
+        current = trace.parent(current)
+    return False
+
+
 def _classify(span_type: str, span: Span, trace: TraceView, prefix: str) -> tuple[StepKind, str]:
     kind = _KINDS.get(span_type)
     if kind is not None:
@@ -288,6 +308,8 @@ class CozeLoopNative:
         else:
             kind, rule = _classify(span_type, span, trace, "cozeloop.span_type")
 
+        if is_eino and kind is StepKind.GRAPH and inside_adk_agent(span, trace, _native_kind):
+            kind, rule = StepKind.OTHER, f"{rule} run by its ADK agent (part of the agent)"
         if is_eino:
             framework = "eino"
         elif library == "langchain":
