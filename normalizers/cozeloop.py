@@ -335,6 +335,14 @@ class CozeLoopNative:
         put(metadata, "runtime_library", library)
         for key in _NATIVE_METADATA_TAGS:
             put(metadata, key, native.tags_string.get(key))
+        tags = native.system_tags_string
+        cut_off = to_str(tags.get("cut_off") or native.tags_string.get("cut_off"))
+        if cut_off and cut_off not in ("[]", "null"):
+            # cozeloop-go cuts tag values over its size limit and lists their keys in the
+            # system tag `cut_off` (internal/trace/span.go setCutOffTag)
+            metadata["payload_truncated"] = "true"
+            put(metadata, "payload_truncated_fields", cut_off)
+        put(metadata, "object_storage", native.object_storage)
         stream = span.attributes.get("stream")
         if stream is not None:
             # Eino sends a bool, the Python callback the strings "true"/"false".

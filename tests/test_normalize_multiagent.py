@@ -212,3 +212,43 @@ def test_every_shape_is_captured_under_several_instrumentations() -> None:
     for capture, shape in CASES:
         clients.setdefault(shape, set()).add(capture.split("/")[0])
     assert clients and all(len(c) >= 2 for c in clients.values()), clients
+
+
+def _oi_run(*, last_fails: bool, retried: bool, root_output: str = "") -> Trajectory:
+    from tests.normalize_spans import span
+    from trajhub.normalizers.model import STATUS_ERROR
+
+    kind = "openinference.span.kind"
+    node = '{{"langgraph_node": "{}"}}'.format
+    spans = [
+        span("r", "", "LangGraph", 0, 100, {kind: "CHAIN", "output.value": root_output}),
+        span("m", "r", "llm", 1, 10, {kind: "LLM", "metadata": node("agent")}),
+        span(
+            "t",
+            "r",
+            "book",
+            11,
+            20,
+            {kind: "TOOL", "tool.name": "book", "metadata": node("tools")},
+            status=STATUS_ERROR if last_fails else 0,
+            message="ValueError: rejected",
+        ),
+    ]
+    if retried:
+        spans.append(span("m2", "r", "llm", 21, 30, {kind: "LLM", "metadata": node("agent")}))
+    return derive(spans).trajectory
+
+
+def test_root_carries_the_error_only_its_failed_last_step_recorded() -> None:
+    """rules 7: some instrumentations mark only the failing child; a run whose last call failed
+    and that produced no output ended in that error."""
+    failed = _oi_run(last_fails=True, retried=False)
+    error = failed.root_step.basic_info.error
+    assert error is not None and error.msg == "ValueError: rejected"
+    assert failed.root_step.metadata["error_from_step"] == "t"
+    # a failed call the agent recovered from (the model ran again) is not the run's error
+    assert _oi_run(last_fails=True, retried=True).root_step.basic_info.error is None
+    # nor is one of a run that answered
+    answered = _oi_run(last_fails=True, retried=False, root_output='{"messages": []}')
+    assert answered.root_step.basic_info.error is None
+    assert _oi_run(last_fails=False, retried=False).root_step.basic_info.error is None
