@@ -1,10 +1,19 @@
-"""The trajectory builder: spans of one trace → one trajectory (trajectory-rules.md 2–5).
+"""The trajectory builder: spans of one trace → one trajectory (trajectory-rules.md 2–8).
 
-The builder knows nothing about attribute names. Every span is read by the first convention that
-detects it (`normalizers.conventions.CONVENTIONS`); the builder then resolves parents, picks the
-root, keeps/drops/re-parents, orders steps and computes metrics. Everything is a pure function of
-the *set* of spans: no step depends on arrival order, so the output is byte-identical whatever the
-batching (rules 6).
+The builder knows nothing about attribute names. `derive` runs named phases:
+
+1. `_Trace`: deduplicate spans, resolve parents, break cycles;
+2. `_read_all`: read every span with the first convention that detects it
+   (`normalizers.conventions.CONVENTIONS`);
+3. `_shape`: pick the root, keep/drop, re-parent to the nearest kept ancestor (rules 2);
+4. `_canonical_payloads`: inputs and outputs in the forms of rules 8 (`normalizers.payloads`);
+5. `multiagent.apply`: sub-agents, handoffs, routing "errors", the run's error (rules 7);
+6. `_nodes`, `_arrange`, `_trajectory`: the output pieces, the agent steps and their own steps,
+   the document with its metrics (rules 3, 5);
+7. `_explain`, `_summarize`: the per-span explanation and the summary columns.
+
+Everything is a pure function of the *set* of spans: no step depends on arrival order, so the
+output is byte-identical whatever the batching (rules 6).
 """
 
 from __future__ import annotations
