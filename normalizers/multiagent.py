@@ -18,7 +18,7 @@ readings of the kept spans with their nearest kept parents and returns corrected
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Any, Final
 
@@ -39,9 +39,11 @@ def _is_control_flow(error: ErrorInfo) -> bool:
     return any(name in text for name in _CONTROL_FLOW) or text.startswith("Command(")
 
 
-def handoff_target(reading: SpanReading, recorded_output: str) -> str:
+def handoff_target(reading: SpanReading, recorded_output: str, agents: Set[str]) -> str:
     """The agent a tool call hands off to, "" when it is an ordinary tool. `recorded_output`:
-    the output as the instrumentation recorded it (the canonical one is the tool message)."""
+    the output as the instrumentation recorded it (the canonical one is the tool message);
+    `agents`: the names of the run's agent activations. A tool named `transfer_to_<x>` hands
+    off only when `<x>` is one of them (`transfer_to_savings` may well be a banking tool)."""
     if reading.kind is not StepKind.TOOL:
         return ""
     if reading.name == _EINO_TRANSFER:
@@ -51,9 +53,8 @@ def handoff_target(reading: SpanReading, recorded_output: str) -> str:
     goto = command_goto(recorded_output)
     if goto:
         return goto
-    if reading.name.startswith(_HANDOFF_PREFIX) and len(reading.name) > len(_HANDOFF_PREFIX):
-        return reading.name[len(_HANDOFF_PREFIX) :]
-    return ""
+    target = reading.name.removeprefix(_HANDOFF_PREFIX)
+    return target if target != reading.name and target in agents else ""
 
 
 def _with_metadata(reading: SpanReading, **extra: str) -> SpanReading:
@@ -83,10 +84,16 @@ def apply(
         nested = span_id != root_id and reading.framework == "langgraph"
         if reading.kind is StepKind.GRAPH and nested:
             reading = replace(reading, kind=StepKind.AGENT, rule=f"{reading.rule}; a sub-agent")
-        target = handoff_target(reading, recorded[span_id].output)
-        if target:
-            reading = _with_metadata(reading, handoff="true", handoff_to=target)
         out[span_id] = reading
+    agents = {
+        r.name
+        for i, r in out.items()
+        if i in parent_of and r.kind in (StepKind.AGENT, StepKind.GRAPH)
+    }
+    for span_id in parent_of:
+        target = handoff_target(out[span_id], recorded[span_id].output, agents)
+        if target:
+            out[span_id] = _with_metadata(out[span_id], handoff="true", handoff_to=target)
 
     children: dict[str, list[str]] = {span_id: [] for span_id in parent_of}
     for span_id, parent in parent_of.items():

@@ -252,3 +252,23 @@ def test_root_carries_the_error_only_its_failed_last_step_recorded() -> None:
     answered = _oi_run(last_fails=True, retried=False, root_output='{"messages": []}')
     assert answered.root_step.basic_info.error is None
     assert _oi_run(last_fails=False, retried=False).root_step.basic_info.error is None
+
+
+def test_a_tool_named_transfer_to_is_a_handoff_only_to_an_agent() -> None:
+    from tests.normalize_spans import span
+
+    kind = "openinference.span.kind"
+    spans = [
+        span("r", "", "LangGraph", 0, 100, {kind: "CHAIN", "output.value": "done"}),
+        span("m", "r", "llm", 1, 10, {kind: "LLM", "metadata": '{"langgraph_node": "agent"}'}),
+        span(
+            "t",
+            "r",
+            "transfer_to_savings",
+            11,
+            20,
+            {kind: "TOOL", "tool.name": "transfer_to_savings", "output.value": "moved 10 EUR"},
+        ),
+    ]
+    (tool,) = [s for s in derive(spans).trajectory.agent_steps[0].steps if s.type == "tool"]
+    assert "handoff" not in tool.metadata  # no agent called "savings" ran: a banking tool
