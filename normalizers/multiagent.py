@@ -104,7 +104,8 @@ def apply(
 
     # an activation that ended by handing off "failed" with the handoff's control flow, which
     # LangGraph.js records without a message: its last own step is the handoff that succeeded
-    for span_id, reading in list(out.items()):
+    for span_id in parent_of:
+        reading = out[span_id]
         if reading.kind not in (StepKind.AGENT, StepKind.GRAPH) or reading.error is None:
             continue
         calls = [c for c in children[span_id] if out[c].kind in (StepKind.MODEL, StepKind.TOOL)]
