@@ -18,6 +18,7 @@ from trajhub.evaluators.expectations import Expectations
 from trajhub.evaluators.judge_protocol import JudgeResponseError as JudgeResponseError
 from trajhub.evaluators.judge_protocol import unit_score, verdict_object
 from trajhub.evaluators.result import EvaluationResult
+from trajhub.normalizers.item_fields import final_answer
 
 NAME = "llm_judge"
 
@@ -66,6 +67,9 @@ def build_judge_request(
     sections = [
         ("Input", item_input),
         ("Agent trajectory (OpenAI messages)", to_agentevals_messages(trajectory_doc)),
+        # the run's answer apart from the reference: the judge compares the two, not a run
+        # with itself
+        ("Agent's final answer", final_answer(trajectory_doc)),
     ]
     if reference_output is not None:
         sections.append(("Reference output", reference_output))

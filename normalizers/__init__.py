@@ -6,7 +6,8 @@ The service depends on exactly this API:
 - `Derivation.to_json()` / `trajectory_to_json()` → deterministic JSON bytes;
 - `NORMALIZER_VERSION`: bumped whenever the output for the same spans may change, so stored
   trajectories can be re-derived from the raw spans;
-- `DerivationError`: only for input that cannot give any trajectory (no spans).
+- `DerivationError`: only for input that cannot give any trajectory (no spans);
+- `root_ended(spans)`: whether the trace's own root has arrived, ended (the lifecycle rule).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from trajhub.normalizers.builder import (
     TrajectorySummary,
     derive,
 )
+from trajhub.normalizers.lifecycle import root_ended
 from trajhub.normalizers.trajectory import Trajectory, trajectory_to_dict, trajectory_to_json
 
-NORMALIZER_VERSION: str = "1.0.2"
+NORMALIZER_VERSION: str = "1.1.0"
 
 __all__ = [
     "NORMALIZER_VERSION",
@@ -30,6 +32,7 @@ __all__ = [
     "Trajectory",
     "TrajectorySummary",
     "derive",
+    "root_ended",
     "trajectory_to_dict",
     "trajectory_to_json",
 ]

@@ -26,16 +26,16 @@ import json
 from collections.abc import Mapping
 from typing import Final
 
-from trajhub.normalizers.attrs import first_present_int
-from trajhub.normalizers.cozeloop import (
-    as_float,
-    as_int,
-    as_str,
+from trajhub.normalizers.attrs import (
+    first_present_int,
     parse_json,
     put,
     split_error,
-    tool_call_id_from_calls,
+    to_float,
+    to_int,
+    to_str,
 )
+from trajhub.normalizers.cozeloop import inside_adk_agent, tool_call_id_from_calls
 from trajhub.normalizers.model import STATUS_ERROR, Attributes, Span
 from trajhub.normalizers.reading import (
     Convention,
@@ -67,11 +67,22 @@ def _messages(attrs: Attributes, prefix: str) -> list[dict[str, str]]:
         if not key.startswith(prefix):
             continue
         index_text, _, field = key[len(prefix) :].partition(".")
-        index = as_int(index_text) if index_text.isdigit() else None
+        index = to_int(index_text) if index_text.isdigit() else None
         if index is None or not field:
             continue
-        by_index.setdefault(index, {})[field] = as_str(value)
+        by_index.setdefault(index, {})[field] = to_str(value)
     return [by_index[i] for i in sorted(by_index)]
+
+
+def _has_gaps(attrs: Attributes, prefix: str) -> bool:
+    """apmplus skipped messages (those without content, such as an assistant message that only
+    calls tools): the reassembled list is not the whole conversation."""
+    indexes = {
+        int(head)
+        for key in attrs
+        if key.startswith(prefix) and (head := key[len(prefix) :].partition(".")[0]).isdigit()
+    }
+    return bool(indexes) and indexes != set(range(max(indexes) + 1))
 
 
 def _unquote(text: str) -> str:
@@ -91,7 +102,7 @@ def _content(attrs: Attributes, whole_key: str, prefix: str, kind: StepKind) -> 
     real messages are reassembled into one JSON list of {role, content, ...}."""
     whole = attrs.get(whole_key)
     if whole is not None:
-        return as_str(whole)
+        return to_str(whole)
     messages = _messages(attrs, prefix)
     if not messages:
         return ""
@@ -102,7 +113,11 @@ def _content(attrs: Attributes, whole_key: str, prefix: str, kind: StepKind) -> 
 
 
 def _component(span: Span) -> str:
-    return as_str(span.attributes.get("runinfo.component"))
+    return to_str(span.attributes.get("runinfo.component"))
+
+
+def _component_kind(span: Span) -> StepKind:
+    return _KINDS.get(_component(span).lower(), StepKind.OTHER)
 
 
 class Apmplus:
@@ -123,17 +138,19 @@ class Apmplus:
     def read(self, span: Span, trace: TraceView) -> SpanReading:
         attrs = span.attributes
         warnings: list[str] = []
-        span_kind = as_str(attrs.get("gen_ai.span.kind"))
+        span_kind = to_str(attrs.get("gen_ai.span.kind"))
         component = _component(span)
         if component:
             kind = _KINDS.get(component.lower(), StepKind.OTHER)
             rule = f"runinfo.component={component}"
+            if kind is StepKind.GRAPH and inside_adk_agent(span, trace, _component_kind):
+                kind, rule = StepKind.OTHER, f"{rule} run by its ADK agent (part of the agent)"
         else:
             kind = _KINDS.get(span_kind.lower(), StepKind.OTHER)
             rule = f"gen_ai.span.kind={span_kind or '(empty)'}"
             warnings.append("apmplus: span has no runinfo.component")
 
-        run_name = as_str(attrs.get("runinfo.name"))
+        run_name = to_str(attrs.get("runinfo.name"))
         # The span name is info.Name or "Type Component"; a tool's run name is the tool's name.
         name = (run_name or span.name) if kind is StepKind.TOOL else (span.name or run_name)
 
@@ -165,9 +182,15 @@ class Apmplus:
             put(metadata, "model_provider", attrs.get("runinfo.type"))
             put(metadata, "finish_reason", attrs.get("gen_ai.response.finish_reason"))
             usage = _usage(attrs, warnings)
+            if _has_gaps(attrs, _PROMPT) or _has_gaps(attrs, _COMPLETION):
+                metadata["payload_truncated"] = "true"
         elif kind is StepKind.TOOL:
             put(metadata, "tool_call_id", _tool_call_id(span, name, input_text, trace))
         elif kind is StepKind.AGENT:
+            # apmplus serialises the ADK agent's event iterator, which has no exported fields:
+            # `{"Events":{}}` records nothing
+            if parse_json(output_text) == {"Events": {}}:
+                output_text = ""
             # apmplus ends an ADK agent span when the agent starts running (Eino calls OnEnd at
             # the start of flowAgent.run): its duration says nothing, its children outlive it.
             metadata["end_time_unreliable"] = "true"
@@ -197,7 +220,7 @@ def _usage(attrs: Attributes, warnings: list[str]) -> ModelUsage:
     latency_ms: float | None = None
     ttft_key = "gen_ai.chat_completions.streaming_time_to_first_token"
     if ttft_key in attrs:
-        seconds = as_float(attrs[ttft_key])
+        seconds = to_float(attrs[ttft_key])
         if seconds is None:
             warnings.append(f"apmplus: {ttft_key} is not a number: {attrs[ttft_key]!r}")
         else:
@@ -216,7 +239,7 @@ def _error(span: Span) -> ErrorInfo | None:
         return None
     text = span.status_message
     if not text.strip() and exception is not None:
-        text = as_str(exception.get("exception.message"))
+        text = to_str(exception.get("exception.message"))
     message, rest = split_error(text)
     return ErrorInfo(code=-1, message=message or "error", traceback=rest)
 

@@ -1,4 +1,5 @@
-"""Typed, forgiving readers for span attributes, shared by the convention modules.
+"""The normalizers' one value-coercion toolkit: typed, forgiving readers for attribute values and
+the JSON-ish text inside them, shared by every convention module.
 
 Instrumentations disagree on types (CozeLoop JS sends token counts as strings, OTLP/JSON may send
 ints as decimal strings, a buggy client may send anything), so every getter accepts the plausible
@@ -7,6 +8,7 @@ forms and returns None for the rest instead of raising: a normalizer must never 
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 import re
@@ -34,7 +36,9 @@ def get_str(attrs: Mapping[str, AttributeValue], *keys: str) -> str | None:
     return None
 
 
-def to_str(value: AttributeValue) -> str:
+def to_str(value: object) -> str:
+    """Any value as a string: strings as they are, bools as true/false, containers as key-sorted
+    JSON (the same value gives the same text whatever order its keys arrived in)."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -45,7 +49,10 @@ def to_str(value: AttributeValue) -> str:
         return repr(value) if isinstance(value, float) else str(value)
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=_json_default)
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=_json_default)
+    except (TypeError, ValueError, RecursionError):  # e.g. mixed key types, absurd nesting
+        return repr(value)[:10_000]
 
 
 def _json_default(value: object) -> str:
@@ -53,6 +60,13 @@ def _json_default(value: object) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     return str(value)
+
+
+def put(metadata: dict[str, str], key: str, value: object) -> None:
+    """Set metadata[key] to the value as a string unless that is empty: absent beats ""."""
+    text = to_str(value)
+    if text:
+        metadata[key] = text
 
 
 def to_int(value: object) -> int | None:
@@ -133,6 +147,17 @@ def parse_json(text: str | None) -> Any:
     try:  # what orjson refuses but Python accepts: NaN, integers beyond 64 bits
         return json.loads(text)
     except (ValueError, RecursionError):
+        return None
+
+
+def parse_literal(text: str) -> Any:
+    """The value of a Python literal (`str(dict)`, as some Python callbacks record arguments and
+    token details), or None. `ast.literal_eval` evaluates literals only, never code."""
+    if not text or len(text) > 100_000:
+        return None
+    try:
+        return ast.literal_eval(text.strip())
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
 
 
@@ -219,6 +244,18 @@ def one_line(text: str) -> str:
         if line:
             return line[:_MAX_MESSAGE]
     return ""
+
+
+def split_error(text: str) -> tuple[str, str]:
+    """(one-line message, the rest). The schema's `msg` is one line; Eino's graph errors append
+    a "----\\nnode path: [...]" block and tracebacks are many lines, which belong in metadata."""
+    stripped = text.strip()
+    if not stripped:
+        return "", ""
+    lines = stripped.splitlines()
+    first = next((line.strip() for line in lines if line.strip()), "")
+    rest = stripped if len(lines) > 1 else ""
+    return first, rest
 
 
 def _traceback_of(text: str) -> str:

@@ -1,10 +1,19 @@
-"""The trajectory builder: spans of one trace → one trajectory (trajectory-rules.md 2–5).
+"""The trajectory builder: spans of one trace → one trajectory (trajectory-rules.md 2–8).
 
-The builder knows nothing about attribute names. Every span is read by the first convention that
-detects it (`normalizers.conventions.CONVENTIONS`); the builder then resolves parents, picks the
-root, keeps/drops/re-parents, orders steps and computes metrics. Everything is a pure function of
-the *set* of spans: no step depends on arrival order, so the output is byte-identical whatever the
-batching (rules 6).
+The builder knows nothing about attribute names. `derive` runs named phases:
+
+1. `_Trace`: deduplicate spans, resolve parents, break cycles;
+2. `_read_all`: read every span with the first convention that detects it
+   (`normalizers.conventions.CONVENTIONS`);
+3. `_shape`: pick the root, keep/drop, re-parent to the nearest kept ancestor (rules 2);
+4. `_canonical_payloads`: inputs and outputs in the forms of rules 8 (`normalizers.payloads`);
+5. `multiagent.apply`: sub-agents, handoffs, routing "errors", the run's error (rules 7);
+6. `_nodes`, `_arrange`, `_trajectory`: the output pieces, the agent steps and their own steps,
+   the document with its metrics (rules 3, 5);
+7. `_explain`, `_summarize`: the per-span explanation and the summary columns.
+
+Everything is a pure function of the *set* of spans: no step depends on arrival order, so the
+output is byte-identical whatever the batching (rules 6).
 """
 
 from __future__ import annotations
@@ -17,6 +26,8 @@ from typing import Any
 
 import orjson
 
+from trajhub.normalizers import multiagent, payloads
+from trajhub.normalizers.lifecycle import is_null_id
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.reading import Convention, ModelUsage, SpanReading, StepKind
 from trajhub.normalizers.trajectory import (
@@ -87,7 +98,6 @@ class TrajectorySummary:
     failed_model_steps: int
     failed_tool_steps: int
     has_error: bool
-    root_ended: bool
 
 
 @dataclass(frozen=True)
@@ -152,10 +162,6 @@ def _plain_default(value: object) -> str:
     return repr(value)
 
 
-def _is_null_id(span_id: str) -> bool:
-    return span_id == "" or set(span_id) <= {"0"}
-
-
 class _Trace:
     """The deduplicated spans of one trace with resolved, acyclic parents; also the `TraceView`
     conventions see."""
@@ -184,7 +190,7 @@ class _Trace:
         self.parent_id: dict[str, str | None] = {}
         for span in self.ordered:
             parent = span.parent_span_id
-            if _is_null_id(parent):
+            if is_null_id(parent):
                 self.parent_id[span.span_id] = None
             elif parent == span.span_id:
                 self.parent_id[span.span_id] = None
@@ -415,32 +421,34 @@ def _framework(readings: Sequence[SpanReading]) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# derive
+# the phases of derive
 
 
-def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = None) -> Derivation:
-    """The trajectory of the spans of ONE trace, given in any order and any batching.
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """Which spans are kept, and under which kept ancestor (rules 2)."""
 
-    `conventions` defaults to the registry (`normalizers.conventions.CONVENTIONS`); tests may pass
-    their own. Raises DerivationError only when there is no span at all."""
-    if conventions is None:
-        from trajhub.normalizers.conventions import CONVENTIONS
+    root: Span
+    #: kept span id -> its nearest kept ancestor ("" for the root)
+    new_parent: dict[str, str]
+    #: kept span id -> its way up crossed an orphan subtree (hung under the root)
+    orphan: dict[str, bool]
 
-        conventions = CONVENTIONS
-    if not spans:
-        raise DerivationError("no spans")
 
-    warnings: list[str] = []
-    trace = _Trace(spans, warnings)
-
+def _choose_trace_id(trace: _Trace, warnings: list[str]) -> str:
     trace_ids = Counter(s.trace_id for s in trace.ordered)
     if len(trace_ids) > 1:
         warnings.append(f"spans of {len(trace_ids)} different traces; used the most common id")
-    trace_id = min(trace_ids, key=lambda t: (-trace_ids[t], t))
+    return min(trace_ids, key=lambda t: (-trace_ids[t], t))
 
-    readings = {s.span_id: _read(s, trace, conventions) for s in trace.ordered}
 
-    # root: the earliest parentless span; the other parentless subtrees hang under it (rules 2)
+def _read_all(trace: _Trace, conventions: Sequence[Convention]) -> dict[str, SpanReading]:
+    return {s.span_id: _read(s, trace, conventions) for s in trace.ordered}
+
+
+def _shape(trace: _Trace, readings: Mapping[str, SpanReading], warnings: list[str]) -> _Shape:
+    """Root, keep/drop and re-parenting. The root is the earliest parentless span; the other
+    parentless subtrees hang under it (rules 2)."""
     parentless = [s for s in trace.ordered if trace.parent_id[s.span_id] is None]
     root = parentless[0]  # never empty: parents are acyclic, so some span has none
     orphan_heads = {s.span_id for s in parentless[1:]}
@@ -457,10 +465,10 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
     def is_kept(span_id: str) -> bool:
         return span_id == root.span_id or readings[span_id].kind is not StepKind.OTHER
 
-    # nearest kept ancestor, and whether the way there leaves an orphan subtree (iterative and
-    # memoised: deep chains must not hit the recursion limit)
-    new_parent: dict[str, str] = {}
-    orphan: dict[str, bool] = {}
+    # nearest kept ancestor, and whether the way there leaves an orphan subtree (iterative:
+    # deep chains must not hit the recursion limit)
+    new_parent: dict[str, str] = {root.span_id: ""}
+    orphan: dict[str, bool] = {root.span_id: False}
     for span in trace.ordered:
         span_id = span.span_id
         if span_id == root.span_id or not is_kept(span_id):
@@ -472,11 +480,42 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
             current = effective_parent(current)
         new_parent[span_id] = current if current is not None else root.span_id
         orphan[span_id] = crossed
+    return _Shape(root=root, new_parent=new_parent, orphan=orphan)
 
+
+def _canonical_payloads(
+    readings: Mapping[str, SpanReading], shape: _Shape
+) -> dict[str, SpanReading]:
+    """Every kept span's payloads in the forms of rules 8 (`normalizers.payloads`). Models go
+    first: the tool calls they asked for give the tools their arguments."""
+    out = dict(readings)
+    arguments: dict[str, Any] = {}
+    kept = [i for i in shape.new_parent if i != shape.root.span_id]
+    for span_id in kept:
+        if readings[span_id].kind is StepKind.MODEL:
+            out[span_id] = payloads.canonical(readings[span_id], as_state=False, arguments={})
+            arguments.update(payloads.call_arguments(out[span_id].output))
+    for span_id in kept:
+        if readings[span_id].kind is not StepKind.MODEL:
+            out[span_id] = payloads.canonical(
+                readings[span_id], as_state=False, arguments=arguments
+            )
+    root = readings[shape.root.span_id]
+    # the root is read as a run, unless it is itself a model or tool call
+    out[shape.root.span_id] = payloads.canonical(
+        root, as_state=root.kind not in _CALLS, arguments=arguments
+    )
+    return out
+
+
+def _nodes(
+    trace: _Trace, readings: Mapping[str, SpanReading], shape: _Shape
+) -> dict[str, _Node]:
+    """Every kept span with its output pieces, in order_key order."""
     nodes: dict[str, _Node] = {}
     for span in trace.ordered:
         span_id = span.span_id
-        if not is_kept(span_id):
+        if span_id not in shape.new_parent:
             continue
         reading = readings[span_id]
         span_warnings = trace.span_warnings[span_id]
@@ -491,8 +530,8 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
         nodes[span_id] = _Node(
             span=span,
             reading=reading,
-            new_parent_id=new_parent.get(span_id, ""),
-            metadata=_metadata(span, reading, orphan.get(span_id, False)),
+            new_parent_id=shape.new_parent[span_id],
+            metadata=_metadata(span, reading, shape.orphan[span_id]),
             model_info=model_info,
             end_ns=(
                 trace.subtree_end_ns(span)
@@ -500,25 +539,23 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
                 else span.end_ns
             ),
         )
+    return nodes
 
+
+def _arrange(nodes: Mapping[str, _Node], root_id: str) -> list[tuple[_Node, list[_Node]]]:
+    """The agent step entries (rules 3), each with its own steps in depth-first pre-order,
+    stopping at nested agents and graphs."""
     kept_children: dict[str, list[_Node]] = {span_id: [] for span_id in nodes}
     for span_id, node in nodes.items():  # nodes are in order_key order
-        if span_id != root.span_id:
+        if span_id != root_id:
             kept_children[node.new_parent_id].append(node)
 
-    root_node = nodes[root.span_id]
+    root_node = nodes[root_id]
     root_is_entry = root_node.kind in _AGENTISH or any(
-        c.kind in _CALLS for c in kept_children[root.span_id]
+        c.kind in _CALLS for c in kept_children[root_id]
     )
-    entries = [
-        n
-        for n in nodes.values()
-        if (n.span.span_id == root.span_id and root_is_entry)
-        or (n.span.span_id != root.span_id and n.kind in _AGENTISH)
-    ]
 
-    def collect(entry: _Node) -> list[_Node]:
-        """Depth-first pre-order below `entry`, stopping at nested agents and graphs."""
+    def own_steps(entry: _Node) -> list[_Node]:
         out: list[_Node] = []
         stack = list(reversed(kept_children[entry.span.span_id]))
         while stack:
@@ -528,10 +565,21 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
                 stack.extend(reversed(kept_children[node.span.span_id]))
         return out
 
+    return [
+        (n, own_steps(n))
+        for n in nodes.values()
+        if (n.span.span_id == root_id and root_is_entry)
+        or (n.span.span_id != root_id and n.kind in _AGENTISH)
+    ]
+
+
+def _trajectory(
+    trace_id: str, root_node: _Node, entries: Sequence[tuple[_Node, list[_Node]]]
+) -> tuple[Trajectory, list[_Node]]:
+    """The output document, and every step of it once (for the root's metrics and summary)."""
     agent_steps: list[AgentStep] = []
     all_steps: dict[str, _Node] = {}
-    for entry in entries:
-        own = collect(entry)
+    for entry, own in entries:
         for node in own:
             all_steps.setdefault(node.span.span_id, node)
         reading = entry.reading
@@ -553,7 +601,7 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
     trajectory = Trajectory(
         id=trace_id,
         root_step=RootStep(
-            id=root.span_id,
+            id=root_node.span.span_id,
             name=root_reading.name,
             input=root_reading.input,
             output=root_reading.output,
@@ -563,13 +611,22 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
         ),
         agent_steps=agent_steps,
     )
+    return trajectory, steps
 
+
+def _explain(
+    trace: _Trace,
+    readings: Mapping[str, SpanReading],
+    nodes: Mapping[str, _Node],
+    root_id: str,
+    warnings: list[str],
+) -> list[SpanExplanation]:
     explanation = [
         SpanExplanation(
             span_id=s.span_id,
             name=s.name,
             parent_span_id=s.parent_span_id,
-            kind="root" if s.span_id == root.span_id else readings[s.span_id].kind.value,
+            kind="root" if s.span_id == root_id else readings[s.span_id].kind.value,
             convention=readings[s.span_id].convention,
             rule=readings[s.span_id].rule,
             kept=s.span_id in nodes,
@@ -580,30 +637,73 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
     ]
     for item in explanation:
         warnings.extend(f"{item.span_id} {item.name}: {w}" for w in item.warnings)
+    return explanation
 
+
+def _summarize(
+    trajectory: Trajectory,
+    readings: Mapping[str, SpanReading],
+    nodes: Mapping[str, _Node],
+    root_node: _Node,
+    steps: Sequence[_Node],
+) -> TrajectorySummary:
     models = [n for n in steps if n.kind is StepKind.MODEL]
     tools = [n for n in steps if n.kind is StepKind.TOOL]
-    summary = TrajectorySummary(
+    root = trajectory.root_step
+    return TrajectorySummary(
         framework=_framework(list(readings.values())),
         conventions=sorted({r.convention for r in readings.values()}),
-        root_name=root_reading.name,
-        root_input=root_reading.input,
-        root_output=root_reading.output,
-        agent_names=list(dict.fromkeys(a.name for a in agent_steps)),
+        root_name=root.name,
+        root_input=root.input,
+        root_output=root.output,
+        agent_names=list(dict.fromkeys(a.name for a in trajectory.agent_steps)),
         tool_names=sorted({n.reading.name for n in tools}),
         model_names=sorted({m for n in models if (m := n.metadata.get("model_name", ""))}),
-        started_at_ms=_ms(root.start_ns),
+        started_at_ms=_ms(root_node.span.start_ns),
         duration_ms=_ms(root_node.duration_ns),
         step_count=len(steps),
         model_step_count=len(models),
         tool_step_count=len(tools),
-        input_tokens=trajectory.root_step.metrics_info.input_tokens,
-        output_tokens=trajectory.root_step.metrics_info.output_tokens,
+        input_tokens=root.metrics_info.input_tokens,
+        output_tokens=root.metrics_info.output_tokens,
         failed_model_steps=sum(1 for n in models if n.reading.error is not None),
         failed_tool_steps=sum(1 for n in tools if n.reading.error is not None),
         has_error=any(n.reading.error is not None for n in nodes.values()),
-        root_ended=root.end_ns > 0,
     )
+
+
+def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = None) -> Derivation:
+    """The trajectory of the spans of ONE trace, given in any order and any batching.
+
+    `conventions` defaults to the registry (`normalizers.conventions.CONVENTIONS`); tests may pass
+    their own. Raises DerivationError only when there is no span at all."""
+    if conventions is None:
+        from trajhub.normalizers.conventions import CONVENTIONS
+
+        conventions = CONVENTIONS
+    if not spans:
+        raise DerivationError("no spans")
+
+    warnings: list[str] = []
+    trace = _Trace(spans, warnings)  # deduplicated, parents resolved, cycles broken
+    trace_id = _choose_trace_id(trace, warnings)
+    readings = _read_all(trace, conventions)  # each span through its convention
+    shape = _shape(trace, readings, warnings)  # root, keep/drop, re-parent
+    recorded = readings
+    readings = _canonical_payloads(readings, shape)  # inputs and outputs in one form
+    readings = multiagent.apply(  # sub-agents, handoffs, routing "errors", the run's error
+        readings,
+        recorded,
+        {i: trace.by_id[i] for i in shape.new_parent},
+        shape.new_parent,
+        shape.root.span_id,
+    )
+    nodes = _nodes(trace, readings, shape)  # kept spans with their output pieces
+    root_node = nodes[shape.root.span_id]
+    entries = _arrange(nodes, shape.root.span_id)  # agent steps and their own steps
+    trajectory, steps = _trajectory(trace_id, root_node, entries)
+    explanation = _explain(trace, readings, nodes, shape.root.span_id, warnings)
+    summary = _summarize(trajectory, readings, nodes, root_node, steps)
     return Derivation(
         trajectory=trajectory, explanation=explanation, warnings=warnings, summary=summary
     )

@@ -15,19 +15,27 @@ agent (Coze Loop drops it: its match is case-sensitive), and a LangGraph compile
 name — which both callbacks report as a plain `chain` — is still recognised as the graph when it is
 the run's root (see `_is_unnamed_langgraph_root`).
 
-The helpers at the top (`as_int`, `as_str`, `split_error`, ...) are shared with
-`normalizers.apmplus`.
+`tool_call_id_from_calls` is shared with `normalizers.apmplus`; value coercion comes from the one
+toolkit, `normalizers.attrs`.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from trajhub.normalizers.attrs import first_present_int
+from trajhub.normalizers.attrs import (
+    first_present_int,
+    parse_json,
+    parse_literal,
+    put,
+    split_error,
+    to_float,
+    to_int,
+    to_str,
+)
 from trajhub.normalizers.langgraph import tool_call_id_from_tool_message
 from trajhub.normalizers.model import STATUS_ERROR, AttributeValue, Span
 from trajhub.normalizers.reading import (
@@ -39,97 +47,9 @@ from trajhub.normalizers.reading import (
     TraceView,
 )
 
-# --------------------------------------------------------------------------------------------
-# Shared coercion helpers (also used by normalizers.apmplus)
-# --------------------------------------------------------------------------------------------
-
 #: How far we walk up a parent chain or down a subtree; a malformed trace (a cycle, or a span
 #: that claims itself as parent) must not hang the normalizer.
 MAX_HOPS: Final = 1000
-
-
-def as_int(value: object) -> int | None:
-    """An integer from an int, an integral float or a decimal string; None otherwise.
-
-    Token counts arrive as strings from @cozeloop/langchain and from OTLP/JSON int64 encodings,
-    so strings are accepted; bools are not numbers here even though Python says they are."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            return int(text)
-        except ValueError:
-            try:
-                number = float(text)
-            except ValueError:
-                return None
-            return int(number) if number.is_integer() else None
-    return None
-
-
-def as_float(value: object) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def as_str(value: object) -> str:
-    """Any attribute value as a string: strings as they are, containers as JSON."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError, RecursionError):
-        return repr(value)[:10_000]
-
-
-def split_error(text: str) -> tuple[str, str]:
-    """(one-line message, the rest). The schema's `msg` is one line; Eino's graph errors append
-    a "----\\nnode path: [...]" block and tracebacks are many lines, which belong in metadata."""
-    stripped = text.strip()
-    if not stripped:
-        return "", ""
-    lines = stripped.splitlines()
-    first = next((line.strip() for line in lines if line.strip()), "")
-    rest = stripped if len(lines) > 1 else ""
-    return first, rest
-
-
-def parse_json(text: str) -> Any:
-    """json.loads that returns None instead of raising; inputs are whatever the client sent."""
-    if not text or text[0] not in '[{"':
-        return None
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-
-
-def put(metadata: dict[str, str], key: str, value: object) -> None:
-    """Set metadata[key] unless the value is empty: absent beats an empty string."""
-    text = as_str(value)
-    if text:
-        metadata[key] = text
 
 
 def tool_call_id_from_calls(message: object, tool_name: str, arguments: str) -> str:
@@ -254,12 +174,65 @@ def _langchain_framework(span: Span, trace: TraceView) -> str:
     return "langgraph" if _is_unnamed_langgraph_root(top, trace) else "langchain"
 
 
+def _is_nested_graph_run(span: Span, trace: TraceView) -> bool:
+    """A compiled LangGraph graph running inside another run: a sub-agent added as a node
+    (`create_react_agent(..., name="weather_agent")`, members of langgraph-supervisor and
+    langgraph-swarm) or an agent invoked from inside a tool. Both callbacks report it as a plain
+    `chain` named after the graph.
+
+    A graph run does nothing itself: its children are node runs (all `chain`), and the calls
+    happen inside those. LangGraph.js also reports the graph's `__start__` node. Python hides it,
+    so the depth of the calls decides: a node runs its tools directly (node > tool) and its
+    model through a chain (node > RunnableSequence > model); a graph has one more level
+    (graph > node > tool, graph > node > chain > model). A node wrapping a graph (call_agent in
+    langgraph-supervisor, the node named like the sub-agent) has one level more still."""
+    if _span_type(span) != "chain" or trace.parent(span) is None:
+        return False
+    children = trace.children(span)
+    if not children or any(_span_type(child) != "chain" for child in children):
+        return False
+    if any(child.name == "__start__" for child in children):
+        return True
+    for child in children:
+        for grandchild in trace.children(child):
+            kind = _span_type(grandchild)
+            if kind == "tool":
+                return True
+            if kind in ("model", "graph", "agent"):
+                return False  # a node calling its model directly
+            if any(_span_type(g) == "model" for g in trace.children(grandchild)):
+                return True
+    return False
+
+
+def _native_kind(span: Span) -> StepKind:
+    """The kind a native span's span_type names (OTHER for chain, Lambda, ToolsNode, ...)."""
+    return _KINDS.get(_span_type(span), StepKind.OTHER)
+
+
+def inside_adk_agent(span: Span, trace: TraceView, kind_of: Callable[[Span], StepKind]) -> bool:
+    """An Eino graph that an ADK agent runs as its own implementation (a ChatModelAgent runs a
+    ReAct graph inside a Chain named after it): the nearest kept ancestor is the agent. Its model
+    and tool calls are the agent's own steps (rules 7), not a separate activation's."""
+    current = trace.parent(span)
+    for _ in range(MAX_HOPS):
+        if current is None:
+            return False
+        kind = kind_of(current)
+        if kind is not StepKind.OTHER:
+            return kind is StepKind.AGENT
+        current = trace.parent(current)
+    return False
+
+
 def _classify(span_type: str, span: Span, trace: TraceView, prefix: str) -> tuple[StepKind, str]:
     kind = _KINDS.get(span_type)
     if kind is not None:
         return kind, f"{prefix}={span_type}"
     if _is_unnamed_langgraph_root(span, trace):
         return StepKind.GRAPH, f"{prefix}=chain root whose children are all chain runs (LangGraph)"
+    if _is_nested_graph_run(span, trace):
+        return StepKind.AGENT, f"{prefix}=chain that runs LangGraph nodes (a sub-agent)"
     return StepKind.OTHER, f"{prefix}={span_type or '(empty)'}"
 
 
@@ -319,13 +292,13 @@ class CozeLoopNative:
             )
         warnings: list[str] = []
         runtime = _runtime(span)
-        language = as_str(runtime.get("language"))
-        library = as_str(runtime.get("library"))
+        language = to_str(runtime.get("language"))
+        library = to_str(runtime.get("library"))
         is_eino = library == "eino" or "eino_run_info_component" in native.tags_string
 
         span_type = native.span_type
         if not span_type:
-            component = as_str(native.tags_string.get("eino_run_info_component"))
+            component = to_str(native.tags_string.get("eino_run_info_component"))
             fallback = _EINO_COMPONENT_KINDS.get(component)
             if fallback is not None:
                 kind, rule = fallback, f"eino_run_info_component={component}"
@@ -335,6 +308,8 @@ class CozeLoopNative:
         else:
             kind, rule = _classify(span_type, span, trace, "cozeloop.span_type")
 
+        if is_eino and kind is StepKind.GRAPH and inside_adk_agent(span, trace, _native_kind):
+            kind, rule = StepKind.OTHER, f"{rule} run by its ADK agent (part of the agent)"
         if is_eino:
             framework = "eino"
         elif library == "langchain":
@@ -342,10 +317,10 @@ class CozeLoopNative:
         else:
             framework = ""
 
-        name = span.name or as_str(native.tags_string.get("eino_run_info_name"))
+        name = span.name or to_str(native.tags_string.get("eino_run_info_name"))
         if kind is StepKind.TOOL:
             # cozeloop-python copies the tool's `serialized` dict into tags: `name` is the tool.
-            name = span.name or as_str(native.tags_string.get("name"))
+            name = span.name or to_str(native.tags_string.get("name"))
 
         input_text = native.input
         if kind is StepKind.TOOL and language == "python" and library == "langchain":
@@ -360,6 +335,14 @@ class CozeLoopNative:
         put(metadata, "runtime_library", library)
         for key in _NATIVE_METADATA_TAGS:
             put(metadata, key, native.tags_string.get(key))
+        tags = native.system_tags_string
+        cut_off = to_str(tags.get("cut_off") or native.tags_string.get("cut_off"))
+        if cut_off and cut_off not in ("[]", "null"):
+            # cozeloop-go cuts tag values over its size limit and lists their keys in the
+            # system tag `cut_off` (internal/trace/span.go setCutOffTag)
+            metadata["payload_truncated"] = "true"
+            put(metadata, "payload_truncated_fields", cut_off)
+        put(metadata, "object_storage", native.object_storage)
         stream = span.attributes.get("stream")
         if stream is not None:
             # Eino sends a bool, the Python callback the strings "true"/"false".
@@ -403,8 +386,8 @@ class CozeLoopNative:
     def _error(span: Span, kind: StepKind, is_eino: bool, trace: TraceView) -> ErrorInfo | None:
         native = span.cozeloop
         assert native is not None
-        message, rest = split_error(as_str(native.tags_string.get("error")))
-        trace_text = as_str(native.tags_string.get("error_trace"))
+        message, rest = split_error(to_str(native.tags_string.get("error")))
+        trace_text = to_str(native.tags_string.get("error_trace"))
         # cozeloop-python records traceback.format_exc() even where no exception is being
         # handled (tool errors caught by ToolNode), which yields this placeholder.
         if trace_text.strip() == "NoneType: None":
@@ -434,7 +417,7 @@ class CozeLoopNative:
             return first_present_int(tags, key, warnings=warnings, label="cozeloop: tag ")
 
         latency_ms: float | None = None
-        first_resp_at = as_int(tags.get("start_time_first_resp"))
+        first_resp_at = to_int(tags.get("start_time_first_resp"))
         start_us = span.start_ns // 1000
         if first_resp_at is not None and first_resp_at > start_us > 0:
             # An absolute µs timestamp; cozeloop-go recomputes latency_first_resp from it.
@@ -466,14 +449,14 @@ def _adk_agent_error(span: Span, trace: TraceView) -> ErrorInfo | None:
     if isinstance(events, list):
         for event in reversed(events):
             if isinstance(event, Mapping):
-                text = as_str(event.get("error"))
+                text = to_str(event.get("error"))
                 if text:
                     message, rest = split_error(text)
                     return ErrorInfo(code=-1, message=message, traceback=rest)
     for child in trace.children(span):
         child_native = child.cozeloop
         if child_native is not None and child_native.status_code != 0:
-            message, rest = split_error(as_str(child_native.tags_string.get("error")))
+            message, rest = split_error(to_str(child_native.tags_string.get("error")))
             if message:
                 return ErrorInfo(code=child_native.status_code, message=message, traceback=rest)
     return None
@@ -483,13 +466,10 @@ def _python_repr_to_json(text: str) -> str:
     """cozeloop-python records a tool's input as `str(dict)` ("{'city': 'Paris'}"); make it the
     JSON the other instrumentations give. Anything that is not a plain literal stays as sent."""
     stripped = text.strip()
-    if not stripped or stripped[0] not in "{[" or len(stripped) > 100_000:
+    if not stripped or stripped[0] not in "{[" or parse_json(stripped) is not None:
         return text
-    if parse_json(stripped) is not None:
-        return text
-    try:
-        value = ast.literal_eval(stripped)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+    value = parse_literal(stripped)
+    if value is None:
         return text
     try:
         return json.dumps(value, ensure_ascii=False)
@@ -558,14 +538,14 @@ class CozeLoopOtel:
     def read(self, span: Span, trace: TraceView) -> SpanReading:
         attrs = span.attributes
         warnings: list[str] = []
-        span_type = as_str(attrs.get("cozeloop.span_type"))
+        span_type = to_str(attrs.get("cozeloop.span_type"))
         kind, rule = _classify(span_type, span, trace, "cozeloop.span_type")
         framework = (
             _langchain_framework(span, trace)
             if "langchain-run-id" in attrs or span_type in ("chain", "graph")
             else ""
         )
-        output = as_str(attrs.get("cozeloop.output"))
+        output = to_str(attrs.get("cozeloop.output"))
 
         metadata: dict[str, str] = {"convention": self.name, "span_type": span_type}
         put(metadata, "framework", framework)
@@ -583,11 +563,11 @@ class CozeLoopOtel:
             usage = self._usage(span, warnings)
             # gen_ai.request.model is the chat model's class name (llm.id[-1]); the output's
             # model_name, when the provider reported one, is the real model.
-            class_name = as_str(
+            class_name = to_str(
                 attrs.get("gen_ai.request.model") or attrs.get("gen_ai.response.model")
             )
             parsed = parse_json(output)
-            reported = as_str(parsed.get("model_name")) if isinstance(parsed, Mapping) else ""
+            reported = to_str(parsed.get("model_name")) if isinstance(parsed, Mapping) else ""
             put(metadata, "model_name", reported or class_name)
             put(metadata, "model_class", class_name)
             put(metadata, "model_provider", attrs.get("gen_ai.system"))
@@ -597,9 +577,9 @@ class CozeLoopOtel:
             if not call_id and parent is not None:
                 # a failed tool has no ToolMessage; its `tools` node input names the call
                 call_id = _langchain_tool_call_id(
-                    as_str(parent.attributes.get("cozeloop.input")),
+                    to_str(parent.attributes.get("cozeloop.input")),
                     span.name,
-                    as_str(attrs.get("cozeloop.input")),
+                    to_str(attrs.get("cozeloop.input")),
                 )
             put(metadata, "tool_call_id", call_id)
 
@@ -608,7 +588,7 @@ class CozeLoopOtel:
             kind=kind,
             rule=rule,
             name=span.name,
-            input=as_str(attrs.get("cozeloop.input")),
+            input=to_str(attrs.get("cozeloop.input")),
             output=output,
             error=self._error(span),
             usage=usage,
@@ -622,18 +602,18 @@ class CozeLoopOtel:
         attrs = span.attributes
         exception = _first_exception(span)
         candidates = (
-            as_str(attrs.get("error.message")),
+            to_str(attrs.get("error.message")),
             span.status_message,
-            as_str(exception.get("exception.message")) if exception is not None else "",
-            as_str(attrs.get("error.type")),
+            to_str(exception.get("exception.message")) if exception is not None else "",
+            to_str(attrs.get("error.type")),
         )
         text = next((c for c in candidates if c.strip()), "")
         failed = span.status_code == STATUS_ERROR or bool(text) or exception is not None
         if not failed:
             return None
         message, rest = split_error(text)
-        stack = as_str(exception.get("exception.stacktrace")) if exception is not None else ""
-        declared = as_int(attrs.get("cozeloop.status_code"))
+        stack = to_str(exception.get("exception.stacktrace")) if exception is not None else ""
+        declared = to_int(attrs.get("cozeloop.status_code"))
         return ErrorInfo(
             code=declared if declared else -1,
             message=message or "error",
@@ -650,12 +630,12 @@ class CozeLoopOtel:
         latency_ms: float | None = None
         if "cozeloop.start_time_first_resp" in attrs:
             # @cozeloop/langchain: milliseconds from the model run's start to its first token.
-            latency_ms = as_float(attrs["cozeloop.start_time_first_resp"])
+            latency_ms = to_float(attrs["cozeloop.start_time_first_resp"])
             if latency_ms is None:
                 warnings.append("cozeloop_otel: cozeloop.start_time_first_resp is not a number")
         elif "cozeloop.time_to_first_token" in attrs:
             # Coze Loop's own OTLP key: an absolute µs timestamp of the first token.
-            first = as_int(attrs["cozeloop.time_to_first_token"])
+            first = to_int(attrs["cozeloop.time_to_first_token"])
             start_us = span.start_ns // 1000
             if first is not None and first >= start_us > 0:
                 latency_ms = (first - start_us) / 1000

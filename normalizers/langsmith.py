@@ -16,10 +16,17 @@ before the GenAI keys because LangSmith fills `gen_ai.operation.name` with non-s
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
-from trajhub.normalizers.attrs import dig, get_int, get_str, parse_json, span_error, to_int
+from trajhub.normalizers.attrs import (
+    dig,
+    get_int,
+    get_str,
+    parse_json,
+    parse_literal,
+    span_error,
+    to_int,
+)
 from trajhub.normalizers.langgraph import is_graph
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
@@ -41,11 +48,8 @@ def _details(span: Span, key: str) -> dict[str, Any]:
     text = get_str(span.attributes, f"gen_ai.usage.{key}")
     if text:
         value: Any = parse_json(text)
-        if value is None:
-            try:  # Python repr of a dict of ints; literal_eval evaluates literals only
-                value = ast.literal_eval(text)
-            except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
-                value = None
+        if value is None:  # Python repr of a dict of ints
+            value = parse_literal(text)
         if isinstance(value, dict):
             return value
     return {}

@@ -96,6 +96,10 @@ class OpenInference:
             kind = StepKind.MODEL
         elif raw_kind == "TOOL":
             kind = StepKind.TOOL
+        elif raw_kind == "AGENT" and get_str(attrs, "tool.name"):
+            # a tool run whose name says "agent" (a handoff tool, transfer_to_weather_agent):
+            # the name heuristic made it AGENT, but the run is a tool call
+            kind, rule = StepKind.TOOL, f"{rule} with tool.name (a tool run, name heuristic)"
         elif raw_kind in ("AGENT", "CHAIN"):
             graph, why = is_graph(span, trace, node_of)
             if graph:

@@ -24,7 +24,7 @@ from typing import Any
 
 from trajhub.normalizers.attrs import dig, get_int, get_str, parse_json, span_error, to_str
 from trajhub.normalizers.genai import MODEL_OPERATIONS, input_messages, model_name, model_usage
-from trajhub.normalizers.langgraph import tool_call_id_from_node_input
+from trajhub.normalizers.langgraph import runs_graph_nodes, tool_call_id_from_node_input
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.reading import ErrorInfo, SpanReading, StepKind, TraceView
 
@@ -32,6 +32,10 @@ SCOPES = ("opentelemetry.instrumentation.langchain", "opentelemetry.instrumentat
 _KIND = "traceloop.span.kind"
 _OP = "gen_ai.operation.name"
 _PROPS = "traceloop.association.properties."
+
+
+def node_of(span: Span) -> str:
+    return get_str(span.attributes, _PROPS + "langgraph_node") or ""
 
 
 def _is_wrapper(span: Span) -> bool:
@@ -92,7 +96,13 @@ class Traceloop:
             else:
                 kind, rule = StepKind.GRAPH, f"{_KIND}=workflow"
         elif _is_wrapper(span):
-            kind, rule = StepKind.GRAPH, f"{_OP}=invoke_agent wrapper of a graph run"
+            if any(get_str(c.attributes, _KIND) == "workflow" for c in trace.children(span)):
+                kind, rule = StepKind.GRAPH, f"{_OP}=invoke_agent wrapper of a graph run"
+            else:
+                # a nested graph's wrapper is empty: its run is the task span beside it
+                rule = f"{_OP}=invoke_agent wrapper without its workflow (a nested graph)"
+        elif tl_kind == "task" and runs_graph_nodes(span, trace, node_of):
+            kind, rule = StepKind.GRAPH, f"{_KIND}=task whose children are LangGraph nodes"
         else:
             rule = f"{_KIND}={tl_kind}" if tl_kind else f"{_OP}={operation}"
 
@@ -135,7 +145,7 @@ class Traceloop:
                 metadata["tool_call_id"] = call_id
             else:
                 warnings.append("tool call id not found")
-        elif _is_wrapper(span):
+        elif _is_wrapper(span) and kind is StepKind.GRAPH:
             name = get_str(attrs, "gen_ai.agent.name") or span.name.removeprefix("invoke_agent ")
             # the wrapper records no content; its workflow child has the run's input/output
             for child in trace.children(span):
@@ -143,6 +153,8 @@ class Traceloop:
                     input_text = input_text or _entity_input(child)
                     output_text = output_text or _entity_output(child)
                     break
+        elif kind is StepKind.GRAPH and tl_kind == "task":
+            name = get_str(attrs, "gen_ai.task.name", "traceloop.entity.name") or span.name
         elif kind is StepKind.GRAPH:
             name = get_str(attrs, "traceloop.workflow.name", "traceloop.entity.name") or span.name
 

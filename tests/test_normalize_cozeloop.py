@@ -16,7 +16,8 @@ import pytest
 
 from tests.normalize_support import FIXTURES, Skeleton, View, load_files, skeleton
 from trajhub.normalizers import derive
-from trajhub.normalizers.cozeloop import CONVENTIONS, NATIVE, OTEL, as_int, split_error
+from trajhub.normalizers.attrs import split_error, to_int
+from trajhub.normalizers.cozeloop import CONVENTIONS, NATIVE, OTEL
 from trajhub.normalizers.model import CozeLoopFields, Span
 from trajhub.normalizers.reading import SpanReading, StepKind
 from trajhub.normalizers.sources import span_from_cozeloop
@@ -324,8 +325,8 @@ def test_odd_otel_input_never_raises() -> None:
 
 
 def test_helpers() -> None:
-    assert as_int("42") == 42 and as_int(" 7 ") == 7 and as_int(3.0) == 3
-    assert as_int(True) is None and as_int("x") is None and as_int(2.5) is None
+    assert to_int("42") == 42 and to_int(" 7 ") == 7 and to_int(3.0) == 3
+    assert to_int(True) is None and to_int("x") is None and to_int(2.5) is None
     assert split_error("boom") == ("boom", "")
     assert split_error("a\n---\nnode path: [x]") == ("a", "a\n---\nnode path: [x]")
 
@@ -405,3 +406,29 @@ def test_derive_is_order_independent_for_js_batches() -> None:
     forward = derive(load_files(paths)).to_json()
     backward = derive(list(reversed(load_files(reversed(paths))))).to_json()
     assert forward == backward
+
+
+def test_cut_off_payloads_are_marked_truncated() -> None:
+    """cozeloop-go cuts a tag value over its size limit and lists the keys it cut in the system
+    tag `cut_off` (coze-dev/cozeloop-go internal/trace/span.go setCutOffTag): the step says so
+    (trajectory-rules 8), it does not look like a complete payload."""
+    raw = {
+        "span_id": "00000000000000a1",
+        "parent_id": "0",
+        "trace_id": "0123456789abcdef0123456789abcdef",
+        "started_at_micros": 1_000_000,
+        "duration_micros": 10,
+        "span_name": "get_weather",
+        "span_type": "tool",
+        "status_code": 0,
+        "input": '{"city": "Par',
+        "output": "Sunny",
+        "system_tags_string": {"cut_off": '["input"]'},
+    }
+    derivation = derive([span_from_cozeloop(raw)])
+    root = derivation.trajectory.root_step
+    assert root.metadata["payload_truncated"] == "true"
+    assert root.metadata["payload_truncated_fields"] == '["input"]'
+    plain = dict(raw, system_tags_string={})
+    plain_root = derive([span_from_cozeloop(plain)]).trajectory.root_step
+    assert "payload_truncated" not in plain_root.metadata

@@ -9,7 +9,7 @@ import pytest
 
 from tests.normalize_spans import span
 from tests.normalize_support import FIXTURES
-from trajhub.normalizers import Derivation, DerivationError, derive
+from trajhub.normalizers import Derivation, DerivationError, derive, root_ended
 from trajhub.normalizers.model import Span
 
 SCHEMA = json.loads((FIXTURES / "spec" / "trajectory.schema.json").read_text())
@@ -103,16 +103,28 @@ def test_duplicate_span_ids_choose_deterministically() -> None:
     two = derive([child, second, first])
     assert one.to_json() == two.to_json()
     assert one.trajectory.root_step.basic_info.duration == "50"
-    assert one.summary.root_ended
+    assert root_ended([first, second, child]) and root_ended([child, second, first])
     assert any("received 2 times" in w for w in one.warnings)
     # identical duplicates are silent and change nothing
     assert derive([child, child, second]).to_json() == derive([child, second]).to_json()
 
 
 def test_root_not_ended() -> None:
-    derivation = derive([span("a", "", "run", 10, 0, {OI: "AGENT"})])
-    assert not derivation.summary.root_ended
+    spans = [span("a", "", "run", 10, 0, {OI: "AGENT"})]
+    derivation = derive(spans)
+    assert not root_ended(spans)
     assert derivation.trajectory.root_step.basic_info.duration == "0"
+
+
+def test_root_ended_needs_a_span_without_any_parent() -> None:
+    # the builder hangs a trace whose root is missing under its earliest span, but the trace
+    # is not done: the real root (exported last) has yet to come
+    child = span("b", "a", "llm", 1, 2, {OI: "LLM"})
+    assert derive([child]).trajectory.root_step.id == "b"
+    assert not root_ended([child])
+    # Coze Loop's parent "0" and a zero-filled id mean "no parent"
+    assert root_ended([span("r", "0000000000000000", "run", 0, 5)])
+    assert root_ended([child, span("a", "", "run", 0, 5)])
 
 
 @pytest.mark.parametrize(

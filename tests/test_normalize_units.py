@@ -250,9 +250,10 @@ def test_traceloop_wrapper_is_the_graph_and_workflow_is_dropped() -> None:
     trajectory = derivation.trajectory
     assert [a.id for a in trajectory.agent_steps] == ["w"]
     assert trajectory.root_step.name == "G"
+    # not a chat state: the input/output object, in canonical JSON (rules 8)
     assert (trajectory.root_step.input, trajectory.root_step.output) == (
-        '{"inputs": 1}',
-        '{"outputs": 2}',
+        '{"inputs":1}',
+        '{"outputs":2}',
     )
     step = trajectory.agent_steps[0].steps[0]
     assert (step.name, step.parent_id, step.type) == ("M", "w", "model")
@@ -302,7 +303,8 @@ def test_langsmith_reasoning_from_usage_metadata() -> None:
     assert trajectory.root_step.metrics_info.input_tokens == 7  # chain usage not counted
 
 
-def test_openinference_subgraph_node_is_a_nested_graph() -> None:
+def test_openinference_subgraph_node_is_a_sub_agent() -> None:
+    """rules 7: a compiled graph running as a node of another is an agent activation."""
     meta = '{{"langgraph_node": "{}"}}'.format
     kind = "openinference.span.kind"
     spans = [
@@ -319,11 +321,11 @@ def test_openinference_subgraph_node_is_a_nested_graph() -> None:
     trajectory = derive(spans).trajectory
     assert [(a.id, a.parent_id) for a in trajectory.agent_steps] == [("r", ""), ("n", "r")]
     assert [(s.type, s.id) for s in trajectory.agent_steps[0].steps] == [
-        ("graph", "n"),
+        ("agent", "n"),
         ("model", "m"),
     ]
     assert [(s.type, s.id, s.parent_id) for s in trajectory.agent_steps[1].steps] == [
         ("tool", "t", "n")
     ]
     root_metrics = trajectory.root_step.metrics_info
-    assert root_metrics.tool_step_proportion == 0.5  # graph steps are not in the denominator
+    assert root_metrics.tool_step_proportion == 0.5  # agent steps are not in the denominator

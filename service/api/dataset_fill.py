@@ -19,7 +19,8 @@ import asyncpg
 import orjson
 from pydantic import BaseModel, ConfigDict, create_model
 
-from trajhub.evaluators import expectations_from_trajectory, parse_trajectory
+from trajhub.evaluators import expectations_from_trajectory
+from trajhub.normalizers.item_fields import item_fields
 from trajhub.service.api.trajectories import trajectory_filter
 from trajhub.storage import datasets, trajectory_reads
 
@@ -75,14 +76,18 @@ class FillOutcome:
                 "not_final": self.not_final, "item_ids": self.added}
 
 
-def item_from_trajectory(trace_id: str, document: str, tags: Sequence[str]) -> datasets.NewItem:
-    """An item pre-filled from a trajectory: its input, its output as the reference, and what it
-    did as the expectations (to be pruned by a human). The snapshot keeps the document's bytes."""
+def item_from_trajectory(trace_id: str, document: str, tags: Sequence[str],
+                         input_pointer: str | None = None, output_pointer: str | None = None
+                         ) -> datasets.NewItem:
+    """An item pre-filled from a trajectory: the user's request as input, the final answer as the
+    reference (`normalizers.item_fields`; the pointers choose fields of custom graph states), and
+    what it did as the expectations (to be pruned by a human). The snapshot keeps the document's
+    bytes, and with them the rest of the run's state."""
     doc = orjson.loads(document)
-    view = parse_trajectory(doc)
+    fields = item_fields(doc, input_pointer=input_pointer, output_pointer=output_pointer)
     return datasets.NewItem(
-        input=datasets.json_text(view.input or None),
-        reference_output=datasets.json_text(view.output or None),
+        input=datasets.json_text(fields.input),
+        reference_output=datasets.json_text(fields.reference_output),
         expectations=orjson.dumps(expectations_from_trajectory(doc).to_dict()).decode(),
         trajectory=document,
         source_trace_id=trace_id,
@@ -120,7 +125,9 @@ async def _candidates_by_id(conn: asyncpg.Connection, project: str, trace_ids: S
 
 async def fill(conn: asyncpg.Connection, project: str, dataset: int, *,
                trace_ids: Sequence[str] | None, f: trajectory_reads.TrajectoryFilter | None,
-               sample_rate: float, limit: int, tags: Sequence[str]) -> FillOutcome:
+               sample_rate: float, limit: int, tags: Sequence[str],
+               input_pointer: str | None = None, output_pointer: str | None = None
+               ) -> FillOutcome:
     """Add up to `limit` sampled trajectories that the set does not hold yet."""
     outcome = FillOutcome()
     if trace_ids is not None:
@@ -159,7 +166,8 @@ async def fill(conn: asyncpg.Connection, project: str, dataset: int, *,
         rows = await trajectory_reads.trajectory_documents(
             conn, project, trajectory_reads.TrajectoryFilter(trace_ids=chunk, limit=len(chunk)))
         documents = {r["trace_id"]: r["document"] for r in rows}
-        items = [item_from_trajectory(t, documents[t], tags) for t in chunk if t in documents]
+        items = [item_from_trajectory(t, documents[t], tags, input_pointer, output_pointer)
+                 for t in chunk if t in documents]
         async with conn.transaction():
             added = await datasets.insert_items(conn, dataset, items)
         outcome.added += added

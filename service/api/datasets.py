@@ -8,9 +8,10 @@ from typing import Annotated, Any, Literal
 import orjson
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from trajhub.evaluators import Expectations, ExpectationsError, expectations_from_trajectory
+from trajhub.normalizers.item_fields import check_pointer
 from trajhub.service.api import dataset_fill, dataset_formats
 from trajhub.service.api.common import (
     Project,
@@ -95,6 +96,19 @@ class FillRequest(BaseModel):
                                "chosen by a hash of the trace id (stable across re-fills)")
     limit: int = Field(100, ge=1, le=100_000, description="add at most this many items")
     tags: list[str] = Field([], description="tags for the added items")
+    input_pointer: str | None = Field(
+        None, description="JSON pointer (RFC 6901) into the run's input giving the item's input, "
+                          "for custom graph states; default: the last user message's content")
+    output_pointer: str | None = Field(
+        None, description="JSON pointer (RFC 6901) into the run's output giving the item's "
+                          "reference output; default: the last assistant message's content")
+
+    @field_validator("input_pointer", "output_pointer")
+    @classmethod
+    def _pointer(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_pointer(value)  # PointerError is a ValueError: pydantic reports it as 422
+        return value
 
 
 @router.post("/datasets", status_code=201, summary="Create an evaluation set")
@@ -251,7 +265,8 @@ async def fill_dataset(rt: Rt, project: Project, name: str, body: FillRequest) -
     async with rt.db.acquire() as conn:
         outcome = await dataset_fill.fill(
             conn, project, dataset, trace_ids=trace_ids, f=f, sample_rate=body.sample_rate,
-            limit=body.limit, tags=body.tags)
+            limit=body.limit, tags=body.tags, input_pointer=body.input_pointer,
+            output_pointer=body.output_pointer)
     return json_response(outcome.to_dict())
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import asyncpg
 import orjson
 
-from trajhub.normalizers import NORMALIZER_VERSION, derive
+from trajhub.normalizers import NORMALIZER_VERSION, derive, root_ended
 from trajhub.normalizers.model import STATUS_ERROR, Span
 from trajhub.normalizers.playback import model_usage
 from trajhub.normalizers.trajectory import trajectory_to_json
@@ -70,13 +70,6 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
             s.started_at_ms * 1_000_000, s.duration_ms, s.step_count, s.model_step_count,
             s.tool_step_count, s.input_tokens, s.output_tokens, s.failed_model_steps,
             s.failed_tool_steps, s.has_error, orjson.dumps(model_usage(d.trajectory)).decode())
-
-
-def root_ended(spans: Sequence[Span]) -> bool:
-    """The trace's own root (a span with no parent at all) has arrived, ended. A trace whose
-    top span points at a parent not (yet) here — the real root is usually exported last — is
-    not done; if that parent never comes (a remote parent), MAX_OPEN_SECONDS finalizes it."""
-    return any(s.parent_span_id == "" and s.end_ns > 0 for s in spans)
 
 
 class Assembler:

@@ -1,0 +1,136 @@
+"""A set filled from trajectories holds the user's request and the final answer, and llm_judge
+sees the question, the run's answer and the reference as three different things.
+
+The judge is a scripted OpenAI-compatible server that checks what it receives: it passes a run
+only when its prompt carries exactly the expected question, answer and reference, each in its own
+section. Expected values come from the scripted run (tests/fake_agent.py), not from trajhub.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import httpx
+import pytest
+
+from tests.captures import replay_run
+from tests.harness import ServerProcess, TestDatabase, final_trajectory
+from tests.test_datasets_support import wait_evaluation
+
+QUESTION = "What's the weather in Paris, what is 2+3, and what is 1/0?"
+ANSWER = "It is sunny and 22C in Paris. 2 + 3 = 5. 1/0 is undefined (division by zero)."
+REFERENCE = "Paris: sunny, 22C. 2+3 = 5. Division by zero is undefined."
+RUN = "openinference/react.prebuilt.invoke"
+
+
+def sections(prompt: str) -> dict[str, str]:
+    """`<Title>\\nbody\\n</Title>` blocks of the judge prompt."""
+    return {m[0]: m[1] for m in re.findall(r"<([^<>/\n]+)>\n(.*?)\n</\1>", prompt, re.S)}
+
+
+class CheckingJudge(BaseHTTPRequestHandler):
+    """POST /v1/chat/completions: passes when the prompt's question, answer and reference are
+    the expected ones and three different texts; fails naming what it got otherwise."""
+
+    prompts: ClassVar[list[str]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        prompt = body["messages"][-1]["content"]
+        CheckingJudge.prompts.append(prompt)
+        got = sections(prompt)
+        seen = (got.get("Input"), got.get("Agent's final answer"), got.get("Reference output"))
+        ok = seen == (QUESTION, ANSWER, REFERENCE)
+        verdict = {"score": 1.0 if ok else 0.0, "passed": ok, "reason": json.dumps(seen)}
+        answer = json.dumps({
+            "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": json.dumps(verdict)}}],
+        }).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def judge_url() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), CheckingJudge)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def judged_server(database: TestDatabase, judge_url: str,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    proc = ServerProcess.start(database.url, Path(tmp_path_factory.mktemp("item-fields")),
+                               extra_env={"TRAJHUB_JUDGE_URL": judge_url,
+                                          "TRAJHUB_JUDGE_MODEL": "judge-model"})
+    yield proc
+    proc.stop()
+
+
+@pytest.fixture(scope="module")
+def api(judged_server: ServerProcess) -> Iterator[httpx.Client]:
+    project = "t-items-" + uuid.uuid4().hex[:8]
+    trace_ids = replay_run(RUN, judged_server.http, judged_server.grpc, project)
+    with httpx.Client(base_url=judged_server.http + "/api/v1",
+                      headers={"trajhub-project": project}, timeout=30) as client:
+        for trace_id in trace_ids:
+            final_trajectory(client, judged_server.http, project, trace_id)
+        yield client
+
+
+def _fill(api: httpx.Client, name: str, **options: Any) -> dict[str, Any]:
+    assert api.post("/datasets", json={"name": name}).status_code == 201
+    r = api.post(f"/datasets/{name}/fill",
+                 json={"query": {"agent": "LangGraph"}, "limit": 1, **options})
+    assert r.status_code == 200, r.text
+    (item,) = api.get(f"/datasets/{name}/items").json()["items"]
+    return item  # type: ignore[no-any-return]
+
+
+def test_fill_takes_the_request_and_the_final_answer(api: httpx.Client) -> None:
+    item = _fill(api, "chat")
+    assert item["input"] == QUESTION
+    assert item["reference_output"] == ANSWER
+
+
+def test_fill_pointers(api: httpx.Client) -> None:
+    # the run's input as stored is its message list: the pointer picks the first message's text
+    item = _fill(api, "pointed", input_pointer="/0/content", output_pointer="/role")
+    assert (item["input"], item["reference_output"]) == (QUESTION, "assistant")
+    r = api.post("/datasets/pointed/fill", json={"trace_ids": [], "input_pointer": "0/content"})
+    assert r.status_code == 422 and "JSON pointer" in r.text
+
+
+def test_judge_sees_question_answer_and_reference_apart(api: httpx.Client,
+                                                        judged_server: ServerProcess) -> None:
+    item = _fill(api, "judged")
+    # a human curates the reference: it is no longer the run's own answer
+    r = api.patch(f"/datasets/judged/items/{item['id']}", json={"reference_output": REFERENCE})
+    assert r.status_code == 200, r.text
+    CheckingJudge.prompts.clear()
+    r = api.post("/evaluations", json={"dataset": "judged", "evaluators": [{"name": "llm_judge"}]})
+    assert r.status_code == 202, r.text
+    run = wait_evaluation(api, judged_server.http, api.headers["trajhub-project"], r.json()["id"])
+    (result,) = api.get(f"/evaluations/{run['id']}/results").json()["items"]
+    assert result["passed"] is True, result["reason"]
+    (prompt,) = CheckingJudge.prompts
+    got = sections(prompt)
+    assert got["Input"] == QUESTION
+    assert got["Agent's final answer"] == ANSWER
+    assert got["Reference output"] == REFERENCE

@@ -1,0 +1,274 @@
+"""Multi-agent runs (trajectory-rules §7) under every instrumentation, against ground truth.
+
+Every capture `tests/fixtures/real-clients/<client>/<shape>.<graph>.<mode>/` of a shape with a
+ground-truth file (`real-clients/ground_truth/<shape>.json`, written from the scripted models'
+turns, never from trajhub) must give:
+
+- one agent step per activation, named after the agent, in activation order, under the right
+  parent (or inside the right tool, for an agent called from a tool);
+- each activation's own model, tool and sub-agent steps, in order (parallel tool calls in any
+  order among themselves), with the scripted payloads (rules §8);
+- handoff tool steps marked `handoff` / `handoff_to`;
+- token totals per activation and for the root;
+- the run's error on the root when the run raised, and only then.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.normalize_support import REAL, capture_sets, load_traces
+from trajhub.normalizers import derive
+from trajhub.normalizers.trajectory import AgentStep, Step, Trajectory
+
+CAPTURES = capture_sets()
+GROUND_TRUTH = REAL / "ground_truth"
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _cases() -> list[tuple[str, str]]:
+    """(capture name, shape) of every capture whose shape has a ground truth."""
+    shapes = {p.stem for p in GROUND_TRUTH.glob("*.json")}
+    out = []
+    for name in sorted(CAPTURES):
+        parts = name.split("/")
+        if len(parts) == 3 and parts[1].split(".")[0] in shapes:
+            out.append((name, parts[1].split(".")[0]))
+    return out
+
+
+CASES = _cases()
+
+
+def _truth(shape: str) -> dict[str, Any]:
+    return json.loads((GROUND_TRUTH / f"{shape}.json").read_text())  # type: ignore[no-any-return]
+
+
+def _run(files: list[Path]) -> Trajectory:
+    traces = load_traces(files)
+    spans = max(traces.values(), key=lambda s: (len(s), s[0].trace_id))
+    return derive(spans).trajectory
+
+
+def _owner(trajectory: Trajectory) -> dict[str, tuple[int, Step]]:
+    """step id → (index of the agent step that holds it, the step)."""
+    return {
+        step.id: (index, step)
+        for index, agent in enumerate(trajectory.agent_steps)
+        for step in agent.steps
+    }
+
+
+def _parent(trajectory: Trajectory, agent: AgentStep) -> tuple[int | None, str | None]:
+    """(index of the parent activation, name of the tool it ran in, if any)."""
+    ids = [a.id for a in trajectory.agent_steps]
+    if agent.parent_id in ids:
+        return ids.index(agent.parent_id), None
+    owner = _owner(trajectory).get(agent.parent_id)
+    if owner is not None and owner[1].type == "tool":
+        return owner[0], owner[1].name
+    return None, None
+
+
+def _shape_of_steps(steps: list[tuple[str, str, Any]]) -> list[tuple[str, str]]:
+    """(type, name) in order, consecutive steps of one parallel group sorted among themselves."""
+    out: list[tuple[str, str]] = []
+    group: list[tuple[str, str]] = []
+    current: Any = None
+    for kind, name, parallel in [*steps, ("", "", None)]:
+        if parallel is not None and parallel == current:
+            group.append((kind, name))
+            continue
+        out.extend(sorted(group))
+        group, current = [(kind, name)], parallel
+    return [s for s in out if s[0]]
+
+
+def _expected_steps(activation: dict[str, Any]) -> list[tuple[str, str]]:
+    return _shape_of_steps(
+        [
+            (s["type"], s.get("name") or s.get("agent") or "", s.get("parallel_group"))
+            for s in activation["steps"]
+        ]
+    )
+
+
+def _actual_steps(agent: AgentStep, expected: dict[str, Any]) -> list[tuple[str, str]]:
+    groups = {s["name"]: s.get("parallel_group") for s in expected["steps"] if s["type"] == "tool"}
+    steps = []
+    for step in agent.steps:
+        if step.type in ("agent", "graph"):
+            steps.append(("agent", step.name, None))
+        else:
+            name = "" if step.type == "model" else step.name
+            steps.append((step.type, name, groups.get(step.name) if step.type == "tool" else None))
+    return _shape_of_steps(steps)
+
+
+def _replace_steps(agent: AgentStep, steps: list[Step]) -> AgentStep:
+    return replace(agent, steps=steps)
+
+
+@pytest.mark.parametrize(("capture", "shape"), CASES)
+def test_activations(capture: str, shape: str) -> None:
+    truth = _truth(shape)
+    trajectory = _run(CAPTURES[capture])
+    agents = trajectory.agent_steps
+    assert [a.name for a in agents] == [a["agent"] for a in truth["activations"]]
+    for agent, expected in zip(agents, truth["activations"], strict=True):
+        assert _parent(trajectory, agent) == (expected["parent"], expected["via_tool"]), agent.name
+        own = _replace_steps(
+            agent,
+            [
+                s
+                for s in agent.steps
+                if not (
+                    s.type in ("agent", "graph")
+                    and any(a.id == s.id and _parent(trajectory, a)[1] is not None for a in agents)
+                )
+            ],
+        )
+        assert _actual_steps(own, expected) == _expected_steps(expected), agent.name
+
+
+@pytest.mark.parametrize(("capture", "shape"), CASES)
+def test_tokens_per_agent_and_root(capture: str, shape: str) -> None:
+    truth = _truth(shape)
+    trajectory = _run(CAPTURES[capture])
+    root = trajectory.root_step.metrics_info
+    assert (root.input_tokens, root.output_tokens) == (
+        truth["root"]["input_tokens"],
+        truth["root"]["output_tokens"],
+    )
+    for agent, expected in zip(trajectory.agent_steps, truth["activations"], strict=True):
+        metrics = agent.metrics_info
+        assert (metrics.input_tokens, metrics.output_tokens) == (
+            expected["input_tokens"],
+            expected["output_tokens"],
+        ), agent.name
+
+
+@pytest.mark.parametrize(("capture", "shape"), CASES)
+def test_root_error(capture: str, shape: str) -> None:
+    truth = _truth(shape)
+    trajectory = _run(CAPTURES[capture])
+    error = trajectory.root_step.basic_info.error
+    if truth["root"]["error"] is None:
+        assert error is None
+    else:
+        assert error is not None
+        assert truth["root"]["error"]["message"] in error.msg
+
+
+@pytest.mark.parametrize(("capture", "shape"), CASES)
+def test_steps_and_payloads(capture: str, shape: str) -> None:
+    truth = _truth(shape)
+    trajectory = _run(CAPTURES[capture])
+    for agent, expected in zip(trajectory.agent_steps, truth["activations"], strict=True):
+        models = [s for s in agent.steps if s.type == "model"]
+        want_models = [s for s in expected["steps"] if s["type"] == "model"]
+        for step, want in zip(models, want_models, strict=True):
+            message: dict[str, Any] = {"content": want["content"], "role": "assistant"}
+            if want["tool_calls"]:
+                message["tool_calls"] = want["tool_calls"]
+            assert step.output == canonical(message), agent.name
+            assert step.model_info is not None
+            assert (step.model_info.input_tokens, step.model_info.output_tokens) == (
+                want["input_tokens"],
+                want["output_tokens"],
+            )
+        tools = sorted(
+            (s for s in agent.steps if s.type == "tool"),
+            key=lambda s: s.metadata.get("tool_call_id", ""),
+        )
+        want_tools = sorted(
+            (s for s in expected["steps"] if s["type"] == "tool"),
+            key=lambda s: str(s["tool_call_id"]),
+        )
+        for step, want in zip(tools, want_tools, strict=True):
+            assert step.name == want["name"]
+            assert step.metadata.get("tool_call_id") == want["tool_call_id"]
+            assert step.input == canonical(want["arguments"])
+            assert (step.basic_info.error is not None) == (want["error"] is not None), step.name
+            if want["error"] is None and want["handoff_to"] is None:
+                assert step.output == want["output"]
+            if want["handoff_to"] is not None:
+                assert step.metadata.get("handoff") == "true"
+                assert step.metadata.get("handoff_to") == want["handoff_to"]
+            else:
+                assert "handoff" not in step.metadata
+
+
+def test_every_shape_is_captured_under_several_instrumentations() -> None:
+    clients: dict[str, set[str]] = {}
+    for capture, shape in CASES:
+        clients.setdefault(shape, set()).add(capture.split("/")[0])
+    assert clients and all(len(c) >= 2 for c in clients.values()), clients
+
+
+def _oi_run(*, last_fails: bool, retried: bool, root_output: str = "") -> Trajectory:
+    from tests.normalize_spans import span
+    from trajhub.normalizers.model import STATUS_ERROR
+
+    kind = "openinference.span.kind"
+    node = '{{"langgraph_node": "{}"}}'.format
+    spans = [
+        span("r", "", "LangGraph", 0, 100, {kind: "CHAIN", "output.value": root_output}),
+        span("m", "r", "llm", 1, 10, {kind: "LLM", "metadata": node("agent")}),
+        span(
+            "t",
+            "r",
+            "book",
+            11,
+            20,
+            {kind: "TOOL", "tool.name": "book", "metadata": node("tools")},
+            status=STATUS_ERROR if last_fails else 0,
+            message="ValueError: rejected",
+        ),
+    ]
+    if retried:
+        spans.append(span("m2", "r", "llm", 21, 30, {kind: "LLM", "metadata": node("agent")}))
+    return derive(spans).trajectory
+
+
+def test_root_carries_the_error_only_its_failed_last_step_recorded() -> None:
+    """rules 7: some instrumentations mark only the failing child; a run whose last call failed
+    and that produced no output ended in that error."""
+    failed = _oi_run(last_fails=True, retried=False)
+    error = failed.root_step.basic_info.error
+    assert error is not None and error.msg == "ValueError: rejected"
+    assert failed.root_step.metadata["error_from_step"] == "t"
+    # a failed call the agent recovered from (the model ran again) is not the run's error
+    assert _oi_run(last_fails=True, retried=True).root_step.basic_info.error is None
+    # nor is one of a run that answered
+    answered = _oi_run(last_fails=True, retried=False, root_output='{"messages": []}')
+    assert answered.root_step.basic_info.error is None
+    assert _oi_run(last_fails=False, retried=False).root_step.basic_info.error is None
+
+
+def test_a_tool_named_transfer_to_is_a_handoff_only_to_an_agent() -> None:
+    from tests.normalize_spans import span
+
+    kind = "openinference.span.kind"
+    spans = [
+        span("r", "", "LangGraph", 0, 100, {kind: "CHAIN", "output.value": "done"}),
+        span("m", "r", "llm", 1, 10, {kind: "LLM", "metadata": '{"langgraph_node": "agent"}'}),
+        span(
+            "t",
+            "r",
+            "transfer_to_savings",
+            11,
+            20,
+            {kind: "TOOL", "tool.name": "transfer_to_savings", "output.value": "moved 10 EUR"},
+        ),
+    ]
+    (tool,) = [s for s in derive(spans).trajectory.agent_steps[0].steps if s.type == "tool"]
+    assert "handoff" not in tool.metadata  # no agent called "savings" ran: a banking tool
