@@ -136,8 +136,14 @@ def _normalize(name: str) -> str:
 
 
 def test_every_imported_third_party_module_is_a_declared_dependency() -> None:
+    # runtime dependencies, and the extras a user installs for an optional integration (for
+    # example `langchain` for RecordedTools.langchain_tools); not the test or capture tooling
+    runtime = list(PYPROJECT["project"]["dependencies"])
+    for extra, requirements in PYPROJECT["project"]["optional-dependencies"].items():
+        if extra not in ("test", "capture"):
+            runtime += requirements
     declared = {_normalize(re.match(r"[A-Za-z0-9._-]+", r).group())  # type: ignore[union-attr]
-                for r in PYPROJECT["project"]["dependencies"]}
+                for r in runtime}
     providers = importlib.metadata.packages_distributions()
     imported = _imported_modules()
     assert "fastapi" in imported and "asyncpg" in imported  # the walk sees the real imports

@@ -81,8 +81,8 @@ def test_regression_report_by_run_name_and_by_evaluation(
             "dataset": "sums", "baseline": {"run": "v1"}, "candidate": {"run": "v2"}})
         assert by_name.status_code == 200, by_name.text
         by_evaluation = c.post(f"{api}/regressions", json={
-            "baseline": {"evaluation": v1.evaluation["id"]},
-            "candidate": {"evaluation": v2.evaluation["id"]}})
+            "baseline": {"evaluation": v1.evaluation.id},
+            "candidate": {"evaluation": v2.evaluation.id}})
         assert by_evaluation.status_code == 200, by_evaluation.text
         bad = c.post(f"{api}/regressions", json={"baseline": {"run": "v1"},
                                                  "candidate": {"run": "v2"}})
@@ -97,8 +97,8 @@ def test_regression_report_by_run_name_and_by_evaluation(
 
     for report in (by_name.json(), by_evaluation.json()):
         assert report["dataset"] == "sums"
-        assert report["baseline"]["evaluation"] == v1.evaluation["id"]
-        assert report["candidate"]["evaluation"] == v2.evaluation["id"]
+        assert report["baseline"]["evaluation"] == v1.evaluation.id
+        assert report["candidate"]["evaluation"] == v2.evaluation.id
         items = {i["item_id"]: i for i in report["items"]}
         assert list(items) == ids
         longer, same = items[ids[0]], items[ids[1]]
