@@ -23,8 +23,8 @@ import pytest
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 #: Until the project list exists (GET /api/v1/projects), the UI asks for it, gets a 404 and falls
-#: back to a free-text project field; Chromium logs that 404 as a console error.
-EXPECTED_MISSING = ("/api/v1/projects",)
+#: back to a free-text project field.
+EXPECTED_FAILURES = {(404, "/api/v1/projects")}
 
 #: where screenshots went in this run (printed by conftest.py's terminal summary)
 artifacts_used: list[Path] = []
@@ -83,6 +83,8 @@ class UiPage:
     shots: Path
     errors: list[str] = field(default_factory=list)
     external_requests: list[str] = field(default_factory=list)
+    #: (status, path) of every answer >= 400 the page received
+    failed_loads: list[tuple[int, str]] = field(default_factory=list)
 
     def open(self, fragment: str) -> None:
         self.page.goto(f"{self.base}/{fragment}")
@@ -92,10 +94,14 @@ class UiPage:
         self.page.screenshot(path=str(path), full_page=True)
         return path
 
-    def assert_clean(self) -> None:
+    def assert_clean(self, expected_failures: set[tuple[int, str]] = EXPECTED_FAILURES) -> None:
+        """No JavaScript error, nothing fetched from another host, no failed request but the
+        expected ones."""
         assert self.errors == [], "JavaScript errors in the console:\n" + "\n".join(self.errors)
         assert self.external_requests == [], ("requests to other hosts: "
                                              f"{self.external_requests}")
+        unexpected = [f for f in self.failed_loads if f not in expected_failures]
+        assert unexpected == [], f"failed requests: {unexpected}"
 
 
 @contextmanager
@@ -115,13 +121,16 @@ def browser_page(base: str, shots: Path, context_options: dict[str, Any] | None 
             ui = UiPage(page, base, shots)
 
             def on_console(message: Any) -> None:
-                if message.type != "error":
-                    return
-                url = (message.location or {}).get("url", "")
-                if (message.text.startswith("Failed to load resource")
-                        and urlsplit(url).path in EXPECTED_MISSING):
-                    return
-                ui.errors.append(f"{message.text} ({url})")
+                # a failed request is logged as a console error too: those are checked by
+                # status in assert_clean, the rest are the page's own errors
+                if message.type == "error" and not message.text.startswith(
+                        "Failed to load resource"):
+                    url = (message.location or {}).get("url", "")
+                    ui.errors.append(f"{message.text} ({url})")
+
+            def on_response(response: Any) -> None:
+                if response.status >= 400:
+                    ui.failed_loads.append((response.status, urlsplit(response.url).path))
 
             def on_request(request: Any) -> None:
                 parts = urlsplit(request.url)
@@ -131,6 +140,7 @@ def browser_page(base: str, shots: Path, context_options: dict[str, Any] | None 
             page.on("console", on_console)
             page.on("pageerror", lambda error: ui.errors.append(f"uncaught: {error}"))
             page.on("request", on_request)
+            page.on("response", on_response)
             yield ui
         finally:
             browser.close()

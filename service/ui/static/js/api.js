@@ -46,6 +46,20 @@ async function errorDetail(response) {
 }
 
 let pendingKey = null;
+let pendingChange = null;
+let keyListener = async () => {};
+
+/** `listener` runs once per new key, before the requests that waited for the key go on. */
+export function onNewKey(listener) {
+  keyListener = listener;
+}
+
+function keyChanged() {
+  if (!pendingChange) {
+    pendingChange = keyListener().finally(() => { pendingChange = null; });
+  }
+  return pendingChange;
+}
 
 /** Ask for an API key (once, however many requests got a 401 at the same time). */
 function askForKey(message) {
@@ -94,11 +108,13 @@ function buildUrl(path, query, project) {
  * Call the REST API. Returns the parsed JSON body (null for 204), or the Response itself with
  * `raw: true`. Throws ApiError for any other non-2xx answer.
  *   project: false to send none (e.g. GET /api/v1/projects)
+ *   keyListener: false for the requests of the new-key listener itself
  */
 export async function request(path, {method = "GET", query, body, headers = {},
-                                      raw = false, project = true} = {}) {
-  const url = buildUrl(path, query, project ? state.project : null);
+                                      raw = false, project = true, keyListener = true} = {}) {
   for (let attempt = 0; ; attempt++) {
+    // built per attempt: a new key may have pinned another project
+    const url = buildUrl(path, query, project ? state.project : null);
     const init = {method, headers: {...headers}};
     const key = apiKey();
     if (key) init.headers.Authorization = `Bearer ${key}`;
@@ -112,7 +128,7 @@ export async function request(path, {method = "GET", query, body, headers = {},
       if (key) sessionStorage.removeItem(KEY_STORAGE);
       const fresh = await askForKey(key ? `The server rejected the key (${detail}).` : detail);
       if (!fresh) throw new ApiError(401, detail);
-      document.dispatchEvent(new CustomEvent("trajhub:key"));
+      if (keyListener) await keyChanged();
       continue;
     }
     if (raw) return response;

@@ -1,6 +1,6 @@
 // The shell: hash routes, the project switcher, and one render per navigation.
 
-import {ApiError, apiKey, get, setProject, state} from "./api.js";
+import {ApiError, apiKey, get, onNewKey, setProject, state} from "./api.js";
 import {clear, h, notice} from "./dom.js";
 import {renderDataset, renderDatasets} from "./pages/datasets.js";
 import {renderEvaluation, renderEvaluations} from "./pages/evaluations.js";
@@ -90,7 +90,7 @@ let knownProjects = null;  // null: the server has no project list; the switcher
 
 async function loadProjects() {
   try {
-    const answer = await get("/api/v1/projects", null, {project: false});
+    const answer = await get("/api/v1/projects", null, {project: false, keyListener: false});
     knownProjects = answer.projects || [];
   } catch (error) {
     if (!(error instanceof ApiError) || (error.status !== 404 && error.status !== 405)) {
@@ -157,7 +157,7 @@ function renderSwitcher() {
 window.addEventListener("hashchange", render);
 // A new key may see other projects (or only its own): reload the list, and the page if the
 // key pinned another project.
-document.addEventListener("trajhub:key", async () => {
+onNewKey(async () => {
   const before = state.project;
   await loadProjects();
   if (state.project !== before) navigate(`/${currentRoute().path.split("/")[1] || "trajectories"}`);
