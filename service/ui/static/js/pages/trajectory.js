@@ -73,6 +73,8 @@ class TrajectoryView {
   }
 
   show({meta, doc}) {
+    // marks for bench/ui.py: how long the layout and the DOM take, apart from the fetch
+    performance.mark("trajhub:render-start");
     this.meta = meta;
     this.doc = doc;
     this.model = layout(doc);
@@ -82,6 +84,7 @@ class TrajectoryView {
     clear(this.el).append(this.header(), this.tabBar(), this.panel = h("div", {class: "tab-panel",
       role: "tabpanel", id: "tab-panel", "aria-labelledby": `tab-${this.tab}`}));
     this.renderTab();
+    performance.measure("trajhub:render", "trajhub:render-start");
   }
 
   header() {
