@@ -153,7 +153,8 @@ def main() -> int:
 
                 # measured in the page: the click's work, then the next frame (style, layout)
                 select.append(page.evaluate(f"""async () => {{
-                    const button = document.querySelectorAll('#step-table .step-button')[{bars // 2}];
+                    const buttons = document.querySelectorAll('#step-table .step-button');
+                    const button = buttons[{bars // 2}];
                     const start = performance.now();
                     button.click();
                     await new Promise((done) => requestAnimationFrame(() => setTimeout(done)));
