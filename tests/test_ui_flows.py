@@ -126,6 +126,7 @@ def test_list_filter_open_failed_step_and_add_to_dataset(server: ServerProcess,
         expect(items).to_have_count(1)
         expect(items).to_contain_text(react)
         expect(items).to_contain_text("search_web")
+        expect(items).to_contain_text("What's the weather in Paris, what is 2+3, and what is 1/0?")
         ui.shot("09-dataset")
         saved = httpx.get(f"{server.http}/api/v1/datasets/regressions/items",
                           params={"project": project}).json()["items"]
@@ -136,6 +137,13 @@ def test_list_filter_open_failed_step_and_add_to_dataset(server: ServerProcess,
             page.get_by_role("button", name="JSONL").click()
         lines = Path(download.value.path()).read_text().splitlines()
         assert [json.loads(line)["source_trace_id"] for line in lines] == [react]
+
+        page.get_by_role("link", name="Datasets", exact=True).first.click()
+        listed = page.locator("#dataset-table tbody tr")
+        expect(listed).to_have_count(1)
+        expect(listed).to_contain_text("regressions")
+        expect(listed.locator("td.num")).to_have_text("1")
+        ui.shot("10-datasets")
         ui.assert_clean()
 
 

@@ -134,3 +134,14 @@ export function payload(text, kind, missing) {
   }
   return pre(text, "text");
 }
+
+/** One line for a table cell: the (last) user message of a chat payload, else the text. */
+export function previewText(text) {
+  if (text === null || text === undefined) return "";
+  const messages = toMessages(parseJson(text));
+  if (messages) {
+    const user = [...messages].reverse().find((m) => m.role === "user") || messages.at(-1);
+    return typeof user.content === "string" ? user.content : JSON.stringify(user.content);
+  }
+  return String(text);
+}

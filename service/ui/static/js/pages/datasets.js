@@ -3,6 +3,7 @@
 import {del, download, enc, get, patch, post} from "../api.js";
 import {link, navigate} from "../app.js";
 import {append, clear, fmtInt, fmtTime, h, truncate} from "../dom.js";
+import {previewText} from "../payload.js";
 import {asText} from "./trajectory.js";
 
 export async function renderDatasets(ctx) {
@@ -84,7 +85,7 @@ function itemRow(set, item, onDeleted) {
     h("td", null, item.source_trace_id
       ? h("a", {href: link(`/trajectories/${item.source_trace_id}`), class: "mono small"},
         item.source_trace_id) : h("span", {class: "muted"}, "—")),
-    h("td", {class: "preview"}, truncate(asText(item.input), 160)),
+    h("td", {class: "preview"}, truncate(previewText(asText(item.input)), 160)),
     cell,
     h("td", null, (item.tags || []).join(", ")),
     h("td", null, fmtTime(item.created_at)),

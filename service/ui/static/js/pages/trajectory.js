@@ -174,10 +174,21 @@ class TrajectoryView {
     const table = this.stepTable(select);
     return h("div", {class: "timeline-layout"},
       h("div", {class: "timeline-main"},
-        this.model.lanes.length ? timeline(this.model, select)
-          : notice("This trajectory has no agent steps.", "info"),
+        this.model.lanes.length ? timeline(this.model, select) : this.rootOnly(),
         legend(), table),
       this.detail);
+  }
+
+  /** A trajectory of its root alone (no agent, model or tool step was kept under it). */
+  rootOnly() {
+    const root = this.doc.root_step || {};
+    const error = root.basic_info?.error;
+    return h("div", {class: "root-only"},
+      notice("Only the root span is in this trajectory: no agent, model or tool steps.", "info"),
+      error ? h("div", {class: "error-box"}, h("strong", null, `Error ${error.code ?? ""}: `),
+        error.msg || "(no message)") : null,
+      h("h3", null, "Input"), payload(root.input, "messages"),
+      h("h3", null, "Output"), payload(root.output, "messages"));
   }
 
   stepTable(onSelect) {
