@@ -3,6 +3,9 @@ and the evaluation-set item a run would become."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import httpx
 
 from tests import otlp_builders as b
@@ -95,3 +98,39 @@ def test_item_draft_is_what_a_fill_stores(server: ServerProcess, project: str) -
         assert item["reference_output"] == doc["reference_output"]
 
         assert api.get(f"/api/v1/trajectories/{'cd' * 16}/item-draft").status_code == 404
+
+
+STATIC = Path(__file__).parent.parent / "service" / "ui" / "static"
+_EXTERNAL = re.compile(r"""(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}""", re.IGNORECASE)
+
+
+def test_ui_shell_and_assets_are_served_from_the_package(server: ServerProcess) -> None:
+    with httpx.Client(base_url=server.http) as client:
+        shell = client.get("/")
+        assert shell.status_code == 200
+        assert shell.headers["content-type"].startswith("text/html")
+        # the browser may load scripts, styles and data from this origin only
+        csp = shell.headers["content-security-policy"]
+        assert "default-src 'self'" in csp and "script-src 'self'" in csp
+        assets = re.findall(r'(?:src|href)="(ui/[^"]+)"', shell.text)
+        assert "ui/js/app.js" in assets and "ui/style.css" in assets
+        for asset in assets:
+            response = client.get("/" + asset)
+            assert response.status_code == 200, asset
+            kind = "text/css" if asset.endswith(".css") else "text/javascript"
+            assert response.headers["content-type"].startswith(kind), asset
+        # every module on disk is preloaded by the shell (none is fetched late, none is missing)
+        modules = sorted(str(p.relative_to(STATIC.parent)).replace("static/", "ui/", 1)
+                         for p in STATIC.rglob("*.js"))
+        assert sorted(a for a in assets if a.endswith(".js")) == modules
+        assert client.get("/ui", follow_redirects=False).headers["location"] == "/"
+        # the OpenAPI description stays the API's
+        assert "/" not in client.get("/openapi.json").json()["paths"]
+
+
+def test_ui_references_no_other_host() -> None:
+    """Works offline: no CDN, font or script from another host in any shipped file."""
+    for path in STATIC.rglob("*"):
+        if path.is_file():
+            found = _EXTERNAL.findall(path.read_text())
+            assert found == [], f"{path.name} refers to another host: {found}"
