@@ -6,6 +6,7 @@ import {renderDataset, renderDatasets} from "./pages/datasets.js";
 import {renderEvaluation, renderEvaluations} from "./pages/evaluations.js";
 import {renderTrajectories} from "./pages/trajectories.js";
 import {renderTrajectory} from "./pages/trajectory.js";
+import {currentRoute, navigate} from "./router.js";
 
 const ROUTES = [
   [/^\/?$/, renderTrajectories, "trajectories"],
@@ -18,37 +19,6 @@ const ROUTES = [
 ];
 
 let generation = 0;
-
-/** Parse the location hash: "#/path?query" → {path, params}. */
-export function currentRoute() {
-  const raw = location.hash.replace(/^#/, "") || "/trajectories";
-  const [path, query = ""] = raw.split("?");
-  return {path, params: new URLSearchParams(query)};
-}
-
-/** A hash link to `path` with `params` (the project is always carried along). */
-export function link(path, params = {}) {
-  const query = new URLSearchParams();
-  for (const [key, value] of Object.entries(params)) {
-    if (value !== null && value !== undefined && value !== "") query.set(key, value);
-  }
-  query.set("project", state.project);
-  return `#${path}?${query}`;
-}
-
-export function navigate(path, params = {}) {
-  location.hash = link(path, params);
-}
-
-/** Replace the current hash without a re-render (e.g. the selected step). */
-export function replaceParams(changes) {
-  const {path, params} = currentRoute();
-  for (const [key, value] of Object.entries(changes)) {
-    if (value === null || value === undefined || value === "") params.delete(key);
-    else params.set(key, value);
-  }
-  history.replaceState(null, "", `#${path}?${params}`);
-}
 
 async function render() {
   const mine = ++generation;
@@ -154,6 +124,11 @@ function renderSwitcher() {
   box.append(form);
 }
 
+// the skip link moves focus; following its href would change the route
+document.getElementById("skip-link").addEventListener("click", (event) => {
+  event.preventDefault();
+  document.getElementById("main").focus();
+});
 window.addEventListener("hashchange", render);
 // A new key may see other projects (or only its own): reload the list, and the page if the
 // key pinned another project.

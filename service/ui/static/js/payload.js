@@ -145,3 +145,9 @@ export function previewText(text) {
   }
   return String(text);
 }
+
+/** An item field (JSON) as the payload text it came from. */
+export function asText(value) {
+  if (value === null || value === undefined) return "";
+  return typeof value === "string" ? value : JSON.stringify(value);
+}

@@ -1,10 +1,9 @@
 // Evaluation sets: the list, a set's items with their expectations (editable), exports.
 
 import {del, download, enc, get, patch, post} from "../api.js";
-import {link, navigate} from "../app.js";
+import {link, navigate} from "../router.js";
 import {append, clear, fmtInt, fmtTime, h, truncate} from "../dom.js";
-import {previewText} from "../payload.js";
-import {asText} from "./trajectory.js";
+import {asText, previewText} from "../payload.js";
 
 export async function renderDatasets(ctx) {
   const {main} = ctx;
@@ -21,7 +20,7 @@ export async function renderDatasets(ctx) {
       h("thead", null, h("tr", null, ["Set", "Description", "Items", "Updated"].map((c) =>
         h("th", {scope: "col"}, c)))),
       h("tbody", null, sets.items.length ? sets.items.map((s) => h("tr", null,
-        h("td", null, h("a", {href: link(`/datasets/${s.name}`)}, s.name)),
+        h("td", null, h("a", {href: link(`/datasets/${enc(s.name)}`)}, s.name)),
         h("td", null, s.description),
         h("td", {class: "num"}, fmtInt(s.item_count)),
         h("td", null, fmtTime(s.updated_at))))
@@ -32,7 +31,7 @@ export async function renderDatasets(ctx) {
       event.preventDefault();
       try {
         await post("/api/v1/datasets", {name: name.value.trim(), description: description.value});
-        navigate(`/datasets/${name.value.trim()}`);
+        navigate(`/datasets/${enc(name.value.trim())}`);
       } catch (error) {
         status.textContent = error.message;
         status.className = "failed-text";
@@ -90,11 +89,15 @@ function itemRow(set, item, onDeleted) {
     h("td", null, (item.tags || []).join(", ")),
     h("td", null, fmtTime(item.created_at)),
     h("td", null, h("button", {type: "button", "aria-label": `Delete item ${item.id}`,
-      onclick: async () => {
+      onclick: async (event) => {
         if (!confirm(`Delete item ${item.id}?`)) return;
-        await del(`/api/v1/datasets/${enc(set)}/items/${enc(item.id)}`);
-        row.remove();
-        onDeleted();
+        try {
+          await del(`/api/v1/datasets/${enc(set)}/items/${enc(item.id)}`);
+          row.remove();
+          onDeleted();
+        } catch (error) {
+          event.target.replaceWith(h("span", {class: "failed-text"}, error.message));
+        }
       }}, "Delete")));
   return row;
 }

@@ -1,7 +1,7 @@
 // Evaluation runs: pass rate and mean score per evaluator; a run's failed items with reasons.
 
 import {enc, get} from "../api.js";
-import {link} from "../app.js";
+import {link} from "../router.js";
 import {append, badge, clear, fmtInt, fmtPct, fmtScore, fmtTime, h, notice, pre} from "../dom.js";
 
 const REFRESH_MS = 2000;
@@ -33,7 +33,7 @@ export async function renderEvaluations(ctx) {
     aggregates.append(aggregateList(run));
     body.append(h("tr", null,
       h("td", null, h("a", {href: link(`/evaluations/${run.id}`)}, `#${run.id}`)),
-      h("td", null, h("a", {href: link(`/datasets/${run.dataset}`)}, run.dataset)),
+      h("td", null, h("a", {href: link(`/datasets/${enc(run.dataset)}`)}, run.dataset)),
       h("td", null, run.target === "live" ? `live · ${run.run}` : "snapshot"),
       h("td", null, badge(run.status)),
       h("td", {class: "num"}, `${fmtInt(run.done_items)} / ${fmtInt(run.item_count)}`),
@@ -68,7 +68,7 @@ export async function renderEvaluation(ctx) {
     append(clear(container), [
       h("div", {class: "crumbs"}, h("a", {href: link("/evaluations")}, "Evaluations"), " / "),
       h("h1", null, `Evaluation #${run.id} `, badge(run.status)),
-      h("p", null, "Set ", h("a", {href: link(`/datasets/${run.dataset}`)}, run.dataset),
+      h("p", null, "Set ", h("a", {href: link(`/datasets/${enc(run.dataset)}`)}, run.dataset),
         ` · ${run.target === "live" ? `live run ${run.run}` : "snapshot"} · started `,
         fmtTime(run.created_at), run.finished_at ? [" · finished ", fmtTime(run.finished_at)] : ""),
       run.error ? notice(run.error, "error") : null,

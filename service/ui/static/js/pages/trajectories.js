@@ -1,7 +1,7 @@
 // The trajectory list: filters, server-side pages (cursor), open trajectories refreshed.
 
 import {get} from "../api.js";
-import {link, navigate} from "../app.js";
+import {link, navigate} from "../router.js";
 import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, truncate} from "../dom.js";
 
 const REFRESH_MS = 2000;

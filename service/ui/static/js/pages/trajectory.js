@@ -2,9 +2,9 @@
 // tree, the explanation and the revision history; "Add to dataset" with editable expectations.
 
 import {ApiError, enc, get, patch, post, request} from "../api.js";
-import {link, replaceParams} from "../app.js";
+import {link, replaceParams} from "../router.js";
 import {append, badge, clear, fmtInt, fmtMs, fmtTime, h, notice, pre} from "../dom.js";
-import {payload} from "../payload.js";
+import {asText, payload} from "../payload.js";
 import {layout, stepDuration, stepError, stepLabel, stepStart, timeline} from "../timeline.js";
 
 const REFRESH_MS = 2000;
@@ -94,6 +94,7 @@ class TrajectoryView {
     const models = this.steps.filter(({step}) => step.type === "model").length;
     const tools = this.steps.filter(({step}) => step.type === "tool").length;
     const rootError = root.basic_info?.error;
+    const addStatus = h("span", {role: "status", class: "failed-text"});
     return h("header", {class: "page-head"},
       h("div", {class: "crumbs"}, h("a", {href: link("/trajectories")}, "Trajectories"), " / "),
       h("h1", null, root.name || "(unnamed)", " ", badge(this.meta.status || "?"),
@@ -114,7 +115,9 @@ class TrajectoryView {
         h("strong", null, "The run failed: "), rootError.msg || `code ${rootError.code}`) : null,
       h("div", {class: "actions"},
         h("button", {type: "button", class: "primary", id: "add-to-dataset",
-          onclick: () => addToDataset(this.traceId)}, "Add to dataset…")));
+          onclick: () => addToDataset(this.traceId).catch((error) => {
+            addStatus.textContent = `Cannot add to a dataset: ${error.message}`;
+          })}, "Add to dataset…"), addStatus));
   }
 
   tabBar() {
@@ -376,11 +379,6 @@ function revisionTable(data) {
 
 // ---------------------------------------------------------------- add to dataset
 
-/** An item field (JSON) as the payload text it came from. */
-export function asText(value) {
-  if (value === null || value === undefined) return "";
-  return typeof value === "string" ? value : JSON.stringify(value);
-}
 
 async function addToDataset(traceId) {
   const [draft, sets] = await Promise.all([
@@ -436,7 +434,7 @@ async function addToDataset(traceId) {
         await patch(`/api/v1/datasets/${enc(name)}/items/${enc(savedItem)}`, {expectations: edited});
       }
       status.className = "dialog-status ok-text";
-      clear(status).append("Added to ", h("a", {href: link(`/datasets/${name}`), id: "added-link",
+      clear(status).append("Added to ", h("a", {href: link(`/datasets/${enc(name)}`), id: "added-link",
         onclick: close}, name), ".");
     } catch (error) {
       status.className = "dialog-status failed-text";
