@@ -53,6 +53,21 @@ def test_list_filter_open_failed_step_and_add_to_dataset(server: ServerProcess,
         expect(rows).to_have_count(3)
         ui.shot("01-trajectories")
 
+        # errors: only the model_error run has a failed model step
+        page.get_by_label("Errors").select_option(label="failed model steps")
+        page.get_by_role("button", name="Apply").click()
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-trace-id", traces[MODEL_ERROR])
+        # time range: nothing started after 2100
+        page.get_by_role("link", name="Clear").click()
+        expect(rows).to_have_count(3)
+        page.get_by_label("From").fill("2100-01-01T00:00")
+        page.get_by_role("button", name="Apply").click()
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_contain_text("No trajectory matches these filters.")
+        page.get_by_role("link", name="Clear").click()
+        expect(rows).to_have_count(3)
+
         # filter: only the runs that called `divide` (model_error called no tool)
         page.get_by_label("Tool", exact=True).fill("divide")
         page.get_by_role("button", name="Apply").click()

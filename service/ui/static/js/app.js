@@ -6,7 +6,7 @@ import {renderDataset, renderDatasets} from "./pages/datasets.js";
 import {renderEvaluation, renderEvaluations} from "./pages/evaluations.js";
 import {renderTrajectories} from "./pages/trajectories.js";
 import {renderTrajectory} from "./pages/trajectory.js";
-import {currentRoute, navigate} from "./router.js";
+import {currentRoute, link, navigate} from "./router.js";
 
 const ROUTES = [
   [/^\/?$/, renderTrajectories, "trajectories"],
@@ -30,8 +30,10 @@ async function render() {
   }
   const main = document.getElementById("main");
   const route = ROUTES.find(([pattern]) => pattern.test(path));
-  for (const a of document.querySelectorAll("nav a[data-nav]")) {
-    if (route && a.dataset.nav === route[2]) a.setAttribute("aria-current", "page");
+  for (const a of document.querySelectorAll("a[data-nav]")) {
+    a.href = link(`/${a.dataset.nav}`);  // the project travels with every link
+    const here = route && a.closest("nav") && a.dataset.nav === route[2];
+    if (here) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }
   clear(main);

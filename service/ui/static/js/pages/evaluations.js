@@ -97,7 +97,9 @@ export async function renderEvaluation(ctx) {
           h("td", null, r.trace_id ? h("a", {href: link(`/trajectories/${r.trace_id}`)},
             "open trajectory") : h("span", {class: "muted"}, "—"))))))
         : h("p", {class: "muted"}, run.status === "running" ? "None so far." : "No failures.")]);
-    if (run.status === "running") setTimeout(() => { if (ctx.alive()) draw().catch(console.warn); }, REFRESH_MS);
+    if (run.status === "running") {
+      setTimeout(() => { if (ctx.alive()) draw().catch(console.warn); }, REFRESH_MS);
+    }
   };
   await draw();
 }

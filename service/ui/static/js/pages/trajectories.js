@@ -29,7 +29,8 @@ function toLocal(iso) {
   const d = new Date(iso);
   if (Number.isNaN(d.getTime())) return "";
   const p = (n) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}`;
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}` +
+    `T${p(d.getHours())}:${p(d.getMinutes())}`;
 }
 
 function apiQuery(params) {

@@ -329,7 +329,8 @@ function spanNode(span) {
 function spanTree(data) {
   const count = (spans) => spans.reduce((n, s) => n + 1 + count(s.children || []), 0);
   return h("div", {class: "span-tree", id: "span-tree"},
-    h("p", {class: "muted"}, `${count(data.spans)} spans as received, children under their parents. Open a span for its attributes.`),
+    h("p", {class: "muted"}, `${count(data.spans)} spans as received, children under their ` +
+      "parents. Open a span for its attributes."),
     h("ul", null, data.spans.map(spanNode)));
 }
 
@@ -359,7 +360,7 @@ function explanation(data) {
           h("td", null, s.kind),
           h("td", null, s.kept ? "kept" : "dropped"),
           h("td", {class: "mono small"}, s.rule),
-          h("td", null, s.kept ? (names.get(s.new_parent_id) || (s.new_parent_id ? s.new_parent_id : "—")) : ""),
+          h("td", null, s.kept ? names.get(s.new_parent_id) || s.new_parent_id || "—" : ""),
           h("td", {class: "small"}, s.convention),
           h("td", {class: "small"}, (s.warnings || []).join("; ")));
       }))));
