@@ -52,6 +52,22 @@ def test_list_filter_open_failed_step_and_add_to_dataset(server: ServerProcess,
         rows = page.locator("#trajectory-table tbody tr")
         expect(rows).to_have_count(3)
         ui.shot("01-trajectories")
+        every = [rows.nth(i).get_attribute("data-trace-id") for i in range(3)]
+        assert set(every) == set(traces.values())
+
+        # server-side pages: 2 rows, then the third, then back
+        ui.open(f"#/trajectories?project={project}&limit=2")
+        expect(rows).to_have_count(2)
+        assert [rows.nth(i).get_attribute("data-trace-id") for i in range(2)] == every[:2]
+        page.get_by_role("button", name="Next page →").click()
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-trace-id", every[2])
+        expect(page.get_by_role("button", name="Next page →")).to_have_count(0)
+        page.get_by_role("button", name="← Previous page").click()
+        expect(rows).to_have_count(2)
+        expect(rows.first).to_have_attribute("data-trace-id", every[0])
+        ui.open(f"#/trajectories?project={project}")
+        expect(rows).to_have_count(3)
 
         # errors: only the model_error run has a failed model step
         page.get_by_label("Errors").select_option(label="failed model steps")
@@ -143,10 +159,21 @@ def test_list_filter_open_failed_step_and_add_to_dataset(server: ServerProcess,
         expect(items).to_contain_text("search_web")
         expect(items).to_contain_text("What's the weather in Paris, what is 2+3, and what is 1/0?")
         ui.shot("09-dataset")
+
+        # edit the item's expectations in place: drop `add` from the expected tool order
+        items.get_by_role("button", name="Edit expectations").click()
+        in_place = items.get_by_label("Expectations (JSON)")
+        current = json.loads(in_place.input_value())
+        assert current["tools"][agent] == edited["tools"][agent]
+        order = [t for t in current["tool_order"] if t != "add"]
+        in_place.fill(json.dumps({**current, "tool_order": order}))
+        items.get_by_role("button", name="Save").click()
+        expect(items).to_contain_text("tool order " + " → ".join(order))
         saved = httpx.get(f"{server.http}/api/v1/datasets/regressions/items",
                           params={"project": project}).json()["items"]
         assert [i["source_trace_id"] for i in saved] == [react]
         assert saved[0]["expectations"]["tools"][agent] == edited["tools"][agent]
+        assert saved[0]["expectations"]["tool_order"] == order
 
         with page.expect_download() as download:
             page.get_by_role("button", name="JSONL").click()

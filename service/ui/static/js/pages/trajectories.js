@@ -5,7 +5,7 @@ import {link, navigate} from "../router.js";
 import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, truncate} from "../dom.js";
 
 const REFRESH_MS = 2000;
-const PAGE = 50;
+const PAGE = 50;  // rows per page; `limit=` in the address changes it (1–200)
 const TEXT_FILTERS = [["agent", "Agent"], ["tool", "Tool"], ["model", "Model"]];
 const ERRORS = [
   ["", "any"],
@@ -34,7 +34,8 @@ function toLocal(iso) {
 }
 
 function apiQuery(params) {
-  const query = {limit: PAGE, count: "true"};
+  const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);
+  const query = {limit, count: "true"};
   for (const key of ["start", "end", "agent", "tool", "model", "status", "q", "cursor"]) {
     if (params.get(key)) query[key] = params.get(key);
   }
