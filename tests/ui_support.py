@@ -8,7 +8,6 @@ unless TRAJHUB_REQUIRE_BROWSER=1 (CI), where a missing browser is a failure.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -144,7 +143,3 @@ def browser_page(base: str, shots: Path, context_options: dict[str, Any] | None 
             yield ui
         finally:
             browser.close()
-
-
-def only_digits(text: str) -> int:
-    return int(re.sub(r"\D", "", text))

@@ -3,7 +3,7 @@
 
 import {ApiError, enc, get, patch, post, request} from "../api.js";
 import {link, replaceParams} from "../router.js";
-import {append, badge, clear, fmtInt, fmtMs, fmtTime, h, notice, pre} from "../dom.js";
+import {append, badge, clear, fmtInt, fmtMs, fmtTime, h, notice, pre, truncate} from "../dom.js";
 import {asText, payload} from "../payload.js";
 import {layout, stepDuration, stepError, stepLabel, stepStart, timeline} from "../timeline.js";
 
@@ -315,12 +315,13 @@ function spanNode(span) {
   const details = h("details", {class: failed ? "failed" : null},
     h("summary", null, h("strong", null, span.name), " ",
       h("span", {class: "muted small"}, `${span.kind} · ${fmtMs(span.duration_ms)} · ${span.span_id}`),
-      failed ? h("span", {class: "failed-text"}, ` ✗ ${span.status.message || "error"}`) : ""),
+      failed ? h("span", {class: "failed-text", title: span.status.message},
+        ` ✗ ${truncate((span.status.message || "error").split("\n")[0], 120)}`) : ""),
     attrs);
   details.addEventListener("toggle", () => {
     if (!details.open || attrs.childElementCount) return;
-    attrs.append(pre(JSON.stringify({attributes: span.attributes, events: span.events,
-      resource: span.resource, scope: span.scope}, null, 2)));
+    attrs.append(pre(JSON.stringify({status: span.status, attributes: span.attributes,
+      events: span.events, resource: span.resource, scope: span.scope}, null, 2)));
   });
   return h("li", null, details, (span.children || []).length
     ? h("ul", null, span.children.map(spanNode)) : null);
