@@ -52,8 +52,8 @@ export function fmtMs(ms) {
 /** An RFC 3339 time (or Unix ms) in local time, "2026-11-22 09:29:48". */
 export function fmtTime(value) {
   if (value === null || value === undefined || value === "") return "—";
-  const d = typeof value === "number" ? new Date(value) : new Date(value);
-  if (Number.isNaN(d.getTime())) return String(value);
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) return typeof value === "number" ? "—" : String(value);
   const p = (n, w = 2) => String(n).padStart(w, "0");
   return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ` +
     `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
