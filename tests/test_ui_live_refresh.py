@@ -97,3 +97,20 @@ def test_list_and_trajectory_follow_an_open_run_until_final(server: ServerProces
         expect(revisions.first).to_contain_text("final")
         ui.shot("03-trajectory-final")
         ui.assert_clean()
+
+
+def test_a_trajectory_page_waits_for_a_trace_that_has_not_arrived(server: ServerProcess,
+                                                                   project: str) -> None:
+    from playwright.sync_api import expect
+
+    trace, root = b.new_trace_id(), b.new_span_id()
+    with browser_page(server.http, artifacts_dir("live-refresh")) as ui:
+        page = ui.page
+        ui.open(f"#/trajectories/{trace.hex()}?project={project}")
+        expect(page.locator(".notice")).to_contain_text("No trajectory for trace")
+        ui.shot("04-not-yet")
+        finish(server, project, trace, root)
+        expect(page.locator(".timeline .lane-name")).to_have_text(["supervisor"],
+                                                                  timeout=20_000)
+        ui.assert_clean({(404, f"/api/v1/trajectories/{trace.hex()}"),
+                         (404, "/api/v1/projects")})

@@ -27,16 +27,23 @@ async function fetchTrajectory(id, etag) {
 export async function renderTrajectory(ctx) {
   const {main, args: [traceId]} = ctx;
   let current;
-  try {
-    current = await fetchTrajectory(traceId);
-  } catch (error) {
-    if (!ctx.alive()) return;
-    main.append(h("h1", null, "Trajectory"), h("p", {class: "mono"}, traceId),
-      notice(error.status === 404 ? `No trajectory for trace ${traceId} in this project (yet).`
-        : error.status === 422 ? error.detail : error.message, "error"));
-    return;
+  for (;;) {
+    try {
+      current = await fetchTrajectory(traceId);
+      break;
+    } catch (error) {
+      if (!ctx.alive()) return;
+      clear(main).append(h("h1", null, "Trajectory"), h("p", {class: "mono"}, traceId),
+        notice(error.status === 404
+          ? `No trajectory for trace ${traceId} in this project yet; checking again…`
+          : error.status === 422 ? error.detail : error.message, "error"));
+      // the trace's spans may still be on their way: wait for them
+      if (error.status !== 404) return;
+      await new Promise((done) => setTimeout(done, REFRESH_MS));
+      if (!ctx.alive()) return;
+    }
   }
-  if (!ctx.alive()) return;
+  clear(main);
   const page = h("div", {class: "trajectory-page"});
   main.append(page);
   const view = new TrajectoryView(ctx, traceId, page);
