@@ -9,12 +9,15 @@ from fastapi.responses import JSONResponse
 from trajhub import __version__
 from trajhub.service.api import datasets as routes_datasets
 from trajhub.service.api import evaluations as routes_evaluations
+from trajhub.service.api import item_drafts as routes_item_drafts
 from trajhub.service.api import regressions as routes_regressions
 from trajhub.service.api import replay as routes_replay
+from trajhub.service.api import revisions as routes_revisions
 from trajhub.service.api import traces as routes_traces
 from trajhub.service.api import trajectories as routes_trajectories
 from trajhub.service.ingest import http as routes_ingest
 from trajhub.service.runtime import Runtime
+from trajhub.service.ui import mount as mount_ui
 from trajhub.storage.database import TRANSIENT_ERRORS
 
 DESCRIPTION = """\
@@ -66,5 +69,8 @@ def create_app(rt: Runtime) -> FastAPI:
     app.include_router(routes_datasets.router)
     app.include_router(routes_evaluations.router)
     app.include_router(routes_regressions.router)
+    app.include_router(routes_revisions.router)
+    app.include_router(routes_item_drafts.router)
+    mount_ui(app)
     return app
 

@@ -43,3 +43,17 @@ def server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
 def project() -> str:
     """A fresh project per test, so tests never see each other's data."""
     return "t-" + uuid.uuid4().hex[:12]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line on the browser tests: where their screenshots are, or why they were skipped."""
+    from tests import ui_support
+
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if "test_ui_" in r.nodeid]
+    if skipped:
+        longrepr = skipped[0].longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        terminalreporter.write_line(
+            f"browser tests: skipped {len(skipped)}: {reason.removeprefix('Skipped: ')}")
+    for path in ui_support.artifacts_used:
+        terminalreporter.write_line(f"browser test screenshots: {path}")

@@ -1,0 +1,52 @@
+"""REST: the evaluation-set item a trajectory would become, before anything is saved.
+
+A person adding a run to a set sees (and edits) the pre-filled expectations first; the draft is
+built by the same function as `POST /api/v1/datasets/{name}/fill`, so what is shown is what a
+fill stores.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import orjson
+from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel, Field
+
+from trajhub.service.api.common import Project, Rt, trace_id_param
+from trajhub.service.api.dataset_fill import item_from_trajectory
+from trajhub.storage import trajectory_reads
+
+router = APIRouter(prefix="/api/v1", tags=["datasets"])
+
+
+class ItemDraft(BaseModel):
+    source_trace_id: str
+    status: Literal["open", "final"] = Field(
+        description="the trajectory's status: only a final one can be added to a set")
+    input: Any = Field(description="the run's input, as the item would store it")
+    reference_output: Any = Field(description="the run's output, as the reference")
+    expectations: dict[str, Any] = Field(
+        description="agents, tools per agent, tool_order and trajectory: what the run did")
+
+
+@router.get("/trajectories/{trace_id}/item-draft", response_model=ItemDraft,
+            summary="The evaluation-set item this trajectory would become (nothing is stored)",
+            responses={404: {"description": "No trajectory for this trace (yet)"},
+                       422: {"description": "The trajectory could not be derived"}})
+async def item_draft(trace_id: str, rt: Rt, project: Project) -> ItemDraft:
+    trace_id = trace_id_param(trace_id)
+    async with rt.db.acquire() as conn:
+        row = await trajectory_reads.trajectory(conn, project, trace_id)
+    if row is None:
+        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
+                                 "(yet)")
+    if row["document"] is None:
+        raise HTTPException(422, f"trajectory could not be derived: {row['derivation_error']}")
+    item = item_from_trajectory(trace_id, row["document"], ())
+    return ItemDraft(
+        source_trace_id=trace_id, status=row["status"],
+        input=orjson.loads(item.input) if item.input is not None else None,
+        reference_output=(orjson.loads(item.reference_output)
+                          if item.reference_output is not None else None),
+        expectations=orjson.loads(item.expectations))

@@ -1,0 +1,46 @@
+"""REST: the revision history of a trajectory."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from fastapi import APIRouter, HTTPException
+from pydantic import BaseModel, Field
+
+from trajhub.service.api.common import Project, Rt, trace_id_param
+from trajhub.storage import revisions as revision_reads
+
+router = APIRouter(prefix="/api/v1", tags=["trajectories"])
+
+
+class Revision(BaseModel):
+    revision: int = Field(description="1 for the first derivation; each re-derivation adds 1")
+    status: Literal["open", "final"] = Field(
+        description="the status this revision reached before it was superseded (or now)")
+    derived_at: datetime = Field(description="when the trajectory worker derived it")
+    normalizer_version: str
+    step_count: int
+    input_tokens: int
+    output_tokens: int
+    derivation_error: str | None = Field(
+        description="why the spans could not be turned into a trajectory, if they could not")
+
+
+class Revisions(BaseModel):
+    revisions: list[Revision] = Field(description="newest first")
+
+
+@router.get("/trajectories/{trace_id}/revisions", response_model=Revisions,
+            summary="The revision history of a trajectory, newest first",
+            responses={404: {"description": "No trajectory for this trace (yet)"}})
+async def trajectory_revisions(trace_id: str, rt: Rt, project: Project) -> Revisions:
+    """A trajectory gets a new revision each time late spans or a re-derivation rebuild it;
+    each entry says what that revision held and whether it had become final."""
+    trace_id = trace_id_param(trace_id)
+    async with rt.db.acquire() as conn:
+        rows = await revision_reads.revisions(conn, project, trace_id)
+    if not rows:
+        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
+                                 "(yet)")
+    return Revisions(revisions=[Revision(**dict(r)) for r in rows])

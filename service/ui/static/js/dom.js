@@ -1,0 +1,88 @@
+// Small DOM and formatting helpers shared by every page.
+
+/** Create an element: h("a", {href: "#/x", class: "y", onclick: f}, "text", child, [more]). */
+export function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  if (attrs) {
+    for (const [key, value] of Object.entries(attrs)) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key === "class") el.className = value;
+      else if (key === "style") Object.assign(el.style, value);
+      else if (key === "dataset") Object.assign(el.dataset, value);
+      else if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+      else if (key === "value") el.value = value;
+      else if (value === true) el.setAttribute(key, "");
+      else el.setAttribute(key, String(value));
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : String(child));
+  }
+  return el;
+}
+
+export function clear(el) {
+  el.replaceChildren();
+  return el;
+}
+
+const intFormat = new Intl.NumberFormat("en-US");
+
+export function fmtInt(n) {
+  return n === null || n === undefined || Number.isNaN(Number(n)) ? "—" : intFormat.format(Number(n));
+}
+
+/** Milliseconds as "840 ms", "4.2 s", "3 m 12 s". */
+export function fmtMs(ms) {
+  if (ms === null || ms === undefined || ms === "") return "—";
+  const v = Number(ms);
+  if (Number.isNaN(v)) return "—";
+  if (v < 1000) return `${Math.round(v)} ms`;
+  if (v < 60_000) return `${(v / 1000).toFixed(v < 10_000 ? 2 : 1)} s`;
+  const m = Math.floor(v / 60_000);
+  return `${m} m ${Math.round((v % 60_000) / 1000)} s`;
+}
+
+/** An RFC 3339 time (or Unix ms) in local time, "2026-11-22 09:29:48". */
+export function fmtTime(value) {
+  if (value === null || value === undefined || value === "") return "—";
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) return typeof value === "number" ? "—" : String(value);
+  const p = (n, w = 2) => String(n).padStart(w, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ` +
+    `${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+export function fmtPct(x) {
+  return x === null || x === undefined ? "—" : `${(x * 100).toFixed(1)}%`;
+}
+
+export function fmtScore(x) {
+  return x === null || x === undefined ? "—" : Number(x).toFixed(3);
+}
+
+export function truncate(text, n) {
+  if (text === null || text === undefined) return "";
+  const s = String(text);
+  return s.length > n ? s.slice(0, n - 1) + "…" : s;
+}
+
+/** A status badge: "final", "open" (refreshing), "failed"… */
+export function badge(text, kind) {
+  return h("span", {class: `badge badge-${kind || text}`}, text);
+}
+
+/** A message block for loading, empty and error states. */
+export function notice(text, kind = "info") {
+  return h("p", {class: `notice notice-${kind}`, role: kind === "error" ? "alert" : null}, text);
+}
+
+export function pre(text, cls = "json") {
+  return h("pre", {class: cls, tabindex: "0"}, text);
+}

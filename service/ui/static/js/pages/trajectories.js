@@ -1,0 +1,163 @@
+// The trajectory list: filters, server-side pages (cursor), open trajectories refreshed.
+
+import {get} from "../api.js";
+import {link, navigate} from "../router.js";
+import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, truncate} from "../dom.js";
+
+const REFRESH_MS = 2000;
+const PAGE = 50;  // rows per page; `limit=` in the address changes it (1–200)
+const TEXT_FILTERS = [["agent", "Agent"], ["tool", "Tool"], ["model", "Model"]];
+const ERRORS = [
+  ["", "any"],
+  ["has_error", "with errors"],
+  ["failed_tool_steps", "failed tool steps"],
+  ["failed_model_steps", "failed model steps"],
+  ["no_error", "without errors"],
+];
+/** cursors of the pages before the current one, per filter set (for "Previous page") */
+const previousCursors = new Map();
+
+/** datetime-local value → RFC 3339 (UTC) for the API, and back. */
+function toIso(local) {
+  if (!local) return "";
+  const d = new Date(local);
+  return Number.isNaN(d.getTime()) ? "" : d.toISOString();
+}
+
+function toLocal(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "";
+  const p = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}` +
+    `T${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+function apiQuery(params) {
+  const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);
+  const query = {limit, count: "true"};
+  for (const key of ["start", "end", "agent", "tool", "model", "status", "q", "cursor"]) {
+    if (params.get(key)) query[key] = params.get(key);
+  }
+  const errors = params.get("errors");
+  if (errors === "no_error") query.has_error = "false";
+  else if (errors) query[errors] = "true";
+  return query;
+}
+
+function filterForm(params) {
+  const field = (id, text, control) => h("div", {class: "field"},
+    h("label", {for: id}, text), control);
+  const textInput = (name) => h("input", {id: `f-${name}`, name, type: "text", size: 12,
+    value: params.get(name) || "", spellcheck: "false"});
+  const form = h("form", {class: "filters", role: "search", "aria-label": "Filter trajectories",
+    onsubmit: (event) => {
+      event.preventDefault();
+      const data = new FormData(form);
+      const next = {};
+      for (const [key, value] of data.entries()) if (value) next[key] = value;
+      next.start = toIso(next.start);
+      next.end = toIso(next.end);
+      navigate("/trajectories", next);
+    }},
+  field("f-start", "From", h("input", {id: "f-start", name: "start", type: "datetime-local",
+    value: toLocal(params.get("start"))})),
+  field("f-end", "To", h("input", {id: "f-end", name: "end", type: "datetime-local",
+    value: toLocal(params.get("end"))})),
+  TEXT_FILTERS.map(([name, text]) => field(`f-${name}`, text, textInput(name))),
+  field("f-status", "Status", h("select", {id: "f-status", name: "status"},
+    [["", "any"], ["open", "open"], ["final", "final"]].map(([value, text]) =>
+      h("option", {value, selected: (params.get("status") || "") === value}, text)))),
+  field("f-errors", "Errors", h("select", {id: "f-errors", name: "errors"},
+    ERRORS.map(([value, text]) =>
+      h("option", {value, selected: (params.get("errors") || "") === value}, text)))),
+  field("f-q", "Text in input or output", h("input", {id: "f-q", name: "q", type: "search",
+    size: 22, value: params.get("q") || ""})),
+  h("div", {class: "field buttons"},
+    h("button", {type: "submit", class: "primary"}, "Apply"),
+    h("a", {href: link("/trajectories"), class: "button"}, "Clear")));
+  return form;
+}
+
+function stepsCell(item) {
+  return h("td", {class: "num"}, fmtInt(item.step_count),
+    h("span", {class: "muted small"}, ` (${item.model_step_count} model · ${item.tool_step_count} tool)`));
+}
+
+function statusCell(item) {
+  const parts = [badge(item.status)];
+  const failed = item.failed_tool_steps + item.failed_model_steps;
+  if (item.derivation_error) parts.push(" ", badge("not derived", "failed"));
+  else if (failed) {
+    parts.push(" ", h("span", {class: "failed-text"},
+      `${failed} failed ${failed === 1 ? "step" : "steps"}`));
+  } else if (item.has_error) parts.push(" ", h("span", {class: "failed-text"}, "error"));
+  return h("td", null, parts);
+}
+
+function row(item) {
+  return h("tr", {class: item.has_error ? "has-error" : null, dataset: {traceId: item.trace_id}},
+    h("td", null, h("a", {href: link(`/trajectories/${item.trace_id}`)},
+      item.root_name || "(unnamed)"),
+    h("div", {class: "muted small mono"}, item.trace_id)),
+    h("td", null, (item.agent_names || []).join(", ") || h("span", {class: "muted"}, "—")),
+    stepsCell(item),
+    h("td", {class: "num", title: "input → output tokens"},
+      `${fmtInt(item.input_tokens)} → ${fmtInt(item.output_tokens)}`),
+    h("td", {class: "num"}, fmtMs(item.duration_ms)),
+    statusCell(item),
+    h("td", {class: "nowrap"}, fmtTime(item.start_time)),
+    h("td", {class: "preview"}, truncate(item.input_preview ?? "", 120)));
+}
+
+export async function renderTrajectories(ctx) {
+  const {main, params} = ctx;
+  main.append(h("h1", null, "Trajectories"), filterForm(params));
+  const summary = h("p", {class: "summary", "aria-live": "polite"});
+  const table = h("table", {class: "grid", id: "trajectory-table"},
+    h("caption", {class: "sr-only"}, "Trajectories, newest first"),
+    h("thead", null, h("tr", null, ["Root", "Agents", "Steps", "Tokens (in → out)", "Duration",
+      "Status", "Started", "Input"].map((c) => h("th", {scope: "col"}, c)))));
+  const body = h("tbody");
+  table.append(body);
+  const pager = h("nav", {class: "pager", "aria-label": "Pages"});
+  main.append(summary, table, pager);
+
+  const filterKey = [...params.entries()].filter(([k]) => k !== "cursor" && k !== "project")
+    .map(([k, v]) => `${k}=${v}`).join("&");
+  const cursor = params.get("cursor") || "";
+
+  async function load() {
+    const page = await get("/api/v1/trajectories", apiQuery(params));
+    if (!ctx.alive()) return;
+    clear(body).append(...page.items.map(row));
+    const open = page.items.filter((i) => i.status === "open").length;
+    summary.textContent = (page.total !== undefined ? `${fmtInt(page.total)} trajectories` :
+      `${page.items.length} trajectories on this page`) +
+      (open ? ` · ${open} open, refreshing` : "");
+    if (!page.items.length) body.append(h("tr", null, h("td", {colspan: 8, class: "muted"},
+      "No trajectory matches these filters.")));
+    clear(pager);
+    const stack = previousCursors.get(filterKey) || [];
+    if (cursor) {
+      pager.append(h("button", {type: "button", onclick: () => {
+        const before = stack.pop();
+        navigate("/trajectories", {...Object.fromEntries(params), cursor: before || ""});
+      }}, "← Previous page"), " ");
+    }
+    if (page.next_cursor) {
+      pager.append(h("button", {type: "button", id: "next-page", onclick: () => {
+        stack.push(cursor);
+        previousCursors.set(filterKey, stack);
+        navigate("/trajectories", {...Object.fromEntries(params), cursor: page.next_cursor});
+      }}, "Next page →"));
+    }
+    if (open) setTimeout(() => { if (ctx.alive()) load().catch(showError); }, REFRESH_MS);
+  }
+
+  function showError(error) {
+    if (ctx.alive()) summary.replaceWith(notice(String(error.message || error), "error"));
+  }
+
+  await load();
+}

@@ -1,0 +1,476 @@
+// One trajectory: totals, the timeline, the steps with their payloads, and tabs for the raw span
+// tree, the explanation and the revision history; "Add to dataset" with editable expectations.
+
+import {ApiError, enc, get, patch, post, request} from "../api.js";
+import {link, replaceParams} from "../router.js";
+import {append, badge, clear, fmtInt, fmtMs, fmtTime, h, notice, pre, truncate} from "../dom.js";
+import {asText, payload} from "../payload.js";
+import {layout, stepDuration, stepError, stepLabel, stepStart, timeline} from "../timeline.js";
+
+const REFRESH_MS = 2000;
+const TABS = [["timeline", "Timeline"], ["spans", "Span tree"], ["explain", "Explanation"],
+  ["revisions", "Revisions"]];
+
+async function fetchTrajectory(id, etag) {
+  const response = await request(`/api/v1/trajectories/${enc(id)}`,
+    {raw: true, headers: etag ? {"If-None-Match": etag} : {}});
+  const meta = {status: response.headers.get("X-Trajectory-Status"),
+    revision: response.headers.get("X-Trajectory-Revision"),
+    normalizer: response.headers.get("X-Normalizer-Version"),
+    etag: response.headers.get("ETag")};
+  if (response.status === 304) return {meta, unchanged: true};
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new ApiError(response.status, body.detail);
+  return {meta, doc: body};
+}
+
+export async function renderTrajectory(ctx) {
+  const {main, args: [traceId]} = ctx;
+  let current;
+  for (;;) {
+    try {
+      current = await fetchTrajectory(traceId);
+      break;
+    } catch (error) {
+      if (!ctx.alive()) return;
+      clear(main).append(h("h1", null, "Trajectory"), h("p", {class: "mono"}, traceId),
+        notice(error.status === 404
+          ? `No trajectory for trace ${traceId} in this project yet; checking again…`
+          : error.status === 422 ? error.detail : error.message, "error"));
+      // the trace's spans may still be on their way: wait for them
+      if (error.status !== 404) return;
+      await new Promise((done) => setTimeout(done, REFRESH_MS));
+      if (!ctx.alive()) return;
+    }
+  }
+  clear(main);
+  const page = h("div", {class: "trajectory-page"});
+  main.append(page);
+  const view = new TrajectoryView(ctx, traceId, page);
+  view.show(current);
+  // an open trajectory is still growing: follow it until it is final
+  const follow = async () => {
+    if (!ctx.alive() || current.meta.status !== "open") return;
+    try {
+      const next = await fetchTrajectory(traceId, current.meta.etag);
+      if (!ctx.alive()) return;
+      if (!next.unchanged) {
+        current = next;
+        view.show(current);
+      } else if (next.meta.status !== current.meta.status) {
+        current = {...current, meta: next.meta};
+        view.show(current);
+      }
+    } catch (error) {
+      console.warn(error);
+    }
+    setTimeout(follow, REFRESH_MS);
+  };
+  setTimeout(follow, REFRESH_MS);
+}
+
+class TrajectoryView {
+  constructor(ctx, traceId, el) {
+    this.ctx = ctx;
+    this.traceId = traceId;
+    this.el = el;
+    this.tab = ctx.params.get("tab") || "timeline";
+    this.selected = ctx.params.get("step");
+    this.tabCache = new Map();
+  }
+
+  show({meta, doc}) {
+    // marks for bench/ui.py: how long the layout and the DOM take, apart from the fetch
+    performance.mark("trajhub:render-start");
+    this.meta = meta;
+    this.doc = doc;
+    this.model = layout(doc);
+    this.steps = this.model.lanes.flatMap((lane) => (lane.agent.steps || []).map((step) => ({step, lane})));
+    this.stepById = new Map(this.steps.map((s) => [s.step.id, s]));
+    this.tabCache.clear();
+    clear(this.el).append(this.header(), this.tabBar(), this.panel = h("div", {class: "tab-panel",
+      role: "tabpanel", id: "tab-panel", "aria-labelledby": `tab-${this.tab}`}));
+    this.renderTab();
+    performance.measure("trajhub:render", "trajhub:render-start");
+  }
+
+  header() {
+    const root = this.doc.root_step || {};
+    const metrics = root.metrics_info || {};
+    const failed = this.steps.filter(({step}) => stepError(step));
+    const models = this.steps.filter(({step}) => step.type === "model").length;
+    const tools = this.steps.filter(({step}) => step.type === "tool").length;
+    const rootError = root.basic_info?.error;
+    const addStatus = h("span", {role: "status", class: "failed-text"});
+    return h("header", {class: "page-head"},
+      h("div", {class: "crumbs"}, h("a", {href: link("/trajectories")}, "Trajectories"), " / "),
+      h("h1", null, root.name || "(unnamed)", " ", badge(this.meta.status || "?"),
+        this.meta.status === "open" ? h("span", {class: "muted small"}, " refreshing") : ""),
+      h("dl", {class: "facts", id: "totals"},
+        fact("Trace", h("span", {class: "mono"}, this.traceId)),
+        fact("Started", fmtTime(Number(root.basic_info?.started_at))),
+        fact("Duration", fmtMs(root.basic_info?.duration)),
+        fact("Agents", String(this.model.lanes.length)),
+        fact("Steps", `${this.steps.length} (${models} model · ${tools} tool)`),
+        fact("Tokens", `${fmtInt(metrics.input_tokens)} in → ${fmtInt(metrics.output_tokens)} out`),
+        fact("Model time", fmtMs(metrics.llm_duration)),
+        fact("Tool time", fmtMs(metrics.tool_duration)),
+        fact("Failed steps", failed.length
+          ? h("span", {class: "failed-text"}, String(failed.length)) : "0"),
+        fact("Revision", `${this.meta.revision ?? "?"} · normalizer ${this.meta.normalizer ?? "?"}`)),
+      rootError ? h("p", {class: "error-box", role: "note"},
+        h("strong", null, "The run failed: "), rootError.msg || `code ${rootError.code}`) : null,
+      h("div", {class: "actions"},
+        h("button", {type: "button", class: "primary", id: "add-to-dataset",
+          onclick: () => addToDataset(this.traceId).catch((error) => {
+            addStatus.textContent = `Cannot add to a dataset: ${error.message}`;
+          })}, "Add to dataset…"), addStatus));
+  }
+
+  tabBar() {
+    const buttons = TABS.map(([key, text]) => h("button", {type: "button", role: "tab",
+      id: `tab-${key}`, "aria-selected": String(key === this.tab), "aria-controls": "tab-panel",
+      tabindex: key === this.tab ? "0" : "-1",
+      onclick: () => this.switchTab(key)}, text));
+    const bar = h("div", {class: "tabs", role: "tablist", "aria-label": "Trajectory views"}, buttons);
+    bar.addEventListener("keydown", (event) => {
+      const i = TABS.findIndex(([key]) => key === this.tab);
+      const move = {ArrowRight: 1, ArrowLeft: -1}[event.key];
+      if (!move) return;
+      event.preventDefault();
+      const [key] = TABS[(i + move + TABS.length) % TABS.length];
+      this.switchTab(key);
+      document.getElementById(`tab-${key}`).focus();
+    });
+    this.tabButtons = buttons;
+    return bar;
+  }
+
+  switchTab(key) {
+    this.tab = key;
+    replaceParams({tab: key === "timeline" ? null : key});
+    for (const b of this.tabButtons) {
+      const on = b.id === `tab-${key}`;
+      b.setAttribute("aria-selected", String(on));
+      b.tabIndex = on ? 0 : -1;
+    }
+    this.panel.setAttribute("aria-labelledby", `tab-${key}`);
+    this.renderTab();
+  }
+
+  async renderTab() {
+    const key = this.tab;
+    clear(this.panel);
+    if (key === "timeline") {
+      this.panel.append(this.timelineTab());
+      if (this.selected && this.stepById.has(this.selected)) this.select(this.selected, false);
+      return;
+    }
+    this.panel.append(h("p", {class: "muted"}, "Loading…"));
+    try {
+      if (!this.tabCache.has(key)) this.tabCache.set(key, await TAB_LOADERS[key](this.traceId));
+      if (!this.ctx.alive() || this.tab !== key) return;
+      clear(this.panel).append(TAB_RENDERERS[key](this.tabCache.get(key), this));
+    } catch (error) {
+      if (this.tab === key) clear(this.panel).append(notice(error.message, "error"));
+    }
+  }
+
+  timelineTab() {
+    this.detail = h("aside", {class: "detail", id: "step-detail", "aria-label": "Selected step",
+      tabindex: "-1"}, h("p", {class: "muted"},
+      "Select a step (click a bar or a step name) to see its payloads."));
+    const select = (step) => this.select(step.id, true);
+    const table = this.stepTable(select);
+    return h("div", {class: "timeline-layout"},
+      h("div", {class: "timeline-main"},
+        this.model.lanes.length ? timeline(this.model, select) : this.rootOnly(),
+        legend(), table),
+      this.detail);
+  }
+
+  /** A trajectory of its root alone (no agent, model or tool step was kept under it). */
+  rootOnly() {
+    const root = this.doc.root_step || {};
+    const error = root.basic_info?.error;
+    return h("div", {class: "root-only"},
+      notice("Only the root span is in this trajectory: no agent, model or tool steps.", "info"),
+      error ? h("div", {class: "error-box"}, h("strong", null, `Error ${error.code ?? ""}: `),
+        error.msg || "(no message)") : null,
+      h("h3", null, "Input"), payload(root.input, "messages"),
+      h("h3", null, "Output"), payload(root.output, "messages"));
+  }
+
+  stepTable(onSelect) {
+    const body = h("tbody");
+    const t0 = this.model.start;
+    for (const lane of this.model.lanes) {
+      const agent = lane.agent;
+      body.append(h("tr", {class: "group"}, h("th", {colspan: 7, scope: "rowgroup"},
+        "↳ ".repeat(lane.depth), agent.name, h("span", {class: "muted"},
+          ` · ${(agent.steps || []).length} steps · ${fmtMs(stepDuration(agent))} · ` +
+          `${fmtInt(lane.inputTokens)} → ${fmtInt(lane.outputTokens)} tokens`))));
+      (agent.steps || []).forEach((step, i) => {
+        const error = stepError(step);
+        const nested = step.type === "agent" || step.type === "graph";
+        const tokens = step.type === "model" && step.model_info
+          ? `${fmtInt(step.model_info.input_tokens)} → ${fmtInt(step.model_info.output_tokens)}` : "";
+        body.append(h("tr", {class: error ? "failed" : null, dataset: {stepId: step.id}},
+          h("td", {class: "num muted"}, String(i + 1)),
+          h("td", null, h("span", {class: `type type-${step.type}`}, step.type)),
+          h("td", null, h("button", {type: "button", class: "link step-button",
+            "aria-label": stepLabel(step), onclick: () => onSelect(step)}, step.name || "(unnamed)"),
+          nested ? h("span", {class: "muted small"}, " (nested agent, own lane)") : ""),
+          h("td", {class: "num"}, `+${fmtMs(stepStart(step) - t0)}`),
+          h("td", {class: "num"}, fmtMs(stepDuration(step))),
+          h("td", {class: "num"}, tokens),
+          h("td", null, error ? h("span", {class: "failed-text"},
+            `✗ failed: ${error.msg || `code ${error.code}`}`) : h("span", {class: "muted"}, "ok"))));
+      });
+    }
+    const table = h("table", {class: "grid steps", id: "step-table"},
+      h("caption", {class: "sr-only"}, "Steps per agent"),
+      h("thead", null, h("tr", null, ["#", "Type", "Step", "Start", "Duration", "Tokens (in → out)",
+        "Status"].map((c) => h("th", {scope: "col"}, c)))), body);
+    // j / k (or arrow keys on a step button) move through the steps
+    table.addEventListener("keydown", (event) => {
+      const move = {ArrowDown: 1, ArrowUp: -1, j: 1, k: -1}[event.key];
+      if (!move || !event.target.classList.contains("step-button")) return;
+      event.preventDefault();
+      const buttons = [...table.querySelectorAll(".step-button")];
+      const next = buttons[buttons.indexOf(event.target) + move];
+      if (next) { next.focus(); next.click(); }
+    });
+    return table;
+  }
+
+  select(stepId, fromUser) {
+    const found = this.stepById.get(stepId);
+    if (!found) return;
+    this.selected = stepId;
+    if (fromUser) replaceParams({step: stepId});
+    for (const el of this.panel.querySelectorAll(".selected")) el.classList.remove("selected");
+    for (const el of this.panel.querySelectorAll(`[data-step-id="${CSS.escape(stepId)}"]`)) {
+      el.classList.add("selected");
+    }
+    append(clear(this.detail), stepDetail(found.step, found.lane, this));
+  }
+}
+
+function fact(term, value) {
+  return h("div", null, h("dt", null, term), h("dd", null, value));
+}
+
+function legend() {
+  return h("p", {class: "legend small"}, ["model", "tool", "agent"].map((t) =>
+    h("span", null, h("span", {class: `swatch bar-${t}`}), ` ${t} `)),
+  h("span", null, h("span", {class: "swatch failed"}), " failed"));
+}
+
+function stepDetail(step, lane, view) {
+  const error = stepError(step);
+  const info = step.model_info;
+  const metadata = step.metadata || {};
+  const kind = step.type === "tool" ? "json" : "messages";
+  const nested = (step.type === "agent" || step.type === "graph")
+    ? view.model.lanes.find((l) => l.agent.id === step.id) : null;
+  return [
+    h("h2", null, h("span", {class: `type type-${step.type}`}, step.type), " ", step.name),
+    h("p", {class: "small muted"}, `in ${lane.agent.name} · span ${step.id}`),
+    error ? h("div", {class: "error-box", id: "step-error"},
+      h("strong", null, `Error ${error.code ?? ""}: `), error.msg || "(no message)") : null,
+    h("dl", {class: "facts"},
+      fact("Start", `+${fmtMs(stepStart(step) - view.model.start)}`),
+      fact("Duration", fmtMs(stepDuration(step))),
+      info ? [
+        fact("Input tokens", fmtInt(info.input_tokens)),
+        fact("Output tokens", fmtInt(info.output_tokens)),
+        fact("Reasoning", fmtInt(info.reasoning_tokens)),
+        fact("Cache read / write",
+          `${fmtInt(info.input_read_cached_tokens)} / ${fmtInt(info.input_creation_cached_tokens)}`),
+        fact("First token", info.latency_first_resp ? fmtMs(info.latency_first_resp) : "—"),
+        metadata.model_name ? fact("Model", metadata.model_name) : null,
+      ] : null),
+    nested ? h("p", null, h("a", {href: `#lane-${step.id}`, onclick: (e) => {
+      e.preventDefault();
+      document.getElementById(`lane-${step.id}`)?.scrollIntoView({block: "center"});
+    }}, `Go to the lane of ${step.name}`)) : null,
+    h("h3", null, step.type === "tool" ? "Arguments" : "Input"),
+    payload(step.input, kind, metadata.payload_missing?.includes("input")),
+    h("h3", null, step.type === "tool" ? "Result" : "Output"),
+    payload(step.output, kind, metadata.payload_missing?.includes("output")),
+    Object.keys(metadata).length ? h("details", null, h("summary", null, "Metadata"),
+      h("table", {class: "grid kv"}, h("tbody", null, Object.entries(metadata).map(([k, v]) =>
+        h("tr", null, h("th", {scope: "row"}, k), h("td", {class: "wrap"}, v)))))) : null,
+  ];
+}
+
+// ---------------------------------------------------------------- the other tabs
+
+const TAB_LOADERS = {
+  spans: (id) => get(`/api/v1/traces/${enc(id)}`, {view: "tree"}),
+  explain: (id) => get(`/api/v1/trajectories/${enc(id)}/explain`),
+  revisions: (id) => get(`/api/v1/trajectories/${enc(id)}/revisions`),
+};
+
+const TAB_RENDERERS = {spans: spanTree, explain: explanation, revisions: revisionTable};
+
+function spanNode(span) {
+  const failed = span.status?.code === "error";
+  const attrs = h("div", {class: "span-body"});
+  // the tree shows every span; a span's attributes open on demand (a trace can hold thousands)
+  const details = h("details", {class: failed ? "failed" : null},
+    h("summary", null, h("strong", null, span.name), " ",
+      h("span", {class: "muted small"}, `${span.kind} · ${fmtMs(span.duration_ms)} · ${span.span_id}`),
+      failed ? h("span", {class: "failed-text", title: span.status.message},
+        ` ✗ ${truncate((span.status.message || "error").split("\n")[0], 120)}`) : ""),
+    attrs);
+  details.addEventListener("toggle", () => {
+    if (!details.open || attrs.childElementCount) return;
+    attrs.append(pre(JSON.stringify({status: span.status, attributes: span.attributes,
+      events: span.events, resource: span.resource, scope: span.scope}, null, 2)));
+  });
+  return h("li", null, details, (span.children || []).length
+    ? h("ul", null, span.children.map(spanNode)) : null);
+}
+
+function spanTree(data) {
+  const count = (spans) => spans.reduce((n, s) => n + 1 + count(s.children || []), 0);
+  return h("div", {class: "span-tree", id: "span-tree"},
+    h("p", {class: "muted"}, `${count(data.spans)} spans as received, children under their ` +
+      "parents. Open a span for its attributes."),
+    h("ul", null, data.spans.map(spanNode)));
+}
+
+function explanation(data) {
+  const names = new Map(data.spans.map((s) => [s.span_id, s.name]));
+  const parents = new Map(data.spans.map((s) => [s.span_id, s.parent_span_id]));
+  const depth = (id) => {
+    let d = 0;
+    for (let p = parents.get(id); p && names.has(p) && d < 100; p = parents.get(p)) d++;
+    return d;
+  };
+  const kept = data.spans.filter((s) => s.kept).length;
+  return h("div", {id: "explanation"},
+    h("p", null, `${kept} of ${data.spans.length} spans kept, ${data.spans.length - kept} dropped ` +
+      `(normalizer ${data.normalizer_version}, revision ${data.revision}).`),
+    data.derivation_error ? h("p", {class: "error-box"}, data.derivation_error) : null,
+    data.warnings.length ? h("ul", {class: "warnings"}, data.warnings.map((w) => h("li", null, w)))
+      : null,
+    h("table", {class: "grid"},
+      h("thead", null, h("tr", null, ["Span", "Kind", "Kept", "Why (rule)", "Parent in trajectory",
+        "Convention", "Warnings"].map((c) => h("th", {scope: "col"}, c)))),
+      h("tbody", null, data.spans.map((s) => {
+        const nameCell = h("td", null, s.name, h("div", {class: "mono small muted"}, s.span_id));
+        nameCell.style.paddingLeft = `${4 + depth(s.span_id) * 12}px`;
+        return h("tr", {class: s.kept ? null : "dropped"},
+          nameCell,
+          h("td", null, s.kind),
+          h("td", null, s.kept ? "kept" : "dropped"),
+          h("td", {class: "mono small"}, s.rule),
+          h("td", null, s.kept ? names.get(s.new_parent_id) || s.new_parent_id || "—" : ""),
+          h("td", {class: "small"}, s.convention),
+          h("td", {class: "small"}, (s.warnings || []).join("; ")));
+      }))));
+}
+
+function revisionTable(data) {
+  return h("table", {class: "grid", id: "revisions"},
+    h("thead", null, h("tr", null, ["Revision", "Status", "Derived at", "Normalizer", "Steps",
+      "Tokens (in → out)", "Derivation error"].map((c) => h("th", {scope: "col"}, c)))),
+    h("tbody", null, data.revisions.map((r) => h("tr", null,
+      h("td", {class: "num"}, String(r.revision)), h("td", null, badge(r.status)),
+      h("td", null, fmtTime(r.derived_at)), h("td", null, r.normalizer_version),
+      h("td", {class: "num"}, fmtInt(r.step_count)),
+      h("td", {class: "num"}, `${fmtInt(r.input_tokens)} → ${fmtInt(r.output_tokens)}`),
+      h("td", {class: r.derivation_error ? "failed-text" : "muted"}, r.derivation_error || "—")))));
+}
+
+// ---------------------------------------------------------------- add to dataset
+
+
+async function addToDataset(traceId) {
+  const [draft, sets] = await Promise.all([
+    get(`/api/v1/trajectories/${enc(traceId)}/item-draft`),
+    get("/api/v1/datasets")]);
+  const original = JSON.stringify(draft.expectations, null, 2);
+  const NEW = "\u0000new";
+  const setSelect = h("select", {id: "dataset-select", required: true},
+    sets.items.map((s) => h("option", {value: s.name}, `${s.name} (${s.item_count} items)`)),
+    h("option", {value: NEW, selected: !sets.items.length}, "New set…"));
+  const newName = h("input", {id: "dataset-new-name", type: "text", size: 24, spellcheck: "false"});
+  const newRow = h("div", {class: "field"}, h("label", {for: "dataset-new-name"}, "New set name"),
+    newName);
+  const syncNew = () => { newRow.hidden = setSelect.value !== NEW; newName.required = !newRow.hidden; };
+  setSelect.addEventListener("change", syncNew);
+  syncNew();
+  const expectations = h("textarea", {id: "expectations-editor", rows: 14, cols: 70,
+    spellcheck: "false"}, original);
+  const status = h("p", {class: "dialog-status", role: "status"});
+  let savedItem = null;  // once added, a second Save only edits the item's expectations
+  let savedSet = null;
+
+  const dialog = h("dialog", {class: "wide", "aria-labelledby": "add-title"});
+  const close = () => dialog.close();
+  const form = h("form", {onsubmit: async (event) => {
+    event.preventDefault();
+    let edited;
+    try {
+      edited = JSON.parse(expectations.value);
+    } catch (error) {
+      status.className = "dialog-status failed-text";
+      status.textContent = `Expectations are not valid JSON: ${error.message}`;
+      expectations.focus();
+      return;
+    }
+    status.className = "dialog-status";
+    status.textContent = "Saving…";
+    try {
+      const name = savedSet || (setSelect.value === NEW ? newName.value.trim() : setSelect.value);
+      if (!savedItem) {
+        if (setSelect.value === NEW && !savedSet) await post("/api/v1/datasets", {name});
+        savedSet = name;
+        const outcome = await post(`/api/v1/datasets/${enc(name)}/fill`, {trace_ids: [traceId]});
+        if (!outcome.added) {
+          const why = outcome.skipped_duplicates ? "the set already holds this run"
+            : outcome.not_final.length ? "the trajectory is not final yet; try again when it is"
+              : "the trajectory was not found";
+          throw new Error(`Not added: ${why}.`);
+        }
+        savedItem = outcome.item_ids[0];
+      }
+      if (JSON.stringify(edited) !== JSON.stringify(draft.expectations)) {
+        await patch(`/api/v1/datasets/${enc(name)}/items/${enc(savedItem)}`, {expectations: edited});
+      }
+      status.className = "dialog-status ok-text";
+      clear(status).append("Added to ", h("a", {href: link(`/datasets/${enc(name)}`), id: "added-link",
+        onclick: close}, name), ".");
+    } catch (error) {
+      status.className = "dialog-status failed-text";
+      status.textContent = error.message;
+    }
+  }},
+  h("h2", {id: "add-title"}, "Add this run to an evaluation set"),
+  draft.status !== "final" ? notice("This trajectory is still open: only final runs can be " +
+    "added. Wait until it is final.", "warn") : null,
+  h("div", {class: "field"}, h("label", {for: "dataset-select"}, "Evaluation set"), setSelect),
+  newRow,
+  h("h3", null, h("label", {for: "expectations-editor"}, "Expectations (pre-filled from the run; edit " +
+    "before saving)")),
+  h("p", {class: "small muted"}, "agents: the agents expected to run · tools: per agent · " +
+    "tool_order: the expected sequence of tool calls · trajectory: expected steps with arguments"),
+  expectations,
+  h("details", null, h("summary", null, "Input (stored with the item)"),
+    payload(asText(draft.input), "messages")),
+  h("details", null, h("summary", null, "Reference output (the run's output)"),
+    payload(asText(draft.reference_output), "messages")),
+  status,
+  h("div", {class: "actions"},
+    h("button", {type: "submit", class: "primary", id: "save-item"}, "Save"),
+    h("button", {type: "button", onclick: close}, "Close")));
+  dialog.append(form);
+  dialog.addEventListener("close", () => dialog.remove());
+  document.body.append(dialog);
+  dialog.showModal();
+  setSelect.focus();
+}

@@ -1,0 +1,14 @@
+"""Reads of a trajectory's revision history (kept by the triggers of migration 0010)."""
+
+from __future__ import annotations
+
+import asyncpg
+
+
+async def revisions(conn: asyncpg.Connection, project: str, trace_id: str
+                    ) -> list[asyncpg.Record]:
+    """Newest first; empty when the project has no trajectory for the trace."""
+    return await conn.fetch(
+        "SELECT revision, status, derived_at, normalizer_version, step_count, input_tokens, "
+        "output_tokens, derivation_error FROM trajectory_revisions "
+        "WHERE project = $1 AND trace_id = $2 ORDER BY revision DESC", project, trace_id)
