@@ -50,6 +50,10 @@ class Settings:
     assembly_interval_seconds: float = field(default=0.2, metadata={
         "env": "TRAJHUB_ASSEMBLY_INTERVAL_SECONDS",
         "help": "how often the trajectory worker looks for new spans when idle"})
+    shutdown_timeout: float = field(default=10.0, metadata={
+        "env": "TRAJHUB_SHUTDOWN_TIMEOUT",
+        "help": "seconds a shutdown waits for requests in flight; then slow clients are cut off "
+                "(a body still arriving gets no answer, never a 200)"})
     cors_origins: str = field(default="", metadata={
         "env": "TRAJHUB_CORS_ORIGINS",
         "help": "comma-separated origins allowed to POST from a browser (CORS off when empty)"})
