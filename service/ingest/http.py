@@ -107,6 +107,15 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join([chunk async for chunk in limited_stream(request, limit)])
 
 
+def error_headers(error: IngestError) -> dict[str, str]:
+    """Retry-After on 503; on 413, `Connection: close`, so the server stops reading the rest of
+    an oversized body instead of draining it to keep the connection."""
+    headers = retry_headers(error)
+    if isinstance(error, PayloadTooLarge):
+        headers["Connection"] = "close"
+    return headers
+
+
 def otlp_error(error: IngestError, kind: str) -> Response:
     """A google.rpc.Status in the request's encoding (spec/otlp.md A5)."""
     status = rpc_status_proto(error)
@@ -115,7 +124,7 @@ def otlp_error(error: IngestError, kind: str) -> Response:
     else:
         body, media = json_format.MessageToJson(status, indent=None).encode(), JSON
     return Response(body, status_code=error.http_status, media_type=media,
-                    headers=retry_headers(error))
+                    headers=error_headers(error))
 
 
 def otlp_success(result: IngestResult, kind: str) -> Response:
@@ -190,7 +199,7 @@ async def cozeloop_ingest(request: Request, rt: Annotated[Runtime, Depends(runti
 
 
 def _loop_error(error: IngestError) -> Response:
-    return _loop_reply(error.http_status, error.message, error.http_status, retry_headers(error))
+    return _loop_reply(error.http_status, error.message, error.http_status, error_headers(error))
 
 
 _UPLOAD_BODY = {"requestBody": {"required": True, "content": {MULTIPART: {"schema": {
