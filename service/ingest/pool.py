@@ -16,7 +16,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import time
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.process import BaseProcess
@@ -115,17 +115,22 @@ class IngestPool:
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Waits up to `timeout` for the calls in flight (already being committed), then stops
-        the workers."""
+        the workers; a worker still busy after that is killed."""
         executor, self._executor = self._executor, None
         if executor is None:
             return
-        executor.shutdown(wait=False, cancel_futures=True)
-        deadline = time.monotonic() + timeout
-        for process in self._processes:
-            process.join(max(0.0, deadline - time.monotonic()))
+        stopped = threading.Event()
+
+        def stop() -> None:
+            executor.shutdown(wait=True, cancel_futures=True)
+            stopped.set()
+
+        threading.Thread(target=stop, name="trajhub-ingest-shutdown", daemon=True).start()
+        if stopped.wait(timeout):
+            return
         for process in self._processes:
             if process.is_alive():
                 log.warning("ingest worker %s did not stop in time; killing it", process.pid)
                 with contextlib.suppress(Exception):
                     process.kill()
-                process.join(1)
+        stopped.wait(2)
