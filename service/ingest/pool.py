@@ -110,6 +110,12 @@ class IngestPool:
         except BrokenProcessPool:
             # the supervisor logs the death and starts new workers
             raise Unavailable("an ingest worker died; retry shortly", retry_after_s=1) from None
+        except RuntimeError:
+            if executor is self._executor:
+                raise
+            # the supervisor replaced this pool between our lookup and the submit
+            raise Unavailable("the ingest workers are restarting; retry shortly",
+                              retry_after_s=1) from None
         finally:
             self.inflight -= 1
 
