@@ -44,6 +44,13 @@ class UnsupportedMediaType(IngestError):
     grpc_code = grpc.StatusCode.INVALID_ARGUMENT
 
 
+class Forbidden(IngestError):
+    """A browser request from an origin that is not allowed (TRAJHUB_CORS_ORIGINS)."""
+
+    http_status = 403
+    grpc_code = grpc.StatusCode.PERMISSION_DENIED
+
+
 class PayloadTooLarge(IngestError):
     """The (decompressed) request exceeds the configured limit."""
 

@@ -365,6 +365,12 @@ def test_ingest_endpoints_accept_only_their_declared_types(
         r = c.post(f"{server.http}/v1/loop/files/upload", content=b"hello",
                    headers={"content-type": "text/plain", "trajhub-project": project})
         assert r.status_code == 415 and "multipart/form-data" in r.json()["msg"]
+        # multipart needs no preflight, so a cross-site form post is refused by its Origin
+        r = c.post(f"{server.http}/v1/loop/files/upload", files={"file": ("k.txt", b"evil")},
+                   headers={"origin": "https://evil.example", "trajhub-project": project})
+        assert r.status_code == 403 and "evil.example" in r.json()["msg"]
+        assert c.get(f"{server.http}/api/v1/files/k.txt",
+                     params={"project": project}).status_code == 404
         assert get_json(c, f"{server.http}/api/v1/traces", project=project)["items"] == []
 
 

@@ -14,6 +14,7 @@ from starlette.formparsers import MultiPartException, MultiPartParser
 
 from trajhub.service.errors import (
     BadRequest,
+    Forbidden,
     IngestError,
     PayloadTooLarge,
     UnsupportedMediaType,
@@ -217,8 +218,14 @@ async def cozeloop_upload(request: Request, rt: Annotated[Runtime, Depends(runti
     """Stores the file under its file name (the span's `object_storage` key), so the span's
     reference resolves through `GET /api/v1/files/{key}`. Only `multipart/form-data` is
     accepted (415 otherwise); the body is limited to the request size limit while it streams
-    in (413), and file parts over 1 MiB are spooled to disk, not memory."""
+    in (413), and file parts over 1 MiB are spooled to disk, not memory. A browser may post
+    multipart/form-data cross-site without a CORS preflight, so a request that carries an
+    `Origin` not listed in TRAJHUB_CORS_ORIGINS gets 403 (the SDKs send no Origin)."""
     try:
+        origin = request.headers.get("origin")
+        if origin and origin not in rt.settings.cors_origin_list:
+            raise Forbidden(f"uploads from the browser origin {origin!r} are not allowed "
+                            "(TRAJHUB_CORS_ORIGINS)")
         require_media(request.headers.get("content-type", ""), MULTIPART)
         limit = rt.settings.max_request_bytes
         parser = MultiPartParser(request.headers, limited_stream(request, limit),
