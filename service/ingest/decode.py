@@ -288,19 +288,27 @@ def _is_int(value: Any) -> bool:
 
 def _json_problem(raw: Mapping[str, Any]) -> str:
     """The first value in a native span that trajhub cannot carry: an integer outside int64
-    (OTLP's intValue) or nesting deeper than the protobuf limit. "" when there is none."""
-    stack: list[tuple[str, Any, int]] = [(str(k), v, 1) for k, v in raw.items()]
+    (OTLP's intValue) or nesting deeper than MAX_NATIVE_DEPTH. "" when there is none."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [((k,), v) for k, v in raw.items()
+                                                if isinstance(v, (int, dict, list))]
     while stack:
-        path, value, depth = stack.pop()
-        if depth > MAX_NATIVE_DEPTH:
-            return f"{path} nests deeper than {MAX_NATIVE_DEPTH} levels"
-        if _is_int(value) and not _INT64[0] <= value <= _INT64[1]:
-            return f"{path} {value} is out of range for int64"
-        if isinstance(value, Mapping):
-            stack.extend((f"{path}.{k}", v, depth + 1) for k, v in value.items())
+        path, value = stack.pop()
+        if len(path) > MAX_NATIVE_DEPTH:
+            return f"{_json_path(path)} nests deeper than {MAX_NATIVE_DEPTH} levels"
+        if isinstance(value, dict):
+            stack.extend(((*path, k), v) for k, v in value.items()
+                         if isinstance(v, (int, dict, list)))
         elif isinstance(value, list):
-            stack.extend((f"{path}[{i}]", v, depth + 1) for i, v in enumerate(value))
+            stack.extend(((*path, i), v) for i, v in enumerate(value)
+                         if isinstance(v, (int, dict, list)))
+        elif not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+            return f"{_json_path(path)} {value} is out of range for int64"
     return ""
+
+
+def _json_path(path: tuple[Any, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p))
+                   for i, p in enumerate(path))
 
 
 def _cozeloop_problem(raw: Mapping[str, Any]) -> str:
