@@ -19,7 +19,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 from trajhub.normalizers import cozeloop_wire
 from trajhub.normalizers.model import AttributeValue, Span
 from trajhub.normalizers.sources import attributes, span_from_cozeloop, span_from_otlp
-from trajhub.service.ingest.decode import FORMAT_COZELOOP, FORMAT_OTLP
+from trajhub.service.ingest.decode import FORMAT_COZELOOP, FORMAT_OTLP, Batch
 
 _KIND_NAMES = ["unspecified", "internal", "server", "client", "producer", "consumer"]
 _STATUS_NAMES = ["unset", "ok", "error"]
@@ -72,6 +72,12 @@ def to_model(rows: Iterable[Mapping[str, Any]], envelopes: Mapping[int, bytes]) 
     return spans
 
 
+def batch_spans(batch: Batch) -> list[Span]:
+    """The spans a decoded request would store, as the normalizers will read them back: the
+    ingest decode and validation path without the write (`POST /api/v1/normalize`)."""
+    return to_model([row._asdict() for row in batch.rows.values()], batch.resources)
+
+
 # ---------------------------------------------------------------------------- OTLP rendering
 
 def set_any_value(out: AnyValue, value: Any) -> None:
@@ -97,6 +103,13 @@ def set_any_value(out: AnyValue, value: Any) -> None:
         out.string_value = str(value)
 
 
+def _tag_group(raw: Mapping[str, Any], group: str) -> Mapping[str, Any]:
+    """A tag group as stored; one that is not a JSON object (as sent) counts as empty, as the
+    normalizers read it."""
+    tags = raw.get(group)
+    return tags if isinstance(tags, Mapping) else {}
+
+
 def cozeloop_as_otlp(raw: Mapping[str, Any]) -> OtlpSpan:
     """A native Coze Loop span as an OTLP span: its fields and tags become `cozeloop.*` and
     plain attributes (the native JSON itself stays available with `?format=cozeloop`)."""
@@ -114,7 +127,7 @@ def cozeloop_as_otlp(raw: Mapping[str, Any]) -> OtlpSpan:
     status_code = int(raw.get("status_code") or 0)
     if status_code:
         span.status.code = Status.STATUS_CODE_ERROR
-        span.status.message = str((raw.get("tags_string") or {}).get("error") or "")
+        span.status.message = str(_tag_group(raw, "tags_string").get("error") or "")
     fields = {"cozeloop.span_type": raw.get("span_type"), "cozeloop.input": raw.get("input"),
               "cozeloop.output": raw.get("output"), "cozeloop.status_code": status_code,
               "cozeloop.log_id": raw.get("log_id"), "cozeloop.workspace_id":
@@ -123,7 +136,7 @@ def cozeloop_as_otlp(raw: Mapping[str, Any]) -> OtlpSpan:
         if value not in (None, ""):
             set_any_value(span.attributes.add(key=key).value, value)
     for group in cozeloop_wire.TAG_GROUPS:
-        for key, value in (raw.get(group) or {}).items():
+        for key, value in _tag_group(raw, group).items():
             set_any_value(span.attributes.add(key=key).value, value)
     return span
 

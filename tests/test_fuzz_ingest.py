@@ -245,5 +245,20 @@ def test_after_the_fuzzing_the_server_ingests_and_derives(server: ServerProcess,
                             "trajhub-project": "fuzz-after"})
         assert r.status_code == 200
         final_trajectory(c, server.http, "fuzz-after", tid.hex(), timeout=60)
-        # every fuzzed trace that was stored has been through the worker: none is left queued
         wait_for(lambda: c.get(f"{server.http}/readyz").status_code == 200, what="ready")
+
+        # every fuzzed trace that was stored reads back in every form, and its trajectory
+        # either exists or names its derivation error: never a 500
+        listed = c.get(f"{server.http}/api/v1/traces",
+                       params={"project": fuzz_project, "limit": 1000})
+        assert listed.status_code == 200
+        trace_ids = [t["trace_id"] for t in listed.json()["items"]]
+        assert trace_ids, "no fuzzed trace was stored: the mutations never got past decoding"
+        for trace_id in trace_ids:
+            for params in ({"view": "flat"}, {"view": "tree"}, {"format": "otlp"}):
+                r = c.get(f"{server.http}/api/v1/traces/{trace_id}",
+                          params={"project": fuzz_project, **params})
+                assert r.status_code == 200, (trace_id, params, r.text[:300])
+            r = c.get(f"{server.http}/api/v1/trajectories/{trace_id}",
+                      params={"project": fuzz_project})
+            assert r.status_code in (200, 404, 422), (trace_id, r.text[:300])
