@@ -68,8 +68,7 @@ class EmbeddedPostgres:
             return
         if not isinstance(pids, list):
             return
-        alive = [pid for pid in pids if isinstance(pid, int) and pid != os.getpid()
-                 and _alive(pid)]
+        alive = [pid for pid in pids if isinstance(pid, int) and _alive(pid)]
         if alive != pids:
             log.warning("embedded PostgreSQL: dropping stale handle(s) of dead process(es) %s",
                         sorted(set(pids) - set(alive)))
