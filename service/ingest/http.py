@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
 from typing import Annotated
 
 import orjson
@@ -17,10 +16,19 @@ from trajhub.service.errors import (
     Forbidden,
     IngestError,
     PayloadTooLarge,
-    UnsupportedMediaType,
     ingest_error,
     retry_headers,
     rpc_status_proto,
+)
+from trajhub.service.ingest.bodies import (
+    JSON,
+    MULTIPART,
+    PROTOBUF,
+    limited_stream,
+    otlp_kind,
+    read_body,
+    request_project,
+    require_media,
 )
 from trajhub.service.ingest.worker import (
     KIND_COZELOOP,
@@ -29,20 +37,12 @@ from trajhub.service.ingest.worker import (
     IngestJob,
     IngestResult,
 )
-from trajhub.service.projects import (
-    DEFAULT_PROJECT,
-    InvalidProject,
-    header_project,
-    validate_project,
-)
+from trajhub.service.projects import DEFAULT_PROJECT, InvalidProject, validate_project
 from trajhub.service.runtime import Runtime, runtime
 from trajhub.storage import files
 
 router = APIRouter()
 
-PROTOBUF = "application/x-protobuf"
-JSON = "application/json"
-MULTIPART = "multipart/form-data"
 #: the longest file name (storage key) an upload may have: keeps the key within PostgreSQL's
 #: btree row limit
 MAX_FILE_KEY_LENGTH = 1024
@@ -57,55 +57,6 @@ _OTLP_BODY = {
         },
     }
 }
-
-
-def request_project(request: Request) -> str | None:
-    """The project a request names in its headers, if any (else per resource or span);
-    BadRequest when the name is invalid."""
-    try:
-        return header_project(request.headers)
-    except InvalidProject as error:
-        raise BadRequest(str(error)) from None
-
-
-def media_type(content_type: str) -> str:
-    """`type/subtype` of a Content-Type header, lowercase, without parameters."""
-    return content_type.split(";", 1)[0].strip().lower()
-
-
-def require_media(content_type: str, *allowed: str) -> str:
-    """The media type if it is one of `allowed`, else UnsupportedMediaType (415). State-changing
-    endpoints accept only what they declare, so a browser's cross-site "simple request"
-    (text/plain, form posts) is refused before anything is read."""
-    media = media_type(content_type)
-    if media not in allowed:
-        raise UnsupportedMediaType(
-            f"unsupported Content-Type {content_type!r}: use {' or '.join(allowed)}")
-    return media
-
-
-def otlp_kind(content_type: str) -> str:
-    media = require_media(content_type, PROTOBUF, "application/protobuf", JSON)
-    return KIND_OTLP_JSON if media == JSON else KIND_OTLP_PROTOBUF
-
-
-async def limited_stream(request: Request, limit: int) -> AsyncGenerator[bytes, None]:
-    """The body as it arrives, PayloadTooLarge as soon as it passes `limit` bytes (a declared
-    Content-Length over the limit is refused before reading anything)."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"request body of {declared} bytes exceeds the limit of {limit}")
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
-        yield chunk
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The raw body, refusing to buffer more than `limit` bytes."""
-    return b"".join([chunk async for chunk in limited_stream(request, limit)])
 
 
 def error_headers(error: IngestError) -> dict[str, str]:
