@@ -410,3 +410,71 @@ def test_upload_over_the_limit_is_refused_while_streaming(
             assert r.json() == {"code": 0, "msg": ""}
     finally:
         assert small.stop() == 0
+
+
+# ---------------------------------------------------------------------------- classification
+
+def test_the_trajectory_worker_records_a_trace_the_database_refuses_and_stores_the_rest(
+        server: ServerProcess, database: TestDatabase, project: str) -> None:
+    """Real PostgreSQL, rows built past the sanitizer: the batch is refused (NUL in text), so
+    the worker stores trace by trace; the refused trace gets a derivation_error, the other its
+    trajectory. (`server` has migrated the database.)"""
+    from datetime import UTC, datetime
+
+    from trajhub.service.workers.assembly import Assembler
+    from trajhub.storage.assembly_store import ClaimedTrace, TraceRow, TrajectoryRow
+
+    now = datetime.now(UTC)
+    good_id, bad_id = os.urandom(16).hex(), os.urandom(16).hex()
+
+    def result(trace_id: str, root_name: str) -> tuple[ClaimedTrace, TraceRow, TrajectoryRow]:
+        return (ClaimedTrace(project, trace_id, now),
+                TraceRow(project, trace_id, "1" * 16, root_name, "svc", 1, 2, 1, 0, now),
+                TrajectoryRow(project, trace_id, "test", now, True, "{}", "[]", [], None,
+                              root_name=root_name))
+
+    async def scenario() -> dict[str, Any]:
+        conn = await asyncpg.connect(database.url)
+        try:
+            async with conn.transaction():
+                await Assembler(database.url, 0.5).store(
+                    conn, [result(good_id, "fine"), result(bad_id, "nul\x00here")])
+            rows = await conn.fetch("SELECT trace_id, root_name, derivation_error "
+                                    "FROM trajectories WHERE project = $1", project)
+        finally:
+            await conn.close()
+        return {r["trace_id"]: dict(r) for r in rows}
+
+    stored = asyncio.run(scenario())
+    assert stored[good_id]["root_name"] == "fine" and stored[good_id]["derivation_error"] is None
+    assert stored[bad_id]["derivation_error"].startswith("CharacterNotInRepertoireError")
+
+
+def test_database_errors_are_classified_by_kind() -> None:
+    """Transient faults are 503 / UNAVAILABLE; deterministic ones 500 / INTERNAL (logged, not
+    retried forever): a too-long key is a program limit, not an outage."""
+    from trajhub.service.errors import Unavailable, ingest_error
+    from trajhub.storage.database import is_transient
+
+    transient = [asyncpg.InternalClientError("cannot switch to state 15; another operation is "
+                                             "in progress"),
+                 asyncpg.ConnectionDoesNotExistError("connection was closed"),
+                 asyncpg.AdminShutdownError("terminating connection due to administrator "
+                                            "command"),
+                 asyncpg.TooManyConnectionsError("too many clients"),
+                 asyncpg.SerializationError("could not serialize access"),
+                 asyncpg.LockNotAvailableError("could not obtain lock"),
+                 ConnectionRefusedError(111, "refused"), TimeoutError()]
+    deterministic = [asyncpg.ProgramLimitExceededError("index row size exceeds maximum"),
+                     asyncpg.CharacterNotInRepertoireError("invalid byte sequence"),
+                     asyncpg.UniqueViolationError("duplicate key"),
+                     asyncpg.DataError("value out of range"), KeyError("bug")]
+    for error in transient:
+        assert is_transient(error), error
+        mapped = ingest_error(error)
+        assert isinstance(mapped, Unavailable) and mapped.http_status == 503
+        assert mapped.grpc_code == grpc.StatusCode.UNAVAILABLE
+    for error in deterministic:
+        assert not is_transient(error), error
+        mapped = ingest_error(error)
+        assert mapped.http_status == 500 and mapped.grpc_code == grpc.StatusCode.INTERNAL
