@@ -10,7 +10,6 @@ runs the same ones every time, see conftest.py)."""
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 from typing import Any
@@ -39,8 +38,7 @@ NATIVE = [c for c in CAPTURES if c.url_path == "/v1/loop/traces/ingest"]
 #: per transport; raise it locally (TRAJHUB_FUZZ_EXAMPLES=2000) for a longer hunt
 EXAMPLES = int(os.environ.get("TRAJHUB_FUZZ_EXAMPLES", "60"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.function_scoped_fixture])
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 #: numbers just inside and outside every integer type OTLP and Coze Loop use
 HOSTILE_INTS = [-1, -(2**31) - 1, 2**31, 2**32, 2**40, 2**62, 2**63 - 1, 2**63, 2**64 - 1,
@@ -236,8 +234,7 @@ def test_after_the_fuzzing_the_server_ingests_and_derives(server: ServerProcess,
     worker; a clean capture and a clean trace are still accepted and derived."""
     with httpx.Client(timeout=30) as c:
         assert c.get(f"{server.http}/readyz").status_code == 200
-        clean = copy.copy(PROTOBUF[0])
-        response = replay(clean, server.http, server.grpc, "fuzz-after")
+        response = replay(PROTOBUF[0], server.http, server.grpc, "fuzz-after")
         assert isinstance(response, httpx.Response) and response.status_code == 200
         tid = new_trace_id()
         r = c.post(f"{server.http}/v1/traces", content=request([span(tid)]).SerializeToString(),
