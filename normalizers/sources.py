@@ -13,6 +13,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
+from trajhub.normalizers import cozeloop_wire
 from trajhub.normalizers.model import (
     STATUS_ERROR,
     STATUS_UNSET,
@@ -122,26 +123,18 @@ def span_from_cozeloop(raw: Mapping[str, Any]) -> Span:
         system_tags_double=_tag_map(raw, "system_tags_double"),
     )
     merged: dict[str, AttributeValue] = {}
-    for tags in (
-        native.system_tags_string,
-        native.system_tags_long,
-        native.system_tags_double,
-        native.tags_string,
-        native.tags_long,
-        native.tags_double,
-        native.tags_bool,
-    ):
-        merged.update(tags)
-    parent = _str(raw.get("parent_id")).lower()
-    start_ns = _int(raw.get("started_at_micros")) * 1000
+    for group in cozeloop_wire.TAG_GROUPS:
+        merged.update(getattr(native, group))
+    start_ns, end_ns = cozeloop_wire.span_times_ns(_int(raw.get("started_at_micros")),
+                                                   _int(raw.get("duration_micros")))
     error = _str(native.tags_string.get("error"))
     return Span(
         trace_id=_str(raw.get("trace_id")).lower(),
         span_id=_str(raw.get("span_id")).lower(),
-        parent_span_id="" if parent == "0" else parent,
+        parent_span_id=cozeloop_wire.parent_span_id(_str(raw.get("parent_id"))),
         name=_str(raw.get("span_name")),
         start_ns=start_ns,
-        end_ns=start_ns + max(0, _int(raw.get("duration_micros"))) * 1000,
+        end_ns=end_ns,
         status_code=STATUS_ERROR if native.status_code != 0 else STATUS_UNSET,
         status_message=error if native.status_code != 0 else "",
         attributes=merged,

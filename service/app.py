@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi import FastAPI, Request, Response
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
@@ -30,7 +32,9 @@ Every REST query is scoped to one project: the `project` query parameter, else t
 """
 
 
-def create_app(rt: Runtime) -> FastAPI:
+def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) -> FastAPI:
+    """`workers_missing` says why a worker process is missing ("" when none is): /readyz
+    reports not ready meanwhile."""
     app = FastAPI(title="trajhub", version=__version__, description=DESCRIPTION)
     app.state.runtime = rt
     if rt.settings.cors_origin_list:
@@ -53,8 +57,12 @@ def create_app(rt: Runtime) -> FastAPI:
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["health"], summary="The database is reachable")
+    @app.get("/readyz", tags=["health"],
+             summary="The database is reachable and every worker process is running")
     async def readyz() -> Response:
+        missing = workers_missing() if workers_missing is not None else ""
+        if missing:
+            return JSONResponse({"status": "unavailable", "detail": missing}, status_code=503)
         try:
             async with rt.db.acquire(timeout=2) as conn:
                 await conn.fetchval("SELECT 1")

@@ -51,7 +51,8 @@ class Settings(BaseSettings):
     assembly_interval_seconds: float = Field(0.2, gt=0, description=(
         "how often the trajectory worker looks for new spans when idle"))
     shutdown_timeout: float = Field(10.0, ge=0, description=(
-        "seconds a stopping server waits for requests in progress to finish"))
+        "seconds a shutdown waits for requests in flight; then slow clients are cut off (a body "
+        "still arriving gets no answer, never a 200)"))
     cors_origins: str = Field("", description=(
         "comma-separated origins allowed to POST from a browser (CORS off when empty)"))
     judge_url: str = Field("", description=(

@@ -1,15 +1,29 @@
-"""Ingest failures, each with the HTTP status and gRPC code the OTLP spec gives it.
+"""Ingest failures, and the one mapping from a failure to its HTTP status and gRPC code.
 
-They cross the process boundary between the receivers and the ingest workers, so each keeps
-its constructor arguments in `args` and pickles as itself.
+Each error class carries the HTTP status and gRPC code the OTLP spec gives it; `ingest_error`
+turns any other exception (a database fault, a bug) into one of them, so both transports answer
+the same thing for the same failure. The errors cross the process boundary between the
+receivers and the ingest workers, so each keeps its constructor arguments in `args` and pickles
+as itself.
 """
 
 from __future__ import annotations
 
+import logging
+
 import grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from trajhub.storage.database import is_transient
+
+log = logging.getLogger("trajhub.errors")
 
 
 class IngestError(Exception):
+    """A failure on our side that a retry will not fix (a bug): logged, 500 / INTERNAL."""
+
     http_status = 500
     grpc_code = grpc.StatusCode.INTERNAL
 
@@ -30,6 +44,13 @@ class UnsupportedMediaType(IngestError):
     grpc_code = grpc.StatusCode.INVALID_ARGUMENT
 
 
+class Forbidden(IngestError):
+    """A browser request from an origin that is not allowed (TRAJHUB_CORS_ORIGINS)."""
+
+    http_status = 403
+    grpc_code = grpc.StatusCode.PERMISSION_DENIED
+
+
 class PayloadTooLarge(IngestError):
     """The (decompressed) request exceeds the configured limit."""
 
@@ -47,3 +68,37 @@ class Unavailable(IngestError):
         super().__init__(message)
         self.args = (message, retry_after_s)
         self.retry_after_s = retry_after_s
+
+
+def ingest_error(error: BaseException) -> IngestError:
+    """Any exception as the IngestError both transports answer with: a transient database
+    fault is Unavailable; anything unforeseen is logged and becomes a 500 / INTERNAL."""
+    if isinstance(error, IngestError):
+        return error
+    if is_transient(error):
+        return Unavailable(f"database unavailable: {error}", retry_after_s=2)
+    log.error("internal error: %r", error, exc_info=error)
+    return IngestError(f"internal error: {type(error).__name__}")
+
+
+def retry_headers(error: IngestError) -> dict[str, str]:
+    """HTTP headers for the answer: Retry-After on 503."""
+    if isinstance(error, Unavailable):
+        return {"Retry-After": str(error.retry_after_s)}
+    return {}
+
+
+def rpc_status_proto(error: IngestError) -> status_pb2.Status:
+    """The google.rpc.Status both transports carry (OTLP/HTTP in its body, gRPC in trailers)."""
+    status = status_pb2.Status(code=error.grpc_code.value[0], message=error.message)
+    if isinstance(error, Unavailable):
+        # RetryInfo tells OTLP exporters how long to back off (spec/otlp.md A6 #39, #43)
+        detail = any_pb2.Any()
+        detail.Pack(error_details_pb2.RetryInfo(
+            retry_delay=duration_pb2.Duration(seconds=error.retry_after_s)))
+        status.details.append(detail)
+    return status
+
+
+def grpc_status(error: IngestError) -> grpc.Status:
+    return rpc_status.to_status(rpc_status_proto(error))

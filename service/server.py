@@ -1,11 +1,16 @@
-"""`trajhub serve`: start PostgreSQL (or connect), migrate, then run the receivers, the REST
-API and the trajectory worker until SIGTERM/SIGINT; then stop accepting, finish and commit
-what was acknowledged, and exit 0."""
+"""`trajhub serve`: bind the ports, start PostgreSQL (or connect), migrate, then run the
+receivers, the REST API and the trajectory worker until SIGTERM/SIGINT; then stop accepting,
+finish and commit what was acknowledged (waiting at most `shutdown_timeout`), and exit 0.
+
+While it runs, the ingest workers, the trajectory workers and the embedded PostgreSQL are
+supervised: each is started again when it dies.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
 import socket
@@ -13,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
+import grpc
 import uvicorn
 
 from trajhub.service.app import create_app
@@ -20,6 +26,7 @@ from trajhub.service.config import Settings
 from trajhub.service.ingest.grpc import create_server
 from trajhub.service.ingest.pool import IngestPool
 from trajhub.service.runtime import Runtime
+from trajhub.service.supervision import Backoff
 from trajhub.service.workers.assembly import AssemblyProcesses
 from trajhub.storage import evaluations
 from trajhub.storage.database import create_pool
@@ -30,6 +37,8 @@ log = logging.getLogger("trajhub")
 
 #: a running evaluation with no progress for this long belongs to a server that died
 ABANDONED_EVALUATION_SECONDS = 600.0
+#: how often the embedded PostgreSQL is checked
+EMBEDDED_WATCH_SECONDS = 1.0
 
 
 def require_upb() -> None:
@@ -68,33 +77,103 @@ async def prepare_database(settings: Settings) -> tuple[str, EmbeddedPostgres | 
     return url, embedded
 
 
+def bind_http(host: str, port: int) -> socket.socket:
+    """The HTTP listening socket; SystemExit naming the port when it is taken."""
+    try:
+        return socket.create_server((host, port), backlog=2048)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise SystemExit(f"trajhub: port {port} is already in use") from None
+        raise SystemExit(f"trajhub: cannot listen for HTTP on {host}:{port}: "
+                         f"{exc.strerror}") from None
+
+
+def bind_grpc(server: grpc.aio.Server, host: str, port: int) -> int:
+    """Bind the gRPC server (it does not share ports: grpc.so_reuseport is 0); SystemExit
+    naming the port when it is taken."""
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError:
+        bound = 0
+    if bound == 0:
+        with socket.socket() as probe:
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise SystemExit(f"trajhub: port {port} is already in use") from None
+        raise SystemExit(f"trajhub: cannot listen for gRPC on {host}:{port}")
+    return bound
+
+
+async def supervise_embedded(embedded: EmbeddedPostgres) -> None:
+    """Start the embedded PostgreSQL again whenever it dies; runs until cancelled. Meanwhile
+    ingest answers 503 / UNAVAILABLE, as for any database outage."""
+    backoff = Backoff()
+    backoff.started()
+    while True:
+        await asyncio.sleep(EMBEDDED_WATCH_SECONDS)
+        if await asyncio.to_thread(embedded.running):
+            continue
+        delay = backoff.next_delay()
+        log.error("the embedded PostgreSQL died; restarting it in %.1f s", delay)
+        await asyncio.sleep(delay)
+        try:
+            await asyncio.to_thread(embedded.ensure_running)
+        except Exception as exc:
+            log.error("restarting the embedded PostgreSQL failed: %r", exc)
+        else:
+            backoff.started()
+            log.info("embedded PostgreSQL restarted")
+
+
 async def serve(settings: Settings) -> None:
+    """Run until SIGTERM/SIGINT. The ports are bound first, so a busy port stops trajhub
+    before anything else has started; whatever did start is stopped on the way out."""
     require_upb()
-    url, embedded = await prepare_database(settings)
+    http_socket = bind_http(settings.host, settings.http_port)
+    ingest = IngestPool("", settings.ingest_workers, settings.max_inflight_requests)
+    grpc_server = create_server(ingest, settings.max_request_bytes)
+    try:
+        grpc_port = bind_grpc(grpc_server, settings.host, settings.grpc_port)
+    except SystemExit:
+        http_socket.close()
+        raise
+    http_port = http_socket.getsockname()[1]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
 
-    ingest = IngestPool(url, settings.ingest_workers, settings.max_inflight_requests)
-    assembler = AssemblyProcesses(url, settings)
-    db = await create_pool(url)
+    timeout = settings.shutdown_timeout
+    embedded: EmbeddedPostgres | None = None
+    assembler: AssemblyProcesses | None = None
+    db: asyncpg.Pool | None = None
+    supervisors: list[asyncio.Task[None]] = []
+    grpc_started = False
     try:
+        url, embedded = await prepare_database(settings)
+        if embedded is not None:
+            supervisors.append(asyncio.create_task(supervise_embedded(embedded)))
+        ingest.database_url = url
         await ingest.start()
+        supervisors.append(asyncio.create_task(ingest.supervise()))
+        assembler = AssemblyProcesses(url, settings)
         assembler.start()
+        supervisors.append(asyncio.create_task(assembler.supervise()))
+        db = await create_pool(url)
         rt = Runtime(settings=settings, db=db, ingest=ingest)
 
-        http_socket = socket.create_server((settings.host, settings.http_port), backlog=2048)
-        http_port = http_socket.getsockname()[1]
-        config = uvicorn.Config(create_app(rt), log_level=settings.log_level, access_log=False,
-                                timeout_keep_alive=60, lifespan="off")
+        def workers_missing() -> str:
+            assert assembler is not None
+            return "; ".join(m for m in (ingest.missing(), assembler.missing()) if m)
+
+        config = uvicorn.Config(create_app(rt, workers_missing), log_level=settings.log_level,
+                                access_log=False, timeout_keep_alive=60, lifespan="off",
+                                timeout_graceful_shutdown=max(1, round(timeout)))
         http = _Uvicorn(config)
-        grpc_server = create_server(ingest, settings.max_request_bytes)
-        grpc_port = grpc_server.add_insecure_port(f"{settings.host}:{settings.grpc_port}")
-        if grpc_port == 0:
-            raise SystemExit(f"trajhub: cannot listen for gRPC on {settings.host}:"
-                             f"{settings.grpc_port}")
         await grpc_server.start()
+        grpc_started = True
         http_task = asyncio.create_task(http.serve(sockets=[http_socket]))
         log.info("trajhub listening: http=%s:%d grpc=%s:%d database=%s", settings.host,
                  http_port, settings.host, grpc_port, "embedded" if embedded else "external")
@@ -103,13 +182,25 @@ async def serve(settings: Settings) -> None:
 
         await asyncio.wait([asyncio.create_task(stop.wait()), http_task],
                            return_when=asyncio.FIRST_COMPLETED)
-        log.info("shutting down: no new requests; finishing those in flight")
+        log.info("shutting down: no new requests; finishing those in flight (at most %.0f s)",
+                 timeout)
         http.should_exit = True
-        await asyncio.gather(grpc_server.stop(grace=10), http_task)
+        # uvicorn cancels what is still running after timeout_graceful_shutdown: a request
+        # whose body is still arriving gets no answer (never a 200 for a partial body)
+        await asyncio.gather(grpc_server.stop(grace=timeout), http_task)
+        grpc_started = False
     finally:
-        await asyncio.to_thread(ingest.shutdown)
-        await asyncio.to_thread(assembler.stop)
-        await db.close()
+        for task in supervisors:
+            task.cancel()
+        await asyncio.gather(*supervisors, return_exceptions=True)
+        if grpc_started:
+            await grpc_server.stop(grace=None)
+        http_socket.close()
+        await asyncio.to_thread(ingest.shutdown, timeout)
+        if assembler is not None:
+            await asyncio.to_thread(assembler.stop, timeout)
+        if db is not None:
+            await db.close()
         if embedded is not None:
             await asyncio.to_thread(embedded.stop)
     log.info("stopped")

@@ -10,14 +10,16 @@ from typing import Any
 
 import orjson
 from google.protobuf import json_format
+from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Status
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
+from trajhub.normalizers import cozeloop_wire
 from trajhub.normalizers.model import AttributeValue, Span
 from trajhub.normalizers.sources import attributes, span_from_cozeloop, span_from_otlp
-from trajhub.service.ingest.decode import FORMAT_COZELOOP, FORMAT_OTLP
+from trajhub.service.ingest.decode import FORMAT_COZELOOP, FORMAT_OTLP, Batch
 
 _KIND_NAMES = ["unspecified", "internal", "server", "client", "producer", "consumer"]
 _STATUS_NAMES = ["unset", "ok", "error"]
@@ -26,7 +28,29 @@ _STATUS_NAMES = ["unset", "ok", "error"]
 def _envelope(envelopes: Mapping[int, bytes], resource_id: int | None) -> ResourceSpans:
     if resource_id is None or resource_id not in envelopes:
         return ResourceSpans()
-    return ResourceSpans.FromString(envelopes[resource_id])
+    try:
+        return ResourceSpans.FromString(envelopes[resource_id])
+    except DecodeError:  # see otlp_span
+        return ResourceSpans()
+
+
+def otlp_span(row: Mapping[str, Any]) -> OtlpSpan:
+    """A stored OTLP span. Ingest only stores bytes that parse again (it holds OTLP/JSON to the
+    parser's recursion limit); a row stored before that rule, whose bytes do not parse, comes
+    back as the span its columns describe, with `trajhub.unreadable_body` set, rather than
+    failing the whole read."""
+    try:
+        return OtlpSpan.FromString(row["body"])
+    except DecodeError as exc:
+        parent = row["parent_span_id"]
+        span = OtlpSpan(trace_id=bytes.fromhex(row["trace_id"]),
+                        span_id=bytes.fromhex(row["span_id"]),
+                        parent_span_id=bytes.fromhex(parent) if parent else b"",
+                        name=row["name"], kind=row["kind"],
+                        start_time_unix_nano=row["start_ns"], end_time_unix_nano=row["end_ns"])
+        span.status.code = row["status_code"]
+        span.attributes.add(key="trajhub.unreadable_body").value.string_value = str(exc)
+        return span
 
 
 def to_model(rows: Iterable[Mapping[str, Any]], envelopes: Mapping[int, bytes]) -> list[Span]:
@@ -44,9 +68,14 @@ def to_model(rows: Iterable[Mapping[str, Any]], envelopes: Mapping[int, bytes]) 
             resource_cache[rid] = (attributes(env.resource.attributes),
                                    scope.name if scope else "", scope.version if scope else "")
         resource, scope_name, scope_version = resource_cache[rid]
-        spans.append(span_from_otlp(OtlpSpan.FromString(row["body"]), resource, scope_name,
-                                    scope_version))
+        spans.append(span_from_otlp(otlp_span(row), resource, scope_name, scope_version))
     return spans
+
+
+def batch_spans(batch: Batch) -> list[Span]:
+    """The spans a decoded request would store, as the normalizers will read them back: the
+    ingest decode and validation path without the write (`POST /api/v1/normalize`)."""
+    return to_model([row._asdict() for row in batch.rows.values()], batch.resources)
 
 
 # ---------------------------------------------------------------------------- OTLP rendering
@@ -74,23 +103,31 @@ def set_any_value(out: AnyValue, value: Any) -> None:
         out.string_value = str(value)
 
 
+def _tag_group(raw: Mapping[str, Any], group: str) -> Mapping[str, Any]:
+    """A tag group as stored; one that is not a JSON object (as sent) counts as empty, as the
+    normalizers read it."""
+    tags = raw.get(group)
+    return tags if isinstance(tags, Mapping) else {}
+
+
 def cozeloop_as_otlp(raw: Mapping[str, Any]) -> OtlpSpan:
     """A native Coze Loop span as an OTLP span: its fields and tags become `cozeloop.*` and
     plain attributes (the native JSON itself stays available with `?format=cozeloop`)."""
-    parent = str(raw.get("parent_id") or "")
-    start_ns = int(raw.get("started_at_micros") or 0) * 1000
+    parent = cozeloop_wire.parent_span_id(str(raw.get("parent_id") or ""))
+    start_ns, end_ns = cozeloop_wire.span_times_ns(int(raw.get("started_at_micros") or 0),
+                                                   int(raw.get("duration_micros") or 0))
     span = OtlpSpan(
         trace_id=bytes.fromhex(str(raw["trace_id"])),
         span_id=bytes.fromhex(str(raw["span_id"])),
-        parent_span_id=b"" if parent in ("", "0") else bytes.fromhex(parent),
+        parent_span_id=bytes.fromhex(parent),
         name=str(raw.get("span_name") or ""),
         start_time_unix_nano=start_ns,
-        end_time_unix_nano=start_ns + max(0, int(raw.get("duration_micros") or 0)) * 1000,
+        end_time_unix_nano=end_ns,
     )
     status_code = int(raw.get("status_code") or 0)
     if status_code:
         span.status.code = Status.STATUS_CODE_ERROR
-        span.status.message = str((raw.get("tags_string") or {}).get("error") or "")
+        span.status.message = str(_tag_group(raw, "tags_string").get("error") or "")
     fields = {"cozeloop.span_type": raw.get("span_type"), "cozeloop.input": raw.get("input"),
               "cozeloop.output": raw.get("output"), "cozeloop.status_code": status_code,
               "cozeloop.log_id": raw.get("log_id"), "cozeloop.workspace_id":
@@ -98,9 +135,8 @@ def cozeloop_as_otlp(raw: Mapping[str, Any]) -> OtlpSpan:
     for key, value in fields.items():
         if value not in (None, ""):
             set_any_value(span.attributes.add(key=key).value, value)
-    for group in ("system_tags_string", "system_tags_long", "system_tags_double", "tags_string",
-                  "tags_long", "tags_double", "tags_bool"):
-        for key, value in (raw.get(group) or {}).items():
+    for group in cozeloop_wire.TAG_GROUPS:
+        for key, value in _tag_group(raw, group).items():
             set_any_value(span.attributes.add(key=key).value, value)
     return span
 
@@ -124,7 +160,7 @@ def to_otlp_request(rows: Iterable[Mapping[str, Any]], envelopes: Mapping[int, b
         if row["format"] == FORMAT_COZELOOP:
             rs.scope_spans[0].spans.append(cozeloop_as_otlp(orjson.loads(row["body"])))
         else:
-            rs.scope_spans[0].spans.append(OtlpSpan.FromString(row["body"]))
+            rs.scope_spans[0].spans.append(otlp_span(row))
     return request
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import NamedTuple
 
 import asyncpg
 
@@ -58,16 +58,59 @@ async def load_spans(conn: asyncpg.Connection, traces: Sequence[ClaimedTrace]
         [t.project for t in traces], [t.trace_id for t in traces])
 
 
-_TRACE_COLUMNS = ("project", "trace_id", "root_span_id", "root_name", "service_name", "start_ns",
-                  "end_ns", "span_count", "error_count", "last_received_at")
+class TraceRow(NamedTuple):
+    """One row of `traces`: what the trace list shows. A NamedTuple: frozen, its fields are
+    the column list, and it goes to executemany as is."""
 
-TRAJECTORY_COLUMNS = (
-    "project", "trace_id", "normalizer_version", "settle_at", "root_ended", "document",
-    "explanation", "warnings", "derivation_error", "framework", "conventions", "root_name",
-    "root_input", "root_output", "agent_names", "tool_names", "model_names", "start_ns",
-    "duration_ms", "step_count", "model_step_count", "tool_step_count", "input_tokens",
-    "output_tokens", "failed_model_steps", "failed_tool_steps", "has_error", "model_usage",
-)
+    project: str
+    trace_id: str
+    root_span_id: str
+    root_name: str
+    service_name: str
+    start_ns: int
+    end_ns: int
+    span_count: int
+    error_count: int
+    last_received_at: datetime
+
+
+class TrajectoryRow(NamedTuple):
+    """One row of `trajectories` as the worker writes it (status and revision are the
+    upsert's)."""
+
+    project: str
+    trace_id: str
+    normalizer_version: str
+    settle_at: datetime
+    root_ended: bool
+    document: str | None
+    explanation: str | None
+    warnings: Sequence[str]
+    derivation_error: str | None
+    framework: str = ""
+    conventions: Sequence[str] = ()
+    root_name: str = ""
+    root_input: str = ""
+    root_output: str = ""
+    agent_names: Sequence[str] = ()
+    tool_names: Sequence[str] = ()
+    model_names: Sequence[str] = ()
+    start_ns: int = 0
+    duration_ms: int = 0
+    step_count: int = 0
+    model_step_count: int = 0
+    tool_step_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    failed_model_steps: int = 0
+    failed_tool_steps: int = 0
+    has_error: bool = False
+    #: JSON text: token usage per model name (normalizers.playback.model_usage), priced on read
+    model_usage: str = "{}"
+
+
+_TRACE_COLUMNS: tuple[str, ...] = TraceRow._fields
+TRAJECTORY_COLUMNS: tuple[str, ...] = TrajectoryRow._fields
 
 
 def _upsert(table: str, columns: Sequence[str], key: str, extra_insert: str = "",
@@ -86,9 +129,8 @@ _UPSERT_TRAJECTORY = _upsert(
     extra_update=", status = 'open', revision = trajectories.revision + 1, derived_at = now()")
 
 
-async def store(conn: asyncpg.Connection, traces: Sequence[Sequence[Any]],
-                trajectories: Sequence[Sequence[Any]]) -> None:
-    """Rows in _TRACE_COLUMNS / TRAJECTORY_COLUMNS order."""
+async def store(conn: asyncpg.Connection, traces: Sequence[TraceRow],
+                trajectories: Sequence[TrajectoryRow]) -> None:
     if traces:
         await conn.executemany(_UPSERT_TRACE, traces)
     if trajectories:

@@ -1,4 +1,11 @@
-"""Connections: the pool the REST API uses, and which failures mean "try again later"."""
+"""Connections: the pool the REST API uses, and which failures mean "try again later".
+
+This module is the one place that classifies database errors. A transient error — the
+connection was lost, the server is shutting down or restarting, too many connections, a
+serialization failure or lock timeout — goes away on a retry: callers answer 503 /
+UNAVAILABLE. Anything else — bad data, a violated constraint, a program limit, a bug — fails
+the same way every time: callers log it and answer 500 / INTERNAL, and never retry it forever.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +13,30 @@ import asyncio
 
 import asyncpg
 
-#: Failures that say the database is unreachable or restarting, not that a query is wrong.
+#: Failures that say the database is unreachable, restarting or busy, not that a query is wrong.
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
     asyncio.TimeoutError,
+    # asyncpg's client side after a connection died mid-operation (e.g. "cannot switch to
+    # state 15; another operation is in progress", "connection is closed")
     asyncpg.InterfaceError,
-    asyncpg.PostgresConnectionError,
+    asyncpg.InternalClientError,
+    asyncpg.PostgresConnectionError,  # SQLSTATE class 08
     asyncpg.CannotConnectNowError,
     asyncpg.AdminShutdownError,
     asyncpg.CrashShutdownError,
     asyncpg.TooManyConnectionsError,
+    asyncpg.InsufficientResourcesError,  # class 53: out of memory, disk full, connections
+    asyncpg.SerializationError,
+    asyncpg.DeadlockDetectedError,
+    asyncpg.LockNotAvailableError,
+    asyncpg.QueryCanceledError,  # statement or lock timeout
 )
+
+
+def is_transient(error: BaseException) -> bool:
+    """True when retrying later may succeed; False for a deterministic failure."""
+    return isinstance(error, TRANSIENT_ERRORS)
 
 
 async def create_pool(url: str, size: int = 4) -> asyncpg.Pool:

@@ -1,9 +1,18 @@
 """A private PostgreSQL server in trajhub's data directory, for `trajhub serve` without a
-database URL and for the test suite (the `pgserver` package ships the binaries)."""
+database URL and for the test suite (the `pgserver` package ships the binaries).
+
+pgserver runs the server as a daemon shared by every process that opens the same data
+directory; a handle file lists those processes, and the last one to close stops the server. A
+process that was killed (kill -9) never removes itself, which would keep the server running
+for good: `EmbeddedPostgres` removes dead processes from the list before it opens the server.
+`ensure_running()` starts the server again when it died (crash recovery is PostgreSQL's own).
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +52,41 @@ class EmbeddedPostgres:
 
     def _start(self) -> Any:
         import pgserver  # imported here: only the embedded mode needs it
+        from pgserver.postgres_server import PostgresServer
 
         logging.getLogger("pgserver").setLevel(logging.WARNING)
+        with PostgresServer._lock:
+            self._prune_stale_handles()
         return pgserver.get_server(self.pgdata, cleanup_mode="stop")
+
+    def _prune_stale_handles(self) -> None:
+        """Drop the processes that died without closing their handle from pgserver's list."""
+        path = self.pgdata / ".handle_pids.json"
+        try:
+            pids = json.loads(path.read_text())
+        except (OSError, ValueError):
+            return
+        if not isinstance(pids, list):
+            return
+        alive = [pid for pid in pids if isinstance(pid, int) and _alive(pid)]
+        if alive != pids:
+            log.warning("embedded PostgreSQL: dropping stale handle(s) of dead process(es) %s",
+                        sorted(set(pids) - set(alive)))
+            path.write_text(json.dumps(alive))
+
+    def running(self) -> bool:
+        """The server process is alive."""
+        from pgserver.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.pgdata)
+        return info is not None and bool(info.is_running())
+
+    def ensure_running(self) -> None:
+        """Start the server again if it died (blocking: call it from a thread)."""
+        from pgserver.postgres_server import PostgresServer
+
+        with PostgresServer._lock:
+            self._server.ensure_postgres_running()
 
     def _tuned(self) -> bool:
         shown = str(self._server.psql("SHOW wal_buffers"))
@@ -57,3 +98,13 @@ class EmbeddedPostgres:
 
     def stop(self) -> None:
         self._server.cleanup()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True

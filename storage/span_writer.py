@@ -10,15 +10,33 @@ changed are queued for the assembly worker.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import NamedTuple
 
 import asyncpg
 
-SPAN_COLUMNS = (
-    "project", "trace_id", "span_id", "parent_span_id", "name", "kind", "start_ns", "end_ns",
-    "status_code", "service_name", "resource_id", "format", "attributes", "body",
-)
+
+class SpanRow(NamedTuple):
+    """One row of `spans`, as ingest writes it. A NamedTuple: frozen, its fields are the column
+    list, and it goes to COPY as is."""
+
+    project: str
+    trace_id: str  # 32 lowercase hex digits
+    span_id: str  # 16 lowercase hex digits
+    parent_span_id: str  # "" for a root
+    name: str  # NUL-free copy (the body keeps the original)
+    kind: int
+    start_ns: int  # 0 ≤ start_ns < 2^63
+    end_ns: int
+    status_code: int
+    service_name: str
+    resource_id: int | None
+    format: int  # FORMAT_OTLP or FORMAT_COZELOOP
+    attributes: str  # JSON object of the short scalar attributes
+    body: bytes  # the span exactly as received
+
+
+SPAN_COLUMNS: tuple[str, ...] = SpanRow._fields
 
 _CREATE_STAGE = """
 CREATE TEMP TABLE IF NOT EXISTS span_stage (LIKE spans INCLUDING DEFAULTS INCLUDING STORAGE)
@@ -55,11 +73,10 @@ async def prepare(conn: asyncpg.Connection) -> None:
 
 async def write_spans(
     conn: asyncpg.Connection,
-    rows: Collection[Sequence[Any]],
+    rows: Collection[SpanRow],
     resources: Mapping[int, bytes],
 ) -> None:
-    """Store rows (in SPAN_COLUMNS order, unique by key) and the resource envelopes they
-    reference."""
+    """Store rows (unique by key) and the resource envelopes they reference."""
     async with conn.transaction():
         if resources:
             await conn.execute(_INSERT_RESOURCES, list(resources), list(resources.values()))
@@ -70,6 +87,6 @@ async def write_spans(
             await conn.copy_records_to_table("span_stage", records=rows, columns=SPAN_COLUMNS)
             await conn.execute(_MERGE)
         else:
-            traces = sorted({(row[0], row[1]) for row in rows})
+            traces = sorted({(row.project, row.trace_id) for row in rows})
             await conn.copy_records_to_table("trace_changes", records=traces,
                                              columns=("project", "trace_id"))

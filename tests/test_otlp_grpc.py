@@ -87,8 +87,14 @@ def test_default_limit_accepts_messages_over_grpcs_4_mib_default(server: ServerP
                                                                   project: str) -> None:
     tid = new_trace_id()
     big = request([span(tid, attributes={"input.value": "x" * (6 * 1024 * 1024)})])
-    stub(server, **{"grpc.max_send_message_length": 64 * 1024 * 1024}).Export(
+    response = stub(server, **{"grpc.max_send_message_length": 64 * 1024 * 1024}).Export(
         big, metadata=[("trajhub-project", project)], timeout=20)
+    assert not response.HasField("partial_success")
+    with httpx.Client() as c:
+        spans = get_json(c, f"{server.http}/api/v1/traces/{tid.hex()}", project=project,
+                         view="flat")["spans"]
+    assert len(spans) == 1
+    assert len(spans[0]["attributes"]["input.value"]) == 6 * 1024 * 1024
 
 
 def test_keepalive_pings_every_10s_cause_no_goaway(server: ServerProcess, project: str) -> None:

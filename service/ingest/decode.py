@@ -2,11 +2,18 @@
 
 Runs in the ingest worker processes: decompression (bounded, so a gzip bomb cannot exhaust
 memory), decoding, per-span validation and the conversion of each span to one row.
+
+Validation is per span, the same for every transport: a span is rejected (OTLP
+`partial_success`, or the Coze Loop answer's `msg`), naming the field, when its ids are not
+hex of the right length or all zero, when a number is out of its range (times must be below
+2^63 ns, the year 2262, which is what a PostgreSQL bigint holds), when its project name is
+invalid, or when a value nests deeper than a protobuf parser accepts. The rest is stored.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -16,16 +23,26 @@ import orjson
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
 
+from trajhub.normalizers import cozeloop_wire
 from trajhub.service.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from trajhub.service.ingest.otlp_json import parse_request
+from trajhub.service.projects import DEFAULT_PROJECT, InvalidProject, validate_project
+from trajhub.storage.pgtext import pg_text
+from trajhub.storage.span_writer import SpanRow
 
 #: what a stored span's `body` holds: a serialized OTLP Span, or Coze Loop's native JSON
 FORMAT_OTLP = 1
 FORMAT_COZELOOP = 2
 
-DEFAULT_PROJECT = "default"
+#: the largest time a span can have: PostgreSQL's bigint (year 2262 in Unix nanoseconds)
+MAX_TIME_NS = 2**63 - 1
+_INT64 = (-(2**63), 2**63 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
+#: OTLP SpanKind and Status.code values
+_SPAN_KINDS = range(0, 6)
+_STATUS_CODES = range(0, 3)
 #: Attribute values longer than this stay only in the span body, not in the filterable copy.
 _FILTERABLE_MAX_CHARS = 256
 #: How many rejected-span reasons one response names.
@@ -33,6 +50,11 @@ _MAX_REASONS = 5
 
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
+_HEX = re.compile(r"[0-9a-fA-F]+")
+#: how deep a native span's JSON may nest: its OTLP rendering turns each object level into
+#: three message levels (KeyValueList, KeyValue, AnyValue), and must stay within the protobuf
+#: limit (MAX_MESSAGE_DEPTH)
+MAX_NATIVE_DEPTH = 30
 
 
 def decompress(body: bytes, encoding: str, limit: int) -> bytes:
@@ -78,16 +100,16 @@ class Batch:
     """What one request stores: rows keyed by (project, trace_id, span_id), the resource
     envelopes they reference, and the spans rejected."""
 
-    rows: dict[tuple[str, str, str], tuple[Any, ...]] = field(default_factory=dict)
+    rows: dict[tuple[str, str, str], SpanRow] = field(default_factory=dict)
     resources: dict[int, bytes] = field(default_factory=dict)
     rejected: int = 0
     reasons: list[str] = field(default_factory=list)
 
-    def add(self, row: tuple[Any, ...]) -> None:
-        key = (row[0], row[1], row[2])
+    def add(self, row: SpanRow) -> None:
+        key = (row.project, row.trace_id, row.span_id)
         kept = self.rows.get(key)
         # a span sent twice in one request: keep the version that ended last
-        if kept is None or row[7] > kept[7]:
+        if kept is None or row.end_ns > kept.end_ns:
             self.rows[key] = row
 
     def reject(self, reason: str) -> None:
@@ -102,14 +124,15 @@ class Batch:
         return f"rejected {self.rejected} span(s): " + "; ".join(self.reasons)
 
 
-def _text(value: str) -> str:
-    # PostgreSQL text cannot hold NUL; the lossless copy is the body.
-    return value.replace("\x00", "\ufffd") if "\x00" in value else value
+def _filterable_key(key: str) -> bool:
+    return "\x00" not in key
 
 
 def _filterable_otlp(attributes: Iterable[KeyValue]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kv in attributes:
+        if not _filterable_key(kv.key):
+            continue
         value = kv.value
         which = value.WhichOneof("value")
         if which == "string_value":
@@ -133,6 +156,8 @@ def _filterable_tags(tag_maps: Iterable[Any]) -> dict[str, Any]:
         if not isinstance(tags, Mapping):
             continue
         for key, value in tags.items():
+            if not _filterable_key(str(key)):
+                continue
             if isinstance(value, str):
                 if len(value) <= _FILTERABLE_MAX_CHARS and "\x00" not in value:
                     out[str(key)] = value
@@ -154,32 +179,67 @@ def _string_attribute(attributes: Iterable[KeyValue], key: str) -> str:
     return ""
 
 
-def parse_otlp(body: bytes, content_type: str) -> ExportTraceServiceRequest:
-    """Decode an OTLP body: "protobuf" or "json"."""
+def parse_otlp(body: bytes, content_type: str, rejected: list[str] | None = None
+               ) -> ExportTraceServiceRequest:
+    """Decode an OTLP body: "protobuf" or "json". With `rejected`, OTLP/JSON spans with an
+    invalid value are left out and named there (see `parse_request`)."""
     if content_type == "json":
         try:
             obj = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise BadRequest(f"body is not valid JSON: {exc}") from None
-        return parse_request(obj)
+        return parse_request(obj, rejected)
     try:
         return ExportTraceServiceRequest.FromString(body)
     except DecodeError as exc:
         raise BadRequest(f"body is not a valid ExportTraceServiceRequest protobuf: {exc}") from None
 
 
-def otlp_batch(request: ExportTraceServiceRequest, project: str | None) -> Batch:
+def _otlp_span_problem(span: Span) -> str:
+    """Why this span cannot be stored, or ""."""
+    trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+    if len(trace_id) != 16 or trace_id == _ZERO_TRACE:
+        return f"invalid trace_id (need 16 non-zero bytes, got {trace_id.hex() or 'empty'})"
+    if len(span_id) != 8 or span_id == _ZERO_SPAN:
+        return f"invalid span_id (need 8 non-zero bytes, got {span_id.hex() or 'empty'})"
+    if parent and len(parent) != 8:
+        return f"invalid parent_span_id {parent.hex()}"
+    for what, value in (("start_time_unix_nano", span.start_time_unix_nano),
+                        ("end_time_unix_nano", span.end_time_unix_nano)):
+        if value > MAX_TIME_NS:
+            return f"{what} {value} is beyond the largest storable time (2^63-1 ns, year 2262)"
+    for event in span.events:
+        if event.time_unix_nano > MAX_TIME_NS:
+            return (f"events.time_unix_nano {event.time_unix_nano} is beyond the largest "
+                    f"storable time (2^63-1 ns, year 2262)")
+    if span.kind not in _SPAN_KINDS:
+        return f"kind {span.kind} is not a SpanKind (0-5)"
+    if span.status.code not in _STATUS_CODES:
+        return f"status.code {span.status.code} is not a status code (0-2)"
+    return ""
+
+
+def otlp_batch(request: ExportTraceServiceRequest, project: str | None,
+               rejected: Iterable[str] = ()) -> Batch:
     """Validate every span and convert the valid ones to rows.
 
     `project` comes from a request header; without one, each resource's `trajhub.project`
-    attribute decides, else the default project."""
+    attribute decides, else the default project. `rejected` are the spans the decoder already
+    left out."""
     batch = Batch()
+    for reason in rejected:
+        batch.reject(reason)
     for rs in request.resource_spans:
         resource_attributes = rs.resource.attributes
         rs_project = (
             project or _string_attribute(resource_attributes, "trajhub.project") or DEFAULT_PROJECT
         )
-        service = _text(_string_attribute(resource_attributes, "service.name"))
+        project_problem = ""
+        try:
+            validate_project(rs_project)
+        except InvalidProject as error:
+            project_problem = f"trajhub.project: {error}"
+        service = pg_text(_string_attribute(resource_attributes, "service.name"))
         for ss in rs.scope_spans:
             if not ss.spans:
                 continue
@@ -187,46 +247,98 @@ def otlp_batch(request: ExportTraceServiceRequest, project: str | None) -> Batch
             envelope.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url)
             envelope_bytes = envelope.SerializeToString(deterministic=True)
             resource_id = _resource_id(envelope_bytes)
-            batch.resources[resource_id] = envelope_bytes
+            used = False
             for span in ss.spans:
-                trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
-                if len(trace_id) != 16 or trace_id == _ZERO_TRACE:
-                    batch.reject(f"span {span.name!r}: invalid trace_id "
-                                 f"(need 16 non-zero bytes, got {trace_id.hex() or 'empty'})")
+                problem = project_problem or _otlp_span_problem(span)
+                if problem:
+                    batch.reject(f"span {span.name[:80]!r}: {problem}")
                     continue
-                if len(span_id) != 8 or span_id == _ZERO_SPAN:
-                    batch.reject(f"span {span.name!r}: invalid span_id "
-                                 f"(need 8 non-zero bytes, got {span_id.hex() or 'empty'})")
-                    continue
-                if parent and len(parent) != 8:
-                    batch.reject(f"span {span.name!r}: invalid parent_span_id {parent.hex()}")
-                    continue
-                batch.add((
-                    rs_project,
-                    trace_id.hex(),
-                    span_id.hex(),
-                    "" if parent == _ZERO_SPAN else parent.hex(),
-                    _text(span.name),
-                    span.kind,
-                    span.start_time_unix_nano,
-                    span.end_time_unix_nano,
-                    span.status.code,
-                    service,
-                    resource_id,
-                    FORMAT_OTLP,
-                    orjson.dumps(_filterable_otlp(span.attributes)).decode(),
-                    span.SerializeToString(),
+                parent = span.parent_span_id
+                used = True
+                batch.add(SpanRow(
+                    project=rs_project,
+                    trace_id=span.trace_id.hex(),
+                    span_id=span.span_id.hex(),
+                    parent_span_id="" if parent == _ZERO_SPAN else parent.hex(),
+                    name=pg_text(span.name),
+                    kind=span.kind,
+                    start_ns=span.start_time_unix_nano,
+                    end_ns=span.end_time_unix_nano,
+                    status_code=span.status.code,
+                    service_name=service,
+                    resource_id=resource_id,
+                    format=FORMAT_OTLP,
+                    attributes=orjson.dumps(_filterable_otlp(span.attributes)).decode(),
+                    body=span.SerializeToString(),
                 ))
+            if used:
+                batch.resources[resource_id] = envelope_bytes
     return batch
 
 
 def _is_hex(value: Any, length: int) -> bool:
-    if not isinstance(value, str) or len(value) != length:
-        return False
-    try:
-        return int(value, 16) != 0
-    except ValueError:
-        return False
+    """Exactly `length` hex digits, not all zero (no 0x, sign, spaces or underscores)."""
+    return (isinstance(value, str) and len(value) == length and _HEX.fullmatch(value) is not None
+            and int(value, 16) != 0)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _json_problem(raw: Mapping[str, Any]) -> str:
+    """The first value in a native span that trajhub cannot carry: an integer outside int64
+    (OTLP's intValue) or nesting deeper than MAX_NATIVE_DEPTH. "" when there is none."""
+    stack: list[tuple[tuple[Any, ...], Any]] = [((k,), v) for k, v in raw.items()
+                                                if isinstance(v, (int, dict, list))]
+    while stack:
+        path, value = stack.pop()
+        if len(path) > MAX_NATIVE_DEPTH:
+            return f"{_json_path(path)} nests deeper than {MAX_NATIVE_DEPTH} levels"
+        if isinstance(value, dict):
+            stack.extend(((*path, k), v) for k, v in value.items()
+                         if isinstance(v, (int, dict, list)))
+        elif isinstance(value, list):
+            stack.extend(((*path, i), v) for i, v in enumerate(value)
+                         if isinstance(v, (int, dict, list)))
+        elif not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+            return f"{_json_path(path)} {value} is out of range for int64"
+    return ""
+
+
+def _json_path(path: tuple[Any, ...]) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p))
+                   for i, p in enumerate(path))
+
+
+def _cozeloop_problem(raw: Mapping[str, Any]) -> str:
+    """Why this native span cannot be stored, or ""."""
+    trace_id, span_id = raw.get("trace_id"), raw.get("span_id")
+    parent = raw.get("parent_id") or ""
+    if not _is_hex(trace_id, 32):
+        return f"invalid trace_id {trace_id!r} (need 32 hex digits, not all 0)"
+    if not _is_hex(span_id, 16):
+        return f"invalid span_id {span_id!r} (need 16 hex digits, not all 0)"
+    if not isinstance(parent, str) or (
+            parent not in ("", cozeloop_wire.ROOT_PARENT_ID) and not _is_hex(parent, 16)):
+        return f"invalid parent_id {parent!r} (need 16 hex digits, or \"0\" for a root)"
+    start_us: Any = raw.get("started_at_micros")
+    duration_us: Any = raw.get("duration_micros", 0)
+    status_code: Any = raw.get("status_code", 0)
+    for what, value in (("started_at_micros", start_us), ("duration_micros", duration_us),
+                        ("status_code", status_code)):
+        if not _is_int(value):
+            return f"{what} must be an integer"
+    if start_us < 0:
+        return f"started_at_micros {start_us} is negative"
+    if duration_us < 0:
+        return f"duration_micros {duration_us} is negative"
+    if cozeloop_wire.span_times_ns(start_us, duration_us)[1] > MAX_TIME_NS:
+        return ("started_at_micros + duration_micros is beyond the largest storable time "
+                "(2^63-1 ns, year 2262)")
+    if not _INT32[0] <= status_code <= _INT32[1]:
+        return f"status_code {status_code} is out of range for int32"
+    return _json_problem(raw)
 
 
 def cozeloop_batch(body: bytes, project: str | None) -> Batch:
@@ -244,48 +356,34 @@ def cozeloop_batch(body: bytes, project: str | None) -> Batch:
             batch.reject("a span is not a JSON object")
             continue
         name = raw.get("span_name")
-        label = f"span {name!r}"
-        trace_id, span_id = raw.get("trace_id"), raw.get("span_id")
-        parent = raw.get("parent_id") or ""
-        if not _is_hex(trace_id, 32):
-            batch.reject(f"{label}: invalid trace_id {trace_id!r} (need 32 hex digits, not all 0)")
-            continue
-        if not _is_hex(span_id, 16):
-            batch.reject(f"{label}: invalid span_id {span_id!r} (need 16 hex digits, not all 0)")
-            continue
-        if not isinstance(parent, str) or (parent != "0" and parent and not _is_hex(parent, 16)):
-            batch.reject(f"{label}: invalid parent_id {parent!r}")
-            continue
-        start_us, duration_us = raw.get("started_at_micros"), raw.get("duration_micros", 0)
-        status_code = raw.get("status_code", 0)
-        if not isinstance(start_us, int) or isinstance(start_us, bool):
-            batch.reject(f"{label}: started_at_micros must be an integer")
-            continue
-        if not isinstance(duration_us, int) or isinstance(duration_us, bool):
-            batch.reject(f"{label}: duration_micros must be an integer")
-            continue
-        if not isinstance(status_code, int) or isinstance(status_code, bool):
-            batch.reject(f"{label}: status_code must be an integer")
-            continue
+        label = f"span {str(name)[:80]!r}"
         span_project = project or str(raw.get("workspace_id") or "") or DEFAULT_PROJECT
-        tags = [raw.get(k) for k in ("system_tags_string", "system_tags_long",
-                                     "system_tags_double", "tags_string", "tags_long",
-                                     "tags_double", "tags_bool")]
-        start_ns = start_us * 1000
-        batch.add((
-            span_project,
-            str(trace_id).lower(),
-            str(span_id).lower(),
-            "" if parent == "0" else parent.lower(),
-            _text(str(name or "")),
-            0,
-            start_ns,
-            start_ns + max(0, duration_us) * 1000,
-            2 if status_code != 0 else 0,
-            _text(str(raw.get("service_name") or "")),
-            None,
-            FORMAT_COZELOOP,
-            orjson.dumps(_filterable_tags(tags)).decode(),
-            orjson.dumps(raw),
+        problem = _cozeloop_problem(raw)
+        if not problem:
+            try:
+                validate_project(span_project)
+            except InvalidProject as error:
+                problem = f"workspace_id: {error}"
+        if problem:
+            batch.reject(f"{label}: {problem}")
+            continue
+        start_ns, end_ns = cozeloop_wire.span_times_ns(raw["started_at_micros"],
+                                                       raw.get("duration_micros", 0))
+        batch.add(SpanRow(
+            project=span_project,
+            trace_id=raw["trace_id"].lower(),
+            span_id=raw["span_id"].lower(),
+            parent_span_id=cozeloop_wire.parent_span_id(raw.get("parent_id") or ""),
+            name=pg_text(str(name or "")),
+            kind=0,
+            start_ns=start_ns,
+            end_ns=end_ns,
+            status_code=2 if raw.get("status_code", 0) != 0 else 0,
+            service_name=pg_text(str(raw.get("service_name") or "")),
+            resource_id=None,
+            format=FORMAT_COZELOOP,
+            attributes=orjson.dumps(_filterable_tags(
+                raw.get(group) for group in cozeloop_wire.TAG_GROUPS)).decode(),
+            body=orjson.dumps(raw),
         ))
     return batch

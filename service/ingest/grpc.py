@@ -8,34 +8,24 @@ receive limit, answering RESOURCE_EXHAUSTED beyond it).
 from __future__ import annotations
 
 import grpc
-from google.protobuf import any_pb2, duration_pb2
-from google.rpc import error_details_pb2, status_pb2
-from grpc_status import rpc_status
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from trajhub.service.errors import IngestError, Unavailable
+from trajhub.service.errors import grpc_status, ingest_error
 from trajhub.service.ingest.pool import IngestPool
 from trajhub.service.ingest.worker import KIND_OTLP_PROTOBUF, IngestJob
+from trajhub.service.projects import PROJECT_HEADERS
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
 def _metadata_project(context: grpc.aio.ServicerContext) -> str | None:
-    for key, value in context.invocation_metadata() or ():
-        if key in ("trajhub-project", "cozeloop-workspace-id") and isinstance(value, str):
-            return value
+    """The project the call's metadata names (validated by the ingest worker), if any."""
+    metadata = {key: value for key, value in context.invocation_metadata() or ()
+                if isinstance(value, str)}
+    for key in PROJECT_HEADERS:
+        if metadata.get(key):
+            return metadata[key]
     return None
-
-
-def _status(error: IngestError) -> grpc.Status:
-    status = status_pb2.Status(code=error.grpc_code.value[0], message=error.message)
-    if isinstance(error, Unavailable):
-        # RetryInfo tells OTLP exporters how long to back off (spec/otlp.md A6 #39, #43)
-        detail = any_pb2.Any()
-        detail.Pack(error_details_pb2.RetryInfo(
-            retry_delay=duration_pb2.Duration(seconds=error.retry_after_s)))
-        status.details.append(detail)
-    return rpc_status.to_status(status)
 
 
 def trace_service(pool: IngestPool, max_bytes: int) -> grpc.GenericRpcHandler:
@@ -43,8 +33,8 @@ def trace_service(pool: IngestPool, max_bytes: int) -> grpc.GenericRpcHandler:
         job = IngestJob(KIND_OTLP_PROTOBUF, request, "", _metadata_project(context), max_bytes)
         try:
             result = await pool.submit(job)
-        except IngestError as error:
-            status = _status(error)
+        except Exception as exc:  # never UNKNOWN: every failure maps to its code
+            status = grpc_status(ingest_error(exc))
             await context.abort(status.code, status.details, status.trailing_metadata)
         response = ExportTraceServiceResponse()
         if result.rejected or result.error_message:
@@ -67,6 +57,8 @@ def create_server(pool: IngestPool, max_bytes: int) -> grpc.aio.Server:
         ("grpc.http2.min_recv_ping_interval_without_data_ms", 5000),
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.http2.max_ping_strikes", 0),
+        # a second server on a busy port must fail to bind, not split the traffic
+        ("grpc.so_reuseport", 0),
     ])
     server.add_generic_rpc_handlers((trace_service(pool, max_bytes),))
     return server

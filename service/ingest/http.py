@@ -5,12 +5,31 @@ from __future__ import annotations
 from typing import Annotated
 
 import orjson
-from fastapi import APIRouter, Depends, Form, Request, Response, UploadFile
+from fastapi import APIRouter, Depends, Request, Response
 from google.protobuf import json_format
-from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from starlette.datastructures import UploadFile
+from starlette.formparsers import MultiPartException, MultiPartParser
 
-from trajhub.service.errors import IngestError, PayloadTooLarge, Unavailable, UnsupportedMediaType
+from trajhub.service.errors import (
+    BadRequest,
+    Forbidden,
+    IngestError,
+    PayloadTooLarge,
+    ingest_error,
+    retry_headers,
+    rpc_status_proto,
+)
+from trajhub.service.ingest.bodies import (
+    JSON,
+    MULTIPART,
+    PROTOBUF,
+    limited_stream,
+    otlp_kind,
+    read_body,
+    request_project,
+    require_media,
+)
 from trajhub.service.ingest.worker import (
     KIND_COZELOOP,
     KIND_OTLP_JSON,
@@ -18,14 +37,15 @@ from trajhub.service.ingest.worker import (
     IngestJob,
     IngestResult,
 )
+from trajhub.service.projects import DEFAULT_PROJECT, InvalidProject, validate_project
 from trajhub.service.runtime import Runtime, runtime
 from trajhub.storage import files
-from trajhub.storage.database import TRANSIENT_ERRORS
 
 router = APIRouter()
 
-PROTOBUF = "application/x-protobuf"
-JSON = "application/json"
+#: the longest file name (storage key) an upload may have: keeps the key within PostgreSQL's
+#: btree row limit
+MAX_FILE_KEY_LENGTH = 1024
 
 _OTLP_BODY = {
     "requestBody": {
@@ -39,51 +59,24 @@ _OTLP_BODY = {
 }
 
 
-def request_project(request: Request) -> str | None:
-    """The project a request names in its headers, if any (else per resource or span)."""
-    return (request.headers.get("trajhub-project")
-            or request.headers.get("cozeloop-workspace-id") or None)
-
-
-def otlp_kind(content_type: str) -> str:
-    media = content_type.split(";", 1)[0].strip().lower()
-    if media in (PROTOBUF, "application/protobuf"):
-        return KIND_OTLP_PROTOBUF
-    if media == JSON:
-        return KIND_OTLP_JSON
-    raise UnsupportedMediaType(
-        f"unsupported Content-Type {content_type!r}: use {PROTOBUF} or {JSON}")
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The raw body, refusing to buffer more than `limit` bytes."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"request body of {declared} bytes exceeds the limit of {limit}")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _retry_headers(error: IngestError) -> dict[str, str]:
-    if isinstance(error, Unavailable):
-        return {"Retry-After": str(error.retry_after_s)}
-    return {}
+def error_headers(error: IngestError) -> dict[str, str]:
+    """Retry-After on 503; on 413, `Connection: close`, so the server stops reading the rest of
+    an oversized body instead of draining it to keep the connection."""
+    headers = retry_headers(error)
+    if isinstance(error, PayloadTooLarge):
+        headers["Connection"] = "close"
+    return headers
 
 
 def otlp_error(error: IngestError, kind: str) -> Response:
     """A google.rpc.Status in the request's encoding (spec/otlp.md A5)."""
-    status = status_pb2.Status(code=error.grpc_code.value[0], message=error.message)
+    status = rpc_status_proto(error)
     if kind == KIND_OTLP_PROTOBUF:
         body, media = status.SerializeToString(), PROTOBUF
     else:
         body, media = json_format.MessageToJson(status, indent=None).encode(), JSON
     return Response(body, status_code=error.http_status, media_type=media,
-                    headers=_retry_headers(error))
+                    headers=error_headers(error))
 
 
 def otlp_success(result: IngestResult, kind: str) -> Response:
@@ -110,8 +103,8 @@ async def _export_otlp(request: Request, rt: Runtime) -> Response:
     try:
         kind = otlp_kind(request.headers.get("content-type", ""))
         result = await ingest(request, rt, kind)
-    except IngestError as error:
-        return otlp_error(error, kind)
+    except Exception as exc:
+        return otlp_error(ingest_error(exc), kind)
     return otlp_success(result, kind)
 
 
@@ -147,36 +140,73 @@ def _loop_reply(code: int, msg: str, status: int = 200,
 )
 async def cozeloop_ingest(request: Request, rt: Annotated[Runtime, Depends(runtime)]) -> Response:
     """Answers `{"code": 0, "msg": ""}` once stored; invalid spans are named in `msg` while the
-    valid ones are stored. Bad input gets a non-zero `code` and a message."""
+    valid ones are stored. Bad input gets a non-zero `code` and a message; a body that is not
+    `application/json` gets 415."""
     try:
+        require_media(request.headers.get("content-type", ""), JSON)
         result = await ingest(request, rt, KIND_COZELOOP)
-    except IngestError as error:
-        return _loop_reply(error.http_status, error.message, error.http_status,
-                           _retry_headers(error))
+    except Exception as exc:
+        return _loop_error(ingest_error(exc))
     return _loop_reply(0, result.error_message)
 
 
-@router.post("/v1/loop/files/upload", tags=["coze loop"],
+def _loop_error(error: IngestError) -> Response:
+    return _loop_reply(error.http_status, error.message, error.http_status, error_headers(error))
+
+
+_UPLOAD_BODY = {"requestBody": {"required": True, "content": {MULTIPART: {"schema": {
+    "type": "object", "required": ["file"], "properties": {
+        "file": {"type": "string", "format": "binary",
+                 "description": "the file; its file name is the storage key"},
+        "workspace_id": {"type": "string", "description": "the project (else the "
+                         "trajhub-project or cozeloop-workspace-id header, else default)"}}}}}}}
+
+
+@router.post("/v1/loop/files/upload", tags=["coze loop"], openapi_extra=_UPLOAD_BODY,
              summary="Coze Loop file upload (inputs/outputs over 1 MiB, attachments)")
-async def cozeloop_upload(
-    request: Request,
-    rt: Annotated[Runtime, Depends(runtime)],
-    file: UploadFile,
-    workspace_id: Annotated[str, Form()] = "",
-) -> Response:
+async def cozeloop_upload(request: Request, rt: Annotated[Runtime, Depends(runtime)]
+                          ) -> Response:
     """Stores the file under its file name (the span's `object_storage` key), so the span's
-    reference resolves through `GET /api/v1/files/{key}`."""
-    key = file.filename or ""
-    if not key:
-        return _loop_reply(400, "the multipart 'file' part needs a file name (its storage key)",
-                           400)
-    content = await file.read()
-    if len(content) > rt.settings.max_request_bytes:
-        return _loop_reply(413, "file exceeds the request size limit", 413)
-    project = request_project(request) or workspace_id or "default"
+    reference resolves through `GET /api/v1/files/{key}`. Only `multipart/form-data` is
+    accepted (415 otherwise); the body is limited to the request size limit while it streams
+    in (413), and file parts over 1 MiB are spooled to disk, not memory. A browser may post
+    multipart/form-data cross-site without a CORS preflight, so a request that carries an
+    `Origin` not listed in TRAJHUB_CORS_ORIGINS gets 403 (the SDKs send no Origin)."""
     try:
+        origin = request.headers.get("origin")
+        if origin and origin not in rt.settings.cors_origin_list:
+            raise Forbidden(f"uploads from the browser origin {origin!r} are not allowed "
+                            "(TRAJHUB_CORS_ORIGINS)")
+        require_media(request.headers.get("content-type", ""), MULTIPART)
+        limit = rt.settings.max_request_bytes
+        parser = MultiPartParser(request.headers, limited_stream(request, limit),
+                                 max_files=1, max_fields=8)
+        try:
+            form = await parser.parse()
+        except MultiPartException as exc:
+            raise BadRequest(f"invalid multipart body: {exc.message}") from None
+        try:
+            upload = form.get("file")
+            if not isinstance(upload, UploadFile):
+                raise BadRequest("the multipart body needs a 'file' part")
+            if not upload.filename:
+                raise BadRequest("the multipart 'file' part needs a file name (its storage key)")
+            workspace_id = form.get("workspace_id")
+            project = request_project(request) or (
+                workspace_id if isinstance(workspace_id, str) and workspace_id
+                else DEFAULT_PROJECT)
+            try:
+                validate_project(project)
+            except InvalidProject as error:
+                raise BadRequest(f"workspace_id: {error}") from None
+            if len(upload.filename) > MAX_FILE_KEY_LENGTH or "\x00" in upload.filename:
+                raise BadRequest(f"the file name (its storage key) must be at most "
+                                 f"{MAX_FILE_KEY_LENGTH} characters, without NUL")
+            content = await upload.read()
+        finally:
+            await form.close()
         async with rt.db.acquire() as conn:
-            await files.put(conn, project, key, content)
-    except TRANSIENT_ERRORS as exc:
-        return _loop_reply(503, f"database unavailable: {exc}", 503, {"Retry-After": "2"})
+            await files.put(conn, project, upload.filename, content)
+    except Exception as exc:
+        return _loop_error(ingest_error(exc))
     return _loop_reply(0, "")

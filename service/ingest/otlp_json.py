@@ -4,6 +4,12 @@
 the Collector is: lowerCamelCase or snake_case keys, 64-bit ints as strings or numbers, enums as
 ints or names, unknown fields ignored. An id that is not valid hex is kept as the empty id, so
 per-span validation rejects that span instead of the whole request.
+
+Numbers are checked against their protobuf type (a negative `flags`, an `intValue` of 2^64 or a
+`kind` of 2^40 cannot be represented), and attribute values may nest only as deep as a protobuf
+parser accepts (`MAX_MESSAGE_DEPTH`), so the stored span always parses again. When the caller
+collects rejections, a span with such a value is left out and the reason, naming the field, is
+reported; the rest of the request is kept.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +32,25 @@ _SPAN_KIND = {name: value for value, name in enumerate(
     ["SPAN_KIND_UNSPECIFIED", "SPAN_KIND_INTERNAL", "SPAN_KIND_SERVER", "SPAN_KIND_CLIENT",
      "SPAN_KIND_PRODUCER", "SPAN_KIND_CONSUMER"])}
 _STATUS_CODE = {"STATUS_CODE_UNSET": 0, "STATUS_CODE_OK": 1, "STATUS_CODE_ERROR": 2}
+
+#: upb's default recursion limit: the deepest message nesting a protobuf parser accepts,
+#: counted from the ExportTraceServiceRequest (level 1). gRPC and OTLP/HTTP protobuf bodies
+#: are held to it by the parser itself; OTLP/JSON is held to it here.
+MAX_MESSAGE_DEPTH = 100
+# where each kind of attribute list sits: request 1 → ResourceSpans 2 → Resource / ScopeSpans 3
+# → Scope / Span 4 → Event / Link 5; the KeyValue is one level below, its AnyValue two.
+_RESOURCE_VALUE_DEPTH = 5
+_SCOPE_VALUE_DEPTH = 6
+_SPAN_VALUE_DEPTH = 6
+_EVENT_VALUE_DEPTH = 7
+
+_UINT32 = (0, 2**32 - 1)
+_INT32 = (-(2**31), 2**31 - 1)
+_UINT64 = (0, 2**64 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+_TYPE_NAMES = {_UINT32: "uint32", _INT32: "int32", _UINT64: "uint64", _INT64: "int64"}
+
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})+")
 
 
 def _get(obj: Mapping[str, Any], camel: str, snake: str) -> Any:
@@ -49,30 +75,36 @@ def _dict(value: Any, what: str) -> Mapping[str, Any]:
     return value
 
 
-def _int(value: Any, what: str) -> int:
+def _int(value: Any, what: str, bounds: tuple[int, int]) -> int:
+    """An integer field of the protobuf type `bounds` (e.g. _UINT64)."""
     if value is None or value == "":
         return 0
     if isinstance(value, bool):
         raise BadRequest(f"'{what}' must be an integer")
+    if isinstance(value, float) and not value.is_integer():
+        raise BadRequest(f"'{what}' must be an integer, got {value!r}")
     try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise BadRequest(f"'{what}' must be an integer, got {value!r}") from None
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise BadRequest(f"'{what}' must be an integer, got {str(value)[:40]!r}") from None
+    low, high = bounds
+    if not low <= number <= high:
+        raise BadRequest(f"'{what}' {number} is out of range for {_TYPE_NAMES[bounds]} "
+                         f"({low}..{high})")
+    return number
 
 
 def _enum(value: Any, names: Mapping[str, int], what: str) -> int:
     if isinstance(value, str) and value in names:
         return names[value]
-    return _int(value, what)
+    return _int(value, what, _INT32)
 
 
 def _hex_id(value: Any) -> bytes:
-    if not value or not isinstance(value, str):
+    """Hex digits → bytes; anything else (0x prefixes, spaces, signs) → the empty id."""
+    if not value or not isinstance(value, str) or not _HEX.fullmatch(value):
         return b""
-    try:
-        return bytes.fromhex(value)
-    except ValueError:
-        return b""
+    return bytes.fromhex(value)
 
 
 def _double(value: Any) -> float:
@@ -86,7 +118,11 @@ def _double(value: Any) -> float:
         raise BadRequest(f"'doubleValue' must be a number, got {value!r}") from None
 
 
-def _any_value(obj: Any, out: AnyValue) -> None:
+def _any_value(obj: Any, out: AnyValue, depth: int) -> None:
+    """Fill `out`, an AnyValue at message level `depth`."""
+    if depth > MAX_MESSAGE_DEPTH:
+        raise BadRequest(f"an attribute value nests deeper than the protobuf limit of "
+                         f"{MAX_MESSAGE_DEPTH} messages")
     obj = _dict(obj, "value")
     for key, value in obj.items():
         if key in ("stringValue", "string_value"):
@@ -94,7 +130,7 @@ def _any_value(obj: Any, out: AnyValue) -> None:
         elif key in ("boolValue", "bool_value"):
             out.bool_value = bool(value)
         elif key in ("intValue", "int_value"):
-            out.int_value = _int(value, "intValue")
+            out.int_value = _int(value, "intValue", _INT64)
         elif key in ("doubleValue", "double_value"):
             out.double_value = _double(value)
         elif key in ("bytesValue", "bytes_value"):
@@ -106,36 +142,42 @@ def _any_value(obj: Any, out: AnyValue) -> None:
             array = out.array_value
             array.SetInParent()
             for item in _list(_dict(value, "arrayValue"), "values", "values"):
-                _any_value(item, array.values.add())
+                _any_value(item, array.values.add(), depth + 2)
         elif key in ("kvlistValue", "kvlist_value"):
             kvlist = out.kvlist_value
             kvlist.SetInParent()
-            _key_values(_list(_dict(value, "kvlistValue"), "values", "values"), kvlist.values)
+            _key_values(_list(_dict(value, "kvlistValue"), "values", "values"), kvlist.values,
+                        depth + 3)
         else:
             continue
         return
 
 
-def _key_values(items: list[Any], out: Any) -> None:
+def _key_values(items: list[Any], out: Any, depth: int) -> None:
+    """Attributes whose AnyValues sit at message level `depth`."""
     for item in items:
         item = _dict(item, "attribute")
         kv: KeyValue = out.add()
         kv.key = str(item.get("key", ""))
-        _any_value(item.get("value"), kv.value)
+        _any_value(item.get("value"), kv.value, depth)
 
 
 def _scope(obj: Mapping[str, Any], out: InstrumentationScope) -> None:
     out.name = str(obj.get("name") or "")
     out.version = str(obj.get("version") or "")
-    _key_values(_list(obj, "attributes", "attributes"), out.attributes)
-    out.dropped_attributes_count = _int(
-        _get(obj, "droppedAttributesCount", "dropped_attributes_count"), "droppedAttributesCount")
+    _key_values(_list(obj, "attributes", "attributes"), out.attributes, _SCOPE_VALUE_DEPTH)
+    out.dropped_attributes_count = _dropped(obj, "droppedAttributesCount",
+                                            "dropped_attributes_count")
 
 
 def _resource(obj: Mapping[str, Any], out: Resource) -> None:
-    _key_values(_list(obj, "attributes", "attributes"), out.attributes)
-    out.dropped_attributes_count = _int(
-        _get(obj, "droppedAttributesCount", "dropped_attributes_count"), "droppedAttributesCount")
+    _key_values(_list(obj, "attributes", "attributes"), out.attributes, _RESOURCE_VALUE_DEPTH)
+    out.dropped_attributes_count = _dropped(obj, "droppedAttributesCount",
+                                            "dropped_attributes_count")
+
+
+def _dropped(obj: Mapping[str, Any], camel: str, snake: str) -> int:
+    return _int(_get(obj, camel, snake), camel, _UINT32)
 
 
 def _span(obj: Mapping[str, Any], out: Span) -> None:
@@ -143,40 +185,38 @@ def _span(obj: Mapping[str, Any], out: Span) -> None:
     out.span_id = _hex_id(_get(obj, "spanId", "span_id"))
     out.parent_span_id = _hex_id(_get(obj, "parentSpanId", "parent_span_id"))
     out.trace_state = str(_get(obj, "traceState", "trace_state") or "")
-    out.flags = _int(obj.get("flags"), "flags")
+    out.flags = _int(obj.get("flags"), "flags", _UINT32)
     out.name = str(obj.get("name") or "")
     out.kind = _enum(obj.get("kind"), _SPAN_KIND, "kind")  # type: ignore[assignment]
     out.start_time_unix_nano = _int(
-        _get(obj, "startTimeUnixNano", "start_time_unix_nano"), "startTimeUnixNano")
+        _get(obj, "startTimeUnixNano", "start_time_unix_nano"), "startTimeUnixNano", _UINT64)
     out.end_time_unix_nano = _int(
-        _get(obj, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano")
-    _key_values(_list(obj, "attributes", "attributes"), out.attributes)
-    out.dropped_attributes_count = _int(
-        _get(obj, "droppedAttributesCount", "dropped_attributes_count"), "droppedAttributesCount")
+        _get(obj, "endTimeUnixNano", "end_time_unix_nano"), "endTimeUnixNano", _UINT64)
+    _key_values(_list(obj, "attributes", "attributes"), out.attributes, _SPAN_VALUE_DEPTH)
+    out.dropped_attributes_count = _dropped(obj, "droppedAttributesCount",
+                                            "dropped_attributes_count")
     for raw in _list(obj, "events", "events"):
         raw = _dict(raw, "event")
         event = out.events.add()
-        event.time_unix_nano = _int(_get(raw, "timeUnixNano", "time_unix_nano"), "timeUnixNano")
+        event.time_unix_nano = _int(_get(raw, "timeUnixNano", "time_unix_nano"),
+                                    "events.timeUnixNano", _UINT64)
         event.name = str(raw.get("name") or "")
-        _key_values(_list(raw, "attributes", "attributes"), event.attributes)
-        event.dropped_attributes_count = _int(
-            _get(raw, "droppedAttributesCount", "dropped_attributes_count"),
-            "droppedAttributesCount")
-    out.dropped_events_count = _int(
-        _get(obj, "droppedEventsCount", "dropped_events_count"), "droppedEventsCount")
+        _key_values(_list(raw, "attributes", "attributes"), event.attributes,
+                    _EVENT_VALUE_DEPTH)
+        event.dropped_attributes_count = _dropped(raw, "droppedAttributesCount",
+                                                  "dropped_attributes_count")
+    out.dropped_events_count = _dropped(obj, "droppedEventsCount", "dropped_events_count")
     for raw in _list(obj, "links", "links"):
         raw = _dict(raw, "link")
         link = out.links.add()
         link.trace_id = _hex_id(_get(raw, "traceId", "trace_id"))
         link.span_id = _hex_id(_get(raw, "spanId", "span_id"))
         link.trace_state = str(_get(raw, "traceState", "trace_state") or "")
-        link.flags = _int(raw.get("flags"), "flags")
-        _key_values(_list(raw, "attributes", "attributes"), link.attributes)
-        link.dropped_attributes_count = _int(
-            _get(raw, "droppedAttributesCount", "dropped_attributes_count"),
-            "droppedAttributesCount")
-    out.dropped_links_count = _int(
-        _get(obj, "droppedLinksCount", "dropped_links_count"), "droppedLinksCount")
+        link.flags = _int(raw.get("flags"), "links.flags", _UINT32)
+        _key_values(_list(raw, "attributes", "attributes"), link.attributes, _EVENT_VALUE_DEPTH)
+        link.dropped_attributes_count = _dropped(raw, "droppedAttributesCount",
+                                                 "dropped_attributes_count")
+    out.dropped_links_count = _dropped(obj, "droppedLinksCount", "dropped_links_count")
     if obj.get("status") is not None:
         status = _dict(obj.get("status"), "status")
         out.status.SetInParent()
@@ -184,24 +224,55 @@ def _span(obj: Mapping[str, Any], out: Span) -> None:
         out.status.code = _enum(status.get("code"), _STATUS_CODE, "status.code")  # type: ignore[assignment]
 
 
-def parse_request(obj: Any) -> ExportTraceServiceRequest:
-    """Build the request message from parsed OTLP/JSON; BadRequest names what is wrong."""
+def _label(raw: Any) -> str:
+    name = raw.get("name") if isinstance(raw, Mapping) else None
+    return f"span {str(name or '')[:80]!r}"
+
+
+def parse_request(obj: Any, rejected: list[str] | None = None) -> ExportTraceServiceRequest:
+    """Build the request message from parsed OTLP/JSON; BadRequest names what is wrong.
+
+    With `rejected`, a span (or every span of a resource or scope) with an invalid value is
+    left out and one reason per span is appended instead; only a malformed request structure
+    raises."""
     request = ExportTraceServiceRequest()
     for raw_rs in _list(_dict(obj, "request"), "resourceSpans", "resource_spans"):
         raw_rs = _dict(raw_rs, "resourceSpans")
         rs: ResourceSpans = request.resource_spans.add()
-        if raw_rs.get("resource") is not None:
-            rs.resource.SetInParent()
-            _resource(_dict(raw_rs.get("resource"), "resource"), rs.resource)
+        envelope_error = ""
+        try:
+            if raw_rs.get("resource") is not None:
+                rs.resource.SetInParent()
+                _resource(_dict(raw_rs.get("resource"), "resource"), rs.resource)
+        except BadRequest as error:
+            if rejected is None:
+                raise
+            envelope_error = f"resource: {error.message}"
         rs.schema_url = str(_get(raw_rs, "schemaUrl", "schema_url") or "")
         for raw_ss in _list(raw_rs, "scopeSpans", "scope_spans"):
             raw_ss = _dict(raw_ss, "scopeSpans")
             ss: ScopeSpans = rs.scope_spans.add()
-            if raw_ss.get("scope") is not None:
-                ss.scope.SetInParent()
-                _scope(_dict(raw_ss.get("scope"), "scope"), ss.scope)
+            scope_error = envelope_error
+            try:
+                if raw_ss.get("scope") is not None:
+                    ss.scope.SetInParent()
+                    _scope(_dict(raw_ss.get("scope"), "scope"), ss.scope)
+            except BadRequest as error:
+                if rejected is None:
+                    raise
+                scope_error = scope_error or f"scope: {error.message}"
             ss.schema_url = str(_get(raw_ss, "schemaUrl", "schema_url") or "")
             for raw_span in _list(raw_ss, "spans", "spans"):
-                _span(_dict(raw_span, "span"), ss.spans.add())
+                if scope_error:
+                    assert rejected is not None
+                    rejected.append(f"{_label(raw_span)}: {scope_error}")
+                    continue
+                span = ss.spans.add()
+                try:
+                    _span(_dict(raw_span, "span"), span)
+                except BadRequest as error:
+                    if rejected is None:
+                        raise
+                    del ss.spans[-1]
+                    rejected.append(f"{_label(raw_span)}: {error.message}")
     return request
-

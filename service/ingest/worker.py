@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from dataclasses import dataclass
 
 import asyncpg
 
-from trajhub.service.errors import BadRequest, Unavailable
+from trajhub.service.errors import BadRequest, IngestError, Unavailable, ingest_error
 from trajhub.service.ingest.decode import Batch, cozeloop_batch, decompress, otlp_batch, parse_otlp
+from trajhub.service.lifeline import die_with_parent
+from trajhub.service.projects import InvalidProject, validate_project
 from trajhub.storage import span_writer
 
 log = logging.getLogger("trajhub.ingest")
@@ -66,13 +69,14 @@ class _Worker:
     def write(self, batch: Batch) -> None:
         try:
             self.loop.run_until_complete(self._write(batch))
-        except asyncpg.DataError as exc:
-            # deterministic: retrying the same data fails the same way
-            raise BadRequest(f"the database rejected the batch: {exc}") from None
-        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except Exception as exc:
+            # whatever failed, the connection may be mid-operation ("cannot switch to state"):
+            # start the next request on a fresh one
             self._drop_connection()
-            log.warning("database write failed: %s", exc)
-            raise Unavailable(f"database unavailable: {exc}", retry_after_s=2) from None
+            error = ingest_error(exc)  # transient → 503 / UNAVAILABLE; else logged 500
+            if isinstance(error, Unavailable):
+                log.warning("database write failed: %s", exc)
+            raise error from None
 
     def _drop_connection(self) -> None:
         conn, self.conn = self.conn, None
@@ -82,25 +86,24 @@ class _Worker:
     def ping(self) -> None:
         try:
             self.loop.run_until_complete(self._connection())
-        except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
+        except Exception as exc:
             self._drop_connection()
-            raise Unavailable(f"database unavailable: {exc}") from None
+            raise ingest_error(exc) from None
 
 
 _worker: _Worker | None = None
 
 
-def initialize(database_url: str, log_level: int) -> None:
+def initialize(database_url: str, log_level: int, parent_pid: int) -> None:
     """ProcessPoolExecutor initializer: one worker (and one connection) per process."""
     global _worker
+    die_with_parent(parent_pid)
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _worker = _Worker(database_url)
 
 
 def warm_up() -> int:
     """Connect early, so the first request does not pay for it; returns the pid."""
-    import os
-
     assert _worker is not None
     # the first request retries the connection and answers 503 if it must
     with contextlib.suppress(Unavailable):
@@ -108,13 +111,37 @@ def warm_up() -> int:
     return os.getpid()
 
 
-def ingest(job: IngestJob) -> IngestResult:
-    assert _worker is not None, "initialize() was not called in this process"
+def decode(job: IngestJob) -> Batch:
+    """The rows a request stores and the spans it rejects; BadRequest when nothing in it is
+    usable. No database involved."""
+    if job.project is not None:
+        try:
+            validate_project(job.project)
+        except InvalidProject as error:
+            raise BadRequest(str(error)) from None
     body = decompress(job.body, job.content_encoding, job.max_bytes)
     if job.kind == KIND_COZELOOP:
-        batch = cozeloop_batch(body, job.project)
-    else:
-        batch = otlp_batch(parse_otlp(body, job.kind), job.project)
+        return cozeloop_batch(body, job.project)
+    rejected: list[str] = []
+    request = parse_otlp(body, job.kind, rejected)
+    return otlp_batch(request, job.project, rejected)
+
+
+def ingest(job: IngestJob) -> IngestResult:
+    """Decode, validate and commit one request. Raises only IngestError: any other failure
+    is classified by `ingest_error`, so no transport answers 500 for a database outage or
+    gRPC UNKNOWN for anything."""
+    try:
+        return _ingest(job)
+    except IngestError:
+        raise
+    except Exception as exc:
+        raise ingest_error(exc) from None
+
+
+def _ingest(job: IngestJob) -> IngestResult:
+    assert _worker is not None, "initialize() was not called in this process"
+    batch = decode(job)
     if batch.rows:
         _worker.write(batch)
     elif batch.rejected:

@@ -5,6 +5,11 @@ round claims changed traces from `trace_changes` inside one transaction, derives
 the results, so a crash leaves the changes queued. Several trajhub processes on one database
 share the queue (`FOR UPDATE SKIP LOCKED`, plus a per-trace advisory lock so one trace is never
 derived twice at once).
+
+One trace never stops the others: a trace whose spans cannot be read or derived, or whose
+results the database refuses, gets a trajectory with its `derivation_error` recorded and the
+worker moves on; its change is consumed, so it is not picked again until new spans arrive.
+Only a transient database fault rolls the round back, to be retried.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import os
 import signal
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 import asyncpg
@@ -28,9 +34,13 @@ from trajhub.normalizers.model import STATUS_ERROR, Span
 from trajhub.normalizers.playback import model_usage
 from trajhub.normalizers.trajectory import trajectory_to_json
 from trajhub.service.config import Settings
+from trajhub.service.lifeline import die_with_parent
 from trajhub.service.stored_spans import to_model
+from trajhub.service.supervision import Backoff, exit_cause
 from trajhub.storage import assembly_store, trace_reads
-from trajhub.storage.database import TRANSIENT_ERRORS
+from trajhub.storage.assembly_store import ClaimedTrace, TraceRow, TrajectoryRow
+from trajhub.storage.database import TRANSIENT_ERRORS, is_transient
+from trajhub.storage.pgtext import pg_text, pg_texts
 
 log = logging.getLogger("trajhub.assembly")
 
@@ -38,38 +48,59 @@ log = logging.getLogger("trajhub.assembly")
 BATCH = 200
 #: a trajectory whose root never ended is finalized this long after settling anyway
 MAX_OPEN_SECONDS = 300.0
+#: how often the parent looks at its trajectory workers
+WATCH_INTERVAL_SECONDS = 0.25
 
 
-def trace_row(project: str, trace_id: str, spans: Sequence[Span], last_received: Any
-              ) -> tuple[Any, ...]:
-    ids = {s.span_id for s in spans}
-    roots = sorted((s for s in spans if s.parent_span_id not in ids),
-                   key=lambda s: (s.start_ns, s.end_ns, s.span_id))
-    root = roots[0] if roots else min(spans, key=lambda s: (s.start_ns, s.span_id))
-    service = str(root.resource.get("service.name") or "")
-    return (project, trace_id, root.span_id, root.name, service,
-            min(s.start_ns for s in spans), max(s.end_ns for s in spans), len(spans),
-            sum(1 for s in spans if s.status_code == STATUS_ERROR), last_received)
+def trace_row(project: str, trace_id: str, rows: Sequence[Mapping[str, Any]],
+              last_received: datetime) -> TraceRow:
+    """The trace list's row, from the stored span columns (already fit for PostgreSQL), so a
+    trace is listed even when its spans cannot be derived."""
+    ids = {r["span_id"] for r in rows}
+    roots = sorted((r for r in rows if r["parent_span_id"] not in ids),
+                   key=lambda r: (r["start_ns"], r["end_ns"], r["span_id"]))
+    root = roots[0] if roots else min(rows, key=lambda r: (r["start_ns"], r["span_id"]))
+    return TraceRow(project, trace_id, root["span_id"], root["name"], root["service_name"],
+                    min(r["start_ns"] for r in rows), max(r["end_ns"] for r in rows), len(rows),
+                    sum(1 for r in rows if r["status_code"] == STATUS_ERROR), last_received)
 
 
-def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at: Any
-                   ) -> tuple[Any, ...]:
+def failed_trajectory(project: str, trace_id: str, settle_at: datetime, error: BaseException,
+                      ended: bool = True, start_ns: int = 0) -> TrajectoryRow:
+    """The row recording that this trace's trajectory could not be derived, and why."""
+    return TrajectoryRow(project, trace_id, NORMALIZER_VERSION, settle_at, ended, None, None,
+                         [], pg_text(f"{type(error).__name__}: {error}")[:2000],
+                         start_ns=start_ns)
+
+
+def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at: datetime
+                   ) -> TrajectoryRow:
+    """The derived trajectory, its text made fit for PostgreSQL (NUL replaced; the spans'
+    raw bytes keep the original)."""
     try:
         d = derive(spans)
     except Exception as exc:
         log.warning("trace %s/%s: derivation failed: %r", project, trace_id, exc)
-        return (project, trace_id, NORMALIZER_VERSION, settle_at, root_ended(spans), None,
-                None, [], f"{type(exc).__name__}: {exc}", "", [], "", "", "", [], [], [],
-                min(s.start_ns for s in spans), 0, 0, 0, 0, 0, 0, 0, 0, False, "{}")
+        return failed_trajectory(project, trace_id, settle_at, exc, root_ended(spans),
+                                 min(s.start_ns for s in spans))
     s = d.summary
     explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
-    return (project, trace_id, NORMALIZER_VERSION, settle_at, root_ended(spans),
-            trajectory_to_json(d.trajectory).decode(), explanation, list(d.warnings), None,
-            s.framework, list(s.conventions), s.root_name, s.root_input, s.root_output,
-            list(s.agent_names), list(s.tool_names), list(s.model_names),
-            s.started_at_ms * 1_000_000, s.duration_ms, s.step_count, s.model_step_count,
-            s.tool_step_count, s.input_tokens, s.output_tokens, s.failed_model_steps,
-            s.failed_tool_steps, s.has_error, orjson.dumps(model_usage(d.trajectory)).decode())
+    return TrajectoryRow(
+        project=project, trace_id=trace_id, normalizer_version=NORMALIZER_VERSION,
+        settle_at=settle_at, root_ended=root_ended(spans),
+        document=pg_text(trajectory_to_json(d.trajectory).decode()),
+        explanation=pg_text(explanation), warnings=pg_texts(d.warnings), derivation_error=None,
+        framework=pg_text(s.framework), conventions=pg_texts(s.conventions),
+        root_name=pg_text(s.root_name), root_input=pg_text(s.root_input),
+        root_output=pg_text(s.root_output), agent_names=pg_texts(s.agent_names),
+        tool_names=pg_texts(s.tool_names), model_names=pg_texts(s.model_names),
+        start_ns=s.started_at_ms * 1_000_000, duration_ms=s.duration_ms,
+        step_count=s.step_count, model_step_count=s.model_step_count,
+        tool_step_count=s.tool_step_count, input_tokens=s.input_tokens,
+        output_tokens=s.output_tokens, failed_model_steps=s.failed_model_steps,
+        failed_tool_steps=s.failed_tool_steps, has_error=s.has_error,
+        model_usage=pg_text(orjson.dumps(model_usage(d.trajectory)).decode()))
+
 
 
 class Assembler:
@@ -96,18 +127,64 @@ class Assembler:
             by_trace: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
             for r in rows:
                 by_trace[(r["project"], r["trace_id"])].append(r)
-            traces, trajectories = [], []
+            results: list[tuple[ClaimedTrace, TraceRow, TrajectoryRow]] = []
             for c in claimed:
                 trace_rows = by_trace.get((c.project, c.trace_id))
-                if not trace_rows:
-                    continue
-                spans = to_model(trace_rows, envelopes)
-                summary = trace_row(c.project, c.trace_id, spans, c.last_received_at)
-                traces.append(summary)
-                trajectories.append(trajectory_row(c.project, c.trace_id, spans,
-                                                   c.last_received_at + self.settle))
-            await assembly_store.store(conn, traces, trajectories)
+                if trace_rows:
+                    results.append((c, *self.derive_trace(c, trace_rows, envelopes)))
+            await self.store(conn, results)
         return len(claimed)
+
+    def derive_trace(self, c: ClaimedTrace, rows: Sequence[Mapping[str, Any]],
+                     envelopes: Mapping[int, bytes]) -> tuple[TraceRow, TrajectoryRow]:
+        summary = trace_row(c.project, c.trace_id, rows, c.last_received_at)
+        settle_at = c.last_received_at + self.settle
+        try:
+            spans = to_model(rows, envelopes)
+        except Exception as exc:  # spans that do not read back: recorded, not fatal
+            log.warning("trace %s/%s: spans unreadable: %r", c.project, c.trace_id, exc)
+            return summary, failed_trajectory(c.project, c.trace_id, settle_at, exc,
+                                              start_ns=summary.start_ns)
+        return summary, trajectory_row(c.project, c.trace_id, spans, settle_at)
+
+    async def store(self, conn: asyncpg.Connection,
+                    results: Sequence[tuple[ClaimedTrace, TraceRow, TrajectoryRow]]) -> None:
+        """Store every result at once; when the database refuses the batch for a reason that
+        is not transient, store trace by trace, and record a trace the database refuses as
+        failed."""
+        try:
+            async with conn.transaction():  # a savepoint
+                await assembly_store.store(conn, [r[1] for r in results],
+                                           [r[2] for r in results])
+            return
+        except Exception as exc:
+            if is_transient(exc):
+                raise
+        for c, summary, trajectory in results:
+            try:
+                async with conn.transaction():
+                    await assembly_store.store(conn, [summary], [trajectory])
+                continue
+            except Exception as exc:
+                if is_transient(exc):
+                    raise
+                log.error("trace %s/%s: the database refused its results: %r",
+                          c.project, c.trace_id, exc)
+                failure = failed_trajectory(c.project, c.trace_id, trajectory.settle_at, exc,
+                                            start_ns=summary.start_ns)
+            try:
+                async with conn.transaction():
+                    await assembly_store.store(conn, [], [failure])
+            except Exception as exc:
+                if is_transient(exc):
+                    raise
+                log.error("trace %s/%s: cannot record the failure either, skipped: %r",
+                          c.project, c.trace_id, exc)
+
+    def _drop_connection(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            conn.terminate()
 
     async def finalize_round(self) -> int:
         conn = await self.connection()
@@ -120,7 +197,14 @@ class Assembler:
                 finalized = await self.finalize_round()
             except TRANSIENT_ERRORS as exc:
                 log.warning("database unavailable, retrying: %s", exc)
-                self.conn = None
+                self._drop_connection()
+                derived = finalized = 0
+                await asyncio.sleep(1)
+            except Exception:
+                # a bug: logged, and the worker lives on (the round's changes are back in
+                # the queue; per-trace failures never get here)
+                log.exception("trajectory round failed")
+                self._drop_connection()
                 derived = finalized = 0
                 await asyncio.sleep(1)
             if derived < BATCH and not finalized:
@@ -128,7 +212,9 @@ class Assembler:
                     await asyncio.wait_for(stop.wait(), interval)
 
 
-def _main(database_url: str, settle_seconds: float, interval: float, log_level: int) -> None:
+def _main(database_url: str, settle_seconds: float, interval: float, log_level: int,
+          parent_pid: int) -> None:
+    die_with_parent(parent_pid)
     logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     # Acknowledging spans is what clients wait for; deriving trajectories can lag a moment.
@@ -145,26 +231,62 @@ def _main(database_url: str, settle_seconds: float, interval: float, log_level: 
 
 class AssemblyProcesses:
     """The workers as child processes of `trajhub serve`; they share the queue like workers of
-    separate trajhub processes do."""
+    separate trajhub processes do. `supervise()` restarts one that dies (logging the cause,
+    backing off when it keeps dying); `missing()` says what /readyz reports meanwhile."""
 
     def __init__(self, database_url: str, settings: Settings) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self.processes = [
-            ctx.Process(
-                target=_main, name=f"trajhub-assembly-{i}", daemon=True,
-                args=(database_url, settings.settle_seconds,
+        self._ctx = multiprocessing.get_context("spawn")
+        self._args = (database_url, settings.settle_seconds,
                       settings.assembly_interval_seconds,
-                      logging.getLogger().getEffectiveLevel()))
-            for i in range(settings.assembly_workers)
-        ]
+                      logging.getLogger().getEffectiveLevel(), os.getpid())
+        self.processes: list[BaseProcess] = [self._new(i)
+                                             for i in range(settings.assembly_workers)]
+        self._backoff = [Backoff() for _ in self.processes]
+
+    def _new(self, index: int) -> BaseProcess:
+        return self._ctx.Process(target=_main, name=f"trajhub-assembly-{index}", daemon=True,
+                                 args=self._args)
 
     def start(self) -> None:
-        for process in self.processes:
+        """Start the workers; from the event loop's thread (the parent-death signal is tied
+        to the thread that starts a process)."""
+        for i, process in enumerate(self.processes):
             process.start()
+            self._backoff[i].started()
 
-    def stop(self) -> None:
+    def missing(self) -> str:
+        dead = sum(1 for p in self.processes if not p.is_alive())
+        return f"{dead} trajectory worker(s) died; restarting" if dead else ""
+
+    async def supervise(self) -> None:
+        """Restart any worker that dies; runs until cancelled."""
+        restarts: dict[int, asyncio.Task[None]] = {}
+        while True:
+            await asyncio.sleep(WATCH_INTERVAL_SECONDS)
+            for i, process in enumerate(self.processes):
+                if process.is_alive() or (i in restarts and not restarts[i].done()):
+                    continue
+                delay = self._backoff[i].next_delay()
+                log.error("trajectory worker %s (pid %s) died (%s); restarting it in %.1f s",
+                          process.name, process.pid, exit_cause(process.exitcode), delay)
+                restarts[i] = asyncio.create_task(self._restart(i, delay))
+
+    async def _restart(self, index: int, delay: float) -> None:
+        await asyncio.sleep(delay)
+        process = self._new(index)
+        process.start()
+        self.processes[index] = process
+        self._backoff[index].started()
+        log.info("trajectory worker %s restarted (pid %s)", process.name, process.pid)
+
+    def stop(self, timeout: float = 10.0) -> None:
         for process in self.processes:
             if process.is_alive():
                 process.terminate()  # SIGTERM: finishes the round in progress, then exits
         for process in self.processes:
-            process.join(timeout=30)
+            process.join(timeout=timeout)
+            if process.is_alive():
+                log.warning("trajectory worker %s did not stop in time; killing it",
+                            process.pid)
+                process.kill()
+                process.join(1)
