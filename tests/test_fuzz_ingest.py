@@ -176,7 +176,7 @@ def fuzz_project() -> str:
 def test_mutated_otlp_protobuf_over_http_and_grpc(server: ServerProcess, fuzz_project: str,
                                                   data: st.DataObject) -> None:
     capture = _pick(data, PROTOBUF + GRPC)
-    body = mutate_protobuf(data, capture.body)
+    body = mutate_protobuf(data, capture.decoded_body)
     with httpx.Client(timeout=30) as c:
         r = c.post(f"{server.http}/v1/traces", content=body,
                    headers={"content-type": "application/x-protobuf",
@@ -202,7 +202,7 @@ def test_mutated_otlp_protobuf_over_http_and_grpc(server: ServerProcess, fuzz_pr
 @given(data=st.data())
 def test_mutated_otlp_json(server: ServerProcess, fuzz_project: str,
                            data: st.DataObject) -> None:
-    body = mutate_json(data, _pick(data, OTLP_JSON).body)
+    body = mutate_json(data, _pick(data, OTLP_JSON).decoded_body)
     with httpx.Client(timeout=30) as c:
         r = c.post(f"{server.http}/v1/traces", content=body,
                    headers={"content-type": "application/json",
@@ -217,7 +217,7 @@ def test_mutated_otlp_json(server: ServerProcess, fuzz_project: str,
 @given(data=st.data())
 def test_mutated_native_ingest(server: ServerProcess, fuzz_project: str,
                                data: st.DataObject) -> None:
-    body = mutate_json(data, _pick(data, NATIVE).body)
+    body = mutate_json(data, _pick(data, NATIVE).decoded_body)
     with httpx.Client(timeout=30) as c:
         r = c.post(f"{server.http}/v1/loop/traces/ingest", content=body,
                    headers={"content-type": "application/json",
