@@ -67,6 +67,7 @@ TRAJECTORY_COLUMNS = (
     "root_input", "root_output", "agent_names", "tool_names", "model_names", "start_ns",
     "duration_ms", "step_count", "model_step_count", "tool_step_count", "input_tokens",
     "output_tokens", "failed_model_steps", "failed_tool_steps", "has_error",
+    "service", "session_id", "user_id", "input_preview", "output_preview",
 )
 
 

@@ -10,7 +10,9 @@ from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from trajhub.service.errors import IngestError, PayloadTooLarge, Unavailable, UnsupportedMediaType
+from trajhub.service.api.models import COZELOOP_RESPONSES, OTLP_RESPONSES
+from trajhub.service.bodies import read_body
+from trajhub.service.errors import IngestError, Unavailable, UnsupportedMediaType
 from trajhub.service.ingest.worker import (
     KIND_COZELOOP,
     KIND_OTLP_JSON,
@@ -53,20 +55,6 @@ def otlp_kind(content_type: str) -> str:
         return KIND_OTLP_JSON
     raise UnsupportedMediaType(
         f"unsupported Content-Type {content_type!r}: use {PROTOBUF} or {JSON}")
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The raw body, refusing to buffer more than `limit` bytes."""
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise PayloadTooLarge(f"request body of {declared} bytes exceeds the limit of {limit}")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise PayloadTooLarge(f"request body exceeds the limit of {limit} bytes")
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _retry_headers(error: IngestError) -> dict[str, str]:
@@ -115,7 +103,7 @@ async def _export_otlp(request: Request, rt: Runtime) -> Response:
     return otlp_success(result, kind)
 
 
-@router.post("/v1/traces", tags=["ingest"], openapi_extra=_OTLP_BODY,
+@router.post("/v1/traces", tags=["ingest"], openapi_extra=_OTLP_BODY, responses=OTLP_RESPONSES,
              summary="OTLP/HTTP trace export (protobuf or JSON)")
 async def otlp_traces(request: Request, rt: Annotated[Runtime, Depends(runtime)]) -> Response:
     """Stores the spans, answering only after they are committed. Invalid spans are rejected
@@ -125,6 +113,7 @@ async def otlp_traces(request: Request, rt: Annotated[Runtime, Depends(runtime)]
 
 
 @router.post("/v1/loop/opentelemetry/v1/traces", tags=["coze loop"], openapi_extra=_OTLP_BODY,
+             responses=OTLP_RESPONSES,
              summary="OTLP/HTTP export at Coze Loop's path (@cozeloop/langchain)")
 async def cozeloop_otlp_traces(request: Request,
                                rt: Annotated[Runtime, Depends(runtime)]) -> Response:
@@ -139,7 +128,7 @@ def _loop_reply(code: int, msg: str, status: int = 200,
 
 
 @router.post(
-    "/v1/loop/traces/ingest", tags=["coze loop"],
+    "/v1/loop/traces/ingest", tags=["coze loop"], responses=COZELOOP_RESPONSES,
     summary="Coze Loop native span ingest (cozeloop-python, cozeloop-go / Eino)",
     openapi_extra={"requestBody": {"required": True, "content": {JSON: {"schema": {
         "type": "object", "properties": {"spans": {"type": "array", "items": {
@@ -156,7 +145,7 @@ async def cozeloop_ingest(request: Request, rt: Annotated[Runtime, Depends(runti
     return _loop_reply(0, result.error_message)
 
 
-@router.post("/v1/loop/files/upload", tags=["coze loop"],
+@router.post("/v1/loop/files/upload", tags=["coze loop"], responses=COZELOOP_RESPONSES,
              summary="Coze Loop file upload (inputs/outputs over 1 MiB, attachments)")
 async def cozeloop_upload(
     request: Request,

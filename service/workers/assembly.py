@@ -28,6 +28,7 @@ from trajhub.normalizers.model import STATUS_ERROR, Span
 from trajhub.normalizers.trajectory import trajectory_to_json
 from trajhub.service.config import Settings
 from trajhub.service.stored_spans import to_model
+from trajhub.service.workers.run_context import preview, run_context
 from trajhub.storage import assembly_store, trace_reads
 from trajhub.storage.database import TRANSIENT_ERRORS
 
@@ -53,13 +54,15 @@ def trace_row(project: str, trace_id: str, spans: Sequence[Span], last_received:
 
 def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at: Any
                    ) -> tuple[Any, ...]:
+    context = run_context(spans)
     try:
         d = derive(spans)
     except Exception as exc:
         log.warning("trace %s/%s: derivation failed: %r", project, trace_id, exc)
         return (project, trace_id, NORMALIZER_VERSION, settle_at, root_ended(spans), None,
                 None, [], f"{type(exc).__name__}: {exc}", "", [], "", "", "", [], [], [],
-                min(s.start_ns for s in spans), 0, 0, 0, 0, 0, 0, 0, 0, False)
+                min(s.start_ns for s in spans), 0, 0, 0, 0, 0, 0, 0, 0, False,
+                context.service, context.session_id, context.user_id, None, None)
     s = d.summary
     explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
     return (project, trace_id, NORMALIZER_VERSION, settle_at, root_ended(spans),
@@ -68,7 +71,8 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
             list(s.agent_names), list(s.tool_names), list(s.model_names),
             s.started_at_ms * 1_000_000, s.duration_ms, s.step_count, s.model_step_count,
             s.tool_step_count, s.input_tokens, s.output_tokens, s.failed_model_steps,
-            s.failed_tool_steps, s.has_error)
+            s.failed_tool_steps, s.has_error, context.service, context.session_id,
+            context.user_id, preview(s.root_input), preview(s.root_output))
 
 
 def root_ended(spans: Sequence[Span]) -> bool:
