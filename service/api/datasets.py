@@ -26,6 +26,7 @@ from trajhub.service.api.common import (
 from trajhub.service.api.filters import TrajectoryQuery
 from trajhub.service.api.models import (
     ERRORS,
+    NOT_FOUND,
     Dataset,
     DatasetList,
     ErrorDetail,
@@ -137,7 +138,8 @@ async def list_datasets(rt: Rt, project: Project) -> Response:
     return json_response({"items": [dataset_json(r) for r in rows]})
 
 
-@router.get("/datasets/{name}", summary="Get an evaluation set", response_model=Dataset)
+@router.get("/datasets/{name}", summary="Get an evaluation set", response_model=Dataset,
+            responses=NOT_FOUND)
 async def get_dataset(rt: Rt, project: Project, name: SetName) -> Response:
     async with rt.db.acquire() as conn:
         row = await datasets.get_dataset(conn, project, name)
@@ -148,7 +150,8 @@ async def get_dataset(rt: Rt, project: Project, name: SetName) -> Response:
 
 @router.patch("/datasets/{name}", summary="Rename an evaluation set or change its description",
               response_model=Dataset,
-              responses={409: {"model": ErrorDetail, "description": "the new name is taken"}})
+              responses={**NOT_FOUND,
+                         409: {"model": ErrorDetail, "description": "the new name is taken"}})
 async def patch_dataset(rt: Rt, project: Project, name: SetName, body: DatasetPatch) -> Response:
     async with rt.db.acquire() as conn:
         try:
@@ -163,7 +166,7 @@ async def patch_dataset(rt: Rt, project: Project, name: SetName, body: DatasetPa
 
 
 @router.delete("/datasets/{name}", status_code=204,
-               summary="Delete an evaluation set and its items")
+               summary="Delete an evaluation set and its items", responses=NOT_FOUND)
 async def delete_dataset(rt: Rt, project: Project, name: SetName) -> Response:
     async with rt.db.acquire() as conn:
         if not await datasets.delete_dataset(conn, project, name):
@@ -172,7 +175,7 @@ async def delete_dataset(rt: Rt, project: Project, name: SetName) -> Response:
 
 
 @router.get("/datasets/{name}/items", summary="List the items of an evaluation set",
-            response_model=ItemPage)
+            response_model=ItemPage, responses=NOT_FOUND)
 async def list_items(
     rt: Rt, project: Project, name: SetName,
     include_trajectory: Annotated[bool, Query(description="embed each item's trajectory "
@@ -193,7 +196,8 @@ async def list_items(
 
 @router.post("/datasets/{name}/items", status_code=201, summary="Add an item by hand",
              response_model=Item,
-             responses={409: {"model": ErrorDetail, "description": "the set already holds an "
+             responses={**NOT_FOUND,
+                        409: {"model": ErrorDetail, "description": "the set already holds an "
                               "item from this trace"}})
 async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate) -> Response:
     dataset = await _dataset_id(rt, project, name)
@@ -229,7 +233,8 @@ async def _item_row(rt: Runtime, dataset: int, name: str, item_id: str) -> Any:
 
 
 @router.get("/datasets/{name}/items/{item_id}",
-            summary="Get an item, with its trajectory snapshot", response_model=Item)
+            summary="Get an item, with its trajectory snapshot", response_model=Item,
+            responses=NOT_FOUND)
 async def get_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) -> Response:
     dataset = await _dataset_id(rt, project, name)
     row = await _item_row(rt, dataset, name, item_id)
@@ -238,7 +243,7 @@ async def get_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) -> 
 
 @router.patch("/datasets/{name}/items/{item_id}",
               summary="Edit an item's expectations, tags, input or reference output",
-              response_model=Item)
+              response_model=Item, responses=NOT_FOUND)
 async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, body: ItemPatch
                      ) -> Response:
     """Only the fields present in the body change; `null` clears input or reference output."""
@@ -259,7 +264,8 @@ async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, b
     return json_response(dataset_formats.item_json(row, name))
 
 
-@router.delete("/datasets/{name}/items/{item_id}", status_code=204, summary="Delete an item")
+@router.delete("/datasets/{name}/items/{item_id}", status_code=204, summary="Delete an item",
+               responses=NOT_FOUND)
 async def delete_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) -> Response:
     dataset = await _dataset_id(rt, project, name)
     async with rt.db.acquire() as conn:
@@ -269,7 +275,7 @@ async def delete_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) 
 
 
 @router.post("/datasets/{name}/fill", summary="Add trajectories to the set, by id or by query",
-             response_model=FillOutcome)
+             response_model=FillOutcome, responses=NOT_FOUND)
 async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillRequest) -> Response:
     """Coze Loop's flow-back of traces into evaluation sets. Each trajectory becomes an item
     whose expectations are pre-filled from what it did (edit them afterwards); a trace the set
@@ -290,7 +296,7 @@ async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillReques
 @router.get(
     "/datasets/{name}/export", summary="Export the set as JSONL, CSV or agentevals messages",
     response_class=StreamingResponse,
-    responses={200: {"content": {
+    responses={**NOT_FOUND, 200: {"content": {
         "application/x-ndjson": {"schema": {"type": "string", "description": "one item per "
                                             "line (jsonl: an item; agentevals: its messages)"}},
         "text/csv": {"schema": {"type": "string", "description": "a header, then one row per "
@@ -331,7 +337,7 @@ async def export_dataset(
 @router.post(
     "/datasets/{name}/import", summary="Import items from trajhub JSONL",
     response_model=ImportOutcome,
-    responses={413: {"model": ErrorDetail, "description": "body over the size limit"},
+    responses={**NOT_FOUND, 413: {"model": ErrorDetail, "description": "body over the size limit"},
                415: {"model": ErrorDetail, "description": "not application/x-ndjson"},
                422: {"model": ErrorDetail, "description": "a bad line (named)"}},
     openapi_extra={"requestBody": {"required": True, "content": {

@@ -21,6 +21,7 @@ from trajhub.service.api.common import (
 )
 from trajhub.service.api.models import (
     ERRORS,
+    NOT_FOUND,
     Evaluation,
     EvaluationDetail,
     EvaluationPage,
@@ -80,7 +81,7 @@ def result_json(row: evaluations.ResultRow) -> dict[str, Any]:
 
 
 @router.post("/evaluations", status_code=202, summary="Start an evaluation run over a set",
-             response_model=Evaluation)
+             response_model=Evaluation, responses=NOT_FOUND)
 async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) -> Response:
     """Checks the evaluators and their options, then runs in the background: poll
     `GET /api/v1/evaluations/{id}` until `status` is `done` (or `failed`)."""
@@ -136,7 +137,7 @@ async def _evaluation(rt: Runtime, project: str, evaluation: int) -> EvaluationR
 
 @router.get("/evaluations/{evaluation_id}",
             summary="An evaluation run: status, progress and per-evaluator aggregates",
-            response_model=EvaluationDetail)
+            response_model=EvaluationDetail, responses=NOT_FOUND)
 async def get_evaluation(rt: Rt, project: Project, evaluation_id: EvaluationId) -> Response:
     """`aggregates`: per evaluator, the pass rate (errors count as not passed) and the mean
     score of the verdicts. `items`: how many items passed every evaluator, failed one, or hit
@@ -159,7 +160,8 @@ async def get_evaluation(rt: Rt, project: Project, evaluation_id: EvaluationId) 
 
 
 @router.get("/evaluations/{evaluation_id}/results",
-            summary="Per-item results of an evaluation run", response_model=ResultPage)
+            summary="Per-item results of an evaluation run", response_model=ResultPage,
+            responses=NOT_FOUND)
 async def get_results(
     rt: Rt, project: Project, evaluation_id: EvaluationId,
     failed: Annotated[bool, Query(description="only results that did not pass (failures "

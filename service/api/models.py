@@ -470,7 +470,10 @@ class ResultPage(BaseModel):
 #: the 4xx answers every REST route may give
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorDetail, "description": "a bad parameter (named in `detail`)"},
-    404: {"model": ErrorDetail, "description": "not found"},
+}
+#: the answer of a route that names something which may not exist
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorDetail, "description": "not found (`detail` says what)"},
 }
 
 

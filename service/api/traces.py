@@ -22,6 +22,7 @@ from trajhub.service.api.common import (
 )
 from trajhub.service.api.models import (
     ERRORS,
+    NOT_FOUND,
     ErrorDetail,
     ProjectList,
     SpanView,
@@ -93,7 +94,7 @@ async def list_traces(
 
 
 @router.get("/traces/{trace_id}", summary="One trace: its spans as a tree, flat, or OTLP/JSON",
-            responses={200: {"model": TraceBody},
+            responses={**NOT_FOUND, 200: {"model": TraceBody},
                        422: {"model": ErrorDetail, "description": "view=trajectory of a trace "
                              "whose trajectory could not be derived (the message says why)"}})
 async def get_trace(
@@ -139,7 +140,8 @@ async def get_trace(
     return json_response({"trace_id": trace_id, "spans": span_tree(views)})
 
 
-@router.get("/traces/{trace_id}/spans/{span_id}", summary="One span", response_model=SpanView)
+@router.get("/traces/{trace_id}/spans/{span_id}", summary="One span", response_model=SpanView,
+            responses=NOT_FOUND)
 async def get_span(trace_id: str, span_id: str, rt: Rt, project: Project) -> Response:
     trace_id, span_id = trace_id_param(trace_id), span_id_param(span_id)
     async with rt.db.acquire() as conn:
@@ -154,7 +156,8 @@ async def get_span(trace_id: str, span_id: str, rt: Rt, project: Project) -> Res
 
 @router.get("/files/{key:path}", summary="A file uploaded through /v1/loop/files/upload",
             tags=["coze loop"], response_class=Response,
-            responses={200: {"description": "the file's bytes, as uploaded", "content": {
+            responses={**NOT_FOUND,
+                       200: {"description": "the file's bytes, as uploaded", "content": {
                 "application/octet-stream": {"schema": {"type": "string",
                                                         "format": "binary"}}}}})
 async def get_file(key: str, rt: Rt, project: Project) -> Response:

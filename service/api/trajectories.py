@@ -24,6 +24,7 @@ from trajhub.service.api.common import (
 from trajhub.service.api.filters import TrajectoryListQuery
 from trajhub.service.api.models import (
     ERRORS,
+    NOT_FOUND,
     ErrorDetail,
     NormalizeResult,
     RederiveQueued,
@@ -105,7 +106,7 @@ def _etag(revision: int) -> str:
 @router.get(
     "/trajectories/{trace_id}",
     summary="One trajectory document",
-    responses={200: {"model": TrajectoryDocument,
+    responses={**NOT_FOUND, 200: {"model": TrajectoryDocument,
                      "description": "The trajectory, exactly in the format of "
                      "`GET /api/v1/schema/trajectory`. Headers: `ETag` (the revision), "
                      "`X-Trajectory-Status` (open or final), `X-Trajectory-Revision`."},
@@ -138,7 +139,7 @@ async def get_trajectory(
 
 @router.get("/trajectories/{trace_id}/explain",
             summary="How each span was classified, kept or dropped, and re-parented",
-            response_model=TrajectoryExplanation)
+            response_model=TrajectoryExplanation, responses=NOT_FOUND)
 async def explain_trajectory(trace_id: str, rt: Rt, project: Project) -> Response:
     trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
