@@ -113,6 +113,9 @@ def test_unknown_query_parameters_are_400_naming_them(api: httpx.Client) -> None
         _bad(r, "servce")
         assert "unknown query parameter" in r.json()["detail"]
     _bad(api.get(f"/api/v1/traces/{TRACE}", params={"veiw": "flat"}), "veiw")
+    _bad(api.get("/api/v1/projects", params={"limit": "5"}), "limit")
+    # the project scope may accompany any request
+    assert api.get("/api/v1/schema/trajectory", params={"project": "p"}).status_code == 200
 
 
 def test_hostile_parameter_sweep_never_500(api: httpx.Client) -> None:
@@ -149,8 +152,7 @@ def test_state_changes_take_only_their_declared_content_type(
         ("/api/v1/datasets/cross-site/import?create=true", "application/x-ndjson"),
         ("/api/v1/normalize", "application/json"),
     ]:
-        params = {} if path == "/api/v1/normalize" else {"project": project}
-        r = api.post(path, params=params, content=body, headers=headers)
+        r = api.post(path, params={"project": project}, content=body, headers=headers)
         assert r.status_code == 415, (path, r.status_code, r.text)
         assert expected in r.json()["detail"]
     r = api.patch("/api/v1/datasets/cross-site", params={"project": project}, content=body,

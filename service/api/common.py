@@ -186,7 +186,9 @@ def _collect_query_names(dependant: Dependant, found: set[str]) -> None:
 def _query_names(route: APIRoute) -> frozenset[str]:
     names = _KNOWN_QUERY.get(id(route))
     if names is None:
-        found: set[str] = set()
+        # `project` is the API-wide scope: a client may send it with every request, also to
+        # the few routes that read no project's data (normalize, projects, schema)
+        found: set[str] = {"project"}
         _collect_query_names(route.dependant, found)
         names = _KNOWN_QUERY[id(route)] = frozenset(found)
     return names
