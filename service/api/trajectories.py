@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Header, HTTPException, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from trajhub.normalizers import NORMALIZER_VERSION, DerivationError, derive
 from trajhub.normalizers.model import Span
@@ -187,6 +188,32 @@ def _body_spans(body: bytes, media: str) -> tuple[list[Span], int, str]:
     return to_model(rows, batch.resources), batch.rejected, batch.error_message
 
 
+def _derive_each_trace(spans: list[Span]) -> list[dict[str, Any]]:
+    """One result per trace: its trajectory, warnings and explanation, or why it could not be
+    derived (any failure, as the trajectory worker records it, never a 500)."""
+    by_trace: dict[str, list[Span]] = defaultdict(list)
+    for span in spans:
+        by_trace[span.trace_id].append(span)
+    results: list[dict[str, Any]] = []
+    for trace_id in sorted(by_trace):
+        try:
+            d = derive(by_trace[trace_id])
+            trajectory = orjson.loads(trajectory_to_json(d.trajectory))
+        except DerivationError as exc:
+            results.append({"trace_id": trace_id, "error": str(exc)})
+            continue
+        except Exception as exc:
+            results.append({"trace_id": trace_id, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        results.append({
+            "trace_id": trace_id,
+            "trajectory": trajectory,
+            "warnings": list(d.warnings),
+            "explanation": [asdict(e) for e in d.explanation],
+        })
+    return results
+
+
 @router.post(
     "/normalize", tags=["trajectories"], response_model=NormalizeResult,
     summary="Dry run: spans in, trajectories and explanations out; nothing is stored",
@@ -208,24 +235,10 @@ async def normalize(request: Request, rt: Rt) -> Response:
         limit = rt.settings.max_request_bytes
         body = decompress(await read_body(request, limit),
                           request.headers.get("content-encoding", ""), limit)
-        spans, rejected, error_message = _body_spans(body, media)
+        # decoding and deriving are CPU work: off the event loop
+        spans, rejected, error_message = await run_in_threadpool(_body_spans, body, media)
     except IngestError as error:
         raise HTTPException(error.http_status, error.message) from None
-    by_trace: dict[str, list[Span]] = defaultdict(list)
-    for span in spans:
-        by_trace[span.trace_id].append(span)
-    results: list[dict[str, Any]] = []
-    for trace_id in sorted(by_trace):
-        try:
-            d = derive(by_trace[trace_id])
-        except DerivationError as exc:
-            results.append({"trace_id": trace_id, "error": str(exc)})
-            continue
-        results.append({
-            "trace_id": trace_id,
-            "trajectory": orjson.loads(trajectory_to_json(d.trajectory)),
-            "warnings": list(d.warnings),
-            "explanation": [asdict(e) for e in d.explanation],
-        })
+    results = await run_in_threadpool(_derive_each_trace, spans)
     return json_response({"normalizer_version": NORMALIZER_VERSION, "rejected_spans": rejected,
                           "error_message": error_message, "traces": results})
