@@ -5,18 +5,27 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi import FastAPI, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
 from trajhub import __version__
 from trajhub.service.api import datasets as routes_datasets
+from trajhub.service.api import docs
 from trajhub.service.api import evaluations as routes_evaluations
 from trajhub.service.api import item_drafts as routes_item_drafts
 from trajhub.service.api import regressions as routes_regressions
 from trajhub.service.api import replay as routes_replay
 from trajhub.service.api import revisions as routes_revisions
+from trajhub.service.api import schema as routes_schema
 from trajhub.service.api import traces as routes_traces
 from trajhub.service.api import trajectories as routes_trajectories
+from trajhub.service.api.common import (
+    UNSTORABLE_TEXT_ERRORS,
+    parameter_error,
+    unstorable_text,
+)
+from trajhub.service.api.models import HealthStatus, ReadyStatus
 from trajhub.service.ingest import http as routes_ingest
 from trajhub.service.runtime import Runtime
 from trajhub.service.ui import mount as mount_ui
@@ -28,15 +37,22 @@ ingest API), stores every span losslessly in PostgreSQL, and turns each trace in
 trajectory you can query, export to evaluation sets and score.
 
 Every REST query is scoped to one project: the `project` query parameter, else the
-`trajhub-project` header, else `default`.
+`trajhub-project` header, else `default`. A bad or unknown query parameter is a 400 naming it;
+a request that changes state must carry the content type its endpoint declares (415 otherwise).
 """
 
 
 def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) -> FastAPI:
     """`workers_missing` says why a worker process is missing ("" when none is): /readyz
     reports not ready meanwhile."""
-    app = FastAPI(title="trajhub", version=__version__, description=DESCRIPTION)
+    # /docs and /redoc are served from assets shipped in an installed package (docs.py), so
+    # they work without network access
+    app = FastAPI(title="trajhub", version=__version__, description=DESCRIPTION,
+                  docs_url=None, redoc_url=None)
     app.state.runtime = rt
+    app.add_exception_handler(RequestValidationError, parameter_error)
+    for error in UNSTORABLE_TEXT_ERRORS:
+        app.add_exception_handler(error, unstorable_text)
     if rt.settings.cors_origin_list:
         app.add_middleware(
             CORSMiddleware,
@@ -53,12 +69,16 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     for error in TRANSIENT_ERRORS:
         app.add_exception_handler(error, _unreachable)  # type: ignore[arg-type]
 
-    @app.get("/healthz", tags=["health"], summary="The process is up")
+    @app.get("/healthz", tags=["health"], summary="The process is up",
+             response_model=HealthStatus)
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
     @app.get("/readyz", tags=["health"],
-             summary="The database is reachable and every worker process is running")
+             summary="The database is reachable and every worker process is running",
+             response_model=ReadyStatus,
+             responses={503: {"model": ReadyStatus, "description": "not ready (why in "
+                              "`detail`)"}})
     async def readyz() -> Response:
         missing = workers_missing() if workers_missing is not None else ""
         if missing:
@@ -79,6 +99,8 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_regressions.router)
     app.include_router(routes_revisions.router)
     app.include_router(routes_item_drafts.router)
+    app.include_router(routes_schema.router)
+    app.include_router(docs.router)
     mount_ui(app)
     return app
 

@@ -107,6 +107,11 @@ class TrajectoryRow(NamedTuple):
     has_error: bool = False
     #: JSON text: token usage per model name (normalizers.playback.model_usage), priced on read
     model_usage: str = "{}"
+    service: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
+    input_preview: str | None = None
+    output_preview: str | None = None
 
 
 _TRACE_COLUMNS: tuple[str, ...] = TraceRow._fields

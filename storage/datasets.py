@@ -9,13 +9,10 @@ from typing import Any
 import asyncpg
 import orjson
 
+from trajhub.storage.rows import DatasetRow, ItemRow, ItemWithTrajectoryRow
 from trajhub.storage.sql import Params
 
-DATASET_COLUMNS = """d.id, d.name, d.description, d.created_at, d.updated_at,
-    (SELECT count(*) FROM dataset_items i WHERE i.dataset_id = d.id) AS item_count"""
-
-ITEM_COLUMNS = """id, seq, input::text AS input, reference_output::text AS reference_output,
-    expectations::text AS expectations, source_trace_id, tags, created_at, updated_at"""
+DATASET_COLUMNS = DatasetRow.columns("d")
 
 
 @dataclass(frozen=True)
@@ -36,7 +33,7 @@ class DuplicateName(Exception):
 
 
 async def create_dataset(conn: asyncpg.Connection, project: str, name: str, description: str
-                         ) -> asyncpg.Record:
+                         ) -> DatasetRow:
     try:
         row = await conn.fetchrow(
             "INSERT INTO datasets (project, name, description) VALUES ($1, $2, $3) RETURNING id",
@@ -49,17 +46,18 @@ async def create_dataset(conn: asyncpg.Connection, project: str, name: str, desc
     return found
 
 
-async def list_datasets(conn: asyncpg.Connection, project: str) -> list[asyncpg.Record]:
-    return await conn.fetch(
+async def list_datasets(conn: asyncpg.Connection, project: str) -> list[DatasetRow]:
+    return DatasetRow.from_records(await conn.fetch(
         f"SELECT {DATASET_COLUMNS} FROM datasets d WHERE d.project = $1 ORDER BY d.name",
-        project)
+        project))
 
 
 async def get_dataset(conn: asyncpg.Connection, project: str, name: str
-                      ) -> asyncpg.Record | None:
-    return await conn.fetchrow(
+                      ) -> DatasetRow | None:
+    row = await conn.fetchrow(
         f"SELECT {DATASET_COLUMNS} FROM datasets d WHERE d.project = $1 AND d.name = $2",
         project, name)
+    return DatasetRow.from_record(row) if row is not None else None
 
 
 async def dataset_id(conn: asyncpg.Connection, project: str, name: str) -> int | None:
@@ -116,19 +114,20 @@ async def source_trace_ids(conn: asyncpg.Connection, dataset: int, trace_ids: Se
 
 
 async def list_items(conn: asyncpg.Connection, dataset: int, after_seq: int, limit: int,
-                     with_trajectory: bool) -> list[asyncpg.Record]:
-    trajectory = ", trajectory::text AS trajectory" if with_trajectory else ""
-    return await conn.fetch(
-        f"SELECT {ITEM_COLUMNS}{trajectory} FROM dataset_items "
+                     with_trajectory: bool) -> list[ItemRow]:
+    row_class: type[ItemRow] = ItemWithTrajectoryRow if with_trajectory else ItemRow
+    return row_class.from_records(await conn.fetch(
+        f"SELECT {row_class.columns()} FROM dataset_items "
         "WHERE dataset_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-        dataset, after_seq, limit)
+        dataset, after_seq, limit))
 
 
 async def get_item(conn: asyncpg.Connection, dataset: int, item_id: str
-                   ) -> asyncpg.Record | None:
-    return await conn.fetchrow(
-        f"SELECT {ITEM_COLUMNS}, trajectory::text AS trajectory FROM dataset_items "
+                   ) -> ItemWithTrajectoryRow | None:
+    row = await conn.fetchrow(
+        f"SELECT {ItemWithTrajectoryRow.columns()} FROM dataset_items "
         "WHERE dataset_id = $1 AND id = $2", dataset, item_id)
+    return ItemWithTrajectoryRow.from_record(row) if row is not None else None
 
 
 async def update_item(conn: asyncpg.Connection, dataset: int, item_id: str,

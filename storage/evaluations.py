@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import asyncpg
 
-EVALUATION_COLUMNS = """id, dataset_name, target, run_name, evaluators::text AS evaluators,
-    status, error, item_count, done_items, created_at, finished_at"""
+from trajhub.storage.rows import (
+    AggregateRow,
+    EvaluationRow,
+    ItemOutcomesRow,
+    Row,
+    RunItemRow,
+    TargetTrajectoryRow,
+    sql,
+)
+
+EVALUATION_COLUMNS = EvaluationRow.columns()
 
 
 @dataclass(frozen=True)
-class ResultRow:
+class ResultRow(Row):
     """One evaluator's outcome on one item: a verdict (score, passed) or an error."""
 
     item_id: str
@@ -22,7 +31,7 @@ class ResultRow:
     score: float | None
     passed: bool | None
     error: str | None
-    reason: str | None  # JSON text
+    reason: str | None = field(metadata=sql("reason::text"))  # JSON text
     explanation: str | None
 
 
@@ -76,59 +85,54 @@ async def fail_abandoned(conn: asyncpg.Connection, idle_seconds: float) -> int:
 
 
 async def list_evaluations(conn: asyncpg.Connection, project: str, dataset_name: str | None,
-                           before_id: int | None, limit: int) -> list[asyncpg.Record]:
-    return await conn.fetch(
+                           before_id: int | None, limit: int) -> list[EvaluationRow]:
+    return EvaluationRow.from_records(await conn.fetch(
         f"SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE project = $1 "
         "AND ($2::text IS NULL OR dataset_name = $2) AND ($3::bigint IS NULL OR id < $3) "
-        "ORDER BY id DESC LIMIT $4", project, dataset_name, before_id, limit)
+        "ORDER BY id DESC LIMIT $4", project, dataset_name, before_id, limit))
 
 
 async def get_evaluation(conn: asyncpg.Connection, project: str, evaluation: int
-                         ) -> asyncpg.Record | None:
-    return await conn.fetchrow(
+                         ) -> EvaluationRow | None:
+    row = await conn.fetchrow(
         f"SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE project = $1 AND id = $2",
         project, evaluation)
+    return EvaluationRow.from_record(row) if row is not None else None
 
 
-async def aggregates(conn: asyncpg.Connection, evaluation: int) -> list[asyncpg.Record]:
+async def aggregates(conn: asyncpg.Connection, evaluation: int) -> list[AggregateRow]:
     """Per evaluator: results, passes, errors and the mean score of the verdicts. The pass rate
     counts errors as not passed: an item the evaluator could not judge did not pass."""
-    return await conn.fetch(
-        """SELECT evaluator, count(*) AS total,
-                  count(*) FILTER (WHERE passed) AS passed,
-                  count(*) FILTER (WHERE error IS NOT NULL) AS errors,
-                  avg(score) AS mean_score
-           FROM evaluation_results WHERE evaluation_id = $1
-           GROUP BY evaluator ORDER BY evaluator""", evaluation)
+    return AggregateRow.from_records(await conn.fetch(
+        f"""SELECT {AggregateRow.columns()}
+            FROM evaluation_results WHERE evaluation_id = $1
+            GROUP BY evaluator ORDER BY evaluator""", evaluation))
 
 
 async def results(conn: asyncpg.Connection, evaluation: int, failed_only: bool,
-                  after: tuple[int, str] | None, limit: int) -> list[asyncpg.Record]:
+                  after: tuple[int, str] | None, limit: int) -> list[ResultRow]:
     """Results ordered by item (set order), then evaluator; `after` is the (seq, evaluator) of
     the previous page's last row."""
     seq, evaluator = after if after is not None else (0, "")
-    return await conn.fetch(
-        """SELECT item_id, evaluator, seq, trace_id, score, passed, error,
-                  reason::text AS reason, explanation
-           FROM evaluation_results
-           WHERE evaluation_id = $1 AND (NOT $2 OR passed IS NOT TRUE)
-             AND (seq, evaluator) > ($3, $4)
-           ORDER BY seq, evaluator LIMIT $5""",
-        evaluation, failed_only, seq, evaluator, limit)
+    return ResultRow.from_records(await conn.fetch(
+        f"""SELECT {ResultRow.columns()}
+            FROM evaluation_results
+            WHERE evaluation_id = $1 AND (NOT $2 OR passed IS NOT TRUE)
+              AND (seq, evaluator) > ($3, $4)
+            ORDER BY seq, evaluator LIMIT $5""",
+        evaluation, failed_only, seq, evaluator, limit))
 
 
-async def item_outcomes(conn: asyncpg.Connection, evaluation: int) -> asyncpg.Record:
+async def item_outcomes(conn: asyncpg.Connection, evaluation: int) -> ItemOutcomesRow:
     """Items judged so far: passed every evaluator, failed one, or hit an error."""
     row = await conn.fetchrow(
-        """SELECT count(*) AS evaluated,
-                  count(*) FILTER (WHERE all_passed) AS passed,
-                  count(*) FILTER (WHERE any_error) AS errors
-           FROM (SELECT bool_and(passed IS TRUE) AS all_passed,
-                        bool_or(error IS NOT NULL) AS any_error
-                 FROM evaluation_results WHERE evaluation_id = $1 GROUP BY item_id) per_item""",
+        f"""SELECT {ItemOutcomesRow.columns()}
+            FROM (SELECT bool_and(passed IS TRUE) AS all_passed,
+                         bool_or(error IS NOT NULL) AS any_error
+                  FROM evaluation_results WHERE evaluation_id = $1 GROUP BY item_id) per_item""",
         evaluation)
     assert row is not None
-    return row
+    return ItemOutcomesRow.from_record(row)
 
 
 async def live_traces(conn: asyncpg.Connection, project: str, run_name: str,
@@ -149,21 +153,19 @@ async def live_traces(conn: asyncpg.Connection, project: str, run_name: str,
 
 
 async def items_for_run(conn: asyncpg.Connection, dataset: int, after_seq: int, limit: int
-                        ) -> list[asyncpg.Record]:
+                        ) -> list[RunItemRow]:
     """A page of a set's items with what evaluators need (the snapshot included), in set
     order; paged so a large set is never held in memory at once."""
-    return await conn.fetch(
-        """SELECT id, seq, input::text AS input, reference_output::text AS reference_output,
-                  expectations::text AS expectations, trajectory::text AS trajectory,
-                  source_trace_id
-           FROM dataset_items WHERE dataset_id = $1 AND seq > $2 ORDER BY seq LIMIT $3""",
-        dataset, after_seq, limit)
+    return RunItemRow.from_records(await conn.fetch(
+        f"""SELECT {RunItemRow.columns()}
+            FROM dataset_items WHERE dataset_id = $1 AND seq > $2 ORDER BY seq LIMIT $3""",
+        dataset, after_seq, limit))
 
 
 async def trajectories_of(conn: asyncpg.Connection, project: str, trace_ids: Sequence[str]
-                          ) -> dict[str, asyncpg.Record]:
+                          ) -> dict[str, TargetTrajectoryRow]:
     """trace id → (status, document text) of the traces' trajectories."""
     rows = await conn.fetch(
-        "SELECT trace_id, status, document::text AS document FROM trajectories "
+        f"SELECT {TargetTrajectoryRow.columns()} FROM trajectories "
         "WHERE project = $1 AND trace_id = ANY($2::text[])", project, list(trace_ids))
-    return {r["trace_id"]: r for r in rows}
+    return {r.trace_id: r for r in TargetTrajectoryRow.from_records(rows)}

@@ -19,3 +19,7 @@ def pg_text(value: str) -> str:
 
 def pg_texts(values: Iterable[str]) -> list[str]:
     return [pg_text(v) for v in values]
+
+
+def pg_opt(value: str | None) -> str | None:
+    return None if value is None else pg_text(value)

@@ -7,26 +7,28 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from trajhub.storage.rows import ProjectRow, SpanRow, TraceSummaryRow
 from trajhub.storage.sql import Params
 
-SPAN_FIELDS = """s.trace_id, s.span_id, s.parent_span_id, s.name, s.kind, s.start_ns, s.end_ns,
-                 s.status_code, s.service_name, s.resource_id, s.format, s.body"""
+#: the span columns, for queries over `spans s`
+SPAN_FIELDS = SpanRow.columns("s")
 
 
 async def trace_spans(conn: asyncpg.Connection, project: str, trace_id: str
-                      ) -> list[asyncpg.Record]:
-    return await conn.fetch(
+                      ) -> list[SpanRow]:
+    return SpanRow.from_records(await conn.fetch(
         f"SELECT {SPAN_FIELDS} FROM spans s WHERE s.project = $1 AND s.trace_id = $2 "
         "ORDER BY s.start_ns, s.end_ns, s.span_id",
-        project, trace_id)
+        project, trace_id))
 
 
 async def span(conn: asyncpg.Connection, project: str, trace_id: str, span_id: str
-               ) -> asyncpg.Record | None:
-    return await conn.fetchrow(
+               ) -> SpanRow | None:
+    row = await conn.fetchrow(
         f"SELECT {SPAN_FIELDS} FROM spans s "
         "WHERE s.project = $1 AND s.trace_id = $2 AND s.span_id = $3",
         project, trace_id, span_id)
+    return SpanRow.from_record(row) if row is not None else None
 
 
 async def resources(conn: asyncpg.Connection, ids: Sequence[int]) -> dict[int, bytes]:
@@ -50,7 +52,7 @@ class TraceFilter:
 
 
 async def list_traces(conn: asyncpg.Connection, project: str, f: TraceFilter
-                      ) -> list[asyncpg.Record]:
+                      ) -> list[TraceSummaryRow]:
     """Newest first; keyset pagination on (start_ns, trace_id)."""
     arg = Params(project)
     where = ["t.project = $1"]
@@ -74,8 +76,14 @@ async def list_traces(conn: asyncpg.Connection, project: str, f: TraceFilter
     if f.cursor is not None:
         where.append(f"(t.start_ns, t.trace_id) < ({arg(f.cursor[0])}, {arg(f.cursor[1])})")
     sql = (
-        "SELECT t.trace_id, t.root_span_id, t.root_name, t.service_name, t.start_ns, t.end_ns, "
-        "t.span_count, t.error_count FROM traces t WHERE " + " AND ".join(where)
+        f"SELECT {TraceSummaryRow.columns('t')} FROM traces t WHERE " + " AND ".join(where)
         + f" ORDER BY t.start_ns DESC, t.trace_id DESC LIMIT {arg(f.limit)}"
     )
-    return await conn.fetch(sql, *arg.values)
+    return TraceSummaryRow.from_records(await conn.fetch(sql, *arg.values))
+
+
+async def projects(conn: asyncpg.Connection) -> list[ProjectRow]:
+    """Every project that holds a trace, by name. One pass over the `traces` table (a row per
+    trace, with its span count), never over the spans."""
+    return ProjectRow.from_records(await conn.fetch(
+        f"SELECT {ProjectRow.columns()} FROM traces GROUP BY project ORDER BY project"))

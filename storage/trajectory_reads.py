@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import asyncpg
 
+from trajhub.storage.rows import (
+    ExplanationRow,
+    TrajectoryDocumentRow,
+    TrajectoryRow,
+    TrajectorySummaryRow,
+)
 from trajhub.storage.sql import Params
-
-SUMMARY_COLUMNS = """trace_id, status, revision, normalizer_version, framework, conventions,
-    root_name, agent_names, tool_names, model_names, start_ns, duration_ms, step_count,
-    model_step_count, tool_step_count, input_tokens, output_tokens, failed_model_steps,
-    failed_tool_steps, has_error, derivation_error, model_usage::text AS model_usage"""
 
 #: sort name → SQL expression; each is paired with trace_id for a total order
 SORTS = {
@@ -32,6 +33,9 @@ class TrajectoryFilter:
     tool: str | None = None
     model: str | None = None
     framework: str | None = None
+    service: str | None = None
+    session_id: str | None = None
+    user_id: str | None = None
     status: str | None = None
     has_failed_tool_steps: bool | None = None
     has_failed_model_steps: bool | None = None
@@ -56,13 +60,20 @@ def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params]:
         where.append(f"start_ns >= {arg(f.start_ns)}")
     if f.end_ns is not None:
         where.append(f"start_ns < {arg(f.end_ns)}")
-    # array containment (@>) so the GIN indexes serve these
+    # case-insensitive array containment, so the GIN indexes over the lower-cased names serve
+    # these (migration 0008)
     if f.agent is not None:
-        where.append(f"agent_names @> ARRAY[{arg(f.agent)}::text]")
+        where.append(f"trajhub_lower_all(agent_names) @> ARRAY[lower({arg(f.agent)})]")
     if f.tool is not None:
-        where.append(f"tool_names @> ARRAY[{arg(f.tool)}::text]")
+        where.append(f"trajhub_lower_all(tool_names) @> ARRAY[lower({arg(f.tool)})]")
     if f.model is not None:
-        where.append(f"model_names @> ARRAY[{arg(f.model)}::text]")
+        where.append(f"trajhub_lower_all(model_names) @> ARRAY[lower({arg(f.model)})]")
+    if f.service is not None:
+        where.append(f"service = {arg(f.service)}")
+    if f.session_id is not None:
+        where.append(f"session_id = {arg(f.session_id)}")
+    if f.user_id is not None:
+        where.append(f"user_id = {arg(f.user_id)}")
     if f.framework is not None:
         where.append(f"framework = {arg(f.framework)}")
     if f.status is not None:
@@ -96,35 +107,45 @@ def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params]:
 
 
 async def list_trajectories(conn: asyncpg.Connection, project: str, f: TrajectoryFilter
-                            ) -> list[asyncpg.Record]:
+                            ) -> list[TrajectorySummaryRow]:
     where, arg = _where(project, f)
     order = "DESC" if f.descending else "ASC"
     sort = SORTS[f.sort]
-    sql = (f"SELECT {SUMMARY_COLUMNS}, {sort} AS sort_value FROM trajectories "
+    sql = (f"SELECT {TrajectorySummaryRow.columns(sort=sort)} FROM trajectories "
            f"WHERE {' AND '.join(where)} ORDER BY {sort} {order}, trace_id {order} "
            f"LIMIT {arg(f.limit)}")
-    return await conn.fetch(sql, *arg.values)
+    return TrajectorySummaryRow.from_records(await conn.fetch(sql, *arg.values))
+
+
+async def count_trajectories(conn: asyncpg.Connection, project: str, f: TrajectoryFilter
+                             ) -> int:
+    """How many trajectories match the filter (the cursor and limit aside)."""
+    where, arg = _where(project, replace(f, cursor=None))
+    return int(await conn.fetchval(
+        f"SELECT count(*) FROM trajectories WHERE {' AND '.join(where)}", *arg.values))
 
 
 async def trajectory_documents(conn: asyncpg.Connection, project: str, f: TrajectoryFilter
-                               ) -> list[asyncpg.Record]:
+                               ) -> list[TrajectoryDocumentRow]:
     """Like list_trajectories, with the documents (for filling evaluation sets)."""
     where, arg = _where(project, f)
-    sql = (f"SELECT trace_id, status, revision, document FROM trajectories "
+    sql = (f"SELECT {TrajectoryDocumentRow.columns()} FROM trajectories "
            f"WHERE {' AND '.join(where)} AND document IS NOT NULL "
            f"ORDER BY start_ns DESC, trace_id DESC LIMIT {arg(f.limit)}")
-    return await conn.fetch(sql, *arg.values)
+    return TrajectoryDocumentRow.from_records(await conn.fetch(sql, *arg.values))
 
 
 async def trajectory(conn: asyncpg.Connection, project: str, trace_id: str
-                     ) -> asyncpg.Record | None:
-    return await conn.fetchrow(
-        "SELECT status, revision, normalizer_version, document, derivation_error "
-        "FROM trajectories WHERE project = $1 AND trace_id = $2", project, trace_id)
+                     ) -> TrajectoryRow | None:
+    row = await conn.fetchrow(
+        f"SELECT {TrajectoryRow.columns()} FROM trajectories "
+        "WHERE project = $1 AND trace_id = $2", project, trace_id)
+    return TrajectoryRow.from_record(row) if row is not None else None
 
 
 async def explanation(conn: asyncpg.Connection, project: str, trace_id: str
-                      ) -> asyncpg.Record | None:
-    return await conn.fetchrow(
-        "SELECT status, revision, normalizer_version, explanation, warnings, derivation_error "
-        "FROM trajectories WHERE project = $1 AND trace_id = $2", project, trace_id)
+                      ) -> ExplanationRow | None:
+    row = await conn.fetchrow(
+        f"SELECT {ExplanationRow.columns()} FROM trajectories "
+        "WHERE project = $1 AND trace_id = $2", project, trace_id)
+    return ExplanationRow.from_record(row) if row is not None else None

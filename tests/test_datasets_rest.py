@@ -28,6 +28,7 @@ from tests.test_datasets_support import (
 REACT_TOOL_ARGS = {"get_weather": {"city": "Paris"}, "add": {"a": 2, "b": 3},
                    "divide": {"a": 1, "b": 0}}
 REACT_QUESTION = "What's the weather in Paris, what is 2+3, and what is 1/0?"
+JSONL = {"content-type": "application/x-ndjson"}
 
 
 def same_args(actual: dict[str, Any]) -> bool:
@@ -221,7 +222,7 @@ def test_jsonl_export_round_trips_through_import(api: httpx.Client) -> None:
     assert comparable(all_items(api, copy, include_trajectory=True)) == comparable(
         all_items(api, name, include_trajectory=True))
 
-    again = api.post(f"/datasets/{copy}/import", content=exported.content)
+    again = api.post(f"/datasets/{copy}/import", content=exported.content, headers=JSONL)
     assert again.json() == {"added": 0, "skipped_duplicates": 3}
 
 
@@ -229,11 +230,11 @@ def test_import_rejects_a_bad_line_naming_it(api: httpx.Client) -> None:
     name = new_set(api)
     body = (b'{"input": "a", "expectations": {"agents": ["x"]}}\n'
             b'{"input": "b", "expectations": {"agents": "x"}}\n')
-    r = api.post(f"/datasets/{name}/import", content=body)
+    r = api.post(f"/datasets/{name}/import", content=body, headers=JSONL)
     assert r.status_code == 422
     assert "line 2" in r.json()["detail"] and "agents" in r.json()["detail"]
     assert all_items(api, name) == []  # all or nothing
-    assert api.post("/datasets/absent/import", content=b"").status_code == 404
+    assert api.post("/datasets/absent/import", content=b"", headers=JSONL).status_code == 404
 
 
 def test_csv_and_agentevals_exports_carry_the_tool_calls(api: httpx.Client) -> None:
@@ -267,4 +268,5 @@ def test_csv_and_agentevals_exports_carry_the_tool_calls(api: httpx.Client) -> N
         assert results == {c["id"] for c in calls}
         assert messages[-1]["role"] == "assistant" and "tool_calls" not in messages[-1]
 
-    assert api.get(f"/datasets/{name}/export", params={"format": "xml"}).status_code == 422
+    r = api.get(f"/datasets/{name}/export", params={"format": "xml"})
+    assert r.status_code == 400 and "'format'" in r.json()["detail"]

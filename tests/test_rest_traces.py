@@ -132,13 +132,13 @@ def test_errors_say_what_is_wrong(server: ServerProcess, project: str) -> None:
         r = c.get(f"{server.http}/api/v1/traces", params={"start": "yesterday"})
         assert r.status_code == 400 and "start" in r.json()["detail"]
         r = c.get(f"{server.http}/api/v1/traces", params={"limit": 0})
-        assert r.status_code == 422 and "limit" in str(r.json()["detail"])
+        assert r.status_code == 400 and "'limit'" in r.json()["detail"]
         r = c.get(f"{server.http}/api/v1/traces", params={"cursor": "garbage"})
         assert r.status_code == 400 and "cursor" in r.json()["detail"]
         r = c.get(f"{server.http}/api/v1/traces", params={"attribute": "novalue"})
         assert r.status_code == 400 and "key=value" in r.json()["detail"]
         r = c.get(f"{server.http}/api/v1/traces/{'a' * 32}", params={"view": "sideways"})
-        assert r.status_code == 422
+        assert r.status_code == 400 and "'view'" in r.json()["detail"]
 
 
 def test_health_and_docs(server: ServerProcess) -> None:

@@ -1,29 +1,65 @@
-"""Pieces every REST route uses: the project scope, time parsing, cursors."""
+"""Pieces every REST route uses: the project scope, bounded parameter types, time parsing,
+cursors, the check for unknown query parameters and the 400 for bad parameters."""
 
 from __future__ import annotations
 
 import base64
+import math
 import re
 from datetime import datetime
 from typing import Annotated, Any
 
+import asyncpg
 import orjson
-from fastapi import Depends, Header, HTTPException, Query, Response
+from fastapi import Depends, Header, HTTPException, Query, Request, Response
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from pydantic import AfterValidator, Field
 
+from trajhub.service.ingest.bodies import media_type
+from trajhub.service.projects import InvalidProject, validate_project
 from trajhub.service.runtime import Runtime, runtime
 
-_HEX32 = re.compile(r"^[0-9a-fA-F]{32}$")
-_HEX16 = re.compile(r"^[0-9a-fA-F]{16}$")
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
+#: the longest text a filter takes (names, ids, search text)
+MAX_TEXT = 1000
+
+_HEX32 = re.compile(r"[0-9a-fA-F]{32}")
+_HEX16 = re.compile(r"[0-9a-fA-F]{16}")
+
+
+def no_nul(value: str) -> str:
+    # PostgreSQL text cannot hold NUL: a filter with one can match nothing, say so instead
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+#: a text query parameter: no NUL, at most MAX_TEXT characters
+Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(no_nul)]
+#: a count or size held in a bigint column
+Int64 = Annotated[int, Field(ge=0, le=INT64_MAX)]
+#: a count held in an integer column
+Int32 = Annotated[int, Field(ge=0, le=INT32_MAX)]
 
 
 def project_scope(
     project: Annotated[str | None, Query(
-        description="project to read; default: the `trajhub-project` header, else `default`")]
+        description="project to read; default: the `trajhub-project` header, else `default`. "
+                    "Up to 200 letters, digits and `._:@/-`, starting with a letter or digit")]
     = None,
     trajhub_project: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> str:
     """FastAPI dependency: every query is scoped to one project."""
-    return project or trajhub_project or "default"
+    name = project or trajhub_project or "default"
+    try:
+        return validate_project(name)
+    except InvalidProject as exc:
+        source = "query parameter 'project'" if project else "header trajhub-project"
+        raise HTTPException(400, f"{source}: {exc}") from None
 
 
 Project = Annotated[str, Depends(project_scope)]
@@ -37,33 +73,38 @@ def json_response(doc: Any, status: int = 200, headers: dict[str, str] | None = 
                     headers=headers)
 
 
-def trace_id_param(trace_id: str) -> str:
-    if not _HEX32.match(trace_id):
-        raise HTTPException(400, f"trace_id {trace_id!r} is not 32 hex digits")
+def trace_id_param(trace_id: str, name: str = "trace_id") -> str:
+    if not _HEX32.fullmatch(trace_id):
+        raise HTTPException(400, f"{name} {trace_id[:80]!r} is not 32 hex digits")
     return trace_id.lower()
 
 
 def span_id_param(span_id: str) -> str:
-    if not _HEX16.match(span_id):
-        raise HTTPException(400, f"span_id {span_id!r} is not 16 hex digits")
+    if not _HEX16.fullmatch(span_id):
+        raise HTTPException(400, f"span_id {span_id[:80]!r} is not 16 hex digits")
     return span_id.lower()
 
 
 def time_ns(value: str | None, name: str) -> int | None:
-    """Unix nanoseconds from an RFC 3339 time or an integer of ns since the epoch; ValueError
-    names `name` and what was wrong."""
+    """Unix nanoseconds from an RFC 3339 time or an integer of ns since the epoch, within what
+    a bigint holds; ValueError names `name` and what was wrong."""
     if value is None or value == "":
         return None
-    if value.lstrip("-").isdigit():
-        return int(value)
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(
-            f"{name} must be an RFC 3339 time or Unix nanoseconds, got {value!r}") from None
-    if parsed.tzinfo is None:
-        raise ValueError(f"{name} needs a timezone (e.g. Z), got {value!r}")
-    return int(parsed.timestamp() * 1_000_000) * 1000
+    if value.lstrip("-").isdigit() and len(value) <= 20:
+        ns = int(value)
+    else:
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(
+                f"{name} must be an RFC 3339 time or Unix nanoseconds, got {value[:80]!r}"
+            ) from None
+        if parsed.tzinfo is None:
+            raise ValueError(f"{name} needs a timezone (e.g. Z), got {value[:80]!r}")
+        ns = int(parsed.timestamp() * 1_000_000) * 1000
+    if not -INT64_MAX - 1 <= ns <= INT64_MAX:
+        raise ValueError(f"{name} is out of range (Unix nanoseconds must fit in 64 bits)")
+    return ns
 
 
 def parse_time(value: str | None, name: str) -> int | None:
@@ -78,17 +119,27 @@ def encode_cursor(*values: Any) -> str:
     return base64.urlsafe_b64encode(orjson.dumps(list(values))).decode().rstrip("=")
 
 
+def _cursor_value_ok(value: Any, kind: type) -> bool:
+    if kind is int:
+        return (isinstance(value, int) and not isinstance(value, bool)
+                and -INT64_MAX - 1 <= value <= INT64_MAX)
+    if kind is float:
+        return (isinstance(value, int | float) and not isinstance(value, bool)
+                and math.isfinite(value))
+    return isinstance(value, str) and len(value) <= MAX_TEXT and "\x00" not in value
+
+
 def decode_cursor(cursor: str | None, shape: tuple[type, ...]) -> tuple[Any, ...] | None:
     if not cursor:
         return None
     try:
         values = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         if (isinstance(values, list) and len(values) == len(shape)
-                and all(isinstance(v, t) for v, t in zip(values, shape, strict=True))):
+                and all(_cursor_value_ok(v, t) for v, t in zip(values, shape, strict=True))):
             return tuple(values)
     except (ValueError, orjson.JSONDecodeError):
         pass
-    raise HTTPException(400, "cursor is not one this API returned")
+    raise HTTPException(400, "query parameter 'cursor': not one this API returned")
 
 
 def attribute_filters(values: list[str] | None) -> list[list[str]]:
@@ -98,13 +149,131 @@ def attribute_filters(values: list[str] | None) -> list[list[str]]:
     for item in values or []:
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise HTTPException(400, f"attribute filter {item!r} must look like key=value")
+            raise HTTPException(400, f"query parameter 'attribute': {item[:80]!r} must look like "
+                                     "key=value")
         docs = [orjson.dumps({key: raw}).decode()]
         try:
             typed = orjson.loads(raw)
         except orjson.JSONDecodeError:
             typed = raw
+        if isinstance(typed, float) and not math.isfinite(typed):
+            typed = raw
         if not isinstance(typed, str):
-            docs.append(orjson.dumps({key: typed}).decode())
+            try:
+                docs.append(orjson.dumps({key: typed}).decode())
+            except orjson.JSONEncodeError:  # an integer beyond 64 bits
+                raise HTTPException(400, f"query parameter 'attribute': {item[:80]!r} holds a "
+                                         "number out of range") from None
         filters.append(docs)
     return filters
+
+
+# ------------------------------------------------------------------------- parameter checking
+
+_KNOWN_QUERY: dict[int, frozenset[str]] = {}
+
+
+def _collect_query_names(dependant: Dependant, found: set[str]) -> None:
+    for param in dependant.query_params:
+        model = getattr(param.field_info.annotation, "model_fields", None)
+        if isinstance(model, dict):  # a query-parameter model: its fields are the names
+            found.update(f.alias or n for n, f in model.items())
+        else:
+            found.add(param.alias)
+    for sub in dependant.dependencies:
+        _collect_query_names(sub, found)
+
+
+def _query_names(route: APIRoute) -> frozenset[str]:
+    names = _KNOWN_QUERY.get(id(route))
+    if names is None:
+        # `project` is the API-wide scope: a client may send it with every request, also to
+        # the few routes that read no project's data (normalize, projects, schema)
+        found: set[str] = {"project"}
+        _collect_query_names(route.dependant, found)
+        names = _KNOWN_QUERY[id(route)] = frozenset(found)
+    return names
+
+
+def known_query_only(request: Request) -> None:
+    """Router dependency: a query parameter the route does not take is a 400 naming it (a
+    misspelt filter must not silently return everything)."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    known = _query_names(route)
+    for name in request.query_params:
+        if name not in known:
+            takes = ", ".join(sorted(known)) or "none"
+            raise HTTPException(400, f"unknown query parameter {name[:80]!r} (this endpoint "
+                                     f"takes: {takes})")
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    kinds = {"query": "query parameter", "path": "path parameter", "header": "header",
+             "cookie": "cookie"}
+    kind = kinds.get(str(loc[0]), str(loc[0])) if loc else "parameter"
+    name = ".".join(str(part) for part in loc[1:])
+    return f"{kind} {name!r}"
+
+
+async def parameter_error(request: Request, exc: Exception) -> Response:
+    """A bad query, path or header parameter is a 400 naming it; a bad JSON body stays a 422
+    with FastAPI's usual detail."""
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    bad = [e for e in errors if e.get("loc") and e["loc"][0] in ("query", "path", "header")]
+    if not bad:
+        return JSONResponse({"detail": _jsonable_errors(errors)}, status_code=422)
+    first = bad[0]
+    message = str(first.get("msg", "invalid"))
+    return JSONResponse({"detail": f"{_where(tuple(first['loc']))}: {message}"},
+                        status_code=400)
+
+
+async def unstorable_text(request: Request, exc: Exception) -> Response:
+    """PostgreSQL cannot hold a NUL character in text or JSON: a body that carries one (say
+    `"\\u0000"` in an item's input) is the client's mistake, a 422, not a server error."""
+    return JSONResponse({"detail": "a value in the request holds a NUL character (\\u0000), "
+                                   f"which cannot be stored: {exc}"}, status_code=422)
+
+
+#: the database errors `unstorable_text` answers
+UNSTORABLE_TEXT_ERRORS = (asyncpg.UntranslatableCharacterError,
+                          asyncpg.CharacterNotInRepertoireError)
+
+
+def _jsonable_errors(errors: Any) -> Any:
+    # pydantic puts the exception object in `ctx` of some errors; keep the JSON-safe parts
+    return orjson.loads(orjson.dumps(errors, default=str))
+
+
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def _declared_media_types(route: APIRoute) -> tuple[str, ...]:
+    content = ((route.openapi_extra or {}).get("requestBody") or {}).get("content")
+    if content:
+        return tuple(content)
+    return ("application/json",)
+
+
+def declared_content_type(request: Request) -> None:
+    """Router dependency: a request that changes state must carry the content type its route
+    declares (JSON unless the route says otherwise). Browsers send text/plain, urlencoded and
+    multipart bodies cross-site without asking first; no route here accepts them, so such a
+    request is a 415 before anything happens."""
+    if request.method not in _BODY_METHODS:
+        return
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return
+    accepted = _declared_media_types(route)
+    media = media_type(request.headers.get("content-type", ""))
+    if media not in accepted:
+        raise HTTPException(415, f"unsupported Content-Type {media or 'none'!r}: this endpoint "
+                                 f"takes {' or '.join(accepted)}")
+
+
+#: what every REST router checks before a route runs
+ROUTER_CHECKS = [Depends(known_query_only), Depends(declared_content_type)]

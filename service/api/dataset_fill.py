@@ -1,15 +1,14 @@
 """Filling an evaluation set from stored trajectories (Coze Loop's flow-back of traces).
 
-The query language is the one of `GET /api/v1/trajectories`: `TrajectoryQuery` is generated from
-that route's `trajectory_filter` parameters, so a filter added there works here too, with the same
-names, types and checks.
+The query language is the one of `GET /api/v1/trajectories`: `filters.TrajectoryQuery`, the
+typed model both use, so a filter added there works here too, with the same names, types and
+checks.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import inspect
 import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,40 +16,21 @@ from typing import Any
 
 import asyncpg
 import orjson
-from pydantic import BaseModel, ConfigDict, create_model
 
 from trajhub.evaluators import expectations_from_trajectory
 from trajhub.normalizers.item_fields import item_fields
-from trajhub.service.api.trajectories import trajectory_filter
+from trajhub.service.api.filters import TrajectoryQuery
 from trajhub.storage import datasets, trajectory_reads
 
-#: Paging and ordering are the fill's own business (newest first, `limit` = items to add).
-_NOT_QUERY = ("sort", "order", "cursor", "limit")
 _PAGE = 500
 
 
-def _query_model() -> type[BaseModel]:
-    hints = typing.get_type_hints(trajectory_filter, include_extras=True)
-    fields: dict[str, Any] = {
-        name: (hints[name], param.default)
-        for name, param in inspect.signature(trajectory_filter).parameters.items()
-        if name not in _NOT_QUERY
-    }
-    return create_model(  # type: ignore[call-overload,no-any-return]
-        "TrajectoryQuery", __config__=ConfigDict(extra="forbid"), **fields)
-
-
-TrajectoryQuery = _query_model()
-
-
-def to_filter(query: BaseModel, limit: int) -> trajectory_reads.TrajectoryFilter:
-    """The TrajectoryFilter of a fill query. `status` defaults to final: an open trajectory is
-    still growing, and a snapshot of half a run is not a test case."""
-    options = query.model_dump()
+def to_filter(query: TrajectoryQuery, limit: int) -> trajectory_reads.TrajectoryFilter:
+    """The TrajectoryFilter of a fill query, newest first. `status` defaults to final: an open
+    trajectory is still growing, and a snapshot of half a run is not a test case."""
     if "status" not in query.model_fields_set:
-        options["status"] = "final"
-    return trajectory_filter(**options, sort="start_time", order="desc", limit=limit,
-                             cursor=None)
+        query = query.model_copy(update={"status": "final"})
+    return query.to_filter(sort="start_time", descending=True, limit=limit)
 
 
 def sampled(trace_id: str, rate: float) -> bool:
@@ -102,10 +82,10 @@ async def _candidates_by_query(conn: asyncpg.Connection, project: str,
     while True:
         rows = await trajectory_reads.list_trajectories(conn, project, page)
         for row in rows:
-            yield row["trace_id"]
+            yield row.trace_id
         if len(rows) < _PAGE:
             return
-        page = dataclasses.replace(page, cursor=(rows[-1]["sort_value"], rows[-1]["trace_id"]))
+        page = dataclasses.replace(page, cursor=(rows[-1].sort_value, rows[-1].trace_id))
 
 
 async def _candidates_by_id(conn: asyncpg.Connection, project: str, trace_ids: Sequence[str],
@@ -113,7 +93,7 @@ async def _candidates_by_id(conn: asyncpg.Connection, project: str, trace_ids: S
     wanted = list(dict.fromkeys(t.lower() for t in trace_ids))
     rows = await trajectory_reads.list_trajectories(
         conn, project, trajectory_reads.TrajectoryFilter(trace_ids=wanted, limit=len(wanted)))
-    status = {r["trace_id"]: r["status"] for r in rows}
+    status = {r.trace_id: r.status for r in rows}
     for trace_id in wanted:
         if trace_id not in status:
             outcome.not_found.append(trace_id)
@@ -165,7 +145,7 @@ async def fill(conn: asyncpg.Connection, project: str, dataset: int, *,
         chunk = chosen[start:start + _PAGE]
         rows = await trajectory_reads.trajectory_documents(
             conn, project, trajectory_reads.TrajectoryFilter(trace_ids=chunk, limit=len(chunk)))
-        documents = {r["trace_id"]: r["document"] for r in rows}
+        documents = {r.trace_id: r.document for r in rows if r.document is not None}
         items = [item_from_trajectory(t, documents[t], tags, input_pointer, output_pointer)
                  for t in chunk if t in documents]
         async with conn.transaction():

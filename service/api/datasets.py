@@ -6,37 +6,59 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, HTTPException, Query, Request, Response
+from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from trajhub.evaluators import Expectations, ExpectationsError, expectations_from_trajectory
 from trajhub.normalizers.item_fields import check_pointer
 from trajhub.service.api import dataset_fill, dataset_formats
 from trajhub.service.api.common import (
+    ROUTER_CHECKS,
     Project,
     Rt,
+    Text,
     decode_cursor,
     encode_cursor,
     json_response,
+    no_nul,
     trace_id_param,
 )
+from trajhub.service.api.filters import TrajectoryQuery
+from trajhub.service.api.models import (
+    ERRORS,
+    NOT_FOUND,
+    Dataset,
+    DatasetList,
+    ErrorDetail,
+    FillOutcome,
+    ImportOutcome,
+    Item,
+    ItemPage,
+)
 from trajhub.service.errors import IngestError
-from trajhub.service.ingest.http import read_body
+from trajhub.service.ingest.bodies import read_body
 from trajhub.service.runtime import Runtime
 from trajhub.storage import datasets
+from trajhub.storage.rows import DatasetRow
 
-router = APIRouter(prefix="/api/v1", tags=["datasets"])
+router = APIRouter(prefix="/api/v1", tags=["datasets"], dependencies=ROUTER_CHECKS,
+                   responses=ERRORS)
 
-Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^/\s][^/]*$")]
+Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^/\s][^/]*$"),
+                 AfterValidator(no_nul)]
+#: the set's name in a path
+SetName = Annotated[str, Path(max_length=200), AfterValidator(no_nul)]
+#: an item id in a path
+ItemId = Annotated[str, Path(max_length=64), AfterValidator(no_nul)]
+JSONL = "application/x-ndjson"
 _EXPORT_PAGE = 200
 
 
-def dataset_json(row: Any) -> dict[str, Any]:
-    return {"name": row["name"], "description": row["description"],
-            "item_count": row["item_count"],
-            "created_at": row["created_at"].isoformat().replace("+00:00", "Z"),
-            "updated_at": row["updated_at"].isoformat().replace("+00:00", "Z")}
+def dataset_json(row: DatasetRow) -> dict[str, Any]:
+    return {"name": row.name, "description": row.description, "item_count": row.item_count,
+            "created_at": row.created_at.isoformat().replace("+00:00", "Z"),
+            "updated_at": row.updated_at.isoformat().replace("+00:00", "Z")}
 
 
 async def _dataset_id(rt: Runtime, project: str, name: str) -> int:
@@ -57,13 +79,13 @@ def _expectations(raw: Any) -> str:
 class DatasetCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
-    description: str = ""
+    description: Annotated[str, Field(max_length=10_000), AfterValidator(no_nul)] = ""
 
 
 class DatasetPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name | None = Field(None, description="the new name (rename)")
-    description: str | None = None
+    description: Annotated[str, Field(max_length=10_000), AfterValidator(no_nul)] | None = None
 
 
 class ItemCreate(BaseModel):
@@ -89,7 +111,7 @@ class ItemPatch(BaseModel):
 class FillRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     trace_ids: list[str] | None = Field(None, description="add these trajectories")
-    query: dataset_fill.TrajectoryQuery | None = Field(  # type: ignore[valid-type]
+    query: TrajectoryQuery | None = Field(
         None, description="add the trajectories matching this query: the filters of "
                           "GET /api/v1/trajectories; `status` defaults to final")
     sample_rate: float = Field(1.0, gt=0, le=1, description="fraction of the matches to add, "
@@ -111,7 +133,9 @@ class FillRequest(BaseModel):
         return value
 
 
-@router.post("/datasets", status_code=201, summary="Create an evaluation set")
+@router.post("/datasets", status_code=201, summary="Create an evaluation set",
+             response_model=Dataset,
+             responses={409: {"model": ErrorDetail, "description": "the name is taken"}})
 async def create_dataset(rt: Rt, project: Project, body: DatasetCreate) -> Response:
     async with rt.db.acquire() as conn:
         try:
@@ -121,15 +145,16 @@ async def create_dataset(rt: Rt, project: Project, body: DatasetCreate) -> Respo
     return json_response(dataset_json(row), 201)
 
 
-@router.get("/datasets", summary="List evaluation sets")
+@router.get("/datasets", summary="List evaluation sets", response_model=DatasetList)
 async def list_datasets(rt: Rt, project: Project) -> Response:
     async with rt.db.acquire() as conn:
         rows = await datasets.list_datasets(conn, project)
     return json_response({"items": [dataset_json(r) for r in rows]})
 
 
-@router.get("/datasets/{name}", summary="Get an evaluation set")
-async def get_dataset(rt: Rt, project: Project, name: str) -> Response:
+@router.get("/datasets/{name}", summary="Get an evaluation set", response_model=Dataset,
+            responses=NOT_FOUND)
+async def get_dataset(rt: Rt, project: Project, name: SetName) -> Response:
     async with rt.db.acquire() as conn:
         row = await datasets.get_dataset(conn, project, name)
     if row is None:
@@ -137,8 +162,11 @@ async def get_dataset(rt: Rt, project: Project, name: str) -> Response:
     return json_response(dataset_json(row))
 
 
-@router.patch("/datasets/{name}", summary="Rename an evaluation set or change its description")
-async def patch_dataset(rt: Rt, project: Project, name: str, body: DatasetPatch) -> Response:
+@router.patch("/datasets/{name}", summary="Rename an evaluation set or change its description",
+              response_model=Dataset,
+              responses={**NOT_FOUND,
+                         409: {"model": ErrorDetail, "description": "the new name is taken"}})
+async def patch_dataset(rt: Rt, project: Project, name: SetName, body: DatasetPatch) -> Response:
     async with rt.db.acquire() as conn:
         try:
             found = await datasets.update_dataset(conn, project, name, body.name,
@@ -152,21 +180,22 @@ async def patch_dataset(rt: Rt, project: Project, name: str, body: DatasetPatch)
 
 
 @router.delete("/datasets/{name}", status_code=204,
-               summary="Delete an evaluation set and its items")
-async def delete_dataset(rt: Rt, project: Project, name: str) -> Response:
+               summary="Delete an evaluation set and its items", responses=NOT_FOUND)
+async def delete_dataset(rt: Rt, project: Project, name: SetName) -> Response:
     async with rt.db.acquire() as conn:
         if not await datasets.delete_dataset(conn, project, name):
             raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
     return Response(status_code=204)
 
 
-@router.get("/datasets/{name}/items", summary="List the items of an evaluation set")
+@router.get("/datasets/{name}/items", summary="List the items of an evaluation set",
+            response_model=ItemPage, responses=NOT_FOUND)
 async def list_items(
-    rt: Rt, project: Project, name: str,
+    rt: Rt, project: Project, name: SetName,
     include_trajectory: Annotated[bool, Query(description="embed each item's trajectory "
                                               "snapshot")] = False,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page")]
+    cursor: Annotated[Text | None, Query(description="`next_cursor` of the previous page")]
     = None,
 ) -> Response:
     dataset = await _dataset_id(rt, project, name)
@@ -174,13 +203,17 @@ async def list_items(
     async with rt.db.acquire() as conn:
         rows = await datasets.list_items(conn, dataset, after[0] if after else 0, limit,
                                          include_trajectory)
-    next_cursor = encode_cursor(rows[-1]["seq"]) if len(rows) == limit else None
+    next_cursor = encode_cursor(rows[-1].seq) if len(rows) == limit else None
     return json_response({"items": [dataset_formats.item_json(r, name) for r in rows],
                   "next_cursor": next_cursor})
 
 
-@router.post("/datasets/{name}/items", status_code=201, summary="Add an item by hand")
-async def create_item(rt: Rt, project: Project, name: str, body: ItemCreate) -> Response:
+@router.post("/datasets/{name}/items", status_code=201, summary="Add an item by hand",
+             response_model=Item,
+             responses={**NOT_FOUND,
+                        409: {"model": ErrorDetail, "description": "the set already holds an "
+                              "item from this trace"}})
+async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate) -> Response:
     dataset = await _dataset_id(rt, project, name)
     if body.expectations is not None:
         expectations = _expectations(body.expectations)
@@ -189,7 +222,8 @@ async def create_item(rt: Rt, project: Project, name: str, body: ItemCreate) -> 
             expectations_from_trajectory(body.trajectory).to_dict()).decode()
     else:
         expectations = "{}"
-    source = trace_id_param(body.source_trace_id) if body.source_trace_id else None
+    source = (trace_id_param(body.source_trace_id, "source_trace_id")
+              if body.source_trace_id else None)
     item = datasets.NewItem(
         input=datasets.json_text(body.input),
         reference_output=datasets.json_text(body.reference_output),
@@ -213,16 +247,18 @@ async def _item_row(rt: Runtime, dataset: int, name: str, item_id: str) -> Any:
 
 
 @router.get("/datasets/{name}/items/{item_id}",
-            summary="Get an item, with its trajectory snapshot")
-async def get_item(rt: Rt, project: Project, name: str, item_id: str) -> Response:
+            summary="Get an item, with its trajectory snapshot", response_model=Item,
+            responses=NOT_FOUND)
+async def get_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) -> Response:
     dataset = await _dataset_id(rt, project, name)
     row = await _item_row(rt, dataset, name, item_id)
     return json_response(dataset_formats.item_json(row, name))
 
 
 @router.patch("/datasets/{name}/items/{item_id}",
-              summary="Edit an item's expectations, tags, input or reference output")
-async def patch_item(rt: Rt, project: Project, name: str, item_id: str, body: ItemPatch
+              summary="Edit an item's expectations, tags, input or reference output",
+              response_model=Item, responses=NOT_FOUND)
+async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, body: ItemPatch
                      ) -> Response:
     """Only the fields present in the body change; `null` clears input or reference output."""
     dataset = await _dataset_id(rt, project, name)
@@ -242,8 +278,9 @@ async def patch_item(rt: Rt, project: Project, name: str, item_id: str, body: It
     return json_response(dataset_formats.item_json(row, name))
 
 
-@router.delete("/datasets/{name}/items/{item_id}", status_code=204, summary="Delete an item")
-async def delete_item(rt: Rt, project: Project, name: str, item_id: str) -> Response:
+@router.delete("/datasets/{name}/items/{item_id}", status_code=204, summary="Delete an item",
+               responses=NOT_FOUND)
+async def delete_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) -> Response:
     dataset = await _dataset_id(rt, project, name)
     async with rt.db.acquire() as conn:
         if not await datasets.delete_item(conn, dataset, item_id):
@@ -251,8 +288,9 @@ async def delete_item(rt: Rt, project: Project, name: str, item_id: str) -> Resp
     return Response(status_code=204)
 
 
-@router.post("/datasets/{name}/fill", summary="Add trajectories to the set, by id or by query")
-async def fill_dataset(rt: Rt, project: Project, name: str, body: FillRequest) -> Response:
+@router.post("/datasets/{name}/fill", summary="Add trajectories to the set, by id or by query",
+             response_model=FillOutcome, responses=NOT_FOUND)
+async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillRequest) -> Response:
     """Coze Loop's flow-back of traces into evaluation sets. Each trajectory becomes an item
     whose expectations are pre-filled from what it did (edit them afterwards); a trace the set
     already holds is skipped and counted in `skipped_duplicates`."""
@@ -273,10 +311,14 @@ async def fill_dataset(rt: Rt, project: Project, name: str, body: FillRequest) -
 @router.get(
     "/datasets/{name}/export", summary="Export the set as JSONL, CSV or agentevals messages",
     response_class=StreamingResponse,
-    responses={200: {"content": {"application/x-ndjson": {}, "text/csv": {}},
-                     "description": "the items, streamed; `X-Item-Count` gives their number"}})
+    responses={**NOT_FOUND, 200: {"content": {
+        "application/x-ndjson": {"schema": {"type": "string", "description": "one item per "
+                                            "line (jsonl: an item; agentevals: its messages)"}},
+        "text/csv": {"schema": {"type": "string", "description": "a header, then one row per "
+                                "item"}}},
+        "description": "the items, streamed; `X-Item-Count` gives their number"}})
 async def export_dataset(
-    rt: Rt, project: Project, name: str,
+    rt: Rt, project: Project, name: SetName,
     format: Annotated[Literal["jsonl", "csv", "agentevals"], Query(
         description="jsonl: trajhub's own format (re-importable); csv; agentevals: "
                     "OpenAI-style message lists with tool calls")] = "jsonl",
@@ -284,7 +326,7 @@ async def export_dataset(
     dataset = await _dataset_id(rt, project, name)
     async with rt.db.acquire() as conn:
         row = await datasets.get_dataset(conn, project, name)
-    count = row["item_count"] if row is not None else 0
+    count = row.item_count if row is not None else 0
     line = {"jsonl": dataset_formats.jsonl_line, "csv": dataset_formats.csv_line,
             "agentevals": dataset_formats.agentevals_line}[format]
 
@@ -299,7 +341,7 @@ async def export_dataset(
             if not rows:
                 return
             yield b"".join(line(r) for r in rows)
-            after = rows[-1]["seq"]
+            after = rows[-1].seq
 
     extension = "csv" if format == "csv" else "jsonl"
     return StreamingResponse(stream(), media_type=dataset_formats.MEDIA_TYPES[format], headers={
@@ -309,15 +351,20 @@ async def export_dataset(
 
 @router.post(
     "/datasets/{name}/import", summary="Import items from trajhub JSONL",
+    response_model=ImportOutcome,
+    responses={**NOT_FOUND, 413: {"model": ErrorDetail, "description": "body over the size limit"},
+               415: {"model": ErrorDetail, "description": "not application/x-ndjson"},
+               422: {"model": ErrorDetail, "description": "a bad line (named)"}},
     openapi_extra={"requestBody": {"required": True, "content": {
-        "application/x-ndjson": {"schema": {"type": "string", "description":
+        JSONL: {"schema": {"type": "string", "description":
                                  "one item per line, as `export?format=jsonl` writes them"}}}}})
 async def import_dataset(
-    request: Request, rt: Rt, project: Project, name: str,
+    request: Request, rt: Rt, project: Project, name: SetName,
     create: Annotated[bool, Query(description="create the set if it does not exist")] = False,
 ) -> Response:
     """All or nothing: a bad line rejects the import with a 422 naming the line and field.
-    Items whose source trace the set already holds are skipped (`skipped_duplicates`)."""
+    Items whose source trace the set already holds are skipped (`skipped_duplicates`). The body
+    is cut off with a 413 as soon as it passes the size limit."""
     try:
         body = await read_body(request, rt.settings.max_request_bytes)
     except IngestError as error:
@@ -330,7 +377,7 @@ async def import_dataset(
     async with rt.db.acquire() as conn, conn.transaction():
         dataset = await datasets.dataset_id(conn, project, name)
         if dataset is None and create:
-            dataset = (await datasets.create_dataset(conn, project, name, ""))["id"]
+            dataset = (await datasets.create_dataset(conn, project, name, "")).id
         if dataset is None:
             raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
         added = await datasets.insert_items(conn, dataset, items)

@@ -5,22 +5,38 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from trajhub.evaluators import ConfigError
 from trajhub.service.api.common import (
+    INT64_MAX,
+    ROUTER_CHECKS,
     Project,
     Rt,
+    Text,
     decode_cursor,
     encode_cursor,
     json_response,
 )
+from trajhub.service.api.models import (
+    ERRORS,
+    NOT_FOUND,
+    Evaluation,
+    EvaluationDetail,
+    EvaluationPage,
+    ResultPage,
+)
 from trajhub.service.runtime import Runtime
 from trajhub.service.workers import evaluations as evaluation_runner
 from trajhub.storage import datasets, evaluations
+from trajhub.storage.rows import EvaluationRow
 
-router = APIRouter(prefix="/api/v1", tags=["evaluations"])
+router = APIRouter(prefix="/api/v1", tags=["evaluations"], dependencies=ROUTER_CHECKS,
+                   responses=ERRORS)
+
+#: an evaluation id (a bigint)
+EvaluationId = Annotated[int, Path(ge=1, le=INT64_MAX)]
 
 
 def _iso(ts: Any) -> str | None:
@@ -35,7 +51,7 @@ class EvaluatorEntry(BaseModel):
 
 class EvaluationCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    dataset: str = Field(description="the evaluation set")
+    dataset: Text = Field(description="the evaluation set")
     evaluators: list[str | EvaluatorEntry] = Field(
         description="names, or {name, config}: expected_agents_tools, tool_call_accuracy, "
                     "trajectory_match, graph_trajectory_match, efficiency, and the LLM judges "
@@ -44,29 +60,30 @@ class EvaluationCreate(BaseModel):
     target: Literal["snapshot", "live"] = Field(
         "snapshot", description="snapshot: each item's stored trajectory; live: the trajectory "
         "whose root span carries trajhub.dataset_item_id = the item id and trajhub.run = run")
-    run: str | None = Field(None, min_length=1, description="the run name (live target)")
+    run: Text | None = Field(None, min_length=1, description="the run name (live target)")
 
 
-def evaluation_json(row: Any) -> dict[str, Any]:
+def evaluation_json(row: EvaluationRow) -> dict[str, Any]:
     return {
-        "id": row["id"], "dataset": row["dataset_name"], "target": row["target"],
-        "run": row["run_name"], "evaluators": orjson.loads(row["evaluators"]),
-        "status": row["status"], "error": row["error"], "item_count": row["item_count"],
-        "done_items": row["done_items"], "created_at": _iso(row["created_at"]),
-        "finished_at": _iso(row["finished_at"]),
+        "id": row.id, "dataset": row.dataset_name, "target": row.target,
+        "run": row.run_name, "evaluators": orjson.loads(row.evaluators),
+        "status": row.status, "error": row.error, "item_count": row.item_count,
+        "done_items": row.done_items, "created_at": _iso(row.created_at),
+        "finished_at": _iso(row.finished_at),
     }
 
 
-def result_json(row: Any) -> dict[str, Any]:
+def result_json(row: evaluations.ResultRow) -> dict[str, Any]:
     return {
-        "item_id": row["item_id"], "evaluator": row["evaluator"], "trace_id": row["trace_id"],
-        "score": row["score"], "passed": row["passed"], "error": row["error"],
-        "reason": orjson.loads(row["reason"]) if row["reason"] else None,
-        "explanation": row["explanation"],
+        "item_id": row.item_id, "evaluator": row.evaluator, "trace_id": row.trace_id,
+        "score": row.score, "passed": row.passed, "error": row.error,
+        "reason": orjson.loads(row.reason) if row.reason else None,
+        "explanation": row.explanation,
     }
 
 
-@router.post("/evaluations", status_code=202, summary="Start an evaluation run over a set")
+@router.post("/evaluations", status_code=202, summary="Start an evaluation run over a set",
+             response_model=Evaluation, responses=NOT_FOUND)
 async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) -> Response:
     """Checks the evaluators and their options, then runs in the background: poll
     `GET /api/v1/evaluations/{id}` until `status` is `done` (or `failed`)."""
@@ -91,15 +108,17 @@ async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) ->
         row = await evaluations.get_evaluation(conn, project, evaluation)
     evaluation_runner.start(rt.db, rt.settings, project, evaluation, dataset,
                             evaluation_runner.Target(body.target, body.run), runs)
+    assert row is not None
     return json_response(evaluation_json(row), 202)
 
 
-@router.get("/evaluations", summary="List evaluation runs, newest first")
+@router.get("/evaluations", summary="List evaluation runs, newest first",
+            response_model=EvaluationPage)
 async def list_evaluations(
     rt: Rt, project: Project,
-    dataset: Annotated[str | None, Query(description="only runs over this set")] = None,
+    dataset: Annotated[Text | None, Query(description="only runs over this set")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page")]
+    cursor: Annotated[Text | None, Query(description="`next_cursor` of the previous page")]
     = None,
 ) -> Response:
     before = decode_cursor(cursor, (int,))
@@ -107,10 +126,10 @@ async def list_evaluations(
         rows = await evaluations.list_evaluations(conn, project, dataset,
                                                   before[0] if before else None, limit)
     return json_response({"items": [evaluation_json(r) for r in rows],
-                  "next_cursor": encode_cursor(rows[-1]["id"]) if len(rows) == limit else None})
+                  "next_cursor": encode_cursor(rows[-1].id) if len(rows) == limit else None})
 
 
-async def _evaluation(rt: Runtime, project: str, evaluation: int) -> Any:
+async def _evaluation(rt: Runtime, project: str, evaluation: int) -> EvaluationRow:
     async with rt.db.acquire() as conn:
         row = await evaluations.get_evaluation(conn, project, evaluation)
     if row is None:
@@ -119,8 +138,9 @@ async def _evaluation(rt: Runtime, project: str, evaluation: int) -> Any:
 
 
 @router.get("/evaluations/{evaluation_id}",
-            summary="An evaluation run: status, progress and per-evaluator aggregates")
-async def get_evaluation(rt: Rt, project: Project, evaluation_id: int) -> Response:
+            summary="An evaluation run: status, progress and per-evaluator aggregates",
+            response_model=EvaluationDetail, responses=NOT_FOUND)
+async def get_evaluation(rt: Rt, project: Project, evaluation_id: EvaluationId) -> Response:
     """`aggregates`: per evaluator, the pass rate (errors count as not passed) and the mean
     score of the verdicts. `items`: how many items passed every evaluator, failed one, or hit
     an error."""
@@ -130,25 +150,26 @@ async def get_evaluation(rt: Rt, project: Project, evaluation_id: int) -> Respon
         items = await evaluations.item_outcomes(conn, evaluation_id)
     out = evaluation_json(row)
     out["aggregates"] = [{
-        "evaluator": a["evaluator"], "total": a["total"], "passed": a["passed"],
-        "failed": a["total"] - a["passed"] - a["errors"], "errors": a["errors"],
-        "pass_rate": a["passed"] / a["total"] if a["total"] else None,
-        "mean_score": a["mean_score"],
+        "evaluator": a.evaluator, "total": a.total, "passed": a.passed,
+        "failed": a.total - a.passed - a.errors, "errors": a.errors,
+        "pass_rate": a.passed / a.total if a.total else None,
+        "mean_score": a.mean_score,
     } for a in per_evaluator]
-    out["items"] = {"total": row["item_count"], "evaluated": items["evaluated"],
-                    "passed": items["passed"], "errors": items["errors"],
-                    "failed": items["evaluated"] - items["passed"]}
+    out["items"] = {"total": row.item_count, "evaluated": items.evaluated,
+                    "passed": items.passed, "errors": items.errors,
+                    "failed": items.evaluated - items.passed}
     return json_response(out)
 
 
 @router.get("/evaluations/{evaluation_id}/results",
-            summary="Per-item results of an evaluation run")
+            summary="Per-item results of an evaluation run", response_model=ResultPage,
+            responses=NOT_FOUND)
 async def get_results(
-    rt: Rt, project: Project, evaluation_id: int,
+    rt: Rt, project: Project, evaluation_id: EvaluationId,
     failed: Annotated[bool, Query(description="only results that did not pass (failures "
                                   "and errors)")] = False,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
-    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page")]
+    cursor: Annotated[Text | None, Query(description="`next_cursor` of the previous page")]
     = None,
 ) -> Response:
     await _evaluation(rt, project, evaluation_id)
@@ -157,6 +178,6 @@ async def get_results(
         rows = await evaluations.results(conn, evaluation_id, failed,
                                          after,  # type: ignore[arg-type]
                                          limit)
-    next_cursor = (encode_cursor(rows[-1]["seq"], rows[-1]["evaluator"])
+    next_cursor = (encode_cursor(rows[-1].seq, rows[-1].evaluator)
                    if len(rows) == limit else None)
     return json_response({"items": [result_json(r) for r in rows], "next_cursor": next_cursor})

@@ -13,11 +13,13 @@ import orjson
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
-from trajhub.service.api.common import Project, Rt, trace_id_param
+from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
 from trajhub.service.api.dataset_fill import item_from_trajectory
+from trajhub.service.api.models import ERRORS
 from trajhub.storage import trajectory_reads
 
-router = APIRouter(prefix="/api/v1", tags=["datasets"])
+router = APIRouter(prefix="/api/v1", tags=["datasets"], dependencies=ROUTER_CHECKS,
+                   responses=ERRORS)
 
 
 class ItemDraft(BaseModel):

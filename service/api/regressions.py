@@ -13,12 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from trajhub.evaluators.pricing import PriceTable, run_cost
 from trajhub.evaluators.regression import ItemRun, Verdict, aggregate, item_report
 from trajhub.normalizers.playback import run_duration_ms, step_events
-from trajhub.service.api.common import Project, Rt
+from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt
+from trajhub.service.api.models import ERRORS
 from trajhub.service.api.replay import AlignedPairView
 from trajhub.service.prices import table_for
 from trajhub.storage import evaluations, replay_reads
 
-router = APIRouter(prefix="/api/v1", tags=["regressions"])
+router = APIRouter(prefix="/api/v1", tags=["regressions"], dependencies=ROUTER_CHECKS,
+                   responses=ERRORS)
 
 
 class RunRef(BaseModel):

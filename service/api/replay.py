@@ -15,13 +15,15 @@ from trajhub.evaluators.compare import compare
 from trajhub.evaluators.pricing import StepCost, run_cost
 from trajhub.normalizers.contract import ContractField, run_contract
 from trajhub.normalizers.playback import StepEvent, run_duration_ms, step_events, tool_results
-from trajhub.service.api.common import Project, Rt, trace_id_param
+from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
+from trajhub.service.api.models import ERRORS, CostView
 from trajhub.service.prices import cost_json, table_for
 from trajhub.service.runtime import Runtime
 from trajhub.service.stored_spans import to_model
 from trajhub.storage import replay_reads
 
-router = APIRouter(prefix="/api/v1", tags=["replay"])
+router = APIRouter(prefix="/api/v1", tags=["replay"], dependencies=ROUTER_CHECKS,
+                   responses=ERRORS)
 
 # ------------------------------------------------------------------------------ response models
 
@@ -123,17 +125,6 @@ class ToolResults(BaseModel):
     results: list[ToolResultView]
 
 
-class CostView(BaseModel):
-    input_tokens: int
-    output_tokens: int
-    cached_input_tokens: int
-    usd: float | None = Field(description="sum over the priced model steps; null when none "
-                              "had a price")
-    complete: bool = Field(description="every model step had a price")
-    unpriced_models: list[str]
-    currency: str
-    price_table: str
-    prices_as_of: str
 
 
 class AgentCostView(BaseModel):

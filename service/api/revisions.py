@@ -8,10 +8,12 @@ from typing import Literal
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
-from trajhub.service.api.common import Project, Rt, trace_id_param
+from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
+from trajhub.service.api.models import ERRORS
 from trajhub.storage import revisions as revision_reads
 
-router = APIRouter(prefix="/api/v1", tags=["trajectories"])
+router = APIRouter(prefix="/api/v1", tags=["trajectories"], dependencies=ROUTER_CHECKS,
+                   responses=ERRORS)
 
 
 class Revision(BaseModel):

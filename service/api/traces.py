@@ -1,4 +1,4 @@
-"""REST: raw traces and spans."""
+"""REST: raw traces and spans, and the projects that hold them."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 
 from trajhub.service.api.common import (
+    ROUTER_CHECKS,
     Project,
     Rt,
+    Text,
     attribute_filters,
     decode_cursor,
     encode_cursor,
@@ -17,6 +19,15 @@ from trajhub.service.api.common import (
     parse_time,
     span_id_param,
     trace_id_param,
+)
+from trajhub.service.api.models import (
+    ERRORS,
+    NOT_FOUND,
+    ErrorDetail,
+    ProjectList,
+    SpanView,
+    TraceBody,
+    TracePage,
 )
 from trajhub.service.api.views import trajectory_nodes
 from trajhub.service.ingest.decode import FORMAT_COZELOOP
@@ -28,28 +39,32 @@ from trajhub.service.stored_spans import (
     to_model,
     to_otlp_request,
 )
-from trajhub.storage import files, trace_reads
+from trajhub.storage import files, trace_reads, trajectory_reads
 
-router = APIRouter(prefix="/api/v1", tags=["traces"])
+router = APIRouter(prefix="/api/v1", tags=["traces"], dependencies=ROUTER_CHECKS,
+                   responses=ERRORS)
 
 
-@router.get("/traces", summary="List traces, newest first")
+@router.get("/traces", summary="List traces, newest first", response_model=TracePage)
 async def list_traces(
     rt: Rt,
     project: Project,
-    start: Annotated[str | None, Query(description="traces starting at or after (RFC 3339 or "
-                                       "Unix ns)")] = None,
-    end: Annotated[str | None, Query(description="traces starting before (RFC 3339 or Unix ns)")]
-    = None,
-    service: Annotated[str | None, Query(description="resource service.name")] = None,
-    span_name: Annotated[str | None, Query(description="has a span with this name")] = None,
+    start: Annotated[Text | None, Query(description="traces starting at or after (RFC 3339 "
+                                        "or Unix ns)")] = None,
+    end: Annotated[Text | None, Query(description="traces starting before (RFC 3339 or Unix "
+                                      "ns)")] = None,
+    service: Annotated[Text | None, Query(description="resource service.name")] = None,
+    span_name: Annotated[Text | None, Query(description="has a span with this name")] = None,
     has_error: Annotated[bool | None, Query(description="has (true) or lacks (false) a failed "
                                             "span")] = None,
-    attribute: Annotated[list[str] | None, Query(description="key=value: has a span with this "
-                                                 "attribute; repeat to require several")] = None,
-    min_duration_ms: Annotated[float | None, Query(ge=0)] = None,
+    attribute: Annotated[list[Text] | None, Query(
+        max_length=20, description="key=value: has a span with this attribute; repeat to "
+        "require several")] = None,
+    min_duration_ms: Annotated[float | None, Query(ge=0, le=9.2e12, allow_inf_nan=False)]
+    = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page")] = None,
+    cursor: Annotated[Text | None, Query(description="`next_cursor` of the previous page")]
+    = None,
 ) -> Response:
     """Each item: trace id, root span name, service, start, duration, span count, error count.
     The list is filled by the trajectory worker within moments of a trace's spans arriving."""
@@ -63,29 +78,33 @@ async def list_traces(
     async with rt.db.acquire() as conn:
         rows = await trace_reads.list_traces(conn, project, f)
     items = [{
-        "trace_id": r["trace_id"],
-        "root_span_id": r["root_span_id"],
-        "root_span_name": r["root_name"],
-        "service_name": r["service_name"],
-        "start_time": iso_time(r["start_ns"]),
-        "start_time_unix_nano": str(r["start_ns"]),
-        "duration_ms": (r["end_ns"] - r["start_ns"]) / 1e6,
-        "span_count": r["span_count"],
-        "error_count": r["error_count"],
+        "trace_id": r.trace_id,
+        "root_span_id": r.root_span_id,
+        "root_span_name": r.root_name,
+        "service_name": r.service_name,
+        "start_time": iso_time(r.start_ns),
+        "start_time_unix_nano": str(r.start_ns),
+        "duration_ms": (r.end_ns - r.start_ns) / 1e6,
+        "span_count": r.span_count,
+        "error_count": r.error_count,
     } for r in rows]
-    next_cursor = (encode_cursor(rows[-1]["start_ns"], rows[-1]["trace_id"])
+    next_cursor = (encode_cursor(rows[-1].start_ns, rows[-1].trace_id)
                    if len(rows) == limit else None)
     return json_response({"items": items, "next_cursor": next_cursor})
 
 
-@router.get("/traces/{trace_id}", summary="One trace: its spans as a tree, flat, or OTLP/JSON")
+@router.get("/traces/{trace_id}", summary="One trace: its spans as a tree, flat, or OTLP/JSON",
+            responses={**NOT_FOUND, 200: {"model": TraceBody},
+                       422: {"model": ErrorDetail, "description": "view=trajectory of a trace "
+                             "whose trajectory could not be derived (the message says why)"}})
 async def get_trace(
     trace_id: str,
     rt: Rt,
     project: Project,
     view: Annotated[Literal["tree", "flat", "trajectory"], Query(
         description="tree: children nested; flat: start order; trajectory: only the spans "
-                    "that are trajectory nodes, re-parented")] = "tree",
+                    "that are trajectory nodes, re-parented (as the trajectory worker "
+                    "classified them)")] = "tree",
     format: Annotated[Literal["json", "otlp", "cozeloop"], Query(
         description="json: trajhub's span view; otlp: an OTLP/JSON ExportTraceServiceRequest "
                     "of the spans as received; cozeloop: the Coze Loop native spans as received"
@@ -97,22 +116,32 @@ async def get_trace(
         if not rows:
             raise HTTPException(404, f"trace {trace_id} not found in project {project!r}")
         envelopes = await trace_reads.resources(
-            conn, sorted({r["resource_id"] for r in rows if r["resource_id"] is not None}))
+            conn, sorted({r.resource_id for r in rows if r.resource_id is not None}))
+        stored = (await trajectory_reads.explanation(conn, project, trace_id)
+                  if view == "trajectory" and format == "json" else None)
     if format == "otlp":
         return json_response(otlp_json(to_otlp_request(rows, envelopes)))
     if format == "cozeloop":
-        return json_response({"spans": [orjson.loads(r["body"]) for r in rows
-                                        if r["format"] == FORMAT_COZELOOP]})
-    spans = to_model(rows, envelopes)
-    views = [span_view(s) for s in spans]
+        return json_response({"spans": [orjson.loads(r.body) for r in rows
+                                        if r.format == FORMAT_COZELOOP]})
+    views = [span_view(s) for s in to_model(rows, envelopes)]
     if view == "trajectory":
-        return json_response({"trace_id": trace_id, "spans": trajectory_nodes(spans, views)})
+        if stored is None:
+            raise HTTPException(404, f"no trajectory for trace {trace_id} in project "
+                                     f"{project!r} (yet)")
+        if stored.explanation is None:
+            raise HTTPException(422, "trajectory could not be derived: "
+                                     f"{stored.derivation_error}")
+        explanation = orjson.loads(stored.explanation)
+        return json_response({"trace_id": trace_id,
+                              "spans": trajectory_nodes(explanation, views)})
     if view == "flat":
         return json_response({"trace_id": trace_id, "spans": views})
     return json_response({"trace_id": trace_id, "spans": span_tree(views)})
 
 
-@router.get("/traces/{trace_id}/spans/{span_id}", summary="One span")
+@router.get("/traces/{trace_id}/spans/{span_id}", summary="One span", response_model=SpanView,
+            responses=NOT_FOUND)
 async def get_span(trace_id: str, span_id: str, rt: Rt, project: Project) -> Response:
     trace_id, span_id = trace_id_param(trace_id), span_id_param(span_id)
     async with rt.db.acquire() as conn:
@@ -121,15 +150,38 @@ async def get_span(trace_id: str, span_id: str, rt: Rt, project: Project) -> Res
             raise HTTPException(404, f"span {span_id} of trace {trace_id} not found in project "
                                      f"{project!r}")
         envelopes = await trace_reads.resources(
-            conn, [row["resource_id"]] if row["resource_id"] is not None else [])
+            conn, [row.resource_id] if row.resource_id is not None else [])
     return json_response(span_view(to_model([row], envelopes)[0]))
 
 
 @router.get("/files/{key:path}", summary="A file uploaded through /v1/loop/files/upload",
-            tags=["coze loop"])
+            tags=["coze loop"], response_class=Response,
+            responses={**NOT_FOUND,
+                       200: {"description": "the file's bytes, as uploaded", "content": {
+                "application/octet-stream": {"schema": {"type": "string",
+                                                        "format": "binary"}}}}})
 async def get_file(key: str, rt: Rt, project: Project) -> Response:
+    if "\x00" in key or len(key) > 1000:
+        raise HTTPException(400, "path parameter 'key': must be at most 1000 characters, "
+                                 "without NUL")
     async with rt.db.acquire() as conn:
         content = await files.get(conn, project, key)
     if content is None:
-        raise HTTPException(404, f"file {key!r} not found in project {project!r}")
+        raise HTTPException(404, f"file {key[:200]!r} not found in project {project!r}")
     return Response(content, media_type="application/octet-stream")
+
+
+@router.get("/projects", summary="List the projects, with their trace and span counts",
+            tags=["projects"], response_model=ProjectList)
+async def list_projects(rt: Rt) -> Response:
+    """Every project that holds a trace, by name: its trace and span counts, when its earliest
+    span started and when its latest span ended. Counted from the trace list, which the
+    trajectory worker fills within moments of spans arriving."""
+    async with rt.db.acquire() as conn:
+        rows = await trace_reads.projects(conn)
+    return json_response({"projects": [{
+        "name": r.name, "trace_count": r.trace_count, "span_count": r.span_count,
+        "first_span_at": iso_time(r.first_span_ns) if r.first_span_ns is not None else None,
+        "last_span_at": iso_time(r.last_span_ns) if r.last_span_ns is not None else None,
+    } for r in rows]})
+

@@ -4,112 +4,103 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import asdict
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Body, Depends, Header, HTTPException, Query, Request, Response
+from fastapi import APIRouter, Header, HTTPException, Query, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from trajhub.normalizers import NORMALIZER_VERSION, DerivationError, derive
 from trajhub.normalizers.model import Span
-from trajhub.normalizers.sources import span_from_cozeloop, spans_from_resource_spans
 from trajhub.normalizers.trajectory import trajectory_to_json
 from trajhub.service.api.common import (
+    ROUTER_CHECKS,
     Project,
     Rt,
-    decode_cursor,
     encode_cursor,
     json_response,
     parse_time,
     trace_id_param,
 )
-from trajhub.service.errors import IngestError
-from trajhub.service.ingest.decode import decompress, parse_otlp
-from trajhub.service.ingest.http import read_body
+from trajhub.service.api.filters import TrajectoryListQuery
+from trajhub.service.api.models import (
+    ERRORS,
+    NOT_FOUND,
+    ErrorDetail,
+    NormalizeResult,
+    RederiveQueued,
+    RederiveRequest,
+    TrajectoryDocument,
+    TrajectoryExplanation,
+    TrajectoryPage,
+)
+from trajhub.service.errors import BadRequest, IngestError
+from trajhub.service.ingest.bodies import read_body, require_media
+from trajhub.service.ingest.decode import cozeloop_batch, decompress, otlp_batch, parse_otlp
 from trajhub.service.prices import summary_cost, table_for
-from trajhub.service.stored_spans import iso_time
+from trajhub.service.stored_spans import batch_spans, iso_time
 from trajhub.storage import assembly_store, trajectory_reads
+from trajhub.storage.rows import TrajectorySummaryRow
 
-router = APIRouter(prefix="/api/v1", tags=["trajectories"])
+router = APIRouter(prefix="/api/v1", tags=["trajectories"],
+                   dependencies=ROUTER_CHECKS, responses=ERRORS)
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
 
 
-def summary_item(r: Any) -> dict[str, Any]:
+def summary_item(r: TrajectorySummaryRow) -> dict[str, Any]:
     return {
-        "trace_id": r["trace_id"],
-        "status": r["status"],
-        "revision": r["revision"],
-        "normalizer_version": r["normalizer_version"],
-        "framework": r["framework"],
-        "conventions": r["conventions"],
-        "root_name": r["root_name"],
-        "agent_names": r["agent_names"],
-        "tool_names": r["tool_names"],
-        "model_names": r["model_names"],
-        "start_time": iso_time(r["start_ns"]),
-        "duration_ms": r["duration_ms"],
-        "step_count": r["step_count"],
-        "model_step_count": r["model_step_count"],
-        "tool_step_count": r["tool_step_count"],
-        "input_tokens": r["input_tokens"],
-        "output_tokens": r["output_tokens"],
-        "failed_model_steps": r["failed_model_steps"],
-        "failed_tool_steps": r["failed_tool_steps"],
-        "has_error": r["has_error"],
-        "derivation_error": r["derivation_error"],
+        "trace_id": r.trace_id,
+        "status": r.status,
+        "revision": r.revision,
+        "normalizer_version": r.normalizer_version,
+        "framework": r.framework,
+        "conventions": r.conventions,
+        "root_name": r.root_name,
+        "agent_names": r.agent_names,
+        "tool_names": r.tool_names,
+        "model_names": r.model_names,
+        "start_time": iso_time(r.start_ns),
+        "duration_ms": r.duration_ms,
+        "step_count": r.step_count,
+        "model_step_count": r.model_step_count,
+        "tool_step_count": r.tool_step_count,
+        "input_tokens": r.input_tokens,
+        "output_tokens": r.output_tokens,
+        "failed_model_steps": r.failed_model_steps,
+        "failed_tool_steps": r.failed_tool_steps,
+        "has_error": r.has_error,
+        "derivation_error": r.derivation_error,
+        "service": r.service,
+        "session_id": r.session_id,
+        "user_id": r.user_id,
+        "input_preview": r.input_preview,
+        "output_preview": r.output_preview,
     }
 
 
-def trajectory_filter(
-    start: Annotated[str | None, Query(description="started at or after (RFC 3339 or Unix ns)")]
-    = None,
-    end: Annotated[str | None, Query(description="started before (RFC 3339 or Unix ns)")] = None,
-    agent: Annotated[str | None, Query(description="has an agent (or graph) step of this name")]
-    = None,
-    tool: Annotated[str | None, Query(description="called this tool")] = None,
-    model: Annotated[str | None, Query(description="called this model")] = None,
-    framework: Annotated[str | None, Query(description="langgraph, langchain, eino, …")] = None,
-    status: Annotated[Literal["open", "final"] | None, Query()] = None,
-    failed_tool_steps: Annotated[bool | None, Query(description="has (true) or lacks (false) "
-                                                    "failed tool steps")] = None,
-    failed_model_steps: Annotated[bool | None, Query(description="has (true) or lacks (false) "
-                                                     "failed model steps")] = None,
-    has_error: Annotated[bool | None, Query(description="the root or any step failed")] = None,
-    min_tokens: Annotated[int | None, Query(ge=0, description="input + output tokens")] = None,
-    max_tokens: Annotated[int | None, Query(ge=0)] = None,
-    min_duration_ms: Annotated[int | None, Query(ge=0)] = None,
-    max_duration_ms: Annotated[int | None, Query(ge=0)] = None,
-    q: Annotated[str | None, Query(description="text in the root input or output "
-                                   "(case-insensitive)")] = None,
-    sort: Annotated[Literal["start_time", "duration", "tokens", "steps"], Query()]
-    = "start_time",
-    order: Annotated[Literal["desc", "asc"], Query()] = "desc",
-    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page")]
-    = None,
-) -> trajectory_reads.TrajectoryFilter:
-    """FastAPI dependency: the trajectory query of a request (also used to fill datasets)."""
-    return trajectory_reads.TrajectoryFilter(
-        start_ns=parse_time(start, "start"), end_ns=parse_time(end, "end"), agent=agent,
-        tool=tool, model=model, framework=framework, status=status,
-        has_failed_tool_steps=failed_tool_steps, has_failed_model_steps=failed_model_steps,
-        has_error=has_error, min_tokens=min_tokens, max_tokens=max_tokens,
-        min_duration_ms=min_duration_ms, max_duration_ms=max_duration_ms, text=q, sort=sort,
-        descending=order == "desc",
-        cursor=decode_cursor(cursor, (int, str)),  # type: ignore[arg-type]
-        limit=limit)
-
-
-@router.get("/trajectories", summary="List trajectories (summaries), filtered and sorted")
+@router.get("/trajectories", summary="List trajectories (summaries), filtered and sorted",
+            response_model=TrajectoryPage)
 async def list_trajectories(
-    rt: Rt, project: Project,
-    f: Annotated[trajectory_reads.TrajectoryFilter, Depends(trajectory_filter)],
+    rt: Rt, project: Project, query: Annotated[TrajectoryListQuery, Query()],
 ) -> Response:
+    """Name filters (`agent`, `tool`, `model`) match case-insensitively; `service`,
+    `session_id` and `user_id` match exactly. `count=true` adds `total`."""
+    f = query.list_filter()
     async with rt.db.acquire() as conn:
         rows = await trajectory_reads.list_trajectories(conn, project, f)
+        total = (await trajectory_reads.count_trajectories(conn, project, f)
+                 if query.count else None)
     prices = table_for(rt.settings)
-    next_cursor = (encode_cursor(rows[-1]["sort_value"], rows[-1]["trace_id"])
+    next_cursor = (encode_cursor(rows[-1].sort_value, rows[-1].trace_id)
                    if len(rows) == f.limit else None)
-    return json_response({"items": [summary_item(r) | {"cost": summary_cost(prices, r)}
-                                    for r in rows], "next_cursor": next_cursor})
+    page: dict[str, Any] = {
+        "items": [summary_item(r) | {"cost": summary_cost(prices, r)} for r in rows],
+        "next_cursor": next_cursor}
+    if total is not None:
+        page["total"] = total
+    return json_response(page)
 
 
 def _etag(revision: int) -> str:
@@ -119,12 +110,14 @@ def _etag(revision: int) -> str:
 @router.get(
     "/trajectories/{trace_id}",
     summary="One trajectory document",
-    responses={200: {"description": "The trajectory, exactly in trajectory.schema.json's "
-                     "format. Headers: `ETag` (the revision), `X-Trajectory-Status` (open or "
-                     "final), `X-Trajectory-Revision`."},
-               404: {"description": "No spans of this trace yet"},
-               422: {"description": "The trace's spans could not be turned into a trajectory "
-                     "(the message says why)"}},
+    responses={**NOT_FOUND, 200: {"model": TrajectoryDocument,
+                     "description": "The trajectory, exactly in the format of "
+                     "`GET /api/v1/schema/trajectory`. Headers: `ETag` (the revision), "
+                     "`X-Trajectory-Status` (open or final), `X-Trajectory-Revision`."},
+               304: {"description": "`If-None-Match` names the current revision"},
+               404: {"model": ErrorDetail, "description": "No spans of this trace yet"},
+               422: {"model": ErrorDetail, "description": "The trace's spans could not be "
+                     "turned into a trajectory (the message says why)"}},
 )
 async def get_trajectory(
     trace_id: str, rt: Rt, project: Project,
@@ -137,19 +130,20 @@ async def get_trajectory(
     if row is None:
         raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
                                  "(yet)")
-    headers = {"ETag": _etag(row["revision"]), "X-Trajectory-Status": row["status"],
-               "X-Trajectory-Revision": str(row["revision"]),
-               "X-Normalizer-Version": row["normalizer_version"]}
-    if row["document"] is None:
-        detail = f"trajectory could not be derived: {row['derivation_error']}"
+    headers = {"ETag": _etag(row.revision), "X-Trajectory-Status": row.status,
+               "X-Trajectory-Revision": str(row.revision),
+               "X-Normalizer-Version": row.normalizer_version}
+    if row.document is None:
+        detail = f"trajectory could not be derived: {row.derivation_error}"
         return json_response({"detail": detail}, 422, headers)
     if if_none_match == headers["ETag"]:
         return Response(status_code=304, headers=headers)
-    return Response(row["document"].encode(), media_type="application/json", headers=headers)
+    return Response(row.document.encode(), media_type=JSON, headers=headers)
 
 
 @router.get("/trajectories/{trace_id}/explain",
-            summary="How each span was classified, kept or dropped, and re-parented")
+            summary="How each span was classified, kept or dropped, and re-parented",
+            response_model=TrajectoryExplanation, responses=NOT_FOUND)
 async def explain_trajectory(trace_id: str, rt: Rt, project: Project) -> Response:
     trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
@@ -158,63 +152,47 @@ async def explain_trajectory(trace_id: str, rt: Rt, project: Project) -> Respons
         raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
                                  "(yet)")
     return json_response({
-        "trace_id": trace_id, "status": row["status"], "revision": row["revision"],
-        "normalizer_version": row["normalizer_version"],
-        "derivation_error": row["derivation_error"], "warnings": row["warnings"],
-        "spans": orjson.loads(row["explanation"]) if row["explanation"] else [],
+        "trace_id": trace_id, "status": row.status, "revision": row.revision,
+        "normalizer_version": row.normalizer_version,
+        "derivation_error": row.derivation_error, "warnings": row.warnings,
+        "spans": orjson.loads(row.explanation) if row.explanation else [],
     })
 
 
-@router.post("/trajectories/rederive", status_code=202,
-             summary="Rebuild stored trajectories from their raw spans")
-async def rederive(
-    rt: Rt, project: Project,
-    since: Annotated[str | None, Body(embed=True, description="only traces starting at or after "
-                                      "(RFC 3339 or Unix ns)")] = None,
-    outdated: Annotated[bool, Body(embed=True, description="only trajectories built by another "
-                                   "normalizer version")] = False,
-) -> Response:
+@router.post("/trajectories/rederive", status_code=202, response_model=RederiveQueued,
+             summary="Rebuild stored trajectories from their raw spans",
+             responses={415: {"model": ErrorDetail, "description": "not application/json"}})
+async def rederive(rt: Rt, project: Project, body: RederiveRequest) -> Response:
     """Queues the project's traces; the trajectory worker re-derives them (revision + 1)."""
     async with rt.db.acquire() as conn:
         queued = await assembly_store.queue_rederive(
-            conn, project, parse_time(since, "since"), NORMALIZER_VERSION if outdated else None)
+            conn, project, parse_time(body.since, "since"),
+            NORMALIZER_VERSION if body.outdated else None)
     return json_response({"queued": queued, "normalizer_version": NORMALIZER_VERSION}, 202)
 
 
-def _body_spans(body: bytes, content_type: str) -> list[Span]:
-    media = content_type.split(";", 1)[0].strip().lower()
-    if media in ("application/x-protobuf", "application/protobuf"):
-        return list(spans_from_resource_spans(parse_otlp(body, "protobuf").resource_spans))
-    if media != "application/json":
-        raise HTTPException(415, f"unsupported Content-Type {content_type!r}: send OTLP "
-                                 "protobuf, OTLP/JSON or Coze Loop native JSON")
-    try:
-        doc = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise HTTPException(400, f"body is not valid JSON: {exc}") from None
-    if isinstance(doc, dict) and isinstance(doc.get("spans"), list):
-        return [span_from_cozeloop(s) for s in doc["spans"] if isinstance(s, dict)]
-    return list(spans_from_resource_spans(parse_otlp(body, "json").resource_spans))
+def _body_spans(body: bytes, media: str) -> tuple[list[Span], int, str]:
+    """The spans ingest would store from this body (through the same decoding and per-span
+    validation), with the count of those it would reject and why."""
+    if media == PROTOBUF:
+        batch = otlp_batch(parse_otlp(body, "protobuf"), None)
+    else:
+        try:
+            doc = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise BadRequest(f"body is not valid JSON: {exc}") from None
+        if isinstance(doc, dict) and isinstance(doc.get("spans"), list):
+            batch = cozeloop_batch(body, None)
+        else:
+            batch = otlp_batch(parse_otlp(body, "json"), None)
+    if not batch.rows and batch.rejected:
+        raise BadRequest(f"every span was invalid; {batch.error_message}")
+    return batch_spans(batch), batch.rejected, batch.error_message
 
 
-@router.post(
-    "/normalize", tags=["trajectories"],
-    summary="Dry run: spans in, trajectories and explanations out; nothing is stored",
-    openapi_extra={"requestBody": {"required": True, "content": {
-        "application/x-protobuf": {"schema": {"type": "string", "format": "binary"}},
-        "application/json": {"schema": {"type": "object", "description":
-                             "OTLP/JSON, or Coze Loop native {\"spans\": [...]}"}}}}},
-)
-async def normalize(request: Request, rt: Rt) -> Response:
-    """For instrumentation authors: see what trajhub makes of a request body before sending
-    real traffic. One result per trace in the body."""
-    try:
-        limit = rt.settings.max_request_bytes
-        body = decompress(await read_body(request, limit),
-                          request.headers.get("content-encoding", ""), limit)
-        spans = _body_spans(body, request.headers.get("content-type", ""))
-    except IngestError as error:
-        raise HTTPException(error.http_status, error.message) from None
+def _derive_each_trace(spans: list[Span]) -> list[dict[str, Any]]:
+    """One result per trace: its trajectory, warnings and explanation, or why it could not be
+    derived (any failure, as the trajectory worker records it, never a 500)."""
     by_trace: dict[str, list[Span]] = defaultdict(list)
     for span in spans:
         by_trace[span.trace_id].append(span)
@@ -222,13 +200,48 @@ async def normalize(request: Request, rt: Rt) -> Response:
     for trace_id in sorted(by_trace):
         try:
             d = derive(by_trace[trace_id])
+            trajectory = orjson.loads(trajectory_to_json(d.trajectory))
         except DerivationError as exc:
             results.append({"trace_id": trace_id, "error": str(exc)})
             continue
+        except Exception as exc:
+            results.append({"trace_id": trace_id, "error": f"{type(exc).__name__}: {exc}"})
+            continue
         results.append({
             "trace_id": trace_id,
-            "trajectory": orjson.loads(trajectory_to_json(d.trajectory)),
+            "trajectory": trajectory,
             "warnings": list(d.warnings),
             "explanation": [asdict(e) for e in d.explanation],
         })
-    return json_response({"normalizer_version": NORMALIZER_VERSION, "traces": results})
+    return results
+
+
+@router.post(
+    "/normalize", tags=["trajectories"], response_model=NormalizeResult,
+    summary="Dry run: spans in, trajectories and explanations out; nothing is stored",
+    openapi_extra={"requestBody": {"required": True, "content": {
+        PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
+        "application/protobuf": {"schema": {"type": "string", "format": "binary"}},
+        JSON: {"schema": {"type": "object", "description":
+                          "OTLP/JSON, or Coze Loop native {\"spans\": [...]}"}}}}},
+    responses={413: {"model": ErrorDetail, "description": "body over the size limit"},
+               415: {"model": ErrorDetail, "description": "not protobuf or JSON"}},
+)
+async def normalize(request: Request, rt: Rt) -> Response:
+    """For instrumentation authors: see what trajhub makes of a request body before sending
+    real traffic. The body goes through ingest's decoding and per-span validation (spans ingest
+    would reject are counted in `rejected_spans`), then the normalizer; one result per trace."""
+    try:
+        media = require_media(request.headers.get("content-type", ""), PROTOBUF,
+                              "application/protobuf", JSON)
+        media = PROTOBUF if media == "application/protobuf" else media
+        limit = rt.settings.max_request_bytes
+        body = decompress(await read_body(request, limit),
+                          request.headers.get("content-encoding", ""), limit)
+        # decoding and deriving are CPU work: off the event loop
+        spans, rejected, error_message = await run_in_threadpool(_body_spans, body, media)
+    except IngestError as error:
+        raise HTTPException(error.http_status, error.message) from None
+    results = await run_in_threadpool(_derive_each_trace, spans)
+    return json_response({"normalizer_version": NORMALIZER_VERSION, "rejected_spans": rejected,
+                          "error_message": error_message, "traces": results})

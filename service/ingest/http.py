@@ -11,6 +11,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
+from trajhub.service.api.models import COZELOOP_RESPONSES, OTLP_RESPONSES
 from trajhub.service.errors import (
     BadRequest,
     Forbidden,
@@ -108,7 +109,7 @@ async def _export_otlp(request: Request, rt: Runtime) -> Response:
     return otlp_success(result, kind)
 
 
-@router.post("/v1/traces", tags=["ingest"], openapi_extra=_OTLP_BODY,
+@router.post("/v1/traces", tags=["ingest"], openapi_extra=_OTLP_BODY, responses=OTLP_RESPONSES,
              summary="OTLP/HTTP trace export (protobuf or JSON)")
 async def otlp_traces(request: Request, rt: Annotated[Runtime, Depends(runtime)]) -> Response:
     """Stores the spans, answering only after they are committed. Invalid spans are rejected
@@ -118,6 +119,7 @@ async def otlp_traces(request: Request, rt: Annotated[Runtime, Depends(runtime)]
 
 
 @router.post("/v1/loop/opentelemetry/v1/traces", tags=["coze loop"], openapi_extra=_OTLP_BODY,
+             responses=OTLP_RESPONSES,
              summary="OTLP/HTTP export at Coze Loop's path (@cozeloop/langchain)")
 async def cozeloop_otlp_traces(request: Request,
                                rt: Annotated[Runtime, Depends(runtime)]) -> Response:
@@ -132,7 +134,7 @@ def _loop_reply(code: int, msg: str, status: int = 200,
 
 
 @router.post(
-    "/v1/loop/traces/ingest", tags=["coze loop"],
+    "/v1/loop/traces/ingest", tags=["coze loop"], responses=COZELOOP_RESPONSES,
     summary="Coze Loop native span ingest (cozeloop-python, cozeloop-go / Eino)",
     openapi_extra={"requestBody": {"required": True, "content": {JSON: {"schema": {
         "type": "object", "properties": {"spans": {"type": "array", "items": {
@@ -163,6 +165,7 @@ _UPLOAD_BODY = {"requestBody": {"required": True, "content": {MULTIPART: {"schem
 
 
 @router.post("/v1/loop/files/upload", tags=["coze loop"], openapi_extra=_UPLOAD_BODY,
+             responses=COZELOOP_RESPONSES,
              summary="Coze Loop file upload (inputs/outputs over 1 MiB, attachments)")
 async def cozeloop_upload(request: Request, rt: Annotated[Runtime, Depends(runtime)]
                           ) -> Response:

@@ -37,10 +37,11 @@ from trajhub.service.config import Settings
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.stored_spans import to_model
 from trajhub.service.supervision import Backoff, exit_cause
+from trajhub.service.workers.run_context import RunContext, preview, run_context
 from trajhub.storage import assembly_store, trace_reads
 from trajhub.storage.assembly_store import ClaimedTrace, TraceRow, TrajectoryRow
 from trajhub.storage.database import TRANSIENT_ERRORS, is_transient
-from trajhub.storage.pgtext import pg_text, pg_texts
+from trajhub.storage.pgtext import pg_opt, pg_text, pg_texts
 
 log = logging.getLogger("trajhub.assembly")
 
@@ -66,23 +67,27 @@ def trace_row(project: str, trace_id: str, rows: Sequence[Mapping[str, Any]],
 
 
 def failed_trajectory(project: str, trace_id: str, settle_at: datetime, error: BaseException,
-                      ended: bool = True, start_ns: int = 0) -> TrajectoryRow:
+                      ended: bool = True, start_ns: int = 0,
+                      context: RunContext | None = None) -> TrajectoryRow:
     """The row recording that this trace's trajectory could not be derived, and why."""
+    context = context or RunContext(None, None, None)
     return TrajectoryRow(project, trace_id, NORMALIZER_VERSION, settle_at, ended, None, None,
                          [], pg_text(f"{type(error).__name__}: {error}")[:2000],
-                         start_ns=start_ns)
+                         start_ns=start_ns, service=pg_opt(context.service),
+                         session_id=pg_opt(context.session_id), user_id=pg_opt(context.user_id))
 
 
 def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at: datetime
                    ) -> TrajectoryRow:
     """The derived trajectory, its text made fit for PostgreSQL (NUL replaced; the spans'
     raw bytes keep the original)."""
+    context = run_context(spans)
     try:
         d = derive(spans)
     except Exception as exc:
         log.warning("trace %s/%s: derivation failed: %r", project, trace_id, exc)
         return failed_trajectory(project, trace_id, settle_at, exc, root_ended(spans),
-                                 min(s.start_ns for s in spans))
+                                 min(s.start_ns for s in spans), context)
     s = d.summary
     explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
     return TrajectoryRow(
@@ -99,7 +104,10 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
         tool_step_count=s.tool_step_count, input_tokens=s.input_tokens,
         output_tokens=s.output_tokens, failed_model_steps=s.failed_model_steps,
         failed_tool_steps=s.failed_tool_steps, has_error=s.has_error,
-        model_usage=pg_text(orjson.dumps(model_usage(d.trajectory)).decode()))
+        model_usage=pg_text(orjson.dumps(model_usage(d.trajectory)).decode()),
+        service=pg_opt(context.service), session_id=pg_opt(context.session_id),
+        user_id=pg_opt(context.user_id), input_preview=pg_opt(preview(s.root_input)),
+        output_preview=pg_opt(preview(s.root_output)))
 
 
 

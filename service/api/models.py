@@ -1,0 +1,533 @@
+"""The response bodies of the REST API, for /openapi.json and its readers.
+
+Routes still encode their answers with orjson (`json_response`): these models declare the
+shape (`response_model` / `responses`), they are not on the hot path.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+SPAN_ID = "00f067aa0ba902b7"
+
+
+def _example(doc: dict[str, Any]) -> ConfigDict:
+    return ConfigDict(json_schema_extra={"examples": [doc]})
+
+
+# ------------------------------------------------------------------------------------ health
+
+class HealthStatus(BaseModel):
+    model_config = _example({"status": "ok"})
+    status: Literal["ok"]
+
+
+class ReadyStatus(BaseModel):
+    model_config = _example({"status": "ready"})
+    status: Literal["ready", "unavailable", "degraded"]
+    detail: str | None = Field(None, description="why not ready")
+
+
+class ErrorDetail(BaseModel):
+    """Every 4xx and 5xx of the REST API."""
+
+    model_config = _example({"detail": "unknown query parameter 'servce'"})
+    detail: str | list[dict[str, Any]] = Field(
+        description="what was wrong (a 422 for a bad JSON body lists pydantic's errors)")
+
+
+# ------------------------------------------------------------------------------------ traces
+
+class TraceSummary(BaseModel):
+    trace_id: str
+    root_span_id: str
+    root_span_name: str
+    service_name: str
+    start_time: str = Field(description="RFC 3339")
+    start_time_unix_nano: str
+    duration_ms: float
+    span_count: int
+    error_count: int
+
+
+class TracePage(BaseModel):
+    model_config = _example({"items": [{
+        "trace_id": TRACE_ID, "root_span_id": SPAN_ID, "root_span_name": "LangGraph",
+        "service_name": "weather-agent", "start_time": "2026-11-22T10:00:00Z",
+        "start_time_unix_nano": "1795341600000000000", "duration_ms": 2103.0,
+        "span_count": 12, "error_count": 0}], "next_cursor": None})
+    items: list[TraceSummary]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
+                                    "the last")
+
+
+class SpanStatus(BaseModel):
+    code: str | int = Field(description="unset, ok or error")
+    message: str
+
+
+class SpanEvent(BaseModel):
+    name: str
+    time_unix_nano: str
+    attributes: dict[str, Any]
+
+
+class SpanScope(BaseModel):
+    name: str
+    version: str
+
+
+class CozeLoopView(BaseModel):
+    span_type: str
+    status_code: int
+    input: str
+    output: str
+    log_id: str
+    workspace_id: str
+    object_storage: str
+
+
+SPAN_EXAMPLE: dict[str, Any] = {
+        "trace_id": TRACE_ID, "span_id": SPAN_ID, "parent_span_id": "", "name": "LangGraph",
+        "kind": "internal", "start_time": "2026-11-22T10:00:00Z",
+        "end_time": "2026-11-22T10:00:02.103000Z", "start_time_unix_nano": "1795341600000000000",
+        "end_time_unix_nano": "1795341602103000000", "duration_ms": 2103.0,
+        "status": {"code": "unset", "message": ""},
+        "attributes": {"openinference.span.kind": "CHAIN"}, "events": [],
+        "resource": {"service.name": "weather-agent"},
+        "scope": {"name": "openinference.instrumentation.langchain", "version": "0.1.0"},
+        "format": "otlp"}
+
+
+class SpanView(BaseModel):
+    """A stored span, decoded."""
+
+    model_config = _example(SPAN_EXAMPLE)
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    kind: str | int = Field(description="OTLP span kind name (internal, server, client, …)")
+    start_time: str
+    end_time: str
+    start_time_unix_nano: str
+    end_time_unix_nano: str
+    duration_ms: float
+    status: SpanStatus
+    attributes: dict[str, Any]
+    events: list[SpanEvent]
+    resource: dict[str, Any]
+    scope: SpanScope
+    format: Literal["otlp", "cozeloop"] = Field(description="how the span arrived")
+    cozeloop: CozeLoopView | None = Field(None, description="Coze Loop native fields "
+                                          "(format cozeloop only)")
+
+
+class SpanNode(SpanView):
+    children: list[SpanNode] = Field(description="child spans (view=tree and trajectory)")
+
+
+class TrajectoryNode(SpanNode):
+    step_type: str = Field(description="root, agent, graph, model or tool")
+    original_parent_span_id: str = Field(description="the parent as sent (`parent_span_id` is "
+                                         "the nearest kept ancestor)")
+
+
+class TraceSpans(BaseModel):
+    """`format=json`: the spans as a tree (`view=tree`, roots with nested `children`), in
+    start order (`view=flat`), or only the trajectory nodes (`view=trajectory`)."""
+
+    model_config = _example({"trace_id": TRACE_ID, "spans": [{
+        **SPAN_EXAMPLE, "children": []}]})
+
+    trace_id: str
+    spans: list[TrajectoryNode] | list[SpanNode] | list[SpanView]
+
+
+class OtlpTrace(BaseModel):
+    """`format=otlp`: an OTLP/JSON ExportTraceServiceRequest of the spans as received."""
+
+    model_config = _example({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name",
+                                     "value": {"stringValue": "weather-agent"}}]},
+        "scopeSpans": [{"scope": {"name": "openinference.instrumentation.langchain"},
+                        "spans": [{"traceId": TRACE_ID, "spanId": SPAN_ID, "name": "LangGraph",
+                                   "kind": 1, "startTimeUnixNano": "1795341600000000000",
+                                   "endTimeUnixNano": "1795341602103000000"}]}]}]})
+
+    resourceSpans: list[dict[str, Any]]
+
+
+class CozeLoopTrace(BaseModel):
+    """`format=cozeloop`: the Coze Loop native spans (UploadSpan) as received."""
+
+    model_config = _example({"spans": [{
+        "trace_id": TRACE_ID, "span_id": SPAN_ID, "parent_id": "0", "span_name": "ReActAgent",
+        "span_type": "graph", "started_at_micros": 1795341600000000,
+        "duration_micros": 2103000, "status_code": 0, "input": "what is the weather in sf",
+        "output": "It is sunny in sf."}]})
+
+    spans: list[dict[str, Any]]
+
+
+TraceBody = TraceSpans | OtlpTrace | CozeLoopTrace
+
+
+class ProjectEntry(BaseModel):
+    name: str
+    trace_count: int
+    span_count: int
+    first_span_at: str | None = Field(description="RFC 3339: when the earliest span started")
+    last_span_at: str | None = Field(description="RFC 3339: when the latest span ended")
+
+
+class ProjectList(BaseModel):
+    model_config = _example({"projects": [{
+        "name": "default", "trace_count": 42, "span_count": 518,
+        "first_span_at": "2026-11-20T08:00:00Z", "last_span_at": "2026-11-22T10:00:02.103Z"}]})
+    projects: list[ProjectEntry]
+
+
+# ------------------------------------------------------------------------------ trajectories
+
+class CostView(BaseModel):
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    usd: float | None = Field(description="sum over the priced model steps; null when none "
+                              "had a price")
+    complete: bool = Field(description="every model step had a price")
+    unpriced_models: list[str]
+    currency: str
+    price_table: str
+    prices_as_of: str
+
+
+class TrajectorySummary(BaseModel):
+    trace_id: str
+    status: Literal["open", "final"]
+    revision: int
+    normalizer_version: str
+    framework: str
+    conventions: list[str]
+    root_name: str
+    agent_names: list[str]
+    tool_names: list[str]
+    model_names: list[str]
+    start_time: str
+    duration_ms: int
+    step_count: int
+    model_step_count: int
+    tool_step_count: int
+    input_tokens: int
+    output_tokens: int
+    failed_model_steps: int
+    failed_tool_steps: int
+    has_error: bool
+    derivation_error: str | None = Field(description="why the trace could not be turned into "
+                                         "a trajectory; null when it was")
+    service: str | None = Field(description="the service that ran it")
+    session_id: str | None = Field(description="session, conversation or thread id, where "
+                                   "the instrumentation recorded one")
+    user_id: str | None = Field(description="user id, where the instrumentation recorded one")
+    input_preview: str | None = Field(description="the start of the run's input (200 "
+                                      "characters at most)")
+    output_preview: str | None = Field(description="the start of the run's output")
+    cost: CostView = Field(description="tokens, and money where the price table lists the "
+                           "models (TRAJHUB_PRICES)")
+
+
+_SUMMARY_EXAMPLE = {
+    "trace_id": TRACE_ID, "status": "final", "revision": 1, "normalizer_version": "1",
+    "framework": "langgraph", "conventions": ["openinference"], "root_name": "LangGraph",
+    "agent_names": ["LangGraph"], "tool_names": ["get_weather"],
+    "model_names": ["gpt-4o-mini"], "start_time": "2026-11-22T10:00:00Z", "duration_ms": 2103,
+    "step_count": 3, "model_step_count": 2, "tool_step_count": 1, "input_tokens": 130,
+    "output_tokens": 19, "failed_model_steps": 0, "failed_tool_steps": 0, "has_error": False,
+    "derivation_error": None, "service": "weather-agent", "session_id": "session-demo-1",
+    "user_id": "user-42", "input_preview": "what is the weather in sf",
+    "output_preview": "It is sunny in sf.",
+    "cost": {"input_tokens": 130, "output_tokens": 19, "cached_input_tokens": 0,
+             "usd": 3.09e-05, "complete": True, "unpriced_models": [], "currency": "USD",
+             "price_table": "built-in", "prices_as_of": "2025-06-01"}}
+
+
+class TrajectoryPage(BaseModel):
+    model_config = _example({"items": [_SUMMARY_EXAMPLE], "next_cursor": None, "total": 1})
+    items: list[TrajectorySummary]
+    next_cursor: str | None
+    total: int | None = Field(None, description="how many match (only with `count=true`)")
+
+
+class TrajectoryDocument(BaseModel):
+    """A trajectory in the format of `GET /api/v1/schema/trajectory` (that JSON Schema is the
+    full contract; this names its top level)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [{
+        "id": TRACE_ID, "root_step": {"name": "LangGraph", "input": "what is the weather in sf",
+                                      "output": "It is sunny in sf."},
+        "agent_steps": [{"name": "LangGraph", "steps": [{"type": "model"}, {"type": "tool"}]}]}]})
+    id: str = Field(description="the trace id")
+    root_step: dict[str, Any]
+    agent_steps: list[dict[str, Any]]
+
+
+class SpanExplanation(BaseModel):
+    span_id: str
+    name: str
+    parent_span_id: str = Field(description="as sent")
+    kind: str = Field(description="agent, graph, model, tool, other or root")
+    convention: str
+    rule: str = Field(description="the rule that classified the span")
+    kept: bool
+    new_parent_id: str = Field(description="nearest kept ancestor; empty for the root and for "
+                               "dropped spans")
+    warnings: list[str]
+
+
+class TrajectoryExplanation(BaseModel):
+    model_config = _example({
+        "trace_id": TRACE_ID, "status": "final", "revision": 1, "normalizer_version": "1",
+        "derivation_error": None, "warnings": [], "spans": [{
+            "span_id": SPAN_ID, "name": "LangGraph", "parent_span_id": "", "kind": "root",
+            "convention": "openinference", "rule": "no parent", "kept": True,
+            "new_parent_id": "", "warnings": []}]})
+    trace_id: str
+    status: Literal["open", "final"]
+    revision: int
+    normalizer_version: str
+    derivation_error: str | None
+    warnings: list[str]
+    spans: list[SpanExplanation]
+
+
+class RederiveRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    since: str | None = Field(None, max_length=100, description="only traces starting at or "
+                              "after (RFC 3339 or Unix ns)")
+    outdated: bool = Field(False, description="only trajectories built by another normalizer "
+                           "version")
+
+
+class RederiveQueued(BaseModel):
+    model_config = _example({"queued": 2, "normalizer_version": "1"})
+    queued: int = Field(description="traces queued for the trajectory worker")
+    normalizer_version: str
+
+
+class NormalizedTrace(BaseModel):
+    trace_id: str
+    trajectory: TrajectoryDocument | None = None
+    warnings: list[str] | None = None
+    explanation: list[SpanExplanation] | None = None
+    error: str | None = Field(None, description="why no trajectory could be derived")
+
+
+class NormalizeResult(BaseModel):
+    model_config = _example({"normalizer_version": "1", "rejected_spans": 0,
+                             "error_message": "", "traces": [{
+                                 "trace_id": TRACE_ID, "trajectory": {
+                                     "id": TRACE_ID, "root_step": {}, "agent_steps": []},
+                                 "warnings": [], "explanation": []}]})
+    normalizer_version: str
+    rejected_spans: int = Field(description="spans ingest would reject (as in OTLP "
+                                "partial_success)")
+    error_message: str = Field(description="why they would be rejected")
+    traces: list[NormalizedTrace] = Field(description="one result per trace in the body")
+
+
+# ---------------------------------------------------------------------------------- datasets
+
+DATASET_EXAMPLE: dict[str, Any] = {"name": "weather", "description": "", "item_count": 3,
+                             "created_at": "2026-11-22T10:00:00Z",
+                             "updated_at": "2026-11-22T10:00:00Z"}
+
+
+class Dataset(BaseModel):
+    model_config = _example(DATASET_EXAMPLE)
+    name: str
+    description: str
+    item_count: int
+    created_at: str
+    updated_at: str
+
+
+class DatasetList(BaseModel):
+    model_config = _example({"items": [DATASET_EXAMPLE]})
+    items: list[Dataset]
+
+
+ITEM_EXAMPLE: dict[str, Any] = {
+        "id": "6f1d0c6b1c7e4a0e9d5b0f3a8e2c4b71", "dataset": "weather",
+        "input": "what is the weather in sf", "reference_output": "It is sunny in sf.",
+        "expectations": {"agents": ["LangGraph"], "tools": {"LangGraph": ["get_weather"]}},
+        "source_trace_id": TRACE_ID, "tags": ["smoke"], "created_at": "2026-11-22T10:00:00Z",
+        "updated_at": "2026-11-22T10:00:00Z"}
+
+
+class Item(BaseModel):
+    model_config = _example(ITEM_EXAMPLE)
+    id: str
+    dataset: str
+    input: Any
+    reference_output: Any
+    expectations: dict[str, Any]
+    source_trace_id: str | None
+    tags: list[str]
+    created_at: str
+    updated_at: str
+    trajectory: TrajectoryDocument | None = Field(
+        None, description="the trajectory snapshot (single items, or `include_trajectory`)")
+
+
+class ItemPage(BaseModel):
+    model_config = _example({"items": [ITEM_EXAMPLE], "next_cursor": None})
+    items: list[Item]
+    next_cursor: str | None
+
+
+class FillOutcome(BaseModel):
+    model_config = _example({"added": 2, "skipped_duplicates": 1, "sampled_out": 0,
+                             "not_found": [], "not_final": [],
+                             "item_ids": ["6f1d0c6b1c7e4a0e9d5b0f3a8e2c4b71"]})
+    added: int
+    skipped_duplicates: int = Field(description="traces the set already held")
+    sampled_out: int
+    not_found: list[str] = Field(description="trace ids with no trajectory")
+    not_final: list[str] = Field(description="trace ids whose trajectory is still open")
+    item_ids: list[str]
+
+
+class ImportOutcome(BaseModel):
+    model_config = _example({"added": 10, "skipped_duplicates": 0})
+    added: int
+    skipped_duplicates: int
+
+
+# ------------------------------------------------------------------------------- evaluations
+
+EVALUATION_EXAMPLE: dict[str, Any] = {
+        "id": 7, "dataset": "weather", "target": "snapshot", "run": None,
+        "evaluators": [{"name": "expected_agents_tools", "config": {}}], "status": "done",
+        "error": None, "item_count": 3, "done_items": 3, "created_at": "2026-11-22T10:00:00Z",
+        "finished_at": "2026-11-22T10:00:01Z"}
+
+
+class Evaluation(BaseModel):
+    model_config = _example(EVALUATION_EXAMPLE)
+    id: int
+    dataset: str
+    target: Literal["snapshot", "live"]
+    run: str | None
+    evaluators: list[dict[str, Any]]
+    status: str = Field(description="running, done or failed")
+    error: str | None
+    item_count: int
+    done_items: int
+    created_at: str | None
+    finished_at: str | None
+
+
+class EvaluatorAggregate(BaseModel):
+    evaluator: str
+    total: int
+    passed: int
+    failed: int
+    errors: int
+    pass_rate: float | None = Field(description="errors count as not passed")
+    mean_score: float | None
+
+
+class ItemOutcomes(BaseModel):
+    total: int
+    evaluated: int
+    passed: int
+    errors: int
+    failed: int
+
+
+class EvaluationDetail(Evaluation):
+    model_config = _example({
+        **EVALUATION_EXAMPLE,
+        "aggregates": [{"evaluator": "expected_agents_tools", "total": 3, "passed": 2,
+                        "failed": 1, "errors": 0, "pass_rate": 0.667, "mean_score": 0.8}],
+        "items": {"total": 3, "evaluated": 3, "passed": 2, "errors": 0, "failed": 1}})
+    aggregates: list[EvaluatorAggregate]
+    items: ItemOutcomes
+
+
+class EvaluationPage(BaseModel):
+    model_config = _example({"items": [EVALUATION_EXAMPLE], "next_cursor": None})
+    items: list[Evaluation]
+    next_cursor: str | None
+
+
+class EvaluationResult(BaseModel):
+    item_id: str
+    evaluator: str
+    trace_id: str | None
+    score: float | None
+    passed: bool | None
+    error: str | None
+    reason: Any = Field(description="the evaluator's structured reason")
+    explanation: str | None
+
+
+class ResultPage(BaseModel):
+    model_config = _example({"items": [{
+        "item_id": "6f1d0c6b1c7e4a0e9d5b0f3a8e2c4b71", "evaluator": "expected_agents_tools",
+        "trace_id": TRACE_ID, "score": 1.0, "passed": True, "error": None, "reason": {},
+        "explanation": "all expected agents and tools were called"}], "next_cursor": None})
+    items: list[EvaluationResult]
+    next_cursor: str | None
+
+
+#: the 4xx answers every REST route may give
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorDetail, "description": "a bad parameter (named in `detail`)"},
+}
+#: the answer of a route that names something which may not exist
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorDetail, "description": "not found (`detail` says what)"},
+}
+
+
+# ------------------------------------------------------------------------------------ ingest
+
+class OtlpPartialSuccess(BaseModel):
+    rejectedSpans: str | int = Field(
+        description="spans rejected (a string in OTLP/JSON: int64)")
+    errorMessage: str
+
+
+class OtlpExportResponse(BaseModel):
+    """An ExportTraceServiceResponse: in OTLP/JSON here, in protobuf for protobuf requests.
+    `partialSuccess` is present only when spans were rejected (named in `errorMessage`)."""
+
+    model_config = _example({"partialSuccess": {
+        "rejectedSpans": "1", "errorMessage": "rejected 1 span(s): span 'x': invalid trace_id"}})
+    partialSuccess: OtlpPartialSuccess | None = None
+
+
+class CozeLoopReply(BaseModel):
+    """Coze Loop's reply: `code` 0 when stored (`msg` then names rejected spans, if any)."""
+
+    model_config = _example({"code": 0, "msg": ""})
+    code: int
+    msg: str
+
+
+#: the `responses` of the OTLP/HTTP export routes
+OTLP_RESPONSES: dict[int | str, dict[str, Any]] = {200: {
+    "description": "stored; rejected spans are counted in `partialSuccess`",
+    "content": {
+        "application/json": {"schema": OtlpExportResponse.model_json_schema()},
+        "application/x-protobuf": {"schema": {
+            "type": "string", "format": "binary",
+            "description": "opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse"}},
+    }}}
+#: the `responses` of the Coze Loop ingest routes
+COZELOOP_RESPONSES: dict[int | str, dict[str, Any]] = {200: {"model": CozeLoopReply}}

@@ -1,0 +1,84 @@
+"""What a trajectory summary says about the run besides its steps: the service, the session and
+user ids where the instrumentation recorded them, and short previews of its input and output.
+
+Computed once, by the trajectory worker, and stored with the summary (the REST list only reads
+them)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from trajhub.normalizers.model import AttributeValue, Span
+
+#: Attribute keys that carry the session (conversation, thread) id, by convention
+#: (spec/conventions.md, "Session, user and LangGraph position"; coze-loop.md's tag table).
+SESSION_KEYS = (
+    "session.id",                                   # OpenInference, CozeLoop OTel
+    "gen_ai.session.id",                            # Eino apmplus
+    "gen_ai.conversation.id",                       # Traceloop (configurable.thread_id)
+    "langsmith.metadata.session_id",                # LangSmith
+    "langsmith.metadata.thread_id",
+    "traceloop.association.properties.session_id",  # Traceloop metadata
+    "traceloop.association.properties.thread_id",
+    "thread_id",                                    # CozeLoop native tag
+)
+USER_KEYS = (
+    "user.id",                                      # OpenInference, CozeLoop OTel
+    "gen_ai.user.id",                               # Eino apmplus
+    "langsmith.metadata.user_id",                   # LangSmith
+    "traceloop.association.properties.user_id",     # Traceloop metadata
+    "user_id",                                      # CozeLoop native tag
+)
+#: CozeLoop OTel records the service (its `psm`) as a span attribute, not on the resource.
+SERVICE_KEYS = ("service.name",)
+
+#: characters kept of the run's input and output
+PREVIEW_CHARS = 200
+
+
+@dataclass(frozen=True)
+class RunContext:
+    service: str | None
+    session_id: str | None
+    user_id: str | None
+
+
+def _text(value: AttributeValue | None) -> str | None:
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        text = str(value).strip()
+        return text or None
+    return None
+
+
+def _first(spans: Sequence[Span], keys: Sequence[str], resource: bool) -> str | None:
+    """The first value under one of `keys`: on the root's attributes (then its resource), then
+    on the other spans in start order."""
+    for span in spans:
+        for source in ((span.attributes, span.resource) if resource else (span.attributes,)):
+            for key in keys:
+                found = _text(source.get(key))
+                if found is not None:
+                    return found
+    return None
+
+
+def run_context(spans: Sequence[Span]) -> RunContext:
+    """Service, session and user of a trace's spans; the root span (no parent present) first."""
+    ids = {s.span_id for s in spans}
+    ordered = sorted(spans, key=lambda s: (s.parent_span_id in ids, s.start_ns, s.span_id))
+    return RunContext(
+        service=_first(ordered, SERVICE_KEYS, resource=True),
+        session_id=_first(ordered, SESSION_KEYS, resource=True),
+        user_id=_first(ordered, USER_KEYS, resource=True),
+    )
+
+
+def preview(text: str) -> str | None:
+    """The start of a run's input or output, whitespace collapsed; None when empty."""
+    collapsed = " ".join(text[:PREVIEW_CHARS * 4].split())
+    if not collapsed:
+        return None
+    if len(collapsed) <= PREVIEW_CHARS:
+        return collapsed
+    return collapsed[:PREVIEW_CHARS - 1] + "…"

@@ -1,0 +1,263 @@
+"""Typed rows of the read side.
+
+Each row class is a frozen dataclass whose fields are the columns of the SELECT that reads it:
+`columns()` renders the select list from the fields, so a column is named in exactly one place.
+A field whose value is an SQL expression rather than a plain column says so in its metadata
+(`field(metadata=sql(...))`). Rows also read like a mapping of their columns (`row["name"]`),
+as the asyncpg records they replace did, so code that renders a row does not care where it
+came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any, Self
+
+import asyncpg
+
+
+def sql(expression: str) -> dict[str, str]:
+    """Field metadata: the field is computed by `expression` (rendered as
+    `expression AS field`); use as `field(metadata=sql("..."))`."""
+    return {"sql": expression}
+
+
+class Row(Mapping[str, Any]):
+    """Base of the row classes (subclasses are frozen dataclasses)."""
+
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        """The SELECT list: plain fields as `alias.field`, computed ones as `expr AS field`
+        (`params` fill `{placeholders}` in the expressions)."""
+        prefix = f"{alias}." if alias else ""
+        out = []
+        for f in fields(cls):  # type: ignore[arg-type]
+            expression = f.metadata.get("sql")
+            out.append(f"{expression.format(**params)} AS {f.name}" if expression
+                       else f"{prefix}{f.name}")
+        return ", ".join(out)
+
+    @classmethod
+    def from_record(cls, record: asyncpg.Record) -> Self:
+        return cls(**dict(record.items()))
+
+    @classmethod
+    def from_records(cls, records: list[asyncpg.Record]) -> list[Self]:
+        return [cls(**dict(r.items())) for r in records]
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.__dataclass_fields__)  # type: ignore[attr-defined]
+
+    def __len__(self) -> int:
+        return len(self.__dataclass_fields__)  # type: ignore[attr-defined]
+
+
+# ------------------------------------------------------------------------------ traces, spans
+
+@dataclass(frozen=True)
+class SpanRow(Row):
+    """A stored span: the filterable copies and the body as received."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    kind: int
+    start_ns: int
+    end_ns: int
+    status_code: int
+    service_name: str
+    resource_id: int | None
+    format: int
+    body: bytes
+
+
+@dataclass(frozen=True)
+class TraceSummaryRow(Row):
+    """A trace as the trace list shows it (the `traces` table, kept by the trajectory worker)."""
+
+    trace_id: str
+    root_span_id: str
+    root_name: str
+    service_name: str
+    start_ns: int
+    end_ns: int
+    span_count: int
+    error_count: int
+
+
+@dataclass(frozen=True)
+class ProjectRow(Row):
+    """A project and the size and time span of what it holds."""
+
+    name: str = field(metadata=sql("project"))
+    trace_count: int = field(metadata=sql("count(*)"))
+    span_count: int = field(metadata=sql("coalesce(sum(span_count), 0)"))
+    first_span_ns: int | None = field(metadata=sql("min(start_ns)"))
+    last_span_ns: int | None = field(metadata=sql("max(end_ns)"))
+
+
+# ------------------------------------------------------------------------------ trajectories
+
+@dataclass(frozen=True)
+class TrajectorySummaryRow(Row):
+    """A trajectory as the trajectory list shows it; `sort_value` is the value it was sorted
+    by (for the cursor)."""
+
+    trace_id: str
+    status: str
+    revision: int
+    normalizer_version: str
+    framework: str
+    conventions: list[str]
+    root_name: str
+    agent_names: list[str]
+    tool_names: list[str]
+    model_names: list[str]
+    start_ns: int
+    duration_ms: int
+    step_count: int
+    model_step_count: int
+    tool_step_count: int
+    input_tokens: int
+    output_tokens: int
+    failed_model_steps: int
+    failed_tool_steps: int
+    has_error: bool
+    derivation_error: str | None
+    service: str | None
+    session_id: str | None
+    user_id: str | None
+    input_preview: str | None
+    output_preview: str | None
+    #: JSON text (asyncpg reads jsonb as text): token usage per model, priced when read
+    model_usage: str
+    sort_value: Any = field(metadata=sql("{sort}"))
+
+
+@dataclass(frozen=True)
+class TrajectoryDocumentRow(Row):
+    trace_id: str
+    status: str
+    revision: int
+    document: str | None
+
+
+@dataclass(frozen=True)
+class TrajectoryRow(Row):
+    status: str
+    revision: int
+    normalizer_version: str
+    document: str | None
+    derivation_error: str | None
+
+
+@dataclass(frozen=True)
+class ExplanationRow(Row):
+    status: str
+    revision: int
+    normalizer_version: str
+    explanation: str | None
+    warnings: list[str]
+    derivation_error: str | None
+
+
+# ------------------------------------------------------------------------------ datasets
+
+@dataclass(frozen=True)
+class DatasetRow(Row):
+    id: int
+    name: str
+    description: str
+    created_at: datetime
+    updated_at: datetime
+    item_count: int = field(metadata=sql(
+        "(SELECT count(*) FROM dataset_items i WHERE i.dataset_id = d.id)"))
+
+
+@dataclass(frozen=True)
+class ItemRow(Row):
+    """An item of an evaluation set; JSON fields as JSON text."""
+
+    id: str
+    seq: int
+    input: str | None = field(metadata=sql("input::text"))
+    reference_output: str | None = field(metadata=sql("reference_output::text"))
+    expectations: str = field(metadata=sql("expectations::text"))
+    source_trace_id: str | None
+    tags: list[str]
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class ItemWithTrajectoryRow(ItemRow):
+    """An item with its trajectory snapshot (the document's bytes as stored)."""
+
+    trajectory: str | None = field(metadata=sql("trajectory::text"))
+
+
+# ------------------------------------------------------------------------------ evaluations
+
+@dataclass(frozen=True)
+class EvaluationRow(Row):
+    id: int
+    dataset_name: str
+    target: str
+    run_name: str | None
+    evaluators: str = field(metadata=sql("evaluators::text"))
+    status: str
+    error: str | None
+    item_count: int
+    done_items: int
+    created_at: datetime
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class AggregateRow(Row):
+    """One evaluator's results over a run."""
+
+    evaluator: str
+    total: int = field(metadata=sql("count(*)"))
+    passed: int = field(metadata=sql("count(*) FILTER (WHERE passed)"))
+    errors: int = field(metadata=sql("count(*) FILTER (WHERE error IS NOT NULL)"))
+    mean_score: float | None = field(metadata=sql("avg(score)"))
+
+
+@dataclass(frozen=True)
+class ItemOutcomesRow(Row):
+    """Items judged so far: passed every evaluator, failed one, or hit an error."""
+
+    evaluated: int = field(metadata=sql("count(*)"))
+    passed: int = field(metadata=sql("count(*) FILTER (WHERE all_passed)"))
+    errors: int = field(metadata=sql("count(*) FILTER (WHERE any_error)"))
+
+
+@dataclass(frozen=True)
+class RunItemRow(Row):
+    """An item with what evaluators need, its snapshot included."""
+
+    id: str
+    seq: int
+    input: str | None = field(metadata=sql("input::text"))
+    reference_output: str | None = field(metadata=sql("reference_output::text"))
+    expectations: str = field(metadata=sql("expectations::text"))
+    trajectory: str | None = field(metadata=sql("trajectory::text"))
+    source_trace_id: str | None
+
+
+@dataclass(frozen=True)
+class TargetTrajectoryRow(Row):
+    """The trajectory an evaluation scores."""
+
+    trace_id: str
+    status: str
+    document: str | None = field(metadata=sql("document::text"))

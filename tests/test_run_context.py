@@ -1,0 +1,65 @@
+"""The run context a trajectory summary carries: service, session and user ids read where each
+instrumentation records them (spec/conventions.md, "Session, user and LangGraph position";
+coze-loop.md's tag table), and the input/output previews."""
+
+from __future__ import annotations
+
+import pytest
+
+from trajhub.normalizers.model import Span
+from trajhub.normalizers.sources import span_from_cozeloop
+from trajhub.service.workers.run_context import PREVIEW_CHARS, preview, run_context
+
+TRACE = "ab" * 16
+
+
+def _span(span_id: str, parent: str = "", start: int = 0, **attributes: object) -> Span:
+    return Span(trace_id=TRACE, span_id=span_id, name="s", start_ns=start, end_ns=start + 1,
+                parent_span_id=parent, attributes=dict(attributes))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("session_key", "user_key"), [
+    ("session.id", "user.id"),                                   # OpenInference, CozeLoop OTel
+    ("gen_ai.session.id", "gen_ai.user.id"),                     # Eino apmplus
+    ("langsmith.metadata.session_id", "langsmith.metadata.user_id"),  # LangSmith
+])
+def test_session_and_user_from_each_convention(session_key: str, user_key: str) -> None:
+    spans = [_span("1" * 16, **{session_key: "s-1", user_key: "u-1"})]
+    context = run_context(spans)
+    assert (context.session_id, context.user_id) == ("s-1", "u-1")
+
+
+def test_traceloop_conversation_and_langsmith_thread() -> None:
+    assert run_context([_span("1" * 16, **{"gen_ai.conversation.id": "t-1"})]).session_id \
+        == "t-1"
+    assert run_context([_span("1" * 16, **{"langsmith.metadata.thread_id": "t-2"})]) \
+        .session_id == "t-2"
+
+
+def test_cozeloop_native_tags() -> None:
+    span = span_from_cozeloop({
+        "trace_id": TRACE, "span_id": "1" * 16, "parent_id": "0", "span_name": "agent",
+        "started_at_micros": 1, "duration_micros": 1, "service_name": "loop-svc",
+        "tags_string": {"thread_id": "thread-9", "user_id": "user-9"}})
+    context = run_context([span])
+    assert context == type(context)("loop-svc", "thread-9", "user-9")
+
+
+def test_the_root_wins_then_the_resource_then_other_spans() -> None:
+    root = Span(trace_id=TRACE, span_id="1" * 16, name="root", start_ns=5, end_ns=9,
+                attributes={"user.id": "root-user"}, resource={"service.name": "svc",
+                                                               "session.id": "res-session"})
+    child = _span("2" * 16, parent="1" * 16, start=1, **{"user.id": "child-user",
+                                                          "session.id": "child-session"})
+    context = run_context([child, root])
+    assert context.user_id == "root-user"
+    assert context.session_id == "res-session"
+    assert context.service == "svc"
+    assert run_context([_span("3" * 16)]) == type(context)(None, None, None)
+
+
+def test_preview_collapses_whitespace_and_truncates() -> None:
+    assert preview("") is None and preview("  \n ") is None
+    assert preview("what  is\n the weather") == "what is the weather"
+    long = preview("word " * 200)
+    assert long is not None and len(long) == PREVIEW_CHARS and long.endswith("…")
