@@ -162,7 +162,7 @@ def test_routes_404_and_400(server: ServerProcess, project: str) -> None:
         assert r.status_code == 400 and "nothex" in r.json()["detail"]
         # /trajectories/compare is the compare route, not a trajectory named "compare"
         r = c.get(f"{server.http}/api/v1/trajectories/compare", params={"project": project})
-        assert r.status_code == 422 and "a" in r.text
+        assert r.status_code == 400 and "a" in r.json()["detail"]
 
 
 def _export(spans: list[Any], server: ServerProcess, project: str) -> None:

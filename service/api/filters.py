@@ -9,7 +9,7 @@ from typing import Literal
 from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
-from trajhub.service.api.common import Int32, Int64, Text, decode_cursor, time_ns
+from trajhub.service.api.common import Int64, Text, decode_cursor, time_ns
 from trajhub.storage import trajectory_reads
 
 
@@ -69,7 +69,8 @@ class TrajectoryListQuery(TrajectoryQuery):
 
     sort: Literal["start_time", "duration", "tokens", "steps"] = "start_time"
     order: Literal["desc", "asc"] = "desc"
-    limit: Int32 = Field(50, ge=1, le=1000)
+    # a plain int: the bounds of an Annotated Int32 would override these
+    limit: int = Field(50, ge=1, le=1000)
     cursor: Text | None = Field(None, description="`next_cursor` of the previous page")
     count: bool = Field(False, description="add `total`: how many trajectories match (the "
                         "cursor aside)")
