@@ -26,7 +26,7 @@ from tests import fake_agent
 from tests.harness import ServerProcess, final_trajectory
 from tests.test_replay_api import SYSTEM_PROMPT, run_agent
 from tests.test_replay_regressions import IN_USD, OUT_USD, calculator
-from tests.ui_support import artifacts_dir, browser_page, require_browser
+from tests.ui_support import EXPECTED_FAILURES, artifacts_dir, browser_page, require_browser
 from trajhub.service.client.runner import run_dataset
 
 #: the model and tool steps of `react`, in order; the two tool calls of the first turn run in
@@ -252,13 +252,24 @@ def test_regression_report_from_the_evaluations_page(
                                                                                  "inserted")
         ui.shot("04-item-compare")
 
-        # the same report by run names over the set, from the address
-        ui.open(f"#/regressions?baseline_run=v1&candidate_run=v2&dataset=sums&project={project}")
+        # the same report by run names over the set, through the form
+        page.get_by_role("link", name="Evaluations", exact=True).first.click()
+        page.get_by_role("link", name="By run name…").click()
+        page.get_by_role("group", name="Baseline").get_by_label("Run name").fill("v1")
+        page.get_by_role("group", name="Candidate").get_by_label("Run name").fill("v2")
+        page.get_by_label("Evaluation set (for run names)").fill("sums")
+        page.get_by_role("button", name="Compare").click()
         expect(page.locator("#regression-items tbody tr")).to_have_count(2)
         expect(page.locator('#verdict-table tr[data-metric="path_length"] td').first
                ).to_have_text("worse")
         expect(page.locator("#regression-sides")).to_contain_text("run v1")
-        ui.assert_clean()
+        assert "baseline_run=v1" in page.url and "dataset=sums" in page.url
+
+        # run names without their set: the API's reason, shown
+        ui.open(f"#/regressions?baseline_run=v1&candidate_run=v2&project={project}")
+        expect(page.get_by_role("alert")).to_contain_text("Cannot compare")
+        expect(page.get_by_role("alert")).to_contain_text("dataset")
+        ui.assert_clean(expected_failures=EXPECTED_FAILURES | {(422, "/api/v1/regressions")})
 
 
 def test_playback_names_each_agent_and_cost_is_per_agent(server: ServerProcess,
