@@ -136,7 +136,10 @@ def test_playback_contract_cost_and_compare_of_runs_diverging_at_a_known_step(
         expect(page.locator("#agent-cost-table tbody")).to_contain_text("LangGraph")
         ui.shot("04-cost")
 
-        # compare with the run that never calls divide
+        # compare with the run that never calls divide: the project's other runs are offered
+        page.get_by_label("Compare with…").focus()
+        expect(page.locator(f'#compare-candidates option[value="{b}"]')).to_have_count(1)
+        expect(page.locator(f'#compare-candidates option[value="{a}"]')).to_have_count(0)
         page.get_by_label("Compare with…").fill(b)
         page.get_by_role("button", name="Compare", exact=True).click()
         expect(page.locator("#first-divergence")).to_contain_text(
@@ -297,6 +300,17 @@ def test_playback_names_each_agent_and_cost_is_per_agent(server: ServerProcess,
             ("model", "chat gpt-4o-mini", "researcher", False),
             ("tool", "search_web", "researcher", True),
             ("model", "chat gpt-4o", "supervisor", False)]
+        # one agent's events only
+        page.get_by_label("Agent", exact=True).select_option("researcher")
+        visible = page.locator("#playback > li:visible")
+        expect(visible.filter(has=page.locator(".type-model, .type-tool"))).to_have_count(2)
+        expect(visible.locator(".event-name")).to_contain_text(["chat gpt-4o-mini",
+                                                                "search_web"])
+        for name in visible.locator(".event-agent").all_inner_texts():
+            assert name == "researcher"
+        page.get_by_label("Agent", exact=True).select_option("")
+        expect(page.locator("#playback > li:visible")).to_have_count(
+            page.locator("#playback > li").count())
         failed = page.locator("#playback > li.failed")
         failed.locator("summary").click()
         expect(failed.locator(".error-box")).to_contain_text("search backend timed out")

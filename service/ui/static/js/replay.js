@@ -43,7 +43,7 @@ function eventItem(event, t0) {
         : fmtUsd(cost.usd)) : null,
     error ? h("span", {class: "failed-text"}, `✗ ${error.msg || `code ${error.code}`}`) : null);
   return h("li", {class: `event${error ? " failed" : ""}`, dataset: {seq: event.seq,
-    stepId: event.step_id}},
+    stepId: event.step_id, agent: event.agent}},
   h("details", null, summary,
     h("div", {class: "event-body"},
       h("p", {class: "small muted"}, `agent path: ${event.agent_path.join(" › ")} · step ` +
@@ -64,14 +64,29 @@ export function playbackView(data, view) {
   const failed = events.filter((e) => e.error).length;
   const list = h("ol", {class: "playback", id: "playback"}, events.map((e) => eventItem(e, t0)));
   const toggle = (open) => {
-    for (const d of list.querySelectorAll("details")) d.open = open;
+    for (const li of list.children) if (!li.hidden) li.querySelector("details").open = open;
   };
+  // a multi-agent run: show one agent's events only
+  const names = [...new Set(events.map((e) => e.agent))];
+  const shown = h("span", {class: "muted small", role: "status"});
+  const filter = names.length > 1 ? h("div", {class: "field inline-field"},
+    h("label", {for: "playback-agent"}, "Agent"),
+    h("select", {id: "playback-agent", onchange: (event) => {
+      const only = event.target.value;
+      let count = 0;
+      for (const li of list.children) {
+        li.hidden = Boolean(only) && li.dataset.agent !== only;
+        if (!li.hidden) count++;
+      }
+      shown.textContent = only ? `${count} of ${events.length} events shown` : "";
+    }}, h("option", {value: ""}, "all agents"), names.map((name) =>
+      h("option", {value: name}, name))), shown) : null;
   return h("div", {id: "playback-view"},
     h("p", {id: "playback-summary"}, `${events.length} events from ${agents} ` +
       `${agents === 1 ? "agent" : "agents"}, in the order they started` +
       (failed ? `; ${failed} failed` : "") + ` (revision ${data.revision ?? "?"}). ` +
       "Nothing is re-run: this is the recording."),
-    h("div", {class: "actions"},
+    h("div", {class: "actions"}, filter,
       h("button", {type: "button", onclick: () => toggle(true)}, "Expand all"),
       h("button", {type: "button", onclick: () => toggle(false)}, "Collapse all"),
       h("button", {type: "button", onclick: () => download(

@@ -110,7 +110,16 @@ class TrajectoryView {
       .catch((error) => { cost.textContent = `unavailable (${error.message})`; });
     const other = h("input", {id: "compare-with", type: "text", size: 34, spellcheck: "false",
       required: true, pattern: "[0-9a-fA-F]{32}", title: "a trace id: 32 hex digits",
-      placeholder: "trace id of the other run"});
+      placeholder: "trace id of the other run", list: "compare-candidates"});
+    const candidates = h("datalist", {id: "compare-candidates"});
+    // the project's latest runs are offered, so a trace id need not be copied by hand
+    other.addEventListener("focus", () => {
+      get("/api/v1/trajectories", {limit: 20}).then((page) => candidates.append(...page.items
+        .filter((item) => item.trace_id !== this.traceId)
+        .map((item) => h("option", {value: item.trace_id,
+          label: `${item.root_name || "(unnamed)"} · ${fmtTime(item.start_time)}`}))))
+        .catch((error) => console.warn("compare candidates:", error));
+    }, {once: true});
     return h("header", {class: "page-head"},
       h("div", {class: "crumbs"}, h("a", {href: link("/trajectories")}, "Trajectories"), " / "),
       h("h1", null, root.name || "(unnamed)", " ", badge(this.meta.status || "?"),
@@ -140,7 +149,7 @@ class TrajectoryView {
             event.preventDefault();
             navigate("/compare", {a: this.traceId, b: other.value.trim().toLowerCase()});
           }},
-        h("label", {for: "compare-with"}, "Compare with…"), other,
+        h("label", {for: "compare-with"}, "Compare with…"), other, candidates,
         h("button", {type: "submit"}, "Compare"))));
   }
 
