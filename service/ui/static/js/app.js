@@ -2,8 +2,10 @@
 
 import {ApiError, apiKey, get, onNewKey, setProject, state} from "./api.js";
 import {clear, h, notice} from "./dom.js";
+import {renderCompare} from "./pages/compare.js";
 import {renderDataset, renderDatasets} from "./pages/datasets.js";
 import {renderEvaluation, renderEvaluations} from "./pages/evaluations.js";
+import {renderRegressions} from "./pages/regressions.js";
 import {renderTrajectories} from "./pages/trajectories.js";
 import {renderTrajectory} from "./pages/trajectory.js";
 import {currentRoute, link, navigate} from "./router.js";
@@ -12,10 +14,12 @@ const ROUTES = [
   [/^\/?$/, renderTrajectories, "trajectories"],
   [/^\/trajectories\/?$/, renderTrajectories, "trajectories"],
   [/^\/trajectories\/([^/]+)$/, renderTrajectory, "trajectories"],
+  [/^\/compare\/?$/, renderCompare, "trajectories"],
   [/^\/datasets\/?$/, renderDatasets, "datasets"],
   [/^\/datasets\/(.+)$/, renderDataset, "datasets"],
   [/^\/evaluations\/?$/, renderEvaluations, "evaluations"],
   [/^\/evaluations\/(\d+)$/, renderEvaluation, "evaluations"],
+  [/^\/regressions\/?$/, renderRegressions, "evaluations"],
 ];
 
 let generation = 0;

@@ -1,7 +1,8 @@
-// Evaluation runs: pass rate and mean score per evaluator; a run's failed items with reasons.
+// Evaluation runs: pass rate and mean score per evaluator; a run's failed items with reasons;
+// two runs of one set compared as a regression report.
 
 import {enc, get} from "../api.js";
-import {link} from "../router.js";
+import {link, navigate} from "../router.js";
 import {append, badge, clear, fmtInt, fmtPct, fmtScore, fmtTime, h, notice, pre} from "../dom.js";
 
 const REFRESH_MS = 2000;
@@ -44,10 +45,35 @@ export async function renderEvaluations(ctx) {
       if (ctx.alive()) clear(aggregates).append(aggregateList(full));
     }).catch((error) => { if (ctx.alive()) clear(aggregates).append(String(error.message)); });
   }
+  if (page.items.length) main.append(regressionForm(page.items));
   if (page.next_cursor) {
     main.append(h("nav", {class: "pager", "aria-label": "Pages"},
       h("a", {class: "button", href: link("/evaluations", {cursor: page.next_cursor})}, "Older runs →")));
   }
+}
+
+/** Pick a baseline and a candidate among the listed runs: opens their regression report. */
+function regressionForm(runs) {
+  const options = (selected) => runs.map((run) => h("option", {value: String(run.id),
+    selected: run.id === selected}, `#${run.id} · ${run.dataset}` +
+    (run.target === "live" ? ` · run ${run.run}` : " · snapshot")));
+  // default: the newest run against the one before it
+  const baseline = h("select", {id: "regression-baseline", name: "baseline_evaluation"},
+    options(runs[Math.min(1, runs.length - 1)].id));
+  const candidate = h("select", {id: "regression-candidate", name: "candidate_evaluation"},
+    options(runs[0].id));
+  return h("form", {class: "filters", id: "regression-form",
+    "aria-label": "Regression report of two runs", onsubmit: (event) => {
+      event.preventDefault();
+      navigate("/regressions", {baseline_evaluation: baseline.value,
+        candidate_evaluation: candidate.value});
+    }},
+  h("h2", null, "Regression report: compare two runs of one set"),
+  h("div", {class: "field"}, h("label", {for: "regression-baseline"}, "Baseline"), baseline),
+  h("div", {class: "field"}, h("label", {for: "regression-candidate"}, "Candidate"), candidate),
+  h("div", {class: "field buttons"}, h("button", {type: "submit", class: "primary"},
+    "Show regression report"),
+  h("a", {class: "button", href: link("/regressions")}, "By run name…")));
 }
 
 function reasonNode(result) {

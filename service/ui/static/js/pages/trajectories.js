@@ -2,6 +2,7 @@
 
 import {get} from "../api.js";
 import {link, navigate} from "../router.js";
+import {costNode} from "../cost.js";
 import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, truncate} from "../dom.js";
 
 const REFRESH_MS = 2000;
@@ -104,6 +105,7 @@ function row(item) {
     stepsCell(item),
     h("td", {class: "num", title: "input → output tokens"},
       `${fmtInt(item.input_tokens)} → ${fmtInt(item.output_tokens)}`),
+    h("td", {class: "num cost"}, costNode(item.cost)),
     h("td", {class: "num"}, fmtMs(item.duration_ms)),
     statusCell(item),
     h("td", {class: "nowrap"}, fmtTime(item.start_time)),
@@ -116,8 +118,8 @@ export async function renderTrajectories(ctx) {
   const summary = h("p", {class: "summary", "aria-live": "polite"});
   const table = h("table", {class: "grid", id: "trajectory-table"},
     h("caption", {class: "sr-only"}, "Trajectories, newest first"),
-    h("thead", null, h("tr", null, ["Root", "Agents", "Steps", "Tokens (in → out)", "Duration",
-      "Status", "Started", "Input"].map((c) => h("th", {scope: "col"}, c)))));
+    h("thead", null, h("tr", null, ["Root", "Agents", "Steps", "Tokens (in → out)", "Cost",
+      "Duration", "Status", "Started", "Input"].map((c) => h("th", {scope: "col"}, c)))));
   const body = h("tbody");
   table.append(body);
   const pager = h("nav", {class: "pager", "aria-label": "Pages"});
@@ -135,7 +137,7 @@ export async function renderTrajectories(ctx) {
     summary.textContent = (page.total !== undefined ? `${fmtInt(page.total)} trajectories` :
       `${page.items.length} trajectories on this page`) +
       (open ? ` · ${open} open, refreshing` : "");
-    if (!page.items.length) body.append(h("tr", null, h("td", {colspan: 8, class: "muted"},
+    if (!page.items.length) body.append(h("tr", null, h("td", {colspan: 9, class: "muted"},
       "No trajectory matches these filters.")));
     clear(pager);
     const stack = previousCursors.get(filterKey) || [];

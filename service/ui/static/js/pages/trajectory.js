@@ -1,15 +1,18 @@
-// One trajectory: totals, the timeline, the steps with their payloads, and tabs for the raw span
-// tree, the explanation and the revision history; "Add to dataset" with editable expectations.
+// One trajectory: totals, the timeline, the steps with their payloads, and tabs for the playback,
+// the run contract, the cost, the raw span tree, the explanation and the revision history;
+// "Add to dataset" with editable expectations; "Compare with…" another run.
 
 import {ApiError, enc, get, patch, post, request} from "../api.js";
-import {link, replaceParams} from "../router.js";
+import {costNode} from "../cost.js";
+import {contractView, costView, loadContract, loadCost, loadEvents, playbackView} from "../replay.js";
+import {link, navigate, replaceParams} from "../router.js";
 import {append, badge, clear, fmtInt, fmtMs, fmtTime, h, notice, pre, truncate} from "../dom.js";
 import {asText, payload} from "../payload.js";
 import {layout, stepDuration, stepError, stepLabel, stepStart, timeline} from "../timeline.js";
 
 const REFRESH_MS = 2000;
-const TABS = [["timeline", "Timeline"], ["spans", "Span tree"], ["explain", "Explanation"],
-  ["revisions", "Revisions"]];
+const TABS = [["timeline", "Timeline"], ["playback", "Playback"], ["contract", "Contract"],
+  ["cost", "Cost"], ["spans", "Span tree"], ["explain", "Explanation"], ["revisions", "Revisions"]];
 
 async function fetchTrajectory(id, etag) {
   const response = await request(`/api/v1/trajectories/${enc(id)}`,
@@ -102,6 +105,21 @@ class TrajectoryView {
     const tools = this.steps.filter(({step}) => step.type === "tool").length;
     const rootError = root.basic_info?.error;
     const addStatus = h("span", {role: "status", class: "failed-text"});
+    const cost = h("span", {id: "total-cost"}, "…");
+    loadCost(this.traceId).then((data) => cost.replaceChildren(costNode(data.run)))
+      .catch((error) => { cost.textContent = `unavailable (${error.message})`; });
+    const other = h("input", {id: "compare-with", type: "text", size: 34, spellcheck: "false",
+      required: true, pattern: "[0-9a-fA-F]{32}", title: "a trace id: 32 hex digits",
+      placeholder: "trace id of the other run", list: "compare-candidates"});
+    const candidates = h("datalist", {id: "compare-candidates"});
+    // the project's latest runs are offered, so a trace id need not be copied by hand
+    other.addEventListener("focus", () => {
+      get("/api/v1/trajectories", {limit: 20}).then((page) => candidates.append(...page.items
+        .filter((item) => item.trace_id !== this.traceId)
+        .map((item) => h("option", {value: item.trace_id,
+          label: `${item.root_name || "(unnamed)"} · ${fmtTime(item.start_time)}`}))))
+        .catch((error) => console.warn("compare candidates:", error));
+    }, {once: true});
     return h("header", {class: "page-head"},
       h("div", {class: "crumbs"}, h("a", {href: link("/trajectories")}, "Trajectories"), " / "),
       h("h1", null, root.name || "(unnamed)", " ", badge(this.meta.status || "?"),
@@ -113,6 +131,7 @@ class TrajectoryView {
         fact("Agents", String(this.model.lanes.length)),
         fact("Steps", `${this.steps.length} (${models} model · ${tools} tool)`),
         fact("Tokens", `${fmtInt(metrics.input_tokens)} in → ${fmtInt(metrics.output_tokens)} out`),
+        fact("Cost", cost),
         fact("Model time", fmtMs(metrics.llm_duration)),
         fact("Tool time", fmtMs(metrics.tool_duration)),
         fact("Failed steps", failed.length
@@ -124,7 +143,14 @@ class TrajectoryView {
         h("button", {type: "button", class: "primary", id: "add-to-dataset",
           onclick: () => addToDataset(this.traceId).catch((error) => {
             addStatus.textContent = `Cannot add to a dataset: ${error.message}`;
-          })}, "Add to dataset…"), addStatus));
+          })}, "Add to dataset…"), addStatus,
+        h("form", {class: "inline compare-form", "aria-label": "Compare with another run",
+          onsubmit: (event) => {
+            event.preventDefault();
+            navigate("/compare", {a: this.traceId, b: other.value.trim().toLowerCase()});
+          }},
+        h("label", {for: "compare-with"}, "Compare with…"), other, candidates,
+        h("button", {type: "submit"}, "Compare"))));
   }
 
   tabBar() {
@@ -308,12 +334,16 @@ function stepDetail(step, lane, view) {
 // ---------------------------------------------------------------- the other tabs
 
 const TAB_LOADERS = {
+  playback: loadEvents,
+  contract: loadContract,
+  cost: loadCost,
   spans: (id) => get(`/api/v1/traces/${enc(id)}`, {view: "tree"}),
   explain: (id) => get(`/api/v1/trajectories/${enc(id)}/explain`),
   revisions: (id) => get(`/api/v1/trajectories/${enc(id)}/revisions`),
 };
 
-const TAB_RENDERERS = {spans: spanTree, explain: explanation, revisions: revisionTable};
+const TAB_RENDERERS = {playback: playbackView, contract: contractView, cost: costView,
+  spans: spanTree, explain: explanation, revisions: revisionTable};
 
 function spanNode(span) {
   const failed = span.status?.code === "error";
