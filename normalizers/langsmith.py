@@ -112,6 +112,10 @@ class LangSmith:
         step = get_str(attrs, _META + "langgraph_step")
         if step:
             metadata["langgraph_step"] = step
+        # the task id ("<node>:<id>"): tells parallel tasks of one node in one step apart
+        task = get_str(attrs, _META + "langgraph_checkpoint_ns")
+        if task:
+            metadata["langgraph_checkpoint_ns"] = task
         for key in ("session_id", "user_id", "thread_id"):
             value = get_str(attrs, _META + key)
             if value:

@@ -160,6 +160,10 @@ class OpenInference:
         step = meta_json.get("langgraph_step")
         if isinstance(step, (int, str)) and not isinstance(step, bool) and str(step):
             metadata["langgraph_step"] = str(step)
+        # the task id ("<node>:<id>"): tells parallel tasks of one node in one step apart
+        task = meta_json.get("langgraph_checkpoint_ns")
+        if isinstance(task, str) and task:
+            metadata["langgraph_checkpoint_ns"] = task
         for key, attr in (("session_id", "session.id"), ("user_id", "user.id")):
             value = get_str(attrs, attr)
             if value:

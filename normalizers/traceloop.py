@@ -168,6 +168,10 @@ class Traceloop:
         step = get_int(attrs, _PROPS + "langgraph_step")
         if step is not None:
             metadata["langgraph_step"] = str(step)
+        # the task id ("<node>:<id>"): tells parallel tasks of one node in one step apart
+        task = get_str(attrs, _PROPS + "langgraph_checkpoint_ns")
+        if task:
+            metadata["langgraph_checkpoint_ns"] = task
         for key in ("session_id", "user_id", "thread_id"):
             value = get_str(attrs, _PROPS + key)
             if value:

@@ -28,9 +28,6 @@ from trajhub.normalizers import derive
 CAPTURES = capture_sets()
 #: instrumentations that record LangGraph node metadata on model and tool spans
 NODE_METADATA = ("openinference", "traceloop", "langsmith")
-#: where each keeps the span's LangGraph metadata
-_META = {"openinference": None, "traceloop": "traceloop.association.properties.",
-         "langsmith": "langsmith.metadata."}
 
 
 def agentevals_truth(flavour: str) -> list[list[str]]:
@@ -60,25 +57,14 @@ def truth() -> dict[str, list[list[str]]]:
 def captured(capture: str, *, with_task_ids: bool) -> dict[str, Any]:
     spans = max(load_traces(CAPTURES[capture]).values(), key=len)
     doc: dict[str, Any] = json.loads(derive(spans).to_json())
+    steps = [step for entry in doc["agent_steps"] for step in entry["steps"]]
     if with_task_ids:
-        # The span's task id (`langgraph_checkpoint_ns`), copied onto its step as the normalizers
-        # would keep it: what graph_runs reads to tell parallel tasks of one node apart.
-        prefix = _META[capture.split("/")[0]]
-        namespaces = {}
-        for span in spans:
-            attrs = span.attributes
-            if prefix is None:
-                ns = json.loads(str(attrs.get("metadata", "{}"))).get("langgraph_checkpoint_ns")
-            else:
-                ns = attrs.get(prefix + "langgraph_checkpoint_ns")
-            if ns:
-                namespaces[span.span_id] = str(ns)
-        for entry in doc["agent_steps"]:
-            for step in entry["steps"]:
-                if step["id"] in namespaces:
-                    step.setdefault("metadata", {})["langgraph_checkpoint_ns"] = (
-                        namespaces[step["id"]]
-                    )
+        # the normalizers keep each step's task id (`langgraph_checkpoint_ns`), which tells
+        # parallel tasks of one node apart
+        assert any("langgraph_checkpoint_ns" in s.get("metadata", {}) for s in steps), capture
+    else:
+        for step in steps:
+            step.get("metadata", {}).pop("langgraph_checkpoint_ns", None)
     return doc
 
 
