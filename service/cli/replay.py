@@ -9,17 +9,12 @@ import os
 import sys
 from typing import Any, TextIO
 
-import httpx
+from trajhub.service.cli.common import connect, server_options
 
-DEFAULT_URL = "http://127.0.0.1:4318"
 PREVIEW = 160  # characters of input / output shown per step unless --full
 
 _COLORS = {"model": "36", "tool": "33", "agent": "35", "graph": "35", "error": "31",
            "dim": "2", "bold": "1", "better": "32", "worse": "31"}
-
-
-class CliError(Exception):
-    """Printed as `trajhub: <message>`, exit status 2."""
 
 
 class Paint:
@@ -36,23 +31,6 @@ def _use_color(choice: str, stream: TextIO) -> bool:
     if choice == "never" or os.environ.get("NO_COLOR"):
         return False
     return stream.isatty()
-
-
-def _check(response: httpx.Response) -> httpx.Response:
-    if response.status_code >= 400:
-        try:
-            detail = response.json().get("detail", response.text)
-        except ValueError:
-            detail = response.text
-        raise CliError(f"HTTP {response.status_code}: "
-                       f"{detail if isinstance(detail, str) else json.dumps(detail)}")
-    return response
-
-
-def _client(args: argparse.Namespace) -> httpx.Client:
-    headers = {"trajhub-project": args.project} if args.project else {}
-    return httpx.Client(base_url=args.url.rstrip("/") + "/api/v1", headers=headers,
-                        timeout=httpx.Timeout(60, connect=10))
 
 
 def _short(text: str, full: bool) -> str:
@@ -90,13 +68,11 @@ def timeline(events: list[dict[str, Any]], paint: Paint, full: bool = False) -> 
 
 
 def _replay(args: argparse.Namespace) -> int:
-    with _client(args) as c:
-        r = _check(c.get(f"/trajectories/{args.trace_id}/events"))
-    events = [json.loads(line) for line in r.text.splitlines() if line.strip()]
+    with connect(args) as hub:
+        run = hub.events(args.trace_id)
     paint = Paint(_use_color(args.color, sys.stdout))
-    print(paint(f"trace {args.trace_id}  revision {r.headers.get('x-trajectory-revision')}  "
-                f"({r.headers.get('x-trajectory-status')})", "bold"))
-    for line in timeline(events, paint, args.full):
+    print(paint(f"trace {run.trace_id}  revision {run.revision}  ({run.status})", "bold"))
+    for line in timeline(run.events, paint, args.full):
         print(line)
     return 0
 
@@ -142,12 +118,8 @@ def report_table(report: dict[str, Any], paint: Paint) -> list[str]:
 
 
 def _regress(args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"baseline": _side(args.baseline),
-                            "candidate": _side(args.candidate)}
-    if args.dataset:
-        body["dataset"] = args.dataset
-    with _client(args) as c:
-        report = _check(c.post("/regressions", json=body)).json()
+    with connect(args) as hub:
+        report = hub.regression(_side(args.baseline), _side(args.candidate), args.dataset)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
@@ -156,25 +128,8 @@ def _regress(args: argparse.Namespace) -> int:
     return 0
 
 
-def _guard(func: Any) -> Any:
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return int(func(args))
-        except CliError as exc:
-            print(f"trajhub: {exc}", file=sys.stderr)
-            return 2
-        except httpx.HTTPError as exc:
-            print(f"trajhub: cannot reach {args.url}: {exc}", file=sys.stderr)
-            return 2
-    return run
-
-
 def register(sub: Any) -> None:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", default=os.environ.get("TRAJHUB_URL", DEFAULT_URL),
-                        help=f"the trajhub server [env TRAJHUB_URL; default {DEFAULT_URL}]")
-    common.add_argument("--project", default=os.environ.get("TRAJHUB_PROJECT"),
-                        help="the project [env TRAJHUB_PROJECT; default: default]")
+    common = server_options()
     common.add_argument("--color", choices=("auto", "always", "never"), default="auto",
                         help="colour output (auto: when stdout is a terminal)")
 
@@ -184,7 +139,7 @@ def register(sub: Any) -> None:
                                    "errors. Re-runs nothing.")
     p.add_argument("trace_id")
     p.add_argument("--full", action="store_true", help="show whole inputs and outputs")
-    p.set_defaults(func=_guard(_replay))
+    p.set_defaults(func=_replay)
 
     p = sub.add_parser("regress", parents=[common],
                        help="compare a candidate run with a baseline over an evaluation set",
@@ -196,4 +151,4 @@ def register(sub: Any) -> None:
     p.add_argument("candidate")
     p.add_argument("--dataset", help="the evaluation set of run names")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.set_defaults(func=_guard(_regress))
+    p.set_defaults(func=_regress)

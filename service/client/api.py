@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
+import orjson
 
 from trajhub import __version__
 from trajhub.service.client.models import (
@@ -31,6 +32,7 @@ from trajhub.service.client.models import (
     ImportResult,
     Page,
     Project,
+    RunEvents,
     StoredTrajectory,
     TraceSummary,
     TrajectorySummary,
@@ -228,6 +230,45 @@ class TrajhubClient:
         body = self._json("POST", "/trajectories/rederive",
                           json={"since": since, "outdated": outdated})
         return int(body["queued"])
+
+    # --- replay and regression -------------------------------------------------------------
+
+    def events(self, trace_id: str) -> RunEvents:
+        """Playback: the run's step events in the order they happened (NDJSON on the wire)."""
+        response = self._send("GET", f"/trajectories/{trace_id}/events")
+        return RunEvents(
+            trace_id, [orjson.loads(line) for line in response.content.splitlines()
+                       if line.strip()],
+            response.headers.get("x-trajectory-status", ""),
+            int(response.headers.get("x-trajectory-revision", "0")))
+
+    def contract(self, trace_id: str) -> dict[str, Any]:
+        """What the run was: models, sampling, prompt and tool hashes, versions; each value
+        with where it was read."""
+        out: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/contract")
+        return out
+
+    def tool_results(self, trace_id: str) -> list[dict[str, Any]]:
+        """The recorded tool calls, keyed by tool name, call id and argument hash."""
+        out: list[dict[str, Any]] = self._json(
+            "GET", f"/trajectories/{trace_id}/tool-results")["results"]
+        return out
+
+    def compare(self, a: str, b: str) -> dict[str, Any]:
+        """Two runs' steps aligned, the first divergence and the deltas (b − a)."""
+        out: dict[str, Any] = self._json("GET", "/trajectories/compare",
+                                         params={"a": a, "b": b})
+        return out
+
+    def regression(self, baseline: Mapping[str, Any], candidate: Mapping[str, Any],
+                   dataset: str | None = None) -> dict[str, Any]:
+        """Baseline vs candidate over one evaluation set: each `{"run": name}` (with
+        `dataset`) or `{"evaluation": id}`."""
+        body: dict[str, Any] = {"baseline": dict(baseline), "candidate": dict(candidate)}
+        if dataset:
+            body["dataset"] = dataset
+        out: dict[str, Any] = self._json("POST", "/regressions", json=body)
+        return out
 
     # --- datasets ------------------------------------------------------------------------
 

@@ -80,6 +80,17 @@ class TrajectorySummary(_FromJson):
 
 
 @dataclass(frozen=True)
+class RunEvents:
+    """A run's playback: its step events in order (dicts as `GET /trajectories/{id}/events`
+    gives them) and the state of the trajectory they were read from."""
+
+    trace_id: str
+    events: list[dict[str, Any]]
+    status: str
+    revision: int
+
+
+@dataclass(frozen=True)
 class StoredTrajectory:
     """A trajectory document (a dict in trajectory.schema.json's format) and its state."""
 

@@ -14,7 +14,7 @@ same call id, then recording order. A recorded failure is raised again as `Recor
 A call the recording has no answer for is listed in `unanswered` and raises
 `UnrecordedToolCall` (your framework reports it as a tool error, as it would a real failure).
 
-Imports no server code: only httpx, and LangChain when you wrap LangChain tools.
+Imports no server code: only the HTTP client, and LangChain when you wrap LangChain tools.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from trajhub.normalizers.playback import arguments_hash
+from trajhub.service.client.api import TrajhubClient
 
 
 class RecordedToolError(Exception):
@@ -55,15 +54,10 @@ class RecordedTools:
 
     @classmethod
     def from_server(cls, base_url: str, trace_id: str, project: str | None = None,
-                    timeout: float = 30) -> RecordedTools:
-        headers = {"trajhub-project": project} if project else {}
-        response = httpx.get(
-            f"{base_url.rstrip('/')}/api/v1/trajectories/{trace_id}/tool-results",
-            headers=headers, timeout=timeout)
-        if response.status_code != 200:
-            raise LookupError(f"tool results of trace {trace_id}: HTTP "
-                              f"{response.status_code}: {response.text}")
-        return cls(list(response.json()["results"]))
+                    api_key: str | None = None, timeout: float = 30) -> RecordedTools:
+        """The recording of `trace_id` on a running server (errors as TrajhubClient's)."""
+        with TrajhubClient(base_url, project=project, api_key=api_key, timeout=timeout) as hub:
+            return cls(list(hub.tool_results(trace_id)))
 
     def _find(self, name: str, key: str, call_id: str | None) -> int | None:
         candidates = [i for i, r in enumerate(self.results)
