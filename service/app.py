@@ -25,7 +25,7 @@ from trajhub.service.api.common import (
     parameter_error,
     unstorable_text,
 )
-from trajhub.service.api.models import HealthStatus, ReadyStatus
+from trajhub.service.api.models import HealthStatus, ReadyStatus, restore_examples
 from trajhub.service.ingest import http as routes_ingest
 from trajhub.service.runtime import Runtime
 from trajhub.service.ui import mount as mount_ui
@@ -50,6 +50,9 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app = FastAPI(title="trajhub", version=__version__, description=DESCRIPTION,
                   docs_url=None, redoc_url=None)
     app.state.runtime = rt
+    # FastAPI drops every null from /openapi.json, examples included; put them back
+    default_openapi = app.openapi
+    app.openapi = lambda: restore_examples(default_openapi())  # type: ignore[method-assign]
     app.add_exception_handler(RequestValidationError, parameter_error)
     for error in UNSTORABLE_TEXT_ERRORS:
         app.add_exception_handler(error, unstorable_text)

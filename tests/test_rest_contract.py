@@ -4,6 +4,8 @@ the dry-run normalizer going through ingest's validation."""
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
 import time
 from importlib import resources
@@ -14,7 +16,9 @@ import httpx
 import jsonschema
 import orjson
 import pytest
+from pydantic import BaseModel
 
+import trajhub.service.api
 from tests.harness import ServerProcess, final_trajectory, get_json
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 
@@ -62,6 +66,35 @@ def test_every_json_success_body_has_an_example(openapi: dict[str, Any]) -> None
                 if not all("examples" in m or "example" in m for m in members):
                     missing.append(f"{method} {path} {code}")
     assert missing == []
+
+
+def _api_models() -> dict[str, type[BaseModel]]:
+    """Every pydantic model the API modules define, by class name (the OpenAPI component name)."""
+    models: dict[str, type[BaseModel]] = {}
+    for info in pkgutil.iter_modules(trajhub.service.api.__path__):
+        module = importlib.import_module(f"trajhub.service.api.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, BaseModel) \
+                    and value.__module__ == module.__name__:
+                assert models.setdefault(value.__name__, value) is value, value.__name__
+    return models
+
+
+def test_every_example_validates_against_its_model(openapi: dict[str, Any]) -> None:
+    models = _api_models()
+    checked = []
+    for name, schema in openapi["components"]["schemas"].items():
+        examples = schema.get("examples") or ([schema["example"]] if "example" in schema else [])
+        if not examples:
+            continue
+        # a model used both as a body and a response appears as Name-Input and Name-Output
+        model = models[name.removesuffix("-Input").removesuffix("-Output")]
+        for example in examples:
+            model.model_validate(example)
+        checked.append(name)
+    for name in ("ComparisonView", "RunCostView", "RunContract", "ToolResults",
+                 "RegressionReport", "Revisions", "ItemDraft"):
+        assert name in checked
 
 
 def test_every_api_route_documents_its_bad_parameter_answer(openapi: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
 from trajhub.service.api.dataset_fill import item_from_trajectory
-from trajhub.service.api.models import ERRORS
+from trajhub.service.api.models import ERRORS, _example
 from trajhub.storage import trajectory_reads
 
 router = APIRouter(prefix="/api/v1", tags=["datasets"], dependencies=ROUTER_CHECKS,
@@ -23,6 +23,20 @@ router = APIRouter(prefix="/api/v1", tags=["datasets"], dependencies=ROUTER_CHEC
 
 
 class ItemDraft(BaseModel):
+    model_config = _example({
+        "source_trace_id": "1de9ea6670d3da1fc735df5ef7697fb9", "status": "final",
+        "input": "What's the weather in Paris, what is 2+3, and what is 1/0?",
+        "reference_output": "It is sunny and 22C in Paris. 2 + 3 = 5. 1/0 is undefined "
+                            "(division by zero).",
+        "expectations": {
+            "agents": ["LangGraph"],
+            "tools": {"LangGraph": ["get_weather", "add", "divide"]},
+            "tool_order": ["get_weather", "add", "divide"],
+            "trajectory": [{"type": "agent", "name": "LangGraph"},
+                           {"type": "graph", "name": "agent"},
+                           {"type": "tool", "name": "get_weather", "args": {"city": "Paris"},
+                            "turn": 0}],
+            "graph_runs": [["__start__", "agent", "tools", "agent", "tools", "agent"]]}})
     source_trace_id: str
     status: Literal["open", "final"] = Field(
         description="the trajectory's status: only a final one can be added to a set")

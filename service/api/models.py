@@ -8,14 +8,34 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel, ConfigDict, Field
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN_ID = "00f067aa0ba902b7"
 
+#: each model's example by model name (the OpenAPI component name)
+EXAMPLES: dict[str, dict[str, Any]] = {}
+
 
 def _example(doc: dict[str, Any]) -> ConfigDict:
-    return ConfigDict(json_schema_extra={"examples": [doc]})
+    def add(schema: dict[str, Any], model: type[BaseModel]) -> None:
+        schema["examples"] = [doc]
+        EXAMPLES[model.__name__] = doc
+
+    return ConfigDict(json_schema_extra=add)
+
+
+def restore_examples(openapi: dict[str, Any]) -> dict[str, Any]:
+    """Put the null values back into the examples of an OpenAPI document built by FastAPI, which
+    drops every null from the whole document: an example must show a nullable field as null, or
+    it no longer validates against its own model."""
+    for name, schema in openapi.get("components", {}).get("schemas", {}).items():
+        # a model both read and answered is split into Name-Input and Name-Output
+        doc = EXAMPLES.get(name.removesuffix("-Input").removesuffix("-Output"))
+        if doc is not None and "examples" in schema:
+            schema["examples"] = [jsonable_encoder(doc)]
+    return openapi
 
 
 # ------------------------------------------------------------------------------------ health
@@ -127,10 +147,13 @@ class SpanView(BaseModel):
 
 
 class SpanNode(SpanView):
+    model_config = _example({**SPAN_EXAMPLE, "children": []})
     children: list[SpanNode] = Field(description="child spans (view=tree and trajectory)")
 
 
 class TrajectoryNode(SpanNode):
+    model_config = _example({**SPAN_EXAMPLE, "children": [], "step_type": "root",
+                             "original_parent_span_id": ""})
     step_type: str = Field(description="root, agent, graph, model or tool")
     original_parent_span_id: str = Field(description="the parent as sent (`parent_span_id` is "
                                          "the nearest kept ancestor)")

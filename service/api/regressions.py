@@ -14,7 +14,7 @@ from trajhub.evaluators.pricing import PriceTable, run_cost
 from trajhub.evaluators.regression import ItemRun, Verdict, aggregate, item_report
 from trajhub.normalizers.playback import run_duration_ms, step_events
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt
-from trajhub.service.api.models import ERRORS
+from trajhub.service.api.models import ERRORS, _example
 from trajhub.service.api.replay import AlignedPairView
 from trajhub.service.prices import table_for
 from trajhub.storage import evaluations, replay_reads
@@ -88,6 +88,34 @@ class SideView(BaseModel):
 
 
 class RegressionReport(BaseModel):
+    model_config = _example({
+        "dataset": "sums",
+        "baseline": {"evaluation": 1, "run": "v1"},
+        "candidate": {"evaluation": 2, "run": "v2"},
+        "verdicts": [
+            {"metric": "path_length", "verdict": "worse", "better": 0, "same": 1, "worse": 1,
+             "missing": 0},
+            {"metric": "retries", "verdict": "same", "better": 0, "same": 2, "worse": 0,
+             "missing": 0}],
+        "items": [{
+            "item_id": "a78efa5c8a7f4a528f2e16f0ad0dde2f",
+            "baseline_trace_id": "07496c7684d074983cb8f9387e1156f2",
+            "candidate_trace_id": "f15936868cc8af52134b0f65722bf35c",
+            "baseline": {"path_length": 2.0, "tool_calls": 1.0, "retries": 0.0, "tokens": 16.0,
+                         "cost_usd": 4.2e-06, "duration_ms": 0.0, "failed_steps": 0.0},
+            "candidate": {"path_length": 4.0, "tool_calls": 2.0, "retries": 0.0, "tokens": 32.0,
+                          "cost_usd": 8.4e-06, "duration_ms": 0.0, "failed_steps": 0.0},
+            "deltas": {"path_length": 2.0, "tool_calls": 1.0, "retries": 0.0, "tokens": 16.0,
+                       "cost_usd": 4.2e-06, "duration_ms": 0.0, "failed_steps": 0.0},
+            "quality": {"efficiency": {"baseline_score": 1.0, "candidate_score": 0.0,
+                                       "baseline_passed": True, "candidate_passed": False,
+                                       "score_delta": -1.0}},
+            "distance": 2,
+            "first_divergence": {"op": "inserted", "position": 2, "a": None, "b": {
+                "seq": 2, "step_id": "418893ffe6da18c7", "type": "model",
+                "name": "chat gpt-4o-mini", "agent": "calc_agent", "arguments_hash": None}},
+            "problems": []}],
+        "price_table": "default", "prices_as_of": "2025-06-01"})
     dataset: str
     baseline: SideView
     candidate: SideView

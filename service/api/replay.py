@@ -16,7 +16,7 @@ from trajhub.evaluators.pricing import StepCost, run_cost
 from trajhub.normalizers.contract import ContractField, run_contract
 from trajhub.normalizers.playback import StepEvent, run_duration_ms, step_events, tool_results
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
-from trajhub.service.api.models import ERRORS, CostView
+from trajhub.service.api.models import ERRORS, CostView, _example
 from trajhub.service.prices import cost_json, table_for
 from trajhub.service.runtime import Runtime
 from trajhub.service.stored_spans import to_model
@@ -40,6 +40,50 @@ class ContractValue(BaseModel):
 
 
 class RunContract(BaseModel):
+    model_config = _example({
+        "trace_id": "1de9ea6670d3da1fc735df5ef7697fb9", "revision": 1, "status": "final",
+        "model_names": {"known": True, "values": [{
+            "value": "fake-gpt-4o-mini",
+            "source": "trajectory step 19322fed157cf9c6 metadata.model_name"}]},
+        "model_versions": {"known": False, "values": []},
+        "model_providers": {"known": True, "values": [{
+            "value": "openai", "source": "trajectory step 19322fed157cf9c6 "
+            "metadata.model_provider"}]},
+        "sampling": {
+            "temperature": {"known": True, "values": [{
+                "value": 0.0, "source": "span 19322fed157cf9c6 attribute "
+                "llm.invocation_parameters.temperature"}]},
+            "top_p": {"known": False, "values": []}, "top_k": {"known": False, "values": []},
+            "max_tokens": {"known": False, "values": []},
+            "seed": {"known": False, "values": []}, "stop": {"known": False, "values": []},
+            "frequency_penalty": {"known": False, "values": []},
+            "presence_penalty": {"known": False, "values": []}},
+        "system_prompt_hash": {"known": True, "values": [{
+            "value": "sha256:7753e3382dcda9164e49aeb48db6d7265bbbd2f496be8b5941db5a193831dc39",
+            "source": "trajectory step 19322fed157cf9c6 input (system message)"}]},
+        "system_prompt_version": {"known": False, "values": []},
+        "tool_schema_hash": {"known": True, "values": [{
+            "value": "sha256:da09ad3ebe37be7c88a5d293cd1e2b175c60b5d75c237bc29205249393fbff3d",
+            "source": "span 19322fed157cf9c6 attribute llm.tools.*.tool.json_schema"}]},
+        "tool_names": {"known": True, "values": [{
+            "value": ["add", "divide", "get_weather"],
+            "source": "span 19322fed157cf9c6 attribute llm.tools.*.tool.json_schema"}]},
+        "framework": {"known": True, "values": [{
+            "value": "langgraph", "source": "trajectory root_step metadata.framework"}]},
+        "framework_version": {"known": False, "values": []},
+        "instrumentation": {"known": True, "values": [{
+            "value": "openinference.instrumentation.langchain 0.1.80",
+            "source": "instrumentation scope of span 17346b4501eaf614"}]},
+        "sdk": {"known": True, "values": [{
+            "value": "opentelemetry-python 1.45.2",
+            "source": "resource of span 17346b4501eaf614 attribute telemetry.sdk.*"}]},
+        "service_version": {"known": True, "values": [{
+            "value": "0.0.1",
+            "source": "resource of span 17346b4501eaf614 attribute service.version"}]},
+        "unknown": ["model_versions", "system_prompt_version", "framework_version",
+                    "sampling.top_p", "sampling.top_k", "sampling.max_tokens", "sampling.seed",
+                    "sampling.stop", "sampling.frequency_penalty",
+                    "sampling.presence_penalty"]})
     trace_id: str
     revision: int
     status: str
@@ -119,6 +163,21 @@ class ToolResultView(BaseModel):
 
 
 class ToolResults(BaseModel):
+    model_config = _example({
+        "trace_id": "1de9ea6670d3da1fc735df5ef7697fb9", "revision": 1, "status": "final",
+        "results": [
+            {"tool_name": "get_weather", "call_id": "call_weather_1",
+             "arguments": {"city": "Paris"},
+             "arguments_hash": "sha256:6e1e312d537bc71b5410b0599f5a508142149e13174c6ee0d1671658"
+                               "845bc67d",
+             "output": "Sunny, 22C in Paris", "error": None, "step_id": "040e1e30c9ed0248",
+             "agent": "LangGraph", "seq": 1},
+            {"tool_name": "divide", "call_id": "call_div_1", "arguments": {"a": 1, "b": 0},
+             "arguments_hash": "sha256:70c75ca39048db680b52c5fd0040136c6bcb678be341277eaaac5af"
+                               "d16d4e70d",
+             "output": "",
+             "error": {"code": -1, "msg": "ZeroDivisionError: float division by zero"},
+             "step_id": "3ff4bb8cf703c9ff", "agent": "LangGraph", "seq": 4}]})
     trace_id: str
     revision: int
     status: str
@@ -141,7 +200,21 @@ class StepCostEntry(BaseModel):
     priced_as: str | None
 
 
+_UNPRICED_COST = {"input_tokens": 530, "output_tokens": 73, "cached_input_tokens": 160,
+                  "usd": None, "complete": False, "unpriced_models": ["fake-gpt-4o-mini"],
+                  "currency": "USD", "price_table": "default", "prices_as_of": "2025-06-01"}
+
+
 class RunCostView(BaseModel):
+    model_config = _example({
+        "trace_id": "1de9ea6670d3da1fc735df5ef7697fb9", "revision": 1, "status": "final",
+        "run": _UNPRICED_COST,
+        "agents": [{"agent_step_id": "17346b4501eaf614", "agent": "LangGraph",
+                    "cost": _UNPRICED_COST}],
+        "steps": [{"step_id": "19322fed157cf9c6", "agent": "LangGraph",
+                   "model": "fake-gpt-4o-mini", "usd": None, "priced_as": None},
+                  {"step_id": "d868c2cf1d4a2b12", "agent": "LangGraph",
+                   "model": "fake-gpt-4o-mini", "usd": None, "priced_as": None}]})
     trace_id: str
     revision: int
     status: str
@@ -185,7 +258,42 @@ class ComparedRun(BaseModel):
     cost: CostView
 
 
+def _priced_cost(input_tokens: int, output_tokens: int, usd: float) -> dict[str, Any]:
+    return {"input_tokens": input_tokens, "output_tokens": output_tokens,
+            "cached_input_tokens": 0, "usd": usd, "complete": True, "unpriced_models": [],
+            "currency": "USD", "price_table": "default", "prices_as_of": "2025-06-01"}
+
+
+_ADD_HASH = "sha256:206f7b5543e6f2ef39bf334988fd7097b725caeed16588cd9d785480f2f0f8f6"
+_SECOND_CHAT = {"op": "inserted", "position": 2, "a": None, "b": {
+    "seq": 2, "step_id": "418893ffe6da18c7", "type": "model", "name": "chat gpt-4o-mini",
+    "agent": "calc_agent", "arguments_hash": None}}
+
+
 class ComparisonView(BaseModel):
+    model_config = _example({
+        "a": {"trace_id": "07496c7684d074983cb8f9387e1156f2", "revision": 1, "status": "final",
+              "metrics": {"path_length": 2, "model_steps": 1, "tool_calls": 1, "retries": 0,
+                          "input_tokens": 12, "output_tokens": 4, "duration_ms": 0,
+                          "failed_steps": 0},
+              "cost": _priced_cost(12, 4, 4.2e-06)},
+        "b": {"trace_id": "f15936868cc8af52134b0f65722bf35c", "revision": 1, "status": "final",
+              "metrics": {"path_length": 4, "model_steps": 2, "tool_calls": 2, "retries": 0,
+                          "input_tokens": 24, "output_tokens": 8, "duration_ms": 0,
+                          "failed_steps": 0},
+              "cost": _priced_cost(24, 8, 8.4e-06)},
+        "distance": 2, "counts": {"same": 2, "changed": 0, "inserted": 2, "deleted": 0},
+        "first_divergence": _SECOND_CHAT,
+        "alignment": [
+            {"op": "same", "position": 1,
+             "a": {"seq": 1, "step_id": "16be4ed3456605f2", "type": "tool", "name": "add",
+                   "agent": "calc_agent", "arguments_hash": _ADD_HASH},
+             "b": {"seq": 1, "step_id": "d4acac58964efd7a", "type": "tool", "name": "add",
+                   "agent": "calc_agent", "arguments_hash": _ADD_HASH}},
+            _SECOND_CHAT],
+        "deltas": {"path_length": 2.0, "model_steps": 1.0, "tool_calls": 1.0, "retries": 0.0,
+                   "input_tokens": 12.0, "output_tokens": 4.0, "duration_ms": 0.0,
+                   "failed_steps": 0.0, "cost_usd": 4.2e-06}})
     a: ComparedRun
     b: ComparedRun
     distance: int = Field(description="edit distance of the aligned step sequences")
