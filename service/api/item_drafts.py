@@ -11,11 +11,11 @@ from typing import Any, Literal
 
 import orjson
 from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
 from trajhub.service.api.dataset_fill import item_from_trajectory
-from trajhub.service.api.models import ERRORS
+from trajhub.service.api.models import ERRORS, ITEM_EXAMPLE
 from trajhub.storage import trajectory_reads
 
 router = APIRouter(prefix="/api/v1", tags=["datasets"], dependencies=ROUTER_CHECKS,
@@ -23,13 +23,21 @@ router = APIRouter(prefix="/api/v1", tags=["datasets"], dependencies=ROUTER_CHEC
 
 
 class ItemDraft(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "status": "final",
+        **{key: ITEM_EXAMPLE[key] for key in ("source_trace_id", "input", "reference_output",
+                                              "expectations", "metadata")}}]})
     source_trace_id: str
     status: Literal["open", "final"] = Field(
         description="the trajectory's status: only a final one can be added to a set")
-    input: Any = Field(description="the run's input, as the item would store it")
-    reference_output: Any = Field(description="the run's output, as the reference")
+    input: Any = Field(description="the user's request, as the item would store it")
+    reference_output: Any = Field(description="the run's final answer, as the reference")
     expectations: dict[str, Any] = Field(
         description="agents, tools per agent, tool_order and trajectory: what the run did")
+    metadata: dict[str, Any] = Field(
+        description="the rest of the run's state, as the item would store it (its source "
+                    "trace id, the conversation before the request, the final message with "
+                    "its tool calls, ...)")
 
 
 @router.get("/trajectories/{trace_id}/item-draft", response_model=ItemDraft,
@@ -51,4 +59,4 @@ async def item_draft(trace_id: str, rt: Rt, project: Project) -> ItemDraft:
         input=orjson.loads(item.input) if item.input is not None else None,
         reference_output=(orjson.loads(item.reference_output)
                           if item.reference_output is not None else None),
-        expectations=orjson.loads(item.expectations))
+        expectations=orjson.loads(item.expectations), metadata=orjson.loads(item.metadata))
