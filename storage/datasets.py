@@ -26,6 +26,8 @@ class NewItem:
     trajectory: str | None
     source_trace_id: str | None
     tags: Sequence[str] = ()
+    #: a JSON object: the rest of the run's state (see `normalizers.item_fields`)
+    metadata: str = "{}"
 
 
 class DuplicateName(Exception):
@@ -93,12 +95,12 @@ async def insert_items(conn: asyncpg.Connection, dataset: int, items: Sequence[N
     for item in items:
         item_id = await conn.fetchval(
             """INSERT INTO dataset_items (dataset_id, input, reference_output, expectations,
-                   trajectory, source_trace_id, tags)
-               VALUES ($1, $2::jsonb, $3::jsonb, $4::jsonb, $5::json, $6, $7)
+                   trajectory, source_trace_id, tags, metadata)
+               VALUES ($1, $2::jsonb, $3::jsonb, $4::jsonb, $5::json, $6, $7, $8::jsonb)
                ON CONFLICT (dataset_id, source_trace_id) WHERE source_trace_id IS NOT NULL
                DO NOTHING RETURNING id""",
             dataset, item.input, item.reference_output, item.expectations, item.trajectory,
-            item.source_trace_id, list(item.tags))
+            item.source_trace_id, list(item.tags), item.metadata)
         if item_id is not None:
             added.append(item_id)
     return added
@@ -132,11 +134,11 @@ async def get_item(conn: asyncpg.Connection, dataset: int, item_id: str
 
 async def update_item(conn: asyncpg.Connection, dataset: int, item_id: str,
                       changes: dict[str, Any]) -> bool:
-    """`changes` maps input / reference_output / expectations (JSON text) and tags (list) to
-    their new values; absent keys are left alone."""
+    """`changes` maps input / reference_output / expectations / metadata (JSON text) and tags
+    (list) to their new values; absent keys are left alone."""
     arg, sets = Params(dataset, item_id), ["updated_at = now()"]
     casts = {"input": "::jsonb", "reference_output": "::jsonb", "expectations": "::jsonb",
-             "tags": "::text[]"}
+             "metadata": "::jsonb", "tags": "::text[]"}
     for column, cast in casts.items():
         if column in changes:
             sets.append(f"{column} = {arg(changes[column])}{cast}")

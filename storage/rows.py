@@ -191,6 +191,8 @@ class ItemRow(Row):
     input: str | None = field(metadata=sql("input::text"))
     reference_output: str | None = field(metadata=sql("reference_output::text"))
     expectations: str = field(metadata=sql("expectations::text"))
+    #: the rest of the run's state, a JSON object
+    metadata: str = field(metadata=sql("metadata::text"))
     source_trace_id: str | None
     tags: list[str]
     created_at: datetime

@@ -195,13 +195,16 @@ def test_import_without_create_says_how_to_create_the_set(
         server: ServerProcess, runs: Runs, tmp_path: Path) -> None:
     name = "imp-" + uuid.uuid4().hex[:8]
     source = tmp_path / "items.jsonl"
-    source.write_text(json.dumps({"input": "2+3", "reference_output": "5"}) + "\n")
+    source.write_text(json.dumps({"input": "2+3", "reference_output": "5",
+                                  "metadata": {"origin": "hand", "reviewer": "qa"}}) + "\n")
     line = one_line_error(trajhub("dataset", "import", name, str(source), url=server.http,
                                   project=runs.project))
     assert line == f"trajhub: dataset {name!r} does not exist; pass --create to create it"
     created = trajhub("dataset", "import", name, str(source), "--create", url=server.http,
                       project=runs.project)
     assert created.returncode == 0 and "imported 1 item(s)" in created.stdout, created.stderr
+    shown = trajhub("dataset", "show", name, url=server.http, project=runs.project)
+    assert shown.returncode == 0 and "metadata origin,reviewer" in shown.stdout, shown.stderr
 
 
 def test_a_missing_or_unwritable_file(server: ServerProcess, runs: Runs, tmp_path: Path) -> None:

@@ -84,15 +84,19 @@ def test_datasets_and_evaluations(hub: TrajhubClient, react: tuple[str, str]) ->
     filled = hub.fill_dataset(name, trace_ids=[trace_id])
     assert (filled.added, filled.skipped_duplicates) == (1, 0)
     assert hub.fill_dataset(name, trace_ids=[trace_id]).skipped_duplicates == 1
-    manual = hub.add_item(name, input="2+3", reference_output="5", tags=["manual"])
+    manual = hub.add_item(name, input="2+3", reference_output="5", tags=["manual"],
+                          metadata={"source": "hand"})
     assert hub.get_item(name, manual.id).tags == ["manual"]
+    assert hub.get_item(name, manual.id).metadata == {"source": "hand"}
     assert hub.update_item(name, manual.id, tags=["edited"]).tags == ["edited"]
+    assert hub.update_item(name, manual.id, metadata={"k": 1}).metadata == {"k": 1}
     first = hub.list_items(name, limit=1)
     assert len(first.items) == 1 and first.next_cursor
     items = list(hub.iter_items(name))
     assert len(items) == 2 and {i.id for i in items} >= {manual.id, first.items[0].id}
     from_trace = next(i for i in items if i.source_trace_id == trace_id)
     assert set((from_trace.expectations or {})["tool_order"]) == REACT_TOOLS
+    assert from_trace.metadata["trace_id"] == trace_id
     hub.delete_item(name, manual.id)
     assert hub.get_dataset(name).item_count == 1
 

@@ -187,6 +187,7 @@ def test_crud_and_item_edits(api: httpx.Client, ingested: Ingested) -> None:
         "input": "hi", "reference_output": "hello", "tags": ["manual"],
         "expectations": {"agents": ["greeter"]}})
     assert manual.status_code == 201, manual.text
+    assert manual.json()["metadata"] == {}
     assert len(all_items(api, renamed)) == 2
     assert api.delete(f"/datasets/{renamed}/items/{manual.json()['id']}").status_code == 204
     assert api.get(f"/datasets/{renamed}/items/{manual.json()['id']}").status_code == 404
@@ -200,7 +201,9 @@ def test_jsonl_export_round_trips_through_import(api: httpx.Client) -> None:
     name = new_set(api)
     fill(api, name, query={"agent": "LangGraph", "failed_model_steps": False})
     first = all_items(api, name)[0]
-    api.patch(f"/datasets/{name}/items/{first['id']}", json={"tags": ["edited"]})
+    assert first["metadata"]["trace_id"] == first["source_trace_id"]
+    api.patch(f"/datasets/{name}/items/{first['id']}",
+              json={"tags": ["edited"], "metadata": {**first["metadata"], "reviewed": True}})
 
     exported = api.get(f"/datasets/{name}/export", params={"format": "jsonl"})
     assert exported.status_code == 200
@@ -215,12 +218,14 @@ def test_jsonl_export_round_trips_through_import(api: httpx.Client) -> None:
     assert r.json() == {"added": 3, "skipped_duplicates": 0}
 
     def comparable(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        keep = ("input", "reference_output", "expectations", "source_trace_id", "tags",
-                "trajectory")
+        keep = ("input", "reference_output", "expectations", "metadata", "source_trace_id",
+                "tags", "trajectory")
         return [{k: i[k] for k in keep} for i in items]
 
     assert comparable(all_items(api, copy, include_trajectory=True)) == comparable(
         all_items(api, name, include_trajectory=True))
+    assert {i["source_trace_id"]: i["metadata"] for i in all_items(api, copy)}[
+        first["source_trace_id"]] == {**first["metadata"], "reviewed": True}
 
     again = api.post(f"/datasets/{copy}/import", content=exported.content, headers=JSONL)
     assert again.json() == {"added": 0, "skipped_duplicates": 3}
@@ -250,6 +255,7 @@ def test_csv_and_agentevals_exports_carry_the_tool_calls(api: httpx.Client) -> N
         assert same_args({c["name"]: c["arguments"] for c in calls})
         assert json.loads(row["expected_agents"]) == ["LangGraph"]
         assert REACT_QUESTION in row["input"]
+        assert json.loads(row["metadata"])["trace_id"] == row["source_trace_id"]
 
     r = api.get(f"/datasets/{name}/export", params={"format": "agentevals"})
     assert r.status_code == 200

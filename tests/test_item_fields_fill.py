@@ -1,5 +1,7 @@
-"""A set filled from trajectories holds the user's request and the final answer, and llm_judge
-sees the question, the run's answer and the reference as three different things.
+"""A set filled from trajectories holds the user's request, the final answer and, as the item's
+metadata, the rest of the run's state; the metadata survives export/import, edits and shows in
+the item draft; and llm_judge sees the question, the run's answer and the reference as three
+different things.
 
 The judge is a scripted OpenAI-compatible server that checks what it receives: it passes a run
 only when its prompt carries exactly the expected question, answer and reference, each in its own
@@ -8,6 +10,8 @@ section. Expected values come from the scripted run (tests/fake_agent.py), not f
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import threading
@@ -21,11 +25,13 @@ import httpx
 import pytest
 
 from tests.captures import replay_run
+from tests.fake_agent import USER_QUESTION, react_script
 from tests.harness import ServerProcess, TestDatabase, final_trajectory
 from tests.test_datasets_support import wait_evaluation
 
-QUESTION = "What's the weather in Paris, what is 2+3, and what is 1/0?"
-ANSWER = "It is sunny and 22C in Paris. 2 + 3 = 5. 1/0 is undefined (division by zero)."
+QUESTION = USER_QUESTION
+#: the scripted model's last turn: the final answer, with no tool calls
+ANSWER = react_script()[-1]["content"]
 REFERENCE = "Paris: sunny, 22C. 2+3 = 5. Division by zero is undefined."
 RUN = "openinference/react.prebuilt.invoke"
 
@@ -84,13 +90,25 @@ def judged_server(database: TestDatabase, judge_url: str,
 
 
 @pytest.fixture(scope="module")
-def api(judged_server: ServerProcess) -> Iterator[httpx.Client]:
-    project = "t-items-" + uuid.uuid4().hex[:8]
-    trace_ids = replay_run(RUN, judged_server.http, judged_server.grpc, project)
+def project() -> str:
+    return "t-items-" + uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(scope="module")
+def run_trace_id(judged_server: ServerProcess, project: str) -> str:
+    """The captured run's trace (the trace id the instrumentation gave it), once final."""
+    span_counts = replay_run(RUN, judged_server.http, judged_server.grpc, project)
+    with httpx.Client() as client:
+        for trace_id in span_counts:
+            final_trajectory(client, judged_server.http, project, trace_id)
+    return max(span_counts, key=lambda t: span_counts[t])
+
+
+@pytest.fixture(scope="module")
+def api(judged_server: ServerProcess, project: str, run_trace_id: str
+        ) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=judged_server.http + "/api/v1",
                       headers={"trajhub-project": project}, timeout=30) as client:
-        for trace_id in trace_ids:
-            final_trajectory(client, judged_server.http, project, trace_id)
         yield client
 
 
@@ -109,10 +127,25 @@ def test_fill_takes_the_request_and_the_final_answer(api: httpx.Client) -> None:
     assert item["reference_output"] == ANSWER
 
 
-def test_fill_pointers(api: httpx.Client) -> None:
+def test_fill_puts_the_rest_of_the_run_in_the_metadata(api: httpx.Client,
+                                                        run_trace_id: str) -> None:
+    # the scripted run asks one question and ends in a plain answer (react_script's last turn
+    # calls no tool): besides the request and the answer, its state holds only where it came from
+    item = _fill(api, "chat-metadata")
+    assert item["metadata"] == {"trace_id": run_trace_id}
+    assert item["source_trace_id"] == run_trace_id
+
+
+def test_fill_pointers(api: httpx.Client, run_trace_id: str) -> None:
     # the run's input as stored is its message list: the pointer picks the first message's text
     item = _fill(api, "pointed", input_pointer="/0/content", output_pointer="/role")
     assert (item["input"], item["reference_output"]) == (QUESTION, "assistant")
+    # what the pointers did not pick stays with the item: the whole run input and output
+    assert item["metadata"] == {
+        "trace_id": run_trace_id,
+        "run_input": [{"role": "user", "content": QUESTION}],
+        "run_output": {"role": "assistant", "content": ANSWER},
+    }
     r = api.post("/datasets/pointed/fill", json={"trace_ids": [], "input_pointer": "0/content"})
     assert r.status_code == 422 and "JSON pointer" in r.text
 
@@ -134,3 +167,53 @@ def test_judge_sees_question_answer_and_reference_apart(api: httpx.Client,
     assert got["Input"] == QUESTION
     assert got["Agent's final answer"] == ANSWER
     assert got["Reference output"] == REFERENCE
+
+
+def test_item_metadata_round_trips_is_editable_and_shows_in_the_draft(
+        api: httpx.Client, run_trace_id: str) -> None:
+    item = _fill(api, "kept", input_pointer="/0/content")
+    expected = {"trace_id": run_trace_id, "run_input": [{"role": "user", "content": QUESTION}]}
+    assert item["metadata"] == expected
+
+    # the "add to dataset" preview shows the metadata a fill stores
+    draft = api.get(f"/trajectories/{run_trace_id}/item-draft")
+    assert draft.status_code == 200, draft.text
+    default = _fill(api, "kept-default")
+    assert draft.json()["metadata"] == default["metadata"] == {"trace_id": run_trace_id}
+    assert (draft.json()["input"], draft.json()["reference_output"]) == (QUESTION, ANSWER)
+
+    # JSONL export, then import into a new set: the same metadata
+    exported = api.get("/datasets/kept/export", params={"format": "jsonl"})
+    assert exported.status_code == 200
+    (line,) = exported.content.splitlines()
+    assert json.loads(line)["metadata"] == expected
+    r = api.post("/datasets/kept-copy/import", params={"create": "true"}, content=exported.content,
+                 headers={"content-type": "application/x-ndjson"})
+    assert r.json() == {"added": 1, "skipped_duplicates": 0}, r.text
+    (copy,) = api.get("/datasets/kept-copy/items").json()["items"]
+    assert (copy["input"], copy["reference_output"], copy["metadata"]) == (
+        QUESTION, ANSWER, expected)
+
+    # CSV: the metadata as JSON in its own column
+    csv_export = api.get("/datasets/kept/export", params={"format": "csv"})
+    (row,) = csv.DictReader(io.StringIO(csv_export.text))
+    assert json.loads(row["metadata"]) == expected
+
+    # a patch replaces the metadata, leaves the rest alone; null empties it
+    url = f"/datasets/kept/items/{item['id']}"
+    curated = {**expected, "curated_by": "qa"}
+    r = api.patch(url, json={"metadata": curated})
+    assert r.status_code == 200, r.text
+    got = api.get(url).json()
+    assert got["metadata"] == curated
+    assert (got["input"], got["reference_output"]) == (QUESTION, ANSWER)
+    assert api.patch(url, json={"metadata": None}).json()["metadata"] == {}
+    bad = api.patch(url, json={"metadata": ["not", "an", "object"]})
+    assert bad.status_code == 422
+
+    # an item added by hand carries the metadata it is given; a bad import line is named
+    manual = api.post("/datasets/kept/items", json={"input": "hi", "metadata": {"from": "qa"}})
+    assert manual.status_code == 201 and manual.json()["metadata"] == {"from": "qa"}
+    r = api.post("/datasets/kept/import", content=b'{"input": "x", "metadata": [1]}\n',
+                 headers={"content-type": "application/x-ndjson"})
+    assert r.status_code == 422 and "line 1: metadata" in r.json()["detail"]

@@ -144,6 +144,10 @@ def test_list_filter_open_failed_step_and_add_to_dataset(server: ServerProcess,
         edited = {**prefilled, "tools": {**prefilled["tools"],
                                          agent: [*prefilled["tools"][agent], "search_web"]}}
         editor.fill(json.dumps(edited, indent=2))
+        # the rest of the run's state, read-only: where it came from
+        draft_metadata = page.locator("#draft-metadata")
+        draft_metadata.locator("summary").click()
+        expect(draft_metadata.locator("pre")).to_contain_text(f'"trace_id": "{react}"')
         page.get_by_label("Evaluation set", exact=True).select_option(label="New set…")
         page.get_by_label("New set name").fill("regressions")
         ui.shot("08-add-to-dataset")
@@ -158,6 +162,10 @@ def test_list_filter_open_failed_step_and_add_to_dataset(server: ServerProcess,
         expect(items).to_contain_text(react)
         expect(items).to_contain_text("search_web")
         expect(items).to_contain_text("What's the weather in Paris, what is 2+3, and what is 1/0?")
+        metadata = items.locator("td.metadata details")
+        expect(metadata.locator("summary")).to_have_text("trace_id")
+        metadata.locator("summary").click()
+        expect(metadata.locator("pre")).to_contain_text(f'"trace_id": "{react}"')
         ui.shot("09-dataset")
 
         # edit the item's expectations in place: drop `add` from the expected tool order

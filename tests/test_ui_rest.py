@@ -88,6 +88,7 @@ def test_item_draft_is_what_a_fill_stores(server: ServerProcess, project: str) -
         assert sorted(doc["expectations"]["tool_order"]) == ["add", "divide", "get_weather"]
         assert doc["expectations"]["tool_order"][-1] == "divide"
         assert "What's the weather in Paris" in str(doc["input"])
+        assert doc["metadata"]["trace_id"] == trace_id
 
         assert api.post("/api/v1/datasets", json={"name": "drafts"}).status_code == 201
         item_id = api.post("/api/v1/datasets/drafts/fill",
@@ -96,6 +97,7 @@ def test_item_draft_is_what_a_fill_stores(server: ServerProcess, project: str) -
         assert item["expectations"] == doc["expectations"]
         assert item["input"] == doc["input"]
         assert item["reference_output"] == doc["reference_output"]
+        assert item["metadata"] == doc["metadata"]
 
         assert api.get(f"/api/v1/trajectories/{'cd' * 16}/item-draft").status_code == 404
 

@@ -60,9 +60,9 @@ def item_from_trajectory(trace_id: str, document: str, tags: Sequence[str],
                          input_pointer: str | None = None, output_pointer: str | None = None
                          ) -> datasets.NewItem:
     """An item pre-filled from a trajectory: the user's request as input, the final answer as the
-    reference (`normalizers.item_fields`; the pointers choose fields of custom graph states), and
-    what it did as the expectations (to be pruned by a human). The snapshot keeps the document's
-    bytes, and with them the rest of the run's state."""
+    reference, the rest of the run's state as metadata (`normalizers.item_fields`; the pointers
+    choose fields of custom graph states), and what it did as the expectations (to be pruned by
+    a human). The snapshot keeps the document's bytes."""
     doc = orjson.loads(document)
     fields = item_fields(doc, input_pointer=input_pointer, output_pointer=output_pointer)
     return datasets.NewItem(
@@ -72,6 +72,7 @@ def item_from_trajectory(trace_id: str, document: str, tags: Sequence[str],
         trajectory=document,
         source_trace_id=trace_id,
         tags=tags,
+        metadata=orjson.dumps(fields.metadata).decode(),
     )
 
 

@@ -28,9 +28,10 @@ FORMATS = ("jsonl", "csv", "agentevals")
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8",
                "agentevals": "application/x-ndjson"}
 CSV_COLUMNS = ("id", "input", "reference_output", "expected_agents", "expected_tools",
-               "expected_tool_order", "expectations", "tool_calls", "source_trace_id", "tags")
-_IMPORT_KEYS = {"id", "input", "reference_output", "expectations", "tags", "source_trace_id",
-                "trajectory", "created_at", "updated_at", "dataset"}
+               "expected_tool_order", "expectations", "tool_calls", "source_trace_id", "tags",
+               "metadata")
+_IMPORT_KEYS = {"id", "input", "reference_output", "expectations", "metadata", "tags",
+                "source_trace_id", "trajectory", "created_at", "updated_at", "dataset"}
 
 
 def _loads(text: str | None) -> Any:
@@ -50,6 +51,7 @@ def item_json(row: Mapping[str, Any], dataset: str) -> dict[str, Any]:
         "input": _loads(row["input"]),
         "reference_output": _loads(row["reference_output"]),
         "expectations": _loads(row["expectations"]),
+        "metadata": _loads(row["metadata"]),
         "source_trace_id": row["source_trace_id"],
         "tags": list(row["tags"]),
         "created_at": _iso(row["created_at"]),
@@ -80,7 +82,7 @@ def agentevals_line(row: Mapping[str, Any]) -> bytes:
         "reference_outputs": messages,
         "metadata": {"source_trace_id": item["source_trace_id"], "tags": item["tags"],
                      "reference_output": item["reference_output"],
-                     "expectations": expectations},
+                     "expectations": expectations, "item_metadata": item["metadata"]},
     }) + b"\n"
 
 
@@ -127,7 +129,7 @@ def csv_line(row: Mapping[str, Any]) -> bytes:
         item["id"], _cell(item["input"]), _cell(item["reference_output"]),
         _cell(exp.get("agents", [])), _cell(exp.get("tools", {})),
         _cell(exp.get("tool_order", [])), _cell(exp), _cell(calls),
-        item["source_trace_id"] or "", _cell(item["tags"]),
+        item["source_trace_id"] or "", _cell(item["tags"]), _cell(item["metadata"]),
     ))
 
 
@@ -172,6 +174,9 @@ def parse_import_line(raw: bytes, lineno: int) -> NewItem:
     trajectory = doc.get("trajectory")
     if trajectory is not None and not isinstance(trajectory, dict):
         raise ItemImportError(f"line {lineno}: trajectory must be an object")
+    metadata = doc.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ItemImportError(f"line {lineno}: metadata must be an object")
     return NewItem(
         input=json_text(doc.get("input")),
         reference_output=json_text(doc.get("reference_output")),
@@ -179,5 +184,6 @@ def parse_import_line(raw: bytes, lineno: int) -> NewItem:
         trajectory=json_text(trajectory),
         source_trace_id=source.lower() if source else None,
         tags=tags,
+        metadata=orjson.dumps(metadata).decode(),
     )
 

@@ -98,6 +98,8 @@ class ItemCreate(BaseModel):
     trajectory: dict[str, Any] | None = Field(None, description="a trajectory snapshot")
     source_trace_id: str | None = None
     tags: list[str] = []
+    metadata: dict[str, Any] = Field({}, description="anything else about the item: the rest "
+                                     "of the run's state, where it came from, ...")
 
 
 class ItemPatch(BaseModel):
@@ -106,6 +108,8 @@ class ItemPatch(BaseModel):
     reference_output: Any = None
     expectations: dict[str, Any] | None = None
     tags: list[str] | None = None
+    metadata: dict[str, Any] | None = Field(None, description="replaces the item's metadata "
+                                            "(`null`: empties it)")
 
 
 class FillRequest(BaseModel):
@@ -228,7 +232,7 @@ async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate)
         input=datasets.json_text(body.input),
         reference_output=datasets.json_text(body.reference_output),
         expectations=expectations, trajectory=datasets.json_text(body.trajectory),
-        source_trace_id=source, tags=body.tags)
+        source_trace_id=source, tags=body.tags, metadata=orjson.dumps(body.metadata).decode())
     async with rt.db.acquire() as conn:
         added = await datasets.insert_items(conn, dataset, [item])
         if not added:
@@ -256,11 +260,12 @@ async def get_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) -> 
 
 
 @router.patch("/datasets/{name}/items/{item_id}",
-              summary="Edit an item's expectations, tags, input or reference output",
+              summary="Edit an item's expectations, tags, metadata, input or reference output",
               response_model=Item, responses=NOT_FOUND)
 async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, body: ItemPatch
                      ) -> Response:
-    """Only the fields present in the body change; `null` clears input or reference output."""
+    """Only the fields present in the body change; `null` clears input, reference output or
+    metadata."""
     dataset = await _dataset_id(rt, project, name)
     changes: dict[str, Any] = {}
     for key in body.model_fields_set:
@@ -269,6 +274,8 @@ async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, b
             changes[key] = _expectations(value if value is not None else {})
         elif key == "tags":
             changes[key] = value or []
+        elif key == "metadata":
+            changes[key] = orjson.dumps(value or {}).decode()
         else:
             changes[key] = datasets.json_text(value)
     async with rt.db.acquire() as conn:
@@ -292,7 +299,9 @@ async def delete_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) 
              response_model=FillOutcome, responses=NOT_FOUND)
 async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillRequest) -> Response:
     """Coze Loop's flow-back of traces into evaluation sets. Each trajectory becomes an item
-    whose expectations are pre-filled from what it did (edit them afterwards); a trace the set
+    whose input is the user's request, whose reference output is the final answer, whose
+    metadata holds the rest of the run's state, and whose expectations are pre-filled from what
+    it did (edit them afterwards); a trace the set
     already holds is skipped and counted in `skipped_duplicates`."""
     if (body.trace_ids is None) == (body.query is None):
         raise HTTPException(422, "give exactly one of trace_ids and query")

@@ -36,14 +36,19 @@ class ItemDraft(BaseModel):
                            {"type": "graph", "name": "agent"},
                            {"type": "tool", "name": "get_weather", "args": {"city": "Paris"},
                             "turn": 0}],
-            "graph_runs": [["__start__", "agent", "tools", "agent", "tools", "agent"]]}})
+            "graph_runs": [["__start__", "agent", "tools", "agent", "tools", "agent"]]},
+        "metadata": {"trace_id": "1de9ea6670d3da1fc735df5ef7697fb9"}})
     source_trace_id: str
     status: Literal["open", "final"] = Field(
         description="the trajectory's status: only a final one can be added to a set")
-    input: Any = Field(description="the run's input, as the item would store it")
-    reference_output: Any = Field(description="the run's output, as the reference")
+    input: Any = Field(description="the user's request, as the item would store it")
+    reference_output: Any = Field(description="the run's final answer, as the reference")
     expectations: dict[str, Any] = Field(
         description="agents, tools per agent, tool_order and trajectory: what the run did")
+    metadata: dict[str, Any] = Field(
+        description="the rest of the run's state, as the item would store it (its source "
+                    "trace id, the conversation before the request, the final message with "
+                    "its tool calls, ...)")
 
 
 @router.get("/trajectories/{trace_id}/item-draft", response_model=ItemDraft,
@@ -65,4 +70,4 @@ async def item_draft(trace_id: str, rt: Rt, project: Project) -> ItemDraft:
         input=orjson.loads(item.input) if item.input is not None else None,
         reference_output=(orjson.loads(item.reference_output)
                           if item.reference_output is not None else None),
-        expectations=orjson.loads(item.expectations))
+        expectations=orjson.loads(item.expectations), metadata=orjson.loads(item.metadata))

@@ -387,6 +387,9 @@ ITEM_EXAMPLE: dict[str, Any] = {
         "id": "6f1d0c6b1c7e4a0e9d5b0f3a8e2c4b71", "dataset": "weather",
         "input": "what is the weather in sf", "reference_output": "It is sunny in sf.",
         "expectations": {"agents": ["LangGraph"], "tools": {"LangGraph": ["get_weather"]}},
+        "metadata": {"trace_id": TRACE_ID, "input_messages": [
+            {"role": "system", "content": "Answer briefly."},
+            {"role": "user", "content": "what is the weather in sf"}]},
         "source_trace_id": TRACE_ID, "tags": ["smoke"], "created_at": "2026-11-22T10:00:00Z",
         "updated_at": "2026-11-22T10:00:00Z"}
 
@@ -398,6 +401,9 @@ class Item(BaseModel):
     input: Any
     reference_output: Any
     expectations: dict[str, Any]
+    metadata: dict[str, Any] = Field(
+        description="the rest of the run's state: what its input and output held besides the "
+                    "request and the final answer (filled items), or what was given")
     source_trace_id: str | None
     tags: list[str]
     created_at: str

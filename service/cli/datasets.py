@@ -75,7 +75,8 @@ def _show(args: argparse.Namespace) -> int:
             tools = ", ".join(exp.get("tool_order") or []) or "-"
             print(f"  {item.id}  trace {item.source_trace_id or '-'}  "
                   f"agents {', '.join(exp.get('agents') or []) or '-'}  tools {tools}"
-                  + (f"  tags {','.join(item.tags)}" if item.tags else ""))
+                  + (f"  tags {','.join(item.tags)}" if item.tags else "")
+                  + (f"  metadata {','.join(sorted(item.metadata))}" if item.metadata else ""))
     return 0
 
 

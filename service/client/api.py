@@ -303,7 +303,8 @@ class TrajhubClient:
             dataset, limit=1000, cursor=cursor, include_trajectory=include_trajectory))
 
     def add_item(self, dataset: str, **item: Any) -> DatasetItem:
-        """Fields: input, reference_output, expectations, trajectory, source_trace_id, tags."""
+        """Fields: input, reference_output, expectations, metadata, trajectory, source_trace_id,
+        tags."""
         return DatasetItem.from_json(self._json("POST", f"/datasets/{dataset}/items", json=item))
 
     def get_item(self, dataset: str, item_id: str) -> DatasetItem:

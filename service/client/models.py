@@ -120,6 +120,8 @@ class DatasetItem(_FromJson):
     input: Any = None
     reference_output: Any = None
     expectations: dict[str, Any] | None = None
+    #: the rest of the run's state (the request and final answer are input / reference_output)
+    metadata: dict[str, Any] = field(default_factory=dict)
     source_trace_id: str | None = None
     tags: list[str] = field(default_factory=list)
     created_at: str | None = None

@@ -1,8 +1,9 @@
-// Evaluation sets: the list, a set's items with their expectations (editable), exports.
+// Evaluation sets: the list, a set's items with their expectations (editable) and metadata
+// (read-only), exports.
 
 import {del, download, enc, get, patch, post} from "../api.js";
 import {link, navigate} from "../router.js";
-import {append, clear, fmtInt, fmtTime, h, truncate} from "../dom.js";
+import {append, clear, fmtInt, fmtTime, h, pre, truncate} from "../dom.js";
 import {asText, previewText} from "../payload.js";
 
 export async function renderDatasets(ctx) {
@@ -52,6 +53,15 @@ function expectationSummary(e) {
       `${e.trajectory.length} expected steps`) : null);
 }
 
+/** An item's metadata (the rest of the run's state), read-only, as formatted JSON. */
+function metadataView(metadata) {
+  const keys = Object.keys(metadata || {});
+  if (!keys.length) return h("span", {class: "muted"}, "—");
+  return h("details", {class: "item-metadata"},
+    h("summary", {class: "small"}, keys.join(", ")),
+    pre(JSON.stringify(metadata, null, 2)));
+}
+
 function itemRow(set, item, onDeleted) {
   const cell = h("td", {class: "expectations"});
   const show = () => clear(cell).append(expectationSummary(item.expectations),
@@ -86,6 +96,7 @@ function itemRow(set, item, onDeleted) {
         item.source_trace_id) : h("span", {class: "muted"}, "—")),
     h("td", {class: "preview"}, truncate(previewText(asText(item.input)), 160)),
     cell,
+    h("td", {class: "metadata"}, metadataView(item.metadata)),
     h("td", null, (item.tags || []).join(", ")),
     h("td", null, fmtTime(item.created_at)),
     h("td", null, h("button", {type: "button", "aria-label": `Delete item ${item.id}`,
@@ -128,8 +139,8 @@ export async function renderDataset(ctx) {
       exporter("csv", "CSV"), " ", exporter("agentevals", "agentevals"), " ", exportStatus),
     h("table", {class: "grid", id: "item-table"},
       h("caption", {class: "sr-only"}, `Items of ${set.name}`),
-      h("thead", null, h("tr", null, ["Item", "Source trajectory", "Input", "Expectations", "Tags",
-        "Added", ""].map((c) => h("th", {scope: "col"}, c)))), body),
+      h("thead", null, h("tr", null, ["Item", "Source trajectory", "Input", "Expectations",
+        "Metadata", "Tags", "Added", ""].map((c) => h("th", {scope: "col"}, c)))), body),
     more]);
   const onDeleted = () => { count.textContent = fmtInt(Number(count.textContent.replace(/,/g, "")) - 1); };
   const load = async (cursor) => {
@@ -137,7 +148,7 @@ export async function renderDataset(ctx) {
     if (!ctx.alive()) return;
     body.append(...page.items.map((item) => itemRow(name, item, onDeleted)));
     if (!body.childElementCount) {
-      body.append(h("tr", null, h("td", {colspan: 7, class: "muted"}, "No items yet.")));
+      body.append(h("tr", null, h("td", {colspan: 8, class: "muted"}, "No items yet.")));
     }
     clear(more);
     if (page.next_cursor) {

@@ -490,10 +490,12 @@ async function addToDataset(traceId) {
   h("p", {class: "small muted"}, "agents: the agents expected to run · tools: per agent · " +
     "tool_order: the expected sequence of tool calls · trajectory: expected steps with arguments"),
   expectations,
-  h("details", null, h("summary", null, "Input (stored with the item)"),
+  h("details", null, h("summary", null, "Input (the user's request, stored with the item)"),
     payload(asText(draft.input), "messages")),
-  h("details", null, h("summary", null, "Reference output (the run's output)"),
+  h("details", null, h("summary", null, "Reference output (the run's final answer)"),
     payload(asText(draft.reference_output), "messages")),
+  h("details", {id: "draft-metadata"}, h("summary", null, "Metadata (the rest of the run's state, " +
+    "stored with the item)"), pre(JSON.stringify(draft.metadata || {}, null, 2))),
   status,
   h("div", {class: "actions"},
     h("button", {type: "submit", class: "primary", id: "save-item"}, "Save"),

@@ -1,0 +1,12 @@
+-- An evaluation-set item's metadata: what a trajectory's state held besides the user's request
+-- (the item's input) and the final answer (its reference output), e.g. the conversation before
+-- the request, the final message with its tool calls, the source trace id, or the whole run
+-- input / output when a fill picked fields by JSON pointer (normalizers/item_fields.py).
+--
+-- Items stored before this migration get '{}'; they are not backfilled from their trajectory
+-- snapshots. The split into input / reference output / metadata is a Python rule
+-- (`item_fields`), and restating it in SQL would be a second copy of that rule; besides, such an
+-- item's input or reference may have been edited since, or picked by a pointer the database did
+-- not record, so metadata recomputed from the snapshot could contradict the item. Filling the
+-- set again from the same traces (after removing the old items) gives them metadata.
+ALTER TABLE dataset_items ADD COLUMN metadata jsonb NOT NULL DEFAULT '{}';
