@@ -13,10 +13,10 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Self
 from urllib.parse import urlsplit
 
-from trajhub.evaluators._config import ConfigError, require_type
+from trajhub.evaluators._config import ConfigError, config_from_mapping, require_type
 from trajhub.evaluators.trajectory_view import Step, TrajectoryView
 
 #: A per-evaluation API key comes from an environment variable of the server whose name starts
@@ -71,6 +71,26 @@ class JudgeSettings:
                     f"{evaluator}: option 'api_key_env' must name an environment variable"
                     f" {API_KEY_ENV_PREFIX}<NAME> (upper case, digits, _)"
                 )
+
+
+@dataclass(frozen=True)
+class JudgeOptions(JudgeSettings):
+    """The options every LLM judge's config starts with: where and how to ask. A judge's config
+    subclasses it, names itself in `EVALUATOR`, and adds its own options."""
+
+    EVALUATOR: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        self.check(self.EVALUATOR)
+
+    @property
+    def settings(self) -> JudgeSettings:
+        return JudgeSettings(self.model, self.temperature, self.endpoint, self.api_key_env)
+
+    @classmethod
+    def from_dict(cls, options: Mapping[str, Any] | None) -> Self:
+        refuse_raw_key(options, cls.EVALUATOR)
+        return config_from_mapping(cls, options, cls.EVALUATOR)
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trajhub.evaluators._config import config_from_mapping, require_type
+from trajhub.evaluators._config import require_type
 from trajhub.evaluators.expectations import Expectations
-from trajhub.evaluators.judge_protocol import JudgeContext, JudgeSettings, refuse_raw_key
+from trajhub.evaluators.judge_protocol import JudgeContext, JudgeOptions
 from trajhub.evaluators.llm_judge import build_judge_request, parse_judge_response
 from trajhub.evaluators.result import EvaluationResult
 from trajhub.evaluators.tool_choice_judge import (
@@ -37,26 +37,15 @@ LLM_JUDGE = "llm_judge"
 
 
 @dataclass(frozen=True)
-class LlmJudgeConfig:
-    model: str | None = None
-    temperature: float = 0.0
-    endpoint: str | None = None
-    api_key_env: str | None = None
+class LlmJudgeConfig(JudgeOptions):
+    EVALUATOR = LLM_JUDGE
+
     rubric: str | None = None
 
     def __post_init__(self) -> None:
-        self.settings.check(LLM_JUDGE)
+        super().__post_init__()
         if self.rubric is not None:
             require_type(LLM_JUDGE, "rubric", self.rubric, str)
-
-    @property
-    def settings(self) -> JudgeSettings:
-        return JudgeSettings(self.model, self.temperature, self.endpoint, self.api_key_env)
-
-    @classmethod
-    def from_dict(cls, options: Mapping[str, Any] | None) -> LlmJudgeConfig:
-        refuse_raw_key(options, LLM_JUDGE)
-        return config_from_mapping(cls, options, LLM_JUDGE)
 
 
 Doc = Mapping[str, Any]

@@ -14,16 +14,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from trajhub.evaluators._config import config_from_mapping, require_type
+from trajhub.evaluators._config import require_type
 from trajhub.evaluators.judge_protocol import (
     JudgeContext,
+    JudgeOptions,
     JudgeResponseError,
-    JudgeSettings,
     bool_field,
     chat_request,
     check_threshold,
     clip,
-    refuse_raw_key,
     render_steps,
     render_value,
     section,
@@ -48,31 +47,20 @@ Answer with one JSON object and nothing else, with exactly one entry per numbere
 
 
 @dataclass(frozen=True)
-class ToolChoiceJudgeConfig:
-    model: str | None = None
-    temperature: float = 0.0
-    endpoint: str | None = None
-    api_key_env: str | None = None
+class ToolChoiceJudgeConfig(JudgeOptions):
+    EVALUATOR = NAME
+
     threshold: float = 1.0
     #: the tools the agent could call, as "name" or "name: description" (the prompt lists them)
     available_tools: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        self.settings.check(NAME)
+        super().__post_init__()
         check_threshold(NAME, self.threshold)
         require_type(NAME, "available_tools", self.available_tools, list, tuple)
         for tool in self.available_tools:
             require_type(NAME, "available_tools[]", tool, str)
         object.__setattr__(self, "available_tools", tuple(self.available_tools))
-
-    @property
-    def settings(self) -> JudgeSettings:
-        return JudgeSettings(self.model, self.temperature, self.endpoint, self.api_key_env)
-
-    @classmethod
-    def from_dict(cls, options: Mapping[str, Any] | None) -> ToolChoiceJudgeConfig:
-        refuse_raw_key(options, NAME)
-        return config_from_mapping(cls, options, NAME)
 
 
 @dataclass(frozen=True)

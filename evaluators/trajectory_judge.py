@@ -14,15 +14,14 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from trajhub.evaluators._config import ConfigError, config_from_mapping, require_type
+from trajhub.evaluators._config import ConfigError, require_type
 from trajhub.evaluators.expectations import Expectations
 from trajhub.evaluators.judge_protocol import (
     JudgeContext,
-    JudgeSettings,
+    JudgeOptions,
     chat_request,
     check_threshold,
     clip,
-    refuse_raw_key,
     render_steps,
     render_value,
     section,
@@ -60,11 +59,9 @@ actions taken) and count missing or contradicting steps against it.
 
 
 @dataclass(frozen=True)
-class TrajectoryJudgeConfig:
-    model: str | None = None
-    temperature: float = 0.0
-    endpoint: str | None = None
-    api_key_env: str | None = None
+class TrajectoryJudgeConfig(JudgeOptions):
+    EVALUATOR = NAME
+
     #: pass when score >= threshold
     threshold: float = 0.5
     #: "auto": use the item's reference when it has one; "none": judge without a reference
@@ -73,21 +70,12 @@ class TrajectoryJudgeConfig:
     criteria: str | None = None
 
     def __post_init__(self) -> None:
-        self.settings.check(NAME)
+        super().__post_init__()
         check_threshold(NAME, self.threshold)
         if self.reference not in REFERENCE_MODES:
             raise ConfigError(f"{NAME}: option 'reference' must be one of auto, none")
         if self.criteria is not None:
             require_type(NAME, "criteria", self.criteria, str)
-
-    @property
-    def settings(self) -> JudgeSettings:
-        return JudgeSettings(self.model, self.temperature, self.endpoint, self.api_key_env)
-
-    @classmethod
-    def from_dict(cls, options: Mapping[str, Any] | None) -> TrajectoryJudgeConfig:
-        refuse_raw_key(options, NAME)
-        return config_from_mapping(cls, options, NAME)
 
 
 @dataclass(frozen=True)
