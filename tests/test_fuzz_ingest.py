@@ -198,31 +198,20 @@ def test_mutated_otlp_protobuf_over_http_and_grpc(server: ServerProcess, fuzz_pr
                                                                    error.details())
 
 
+@pytest.mark.parametrize(("path", "captures"), [("/v1/traces", OTLP_JSON),
+                                               ("/v1/loop/traces/ingest", NATIVE)],
+                         ids=["otlp-json", "native"])
 @FUZZ
 @given(data=st.data())
-def test_mutated_otlp_json(server: ServerProcess, fuzz_project: str,
-                           data: st.DataObject) -> None:
-    body = mutate_json(data, _pick(data, OTLP_JSON).decoded_body)
+def test_mutated_json(server: ServerProcess, fuzz_project: str, path: str,
+                      captures: list[Capture], data: st.DataObject) -> None:
+    """OTLP/JSON and native Coze Loop bodies, mutated, to their receiver and to the dry run."""
+    body = mutate_json(data, _pick(data, captures).decoded_body)
     with httpx.Client(timeout=30) as c:
-        r = c.post(f"{server.http}/v1/traces", content=body,
+        r = c.post(f"{server.http}{path}", content=body,
                    headers={"content-type": "application/json",
                             "trajhub-project": fuzz_project})
-        _no_server_error(r, "http")
-        r = c.post(f"{server.http}/api/v1/normalize", content=body,
-                   headers={"content-type": "application/json"})
-        _no_server_error(r, "normalize")
-
-
-@FUZZ
-@given(data=st.data())
-def test_mutated_native_ingest(server: ServerProcess, fuzz_project: str,
-                               data: st.DataObject) -> None:
-    body = mutate_json(data, _pick(data, NATIVE).decoded_body)
-    with httpx.Client(timeout=30) as c:
-        r = c.post(f"{server.http}/v1/loop/traces/ingest", content=body,
-                   headers={"content-type": "application/json",
-                            "trajhub-project": fuzz_project})
-        _no_server_error(r, "native")
+        _no_server_error(r, path)
         r = c.post(f"{server.http}/api/v1/normalize", content=body,
                    headers={"content-type": "application/json"})
         _no_server_error(r, "normalize")
