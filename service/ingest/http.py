@@ -12,6 +12,7 @@ from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
 from trajhub.service.api.models import COZELOOP_RESPONSES, OTLP_RESPONSES
+from trajhub.service.auth import INGEST, Principal, authenticate, scoped_project
 from trajhub.service.errors import (
     BadRequest,
     Forbidden,
@@ -90,12 +91,18 @@ def otlp_success(result: IngestResult, kind: str) -> Response:
     return Response(json_format.MessageToJson(response, indent=None).encode(), media_type=JSON)
 
 
+async def _ingest_key(request: Request, rt: Runtime) -> Principal | None:
+    """The request's API key, if it may ingest (see service/auth.py; None when auth is off)."""
+    return await authenticate(rt.db, rt.settings, request.headers.get("authorization"), INGEST)
+
+
 async def ingest(request: Request, rt: Runtime, kind: str) -> IngestResult:
-    """Read the body (bounded) and have an ingest worker store it; IngestError otherwise."""
+    """Check the API key, read the body (bounded) and have an ingest worker store it under the
+    key's project; IngestError otherwise."""
+    project = scoped_project(await _ingest_key(request, rt), request_project(request))
     limit = rt.settings.max_request_bytes
     body = await read_body(request, limit)
-    job = IngestJob(kind, body, request.headers.get("content-encoding", ""),
-                    request_project(request), limit)
+    job = IngestJob(kind, body, request.headers.get("content-encoding", ""), project, limit)
     return await rt.ingest.submit(job)
 
 
@@ -181,6 +188,8 @@ async def cozeloop_upload(request: Request, rt: Annotated[Runtime, Depends(runti
             raise Forbidden(f"uploads from the browser origin {origin!r} are not allowed "
                             "(TRAJHUB_CORS_ORIGINS)")
         require_media(request.headers.get("content-type", ""), MULTIPART)
+        # the key before the body: an unauthenticated upload is not read
+        key = await _ingest_key(request, rt)
         limit = rt.settings.max_request_bytes
         parser = MultiPartParser(request.headers, limited_stream(request, limit),
                                  max_files=1, max_fields=8)
@@ -195,9 +204,9 @@ async def cozeloop_upload(request: Request, rt: Annotated[Runtime, Depends(runti
             if not upload.filename:
                 raise BadRequest("the multipart 'file' part needs a file name (its storage key)")
             workspace_id = form.get("workspace_id")
-            project = request_project(request) or (
-                workspace_id if isinstance(workspace_id, str) and workspace_id
-                else DEFAULT_PROJECT)
+            named = request_project(request) or (
+                workspace_id if isinstance(workspace_id, str) and workspace_id else None)
+            project = scoped_project(key, named) or DEFAULT_PROJECT
             try:
                 validate_project(project)
             except InvalidProject as error:
