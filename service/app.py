@@ -23,7 +23,7 @@ from trajhub.service.api import traces as routes_traces
 from trajhub.service.api import trajectories as routes_trajectories
 from trajhub.service.api.common import (
     UNSTORABLE_TEXT_ERRORS,
-    declare_scopes,
+    document_scopes,
     parameter_error,
     unstorable_text,
 )
@@ -111,7 +111,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_schema.router)
     app.include_router(routes_keys.router)
     app.include_router(docs.router)
-    declare_scopes(app)
+    document_scopes(app)
     mount_ui(app)
     return app
 
