@@ -551,3 +551,28 @@ def test_auth_setting_decides_per_listening_address() -> None:
                      ("127.0.0.2", False), ("0.0.0.0", True), ("::", True),
                      ("10.1.2.3", True), ("trajhub.internal", True)]:
         assert auth_enabled(Settings(host=host)) is on, host
+
+
+def test_client_and_cli_send_the_key(world: World) -> None:
+    from trajhub.service.client.api import ApiError, TrajhubClient
+
+    with TrajhubClient(world.http, api_key=world.read) as client:
+        assert [p.name for p in client.list_projects()] == [world.project]
+        assert client.get_trajectory(world.trace_id).trace_id == world.trace_id
+    with TrajhubClient(world.http) as client, pytest.raises(ApiError) as refused:
+        client.list_projects()
+    assert refused.value.status == 401 and "API key" in refused.value.detail
+    with TrajhubClient(world.http, project=world.project, api_key=world.other_admin) as client, \
+            pytest.raises(ApiError) as foreign:
+        client.list_datasets()
+    assert foreign.value.status == 403
+    cli = [sys.executable, "-m", "trajhub", "traces", "list", "--url", world.http]
+    env = {**os.environ, "TRAJHUB_API_KEY": world.read}
+    listed = subprocess.run(cli, capture_output=True, text=True, timeout=60, env=env)
+    assert listed.returncode == 0 and world.trace_id in listed.stdout, listed.stderr
+    flagged = subprocess.run([*cli, "--api-key", world.other_admin], capture_output=True,
+                             text=True, timeout=60)
+    assert flagged.returncode == 0 and world.trace_id not in flagged.stdout, flagged.stderr
+    bare = subprocess.run(cli, capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if k != "TRAJHUB_API_KEY"})
+    assert bare.returncode == 2 and "API key is required" in bare.stderr and "401" in bare.stderr
