@@ -576,3 +576,12 @@ def test_client_and_cli_send_the_key(world: World) -> None:
     bare = subprocess.run(cli, capture_output=True, text=True, timeout=60,
                           env={k: v for k, v in os.environ.items() if k != "TRAJHUB_API_KEY"})
     assert bare.returncode == 2 and "API key is required" in bare.stderr and "401" in bare.stderr
+
+
+def test_a_key_of_an_empty_project_learns_its_project(world: World) -> None:
+    empty = f"keys-empty-{uuid.uuid4().hex[:8]}"
+    with httpx.Client(timeout=30) as c:
+        key = create_key(c, world.http, world.bootstrap, empty, "read")
+        projects = c.get(f"{world.http}/api/v1/projects", headers=bearer(key)).json()
+    assert projects == {"projects": [{"name": empty, "trace_count": 0, "span_count": 0,
+                                      "first_span_at": None, "last_span_at": None}]}
