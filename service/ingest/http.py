@@ -119,8 +119,9 @@ async def _export_otlp(request: Request, rt: Runtime) -> Response:
 @router.post("/v1/traces", tags=["ingest"], openapi_extra=_OTLP_BODY, responses=OTLP_RESPONSES,
              summary="OTLP/HTTP trace export (protobuf or JSON)")
 async def otlp_traces(request: Request, rt: Annotated[Runtime, Depends(runtime)]) -> Response:
-    """Stores the spans, answering only after they are committed. Invalid spans are rejected
-    through `partial_success` while the rest are stored. 503 with Retry-After when the database
+    """Stores the spans, answering only after they are committed, under the API key's project
+    when the server requires keys. Invalid spans are rejected through `partial_success` while
+    the rest are stored. 503 with Retry-After when the database
     is unreachable or ingestion is saturated."""
     return await _export_otlp(request, rt)
 
@@ -130,7 +131,8 @@ async def otlp_traces(request: Request, rt: Annotated[Runtime, Depends(runtime)]
              summary="OTLP/HTTP export at Coze Loop's path (@cozeloop/langchain)")
 async def cozeloop_otlp_traces(request: Request,
                                rt: Annotated[Runtime, Depends(runtime)]) -> Response:
-    """The same handler as `/v1/traces`; the `cozeloop-workspace-id` header names the project."""
+    """The same handler as `/v1/traces`; the `cozeloop-workspace-id` header names the project
+    (with an API key, the key's project: naming another one is a 403)."""
     return await _export_otlp(request, rt)
 
 
