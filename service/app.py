@@ -14,6 +14,7 @@ from trajhub.service.api import datasets as routes_datasets
 from trajhub.service.api import docs
 from trajhub.service.api import evaluations as routes_evaluations
 from trajhub.service.api import item_drafts as routes_item_drafts
+from trajhub.service.api import keys as routes_keys
 from trajhub.service.api import regressions as routes_regressions
 from trajhub.service.api import replay as routes_replay
 from trajhub.service.api import revisions as routes_revisions
@@ -22,6 +23,7 @@ from trajhub.service.api import traces as routes_traces
 from trajhub.service.api import trajectories as routes_trajectories
 from trajhub.service.api.common import (
     UNSTORABLE_TEXT_ERRORS,
+    document_scopes,
     parameter_error,
     unstorable_text,
 )
@@ -39,6 +41,13 @@ trajectory you can query, export to evaluation sets and score.
 Every REST query is scoped to one project: the `project` query parameter, else the
 `trajhub-project` header, else `default`. A bad or unknown query parameter is a 400 naming it;
 a request that changes state must carry the content type its endpoint declares (415 otherwise).
+
+When the server runs with API keys (TRAJHUB_AUTH), every route but /healthz, /readyz, the web
+UI's shell and these docs takes `Authorization: Bearer <key>`: a missing, unknown or revoked key
+gets 401, a key for another project or with too small a scope 403. The key's project is the
+project of every request (naming another one is a 403). Each operation's `x-trajhub-scope` says
+which scope it needs: `ingest`, `read` (reads; creating and editing datasets and evaluations) or
+`admin` (keys, re-derivation, deletes; an admin key may also read and ingest).
 """
 
 
@@ -103,7 +112,9 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_revisions.router)
     app.include_router(routes_item_drafts.router)
     app.include_router(routes_schema.router)
+    app.include_router(routes_keys.router)
     app.include_router(docs.router)
+    document_scopes(app)
     mount_ui(app)
     return app
 

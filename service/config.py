@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -64,6 +64,12 @@ class Settings(BaseSettings):
         "key's variable, TRAJHUB_JUDGE_KEY_<NAME>)"), repr=False)
     prices: str = Field("", description=(
         "JSON model price table (USD per 1M tokens) replacing the default shipped with trajhub"))
+    auth: Literal["auto", "on", "off"] = Field("auto", description=(
+        "API keys: on, off, or auto = on when HOST is not a loopback address (see `trajhub keys`)"
+    ))
+    bootstrap_key: str = Field("", description=(
+        "a key accepted as an admin key of every project (the operator's, from a secret); "
+        "use it to create per-project keys"), repr=False)
     log_level: str = Field("info", pattern=r"(?i)^(debug|info|warning|error)$",
                            description="debug, info, warning or error")
 

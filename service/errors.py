@@ -44,8 +44,16 @@ class UnsupportedMediaType(IngestError):
     grpc_code = grpc.StatusCode.INVALID_ARGUMENT
 
 
+class Unauthenticated(IngestError):
+    """No API key, or one that is not valid (never issued, or revoked)."""
+
+    http_status = 401
+    grpc_code = grpc.StatusCode.UNAUTHENTICATED
+
+
 class Forbidden(IngestError):
-    """A browser request from an origin that is not allowed (TRAJHUB_CORS_ORIGINS)."""
+    """A request its API key does not allow (another project, too small a scope), or a browser
+    request from an origin that is not allowed (TRAJHUB_CORS_ORIGINS)."""
 
     http_status = 403
     grpc_code = grpc.StatusCode.PERMISSION_DENIED
@@ -82,9 +90,11 @@ def ingest_error(error: BaseException) -> IngestError:
 
 
 def retry_headers(error: IngestError) -> dict[str, str]:
-    """HTTP headers for the answer: Retry-After on 503."""
+    """HTTP headers for the answer: Retry-After on 503, WWW-Authenticate on 401."""
     if isinstance(error, Unavailable):
         return {"Retry-After": str(error.retry_after_s)}
+    if isinstance(error, Unauthenticated):
+        return {"WWW-Authenticate": "Bearer"}
     return {}
 
 

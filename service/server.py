@@ -22,6 +22,7 @@ import grpc
 import uvicorn
 
 from trajhub.service.app import create_app
+from trajhub.service.auth import IngestGate, auth_enabled
 from trajhub.service.config import Settings
 from trajhub.service.ingest.grpc import create_server
 from trajhub.service.ingest.pool import IngestPool
@@ -133,7 +134,8 @@ async def serve(settings: Settings) -> None:
     require_upb()
     http_socket = bind_http(settings.host, settings.http_port)
     ingest = IngestPool("", settings.ingest_workers, settings.max_inflight_requests)
-    grpc_server = create_server(ingest, settings.max_request_bytes)
+    gate = IngestGate(settings)
+    grpc_server = create_server(ingest, settings.max_request_bytes, gate)
     try:
         grpc_port = bind_grpc(grpc_server, settings.host, settings.grpc_port)
     except SystemExit:
@@ -162,6 +164,7 @@ async def serve(settings: Settings) -> None:
         assembler.start()
         supervisors.append(asyncio.create_task(assembler.supervise()))
         db = await create_pool(url)
+        gate.db = db
         rt = Runtime(settings=settings, db=db, ingest=ingest)
 
         def workers_missing() -> str:
@@ -175,8 +178,10 @@ async def serve(settings: Settings) -> None:
         await grpc_server.start()
         grpc_started = True
         http_task = asyncio.create_task(http.serve(sockets=[http_socket]))
-        log.info("trajhub listening: http=%s:%d grpc=%s:%d database=%s", settings.host,
-                 http_port, settings.host, grpc_port, "embedded" if embedded else "external")
+        log.info("trajhub listening: http=%s:%d grpc=%s:%d database=%s api_keys=%s",
+                 settings.host, http_port, settings.host, grpc_port,
+                 "embedded" if embedded else "external",
+                 "required" if auth_enabled(settings) else "off")
         # one machine-readable line for scripts and tests that asked for port 0
         print(f"trajhub ready http_port={http_port} grpc_port={grpc_port}", flush=True)
 

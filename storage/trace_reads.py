@@ -82,8 +82,9 @@ async def list_traces(conn: asyncpg.Connection, project: str, f: TraceFilter
     return TraceSummaryRow.from_records(await conn.fetch(sql, *arg.values))
 
 
-async def projects(conn: asyncpg.Connection) -> list[ProjectRow]:
-    """Every project that holds a trace, by name. One pass over the `traces` table (a row per
-    trace, with its span count), never over the spans."""
+async def projects(conn: asyncpg.Connection, only: str | None = None) -> list[ProjectRow]:
+    """Every project that holds a trace (or just `only`), by name. One pass over the `traces`
+    table (a row per trace, with its span count), never over the spans."""
     return ProjectRow.from_records(await conn.fetch(
-        f"SELECT {ProjectRow.columns()} FROM traces GROUP BY project ORDER BY project"))
+        f"SELECT {ProjectRow.columns()} FROM traces WHERE $1::text IS NULL OR project = $1 "
+        "GROUP BY project ORDER BY project", only))

@@ -76,10 +76,12 @@ def capture_runs() -> dict[str, list[Capture]]:
     return runs
 
 
-def replay(capture: Capture, http_base: str, grpc_target: str, project: str | None = None
+def replay(capture: Capture, http_base: str, grpc_target: str, project: str | None = None,
+           headers: dict[str, str] | None = None
            ) -> httpx.Response | trace_service_pb2.ExportTraceServiceResponse:
-    """Send one capture exactly as captured (plus an optional trajhub-project header)."""
-    extra = {"trajhub-project": project} if project else {}
+    """Send one capture exactly as captured (plus an optional trajhub-project header and
+    `headers`, e.g. an API key's `authorization`)."""
+    extra = {**({"trajhub-project": project} if project else {}), **(headers or {})}
     if capture.protocol == "grpc":
         with grpc.insecure_channel(grpc_target) as channel:
             stub = trace_service_pb2_grpc.TraceServiceStub(channel)
@@ -89,14 +91,15 @@ def replay(capture: Capture, http_base: str, grpc_target: str, project: str | No
                       headers={**capture.headers, **extra}, timeout=30)
 
 
-def replay_run(run: str, http_base: str, grpc_target: str, project: str) -> Counter[str]:
+def replay_run(run: str, http_base: str, grpc_target: str, project: str,
+               headers: dict[str, str] | None = None) -> Counter[str]:
     """Replay the HTTP requests of one captured run (`client/run`) into `project`, each of which
     must be accepted; returns how many of the run's spans each trace id has."""
     trace_ids: Counter[str] = Counter()
     for capture in capture_runs()[run]:
         if capture.protocol != "http":
             continue
-        response = replay(capture, http_base, grpc_target, project)
+        response = replay(capture, http_base, grpc_target, project, headers)
         assert isinstance(response, httpx.Response)
         assert response.status_code == 200, (str(capture), response.status_code, response.text)
         trace_ids.update(capture.trace_ids())

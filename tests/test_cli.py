@@ -175,10 +175,11 @@ def test_an_error_answer_is_shown_as_the_servers_message(server: ServerProcess, 
                                      project=runs.project))
     assert missing == (f"trajhub: no trajectory for trace {'0' * 32} in project "
                        f"{runs.project!r} (yet) (HTTP 404)")
-    # a bad parameter: the server's message naming it, not pydantic's JSON
+    # a bad parameter: the server's one-line 400 naming it, not pydantic's JSON
     too_many = one_line_error(trajhub("trajectories", "list", "--limit", "5000",
                                       url=server.http, project=runs.project))
     assert too_many.startswith("trajhub: query parameter 'limit': ") and "1000" in too_many
+    assert too_many.endswith("(HTTP 400)")
     assert "{" not in too_many and "[" not in too_many
 
 

@@ -146,6 +146,7 @@ def test_errors_carry_the_servers_message(hub: TrajhubClient) -> None:
     assert str(missing.value) == f"{missing.value.detail} (HTTP 404)"
     with pytest.raises(ApiError) as invalid:
         hub.list_trajectories(limit=5000)
+    # a bad query parameter is a 400 naming it (the REST contract)
     assert invalid.value.status == 400
     assert invalid.value.detail.startswith("query parameter 'limit': ")
     assert "1000" in invalid.value.detail

@@ -517,6 +517,10 @@ class ResultPage(BaseModel):
 #: the 4xx answers every REST route may give
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorDetail, "description": "a bad parameter (named in `detail`)"},
+    401: {"model": ErrorDetail, "description": "no API key, or one that is not valid "
+                                               "(unknown or revoked); `detail` says which"},
+    403: {"model": ErrorDetail, "description": "the API key is for another project, or its "
+                                               "scope is too small; `detail` says which"},
 }
 #: the answer of a route that names something which may not exist
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
@@ -557,6 +561,16 @@ OTLP_RESPONSES: dict[int | str, dict[str, Any]] = {200: {
         "application/x-protobuf": {"schema": {
             "type": "string", "format": "binary",
             "description": "opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse"}},
-    }}}
+    }},
+    401: {"description": "no API key, or one that is not valid: a google.rpc.Status "
+                         "(code 16, UNAUTHENTICATED) in the request's encoding"},
+    403: {"description": "the API key is for another project or lacks the `ingest` scope: a "
+                         "google.rpc.Status (code 7, PERMISSION_DENIED) in the request's "
+                         "encoding"}}
 #: the `responses` of the Coze Loop ingest routes
-COZELOOP_RESPONSES: dict[int | str, dict[str, Any]] = {200: {"model": CozeLoopReply}}
+COZELOOP_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {"model": CozeLoopReply},
+    401: {"model": CozeLoopReply, "description": "no API key (COZELOOP_API_TOKEN), or one "
+                                                 "that is not valid; `msg` says which"},
+    403: {"model": CozeLoopReply, "description": "the API key is for another workspace "
+                                                 "(project) or lacks the `ingest` scope"}}

@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException, Query, Response
 
 from trajhub.service.api.common import (
     ROUTER_CHECKS,
+    Key,
     Project,
     Rt,
     Text,
@@ -173,15 +174,21 @@ async def get_file(key: str, rt: Rt, project: Project) -> Response:
 
 @router.get("/projects", summary="List the projects, with their trace and span counts",
             tags=["projects"], response_model=ProjectList)
-async def list_projects(rt: Rt) -> Response:
+async def list_projects(rt: Rt, key: Key) -> Response:
     """Every project that holds a trace, by name: its trace and span counts, when its earliest
     span started and when its latest span ended. Counted from the trace list, which the
-    trajectory worker fills within moments of spans arriving."""
+    trajectory worker fills within moments of spans arriving. An API key sees its own project
+    only, listed even while it holds no trace (so a client learns which project it works in)."""
+    only = key.project if key is not None else None
     async with rt.db.acquire() as conn:
-        rows = await trace_reads.projects(conn)
-    return json_response({"projects": [{
+        rows = await trace_reads.projects(conn, only)
+    projects = [{
         "name": r.name, "trace_count": r.trace_count, "span_count": r.span_count,
         "first_span_at": iso_time(r.first_span_ns) if r.first_span_ns is not None else None,
         "last_span_at": iso_time(r.last_span_ns) if r.last_span_ns is not None else None,
-    } for r in rows]})
+    } for r in rows]
+    if only is not None and not projects:
+        projects = [{"name": only, "trace_count": 0, "span_count": 0, "first_span_at": None,
+                     "last_span_at": None}]
+    return json_response({"projects": projects})
 

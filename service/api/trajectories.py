@@ -19,6 +19,7 @@ from trajhub.service.api.common import (
     Rt,
     encode_cursor,
     json_response,
+    needs,
     parse_time,
     trace_id_param,
 )
@@ -34,6 +35,7 @@ from trajhub.service.api.models import (
     TrajectoryExplanation,
     TrajectoryPage,
 )
+from trajhub.service.auth import ADMIN
 from trajhub.service.errors import BadRequest, IngestError
 from trajhub.service.ingest.bodies import read_body, require_media
 from trajhub.service.ingest.decode import cozeloop_batch, decompress, otlp_batch, parse_otlp
@@ -160,7 +162,7 @@ async def explain_trajectory(trace_id: str, rt: Rt, project: Project) -> Respons
 
 
 @router.post("/trajectories/rederive", status_code=202, response_model=RederiveQueued,
-             summary="Rebuild stored trajectories from their raw spans",
+             summary="Rebuild stored trajectories from their raw spans", openapi_extra=needs(ADMIN),
              responses={415: {"model": ErrorDetail, "description": "not application/json"}})
 async def rederive(rt: Rt, project: Project, body: RederiveRequest) -> Response:
     """Queues the project's traces; the trajectory worker re-derives them (revision + 1)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -29,14 +31,12 @@ def database_label(settings: Settings) -> str:
     return f"PostgreSQL database {database!r} on {host}{port}"
 
 
-async def rederive(settings: Settings, project: str | None, since: str | None,
-                   outdated: bool) -> int:
-    try:
-        since_ns = time_ns(since, "--since")
-    except ValueError as exc:
-        raise CliError(str(exc)) from None
+@asynccontextmanager
+async def database(settings: Settings, purpose: str) -> AsyncIterator[asyncpg.Connection]:
+    """A migrated connection to the server's database (the embedded one started for the
+    command, and stopped after it); CliError when there is none, naming `purpose`."""
     if not settings.database_url and not (Path(settings.data_dir) / "pgdata").is_dir():
-        raise CliError(f"no embedded PostgreSQL in {settings.data_dir}: nothing to re-derive "
+        raise CliError(f"no embedded PostgreSQL in {settings.data_dir}: nothing to {purpose} "
                        "(pass the server's --data-dir or --database-url)")
     embedded = None if settings.database_url else EmbeddedPostgres(Path(settings.data_dir))
     url = settings.database_url or (embedded.url if embedded else "")
@@ -48,10 +48,20 @@ async def rederive(settings: Settings, project: str | None, since: str | None,
         raise CliError(f"cannot connect to {database_label(settings)}: {exc}") from None
     try:
         await migrate(conn)
-        return await assembly_store.queue_rederive(
-            conn, project, since_ns,
-            NORMALIZER_VERSION if outdated else None)
+        yield conn
     finally:
         await conn.close()
         if embedded is not None:
             embedded.stop()
+
+
+async def rederive(settings: Settings, project: str | None, since: str | None,
+                   outdated: bool) -> int:
+    try:
+        since_ns = time_ns(since, "--since")
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    async with database(settings, "re-derive") as conn:
+        return await assembly_store.queue_rederive(
+            conn, project, since_ns,
+            NORMALIZER_VERSION if outdated else None)

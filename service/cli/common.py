@@ -37,8 +37,8 @@ def server_options() -> argparse.ArgumentParser:
     common.add_argument("--project", default=os.environ.get("TRAJHUB_PROJECT"),
                         help="project [env TRAJHUB_PROJECT; default: the server's `default`]")
     common.add_argument("--api-key", default=os.environ.get("TRAJHUB_API_KEY"),
-                        help="sent as a bearer token, for a server behind an authenticating "
-                             "proxy [env TRAJHUB_API_KEY]")
+                        help="API key (`trajhub keys create`), sent as a bearer token; needed "
+                             "when the server runs with TRAJHUB_AUTH on [env TRAJHUB_API_KEY]")
     return common
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from trajhub import __version__
 from trajhub.service import config
 from trajhub.service.cli import datasets as cli_datasets
+from trajhub.service.cli import keys as cli_keys
 from trajhub.service.cli import reads as cli_reads
 from trajhub.service.cli import replay as cli_replay
 from trajhub.service.cli.common import USAGE_ERROR, ArgumentParser, CliError
@@ -88,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_reads.register(sub)
     cli_datasets.register(sub)
     cli_replay.register(sub)
+    cli_keys.register(sub)
     return parser
 
 

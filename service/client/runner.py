@@ -64,15 +64,21 @@ def run_dataset(
     tracer_provider: TracerProvider | None = None,
     project: str | None = None,
     timeout: float = 120,
+    api_key: str | None = None,
 ) -> DatasetRun:
     """Call `agent_fn(item_input)` once per item of `dataset`, traced as run `run_name`, then
     evaluate the runs with `evaluators` (names or {"name", "config"}). An exception from the
     agent is recorded on its span and in the result; the loop goes on with the next item.
-    Server errors raise `ApiError` / `ServerUnreachable`, the loop's own `RunError`."""
+    Server errors raise `ApiError` / `ServerUnreachable`, the loop's own `RunError`.
+
+    `api_key` is sent to the REST API (a `read` key suffices); the spans go through your own
+    exporter, which sends its key itself (e.g. with
+    `OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20<key>` of an `ingest` key, or one
+    `admin` key for both)."""
     provider = tracer_provider or trace.get_tracer_provider()
     tracer = provider.get_tracer("trajhub.agent_runner")
     out = DatasetRun(run_name)
-    with TrajhubClient(base_url, project=project, timeout=30) as client:
+    with TrajhubClient(base_url, project=project, api_key=api_key, timeout=30) as client:
         for item in list(client.iter_items(dataset)):
             with tracer.start_as_current_span(
                     f"dataset item {item.id}",

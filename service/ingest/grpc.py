@@ -10,6 +10,7 @@ from __future__ import annotations
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from trajhub.service.auth import IngestGate
 from trajhub.service.errors import grpc_status, ingest_error
 from trajhub.service.ingest.pool import IngestPool
 from trajhub.service.ingest.worker import KIND_OTLP_PROTOBUF, IngestJob
@@ -18,20 +19,23 @@ from trajhub.service.projects import PROJECT_HEADERS
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
-def _metadata_project(context: grpc.aio.ServicerContext) -> str | None:
+def _metadata_project(metadata: dict[str, str]) -> str | None:
     """The project the call's metadata names (validated by the ingest worker), if any."""
-    metadata = {key: value for key, value in context.invocation_metadata() or ()
-                if isinstance(value, str)}
     for key in PROJECT_HEADERS:
         if metadata.get(key):
             return metadata[key]
     return None
 
 
-def trace_service(pool: IngestPool, max_bytes: int) -> grpc.GenericRpcHandler:
+def trace_service(pool: IngestPool, max_bytes: int, gate: IngestGate) -> grpc.GenericRpcHandler:
     async def export(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-        job = IngestJob(KIND_OTLP_PROTOBUF, request, "", _metadata_project(context), max_bytes)
+        metadata = {key: value for key, value in context.invocation_metadata() or ()
+                    if isinstance(value, str)}
         try:
+            # the API key in the `authorization` metadata decides the project
+            project = await gate.project(metadata.get("authorization"),
+                                         _metadata_project(metadata))
+            job = IngestJob(KIND_OTLP_PROTOBUF, request, "", project, max_bytes)
             result = await pool.submit(job)
         except Exception as exc:  # never UNKNOWN: every failure maps to its code
             status = grpc_status(ingest_error(exc))
@@ -48,7 +52,7 @@ def trace_service(pool: IngestPool, max_bytes: int) -> grpc.GenericRpcHandler:
     })
 
 
-def create_server(pool: IngestPool, max_bytes: int) -> grpc.aio.Server:
+def create_server(pool: IngestPool, max_bytes: int, gate: IngestGate) -> grpc.aio.Server:
     server = grpc.aio.server(options=[
         ("grpc.max_receive_message_length", max_bytes),
         ("grpc.max_send_message_length", 4 * 1024 * 1024),
@@ -60,5 +64,5 @@ def create_server(pool: IngestPool, max_bytes: int) -> grpc.aio.Server:
         # a second server on a busy port must fail to bind, not split the traffic
         ("grpc.so_reuseport", 0),
     ])
-    server.add_generic_rpc_handlers((trace_service(pool, max_bytes),))
+    server.add_generic_rpc_handlers((trace_service(pool, max_bytes, gate),))
     return server

@@ -12,6 +12,7 @@ from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
 from trajhub.service.api.models import COZELOOP_RESPONSES, OTLP_RESPONSES
+from trajhub.service.auth import INGEST, Principal, authenticate, scoped_project
 from trajhub.service.errors import (
     BadRequest,
     Forbidden,
@@ -90,12 +91,18 @@ def otlp_success(result: IngestResult, kind: str) -> Response:
     return Response(json_format.MessageToJson(response, indent=None).encode(), media_type=JSON)
 
 
+async def _ingest_key(request: Request, rt: Runtime) -> Principal | None:
+    """The request's API key, if it may ingest (see service/auth.py; None when auth is off)."""
+    return await authenticate(rt.db, rt.settings, request.headers.get("authorization"), INGEST)
+
+
 async def ingest(request: Request, rt: Runtime, kind: str) -> IngestResult:
-    """Read the body (bounded) and have an ingest worker store it; IngestError otherwise."""
+    """Check the API key, read the body (bounded) and have an ingest worker store it under the
+    key's project; IngestError otherwise."""
+    project = scoped_project(await _ingest_key(request, rt), request_project(request))
     limit = rt.settings.max_request_bytes
     body = await read_body(request, limit)
-    job = IngestJob(kind, body, request.headers.get("content-encoding", ""),
-                    request_project(request), limit)
+    job = IngestJob(kind, body, request.headers.get("content-encoding", ""), project, limit)
     return await rt.ingest.submit(job)
 
 
@@ -112,8 +119,9 @@ async def _export_otlp(request: Request, rt: Runtime) -> Response:
 @router.post("/v1/traces", tags=["ingest"], openapi_extra=_OTLP_BODY, responses=OTLP_RESPONSES,
              summary="OTLP/HTTP trace export (protobuf or JSON)")
 async def otlp_traces(request: Request, rt: Annotated[Runtime, Depends(runtime)]) -> Response:
-    """Stores the spans, answering only after they are committed. Invalid spans are rejected
-    through `partial_success` while the rest are stored. 503 with Retry-After when the database
+    """Stores the spans, answering only after they are committed, under the API key's project
+    when the server requires keys. Invalid spans are rejected through `partial_success` while
+    the rest are stored. 503 with Retry-After when the database
     is unreachable or ingestion is saturated."""
     return await _export_otlp(request, rt)
 
@@ -123,7 +131,8 @@ async def otlp_traces(request: Request, rt: Annotated[Runtime, Depends(runtime)]
              summary="OTLP/HTTP export at Coze Loop's path (@cozeloop/langchain)")
 async def cozeloop_otlp_traces(request: Request,
                                rt: Annotated[Runtime, Depends(runtime)]) -> Response:
-    """The same handler as `/v1/traces`; the `cozeloop-workspace-id` header names the project."""
+    """The same handler as `/v1/traces`; the `cozeloop-workspace-id` header names the project
+    (with an API key, the key's project: naming another one is a 403)."""
     return await _export_otlp(request, rt)
 
 
@@ -181,6 +190,8 @@ async def cozeloop_upload(request: Request, rt: Annotated[Runtime, Depends(runti
             raise Forbidden(f"uploads from the browser origin {origin!r} are not allowed "
                             "(TRAJHUB_CORS_ORIGINS)")
         require_media(request.headers.get("content-type", ""), MULTIPART)
+        # the key before the body: an unauthenticated upload is not read
+        key = await _ingest_key(request, rt)
         limit = rt.settings.max_request_bytes
         parser = MultiPartParser(request.headers, limited_stream(request, limit),
                                  max_files=1, max_fields=8)
@@ -195,9 +206,9 @@ async def cozeloop_upload(request: Request, rt: Annotated[Runtime, Depends(runti
             if not upload.filename:
                 raise BadRequest("the multipart 'file' part needs a file name (its storage key)")
             workspace_id = form.get("workspace_id")
-            project = request_project(request) or (
-                workspace_id if isinstance(workspace_id, str) and workspace_id
-                else DEFAULT_PROJECT)
+            named = request_project(request) or (
+                workspace_id if isinstance(workspace_id, str) and workspace_id else None)
+            project = scoped_project(key, named) or DEFAULT_PROJECT
             try:
                 validate_project(project)
             except InvalidProject as error:

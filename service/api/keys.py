@@ -1,0 +1,86 @@
+"""REST: a project's API keys, for admin keys (`trajhub keys` does the same on the database)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Path
+from pydantic import BaseModel, ConfigDict, Field
+
+from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, needs
+from trajhub.service.api.models import ERRORS, NOT_FOUND
+from trajhub.service.auth import ADMIN
+from trajhub.storage import keys
+from trajhub.storage.keys import KeyRow
+
+router = APIRouter(prefix="/api/v1", tags=["keys"], dependencies=ROUTER_CHECKS, responses=ERRORS)
+
+_KEY: dict[str, Any] = {"key_id": "3f9a1c0b7e2d", "project": "shop-agent", "scope": "ingest",
+        "name": "collector", "created_at": "2025-06-01T12:00:00Z", "revoked_at": None}
+
+KeyId = Annotated[str, Path(max_length=64, description="the key's public id (`key_id`)")]
+
+
+class KeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"scope": "ingest", "name": "collector"}]})
+    scope: Literal["ingest", "read", "admin"] = Field(description=(
+        "ingest: write spans; read: read everything, create and edit datasets and "
+        "evaluations; admin: all of that, plus keys, re-derivation and deletes"))
+    name: str = Field("", max_length=200, description="what the key is for (shown in lists)")
+
+
+class ApiKey(BaseModel):
+    """A key as listed: never the key itself, which only its creator saw once."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_KEY]})
+    key_id: str = Field(description="the public part of the key (`thk_<key_id>_…`)")
+    project: str
+    scope: Literal["ingest", "read", "admin"]
+    name: str
+    created_at: datetime
+    revoked_at: datetime | None = Field(description="when it was revoked; null while valid")
+
+
+class CreatedKey(ApiKey):
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        **_KEY, "key": "thk_3f9a1c0b7e2d_" + "x" * 43}]})
+    key: str = Field(description="the key: shown this once, stored only as a SHA-256 digest. "
+                                 "Send it as `Authorization: Bearer <key>`")
+
+
+class KeyList(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"keys": [_KEY]}]})
+    keys: list[ApiKey] = Field(description="oldest first, revoked ones included")
+
+
+def _api_key(row: KeyRow) -> ApiKey:
+    return ApiKey.model_validate(dict(row))
+
+
+@router.post("/keys", status_code=201, response_model=CreatedKey, openapi_extra=needs(ADMIN),
+             summary="Create an API key for this project (the key is shown once)")
+async def create_key(rt: Rt, project: Project, body: KeyCreate) -> CreatedKey:
+    async with rt.db.acquire() as conn:
+        row, key = await keys.create(conn, project, body.scope, body.name)
+    return CreatedKey(**dict(row), key=key)
+
+
+@router.get("/keys", response_model=KeyList, openapi_extra=needs(ADMIN),
+            summary="List this project's API keys")
+async def list_keys(rt: Rt, project: Project) -> KeyList:
+    async with rt.db.acquire() as conn:
+        rows = await keys.list_keys(conn, project)
+    return KeyList(keys=[_api_key(r) for r in rows])
+
+
+@router.delete("/keys/{key_id}", response_model=ApiKey, openapi_extra=needs(ADMIN),
+               summary="Revoke an API key of this project", responses=NOT_FOUND)
+async def revoke_key(rt: Rt, project: Project, key_id: KeyId) -> ApiKey:
+    """The key stops working at once; it stays listed, with `revoked_at`."""
+    async with rt.db.acquire() as conn:
+        row = await keys.revoke(conn, key_id, project)
+    if row is None:
+        raise HTTPException(404, f"no API key {key_id!r} in project {project!r}")
+    return _api_key(row)
