@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
 from trajhub.service.api.dataset_fill import item_from_trajectory
-from trajhub.service.api.models import ERRORS, _example
+from trajhub.service.api.models import ERRORS, example_config
 from trajhub.storage import trajectory_reads
 
 router = APIRouter(prefix="/api/v1", tags=["datasets"], dependencies=ROUTER_CHECKS,
@@ -23,7 +23,7 @@ router = APIRouter(prefix="/api/v1", tags=["datasets"], dependencies=ROUTER_CHEC
 
 
 class ItemDraft(BaseModel):
-    model_config = _example({
+    model_config = example_config({
         "source_trace_id": "1de9ea6670d3da1fc735df5ef7697fb9", "status": "final",
         "input": "What's the weather in Paris, what is 2+3, and what is 1/0?",
         "reference_output": "It is sunny and 22C in Paris. 2 + 3 = 5. 1/0 is undefined "

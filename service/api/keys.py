@@ -6,10 +6,10 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Path
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, needs
-from trajhub.service.api.models import ERRORS, NOT_FOUND
+from trajhub.service.api.models import ERRORS, NOT_FOUND, example_config
 from trajhub.service.auth import ADMIN
 from trajhub.storage import keys
 from trajhub.storage.keys import KeyRow
@@ -23,8 +23,7 @@ KeyId = Annotated[str, Path(max_length=64, description="the key's public id (`ke
 
 
 class KeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
-        {"scope": "ingest", "name": "collector"}]})
+    model_config = example_config({"scope": "ingest", "name": "collector"}, extra="forbid")
     scope: Literal["ingest", "read", "admin"] = Field(description=(
         "ingest: write spans; read: read everything, create and edit datasets and "
         "evaluations; admin: all of that, plus keys, re-derivation and deletes"))
@@ -34,7 +33,7 @@ class KeyCreate(BaseModel):
 class ApiKey(BaseModel):
     """A key as listed: never the key itself, which only its creator saw once."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [_KEY]})
+    model_config = example_config(_KEY)
     key_id: str = Field(description="the public part of the key (`thk_<key_id>_…`)")
     project: str
     scope: Literal["ingest", "read", "admin"]
@@ -44,14 +43,13 @@ class ApiKey(BaseModel):
 
 
 class CreatedKey(ApiKey):
-    model_config = ConfigDict(json_schema_extra={"examples": [{
-        **_KEY, "key": "thk_3f9a1c0b7e2d_" + "x" * 43}]})
+    model_config = example_config({**_KEY, "key": "thk_3f9a1c0b7e2d_" + "x" * 43})
     key: str = Field(description="the key: shown this once, stored only as a SHA-256 digest. "
                                  "Send it as `Authorization: Bearer <key>`")
 
 
 class KeyList(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{"keys": [_KEY]}]})
+    model_config = example_config({"keys": [_KEY]})
     keys: list[ApiKey] = Field(description="oldest first, revoked ones included")
 
 

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.config import ExtraValues
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN_ID = "00f067aa0ba902b7"
@@ -18,12 +19,17 @@ SPAN_ID = "00f067aa0ba902b7"
 EXAMPLES: dict[str, dict[str, Any]] = {}
 
 
-def _example(doc: dict[str, Any]) -> ConfigDict:
+def example_config(doc: dict[str, Any], extra: ExtraValues | None = None) -> ConfigDict:
+    """A model's config with `doc` as its example in the OpenAPI document (kept there exactly,
+    nulls included: see `restore_examples`), and its `extra` setting if given."""
+
     def add(schema: dict[str, Any], model: type[BaseModel]) -> None:
         schema["examples"] = [doc]
         EXAMPLES[model.__name__] = doc
 
-    return ConfigDict(json_schema_extra=add)
+    if extra is None:
+        return ConfigDict(json_schema_extra=add)
+    return ConfigDict(json_schema_extra=add, extra=extra)
 
 
 def restore_examples(openapi: dict[str, Any]) -> dict[str, Any]:
@@ -41,12 +47,12 @@ def restore_examples(openapi: dict[str, Any]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------ health
 
 class HealthStatus(BaseModel):
-    model_config = _example({"status": "ok"})
+    model_config = example_config({"status": "ok"})
     status: Literal["ok"]
 
 
 class ReadyStatus(BaseModel):
-    model_config = _example({"status": "ready"})
+    model_config = example_config({"status": "ready"})
     status: Literal["ready", "unavailable", "degraded"]
     detail: str | None = Field(None, description="why not ready")
 
@@ -54,7 +60,7 @@ class ReadyStatus(BaseModel):
 class ErrorDetail(BaseModel):
     """Every 4xx and 5xx of the REST API."""
 
-    model_config = _example({"detail": "unknown query parameter 'servce'"})
+    model_config = example_config({"detail": "unknown query parameter 'servce'"})
     detail: str | list[dict[str, Any]] = Field(
         description="what was wrong (a 422 for a bad JSON body lists pydantic's errors)")
 
@@ -74,7 +80,7 @@ class TraceSummary(BaseModel):
 
 
 class TracePage(BaseModel):
-    model_config = _example({"items": [{
+    model_config = example_config({"items": [{
         "trace_id": TRACE_ID, "root_span_id": SPAN_ID, "root_span_name": "LangGraph",
         "service_name": "weather-agent", "start_time": "2026-11-22T10:00:00Z",
         "start_time_unix_nano": "1795341600000000000", "duration_ms": 2103.0,
@@ -125,7 +131,7 @@ SPAN_EXAMPLE: dict[str, Any] = {
 class SpanView(BaseModel):
     """A stored span, decoded."""
 
-    model_config = _example(SPAN_EXAMPLE)
+    model_config = example_config(SPAN_EXAMPLE)
     trace_id: str
     span_id: str
     parent_span_id: str
@@ -147,12 +153,12 @@ class SpanView(BaseModel):
 
 
 class SpanNode(SpanView):
-    model_config = _example({**SPAN_EXAMPLE, "children": []})
+    model_config = example_config({**SPAN_EXAMPLE, "children": []})
     children: list[SpanNode] = Field(description="child spans (view=tree and trajectory)")
 
 
 class TrajectoryNode(SpanNode):
-    model_config = _example({**SPAN_EXAMPLE, "children": [], "step_type": "root",
+    model_config = example_config({**SPAN_EXAMPLE, "children": [], "step_type": "root",
                              "original_parent_span_id": ""})
     step_type: str = Field(description="root, agent, graph, model or tool")
     original_parent_span_id: str = Field(description="the parent as sent (`parent_span_id` is "
@@ -163,7 +169,7 @@ class TraceSpans(BaseModel):
     """`format=json`: the spans as a tree (`view=tree`, roots with nested `children`), in
     start order (`view=flat`), or only the trajectory nodes (`view=trajectory`)."""
 
-    model_config = _example({"trace_id": TRACE_ID, "spans": [{
+    model_config = example_config({"trace_id": TRACE_ID, "spans": [{
         **SPAN_EXAMPLE, "children": []}]})
 
     trace_id: str
@@ -173,7 +179,7 @@ class TraceSpans(BaseModel):
 class OtlpTrace(BaseModel):
     """`format=otlp`: an OTLP/JSON ExportTraceServiceRequest of the spans as received."""
 
-    model_config = _example({"resourceSpans": [{
+    model_config = example_config({"resourceSpans": [{
         "resource": {"attributes": [{"key": "service.name",
                                      "value": {"stringValue": "weather-agent"}}]},
         "scopeSpans": [{"scope": {"name": "openinference.instrumentation.langchain"},
@@ -187,7 +193,7 @@ class OtlpTrace(BaseModel):
 class CozeLoopTrace(BaseModel):
     """`format=cozeloop`: the Coze Loop native spans (UploadSpan) as received."""
 
-    model_config = _example({"spans": [{
+    model_config = example_config({"spans": [{
         "trace_id": TRACE_ID, "span_id": SPAN_ID, "parent_id": "0", "span_name": "ReActAgent",
         "span_type": "graph", "started_at_micros": 1795341600000000,
         "duration_micros": 2103000, "status_code": 0, "input": "what is the weather in sf",
@@ -208,7 +214,7 @@ class ProjectEntry(BaseModel):
 
 
 class ProjectList(BaseModel):
-    model_config = _example({"projects": [{
+    model_config = example_config({"projects": [{
         "name": "default", "trace_count": 42, "span_count": 518,
         "first_span_at": "2026-11-20T08:00:00Z", "last_span_at": "2026-11-22T10:00:02.103Z"}]})
     projects: list[ProjectEntry]
@@ -279,7 +285,7 @@ _SUMMARY_EXAMPLE = {
 
 
 class TrajectoryPage(BaseModel):
-    model_config = _example({"items": [_SUMMARY_EXAMPLE], "next_cursor": None, "total": 1})
+    model_config = example_config({"items": [_SUMMARY_EXAMPLE], "next_cursor": None, "total": 1})
     items: list[TrajectorySummary]
     next_cursor: str | None
     total: int | None = Field(None, description="how many match (only with `count=true`)")
@@ -312,7 +318,7 @@ class SpanExplanation(BaseModel):
 
 
 class TrajectoryExplanation(BaseModel):
-    model_config = _example({
+    model_config = example_config({
         "trace_id": TRACE_ID, "status": "final", "revision": 1, "normalizer_version": "1",
         "derivation_error": None, "warnings": [], "spans": [{
             "span_id": SPAN_ID, "name": "LangGraph", "parent_span_id": "", "kind": "root",
@@ -336,7 +342,7 @@ class RederiveRequest(BaseModel):
 
 
 class RederiveQueued(BaseModel):
-    model_config = _example({"queued": 2, "normalizer_version": "1"})
+    model_config = example_config({"queued": 2, "normalizer_version": "1"})
     queued: int = Field(description="traces queued for the trajectory worker")
     normalizer_version: str
 
@@ -350,7 +356,7 @@ class NormalizedTrace(BaseModel):
 
 
 class NormalizeResult(BaseModel):
-    model_config = _example({"normalizer_version": "1", "rejected_spans": 0,
+    model_config = example_config({"normalizer_version": "1", "rejected_spans": 0,
                              "error_message": "", "traces": [{
                                  "trace_id": TRACE_ID, "trajectory": {
                                      "id": TRACE_ID, "root_step": {}, "agent_steps": []},
@@ -370,7 +376,7 @@ DATASET_EXAMPLE: dict[str, Any] = {"name": "weather", "description": "", "item_c
 
 
 class Dataset(BaseModel):
-    model_config = _example(DATASET_EXAMPLE)
+    model_config = example_config(DATASET_EXAMPLE)
     name: str
     description: str
     item_count: int
@@ -379,7 +385,7 @@ class Dataset(BaseModel):
 
 
 class DatasetList(BaseModel):
-    model_config = _example({"items": [DATASET_EXAMPLE]})
+    model_config = example_config({"items": [DATASET_EXAMPLE]})
     items: list[Dataset]
 
 
@@ -395,7 +401,7 @@ ITEM_EXAMPLE: dict[str, Any] = {
 
 
 class Item(BaseModel):
-    model_config = _example(ITEM_EXAMPLE)
+    model_config = example_config(ITEM_EXAMPLE)
     id: str
     dataset: str
     input: Any
@@ -413,13 +419,13 @@ class Item(BaseModel):
 
 
 class ItemPage(BaseModel):
-    model_config = _example({"items": [ITEM_EXAMPLE], "next_cursor": None})
+    model_config = example_config({"items": [ITEM_EXAMPLE], "next_cursor": None})
     items: list[Item]
     next_cursor: str | None
 
 
 class FillOutcome(BaseModel):
-    model_config = _example({"added": 2, "skipped_duplicates": 1, "sampled_out": 0,
+    model_config = example_config({"added": 2, "skipped_duplicates": 1, "sampled_out": 0,
                              "not_found": [], "not_final": [],
                              "item_ids": ["6f1d0c6b1c7e4a0e9d5b0f3a8e2c4b71"]})
     added: int
@@ -431,7 +437,7 @@ class FillOutcome(BaseModel):
 
 
 class ImportOutcome(BaseModel):
-    model_config = _example({"added": 10, "skipped_duplicates": 0})
+    model_config = example_config({"added": 10, "skipped_duplicates": 0})
     added: int
     skipped_duplicates: int
 
@@ -446,7 +452,7 @@ EVALUATION_EXAMPLE: dict[str, Any] = {
 
 
 class Evaluation(BaseModel):
-    model_config = _example(EVALUATION_EXAMPLE)
+    model_config = example_config(EVALUATION_EXAMPLE)
     id: int
     dataset: str
     target: Literal["snapshot", "live"]
@@ -479,7 +485,7 @@ class ItemOutcomes(BaseModel):
 
 
 class EvaluationDetail(Evaluation):
-    model_config = _example({
+    model_config = example_config({
         **EVALUATION_EXAMPLE,
         "aggregates": [{"evaluator": "expected_agents_tools", "total": 3, "passed": 2,
                         "failed": 1, "errors": 0, "pass_rate": 0.667, "mean_score": 0.8}],
@@ -489,7 +495,7 @@ class EvaluationDetail(Evaluation):
 
 
 class EvaluationPage(BaseModel):
-    model_config = _example({"items": [EVALUATION_EXAMPLE], "next_cursor": None})
+    model_config = example_config({"items": [EVALUATION_EXAMPLE], "next_cursor": None})
     items: list[Evaluation]
     next_cursor: str | None
 
@@ -506,7 +512,7 @@ class EvaluationResult(BaseModel):
 
 
 class ResultPage(BaseModel):
-    model_config = _example({"items": [{
+    model_config = example_config({"items": [{
         "item_id": "6f1d0c6b1c7e4a0e9d5b0f3a8e2c4b71", "evaluator": "expected_agents_tools",
         "trace_id": TRACE_ID, "score": 1.0, "passed": True, "error": None, "reason": {},
         "explanation": "all expected agents and tools were called"}], "next_cursor": None})
@@ -540,7 +546,7 @@ class OtlpExportResponse(BaseModel):
     """An ExportTraceServiceResponse: in OTLP/JSON here, in protobuf for protobuf requests.
     `partialSuccess` is present only when spans were rejected (named in `errorMessage`)."""
 
-    model_config = _example({"partialSuccess": {
+    model_config = example_config({"partialSuccess": {
         "rejectedSpans": "1", "errorMessage": "rejected 1 span(s): span 'x': invalid trace_id"}})
     partialSuccess: OtlpPartialSuccess | None = None
 
@@ -548,7 +554,7 @@ class OtlpExportResponse(BaseModel):
 class CozeLoopReply(BaseModel):
     """Coze Loop's reply: `code` 0 when stored (`msg` then names rejected spans, if any)."""
 
-    model_config = _example({"code": 0, "msg": ""})
+    model_config = example_config({"code": 0, "msg": ""})
     code: int
     msg: str
 

@@ -14,7 +14,7 @@ from trajhub.evaluators.pricing import PriceTable, run_cost
 from trajhub.evaluators.regression import ItemRun, Verdict, aggregate, item_report
 from trajhub.normalizers.playback import run_duration_ms, step_events
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt
-from trajhub.service.api.models import ERRORS, _example
+from trajhub.service.api.models import ERRORS, example_config
 from trajhub.service.api.replay import AlignedPairView
 from trajhub.service.prices import table_for
 from trajhub.storage import evaluations, replay_reads
@@ -88,7 +88,7 @@ class SideView(BaseModel):
 
 
 class RegressionReport(BaseModel):
-    model_config = _example({
+    model_config = example_config({
         "dataset": "sums",
         "baseline": {"evaluation": 1, "run": "v1"},
         "candidate": {"evaluation": 2, "run": "v2"},

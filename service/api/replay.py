@@ -16,7 +16,7 @@ from trajhub.evaluators.pricing import StepCost, run_cost
 from trajhub.normalizers.contract import ContractField, run_contract
 from trajhub.normalizers.playback import StepEvent, run_duration_ms, step_events, tool_results
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
-from trajhub.service.api.models import ERRORS, CostView, _example
+from trajhub.service.api.models import ERRORS, CostView, example_config
 from trajhub.service.prices import cost_json, table_for
 from trajhub.service.runtime import Runtime
 from trajhub.service.stored_spans import to_model
@@ -40,7 +40,7 @@ class ContractValue(BaseModel):
 
 
 class RunContract(BaseModel):
-    model_config = _example({
+    model_config = example_config({
         "trace_id": "1de9ea6670d3da1fc735df5ef7697fb9", "revision": 1, "status": "final",
         "model_names": {"known": True, "values": [{
             "value": "fake-gpt-4o-mini",
@@ -163,7 +163,7 @@ class ToolResultView(BaseModel):
 
 
 class ToolResults(BaseModel):
-    model_config = _example({
+    model_config = example_config({
         "trace_id": "1de9ea6670d3da1fc735df5ef7697fb9", "revision": 1, "status": "final",
         "results": [
             {"tool_name": "get_weather", "call_id": "call_weather_1",
@@ -206,7 +206,7 @@ _UNPRICED_COST = {"input_tokens": 530, "output_tokens": 73, "cached_input_tokens
 
 
 class RunCostView(BaseModel):
-    model_config = _example({
+    model_config = example_config({
         "trace_id": "1de9ea6670d3da1fc735df5ef7697fb9", "revision": 1, "status": "final",
         "run": _UNPRICED_COST,
         "agents": [{"agent_step_id": "17346b4501eaf614", "agent": "LangGraph",
@@ -271,7 +271,7 @@ _SECOND_CHAT = {"op": "inserted", "position": 2, "a": None, "b": {
 
 
 class ComparisonView(BaseModel):
-    model_config = _example({
+    model_config = example_config({
         "a": {"trace_id": "07496c7684d074983cb8f9387e1156f2", "revision": 1, "status": "final",
               "metrics": {"path_length": 2, "model_steps": 1, "tool_calls": 1, "retries": 0,
                           "input_tokens": 12, "output_tokens": 4, "duration_ms": 0,

@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
-from trajhub.service.api.models import ERRORS, _example
+from trajhub.service.api.models import ERRORS, example_config
 from trajhub.storage import revisions as revision_reads
 
 router = APIRouter(prefix="/api/v1", tags=["trajectories"], dependencies=ROUTER_CHECKS,
@@ -30,7 +30,7 @@ class Revision(BaseModel):
 
 
 class Revisions(BaseModel):
-    model_config = _example({"revisions": [{
+    model_config = example_config({"revisions": [{
         "revision": 1, "status": "final", "derived_at": "2026-11-22T15:53:45.682839Z",
         "normalizer_version": "1.1.0", "step_count": 6, "input_tokens": 530,
         "output_tokens": 73, "derivation_error": None}]})
