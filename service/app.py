@@ -10,6 +10,8 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
 from trajhub import __version__
+from trajhub.service import metrics
+from trajhub.service.access import AccessMiddleware
 from trajhub.service.api import datasets as routes_datasets
 from trajhub.service.api import docs
 from trajhub.service.api import evaluations as routes_evaluations
@@ -63,6 +65,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
         )
 
     async def _unreachable(request: Request, exc: Exception) -> Response:
+        metrics.DATABASE_ERRORS.labels("api").inc()
         return JSONResponse({"detail": f"database unavailable: {exc}"}, status_code=503,
                             headers={"Retry-After": "2"})
 
@@ -90,6 +93,17 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
             return JSONResponse({"status": "unavailable", "detail": str(exc)}, status_code=503)
         return JSONResponse({"status": "ready"})
 
+    @app.get("/metrics", tags=["health"], summary="Prometheus metrics",
+             response_class=Response,
+             responses={200: {"content": {"text/plain": {}},
+                              "description": "the Prometheus text format"}})
+    async def prometheus_metrics() -> Response:
+        """Requests by transport and outcome, latency, requests in flight, spans accepted and
+        rejected, the ingest queue, the derivation backlog and its oldest entry's age,
+        derivation time and database errors (README, Operations)."""
+        body, media_type = await metrics.exposition(rt.db)
+        return Response(body, media_type=media_type)
+
     app.include_router(routes_ingest.router)
     app.include_router(routes_traces.router)
     app.include_router(routes_replay.router)  # before /trajectories/{trace_id}: /compare
@@ -102,5 +116,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_schema.router)
     app.include_router(docs.router)
     mount_ui(app)
+    # outermost: it times and logs every answer, the error handlers' included
+    app.add_middleware(AccessMiddleware)
     return app
 

@@ -66,6 +66,9 @@ class Settings(BaseSettings):
         "JSON model price table (USD per 1M tokens) replacing the default shipped with trajhub"))
     log_level: str = Field("info", pattern=r"(?i)^(debug|info|warning|error)$",
                            description="debug, info, warning or error")
+    log_format: str = Field("text", pattern=r"^(text|json)$", description=(
+        "text (one line per record) or json (one JSON object per line); trajhub, its workers "
+        "and uvicorn all log in it"))
 
     @property
     def cors_origin_list(self) -> list[str]:

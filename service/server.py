@@ -21,6 +21,7 @@ import asyncpg
 import grpc
 import uvicorn
 
+from trajhub.service import metrics
 from trajhub.service.app import create_app
 from trajhub.service.config import Settings
 from trajhub.service.ingest.grpc import create_server
@@ -163,13 +164,17 @@ async def serve(settings: Settings) -> None:
         supervisors.append(asyncio.create_task(assembler.supervise()))
         db = await create_pool(url)
         rt = Runtime(settings=settings, db=db, ingest=ingest)
+        metrics.watch_ingest_queue(lambda: ingest.inflight, settings.max_inflight_requests)
 
         def workers_missing() -> str:
             assert assembler is not None
             return "; ".join(m for m in (ingest.missing(), assembler.missing()) if m)
 
         config = uvicorn.Config(create_app(rt, workers_missing), log_level=settings.log_level,
-                                access_log=False, timeout_keep_alive=60, lifespan="off",
+                                # the access log is trajhub's own (service/access.py); with
+                                # log_config=None uvicorn's records use trajhub's format
+                                access_log=False, log_config=None,
+                                timeout_keep_alive=60, lifespan="off",
                                 timeout_graceful_shutdown=max(1, round(timeout)))
         http = _Uvicorn(config)
         await grpc_server.start()
