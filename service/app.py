@@ -18,6 +18,7 @@ from trajhub.service.api import evaluations as routes_evaluations
 from trajhub.service.api import item_drafts as routes_item_drafts
 from trajhub.service.api import regressions as routes_regressions
 from trajhub.service.api import replay as routes_replay
+from trajhub.service.api import retention as routes_retention
 from trajhub.service.api import revisions as routes_revisions
 from trajhub.service.api import schema as routes_schema
 from trajhub.service.api import traces as routes_traces
@@ -112,6 +113,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_evaluations.router)
     app.include_router(routes_regressions.router)
     app.include_router(routes_revisions.router)
+    app.include_router(routes_retention.router)
     app.include_router(routes_item_drafts.router)
     app.include_router(routes_schema.router)
     app.include_router(docs.router)

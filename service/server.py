@@ -21,7 +21,7 @@ import asyncpg
 import grpc
 import uvicorn
 
-from trajhub.service import metrics
+from trajhub.service import metrics, retention
 from trajhub.service.app import create_app
 from trajhub.service.config import Settings
 from trajhub.service.ingest.grpc import create_server
@@ -165,6 +165,9 @@ async def serve(settings: Settings) -> None:
         db = await create_pool(url)
         rt = Runtime(settings=settings, db=db, ingest=ingest)
         metrics.watch_ingest_queue(lambda: ingest.inflight, settings.max_inflight_requests)
+        # always running: a project may have a retention of its own while the default is off
+        supervisors.append(asyncio.create_task(retention.run(
+            db, settings.retention_days, settings.retention_interval_seconds)))
 
         def workers_missing() -> str:
             assert assembler is not None

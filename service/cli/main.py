@@ -13,6 +13,7 @@ from trajhub.service import config, logs
 from trajhub.service.cli import datasets as cli_datasets
 from trajhub.service.cli import reads as cli_reads
 from trajhub.service.cli import replay as cli_replay
+from trajhub.service.cli import retention as cli_retention
 from trajhub.service.cli.common import USAGE_ERROR, ArgumentParser, CliError
 from trajhub.service.client.api import TrajhubError
 
@@ -86,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_reads.register(sub)
     cli_datasets.register(sub)
     cli_replay.register(sub)
+    cli_retention.register(sub)
     return parser
 
 
