@@ -96,7 +96,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
 
     @app.get("/metrics", tags=["health"], summary="Prometheus metrics",
              response_class=Response,
-             responses={200: {"content": {"text/plain": {}},
+             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
                               "description": "the Prometheus text format"}})
     async def prometheus_metrics() -> Response:
         """Requests by transport and outcome, latency, requests in flight, spans accepted and

@@ -18,6 +18,9 @@ MAX_DAYS = 365_000.0
 
 
 class Retention(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [
+        {"project": "demo", "days": 30.0, "source": "project", "default_days": 7.0}]})
+
     project: str
     days: float = Field(description=(
         "traces whose spans last arrived more than this many days ago are deleted; "
