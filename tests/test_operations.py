@@ -15,7 +15,13 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.harness import ServerProcess, TestDatabase, final_trajectory, wait_for
+from tests.harness import (
+    ServerProcess,
+    TestDatabase,
+    final_trajectory,
+    separate_database,
+    wait_for,
+)
 from tests.otlp_builders import new_trace_id, request, span
 
 PB = {"content-type": "application/x-protobuf"}
@@ -25,17 +31,20 @@ EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 @pytest.fixture(scope="module")
 def json_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
                 ) -> Iterator[ServerProcess]:
-    """A server logging JSON lines, started as a service would be: no XDG_RUNTIME_DIR."""
-    env = {"TRAJHUB_LOG_FORMAT": "json"}
+    """A server logging JSON lines, started as a service would be: no XDG_RUNTIME_DIR. Its
+    database is its own, so that its trajectory worker alone derives what it receives (the
+    derivation metrics count this server's work)."""
     saved = os.environ.pop("XDG_RUNTIME_DIR", None)
-    try:
-        proc = ServerProcess.start(database.url, tmp_path_factory.mktemp("json-server"),
-                                   extra_env=env)
-    finally:
-        if saved is not None:
-            os.environ["XDG_RUNTIME_DIR"] = saved
-    yield proc
-    proc.stop()
+    with separate_database(database) as url:
+        try:
+            proc = ServerProcess.start(url, tmp_path_factory.mktemp("json-server"),
+                                       extra_env={"TRAJHUB_LOG_FORMAT": "json"})
+        finally:
+            if saved is not None:
+                os.environ["XDG_RUNTIME_DIR"] = saved
+        proc.database_url = url  # type: ignore[attr-defined]
+        yield proc
+        proc.stop()
 
 
 def log_lines(server: ServerProcess) -> list[str]:
@@ -164,14 +173,14 @@ def test_metrics_move_with_traffic(json_server: ServerProcess, project: str) -> 
 
 
 def test_derivation_backlog_counts_waiting_traces(json_server: ServerProcess,
-                                                  database: TestDatabase, project: str) -> None:
+                                                  project: str) -> None:
     """Changes the trajectory worker cannot take yet show in the backlog and its age. Holding
     a trace's advisory lock (the one a worker takes to derive it) keeps its changes queued,
     as when another replica is deriving that trace."""
     trace_ids = [new_trace_id().hex() for _ in range(5)]
 
     async def check() -> tuple[float, float]:
-        conn = await asyncpg.connect(database.url)
+        conn = await asyncpg.connect(json_server.database_url)  # type: ignore[attr-defined]
         try:
             for trace_id in trace_ids:
                 await conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))",

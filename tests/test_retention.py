@@ -21,8 +21,8 @@ from tests.captures import replay_run
 from tests.harness import (
     ServerProcess,
     TestDatabase,
-    database_url,
     final_trajectory,
+    separate_database,
     wait_for,
 )
 from tests.otlp_builders import new_trace_id, request, span
@@ -37,25 +37,14 @@ PB = {"content-type": "application/x-protobuf"}
 @pytest.fixture(scope="module")
 def retention_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
                      ) -> Iterator[ServerProcess]:
-    name = "trajhub_retention_" + uuid.uuid4().hex[:8]
-
-    async def create(statement: str) -> None:
-        conn = await asyncpg.connect(database.url)
-        try:
-            await conn.execute(statement)
-        finally:
-            await conn.close()
-
-    asyncio.run(create(f'CREATE DATABASE "{name}"'))
-    proc = ServerProcess.start(
-        database_url(database.url, name), tmp_path_factory.mktemp("retention"),
-        settle_seconds=0.2,
-        extra_env={"TRAJHUB_RETENTION_DAYS": str(RETENTION_SECONDS / 86400),
-                   "TRAJHUB_RETENTION_INTERVAL_SECONDS": "0.3"})
-    proc.database_url = database_url(database.url, name)  # type: ignore[attr-defined]
-    yield proc
-    proc.stop()
-    asyncio.run(create(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    with separate_database(database) as url:
+        proc = ServerProcess.start(
+            url, tmp_path_factory.mktemp("retention"), settle_seconds=0.2,
+            extra_env={"TRAJHUB_RETENTION_DAYS": str(RETENTION_SECONDS / 86400),
+                       "TRAJHUB_RETENTION_INTERVAL_SECONDS": "0.3"})
+        proc.database_url = url  # type: ignore[attr-defined]
+        yield proc
+        proc.stop()
 
 
 def counts(url: str, project: str, trace_id: str) -> dict[str, int]:
