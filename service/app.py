@@ -10,6 +10,8 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 
 from trajhub import __version__
+from trajhub.service import metrics
+from trajhub.service.access import AccessMiddleware
 from trajhub.service.api import datasets as routes_datasets
 from trajhub.service.api import docs
 from trajhub.service.api import evaluations as routes_evaluations
@@ -17,6 +19,7 @@ from trajhub.service.api import item_drafts as routes_item_drafts
 from trajhub.service.api import keys as routes_keys
 from trajhub.service.api import regressions as routes_regressions
 from trajhub.service.api import replay as routes_replay
+from trajhub.service.api import retention as routes_retention
 from trajhub.service.api import revisions as routes_revisions
 from trajhub.service.api import schema as routes_schema
 from trajhub.service.api import traces as routes_traces
@@ -75,6 +78,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
         )
 
     async def _unreachable(request: Request, exc: Exception) -> Response:
+        metrics.DATABASE_ERRORS.labels("api").inc()
         return JSONResponse({"detail": f"database unavailable: {exc}"}, status_code=503,
                             headers={"Retry-After": "2"})
 
@@ -102,6 +106,17 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
             return JSONResponse({"status": "unavailable", "detail": str(exc)}, status_code=503)
         return JSONResponse({"status": "ready"})
 
+    @app.get("/metrics", tags=["health"], summary="Prometheus metrics",
+             response_class=Response,
+             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+                              "description": "the Prometheus text format"}})
+    async def prometheus_metrics() -> Response:
+        """Requests by transport and outcome, latency, requests in flight, spans accepted and
+        rejected, the ingest queue, the derivation backlog and its oldest entry's age,
+        derivation time and database errors (README, Operations)."""
+        body, media_type = await metrics.exposition(rt.db)
+        return Response(body, media_type=media_type)
+
     app.include_router(routes_ingest.router)
     app.include_router(routes_traces.router)
     app.include_router(routes_replay.router)  # before /trajectories/{trace_id}: /compare
@@ -110,11 +125,14 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_evaluations.router)
     app.include_router(routes_regressions.router)
     app.include_router(routes_revisions.router)
+    app.include_router(routes_retention.router)
     app.include_router(routes_item_drafts.router)
     app.include_router(routes_schema.router)
     app.include_router(routes_keys.router)
     app.include_router(docs.router)
     document_scopes(app)
     mount_ui(app)
+    # outermost: it times and logs every answer, the error handlers' included
+    app.add_middleware(AccessMiddleware)
     return app
 

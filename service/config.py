@@ -72,6 +72,15 @@ class Settings(BaseSettings):
         "use it to create per-project keys"), repr=False)
     log_level: str = Field("info", pattern=r"(?i)^(debug|info|warning|error)$",
                            description="debug, info, warning or error")
+    retention_days: float = Field(0, ge=0, description=(
+        "delete traces (spans, trajectories, derivation state) whose spans last arrived more "
+        "than this many days ago (fractions allowed); 0 keeps everything; a project may "
+        "override it (`trajhub retention set`)"))
+    retention_interval_seconds: float = Field(300, gt=0, description=(
+        "how often the retention sweep runs"))
+    log_format: str = Field("text", pattern=r"^(text|json)$", description=(
+        "text (one line per record) or json (one JSON object per line); trajhub, its workers "
+        "and uvicorn all log in it"))
 
     @property
     def cors_origin_list(self) -> list[str]:

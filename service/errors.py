@@ -78,13 +78,17 @@ class Unavailable(IngestError):
         self.retry_after_s = retry_after_s
 
 
+class DatabaseUnavailable(Unavailable):
+    """Unavailable because the database is (counted apart in the metrics)."""
+
+
 def ingest_error(error: BaseException) -> IngestError:
     """Any exception as the IngestError both transports answer with: a transient database
     fault is Unavailable; anything unforeseen is logged and becomes a 500 / INTERNAL."""
     if isinstance(error, IngestError):
         return error
     if is_transient(error):
-        return Unavailable(f"database unavailable: {error}", retry_after_s=2)
+        return DatabaseUnavailable(f"database unavailable: {error}", retry_after_s=2)
     log.error("internal error: %r", error, exc_info=error)
     return IngestError(f"internal error: {type(error).__name__}")
 

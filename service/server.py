@@ -21,6 +21,7 @@ import asyncpg
 import grpc
 import uvicorn
 
+from trajhub.service import metrics, retention
 from trajhub.service.app import create_app
 from trajhub.service.auth import IngestGate, auth_enabled
 from trajhub.service.config import Settings
@@ -166,13 +167,20 @@ async def serve(settings: Settings) -> None:
         db = await create_pool(url)
         gate.db = db
         rt = Runtime(settings=settings, db=db, ingest=ingest)
+        metrics.watch_ingest_queue(lambda: ingest.inflight, settings.max_inflight_requests)
+        # always running: a project may have a retention of its own while the default is off
+        supervisors.append(asyncio.create_task(retention.run(
+            db, settings.retention_days, settings.retention_interval_seconds)))
 
         def workers_missing() -> str:
             assert assembler is not None
             return "; ".join(m for m in (ingest.missing(), assembler.missing()) if m)
 
         config = uvicorn.Config(create_app(rt, workers_missing), log_level=settings.log_level,
-                                access_log=False, timeout_keep_alive=60, lifespan="off",
+                                # the access log is trajhub's own (service/access.py); with
+                                # log_config=None uvicorn's records use trajhub's format
+                                access_log=False, log_config=None,
+                                timeout_keep_alive=60, lifespan="off",
                                 timeout_graceful_shutdown=max(1, round(timeout)))
         http = _Uvicorn(config)
         await grpc_server.start()

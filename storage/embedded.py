@@ -33,6 +33,22 @@ TUNING = {
 }
 
 
+def ensure_runtime_dir() -> None:
+    """pgserver keeps its inter-process lock file in the user's runtime directory
+    (platformdirs' user_runtime_path, read when pgserver is imported). Where XDG_RUNTIME_DIR is
+    unset (containers, CI, services without a login session) platformdirs falls back to
+    /tmp/runtime-<uid> and warns about it at every start. Set the variable to that same
+    directory, made private as the XDG spec wants, so the lock stays where every process
+    (server, tests, older versions) looks for it, and nothing needs to warn."""
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        return
+    path = Path(f"/tmp/runtime-{os.getuid()}")
+    path.mkdir(mode=0o700, exist_ok=True)
+    if path.stat().st_uid == os.getuid() and path.stat().st_mode & 0o777 != 0o700:
+        path.chmod(0o700)  # e.g. made by an older platformdirs fallback with mode 0755
+    os.environ["XDG_RUNTIME_DIR"] = str(path)
+
+
 class EmbeddedPostgres:
     """Starts (or reuses) the server whose data lives in `data_dir/pgdata`; `stop()` stops it
     when this was the last process using it."""
@@ -51,6 +67,7 @@ class EmbeddedPostgres:
         log.info("embedded PostgreSQL running in %s", self.pgdata)
 
     def _start(self) -> Any:
+        ensure_runtime_dir()
         import pgserver  # imported here: only the embedded mode needs it
         from pgserver.postgres_server import PostgresServer
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -10,7 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -69,6 +70,27 @@ class TestDatabase:
                 await conn.close()
 
         run(drop())
+
+
+@contextlib.contextmanager
+def separate_database(db: TestDatabase) -> Iterator[str]:
+    """The URL of a fresh database on the session's PostgreSQL server, dropped afterwards: for a
+    server of its own whose workers must not share the session database's change queue, or
+    whose retention must not delete the other tests' data."""
+    name = "trajhub_sep_" + uuid.uuid4().hex[:10]
+
+    async def execute(statement: str) -> None:
+        conn = await asyncpg.connect(db.url)
+        try:
+            await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    run(execute(f'CREATE DATABASE "{name}"'))
+    try:
+        yield database_url(db.url, name)
+    finally:
+        run(execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def database_url(url: str, name: str) -> str:

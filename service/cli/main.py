@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import os
 import sys
 from pathlib import Path
 
 from trajhub import __version__
-from trajhub.service import config
+from trajhub.service import config, logs
 from trajhub.service.cli import datasets as cli_datasets
 from trajhub.service.cli import keys as cli_keys
 from trajhub.service.cli import reads as cli_reads
 from trajhub.service.cli import replay as cli_replay
+from trajhub.service.cli import retention as cli_retention
 from trajhub.service.cli.common import USAGE_ERROR, ArgumentParser, CliError
 from trajhub.service.client.api import TrajhubError
 
@@ -28,8 +28,7 @@ def _serve(args: argparse.Namespace) -> int:
         _check_data_dir(settings.data_dir)
     from trajhub.service.server import serve
 
-    logging.basicConfig(level=settings.log_level.upper(),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(settings.log_level, settings.log_format)
     asyncio.run(serve(settings))
     return 0
 
@@ -49,7 +48,7 @@ def _rederive(args: argparse.Namespace) -> int:
     settings = config.settings_from(args)
     from trajhub.service.cli.admin import database_label, rederive
 
-    logging.basicConfig(level=settings.log_level.upper())
+    logs.configure(settings.log_level, settings.log_format)
     count = asyncio.run(rederive(settings, args.project, args.since, args.outdated))
     print(f"queued {count} trace(s) for re-derivation in {database_label(settings)}; a running "
           "`trajhub serve` on that database derives them")
@@ -78,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "normalizers); a running `trajhub serve` on the same database derives them. "
                     "Works on the database directly, not through a server; it prints which "
                     "database it used.")
-    config.add_arguments(rederive, only=("database_url", "data_dir", "log_level"))
+    config.add_arguments(rederive, only=("database_url", "data_dir", "log_level", "log_format"))
     rederive.add_argument("--project", help="only this project (default: all)")
     rederive.add_argument("--since", help="only traces starting at or after this time "
                           "(RFC 3339 or Unix ns)")
@@ -90,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_datasets.register(sub)
     cli_replay.register(sub)
     cli_keys.register(sub)
+    cli_retention.register(sub)
     return parser
 
 

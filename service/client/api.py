@@ -270,6 +270,23 @@ class TrajhubClient:
         out: dict[str, Any] = self._json("POST", "/regressions", json=body)
         return out
 
+    # --- retention -----------------------------------------------------------------------
+
+    def get_retention(self) -> dict[str, Any]:
+        """The project's retention: {project, days, source, default_days}."""
+        out: dict[str, Any] = self._json("GET", "/retention")
+        return out
+
+    def set_retention(self, days: float) -> dict[str, Any]:
+        """Override the server's retention for the project (0 keeps its data forever)."""
+        out: dict[str, Any] = self._json("PUT", "/retention", json={"days": days})
+        return out
+
+    def clear_retention(self) -> dict[str, Any]:
+        """Return the project to the server's default retention."""
+        out: dict[str, Any] = self._json("DELETE", "/retention")
+        return out
+
     # --- datasets ------------------------------------------------------------------------
 
     def list_datasets(self) -> list[Dataset]:

@@ -7,9 +7,12 @@ receive limit, answering RESOURCE_EXHAUSTED beyond it).
 
 from __future__ import annotations
 
+import time
+
 import grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from trajhub.service import access, metrics
 from trajhub.service.auth import IngestGate
 from trajhub.service.errors import grpc_status, ingest_error
 from trajhub.service.ingest.pool import IngestPool
@@ -17,6 +20,7 @@ from trajhub.service.ingest.worker import KIND_OTLP_PROTOBUF, IngestJob
 from trajhub.service.projects import PROJECT_HEADERS
 
 SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
+EXPORT_PATH = f"/{SERVICE}/Export"
 
 
 def _metadata_project(metadata: dict[str, str]) -> str | None:
@@ -29,17 +33,29 @@ def _metadata_project(metadata: dict[str, str]) -> str | None:
 
 def trace_service(pool: IngestPool, max_bytes: int, gate: IngestGate) -> grpc.GenericRpcHandler:
     async def export(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        started = time.perf_counter()
         metadata = {key: value for key, value in context.invocation_metadata() or ()
                     if isinstance(value, str)}
+        project = _metadata_project(metadata)
+        in_flight = metrics.IN_FLIGHT.labels("grpc")
+        in_flight.inc()
         try:
             # the API key in the `authorization` metadata decides the project
-            project = await gate.project(metadata.get("authorization"),
-                                         _metadata_project(metadata))
-            job = IngestJob(KIND_OTLP_PROTOBUF, request, "", project, max_bytes)
-            result = await pool.submit(job)
+            project = await gate.project(metadata.get("authorization"), project)
+            result = await pool.submit(
+                IngestJob(KIND_OTLP_PROTOBUF, request, "", project, max_bytes))
         except Exception as exc:  # never UNKNOWN: every failure maps to its code
-            status = grpc_status(ingest_error(exc))
+            error = ingest_error(exc)
+            status = grpc_status(error)
+            access.record("grpc", "POST", EXPORT_PATH, status.code.name,
+                          time.perf_counter() - started, project,
+                          metric_status=error.http_status)
             await context.abort(status.code, status.details, status.trailing_metadata)
+        finally:
+            in_flight.dec()
+        access.record("grpc", "POST", EXPORT_PATH, grpc.StatusCode.OK.name,
+                      time.perf_counter() - started, project, result.accepted, result.rejected,
+                      metric_status=200)
         response = ExportTraceServiceResponse()
         if result.rejected or result.error_message:
             response.partial_success.rejected_spans = result.rejected

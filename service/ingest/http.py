@@ -11,6 +11,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
+from trajhub.service.access import note_spans
 from trajhub.service.api.models import COZELOOP_RESPONSES, OTLP_RESPONSES
 from trajhub.service.auth import INGEST, Principal, authenticate, scoped_project
 from trajhub.service.errors import (
@@ -103,7 +104,9 @@ async def ingest(request: Request, rt: Runtime, kind: str) -> IngestResult:
     limit = rt.settings.max_request_bytes
     body = await read_body(request, limit)
     job = IngestJob(kind, body, request.headers.get("content-encoding", ""), project, limit)
-    return await rt.ingest.submit(job)
+    result = await rt.ingest.submit(job)
+    note_spans(request.state, result.accepted, result.rejected)
+    return result
 
 
 async def _export_otlp(request: Request, rt: Runtime) -> Response:

@@ -21,7 +21,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.process import BaseProcess
 
-from trajhub.service.errors import Unavailable
+from trajhub.service import logs, metrics
+from trajhub.service.errors import DatabaseUnavailable, Unavailable
 from trajhub.service.ingest import worker as ingest_worker
 from trajhub.service.ingest.worker import IngestJob, IngestResult
 from trajhub.service.supervision import Backoff, exit_cause
@@ -48,7 +49,7 @@ class IngestPool:
             max_workers=self.workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=ingest_worker.initialize,
-            initargs=(self.database_url, logging.getLogger().getEffectiveLevel(), os.getpid()),
+            initargs=(self.database_url, *logs.settings(), os.getpid()),
         )
 
     async def start(self) -> None:
@@ -99,6 +100,7 @@ class IngestPool:
 
     async def submit(self, job: IngestJob) -> IngestResult:
         if self.inflight >= self.max_inflight:
+            metrics.INGEST_SATURATED.inc()
             raise Unavailable("ingestion is saturated; retry shortly", retry_after_s=1)
         executor = self._executor
         if executor is None:
@@ -106,7 +108,10 @@ class IngestPool:
         self.inflight += 1
         try:
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(executor, ingest_worker.ingest, job)
+            result = await loop.run_in_executor(executor, ingest_worker.ingest, job)
+        except DatabaseUnavailable:
+            metrics.DATABASE_ERRORS.labels("ingest").inc()
+            raise
         except BrokenProcessPool:
             # the supervisor logs the death and starts new workers
             raise Unavailable("an ingest worker died; retry shortly", retry_after_s=1) from None
@@ -118,6 +123,9 @@ class IngestPool:
                               retry_after_s=1) from None
         finally:
             self.inflight -= 1
+        metrics.SPANS_ACCEPTED.labels(job.kind).inc(result.accepted)
+        metrics.SPANS_REJECTED.labels(job.kind).inc(result.rejected)
+        return result
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Waits up to `timeout` for the calls in flight (already being committed), then stops

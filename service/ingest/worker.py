@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from trajhub.service import logs
 from trajhub.service.errors import BadRequest, IngestError, Unavailable, ingest_error
 from trajhub.service.ingest.decode import Batch, cozeloop_batch, decompress, otlp_batch, parse_otlp
 from trajhub.service.lifeline import die_with_parent
@@ -94,11 +95,11 @@ class _Worker:
 _worker: _Worker | None = None
 
 
-def initialize(database_url: str, log_level: int, parent_pid: int) -> None:
+def initialize(database_url: str, log_level: int, log_format: str, parent_pid: int) -> None:
     """ProcessPoolExecutor initializer: one worker (and one connection) per process."""
     global _worker
     die_with_parent(parent_pid)
-    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(log_level, log_format)
     _worker = _Worker(database_url)
 
 

@@ -20,9 +20,11 @@ import logging
 import multiprocessing
 import os
 import signal
+import time
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
@@ -33,6 +35,7 @@ from trajhub.normalizers import NORMALIZER_VERSION, derive, root_ended
 from trajhub.normalizers.model import STATUS_ERROR, Span
 from trajhub.normalizers.playback import model_usage
 from trajhub.normalizers.trajectory import trajectory_to_json
+from trajhub.service import logs, metrics
 from trajhub.service.config import Settings
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.stored_spans import to_model
@@ -198,12 +201,20 @@ class Assembler:
         conn = await self.connection()
         return await assembly_store.finalize_settled(conn, MAX_OPEN_SECONDS)
 
-    async def run(self, interval: float, stop: asyncio.Event) -> None:
+    async def run(self, interval: float, stop: asyncio.Event,
+                  report: Connection | None = None) -> None:
+        """Derive until `stop`; each round's figures go to the parent through `report`
+        (service/metrics.py)."""
         while not stop.is_set():
             try:
+                started = time.perf_counter()
                 derived = await self.derive_round()
+                if derived and report is not None:
+                    _report(report, (REPORT_DERIVED, derived, time.perf_counter() - started))
                 finalized = await self.finalize_round()
             except TRANSIENT_ERRORS as exc:
+                if report is not None:
+                    _report(report, (REPORT_DATABASE_ERROR,))
                 log.warning("database unavailable, retrying: %s", exc)
                 self._drop_connection()
                 derived = finalized = 0
@@ -220,10 +231,34 @@ class Assembler:
                     await asyncio.wait_for(stop.wait(), interval)
 
 
+#: messages a trajectory worker sends its parent: (REPORT_DERIVED, traces, seconds) after a
+#: round that derived something, (REPORT_DATABASE_ERROR,) when the database failed a round
+REPORT_DERIVED = "derived"
+REPORT_DATABASE_ERROR = "database_error"
+
+
+def _report(report: Connection, message: tuple[object, ...]) -> None:
+    # a few dozen bytes: one atomic pipe write, read by the parent every WATCH_INTERVAL_SECONDS
+    with contextlib.suppress(OSError):
+        report.send(message)
+
+
+def read_reports(report: Connection) -> None:
+    """In the parent: count what a worker reported (service/metrics.py)."""
+    with contextlib.suppress(OSError, EOFError):
+        while report.poll():
+            message = report.recv()
+            if message[0] == REPORT_DERIVED:
+                metrics.TRACES_DERIVED.inc(message[1])
+                metrics.DERIVATION_SECONDS.observe(message[2])
+            elif message[0] == REPORT_DATABASE_ERROR:
+                metrics.DATABASE_ERRORS.labels("derivation").inc()
+
+
 def _main(database_url: str, settle_seconds: float, interval: float, log_level: int,
-          parent_pid: int) -> None:
+          log_format: str, parent_pid: int, report: Connection) -> None:
     die_with_parent(parent_pid)
-    logging.basicConfig(level=log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(log_level, log_format)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     # Acknowledging spans is what clients wait for; deriving trajectories can lag a moment.
     # Under full load the receivers and ingest workers get the CPU first.
@@ -232,7 +267,7 @@ def _main(database_url: str, settle_seconds: float, interval: float, log_level: 
     async def main() -> None:
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        await Assembler(database_url, settle_seconds).run(interval, stop)
+        await Assembler(database_url, settle_seconds).run(interval, stop, report)
 
     asyncio.run(main())
 
@@ -246,14 +281,22 @@ class AssemblyProcesses:
         self._ctx = multiprocessing.get_context("spawn")
         self._args = (database_url, settings.settle_seconds,
                       settings.assembly_interval_seconds,
-                      logging.getLogger().getEffectiveLevel(), os.getpid())
+                      *logs.settings(), os.getpid())
+        self.reports: list[Connection] = []
         self.processes: list[BaseProcess] = [self._new(i)
                                              for i in range(settings.assembly_workers)]
         self._backoff = [Backoff() for _ in self.processes]
 
     def _new(self, index: int) -> BaseProcess:
+        # a pipe of its own per worker: a worker killed mid-write cannot block the others
+        reader, writer = self._ctx.Pipe(duplex=False)
+        if index < len(self.reports):
+            self.reports[index].close()
+            self.reports[index] = reader
+        else:
+            self.reports.append(reader)
         return self._ctx.Process(target=_main, name=f"trajhub-assembly-{index}", daemon=True,
-                                 args=self._args)
+                                 args=(*self._args, writer))
 
     def start(self) -> None:
         """Start the workers; from the event loop's thread (the parent-death signal is tied
@@ -271,6 +314,8 @@ class AssemblyProcesses:
         restarts: dict[int, asyncio.Task[None]] = {}
         while True:
             await asyncio.sleep(WATCH_INTERVAL_SECONDS)
+            for report in self.reports:
+                read_reports(report)
             for i, process in enumerate(self.processes):
                 if process.is_alive() or (i in restarts and not restarts[i].done()):
                     continue

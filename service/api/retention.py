@@ -1,0 +1,73 @@
+"""REST: a project's retention (an admin operation: it decides when data is deleted)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, needs
+from trajhub.service.api.models import ERRORS, example_config
+from trajhub.service.auth import ADMIN
+from trajhub.service.retention import policy
+from trajhub.storage import retention
+
+router = APIRouter(prefix="/api/v1", tags=["retention"], dependencies=ROUTER_CHECKS,
+                   responses=ERRORS)
+
+#: about 1000 years: beyond it a retention is "forever" (0) in all but name
+MAX_DAYS = 365_000.0
+
+
+class Retention(BaseModel):
+    model_config = example_config(
+        {"project": "demo", "days": 30.0, "source": "project", "default_days": 7.0})
+
+    project: str
+    days: float = Field(description=(
+        "traces whose spans last arrived more than this many days ago are deleted; "
+        "0 keeps them forever"))
+    source: str = Field(description=(
+        "`project` (this project's own setting) or `default` (TRAJHUB_RETENTION_DAYS)"))
+    default_days: float = Field(description="the server's TRAJHUB_RETENTION_DAYS")
+
+
+class RetentionChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    days: float = Field(ge=0, le=MAX_DAYS, description=(
+        "this project's retention in days (fractions allowed); 0 keeps its data forever "
+        "whatever the server's default"))
+
+
+async def _current(rt: Rt, project: str) -> Retention:
+    async with rt.db.acquire() as conn:
+        override = await retention.get_override(conn, project)
+    default = rt.settings.retention_days
+    chosen = policy(default, override)
+    return Retention(project=project, days=chosen.days, source=chosen.source,
+                     default_days=default)
+
+
+@router.get("/retention", response_model=Retention, summary="The project's retention")
+async def get_retention(rt: Rt, project: Project) -> Retention:
+    """What applies to the project: its own setting, else the server's default."""
+    return await _current(rt, project)
+
+
+@router.put("/retention", response_model=Retention, summary="Set the project's retention",
+            openapi_extra=needs(ADMIN))
+async def set_retention(change: RetentionChange, rt: Rt, project: Project) -> Retention:
+    """Overrides TRAJHUB_RETENTION_DAYS for this project. The next sweep (every
+    TRAJHUB_RETENTION_INTERVAL_SECONDS) deletes what it makes expire; dataset items keep their
+    own copy and stay."""
+    async with rt.db.acquire() as conn:
+        await retention.set_override(conn, project, change.days)
+    return await _current(rt, project)
+
+
+@router.delete("/retention", response_model=Retention, openapi_extra=needs(ADMIN),
+               summary="Return the project to the server's default retention")
+async def clear_retention(rt: Rt, project: Project) -> Retention:
+    async with rt.db.acquire() as conn:
+        await retention.clear_override(conn, project)
+    return await _current(rt, project)

@@ -1,0 +1,120 @@
+"""Prometheus metrics, served at `/metrics` by `trajhub serve`.
+
+Where each figure is counted, and why there: `trajhub serve` is one parent process with worker
+processes (ingest workers, trajectory workers). Rather than prometheus-client's multiprocess mode
+(a directory of mmap files shared by every process, to be wiped at each start), everything is
+counted in the parent, where the work's results come back:
+- requests, latency and in-flight requests: by the parent's HTTP middleware and gRPC handler;
+- spans accepted and rejected, the ingest queue, database errors of ingest: in `IngestPool`,
+  when a worker's result (or error) returns;
+- derivation time and the trajectory workers' database errors: each trajectory worker sends a
+  small message per round through its own pipe, which the parent reads in its supervision loop;
+- the derivation backlog (the change queue) and the age of its oldest entry: a query at scrape
+  time, because the queue lives in PostgreSQL and several replicas share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import asyncpg
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+TRANSPORTS = ("http", "grpc")
+
+REQUESTS = Counter(
+    "trajhub_requests", "Requests answered, by transport (http, grpc) and outcome "
+    "(ok, client_error, unavailable, server_error)", ["transport", "outcome"])
+REQUEST_SECONDS = Histogram(
+    "trajhub_request_duration_seconds", "Time from a request's arrival to its answer",
+    ["transport"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+IN_FLIGHT = Gauge("trajhub_requests_in_flight", "Requests being handled now", ["transport"])
+SPANS_ACCEPTED = Counter("trajhub_spans_accepted", "Spans stored, by ingest format",
+                         ["format"])
+SPANS_REJECTED = Counter("trajhub_spans_rejected",
+                         "Spans rejected through OTLP partial success (or Coze Loop's msg), by "
+                         "ingest format", ["format"])
+INGEST_QUEUE = Gauge("trajhub_ingest_queue",
+                     "Ingest requests handed to the ingest workers and not yet answered")
+INGEST_QUEUE_LIMIT = Gauge("trajhub_ingest_queue_limit",
+                           "Ingest requests in progress beyond which new ones get 503 / "
+                           "UNAVAILABLE (TRAJHUB_MAX_INFLIGHT_REQUESTS)")
+INGEST_SATURATED = Counter("trajhub_ingest_saturated",
+                           "Ingest requests turned away with 503 / UNAVAILABLE because the "
+                           "ingest queue was full")
+DERIVATION_BACKLOG = Gauge("trajhub_derivation_backlog",
+                           "Changed traces waiting for their trajectory to be derived")
+DERIVATION_BACKLOG_AGE = Gauge("trajhub_derivation_backlog_oldest_seconds",
+                               "Age of the oldest change waiting for derivation (0 when none)")
+DERIVATION_SECONDS = Histogram(
+    "trajhub_derivation_round_duration_seconds",
+    "Time a trajectory worker took to derive and store one round of changed traces",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+TRACES_DERIVED = Counter("trajhub_traces_derived", "Traces whose trajectory was (re)derived")
+DATABASE_ERRORS = Counter("trajhub_database_errors",
+                          "Operations that failed because the database was unreachable or "
+                          "refused for a transient reason, by where (ingest, api, derivation)",
+                          ["where"])
+
+
+def outcome(status: int) -> str:
+    """The outcome label of an HTTP status."""
+    if status < 400:
+        return "ok"
+    if status == 503:
+        return "unavailable"
+    return "client_error" if status < 500 else "server_error"
+
+
+def observe_request(transport: str, status: int, seconds: float) -> None:
+    REQUESTS.labels(transport, outcome(status)).inc()
+    REQUEST_SECONDS.labels(transport).observe(seconds)
+
+
+def watch_ingest_queue(inflight: Callable[[], int], limit: int) -> None:
+    INGEST_QUEUE.set_function(lambda: float(inflight()))
+    INGEST_QUEUE_LIMIT.set(limit)
+
+
+async def exposition(db: asyncpg.Pool) -> tuple[bytes, str]:
+    """The metrics text (and its content type), with the backlog read now."""
+    async with db.acquire(timeout=5) as conn:
+        row = await conn.fetchrow("SELECT count(*) AS n, min(received_at) AS oldest "
+                                  "FROM trace_changes")
+    assert row is not None
+    DERIVATION_BACKLOG.set(row["n"])
+    oldest = row["oldest"]
+    DERIVATION_BACKLOG_AGE.set(
+        0 if oldest is None else max(0.0, (datetime.now(UTC) - oldest).total_seconds()))
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+# the labelled series exist (at 0) from the start, so a dashboard sees them before any traffic
+for _transport in TRANSPORTS:
+    IN_FLIGHT.labels(_transport)
+    REQUEST_SECONDS.labels(_transport)
+for _where in ("ingest", "api", "derivation"):
+    DATABASE_ERRORS.labels(_where)
+
+__all__ = [
+    "DATABASE_ERRORS",
+    "DERIVATION_SECONDS",
+    "INGEST_SATURATED",
+    "IN_FLIGHT",
+    "SPANS_ACCEPTED",
+    "SPANS_REJECTED",
+    "TRACES_DERIVED",
+    "exposition",
+    "observe_request",
+    "outcome",
+    "watch_ingest_queue",
+]

@@ -1,0 +1,167 @@
+"""Retention, watched as it happens: a server with a retention of a few seconds deletes the
+expired traces with their spans, summaries, trajectories and revisions; a project's own setting
+(set through the CLI or REST) wins over the default; dataset items keep their snapshot; a
+re-sent span is still stored once.
+
+The server here has a database of its own: a global retention of seconds would otherwise
+delete the other tests' data in the shared one."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.captures import replay_run
+from tests.harness import (
+    ServerProcess,
+    TestDatabase,
+    final_trajectory,
+    separate_database,
+    wait_for,
+)
+from tests.otlp_builders import new_trace_id, request, span
+from trajhub.client import TrajhubClient
+from trajhub.service.cli import main as cli_main
+
+#: long enough to read the trace and copy it into a dataset before it expires, on a busy machine
+RETENTION_SECONDS = 8.0
+PB = {"content-type": "application/x-protobuf"}
+
+
+@pytest.fixture(scope="module")
+def retention_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
+                     ) -> Iterator[ServerProcess]:
+    with separate_database(database) as url:
+        proc = ServerProcess.start(
+            url, tmp_path_factory.mktemp("retention"), settle_seconds=0.2,
+            extra_env={"TRAJHUB_RETENTION_DAYS": str(RETENTION_SECONDS / 86400),
+                       "TRAJHUB_RETENTION_INTERVAL_SECONDS": "0.3"})
+        proc.database_url = url  # type: ignore[attr-defined]
+        yield proc
+        proc.stop()
+
+
+def counts(url: str, project: str, trace_id: str) -> dict[str, int]:
+    """Rows of the trace in every table that holds it."""
+    async def query() -> dict[str, int]:
+        conn = await asyncpg.connect(url)
+        try:
+            return {table: await conn.fetchval(
+                f"SELECT count(*) FROM {table} WHERE project = $1 AND trace_id = $2",
+                project, trace_id)
+                for table in ("spans", "traces", "trajectories", "trajectory_revisions")}
+        finally:
+            await conn.close()
+
+    return asyncio.run(query())
+
+
+def send_run(server: ServerProcess, project: str) -> str:
+    trace_id = replay_run("openinference/react.prebuilt.invoke", server.http, server.grpc,
+                          project).most_common(1)[0][0]
+    with httpx.Client() as c:
+        final_trajectory(c, server.http, project, trace_id)
+    return trace_id
+
+
+def cli(*args: str, capsys: pytest.CaptureFixture[str]) -> str:
+    assert cli_main.main(list(args)) == 0
+    return capsys.readouterr().out
+
+
+def test_expired_traces_go_and_overrides_and_dataset_items_stay(
+        retention_server: ServerProcess, capsys: pytest.CaptureFixture[str]) -> None:
+    server, url = retention_server, retention_server.database_url  # type: ignore[attr-defined]
+    expiring, kept_cli, kept_rest = (f"ret-{kind}-{uuid.uuid4().hex[:6]}"
+                                     for kind in ("default", "cli", "rest"))
+    out = cli("retention", "set", "forever", "--url", server.http, "--project", kept_cli,
+              capsys=capsys)
+    assert f"project {kept_cli}: traces are kept forever (its own setting)" in out
+    with TrajhubClient(server.http, project=kept_rest) as hub:
+        assert hub.set_retention(days=30)["source"] == "project"
+
+    trace_cli = send_run(server, kept_cli)
+    trace_rest = send_run(server, kept_rest)
+    trace = send_run(server, expiring)
+    before = counts(url, expiring, trace)
+    assert before["spans"] > 0 and before["traces"] == before["trajectories"] == 1
+    assert before["trajectory_revisions"] >= 1
+
+    with TrajhubClient(server.http, project=expiring, timeout=30) as hub:
+        dataset = "kept-" + uuid.uuid4().hex[:6]
+        hub.create_dataset(dataset)
+        assert hub.fill_dataset(dataset, trace_ids=[trace]).added == 1
+        [item] = list(hub.iter_items(dataset, include_trajectory=True))
+        snapshot = item.trajectory
+        assert snapshot is not None and item.source_trace_id == trace
+
+        wait_for(lambda: not any(counts(url, expiring, trace).values()),
+                 timeout=RETENTION_SECONDS + 30, what="the expired trace deleted")
+        assert httpx.get(f"{server.http}/api/v1/trajectories/{trace}",
+                         params={"project": expiring}).status_code == 404
+        assert httpx.get(f"{server.http}/api/v1/traces/{trace}",
+                         params={"project": expiring}).status_code == 404
+        # the dataset item keeps its own snapshot
+        [after] = list(hub.iter_items(dataset, include_trajectory=True))
+        assert after.id == item.id and after.trajectory == snapshot
+
+    # the projects with a setting of their own outlived several sweeps past the default
+    time.sleep(1.0)
+    assert counts(url, kept_cli, trace_cli)["trajectories"] == 1
+    assert counts(url, kept_rest, trace_rest)["trajectories"] == 1
+
+    # back to the default: the next sweeps delete it too
+    out = cli("retention", "clear", "--url", server.http, "--project", kept_cli, "--json",
+              capsys=capsys)
+    assert '"source": "default"' in out
+    wait_for(lambda: not any(counts(url, kept_cli, trace_cli).values()), timeout=30,
+             what="the trace deleted after its project's setting was cleared")
+    assert counts(url, kept_rest, trace_rest)["trajectories"] == 1
+
+
+def test_a_resent_span_is_stored_once_under_retention(retention_server: ServerProcess) -> None:
+    url = retention_server.database_url  # type: ignore[attr-defined]
+    project = "ret-dup-" + uuid.uuid4().hex[:6]
+    tid = new_trace_id()
+    spans = [span(tid, name="agent"), span(tid, name="tool")]
+    body = request(spans).SerializeToString()
+    for _ in range(2):  # a client retry
+        r = httpx.post(f"{retention_server.http}/v1/traces", content=body,
+                       headers={**PB, "trajhub-project": project}, timeout=30)
+        assert r.status_code == 200
+    # read before the sweep can take it: spans count is 2, not 4
+    assert counts(url, project, tid.hex())["spans"] == 2
+
+
+def test_rest_retention_is_validated(retention_server: ServerProcess) -> None:
+    base = f"{retention_server.http}/api/v1/retention"
+    project = {"project": "ret-v-" + uuid.uuid4().hex[:6]}
+    current = httpx.get(base, params=project).json()
+    assert current["source"] == "default"
+    assert current["days"] == current["default_days"]
+    assert current["days"] == pytest.approx(RETENTION_SECONDS / 86400)
+    negative = httpx.put(base, params=project, json={"days": -1})
+    # a bad body is a 422 naming the field, as on every REST route
+    assert negative.status_code == 422 and "days" in negative.text
+    assert httpx.put(base, params=project, json={"days": "x"}).status_code == 422
+    assert httpx.put(base, params=project, content=b"days=1",
+                     headers={"content-type": "text/plain"}).status_code == 415
+    assert httpx.put(base, params={**project, "dayz": "1"},
+                     json={"days": 1}).status_code == 400
+    assert httpx.put(base, params=project, json={"days": 2.5}).json()["days"] == 2.5
+    assert httpx.delete(base, params=project).json()["source"] == "default"
+
+
+def test_cli_rejects_a_bad_number_of_days(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli_main.main(["retention", "set", "soon", "--url", "http://127.0.0.1:9"])
+    assert exited.value.code == 2
+    assert "'soon' is not a number of days" in capsys.readouterr().err
+
+
