@@ -33,7 +33,9 @@ from tests.test_cozeloop_ingest import native_span
 
 #: what the brief gives the admin scope alone: keys, re-derivation, deletes
 ADMIN_ONLY = {("post", "/api/v1/trajectories/rederive"), ("get", "/api/v1/keys"),
-              ("post", "/api/v1/keys")}
+              ("post", "/api/v1/keys"),
+              # a shorter retention deletes data
+              ("put", "/api/v1/retention")}
 
 #: routes that stay open with auth on
 OPEN = ["/healthz", "/readyz", "/", "/ui/js/api.js", "/docs", "/redoc", "/openapi.json"]
