@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.harness import ServerProcess, TestDatabase
 
@@ -57,3 +60,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"browser tests: skipped {len(skipped)}: {reason.removeprefix('Skipped: ')}")
     for path in ui_support.artifacts_used:
         terminalreporter.write_line(f"browser test screenshots: {path}")
+
+
+@pytest.fixture
+def provider(server: ServerProcess, project: str) -> Iterator[TracerProvider]:
+    """An OTel SDK tracer provider exporting to the session server over OTLP/HTTP, into
+    `project` (the agent runs of the evaluation and replay tests trace through it)."""
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
+        endpoint=f"{server.http}/v1/traces", headers={"trajhub-project": project})))
+    yield provider
+    provider.shutdown()

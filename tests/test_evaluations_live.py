@@ -6,26 +6,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.harness import ServerProcess, wait_for
 from trajhub.client import run_dataset
-
-
-@pytest.fixture
-def provider(server: ServerProcess, project: str) -> Iterator[TracerProvider]:
-    provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
-        endpoint=f"{server.http}/v1/traces", headers={"trajhub-project": project})))
-    yield provider
-    provider.shutdown()
 
 
 def calculator(provider: TracerProvider) -> Any:

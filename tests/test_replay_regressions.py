@@ -5,14 +5,12 @@ evaluation id."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.harness import ServerProcess
 from tests.test_replay_api import trajhub_cli
@@ -20,15 +18,6 @@ from trajhub.service.client.runner import run_dataset
 
 # gpt-4o-mini list price (openai.com/api/pricing): $0.15 / 1M input, $0.60 / 1M output tokens
 IN_USD, OUT_USD = 0.15e-6, 0.60e-6
-
-
-@pytest.fixture
-def provider(server: ServerProcess, project: str) -> Iterator[TracerProvider]:
-    provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
-        endpoint=f"{server.http}/v1/traces", headers={"trajhub-project": project})))
-    yield provider
-    provider.shutdown()
 
 
 def calculator(provider: TracerProvider, second_thoughts: bool) -> Callable[[str], int]:

@@ -13,14 +13,11 @@ tokens, priced at gpt-4o-mini's list price).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests import fake_agent
 from tests.harness import ServerProcess, final_trajectory
@@ -38,15 +35,6 @@ REACT_STEPS = [("model", None), ("tool", {"add", "get_weather"}), ("tool", {"add
 @pytest.fixture(autouse=True)
 def _browser() -> None:
     require_browser()
-
-
-@pytest.fixture
-def provider(server: ServerProcess, project: str) -> Iterator[TracerProvider]:
-    provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(
-        endpoint=f"{server.http}/v1/traces", headers={"trajhub-project": project})))
-    yield provider
-    provider.shutdown()
 
 
 def visible_events(page: Any) -> list[dict[str, str]]:
