@@ -127,6 +127,17 @@ def final_answer(document: Mapping[str, Any]) -> Any:
     return item_fields(document).reference_output
 
 
+def _pointed(raw: Any, pointer: str, side: str, run_value: Any,
+             metadata: dict[str, Any]) -> Any:
+    """The value `pointer` selects in the run's raw input or output (None when absent, noted
+    as `<side>_pointer_missing`); the whole run value goes to `run_<side>`."""
+    found = resolve_pointer(_value(raw), pointer)
+    if found is _ABSENT:
+        metadata[f"{side}_pointer_missing"] = pointer
+    metadata[f"run_{side}"] = run_value
+    return None if found is _ABSENT else found
+
+
 def item_fields(
     document: Mapping[str, Any],
     *,
@@ -154,21 +165,12 @@ def item_fields(
         metadata["trace_id"] = trace_id
 
     if input_pointer is not None:
-        found = resolve_pointer(_value(raw_input), input_pointer)
-        request: Any = None if found is _ABSENT else found
-        if found is _ABSENT:
-            metadata["input_pointer_missing"] = input_pointer
-        metadata["run_input"] = run_input
+        request = _pointed(raw_input, input_pointer, "input", run_input, metadata)
     else:
         request, rest = _request(run_input)
         metadata.update(rest)
-
     if output_pointer is not None:
-        found = resolve_pointer(_value(raw_output), output_pointer)
-        answer: Any = None if found is _ABSENT else found
-        if found is _ABSENT:
-            metadata["output_pointer_missing"] = output_pointer
-        metadata["run_output"] = run_output
+        answer = _pointed(raw_output, output_pointer, "output", run_output, metadata)
     else:
         answer, rest = _answer(run_output)
         metadata.update(rest)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from trajhub.normalizers.model import Span
+from trajhub.normalizers.run_context import PREVIEW_CHARS, preview, run_context
 from trajhub.normalizers.sources import span_from_cozeloop
-from trajhub.service.workers.run_context import PREVIEW_CHARS, preview, run_context
 
 TRACE = "ab" * 16
 

@@ -34,13 +34,13 @@ import orjson
 from trajhub.normalizers import NORMALIZER_VERSION, derive, root_ended
 from trajhub.normalizers.model import STATUS_ERROR, Span
 from trajhub.normalizers.playback import model_usage
+from trajhub.normalizers.run_context import RunContext, preview, run_context
 from trajhub.normalizers.trajectory import trajectory_to_json
 from trajhub.service import logs, metrics
 from trajhub.service.config import Settings
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.stored_spans import to_model
 from trajhub.service.supervision import Backoff, exit_cause
-from trajhub.service.workers.run_context import RunContext, preview, run_context
 from trajhub.storage import assembly_store, trace_reads
 from trajhub.storage.assembly_store import ClaimedTrace, TraceRow, TrajectoryRow
 from trajhub.storage.database import TRANSIENT_ERRORS, is_transient
