@@ -57,7 +57,10 @@ def workers(server: ServerProcess) -> tuple[set[int], set[int]]:
     workers are the ones at nice 10."""
     ingest, assembly = set(), set()
     for pid in children(server.process.pid):
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue  # it exited between the listing and this read (a killed worker reaped)
         if b"spawn_main" not in cmdline:
             continue  # multiprocessing's resource tracker
         fields = _stat(pid)
