@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
+from trajhub.storage import attribute_keys
 from trajhub.storage.rows import ProjectRow, SpanRow, TraceSummaryRow
 from trajhub.storage.sql import Params
 
@@ -51,6 +52,18 @@ class TraceFilter:
     limit: int = 50
 
 
+def _keys_match(keys: str) -> str:
+    return f"(t.attribute_keys && {keys}::integer[] OR t.attribute_keys IS NULL)"
+
+
+def _has_span(condition: str) -> str:
+    """Whether a span of trace `t` meets `condition`, checked trace by trace. Not an EXISTS:
+    the planner may turn that into a join that reads every span of the project (seconds at a
+    few million spans), where checking the spans of the few traces left is milliseconds."""
+    return ("(SELECT true FROM spans s WHERE s.project = t.project "
+            f"AND s.trace_id = t.trace_id AND ({condition}) LIMIT 1) IS NOT NULL")
+
+
 async def list_traces(conn: asyncpg.Connection, project: str, f: TraceFilter
                       ) -> list[TraceSummaryRow]:
     """Newest first; keyset pagination on (start_ns, trace_id)."""
@@ -66,13 +79,20 @@ async def list_traces(conn: asyncpg.Connection, project: str, f: TraceFilter
         where.append("t.error_count > 0" if f.has_error else "t.error_count = 0")
     if f.min_duration_ns is not None:
         where.append(f"t.end_ns - t.start_ns >= {arg(f.min_duration_ns)}")
+    # Attribute and span-name filters: the hash set in `traces.attribute_keys` (GIN,
+    # storage/attribute_keys.py) first narrows the traces; the exact check then looks at the
+    # spans of each trace left. A trace whose set is NULL (stored before migration 0014) is
+    # always checked.
     if f.span_name is not None:
-        where.append("EXISTS (SELECT 1 FROM spans s WHERE s.project = t.project "
-                     f"AND s.trace_id = t.trace_id AND s.name = {arg(f.span_name)})")
+        name_key = [attribute_keys.span_name_key(f.span_name)]
+        where.append(_keys_match(arg(name_key)))
+        where.append(_has_span(f"s.name = {arg(f.span_name)}"))
     for alternatives in f.attributes:
-        matches = " OR ".join(f"s.attributes @> {arg(alt)}::jsonb" for alt in alternatives)
-        where.append("EXISTS (SELECT 1 FROM spans s WHERE s.project = t.project "
-                     f"AND s.trace_id = t.trace_id AND ({matches}))")
+        keys = attribute_keys.attribute_filter_keys(alternatives)
+        if keys is not None:
+            where.append(_keys_match(arg(keys)))
+        where.append(_has_span(
+            " OR ".join(f"s.attributes @> {arg(alt)}::jsonb" for alt in alternatives)))
     if f.cursor is not None:
         where.append(f"(t.start_ns, t.trace_id) < ({arg(f.cursor[0])}, {arg(f.cursor[1])})")
     sql = (

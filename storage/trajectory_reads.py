@@ -78,6 +78,11 @@ def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params]:
         where.append(f"framework = {arg(f.framework)}")
     if f.status is not None:
         where.append(f"status = {arg(f.status)}")
+        if f.status == "open":
+            # the few open ones are listed in open_trajectories (migration 0016): start there
+            # rather than walk the project's trajectories for them
+            where.append("trace_id IN (SELECT o.trace_id FROM open_trajectories o "
+                         "WHERE o.project = $1)")
     if f.has_failed_tool_steps is not None:
         where.append("failed_tool_steps > 0" if f.has_failed_tool_steps
                      else "failed_tool_steps = 0")
@@ -97,7 +102,14 @@ def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params]:
     if f.text:
         pattern = "%" + f.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         p = arg(pattern)
-        where.append(f"(root_input ILIKE {p} OR root_output ILIKE {p})")
+        substring = f"(root_input ILIKE {p} OR root_output ILIKE {p})"
+        if any(c.isalnum() for c in f.text):
+            # the word index (migration 0014) finds the runs having a word that starts with
+            # each word of the text; the substring check then keeps those containing it
+            where.append(f"trajhub_search_words(root_input, root_output) @@ "
+                         f"trajhub_prefix_query({arg(f.text)}) AND {substring}")
+        else:  # no word to look up (punctuation only): a scan
+            where.append(substring)
     if f.trace_ids is not None:
         where.append(f"trace_id = ANY({arg(list(f.trace_ids))}::text[])")
     if f.cursor is not None:

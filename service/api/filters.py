@@ -40,8 +40,13 @@ class TrajectoryQuery(BaseModel):
     max_tokens: Int64 | None = None
     min_duration_ms: Int64 | None = None
     max_duration_ms: Int64 | None = None
-    q: Text | None = Field(None, description="text in the root input or output "
-                           "(case-insensitive)")
+    q: Text | None = Field(None, description="text in the root input or output, ignoring "
+                           "case: the text must occur as written, and each of its words must "
+                           "begin a word of the input or output (`weath` finds 'weather', "
+                           "`eather` does not). Words are split as PostgreSQL's text search "
+                           "splits them; only the first 100,000 characters of the input and of "
+                           "the output are searched. Text without letters or digits is matched "
+                           "by a slow scan.")
 
     def to_filter(self, *, sort: str = "start_time", descending: bool = True,
                   cursor: tuple[object, str] | None = None, limit: int = 50

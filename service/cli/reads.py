@@ -265,7 +265,9 @@ def register(sub: Any) -> None:
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--min-duration-ms", type=int)
     p.add_argument("--max-duration-ms", type=int)
-    p.add_argument("-q", dest="q", metavar="TEXT", help="text in the run's input or output")
+    p.add_argument("-q", dest="q", metavar="TEXT",
+                   help="text in the run's input or output (each of its words must begin a "
+                   "word there; see the API's `q`)")
     p.add_argument("--sort", choices=("start_time", "duration", "tokens", "steps"))
     p.add_argument("--order", choices=("desc", "asc"))
     p.add_argument("--count", action="store_true",
