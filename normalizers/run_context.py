@@ -57,8 +57,8 @@ def _first(spans: Sequence[Span], keys: Sequence[str], resource: bool) -> str | 
     for span in spans:
         for source in ((span.attributes, span.resource) if resource else (span.attributes,)):
             for key in keys:
-                found = _text(source.get(key))
-                if found is not None:
+                # most spans carry none of the keys: look up before converting
+                if key in source and (found := _text(source[key])) is not None:
                     return found
     return None
 

@@ -47,7 +47,13 @@ def any_value(value: AnyValue) -> AttributeValue:
 
 def attributes(pairs: Iterable[KeyValue]) -> dict[str, AttributeValue]:
     """Key-value pairs as a dict; a repeated key keeps its last value."""
-    return {kv.key: any_value(kv.value) for kv in pairs}
+    out: dict[str, AttributeValue] = {}
+    for kv in pairs:
+        value = kv.value
+        # strings are most attributes: read them without the general dispatch
+        out[kv.key] = (value.string_value if value.WhichOneof("value") == "string_value"
+                       else any_value(value))
+    return out
 
 
 def span_from_otlp(
