@@ -72,6 +72,9 @@ def create_server(pool: IngestPool, max_bytes: int, gate: IngestGate) -> grpc.ai
     server = grpc.aio.server(options=[
         ("grpc.max_receive_message_length", max_bytes),
         ("grpc.max_send_message_length", 4 * 1024 * 1024),
+        # OTLP requests are ~1 MB: a 64 KB stream window made every one wait for a dozen
+        # WINDOW_UPDATE round trips through the event loop
+        ("grpc.http2.lookahead_bytes", 8 * 1024 * 1024),
         # the Collector's exporters ping every 10 s; accept that without GOAWAY (otlp.md A10)
         ("grpc.http2.min_ping_interval_without_data_ms", 5000),
         ("grpc.http2.min_recv_ping_interval_without_data_ms", 5000),
