@@ -45,9 +45,13 @@ class Settings(BaseSettings):
         "ingest requests in progress before new ones get 503 / UNAVAILABLE"))
     settle_seconds: float = Field(3.0, ge=0, description=(
         "quiet time after a trace's last span before its trajectory is final"))
+    derive_at_ingest: bool = Field(True, description=(
+        "ingest workers derive the traces a request carries whole before acknowledging it, so "
+        "trajectories never lag the spans; off, every trace goes through the trajectory "
+        "workers' queue: more spans/s on a saturated machine, trajectories behind during bursts"))
     assembly_workers: int = Field(1, ge=1, description=(
-        "processes that derive trajectories, at low CPU priority; more derive faster but take "
-        "PostgreSQL time from ingestion"))
+        "processes that derive trajectories of traces split across requests (all traces with "
+        "TRAJHUB_DERIVE_AT_INGEST=false), at low CPU priority"))
     assembly_interval_seconds: float = Field(0.2, gt=0, description=(
         "how often the trajectory worker looks for new spans when idle"))
     shutdown_timeout: float = Field(10.0, ge=0, description=(

@@ -53,8 +53,11 @@ def otlp_span(row: Mapping[str, Any]) -> OtlpSpan:
         return span
 
 
-def to_model(rows: Iterable[Mapping[str, Any]], envelopes: Mapping[int, bytes]) -> list[Span]:
-    """Rows (with format, body, resource_id) → the normalizers' span model."""
+def to_model(rows: Iterable[Mapping[str, Any]], envelopes: Mapping[int, bytes],
+             parsed: Mapping[tuple[str, str, str], OtlpSpan] | None = None) -> list[Span]:
+    """Rows (with format, body, resource_id) → the normalizers' span model. `parsed`: OTLP
+    spans the caller has already decoded, by (project, trace_id, span_id); their bodies are
+    not parsed again."""
     spans: list[Span] = []
     resource_cache: dict[int | None, tuple[dict[str, AttributeValue], str, str]] = {}
     for row in rows:
@@ -68,14 +71,17 @@ def to_model(rows: Iterable[Mapping[str, Any]], envelopes: Mapping[int, bytes]) 
             resource_cache[rid] = (attributes(env.resource.attributes),
                                    scope.name if scope else "", scope.version if scope else "")
         resource, scope_name, scope_version = resource_cache[rid]
-        spans.append(span_from_otlp(otlp_span(row), resource, scope_name, scope_version))
+        otlp = parsed.get((row["project"], row["trace_id"], row["span_id"])) if parsed else None
+        spans.append(span_from_otlp(otlp if otlp is not None else otlp_span(row), resource,
+                                    scope_name, scope_version))
     return spans
 
 
 def batch_spans(batch: Batch) -> list[Span]:
     """The spans a decoded request would store, as the normalizers will read them back: the
     ingest decode and validation path without the write (`POST /api/v1/normalize`)."""
-    return to_model([row._asdict() for row in batch.rows.values()], batch.resources)
+    return to_model([row._asdict() for row in batch.rows.values()], batch.resources,
+                    batch.parsed)
 
 
 # ---------------------------------------------------------------------------- OTLP rendering

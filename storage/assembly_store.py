@@ -3,7 +3,7 @@ finalize settled trajectories, queue re-derivations."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
@@ -12,6 +12,9 @@ import asyncpg
 
 from trajhub.storage.sql import Params
 from trajhub.storage.trace_reads import SPAN_FIELDS
+
+#: the per-trace transaction lock every deriver takes, so a trace is never derived twice at once
+TRACE_LOCK = "pg_try_advisory_xact_lock(hashtextextended({project} || '/' || {trace_id}, 0))"
 
 
 @dataclass(frozen=True)
@@ -26,15 +29,14 @@ async def claim_changes(conn: asyncpg.Connection, limit: int) -> list[ClaimedTra
     back) and lock each trace for this transaction; traces another worker is deriving right now
     are left queued for later."""
     rows = await conn.fetch(
-        """
+        f"""
         WITH claimed AS (
             DELETE FROM trace_changes WHERE id IN (
                 SELECT id FROM trace_changes ORDER BY id FOR UPDATE SKIP LOCKED LIMIT $1)
             RETURNING project, trace_id, received_at
         )
         SELECT project, trace_id, max(received_at) AS last_received_at,
-               pg_try_advisory_xact_lock(hashtextextended(project || '/' || trace_id, 0))
-                   AS locked
+               {TRACE_LOCK.format(project="project", trace_id="trace_id")} AS locked
         FROM claimed GROUP BY project, trace_id
         """,
         limit)
@@ -49,10 +51,36 @@ async def claim_changes(conn: asyncpg.Connection, limit: int) -> list[ClaimedTra
             for r in rows if r["locked"]]
 
 
+async def claim_whole(conn: asyncpg.Connection, span_counts: Mapping[tuple[str, str], int]
+                      ) -> list[tuple[str, str]]:
+    """For the ingest worker, in the transaction that just stored a request's spans: which of
+    the traces it carried whole (with `span_counts` spans each) it may derive now. It locks
+    each for this transaction (a trace some other transaction is deriving is left to the
+    queue), then keeps those whose stored spans are exactly the request's: a trace that
+    already had spans from other requests is derived from all of them by the trajectory
+    worker. The count runs after the locks are held, so it sees every span committed by a
+    deriver that held the lock before."""
+    keys = list(span_counts)
+    locked = await conn.fetch(
+        f"""SELECT project, trace_id FROM unnest($1::text[], $2::text[]) AS c(project, trace_id)
+            WHERE {TRACE_LOCK.format(project="c.project", trace_id="c.trace_id")}""",
+        [k[0] for k in keys], [k[1] for k in keys])
+    if not locked:
+        return []
+    stored = await conn.fetch(
+        """SELECT c.project, c.trace_id,
+                  (SELECT count(*) FROM spans s
+                   WHERE s.project = c.project AND s.trace_id = c.trace_id) AS spans
+           FROM unnest($1::text[], $2::text[]) AS c(project, trace_id)""",
+        [r["project"] for r in locked], [r["trace_id"] for r in locked])
+    return [(r["project"], r["trace_id"]) for r in stored
+            if r["spans"] == span_counts[(r["project"], r["trace_id"])]]
+
+
 async def load_spans(conn: asyncpg.Connection, traces: Sequence[ClaimedTrace]
                      ) -> list[asyncpg.Record]:
     return await conn.fetch(
-        f"""SELECT s.project, {SPAN_FIELDS} FROM spans s
+        f"""SELECT s.project, {SPAN_FIELDS}, s.attributes FROM spans s
             JOIN unnest($1::text[], $2::text[]) AS c(project, trace_id)
               ON s.project = c.project AND s.trace_id = c.trace_id""",
         [t.project for t in traces], [t.trace_id for t in traces])
@@ -72,6 +100,8 @@ class TraceRow(NamedTuple):
     span_count: int
     error_count: int
     last_received_at: datetime
+    #: hashes of the spans' attribute pairs and names (storage/attribute_keys.py)
+    attribute_keys: Sequence[int] | None = None
 
 
 class TrajectoryRow(NamedTuple):
@@ -128,10 +158,18 @@ def _upsert(table: str, columns: Sequence[str], key: str, extra_insert: str = ""
 
 
 _UPSERT_TRACE = _upsert("traces", _TRACE_COLUMNS, "project, trace_id")
-_UPSERT_TRAJECTORY = _upsert(
-    "trajectories", TRAJECTORY_COLUMNS, "project, trace_id",
-    extra_insert=", status, revision, derived_at", extra_values=", 'open', 1, now()",
-    extra_update=", status = 'open', revision = trajectories.revision + 1, derived_at = now()")
+# a stored trajectory is open (migration 0016): it joins the open ones, which finalize_settled
+# takes from
+_UPSERT_TRAJECTORY = (
+    "WITH stored AS ("
+    + _upsert("trajectories", TRAJECTORY_COLUMNS, "project, trace_id",
+              extra_insert=", status, revision, derived_at", extra_values=", 'open', 1, now()",
+              extra_update=", status = 'open', revision = trajectories.revision + 1, "
+                           "derived_at = now()")
+    + " RETURNING project, trace_id, settle_at, root_ended) "
+    "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended) "
+    "SELECT * FROM stored ON CONFLICT (project, trace_id) DO UPDATE "
+    "SET settle_at = EXCLUDED.settle_at, root_ended = EXCLUDED.root_ended")
 
 
 async def store(conn: asyncpg.Connection, traces: Sequence[TraceRow],
@@ -147,19 +185,24 @@ async def finalize_settled(conn: asyncpg.Connection, max_open_seconds: float) ->
     so does one left open (root never ended) for `max_open_seconds` past settling. A trace with
     queued changes waits: it is about to be re-derived."""
     result = await conn.execute(
-        """
-        UPDATE trajectories t SET status = 'final'
-        FROM (
-            SELECT project, trace_id FROM trajectories
-            WHERE status = 'open'
-              AND (settle_at <= now() AND root_ended
-                   OR settle_at + make_interval(secs => $1) <= now())
-            ORDER BY settle_at LIMIT 1000
+        f"""
+        WITH settled AS (
+            SELECT o.project, o.trace_id FROM open_trajectories o
+            WHERE (o.settle_at <= now() AND o.root_ended
+                   OR o.settle_at + make_interval(secs => $1) <= now())
+              AND NOT EXISTS (SELECT 1 FROM trace_changes c
+                              WHERE c.project = o.project AND c.trace_id = o.trace_id)
+              -- the derivers' lock: one that is storing this trace right now goes first
+              AND {TRACE_LOCK.format(project="o.project", trace_id="o.trace_id")}
+            ORDER BY o.settle_at LIMIT 1000
             FOR UPDATE SKIP LOCKED
-        ) settled
-        WHERE t.project = settled.project AND t.trace_id = settled.trace_id
-          AND NOT EXISTS (SELECT 1 FROM trace_changes c
-                          WHERE c.project = t.project AND c.trace_id = t.trace_id)
+        ), taken AS (
+            DELETE FROM open_trajectories o USING settled s
+            WHERE o.project = s.project AND o.trace_id = s.trace_id
+            RETURNING o.project, o.trace_id
+        )
+        UPDATE trajectories t SET status = 'final' FROM taken
+        WHERE t.project = taken.project AND t.trace_id = taken.trace_id
         """,
         max_open_seconds)
     return int(result.split()[-1])

@@ -4,8 +4,9 @@ The common case — spans never seen before — is a plain COPY into `spans` (~4
 the merge below). When the COPY hits a span already stored (a client retry, or the finished
 version of a long-running span), it rolls back to a savepoint and the rows go through a
 per-connection staging table merged with ON CONFLICT instead: a re-sent span is stored once,
-and one with a later end time replaces the stored one. Either way, the traces whose spans
-changed are queued for the assembly worker.
+and one with a later end time replaces the stored one, and the traces it changed are queued
+for the trajectory worker. After a plain COPY the ingest worker derives the traces the request
+carried whole itself and queues the rest.
 """
 
 from __future__ import annotations
@@ -75,18 +76,25 @@ async def write_spans(
     conn: asyncpg.Connection,
     rows: Collection[SpanRow],
     resources: Mapping[int, bytes],
-) -> None:
-    """Store rows (unique by key) and the resource envelopes they reference."""
-    async with conn.transaction():
-        if resources:
-            await conn.execute(_INSERT_RESOURCES, list(resources), list(resources.values()))
-        try:
-            async with conn.transaction():  # a savepoint
-                await conn.copy_records_to_table("spans", records=rows, columns=SPAN_COLUMNS)
-        except asyncpg.UniqueViolationError:
-            await conn.copy_records_to_table("span_stage", records=rows, columns=SPAN_COLUMNS)
-            await conn.execute(_MERGE)
-        else:
-            traces = sorted({(row.project, row.trace_id) for row in rows})
-            await conn.copy_records_to_table("trace_changes", records=traces,
-                                             columns=("project", "trace_id"))
+) -> bool:
+    """Store rows (unique by key) and the resource envelopes they reference, inside the
+    caller's transaction. True when every row was new (the plain COPY): the caller then
+    derives or queues their traces (`queue_changes`). False when some were stored already:
+    the merge queued the traces it changed."""
+    if resources:
+        await conn.execute(_INSERT_RESOURCES, list(resources), list(resources.values()))
+    try:
+        async with conn.transaction():  # a savepoint
+            await conn.copy_records_to_table("spans", records=rows, columns=SPAN_COLUMNS)
+    except asyncpg.UniqueViolationError:
+        await conn.copy_records_to_table("span_stage", records=rows, columns=SPAN_COLUMNS)
+        await conn.execute(_MERGE)
+        return False
+    return True
+
+
+async def queue_changes(conn: asyncpg.Connection, traces: Collection[tuple[str, str]]) -> None:
+    """Queue (project, trace_id) pairs for the trajectory worker."""
+    if traces:
+        await conn.copy_records_to_table("trace_changes", records=sorted(traces),
+                                         columns=("project", "trace_id"))

@@ -421,15 +421,14 @@ def test_the_trajectory_worker_records_a_trace_the_database_refuses_and_stores_t
     trajectory. (`server` has migrated the database.)"""
     from datetime import UTC, datetime
 
-    from trajhub.service.workers.assembly import Assembler
-    from trajhub.storage.assembly_store import ClaimedTrace, TraceRow, TrajectoryRow
+    from trajhub.service.derivation import store_results
+    from trajhub.storage.assembly_store import TraceRow, TrajectoryRow
 
     now = datetime.now(UTC)
     good_id, bad_id = os.urandom(16).hex(), os.urandom(16).hex()
 
-    def result(trace_id: str, root_name: str) -> tuple[ClaimedTrace, TraceRow, TrajectoryRow]:
-        return (ClaimedTrace(project, trace_id, now),
-                TraceRow(project, trace_id, "1" * 16, root_name, "svc", 1, 2, 1, 0, now),
+    def result(trace_id: str, root_name: str) -> tuple[TraceRow, TrajectoryRow]:
+        return (TraceRow(project, trace_id, "1" * 16, root_name, "svc", 1, 2, 1, 0, now),
                 TrajectoryRow(project, trace_id, "test", now, True, "{}", "[]", [], None,
                               root_name=root_name))
 
@@ -437,7 +436,7 @@ def test_the_trajectory_worker_records_a_trace_the_database_refuses_and_stores_t
         conn = await asyncpg.connect(database.url)
         try:
             async with conn.transaction():
-                await Assembler(database.url, 0.5).store(
+                await store_results(
                     conn, [result(good_id, "fine"), result(bad_id, "nul\x00here")])
             rows = await conn.fetch("SELECT trace_id, root_name, derivation_error "
                                     "FROM trajectories WHERE project = $1", project)

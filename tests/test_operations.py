@@ -22,7 +22,7 @@ from tests.harness import (
     separate_database,
     wait_for,
 )
-from tests.otlp_builders import new_trace_id, request, span
+from tests.otlp_builders import new_span_id, new_trace_id, request, span
 
 PB = {"content-type": "application/x-protobuf"}
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
@@ -142,16 +142,24 @@ def test_metrics_move_with_traffic(json_server: ServerProcess, project: str) -> 
     bad = httpx.post(f"{json_server.http}/v1/traces", content=b"not protobuf",
                      headers={**PB, "trajhub-project": project}, timeout=30)
     assert bad.status_code == 400
+    # a span whose parent never came: not a whole trace, so the trajectory worker derives it
+    # (the others were derived by the ingest worker that stored them)
+    orphan = new_trace_id()
     with grpc.insecure_channel(json_server.grpc) as channel:
         channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)(
-            request([span(new_trace_id())]).SerializeToString(),
+            request([span(orphan, parent=new_span_id())]).SerializeToString(),
             metadata=[("trajhub-project", project)], timeout=30)
     with httpx.Client() as client:
         final_trajectory(client, json_server.http, project, tid.hex())
+        wait_for(lambda: client.get(f"{json_server.http}/api/v1/trajectories/{orphan.hex()}",
+                                    params={"project": project}).status_code == 200,
+                 what="the orphan span's trajectory")
 
+    rounds = "trajhub_derivation_round_duration_seconds_count"
     after = wait_for(lambda: (s := scrape(json_server)) and value(
         s, "trajhub_traces_derived_total") > value(before, "trajhub_traces_derived_total")
-        and s, what="a derivation counted")
+        and value(s, rounds) > value(before, rounds) and s,
+        what="derivations counted (the trajectory worker reports every 0.25 s)")
 
     def moved(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)

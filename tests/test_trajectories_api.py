@@ -7,6 +7,7 @@ import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import httpx
 import jsonschema
@@ -73,6 +74,12 @@ def test_lifecycle_open_final_and_late_span(server: ServerProcess, project: str)
         import time
         time.sleep(1.5)
         assert c.get(url, params={"project": project}).headers["x-trajectory-status"] == "open"
+        listed = f"{server.http}/api/v1/trajectories"
+
+        def with_status(status: str) -> list[str]:
+            return [t["trace_id"] for t in get_json(c, listed, project=project,
+                                                    status=status)["items"]]
+        assert with_status("open") == [tid.hex()] and with_status("final") == []
 
         root_span = span(tid, "agent", span_id=root, start=t0, duration=5_000_000,
                          attributes={"gen_ai.operation.name": "invoke_agent"})
@@ -80,6 +87,7 @@ def test_lifecycle_open_final_and_late_span(server: ServerProcess, project: str)
                headers={**PB, "trajhub-project": project})
         done = final_trajectory(c, server.http, project, tid.hex())
         assert int(done.headers["x-trajectory-revision"]) == 2
+        assert with_status("open") == [] and with_status("final") == [tid.hex()]
         assert done.json()["root_step"]["name"] == "agent"
 
         late = span(tid, "execute_tool add", parent=root, start=t0 + 2_000_000,
@@ -232,3 +240,77 @@ def test_two_servers_share_the_work_and_derive_each_change_once(
                 assert done.headers["x-trajectory-revision"] == "1"
     finally:
         assert second.stop() == 0
+
+
+def test_a_request_carrying_whole_traces_is_acknowledged_with_their_trajectories(
+        server: ServerProcess, project: str) -> None:
+    """The ingest worker derives the traces a request carries whole in the transaction that
+    stores their spans: the trajectory is there the moment the request is acknowledged."""
+    tid, root = new_trace_id(), new_span_id()
+    spans = [span(tid, "agent", span_id=root, duration=10_000_000,
+                  attributes={"gen_ai.operation.name": "invoke_agent"}),
+             span(tid, "chat", parent=root, start=1_700_000_000_000_001_000,
+                  attributes={"gen_ai.operation.name": "chat"}),
+             span(tid, "execute_tool add", parent=root, start=1_700_000_000_000_002_000,
+                  attributes={"gen_ai.operation.name": "execute_tool",
+                              "gen_ai.tool.name": "add"})]
+    with httpx.Client() as c:
+        r = c.post(f"{server.http}/v1/traces", content=request(spans).SerializeToString(),
+                   headers={**PB, "trajhub-project": project})
+        assert r.status_code == 200
+        got = c.get(f"{server.http}/api/v1/trajectories/{tid.hex()}", params={"project": project})
+        assert got.status_code == 200 and got.headers["x-trajectory-revision"] == "1"
+        assert [s["name"] for s in got.json()["agent_steps"][0]["steps"]] == ["chat", "add"]
+        listed = get_json(c, f"{server.http}/api/v1/traces", project=project)
+        assert [t["trace_id"] for t in listed["items"]] == [tid.hex()]
+        assert listed["items"][0]["span_count"] == 3
+
+
+def _one_request(run: str) -> bytes:
+    """Every OTLP/HTTP protobuf request of a captured run, merged into one."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+    whole = ExportTraceServiceRequest()
+    for capture in RUNS[run]:
+        if capture.protocol == "http" and "protobuf" in capture.headers.get("content-type", ""):
+            whole.resource_spans.extend(
+                ExportTraceServiceRequest.FromString(capture.decoded_body).resource_spans)
+    assert whole.resource_spans, f"{run} has no OTLP/HTTP protobuf capture"
+    return whole.SerializeToString()
+
+
+def test_deriving_at_ingest_and_in_the_trajectory_worker_give_the_same_trajectory(
+        server: ServerProcess, project: str, database, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Captured runs sent as one request each: `server` derives them in the ingest worker from
+    the spans it just decoded; a server with TRAJHUB_DERIVE_AT_INGEST=false queues them, and
+    its trajectory worker reads the stored spans back. Both give the same documents."""
+    queued = ServerProcess.start(database.url, tmp_path,
+                                 extra_env={"TRAJHUB_DERIVE_AT_INGEST": "false"})
+    runs = ["openinference/react.prebuilt.stream", "langsmith/react.prebuilt.invoke",
+            "traceloop/supervisor_handoff.langgraph_supervisor.invoke"]
+    try:
+        with httpx.Client() as c:
+            for i, run in enumerate(runs):
+                body = _one_request(run)
+                trace_ids: list[list[str]] = []
+                documents = []
+                for target, where in ((server, f"{project}-{i}-ingest"),
+                                      (queued, f"{project}-{i}-queued")):
+                    r = c.post(f"{target.http}/v1/traces", content=body,
+                               headers={**PB, "trajhub-project": where})
+                    assert r.status_code == 200
+
+                    def derived(where: str = where) -> list[dict[str, Any]] | None:
+                        return get_json(c, f"{server.http}/api/v1/trajectories",
+                                        project=where)["items"] or None
+                    # derived with the request: listed at once, without waiting
+                    listed = derived() if target is server else wait_for(derived, what=run)
+                    assert listed, f"{run}: not derived with the request"
+                    trace_ids.append([t["trace_id"] for t in listed])
+                    documents.append(
+                        final_trajectory(c, server.http, where, trace_ids[-1][0]).content)
+                assert trace_ids[0] == trace_ids[1]
+                assert documents[0] == documents[1], run
+    finally:
+        assert queued.stop() == 0

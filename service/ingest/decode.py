@@ -102,15 +102,19 @@ class Batch:
 
     rows: dict[tuple[str, str, str], SpanRow] = field(default_factory=dict)
     resources: dict[int, bytes] = field(default_factory=dict)
+    #: the decoded OTLP span of each OTLP row, so deriving from this request parses nothing again
+    parsed: dict[tuple[str, str, str], Span] = field(default_factory=dict)
     rejected: int = 0
     reasons: list[str] = field(default_factory=list)
 
-    def add(self, row: SpanRow) -> None:
+    def add(self, row: SpanRow, parsed: Span | None = None) -> None:
         key = (row.project, row.trace_id, row.span_id)
         kept = self.rows.get(key)
         # a span sent twice in one request: keep the version that ended last
         if kept is None or row.end_ns > kept.end_ns:
             self.rows[key] = row
+            if parsed is not None:
+                self.parsed[key] = parsed
 
     def reject(self, reason: str) -> None:
         self.rejected += 1
@@ -270,7 +274,7 @@ def otlp_batch(request: ExportTraceServiceRequest, project: str | None,
                     format=FORMAT_OTLP,
                     attributes=orjson.dumps(_filterable_otlp(span.attributes)).decode(),
                     body=span.SerializeToString(),
-                ))
+                ), span)
             if used:
                 batch.resources[resource_id] = envelope_bytes
     return batch

@@ -34,8 +34,11 @@ WATCH_INTERVAL_SECONDS = 0.25
 
 
 class IngestPool:
-    def __init__(self, database_url: str, workers: int, max_inflight: int) -> None:
+    def __init__(self, database_url: str, workers: int, max_inflight: int,
+                 settle_seconds: float, derive: bool = True) -> None:
         self.database_url = database_url
+        self.settle_seconds = settle_seconds
+        self.derive = derive
         self.workers = workers
         self.max_inflight = max_inflight
         self.inflight = 0
@@ -49,7 +52,8 @@ class IngestPool:
             max_workers=self.workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=ingest_worker.initialize,
-            initargs=(self.database_url, *logs.settings(), os.getpid()),
+            initargs=(self.database_url, self.settle_seconds, self.derive, *logs.settings(),
+                      os.getpid()),
         )
 
     async def start(self) -> None:
@@ -125,6 +129,8 @@ class IngestPool:
             self.inflight -= 1
         metrics.SPANS_ACCEPTED.labels(job.kind).inc(result.accepted)
         metrics.SPANS_REJECTED.labels(job.kind).inc(result.rejected)
+        if result.derived:
+            metrics.TRACES_DERIVED.inc(result.derived)
         return result
 
     def shutdown(self, timeout: float = 10.0) -> None:

@@ -4,6 +4,12 @@ Decoding OTLP and converting spans to rows is CPU-bound Python; one asyncio proc
 near 16–23k spans/s here (spec/otlp.md B2), so the receivers hand raw bodies to a pool of these
 processes, each with its own PostgreSQL connection. A call returns only after the commit, so the
 receiver acknowledges only what is durable.
+
+Most requests carry whole traces (an SDK exports a trace's spans together once they end), and
+a worker has just decoded them: it derives those traces' trajectories in the same transaction
+as their spans, instead of queueing them for the trajectory worker to read back, decode and
+derive a moment later (service/derivation.py). So derivation scales with the ingest workers
+and a trajectory is there when its spans are acknowledged.
 """
 
 from __future__ import annotations
@@ -13,15 +19,16 @@ import contextlib
 import logging
 import os
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from trajhub.service import logs
+from trajhub.service import derivation, logs
 from trajhub.service.errors import BadRequest, IngestError, Unavailable, ingest_error
 from trajhub.service.ingest.decode import Batch, cozeloop_batch, decompress, otlp_batch, parse_otlp
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.projects import InvalidProject, validate_project
-from trajhub.storage import span_writer
+from trajhub.storage import assembly_store, span_writer
 
 log = logging.getLogger("trajhub.ingest")
 
@@ -44,11 +51,14 @@ class IngestResult:
     accepted: int
     rejected: int
     error_message: str
+    derived: int = 0  # traces whose trajectory this request stored
 
 
 class _Worker:
-    def __init__(self, database_url: str) -> None:
+    def __init__(self, database_url: str, settle_seconds: float, derive: bool) -> None:
         self.database_url = database_url
+        self.settle = timedelta(seconds=settle_seconds)
+        self.derive = derive
         self.loop = asyncio.new_event_loop()
         self.conn: asyncpg.Connection | None = None
         self.known_resources: set[int] = set()
@@ -59,17 +69,45 @@ class _Worker:
             await span_writer.prepare(self.conn)
         return self.conn
 
-    async def _write(self, batch: Batch) -> None:
+    def _derive(self, batch: Batch) -> dict[derivation.TraceKey, derivation.Result]:
+        """The rows of every trace the request carries whole (CPU only, before the
+        transaction, so its locks are held briefly)."""
+        results: dict[derivation.TraceKey, derivation.Result] = {}
+        if not self.derive:
+            return results
+        received = datetime.now(UTC)
+        for key, rows in derivation.whole_traces(batch.rows.values()).items():
+            try:
+                results[key] = derivation.derive_trace(
+                    *key, [r._asdict() for r in rows], batch.resources, received,
+                    self.settle, batch.parsed)
+            except Exception as exc:  # a bug; the trajectory worker derives it instead
+                log.exception("trace %s/%s: deriving at ingest failed: %r", *key, exc)
+        return results
+
+    async def _write(self, batch: Batch, derived: dict[derivation.TraceKey, derivation.Result]
+                     ) -> int:
         new_resources = {
             rid: body for rid, body in batch.resources.items() if rid not in self.known_resources
         }
         conn = await self._connection()
-        await span_writer.write_spans(conn, batch.rows.values(), new_resources)
+        traces = {(project, trace_id) for project, trace_id, _ in batch.rows}
+        stored: list[derivation.TraceKey] = []
+        async with conn.transaction():
+            if await span_writer.write_spans(conn, batch.rows.values(), new_resources):
+                if derived:
+                    stored = await assembly_store.claim_whole(
+                        conn, {key: r[0].span_count for key, r in derived.items()})
+                    await derivation.store_results(conn, [derived[key] for key in stored])
+                await span_writer.queue_changes(conn, traces.difference(stored))
         self.known_resources.update(new_resources)
+        return len(stored)
 
-    def write(self, batch: Batch) -> None:
+    def write(self, batch: Batch) -> int:
+        """Store the batch; returns how many traces' trajectories were stored with it."""
+        derived = self._derive(batch)
         try:
-            self.loop.run_until_complete(self._write(batch))
+            return self.loop.run_until_complete(self._write(batch, derived))
         except Exception as exc:
             # whatever failed, the connection may be mid-operation ("cannot switch to state"):
             # start the next request on a fresh one
@@ -95,12 +133,13 @@ class _Worker:
 _worker: _Worker | None = None
 
 
-def initialize(database_url: str, log_level: int, log_format: str, parent_pid: int) -> None:
+def initialize(database_url: str, settle_seconds: float, derive: bool, log_level: int,
+               log_format: str, parent_pid: int) -> None:
     """ProcessPoolExecutor initializer: one worker (and one connection) per process."""
     global _worker
     die_with_parent(parent_pid)
     logs.configure(log_level, log_format)
-    _worker = _Worker(database_url)
+    _worker = _Worker(database_url, settle_seconds, derive)
 
 
 def warm_up() -> int:
@@ -143,8 +182,9 @@ def ingest(job: IngestJob) -> IngestResult:
 def _ingest(job: IngestJob) -> IngestResult:
     assert _worker is not None, "initialize() was not called in this process"
     batch = decode(job)
+    derived = 0
     if batch.rows:
-        _worker.write(batch)
+        derived = _worker.write(batch)
     elif batch.rejected:
         raise BadRequest(f"every span was invalid; {batch.error_message}")
-    return IngestResult(len(batch.rows), batch.rejected, batch.error_message)
+    return IngestResult(len(batch.rows), batch.rejected, batch.error_message, derived)

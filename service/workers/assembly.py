@@ -1,10 +1,13 @@
 """The trajectory worker: derives the summary and trajectory of every trace that got spans.
 
-It runs in its own process (derivation is CPU-bound and must not stall the receivers). Each
-round claims changed traces from `trace_changes` inside one transaction, derives them and stores
-the results, so a crash leaves the changes queued. Several trajhub processes on one database
-share the queue (`FOR UPDATE SKIP LOCKED`, plus a per-trace advisory lock so one trace is never
-derived twice at once).
+The ingest workers derive the traces a request carries whole as they store it
+(service/derivation.py); this worker derives the rest: traces whose spans came in several
+requests, re-sent spans, re-derivations. It runs in its own process (derivation is CPU-bound
+and must not stall the receivers). Each round claims changed traces from `trace_changes` inside
+one transaction, derives them and stores the results, so a crash leaves the changes queued.
+Several trajhub processes on one database share the queue (`FOR UPDATE SKIP LOCKED`, plus a
+per-trace advisory lock, the one ingest workers take too, so a trace is never derived twice at
+once).
 
 One trace never stops the others: a trace whose spans cannot be read or derived, or whose
 results the database refuses, gets a trajectory with its `derivation_error` recorded and the
@@ -22,29 +25,21 @@ import os
 import signal
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Mapping
+from datetime import timedelta
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
 import asyncpg
-import orjson
 
-from trajhub.normalizers import NORMALIZER_VERSION, derive, root_ended
-from trajhub.normalizers.model import STATUS_ERROR, Span
-from trajhub.normalizers.playback import model_usage
-from trajhub.normalizers.run_context import RunContext, preview, run_context
-from trajhub.normalizers.trajectory import trajectory_to_json
 from trajhub.service import logs, metrics
 from trajhub.service.config import Settings
+from trajhub.service.derivation import derive_trace, store_results
 from trajhub.service.lifeline import die_with_parent
-from trajhub.service.stored_spans import to_model
 from trajhub.service.supervision import Backoff, exit_cause
 from trajhub.storage import assembly_store, trace_reads
-from trajhub.storage.assembly_store import ClaimedTrace, TraceRow, TrajectoryRow
-from trajhub.storage.database import TRANSIENT_ERRORS, is_transient
-from trajhub.storage.pgtext import pg_opt, pg_text, pg_texts
+from trajhub.storage.database import TRANSIENT_ERRORS
 
 log = logging.getLogger("trajhub.assembly")
 
@@ -54,64 +49,6 @@ BATCH = 200
 MAX_OPEN_SECONDS = 300.0
 #: how often the parent looks at its trajectory workers
 WATCH_INTERVAL_SECONDS = 0.25
-
-
-def trace_row(project: str, trace_id: str, rows: Sequence[Mapping[str, Any]],
-              last_received: datetime) -> TraceRow:
-    """The trace list's row, from the stored span columns (already fit for PostgreSQL), so a
-    trace is listed even when its spans cannot be derived."""
-    ids = {r["span_id"] for r in rows}
-    roots = sorted((r for r in rows if r["parent_span_id"] not in ids),
-                   key=lambda r: (r["start_ns"], r["end_ns"], r["span_id"]))
-    root = roots[0] if roots else min(rows, key=lambda r: (r["start_ns"], r["span_id"]))
-    return TraceRow(project, trace_id, root["span_id"], root["name"], root["service_name"],
-                    min(r["start_ns"] for r in rows), max(r["end_ns"] for r in rows), len(rows),
-                    sum(1 for r in rows if r["status_code"] == STATUS_ERROR), last_received)
-
-
-def failed_trajectory(project: str, trace_id: str, settle_at: datetime, error: BaseException,
-                      ended: bool = True, start_ns: int = 0,
-                      context: RunContext | None = None) -> TrajectoryRow:
-    """The row recording that this trace's trajectory could not be derived, and why."""
-    context = context or RunContext(None, None, None)
-    return TrajectoryRow(project, trace_id, NORMALIZER_VERSION, settle_at, ended, None, None,
-                         [], pg_text(f"{type(error).__name__}: {error}")[:2000],
-                         start_ns=start_ns, service=pg_opt(context.service),
-                         session_id=pg_opt(context.session_id), user_id=pg_opt(context.user_id))
-
-
-def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at: datetime
-                   ) -> TrajectoryRow:
-    """The derived trajectory, its text made fit for PostgreSQL (NUL replaced; the spans'
-    raw bytes keep the original)."""
-    context = run_context(spans)
-    try:
-        d = derive(spans)
-    except Exception as exc:
-        log.warning("trace %s/%s: derivation failed: %r", project, trace_id, exc)
-        return failed_trajectory(project, trace_id, settle_at, exc, root_ended(spans),
-                                 min(s.start_ns for s in spans), context)
-    s = d.summary
-    explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
-    return TrajectoryRow(
-        project=project, trace_id=trace_id, normalizer_version=NORMALIZER_VERSION,
-        settle_at=settle_at, root_ended=root_ended(spans),
-        document=pg_text(trajectory_to_json(d.trajectory).decode()),
-        explanation=pg_text(explanation), warnings=pg_texts(d.warnings), derivation_error=None,
-        framework=pg_text(s.framework), conventions=pg_texts(s.conventions),
-        root_name=pg_text(s.root_name), root_input=pg_text(s.root_input),
-        root_output=pg_text(s.root_output), agent_names=pg_texts(s.agent_names),
-        tool_names=pg_texts(s.tool_names), model_names=pg_texts(s.model_names),
-        start_ns=s.started_at_ms * 1_000_000, duration_ms=s.duration_ms,
-        step_count=s.step_count, model_step_count=s.model_step_count,
-        tool_step_count=s.tool_step_count, input_tokens=s.input_tokens,
-        output_tokens=s.output_tokens, failed_model_steps=s.failed_model_steps,
-        failed_tool_steps=s.failed_tool_steps, has_error=s.has_error,
-        model_usage=pg_text(orjson.dumps(model_usage(d.trajectory)).decode()),
-        service=pg_opt(context.service), session_id=pg_opt(context.session_id),
-        user_id=pg_opt(context.user_id), input_preview=pg_opt(preview(s.root_input)),
-        output_preview=pg_opt(preview(s.root_output)))
-
 
 
 class Assembler:
@@ -138,59 +75,12 @@ class Assembler:
             by_trace: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
             for r in rows:
                 by_trace[(r["project"], r["trace_id"])].append(r)
-            results: list[tuple[ClaimedTrace, TraceRow, TrajectoryRow]] = []
-            for c in claimed:
-                trace_rows = by_trace.get((c.project, c.trace_id))
-                if trace_rows:
-                    results.append((c, *self.derive_trace(c, trace_rows, envelopes)))
-            await self.store(conn, results)
+            results = [derive_trace(c.project, c.trace_id, trace_rows, envelopes,
+                                    c.last_received_at, self.settle)
+                       for c in claimed
+                       if (trace_rows := by_trace.get((c.project, c.trace_id)))]
+            await store_results(conn, results)
         return len(claimed)
-
-    def derive_trace(self, c: ClaimedTrace, rows: Sequence[Mapping[str, Any]],
-                     envelopes: Mapping[int, bytes]) -> tuple[TraceRow, TrajectoryRow]:
-        summary = trace_row(c.project, c.trace_id, rows, c.last_received_at)
-        settle_at = c.last_received_at + self.settle
-        try:
-            spans = to_model(rows, envelopes)
-        except Exception as exc:  # spans that do not read back: recorded, not fatal
-            log.warning("trace %s/%s: spans unreadable: %r", c.project, c.trace_id, exc)
-            return summary, failed_trajectory(c.project, c.trace_id, settle_at, exc,
-                                              start_ns=summary.start_ns)
-        return summary, trajectory_row(c.project, c.trace_id, spans, settle_at)
-
-    async def store(self, conn: asyncpg.Connection,
-                    results: Sequence[tuple[ClaimedTrace, TraceRow, TrajectoryRow]]) -> None:
-        """Store every result at once; when the database refuses the batch for a reason that
-        is not transient, store trace by trace, and record a trace the database refuses as
-        failed."""
-        try:
-            async with conn.transaction():  # a savepoint
-                await assembly_store.store(conn, [r[1] for r in results],
-                                           [r[2] for r in results])
-            return
-        except Exception as exc:
-            if is_transient(exc):
-                raise
-        for c, summary, trajectory in results:
-            try:
-                async with conn.transaction():
-                    await assembly_store.store(conn, [summary], [trajectory])
-                continue
-            except Exception as exc:
-                if is_transient(exc):
-                    raise
-                log.error("trace %s/%s: the database refused its results: %r",
-                          c.project, c.trace_id, exc)
-                failure = failed_trajectory(c.project, c.trace_id, trajectory.settle_at, exc,
-                                            start_ns=summary.start_ns)
-            try:
-                async with conn.transaction():
-                    await assembly_store.store(conn, [], [failure])
-            except Exception as exc:
-                if is_transient(exc):
-                    raise
-                log.error("trace %s/%s: cannot record the failure either, skipped: %r",
-                          c.project, c.trace_id, exc)
 
     def _drop_connection(self) -> None:
         conn, self.conn = self.conn, None

@@ -1,0 +1,162 @@
+"""Spans → the rows a trace's derivation stores: its trace-list row and its trajectory.
+
+Two places derive: the ingest workers, for the traces a request carries whole (they have just
+decoded those spans), and the trajectory worker, for every other trace that got spans (it reads
+them back from `spans`). Both build the same rows here and store them with `store_results`, so
+a trajectory does not depend on which of the two derived it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import asyncpg
+import orjson
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
+
+from trajhub.normalizers import NORMALIZER_VERSION, derive, root_ended
+from trajhub.normalizers.model import STATUS_ERROR, Span
+from trajhub.normalizers.playback import model_usage
+from trajhub.normalizers.run_context import RunContext, preview, run_context
+from trajhub.normalizers.trajectory import trajectory_to_json
+from trajhub.service.stored_spans import to_model
+from trajhub.storage import assembly_store
+from trajhub.storage.assembly_store import TraceRow, TrajectoryRow
+from trajhub.storage.attribute_keys import trace_attribute_keys
+from trajhub.storage.database import is_transient
+from trajhub.storage.pgtext import pg_opt, pg_text, pg_texts
+from trajhub.storage.span_writer import SpanRow
+
+log = logging.getLogger("trajhub.assembly")
+
+TraceKey = tuple[str, str]  # (project, trace_id)
+Result = tuple[TraceRow, TrajectoryRow]
+
+
+def trace_row(project: str, trace_id: str, rows: Sequence[Mapping[str, Any]],
+              last_received: datetime) -> TraceRow:
+    """The trace list's row, from the stored span columns (already fit for PostgreSQL), so a
+    trace is listed even when its spans cannot be derived."""
+    ids = {r["span_id"] for r in rows}
+    roots = sorted((r for r in rows if r["parent_span_id"] not in ids),
+                   key=lambda r: (r["start_ns"], r["end_ns"], r["span_id"]))
+    root = roots[0] if roots else min(rows, key=lambda r: (r["start_ns"], r["span_id"]))
+    return TraceRow(project, trace_id, root["span_id"], root["name"], root["service_name"],
+                    min(r["start_ns"] for r in rows), max(r["end_ns"] for r in rows), len(rows),
+                    sum(1 for r in rows if r["status_code"] == STATUS_ERROR), last_received,
+                    trace_attribute_keys(rows))
+
+
+def failed_trajectory(project: str, trace_id: str, settle_at: datetime, error: BaseException,
+                      ended: bool = True, start_ns: int = 0,
+                      context: RunContext | None = None) -> TrajectoryRow:
+    """The row recording that this trace's trajectory could not be derived, and why."""
+    context = context or RunContext(None, None, None)
+    return TrajectoryRow(project, trace_id, NORMALIZER_VERSION, settle_at, ended, None, None,
+                         [], pg_text(f"{type(error).__name__}: {error}")[:2000],
+                         start_ns=start_ns, service=pg_opt(context.service),
+                         session_id=pg_opt(context.session_id), user_id=pg_opt(context.user_id))
+
+
+def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at: datetime
+                   ) -> TrajectoryRow:
+    """The derived trajectory, its text made fit for PostgreSQL (NUL replaced; the spans'
+    raw bytes keep the original)."""
+    context = run_context(spans)
+    try:
+        d = derive(spans)
+    except Exception as exc:
+        log.warning("trace %s/%s: derivation failed: %r", project, trace_id, exc)
+        return failed_trajectory(project, trace_id, settle_at, exc, root_ended(spans),
+                                 min(s.start_ns for s in spans), context)
+    s = d.summary
+    explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
+    return TrajectoryRow(
+        project=project, trace_id=trace_id, normalizer_version=NORMALIZER_VERSION,
+        settle_at=settle_at, root_ended=root_ended(spans),
+        document=pg_text(trajectory_to_json(d.trajectory).decode()),
+        explanation=pg_text(explanation), warnings=pg_texts(d.warnings), derivation_error=None,
+        framework=pg_text(s.framework), conventions=pg_texts(s.conventions),
+        root_name=pg_text(s.root_name), root_input=pg_text(s.root_input),
+        root_output=pg_text(s.root_output), agent_names=pg_texts(s.agent_names),
+        tool_names=pg_texts(s.tool_names), model_names=pg_texts(s.model_names),
+        start_ns=s.started_at_ms * 1_000_000, duration_ms=s.duration_ms,
+        step_count=s.step_count, model_step_count=s.model_step_count,
+        tool_step_count=s.tool_step_count, input_tokens=s.input_tokens,
+        output_tokens=s.output_tokens, failed_model_steps=s.failed_model_steps,
+        failed_tool_steps=s.failed_tool_steps, has_error=s.has_error,
+        model_usage=pg_text(orjson.dumps(model_usage(d.trajectory)).decode()),
+        service=pg_opt(context.service), session_id=pg_opt(context.session_id),
+        user_id=pg_opt(context.user_id), input_preview=pg_opt(preview(s.root_input)),
+        output_preview=pg_opt(preview(s.root_output)))
+
+
+def derive_trace(project: str, trace_id: str, rows: Sequence[Mapping[str, Any]],
+                 envelopes: Mapping[int, bytes], last_received: datetime, settle: timedelta,
+                 parsed: Mapping[tuple[str, str, str], OtlpSpan] | None = None) -> Result:
+    """Both rows of one trace from its span rows; never raises for bad spans (the trajectory
+    records why it could not be derived). `parsed`: OTLP spans already decoded, by key."""
+    summary = trace_row(project, trace_id, rows, last_received)
+    settle_at = last_received + settle
+    try:
+        spans = to_model(rows, envelopes, parsed)
+    except Exception as exc:  # spans that do not read back: recorded, not fatal
+        log.warning("trace %s/%s: spans unreadable: %r", project, trace_id, exc)
+        return summary, failed_trajectory(project, trace_id, settle_at, exc,
+                                          start_ns=summary.start_ns)
+    return summary, trajectory_row(project, trace_id, spans, settle_at)
+
+
+def whole_traces(rows: Iterable[SpanRow]) -> dict[TraceKey, list[SpanRow]]:
+    """The traces whose spans form one complete tree among `rows`: exactly one root (no
+    parent) and every other span's parent present. OTel SDKs export a span when it ends, so a
+    request holding a whole tree usually holds the whole trace; a span that arrives later for
+    one of them is queued and the trace derived again."""
+    by_trace: dict[TraceKey, list[SpanRow]] = defaultdict(list)
+    for row in rows:
+        by_trace[(row.project, row.trace_id)].append(row)
+    whole: dict[TraceKey, list[SpanRow]] = {}
+    for key, spans in by_trace.items():
+        ids = {s.span_id for s in spans}
+        roots = [s for s in spans if not s.parent_span_id]
+        if len(roots) == 1 and all(s.parent_span_id in ids for s in spans if s is not roots[0]):
+            whole[key] = spans
+    return whole
+
+
+async def store_results(conn: asyncpg.Connection, results: Sequence[Result]) -> None:
+    """Store every result at once (inside the caller's transaction); when the database refuses
+    the batch for a reason that is not transient, store trace by trace, and record a trace the
+    database refuses as failed. Transient faults propagate: the caller's round is retried."""
+    try:
+        async with conn.transaction():  # a savepoint
+            await assembly_store.store(conn, [r[0] for r in results], [r[1] for r in results])
+        return
+    except Exception as exc:
+        if is_transient(exc):
+            raise
+    for summary, trajectory in results:
+        project, trace_id = summary.project, summary.trace_id
+        try:
+            async with conn.transaction():
+                await assembly_store.store(conn, [summary], [trajectory])
+            continue
+        except Exception as exc:
+            if is_transient(exc):
+                raise
+            log.error("trace %s/%s: the database refused its results: %r",
+                      project, trace_id, exc)
+            failure = failed_trajectory(project, trace_id, trajectory.settle_at, exc,
+                                        start_ns=summary.start_ns)
+        try:
+            async with conn.transaction():
+                await assembly_store.store(conn, [], [failure])
+        except Exception as exc:
+            if is_transient(exc):
+                raise
+            log.error("trace %s/%s: cannot record the failure either, skipped: %r",
+                      project, trace_id, exc)
