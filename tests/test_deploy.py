@@ -47,8 +47,11 @@ def _instruction(name: str) -> str:
     return found[-1]
 
 
-@pytest.mark.parametrize("path", [*MANIFESTS, DEPLOY / "compose.yaml",
-                                  DEPLOY / "otel-collector.yaml"], ids=lambda p: p.name)
+COLLECTOR_CONFIGS = [DEPLOY / "otel-collector.yaml", DEPLOY / "otel-collector-replicas.yaml"]
+
+
+@pytest.mark.parametrize("path", [*MANIFESTS, DEPLOY / "compose.yaml", *COLLECTOR_CONFIGS],
+                         ids=lambda p: p.name)
 def test_yaml_files_parse(path: Path) -> None:
     assert _yaml_documents(path), f"{path} is empty"
 
@@ -175,8 +178,9 @@ def test_collector_uses_current_component_names() -> None:
             assert exporter in config["exporters"]
 
 
-def test_every_exporter_to_trajhub_keeps_a_persistent_retrying_queue() -> None:
-    config = _yaml_documents(DEPLOY / "otel-collector.yaml")[0]
+@pytest.mark.parametrize("path", COLLECTOR_CONFIGS, ids=lambda p: p.name)
+def test_every_exporter_to_trajhub_keeps_a_persistent_retrying_queue(path: Path) -> None:
+    config = _yaml_documents(path)[0]
     storages = set(config["service"]["extensions"])
     for name, exporter in config["exporters"].items():
         queue = exporter["sending_queue"]
@@ -187,3 +191,14 @@ def test_every_exporter_to_trajhub_keeps_a_persistent_retrying_queue() -> None:
         assert exporter["retry_on_failure"]["enabled"] is True, name
         headers = (exporter.get("protocol", {}).get("otlp", exporter)).get("headers", {})
         assert headers.get("authorization", "").startswith("Bearer ${env:"), name
+
+
+def test_replicas_collector_routes_by_trace_id_to_a_static_list() -> None:
+    config = _yaml_documents(DEPLOY / "otel-collector-replicas.yaml")[0]
+    (pipeline,) = config["service"]["pipelines"].values()
+    (name,) = pipeline["exporters"]
+    exporter = config["exporters"][name]
+    assert name.split("/")[0] == "load_balancing"
+    assert exporter["routing_key"] == "traceID"
+    hostnames = exporter["resolver"]["static"]["hostnames"]
+    assert len(hostnames) >= 2 and all(h.rsplit(":", 1)[1].isdigit() for h in hostnames)
