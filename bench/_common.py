@@ -305,12 +305,14 @@ class Server:
     """`trajhub serve` on free ports; embedded PostgreSQL in a temp dir unless database_url."""
 
     def __init__(self, database_url: str = "", env: dict[str, str] | None = None,
-                 keep_dir: bool = False) -> None:
+                 keep_dir: bool = False, data_dir: Path | None = None) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="trajhub-bench-"))
         self.log_path = self.tmp / "server.log"
-        self.keep_dir = keep_dir
+        # a data directory of the caller's is the caller's to remove
+        self.keep_dir = keep_dir or data_dir is not None
+        self.data_dir = data_dir or self.tmp / "data"
         cmd = [str(Path(sys.executable).with_name("trajhub")), "serve", "--http-port", "0",
-               "--grpc-port", "0", "--data-dir", str(self.tmp / "data")]
+               "--grpc-port", "0", "--data-dir", str(self.data_dir)]
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("TRAJHUB_")}
         full_env.update(env or {})
         if database_url:
@@ -345,7 +347,7 @@ class Server:
         warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
         from pgserver.utils import PostmasterInfo
 
-        info = PostmasterInfo.read_from_pgdata(self.tmp / "data" / "pgdata")
+        info = PostmasterInfo.read_from_pgdata(self.data_dir / "pgdata")
         if info is None:
             raise SystemExit("cannot find the embedded PostgreSQL's postmaster.pid")
         self.postmaster_pid = info.pid
@@ -406,6 +408,16 @@ class Server:
         return [ln for ln in self.log_text().splitlines()
                 if any(w in ln for w in (" WARNING ", " ERROR ", " CRITICAL ", "Traceback"))]
 
+    def stop_and_report(self) -> int | None:
+        """Stop the server and print its exit status and its warning/error log lines (the
+        benchmarks' last words); returns the exit status."""
+        code = self.stop()
+        problems = self.problems()
+        print(f"\ntrajhub exited with {code}; {len(problems)} warning/error log lines")
+        for line in problems[:20]:
+            print("  " + line)
+        return code
+
     def stop(self) -> int | None:
         code = None
         if self.proc.poll() is None:
@@ -421,7 +433,7 @@ class Server:
         if not self.keep_dir:
             import shutil
 
-            shutil.rmtree(self.tmp / "data", ignore_errors=True)
+            shutil.rmtree(self.data_dir, ignore_errors=True)
         return code
 
 

@@ -1,7 +1,8 @@
 """Trajectory-worker benchmark: derivations per second and acknowledgement → final delay.
 
-    /work/venv/bin/python bench/assemble.py [--traces 2000] [--settle 0.5]
-                                            [--latency-traces 100] [--latency-rate 5]
+    .venv/bin/python bench/assemble.py [--traces 2000 | --duration 60] [--settle 0.5]
+                                       [--latency-traces 100] [--latency-rate 5]
+                                       [--derive-at-ingest true|false]
 
 Starts its own `trajhub serve` (embedded PostgreSQL in a temporary data directory, or
 `--database-url`) with TRAJHUB_SETTLE_SECONDS=--settle, then:
@@ -11,7 +12,8 @@ Starts its own `trajhub serve` (embedded PostgreSQL in a temporary data director
    polls `trajectories` every 50 ms. derivations/s = traces / (first ack → every trace has a
    trajectory, any status); also the time until all are `final`, the ingest rate in traces/s
    (does the worker keep up?) and a check of the derived step and token counts against what
-   was generated.
+   was generated. With --duration it ingests for that long instead (fresh trace ids per
+   request) and reports the backlog when the load stops, in seconds of derivation work.
 2. Latency: sends single traces (one request each) at --latency-rate per second and polls
    GET /api/v1/trajectories/{trace_id} every 20 ms until `X-Trajectory-Status: final`;
    reports p50/p99 of ack → final, and the same minus the settle period.
@@ -77,27 +79,22 @@ async def _counts(conn: asyncpg.Connection, project: str) -> tuple[int, int]:
 def throughput(server: Server, args: argparse.Namespace) -> dict[str, Any]:
     project = f"bench-assemble-{os.urandom(3).hex()}"
     rng = random.Random(args.seed)
-    # whole traces per request; the last request takes what is left
+    # whole traces per request; without --duration, --traces traces once each (the last
+    # request takes what is left); with it, these templates again and again with fresh ids
     templates: list[Template] = []
     left = args.traces
-    while left > 0:
+    while left > 0 and (not args.duration or len(templates) < 8):
         sizes = trace_sizes(rng, 512)[:left]
         templates.append(build_request(rng, sizes))
         left -= len(sizes)
-    expect = {"spans": 0, "model": 0, "tool": 0, "in": 0, "out": 0}
-    for t in templates:
-        for s in t.traces:
-            expect["spans"] += s.spans
-            expect["model"] += s.model_steps
-            expect["tool"] += s.tool_steps
-            expect["in"] += s.input_tokens
-            expect["out"] += s.output_tokens
-    bodies = [t.body for t in templates]
-
+    expect = {"traces": 0, "spans": 0, "model": 0, "tool": 0, "in": 0, "out": 0,
+              "requests": 0}
     stats = {"n503": 0, "errors": 0, "first_ack": 0.0, "last_ack": 0.0}
     lock = threading.Lock()
+    deadline = time.time() + args.duration
 
-    def send(body: bytes) -> None:
+    def send(t: Template) -> None:
+        body, _ = _unique(t)
         with httpx.Client(base_url=server.http_url, timeout=60) as client:
             n503, errors = _post(client, body, project)
         now = time.time()
@@ -106,32 +103,53 @@ def throughput(server: Server, args: argparse.Namespace) -> dict[str, Any]:
             stats["errors"] += errors
             stats["first_ack"] = min(stats["first_ack"] or now, now)
             stats["last_ack"] = max(stats["last_ack"], now)
+            expect["requests"] += 1
+            for shape in t.traces:
+                expect["traces"] += 1
+                expect["spans"] += shape.spans
+                expect["model"] += shape.model_steps
+                expect["tool"] += shape.tool_steps
+                expect["in"] += shape.input_tokens
+                expect["out"] += shape.output_tokens
+
+    def sender(i: int) -> None:
+        if not args.duration:
+            for t in templates[i::args.senders]:
+                send(t)
+            return
+        k = i
+        while time.time() < deadline:
+            send(templates[k % len(templates)])
+            k += args.senders
 
     async def watch(done_sending: threading.Event) -> dict[str, float]:
         conn = await asyncpg.connect(server.database_url)
         marks: dict[str, float] = {}
-        deadline = time.time() + args.timeout
+        give_up = time.time() + args.duration + args.timeout
+        n = f = 0
         try:
-            while time.time() < deadline:
+            while time.time() < give_up:
                 n, f = await _counts(conn, project)
                 now = time.time()
-                if n >= args.traces and "all_derived" not in marks:
-                    marks["all_derived"] = now
-                if f >= args.traces:
-                    marks["all_final"] = now
-                    break
+                if done_sending.is_set():
+                    if "backlog_at_end" not in marks:
+                        # the first poll after the last ack: traces acknowledged, not derived
+                        marks["backlog_at_end"] = expect["traces"] - n
+                        marks["backlog_at"] = now
+                    if n >= expect["traces"] and "all_derived" not in marks:
+                        marks["all_derived"] = now
+                    if f >= expect["traces"]:
+                        marks["all_final"] = now
+                        break
                 await asyncio.sleep(POLL_S)
             marks["derived_at_end"], marks["final_at_end"] = n, f
             row = await conn.fetchrow(
                 """SELECT sum(model_step_count) AS m, sum(tool_step_count) AS t,
                           sum(input_tokens) AS i, sum(output_tokens) AS o,
                           count(*) FILTER (WHERE derivation_error IS NOT NULL) AS e,
-                          count(*) FILTER (WHERE revision > 1) AS r,
-                          min(derived_at) AS d0, max(derived_at) AS d1
+                          count(*) FILTER (WHERE revision > 1) AS r
                    FROM trajectories WHERE project = $1""", project)
             marks.update({k: int(row[k] or 0) for k in ("m", "t", "i", "o", "e", "r")})
-            if row["d0"] is not None:
-                marks["derived_span_s"] = (row["d1"] - row["d0"]).total_seconds()
             marks["spans"] = await conn.fetchval(
                 "SELECT count(*) FROM spans WHERE project = $1", project)
         finally:
@@ -146,36 +164,42 @@ def throughput(server: Server, args: argparse.Namespace) -> dict[str, Any]:
     wt = threading.Thread(target=lambda: watcher.update(asyncio.run(watch(done))))
     wt.start()
     with ThreadPoolExecutor(args.senders) as pool:
-        list(pool.map(send, bodies))
-    done.set()
-    wt.join(args.timeout + 30)
-    t1 = time.time()
+        list(pool.map(sender, range(args.senders)))
+    t_sent = time.time()
     cpu1 = server.process_tree_cpu()
     busy1, total1 = machine_busy()
+    done.set()
+    wt.join(args.duration + args.timeout + 30)
     first, last = stats["first_ack"], stats["last_ack"]
+    traces = expect["traces"]
     ingest_s = max(last - t0, 1e-9)
     res: dict[str, Any] = {
-        "project": project, "traces": args.traces, "spans": expect["spans"],
-        "requests": len(bodies), "retries_503": stats["n503"], "errors": stats["errors"],
-        "ingest_s": round(ingest_s, 2),
-        "ingest_traces_per_s": round(args.traces / ingest_s),
+        "project": project, "traces": traces, "spans": expect["spans"],
+        "requests": expect["requests"], "retries_503": stats["n503"],
+        "errors": stats["errors"], "ingest_s": round(ingest_s, 2),
+        "ingest_traces_per_s": round(traces / ingest_s),
         "ingest_spans_per_s": round(expect["spans"] / ingest_s),
         "spans_stored": watcher.get("spans"),
         "derived": watcher.get("derived_at_end"), "final": watcher.get("final_at_end"),
-        "cpu_cores": server.cpu_breakdown(cpu0, cpu1, t1 - t0),
+        # CPU while ingesting (until the last ack)
+        "cpu_cores": server.cpu_breakdown(cpu0, cpu1, t_sent - t0),
         "machine_cpu_busy_pct": round(100 * (busy1 - busy0) / max(total1 - total0, 1e-9)),
     }
     if "all_derived" in watcher:
         span = watcher["all_derived"] - first
         res["first_ack_to_all_derived_s"] = round(span, 2)
-        res["derivations_per_s"] = round(args.traces / span)
+        res["derivations_per_s"] = round(traces / span)
         res["last_ack_to_all_derived_s"] = round(watcher["all_derived"] - last, 2)
+        # the backlog when the load stopped, in seconds of the derivation rate seen
+        res["backlog_at_end"] = int(watcher.get("backlog_at_end", 0))
+        res["backlog_s_of_work"] = round(res["backlog_at_end"] / max(traces / span, 1e-9), 2)
         # the worker keeps up if it finishes about when ingestion does (one poll round +
         # one worker round of slack)
         res["worker_keeps_up"] = res["last_ack_to_all_derived_s"] <= 1.0
     if "all_final" in watcher:
         res["first_ack_to_all_final_s"] = round(watcher["all_final"] - first, 2)
         res["last_ack_to_all_final_s"] = round(watcher["all_final"] - last, 2)
+        res["final_within_settle_plus_1s"] = res["last_ack_to_all_final_s"] <= args.settle + 1
     res["derivation_check"] = {
         "model_steps": [watcher.get("m"), expect["model"]],
         "tool_steps": [watcher.get("t"), expect["tool"]],
@@ -249,6 +273,11 @@ async def latency(server: Server, args: argparse.Namespace) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--traces", type=int, default=2000, help="traces for the throughput part")
+    ap.add_argument("--duration", type=float, default=0.0, help=(
+        "instead of --traces: ingest at full speed for this many seconds (fresh trace ids "
+        "per request), then measure the backlog left and the time until all is final"))
+    ap.add_argument("--derive-at-ingest", choices=("true", "false"), default="true",
+                    help="TRAJHUB_DERIVE_AT_INGEST of the server under test")
     ap.add_argument("--senders", type=int, default=4, help="concurrent ingest connections")
     ap.add_argument("--settle", type=float, default=0.5, help="TRAJHUB_SETTLE_SECONDS")
     ap.add_argument("--latency-traces", type=int, default=100)
@@ -262,7 +291,8 @@ def main() -> int:
     args = ap.parse_args()
 
     server = Server(args.database_url, {"TRAJHUB_LOG_LEVEL": "warning",
-                                        "TRAJHUB_SETTLE_SECONDS": str(args.settle)})
+                                        "TRAJHUB_SETTLE_SECONDS": str(args.settle),
+                                        "TRAJHUB_DERIVE_AT_INGEST": args.derive_at_ingest})
     print(f"trajhub started: http {server.http_url}, settle {args.settle} s, log "
           f"{server.log_path}")
     out: dict[str, Any] = {}
@@ -281,12 +311,15 @@ def main() -> int:
                       f"{r['traces']} derived in {r['first_ack_to_all_derived_s']} s)")
                 print(f"  last ack → all derived {r['last_ack_to_all_derived_s']} s; "
                       f"worker keeps up with ingest: {r['worker_keeps_up']}")
+                print(f"  backlog at the end   {r['backlog_at_end']} traces = "
+                      f"{r['backlog_s_of_work']} s of derivation work")
             else:
                 print(f"  NOT all derived within {args.timeout} s: {r['derived']} of "
                       f"{r['traces']}")
             if "first_ack_to_all_final_s" in r:
                 print(f"  all final            {r['first_ack_to_all_final_s']} s after the "
-                      f"first ack, {r['last_ack_to_all_final_s']} s after the last")
+                      f"first ack, {r['last_ack_to_all_final_s']} s after the last (within "
+                      f"settle + 1 s: {r['final_within_settle_plus_1s']})")
             else:
                 print(f"  NOT all final within {args.timeout} s: {r['final']} of {r['traces']}")
             print(f"  derivation check     {'OK' if r['derivation_ok'] else 'MISMATCH'} "
@@ -305,11 +338,7 @@ def main() -> int:
             print(f"  finalized {r['finalized']}/{r['traces']}, timeouts {r['timeouts']}, "
                   f"503s {r['retries_503']}, seen 'open' before 'final': {r['seen_open_first']}")
     finally:
-        code = server.stop()
-        problems = server.problems()
-        print(f"\ntrajhub exited with {code}; {len(problems)} warning/error log lines")
-        for line in problems[:20]:
-            print("  " + line)
+        code = server.stop_and_report()
     if args.json:
         with open(args.json, "w") as f:
             json.dump({**out, "server_exit_code": code}, f, indent=2, default=str)

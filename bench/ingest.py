@@ -385,11 +385,7 @@ def main() -> int:
             reports.append(r)
     finally:
         if server is not None:
-            exit_code = server.stop()
-            problems = server.problems()
-            print(f"\ntrajhub exited with {exit_code}; {len(problems)} warning/error log lines")
-            for line in problems[:20]:
-                print("  " + line)
+            exit_code = server.stop_and_report()
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"bytes_per_span": bytes_per_span, "runs": reports,
