@@ -7,17 +7,22 @@ The reference load generator and sink are `../shared/bench/loadgen.py` and `raw_
 every earlier round's rows (so later rounds pay for bigger tables, like a running service):
 
 1. `trajhub serve` (embedded PostgreSQL on that directory, tuned by trajhub); loadgen sends
-   --spans spans over OTLP/HTTP protobuf, then over OTLP/gRPC, counting durable rows in
-   `spans`; trajhub stops.
+   --spans spans over OTLP/HTTP protobuf and over OTLP/gRPC, counting durable rows in `spans`;
+   trajhub stops. The protocols alternate which goes first, and each starts on an idle server:
+   after a run, trajhub's leftover work (queued traces, open trajectories) is waited out, so the
+   second protocol does not compete with the first one's derivation.
 2. The same PostgreSQL directory under pgserver, a database `sink`; `raw_sink.py` (one
    process: parse, one COPY per request, acknowledge after commit); the same loadgen run over
    HTTP.
 
-It prints each round and the medians: durable spans/s of trajhub (HTTP, gRPC) and the sink,
-trajhub HTTP ÷ sink, gRPC ÷ HTTP. loadgen's traces are 8 spans each and travel whole, so
-trajhub derives their trajectories while it ingests; the rows in `trajectories` are counted
-too (derived by the time the last span was durable). Exit status 1 when loadgen reports a
-lost or missing span.
+It prints each run and the medians: durable spans/s of trajhub (HTTP, gRPC) and the sink,
+trajhub HTTP ÷ sink, gRPC ÷ HTTP. For each run it also prints the CPU seconds per 10k spans
+of the load generator (the client: gRPC serializes its messages, HTTP sends bytes) and of the
+server (trajhub's processes, or the sink's, and their PostgreSQL), and what PostgreSQL did
+meanwhile (checkpoints, autovacuum and autoanalyze runs, WAL written): the figures that say
+why a later round is slower than the first. loadgen's traces are 8 spans each and travel
+whole, so trajhub derives their trajectories while it ingests; the rows in `trajectories` are
+counted too. Exit status 1 when loadgen reports a lost or missing span.
 """
 
 from __future__ import annotations
@@ -26,12 +31,14 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,23 +58,107 @@ def loadgen(shared: Path, target: str, protocol: str, dsn: str, sql: str,
            protocol, "--spans", str(args.spans), "--concurrency", str(args.concurrency),
            "--verify-dsn", dsn, "--verify-sql", sql, "--poll-interval", "0.2",
            "--json-out", str(out), "--quiet"]
+    before = _children_cpu()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise SystemExit(f"loadgen failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
     result: dict[str, Any] = json.loads(out.read_text())
+    result["client_cpu_s"] = _children_cpu() - before
     out.unlink()
     return result
 
 
-def trajhub_round(shared: Path, data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # of the waited-for loadgen runs
+    return usage.ru_utime + usage.ru_stime
+
+
+# PostgreSQL's background activity during a run (cumulative counters; a run reports deltas)
+_PG_ACTIVITY = """
+SELECT (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter) AS checkpoints,
+       (SELECT coalesce(sum(autovacuum_count), 0) FROM pg_stat_all_tables) AS autovacuums,
+       (SELECT coalesce(sum(autoanalyze_count), 0) FROM pg_stat_all_tables) AS autoanalyzes,
+       pg_current_wal_lsn() - '0/0'::pg_lsn AS wal_bytes,
+       pg_total_relation_size('spans') AS spans_bytes
+"""
+# trajhub's work left after the last ack: queued traces and trajectories not yet final
+_LEFTOVER = """
+SELECT (SELECT count(*) FROM trace_changes) + (SELECT count(*) FROM open_trajectories)
+"""
+
+
+async def _fetch(dsn: str, sql: str) -> dict[str, Any]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        row = await conn.fetchrow(sql)
+        return dict(row) if row is not None else {}
+    finally:
+        await conn.close()
+
+
+def pg_activity(dsn: str) -> dict[str, float]:
+    return {k: float(v) for k, v in asyncio.run(_fetch(dsn, _PG_ACTIVITY)).items()}
+
+
+def wait_idle(dsn: str, timeout: float = 600) -> float:
+    """Seconds until trajhub has no work left over (polled every 0.5 s)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        left = asyncio.run(_fetch(dsn, _LEFTOVER))
+        if not next(iter(left.values()), 0):
+            break
+        time.sleep(0.5)
+    return time.monotonic() - started
+
+
+def sink_cpu(sink_pid: int, pgdata: Path) -> float:
+    """CPU seconds so far of the sink and of its PostgreSQL (the postmaster on `pgdata` and
+    its children), as trajhub's are counted (bench/_common.py, Server.process_tree_cpu)."""
+    import psutil
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    total = 0.0
+    for pid in (sink_pid, info.pid if info else None):
+        if pid is None:
+            continue
+        try:
+            root = psutil.Process(pid)
+            for p in (root, *root.children(recursive=True)):
+                t = p.cpu_times()
+                total += t.user + t.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def measured_run(shared: Path, target: str, protocol: str, dsn: str, sql: str,
+                 args: argparse.Namespace, server_cpu: Callable[[], float]) -> dict[str, Any]:
+    """One loadgen run with the server's CPU (trajhub and its PostgreSQL, or the sink and its
+    PostgreSQL) and PostgreSQL's background activity over it."""
+    pg_before = pg_activity(dsn)
+    cpu_before = server_cpu()
+    run = loadgen(shared, target, protocol, dsn, sql, args)
+    run["server_cpu_s"] = server_cpu() - cpu_before
+    run["pg"] = {k: v - pg_before.get(k, 0.0) for k, v in pg_activity(dsn).items()}
+    run["pg"]["spans_bytes"] = pg_before["spans_bytes"]  # the table's size when the run began
+    return run
+
+
+def trajhub_round(shared: Path, data_dir: Path, args: argparse.Namespace, index: int
+                  ) -> dict[str, Any]:
     server = Server(data_dir=data_dir,
                     env={"TRAJHUB_DERIVE_AT_INGEST": args.derive_at_ingest})
     try:
         spans_sql = "select count(*) from spans where trace_id like '{prefix}%'"
         out: dict[str, Any] = {}
-        for protocol, target in (("http", server.http_url), ("grpc", server.grpc_target)):
-            run = loadgen(shared, target, protocol, server.database_url, spans_sql, args)
-            out[protocol] = run
+        runs = [("http", server.http_url), ("grpc", server.grpc_target)]
+        for protocol, target in runs if index % 2 == 0 else runs[::-1]:
+            out[protocol] = measured_run(shared, target, protocol, server.database_url,
+                                         spans_sql, args,
+                                         lambda: sum(server.process_tree_cpu().values()))
+            out[protocol]["idle_after_s"] = wait_idle(server.database_url)
+
         async def trajectories() -> int:
             conn = await asyncpg.connect(server.database_url)
             try:
@@ -101,13 +192,27 @@ def sink_round(shared: Path, data_dir: Path, args: argparse.Namespace) -> dict[s
             time.sleep(2)  # it creates its table, then listens
             if sink.poll() is not None:
                 raise SystemExit(f"raw_sink.py exited: {log_path.read_text()[-2000:]}")
-            return loadgen(shared, f"http://127.0.0.1:{SINK_PORT}", "http", dsn,
-                           "select count(*) from spans where trace_id like '{prefix}%'", args)
+            return measured_run(shared, f"http://127.0.0.1:{SINK_PORT}", "http", dsn,
+                                "select count(*) from spans where trace_id like '{prefix}%'",
+                                args, lambda: sink_cpu(sink.pid, data_dir / "pgdata"))
         finally:
             sink.terminate()
             sink.wait(30)
     finally:
         pg.cleanup()
+
+
+def describe(run: dict[str, Any], spans: int) -> str:
+    """CPU per 10k spans of client and server, and PostgreSQL's background work in the run."""
+    per = 10_000 / max(spans, 1)
+    pg = run["pg"]
+    idle = (f"; idle {run['idle_after_s']:.1f} s after" if "idle_after_s" in run else "")
+    return (f"{rate(run):>9,.0f} spans/s; per 10k spans: loadgen "
+            f"{run['client_cpu_s'] * per:.2f} CPU-s, server {run['server_cpu_s'] * per:.2f} "
+            f"CPU-s, WAL {pg['wal_bytes'] * per / 2**20:.0f} MiB; during the run: "
+            f"{pg['checkpoints']:.0f} checkpoints, {pg['autovacuums']:.0f} autovacuums, "
+            f"{pg['autoanalyzes']:.0f} autoanalyzes; spans table "
+            f"{pg['spans_bytes'] / 2**20:,.0f} MiB at the start{idle}")
 
 
 def rate(run: dict[str, Any]) -> float:
@@ -129,7 +234,7 @@ def main() -> int:
     failed = False
     try:
         for i in range(args.rounds):
-            t = trajhub_round(args.shared, data_dir, args)
+            t = trajhub_round(args.shared, data_dir, args, i)
             s = sink_round(args.shared, data_dir, args)
             row = {"trajhub_http": rate(t["http"]), "trajhub_grpc": rate(t["grpc"]),
                    "sink_http": rate(s), "trajectories": t["trajectories"],
@@ -145,6 +250,11 @@ def main() -> int:
                   f"(HTTP ÷ sink {row['trajhub_http'] / max(row['sink_http'], 1):.2f}×; "
                   f"trajectories so far {row['trajectories']:,}; trajhub exit "
                   f"{row['trajhub_exit']}, {len(t['problems'])} warning lines)", flush=True)
+            for name, run in (("trajhub HTTP", t["http"]), ("trajhub gRPC", t["grpc"]),
+                              ("sink", s)):
+                print(f"  {name:<12} {describe(run, args.spans)}", flush=True)
+                row[name.replace(" ", "_").lower() + "_detail"] = {
+                    k: run.get(k) for k in ("client_cpu_s", "server_cpu_s", "pg", "idle_after_s")}
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     med = {k: statistics.median(r[k] for r in rounds)
