@@ -100,14 +100,20 @@ def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params]:
     if f.max_duration_ms is not None:
         where.append(f"duration_ms <= {arg(f.max_duration_ms)}")
     if f.text:
-        pattern = "%" + f.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        p = arg(pattern)
-        substring = f"(root_input ILIKE {p} OR root_output ILIKE {p})"
+        # The text, ignoring case: root_input and root_output are stored lower-cased
+        # (storage/assembly_store.py, migration 0018), so this is exactly `ILIKE '%text%'`
+        # (which compares lower(run) with lower(pattern)) without lower-casing each run read.
+        # strpos rather than LIKE: no escaping of % and _, and a faster search.
+        needle = f"lower({arg(f.text)})"
+        substring = f"(strpos(root_input, {needle}) > 0 OR strpos(root_output, {needle}) > 0)"
         if any(c.isalnum() for c in f.text):
             # the word index (migration 0014) finds the runs having a word that starts with
-            # each word of the text; the substring check then keeps those containing it
+            # each word of the text (split as the lower-cased stored text was); the substring
+            # check then keeps those containing it. When most runs have every word (two common
+            # words, rarely adjacent), PostgreSQL walks the runs newest first instead, and this
+            # check is then what each run costs.
             where.append(f"trajhub_search_words(root_input, root_output) @@ "
-                         f"trajhub_prefix_query({arg(f.text)}) AND {substring}")
+                         f"trajhub_prefix_query({needle}) AND {substring}")
         else:  # no word to look up (punctuation only): a scan
             where.append(substring)
     if f.trace_ids is not None:

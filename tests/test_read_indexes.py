@@ -1,15 +1,27 @@
-"""What the indexed list filters match (migration 0014): free text (`q`) over trajectories, and
-the trace list's attribute and span-name filters, which first narrow the traces by a per-trace
-hash set and then check the spans exactly."""
+"""What the indexed list filters match (migrations 0014 and 0018): free text (`q`) over
+trajectories, and the trace list's attribute and span-name filters, which first narrow the
+traces by a per-trace hash set and then check the spans exactly."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
 
 import asyncpg
 import httpx
 import pytest
 
-from tests.harness import ServerProcess, TestDatabase, get_json, run, wait_for
+from tests.harness import (
+    ServerProcess,
+    TestDatabase,
+    get_json,
+    run,
+    separate_database,
+    wait_for,
+)
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from trajhub.storage import assembly_store, trajectory_reads
+from trajhub.storage.migrate import migrate
 
 PB = {"content-type": "application/x-protobuf"}
 T0 = 1_700_000_000_000_000_000
@@ -21,12 +33,19 @@ def send(c: httpx.Client, server: ServerProcess, project: str, spans: list) -> N
     assert r.status_code == 200, r.text
 
 
+#: beyond the first 100,000 characters nothing is searched: here both words are within them,
+#: "gamma delta" as written only after them
+LONG = "gamma lorem delta " + "lorem " * 17_000 + "gamma delta"
+assert LONG.index("gamma delta") > 100_000
+
 RUNS = {
     "weather": ("What is the Weather forecast for Paris?", "Sunny, 50% chance of rain_fall"),
     "reversed": ("forecast of the weather, please", "it will rain"),
     "cjk": ("今天 天气预报 怎么样", "晴天"),
     "punct": ("why?! because", "ok"),
     "number": ("500 offers", "none"),
+    "accents": ("ÄRGER in Zürich", "STRASSE, Straße"),
+    "long": (LONG, "done"),
 }
 
 
@@ -67,6 +86,17 @@ def test_free_text_matches_word_starts_ignoring_case(server: ServerProcess, proj
     assert found("天气") == {"cjk"}                        # letters beyond ASCII
     assert found("?!") == {"punct"}                       # no word in it: still found
     assert found("xylophone") == set()
+    assert found("WEATHER FORECAST") == {"weather"}       # a phrase, any case
+    assert found("weather fore") == {"weather"}           # its last word a word's start
+    assert found("eather forecast") == set()              # its first word must start a word
+    assert found("forecast weather") == set()             # the order as written
+    assert found("ärger") == {"accents"}                  # case beyond ASCII, both ways
+    assert found("zÜrich") == {"accents"}
+    assert found("straße") == {"accents"}
+    assert found("in zürich") == {"accents"}
+    assert found(",") == {"weather", "reversed", "accents"}  # punctuation only, in the output
+    assert found("delta lorem") == {"long"}
+    assert found("gamma delta") == set()                  # only after 100,000 characters
 
 
 def test_attribute_filters_match_span_values(server: ServerProcess, project: str,
@@ -123,3 +153,111 @@ def test_attribute_filters_match_span_values(server: ServerProcess, project: str
 
         run(forget_hashes())
         check()
+
+
+def _run_row(trace_id: str, start_ns: int, question: str, answer: str
+             ) -> assembly_store.TrajectoryRow:
+    return assembly_store.TrajectoryRow(
+        project="p", trace_id=trace_id, normalizer_version="test", settle_at=datetime.now(UTC),
+        root_ended=True, document=None, explanation=None, warnings=[], derivation_error=None,
+        root_input=question, root_output=answer, start_ns=start_ns)
+
+
+async def _found(conn: asyncpg.Connection, q: str) -> set[str]:
+    rows = await trajectory_reads.list_trajectories(
+        conn, "p", trajectory_reads.TrajectoryFilter(text=q, limit=1000))
+    return {r.trace_id for r in rows}
+
+
+def test_migration_0018_brings_old_rows_to_the_searched_form(database: TestDatabase) -> None:
+    """Trajectories stored before migration 0018 hold their text as derived (any case, any
+    length); the migration lower-cases them and cuts them at 100,000 characters, so that free
+    text finds them as it finds new ones."""
+    old_rows = {
+        "a" * 32: ("What is the WEATHER Forecast?", "Sunny in ZÜRICH"),
+        "b" * 32: (LONG.upper(), "Done"),
+    }
+
+    async def check(url: str) -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await migrate(conn)
+            # the rows as a store written before 0018 holds them: no lower-casing, no cut
+            await conn.executemany(
+                "INSERT INTO trajectories (project, trace_id, status, revision, "
+                "normalizer_version, settle_at, root_ended, root_input, root_output) "
+                "VALUES ('p', $1, 'final', 1, 'old', now(), true, $2, $3)",
+                [(t, i, o) for t, (i, o) in old_rows.items()])
+            await conn.execute("DELETE FROM schema_migrations WHERE number = 18")
+            assert await migrate(conn) == ["0018_search_text_lowered.sql"]
+
+            assert await _found(conn, "weather forecast") == {"a" * 32}
+            assert await _found(conn, "Zürich") == {"a" * 32}
+            assert await _found(conn, "GAMMA LOREM") == {"b" * 32}
+            assert await _found(conn, "gamma delta") == set()   # beyond 100,000 characters
+            assert await conn.fetchval(
+                "SELECT max(length(root_input)) FROM trajectories") == 100_000
+        finally:
+            await conn.close()
+
+    with separate_database(database) as url:
+        run(check(url))
+
+
+def test_free_text_reads_an_index(database: TestDatabase) -> None:
+    """With a few thousand runs and statistics gathered, every free-text query with a word
+    reads an index, never the whole table: the words index for a rare word, and the list order
+    (newest first, checking each run) for words most runs have, such as two common words that
+    are rarely adjacent. The answers are the runs planted for each query."""
+    n = 2000
+    rows, phrase, rare = [], set(), set()
+    for i in range(n):
+        trace_id = f"{i:032x}"
+        # PostgreSQL estimates a word's start (`weath:*`) from its statistics only when they
+        # list at least 100 frequent words: a vocabulary of 200 more, 10 in each run
+        others = " ".join(f"w{(i + 20 * k) % 200}" for k in range(10))
+        question = f"Tell me the WEATHER, then the forecast for Paris {others}"
+        if i % 40 == 0:  # both words, adjacent
+            question = f"What is the Weather Forecast for Paris? {others}"
+            phrase.add(trace_id)
+        if i % 400 == 7:
+            question += " and for Zanzibar"
+            rare.add(trace_id)
+        rows.append(_run_row(trace_id, i, question, "It will be sunny, then rain."))
+
+    async def check(url: str) -> None:
+        conn = await asyncpg.connect(url, server_settings={"plan_cache_mode":
+                                                          "force_custom_plan"})
+        try:
+            await migrate(conn)
+            for i in range(0, n, 50):
+                async with conn.transaction():
+                    await assembly_store.store(conn, [], rows[i:i + 50])
+            await conn.execute("ANALYZE trajectories")
+
+            class Captured:
+                async def fetch(self, sql: str, *args: Any) -> list[Any]:
+                    self.sql, self.args = sql, args
+                    return []
+
+            async def plan(q: str) -> str:
+                cap = Captured()
+                await trajectory_reads.list_trajectories(
+                    cap, "p", trajectory_reads.TrajectoryFilter(text=q))  # type: ignore[arg-type]
+                return "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + cap.sql, *cap.args))
+
+            for q, index in (("weather forecast", "trajectories_by_start"),
+                             ("WEATHER", "trajectories_by_start"),
+                             ("zanzibar", "trajectories_words"),
+                             ("xylophone", "trajectories_words")):
+                explained = await plan(q)
+                assert "Seq Scan" not in explained and index in explained, (q, explained)
+
+            assert await _found(conn, "weather forecast") == phrase
+            assert await _found(conn, "zanzibar") == rare
+            assert await _found(conn, "xylophone") == set()
+        finally:
+            await conn.close()
+
+    with separate_database(database) as url:
+        run(check(url))
