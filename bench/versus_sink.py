@@ -45,7 +45,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import asyncpg
-from _common import Server
+from _common import Server, machine_busy
 
 HERE = Path(__file__).resolve().parent
 SINK_PORT = 4319
@@ -138,8 +138,13 @@ def measured_run(shared: Path, target: str, protocol: str, dsn: str, sql: str,
     PostgreSQL) and PostgreSQL's background activity over it."""
     pg_before = pg_activity(dsn)
     cpu_before = server_cpu()
+    busy_before = machine_busy()
     run = loadgen(shared, target, protocol, dsn, sql, args)
+    busy_after = machine_busy()
     run["server_cpu_s"] = server_cpu() - cpu_before
+    # how full the machine was over the run (loadgen's start-up included)
+    run["machine_busy"] = ((busy_after[0] - busy_before[0])
+                           / max(busy_after[1] - busy_before[1], 1e-9))
     run["pg"] = {k: v - pg_before.get(k, 0.0) for k, v in pg_activity(dsn).items()}
     run["pg"]["spans_bytes"] = pg_before["spans_bytes"]  # the table's size when the run began
     return run
@@ -207,7 +212,8 @@ def describe(run: dict[str, Any], spans: int) -> str:
     per = 10_000 / max(spans, 1)
     pg = run["pg"]
     idle = (f"; idle {run['idle_after_s']:.1f} s after" if "idle_after_s" in run else "")
-    return (f"{rate(run):>9,.0f} spans/s; per 10k spans: loadgen "
+    return (f"{rate(run):>9,.0f} spans/s, machine {run['machine_busy']:.0%} busy; per 10k "
+            f"spans: loadgen "
             f"{run['client_cpu_s'] * per:.2f} CPU-s, server {run['server_cpu_s'] * per:.2f} "
             f"CPU-s, WAL {pg['wal_bytes'] * per / 2**20:.0f} MiB; during the run: "
             f"{pg['checkpoints']:.0f} checkpoints, {pg['autovacuums']:.0f} autovacuums, "
@@ -254,7 +260,8 @@ def main() -> int:
                               ("sink", s)):
                 print(f"  {name:<12} {describe(run, args.spans)}", flush=True)
                 row[name.replace(" ", "_").lower() + "_detail"] = {
-                    k: run.get(k) for k in ("client_cpu_s", "server_cpu_s", "pg", "idle_after_s")}
+                    k: run.get(k) for k in ("client_cpu_s", "server_cpu_s", "machine_busy", "pg",
+                                            "idle_after_s")}
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     med = {k: statistics.median(r[k] for r in rounds)
