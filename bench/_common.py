@@ -70,7 +70,7 @@ TOOLS = (("get_weather", "Return the current weather for a city."),
 
 @dataclass
 class TraceShape:
-    """What a generated trace should derive into (for checking the trajectory worker)."""
+    """What a generated trace should derive into (for checking the derivation worker)."""
     spans: int
     model_steps: int
     tool_steps: int
@@ -363,7 +363,7 @@ class Server:
 
     def process_tree_cpu(self) -> dict[str, float]:
         """CPU seconds (user+sys) so far: "trajhub" (the receiving process), "child <pid>" for
-        each of its children (ingest workers, trajectory worker) and "postgres" (all PostgreSQL
+        each of its children (ingest workers, derivation worker) and "postgres" (all PostgreSQL
         processes when embedded; pg_ctl daemonizes them, so they are not trajhub's children).
         Processes that already exited (e.g. backends of closed connections) are not counted."""
         import psutil

@@ -346,7 +346,7 @@ def main() -> int:
     ap.add_argument("--ingest-workers", type=int, default=0,
                     help="TRAJHUB_INGEST_WORKERS of the server started here (default: its own)")
     ap.add_argument("--drain-timeout", type=float, default=60.0,
-                    help="after each protocol, wait up to this long for the trajectory worker "
+                    help="after each protocol, wait up to this long for the derivation worker "
                          "to drain its queue (0: do not wait)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", default="", help="also write the results to this file")

@@ -8,7 +8,7 @@ Starts its own `trajhub serve` (embedded PostgreSQL in a temporary data director
 HALF that rate (or `--rate`) for `--minutes` with the same workload (512-span requests of
 realistic agent traces, fresh trace ids each), paced evenly over time, and samples the resident
 set size (RSS, from /proc) of every trajhub process every `--sample-seconds`: the receiving
-process, each ingest worker, each trajectory worker and multiprocessing's resource tracker.
+process, each ingest worker, each derivation worker and multiprocessing's resource tracker.
 PostgreSQL is not trajhub's and is not judged (its RSS is mostly shared buffers).
 
 It prints RSS over time as a table and, per process, the growth from the start of the measured
@@ -75,7 +75,7 @@ def descendants(root: int) -> list[int]:
 
 
 def role(pid: int, root: int) -> str:
-    """What a trajhub process is. Trajectory workers lower their priority (os.nice(10)) and
+    """What a trajhub process is. Derivation workers lower their priority (os.nice(10)) and
     ingest workers do not; both are multiprocessing `spawn` children."""
     if pid == root:
         return "receiver"
@@ -87,7 +87,7 @@ def role(pid: int, root: int) -> str:
         return "resource tracker"
     fields = _stat(pid)
     if fields and int(fields[16]) > 0:  # field 19: nice
-        return "trajectory worker"
+        return "derivation worker"
     return "ingest worker"
 
 
@@ -114,7 +114,7 @@ class RssSampler:
     def sample(self, elapsed: float) -> None:
         self.times.append(elapsed)
         for pid in [self.root, *descendants(self.root)]:
-            # a trajectory worker lowers its priority only once it has started: until then
+            # a derivation worker lowers its priority only once it has started: until then
             # it looks like an ingest worker, so the role is looked at again on every sample
             base = role(pid, self.root)
             if pid not in self.procs:

@@ -31,7 +31,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from trajhub.service import derivation
 from trajhub.service.ingest.decode import otlp_batch
-from trajhub.storage import assembly_store, span_writer
+from trajhub.storage import derivation_store, span_writer
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
 
@@ -63,7 +63,7 @@ async def measure(url: str, setup_sql: str, payloads: list[bytes]) -> dict[str, 
             await transaction.start()
             await span_writer.write_spans(conn, batch.rows.values(), batch.resources)
             t.append(time.perf_counter())
-            stored = await assembly_store.claim_whole(
+            stored = await derivation_store.claim_whole(
                 conn, {key: result[0].span_count for key, result in derived.items()})
             t.append(time.perf_counter())
             await derivation.store_results(conn, [derived[key] for key in stored])

@@ -28,13 +28,13 @@ import uuid
 
 import asyncpg
 
-from trajhub.storage import assembly_store
-from trajhub.storage.assembly_store import TRAJECTORY_COLUMNS, TrajectoryRow
+from trajhub.storage import derivation_store
+from trajhub.storage.derivation_store import TRAJECTORY_COLUMNS, TrajectoryRow
 from trajhub.storage.migrate import migrate
 
 #: the statement before migration 0018: the text as derived
-AS_DERIVED = re.sub(r"lower\((\$\d+)\)", r"\1", assembly_store._UPSERT_TRAJECTORY)
-assert AS_DERIVED != assembly_store._UPSERT_TRAJECTORY
+AS_DERIVED = re.sub(r"lower\((\$\d+)\)", r"\1", derivation_store._UPSERT_TRAJECTORY)
+assert AS_DERIVED != derivation_store._UPSERT_TRAJECTORY
 
 _PROSE = ("The agent plans a Step and calls a Tool to look up the Weather forecast for the City "
           "then it adds numbers checks the Result summarises findings for the User and answers "
@@ -103,7 +103,7 @@ async def main() -> None:
                         if variant == "as derived":
                             await target.executemany(AS_DERIVED, batch)
                         else:
-                            await assembly_store.store(target, [], batch)
+                            await derivation_store.store(target, [], batch)
                     if round_ > 0:
                         times[variant].append((time.perf_counter() - t0) / len(batch) * 1e6)
         finally:

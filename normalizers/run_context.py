@@ -1,7 +1,7 @@
 """What a trajectory summary says about the run besides its steps: the service, the session and
 user ids where the instrumentation recorded them, and short previews of its input and output.
 
-Computed once, by the trajectory worker, and stored with the summary (the REST list only reads
+Computed once, by the derivation worker, and stored with the summary (the REST list only reads
 them)."""
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ variable `TRAJHUB_<NAME>` (flags win over the environment, which wins over the d
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -49,11 +50,11 @@ class Settings(BaseSettings):
         "ingest workers derive the traces a request carries whole before acknowledging it, so "
         "trajectories never lag the spans; off, every trace goes through the trajectory "
         "workers' queue: more spans/s on a saturated machine, trajectories behind during bursts"))
-    assembly_workers: int = Field(1, ge=1, description=(
+    derivation_workers: int = Field(1, ge=1, description=(
         "processes that derive trajectories of traces split across requests (all traces with "
         "TRAJHUB_DERIVE_AT_INGEST=false), at low CPU priority"))
-    assembly_interval_seconds: float = Field(0.2, gt=0, description=(
-        "how often the trajectory worker looks for new spans when idle"))
+    derivation_interval_seconds: float = Field(0.2, gt=0, description=(
+        "how often the derivation worker looks for new spans when idle"))
     shutdown_timeout: float = Field(10.0, ge=0, description=(
         "seconds a shutdown waits for requests in flight; then slow clients are cut off (a body "
         "still arriving gets no answer, never a 200)"))
@@ -122,13 +123,31 @@ def add_arguments(parser: argparse.ArgumentParser, only: tuple[str, ...] | None 
             help=f"{field.description} [env {env_name(name)}; default {_shown_default(name)}]")
 
 
+#: settings renamed when the trajectory job got one name, derivation: old environment variable
+#: → the setting it now sets. The old names keep working for one version, with a warning.
+DEPRECATED_ENV = {
+    "TRAJHUB_ASSEMBLY_WORKERS": "derivation_workers",
+    "TRAJHUB_ASSEMBLY_INTERVAL_SECONDS": "derivation_interval_seconds",
+}
+
+
+def deprecated_env_in_use() -> list[str]:
+    """One line per deprecated environment variable that is set, naming its replacement."""
+    return [f"{old} is deprecated and will be removed; use {env_name(new)}"
+            for old, new in DEPRECATED_ENV.items() if old in os.environ]
+
+
 def settings_from(args: argparse.Namespace | None = None) -> Settings:
     """Flags, else environment variables, else defaults. An invalid value raises SettingsError
-    naming where it came from: `--http-port 'x': …` or `TRAJHUB_HTTP_PORT='x': …`."""
+    naming where it came from: `--http-port 'x': …` or `TRAJHUB_HTTP_PORT='x': …`. A deprecated
+    variable (`DEPRECATED_ENV`) sets its new setting unless the new variable or flag is given."""
     flags: dict[str, Any] = {}
     if args is not None:
         flags = {name: getattr(args, name) for name in Settings.model_fields
                  if getattr(args, name, None) is not None}
+    for old, new in DEPRECATED_ENV.items():
+        if old in os.environ and new not in flags and env_name(new) not in os.environ:
+            flags[new] = os.environ[old]
     try:
         return Settings(**flags)
     except ValidationError as exc:
@@ -150,4 +169,5 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-__all__ = ["Settings", "SettingsError", "add_arguments", "env_name", "flag_name", "settings_from"]
+__all__ = ["DEPRECATED_ENV", "Settings", "SettingsError", "add_arguments", "deprecated_env_in_use",
+           "env_name", "flag_name", "settings_from"]

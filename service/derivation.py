@@ -1,7 +1,7 @@
 """Spans → the rows a trace's derivation stores: its trace-list row and its trajectory.
 
 Two places derive: the ingest workers, for the traces a request carries whole (they have just
-decoded those spans), and the trajectory worker, for every other trace that got spans (it reads
+decoded those spans), and the derivation worker, for every other trace that got spans (it reads
 them back from `spans`). Both build the same rows here and store them with `store_results`, so
 a trajectory does not depend on which of the two derived it.
 """
@@ -24,14 +24,14 @@ from trajhub.normalizers.playback import model_usage
 from trajhub.normalizers.run_context import RunContext, preview, run_context
 from trajhub.normalizers.trajectory import trajectory_to_json
 from trajhub.service.stored_spans import to_model
-from trajhub.storage import assembly_store
-from trajhub.storage.assembly_store import TraceRow, TrajectoryRow
+from trajhub.storage import derivation_store
 from trajhub.storage.attribute_keys import trace_attribute_keys
 from trajhub.storage.database import is_transient
+from trajhub.storage.derivation_store import TraceRow, TrajectoryRow
 from trajhub.storage.pgtext import pg_opt, pg_text, pg_texts
 from trajhub.storage.span_writer import SpanRow
 
-log = logging.getLogger("trajhub.assembly")
+log = logging.getLogger("trajhub.derivation")
 
 TraceKey = tuple[str, str]  # (project, trace_id)
 Result = tuple[TraceRow, TrajectoryRow]
@@ -134,7 +134,7 @@ async def store_results(conn: asyncpg.Connection, results: Sequence[Result]) -> 
     database refuses as failed. Transient faults propagate: the caller's round is retried."""
     try:
         async with conn.transaction():  # a savepoint
-            await assembly_store.store(conn, [r[0] for r in results], [r[1] for r in results])
+            await derivation_store.store(conn, [r[0] for r in results], [r[1] for r in results])
         return
     except Exception as exc:
         if is_transient(exc):
@@ -143,7 +143,7 @@ async def store_results(conn: asyncpg.Connection, results: Sequence[Result]) -> 
         project, trace_id = summary.project, summary.trace_id
         try:
             async with conn.transaction():
-                await assembly_store.store(conn, [summary], [trajectory])
+                await derivation_store.store(conn, [summary], [trajectory])
             continue
         except Exception as exc:
             if is_transient(exc):
@@ -154,7 +154,7 @@ async def store_results(conn: asyncpg.Connection, results: Sequence[Result]) -> 
                                         start_ns=summary.start_ns)
         try:
             async with conn.transaction():
-                await assembly_store.store(conn, [], [failure])
+                await derivation_store.store(conn, [], [failure])
         except Exception as exc:
             if is_transient(exc):
                 raise

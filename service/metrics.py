@@ -1,13 +1,13 @@
 """Prometheus metrics, served at `/metrics` by `trajhub serve`.
 
 Where each figure is counted, and why there: `trajhub serve` is one parent process with worker
-processes (ingest workers, trajectory workers). Rather than prometheus-client's multiprocess mode
+processes (ingest workers, derivation workers). Rather than prometheus-client's multiprocess mode
 (a directory of mmap files shared by every process, to be wiped at each start), everything is
 counted in the parent, where the work's results come back:
 - requests, latency and in-flight requests: by the parent's HTTP middleware and gRPC handler;
 - spans accepted and rejected, the ingest queue, database errors of ingest: in `IngestPool`,
   when a worker's result (or error) returns;
-- derivation time and the trajectory workers' database errors: each trajectory worker sends a
+- derivation time and the derivation workers' database errors: each derivation worker sends a
   small message per round through its own pipe, which the parent reads in its supervision loop;
 - the derivation backlog (the change queue) and the age of its oldest entry: a query at scrape
   time, because the queue lives in PostgreSQL and several replicas share it.
@@ -57,7 +57,7 @@ DERIVATION_BACKLOG_AGE = Gauge("trajhub_derivation_backlog_oldest_seconds",
                                "Age of the oldest change waiting for derivation (0 when none)")
 DERIVATION_SECONDS = Histogram(
     "trajhub_derivation_round_duration_seconds",
-    "Time a trajectory worker took to derive and store one round of changed traces",
+    "Time a derivation worker took to derive and store one round of changed traces",
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
 TRACES_DERIVED = Counter("trajhub_traces_derived", "Traces whose trajectory was (re)derived")
 DATABASE_ERRORS = Counter("trajhub_database_errors",

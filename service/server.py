@@ -1,8 +1,8 @@
 """`trajhub serve`: bind the ports, start PostgreSQL (or connect), migrate, then run the
-receivers, the REST API and the trajectory worker until SIGTERM/SIGINT; then stop accepting,
+receivers, the REST API and the derivation worker until SIGTERM/SIGINT; then stop accepting,
 finish and commit what was acknowledged (waiting at most `shutdown_timeout`), and exit 0.
 
-While it runs, the ingest workers, the trajectory workers and the embedded PostgreSQL are
+While it runs, the ingest workers, the derivation workers and the embedded PostgreSQL are
 supervised: each is started again when it dies.
 """
 
@@ -29,7 +29,7 @@ from trajhub.service.ingest.grpc import create_server
 from trajhub.service.ingest.pool import IngestPool
 from trajhub.service.runtime import Runtime
 from trajhub.service.supervision import Backoff
-from trajhub.service.workers.assembly import AssemblyProcesses
+from trajhub.service.workers.derivation import DerivationProcesses
 from trajhub.storage import evaluations
 from trajhub.storage.database import create_pool
 from trajhub.storage.embedded import EmbeddedPostgres
@@ -156,7 +156,7 @@ async def serve(settings: Settings) -> None:
 
     timeout = settings.shutdown_timeout
     embedded: EmbeddedPostgres | None = None
-    assembler: AssemblyProcesses | None = None
+    deriver: DerivationProcesses | None = None
     db: asyncpg.Pool | None = None
     supervisors: list[asyncio.Task[None]] = []
     grpc_started = False
@@ -167,9 +167,9 @@ async def serve(settings: Settings) -> None:
         ingest.database_url = url
         await ingest.start()
         supervisors.append(asyncio.create_task(ingest.supervise()))
-        assembler = AssemblyProcesses(url, settings)
-        assembler.start()
-        supervisors.append(asyncio.create_task(assembler.supervise()))
+        deriver = DerivationProcesses(url, settings)
+        deriver.start()
+        supervisors.append(asyncio.create_task(deriver.supervise()))
         db = await create_pool(url)
         gate.db = db
         rt = Runtime(settings=settings, db=db, ingest=ingest)
@@ -179,8 +179,8 @@ async def serve(settings: Settings) -> None:
             db, settings.retention_days, settings.retention_interval_seconds)))
 
         def workers_missing() -> str:
-            assert assembler is not None
-            return "; ".join(m for m in (ingest.missing(), assembler.missing()) if m)
+            assert deriver is not None
+            return "; ".join(m for m in (ingest.missing(), deriver.missing()) if m)
 
         config = uvicorn.Config(create_app(rt, workers_missing), log_level=settings.log_level,
                                 # the access log is trajhub's own (service/access.py); with
@@ -216,8 +216,8 @@ async def serve(settings: Settings) -> None:
             await grpc_server.stop(grace=None)
         http_socket.close()
         await asyncio.to_thread(ingest.shutdown, timeout)
-        if assembler is not None:
-            await asyncio.to_thread(assembler.stop, timeout)
+        if deriver is not None:
+            await asyncio.to_thread(deriver.stop, timeout)
         if db is not None:
             await db.close()
         if embedded is not None:

@@ -2,7 +2,7 @@
 
 The trace list's attribute filter asks "has this trace a span whose attributes contain
 {key: value}?". Answering that from `spans` costs a look at every span of every trace walked.
-Instead, the trajectory worker stores per trace the set of 32-bit hashes of its spans'
+Instead, the derivation worker stores per trace the set of 32-bit hashes of its spans'
 (key, value) pairs and span names, with a GIN index; a filter first picks the traces whose set
 holds one of its hashes, and the exact span check then runs only on those. A hash is only a
 pre-filter: a collision costs one extra exact check, never a wrong answer.

@@ -81,7 +81,7 @@ class SpanRow(Row):
 
 @dataclass(frozen=True)
 class TraceSummaryRow(Row):
-    """A trace as the trace list shows it (the `traces` table, kept by the trajectory worker)."""
+    """A trace as the trace list shows it (the `traces` table, kept by the derivation worker)."""
 
     trace_id: str
     root_span_id: str

@@ -5,7 +5,7 @@ the merge below). When the COPY hits a span already stored (a client retry, or t
 version of a long-running span), it rolls back to a savepoint and the rows go through a
 per-connection staging table merged with ON CONFLICT instead: a re-sent span is stored once,
 and one with a later end time replaces the stored one, and the traces it changed are queued
-for the trajectory worker. After a plain COPY the ingest worker derives the traces the request
+for the derivation worker. After a plain COPY the ingest worker derives the traces the request
 carried whole itself and queues the rest.
 """
 
@@ -94,7 +94,7 @@ async def write_spans(
 
 
 async def queue_changes(conn: asyncpg.Connection, traces: Collection[tuple[str, str]]) -> None:
-    """Queue (project, trace_id) pairs for the trajectory worker."""
+    """Queue (project, trace_id) pairs for the derivation worker."""
     if traces:
         await conn.copy_records_to_table("trace_changes", records=sorted(traces),
                                          columns=("project", "trace_id"))

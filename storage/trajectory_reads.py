@@ -101,7 +101,7 @@ def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params]:
         where.append(f"duration_ms <= {arg(f.max_duration_ms)}")
     if f.text:
         # The text, ignoring case: root_input and root_output are stored lower-cased
-        # (storage/assembly_store.py, migration 0018), so this is exactly `ILIKE '%text%'`
+        # (storage/derivation_store.py, migration 0018), so this is exactly `ILIKE '%text%'`
         # (which compares lower(run) with lower(pattern)) without lower-casing each run read.
         # strpos rather than LIKE: no escaping of % and _, and a faster search.
         needle = f"lower({arg(f.text)})"

@@ -125,7 +125,7 @@ class ServerProcess:
                "TRAJHUB_HTTP_PORT": "0", "TRAJHUB_GRPC_PORT": "0",
                "TRAJHUB_DATA_DIR": str(workdir / "data"),
                "TRAJHUB_SETTLE_SECONDS": str(settle_seconds),
-               "TRAJHUB_ASSEMBLY_INTERVAL_SECONDS": "0.05",
+               "TRAJHUB_DERIVATION_INTERVAL_SECONDS": "0.05",
                **(extra_env or {})}
         log_path = workdir / "server.log"
         log = open(log_path, "w")  # noqa: SIM115 - the child writes to it for its whole life

@@ -5,7 +5,7 @@ hostile number, a NUL in a name, an id of the wrong shape, attributes nested pas
 limit) and raw byte flips, truncations and splices — and sends the result over OTLP/HTTP
 protobuf, OTLP/gRPC, OTLP/JSON, the Coze Loop native ingest and /api/v1/normalize. No answer may
 be a 500 or a gRPC UNKNOWN / INTERNAL. Afterwards the server must still ingest, and the
-trajectory worker must still derive a clean trace. Bounded: a fixed number of examples (CI
+derivation worker must still derive a clean trace. Bounded: a fixed number of examples (CI
 runs the same ones every time, see conftest.py)."""
 
 from __future__ import annotations

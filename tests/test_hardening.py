@@ -1,7 +1,7 @@
 """Hostile input at the receivers: every case here once got a 500, an UNKNOWN, a dead
-trajectory worker or a stored span that no longer read back (issue 7). Each must now be
+derivation worker or a stored span that no longer read back (issue 7). Each must now be
 answered per span (OTLP partial_success, the Coze Loop answer's msg) or with a 4xx naming the
-problem, and must never stop the trajectory worker."""
+problem, and must never stop the derivation worker."""
 
 from __future__ import annotations
 
@@ -422,7 +422,7 @@ def test_the_trajectory_worker_records_a_trace_the_database_refuses_and_stores_t
     from datetime import UTC, datetime
 
     from trajhub.service.derivation import store_results
-    from trajhub.storage.assembly_store import TraceRow, TrajectoryRow
+    from trajhub.storage.derivation_store import TraceRow, TrajectoryRow
 
     now = datetime.now(UTC)
     good_id, bad_id = os.urandom(16).hex(), os.urandom(16).hex()

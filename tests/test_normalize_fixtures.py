@@ -127,7 +127,7 @@ def test_react_ground_truth(client: str, capture: str) -> None:
     assert summary.failed_tool_steps == 1 and summary.failed_model_steps == 0
     assert (summary.input_tokens, summary.output_tokens) == (530, 73)
     assert summary.has_error
-    # the finished run's root has arrived, ended: the assembly worker may finalize it
+    # the finished run's root has arrived, ended: the derivation worker may finalize it
     assert root_ended(spans)
     # ...but not while the root span is still missing (it is usually exported last)
     root_id = derivation.trajectory.root_step.id

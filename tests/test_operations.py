@@ -32,7 +32,7 @@ EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 def json_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
                 ) -> Iterator[ServerProcess]:
     """A server logging JSON lines, started as a service would be: no XDG_RUNTIME_DIR. Its
-    database is its own, so that its trajectory worker alone derives what it receives (the
+    database is its own, so that its derivation worker alone derives what it receives (the
     derivation metrics count this server's work)."""
     saved = os.environ.pop("XDG_RUNTIME_DIR", None)
     with separate_database(database) as url:
@@ -142,7 +142,7 @@ def test_metrics_move_with_traffic(json_server: ServerProcess, project: str) -> 
     bad = httpx.post(f"{json_server.http}/v1/traces", content=b"not protobuf",
                      headers={**PB, "trajhub-project": project}, timeout=30)
     assert bad.status_code == 400
-    # a span whose parent never came: not a whole trace, so the trajectory worker derives it
+    # a span whose parent never came: not a whole trace, so the derivation worker derives it
     # (the others were derived by the ingest worker that stored them)
     orphan = new_trace_id()
     with grpc.insecure_channel(json_server.grpc) as channel:
@@ -159,7 +159,7 @@ def test_metrics_move_with_traffic(json_server: ServerProcess, project: str) -> 
     after = wait_for(lambda: (s := scrape(json_server)) and value(
         s, "trajhub_traces_derived_total") > value(before, "trajhub_traces_derived_total")
         and value(s, rounds) > value(before, rounds) and s,
-        what="derivations counted (the trajectory worker reports every 0.25 s)")
+        what="derivations counted (the derivation worker reports every 0.25 s)")
 
     def moved(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)
@@ -182,7 +182,7 @@ def test_metrics_move_with_traffic(json_server: ServerProcess, project: str) -> 
 
 def test_derivation_backlog_counts_waiting_traces(json_server: ServerProcess,
                                                   project: str) -> None:
-    """Changes the trajectory worker cannot take yet show in the backlog and its age. Holding
+    """Changes the derivation worker cannot take yet show in the backlog and its age. Holding
     a trace's advisory lock (the one a worker takes to derive it) keeps its changes queued,
     as when another replica is deriving that trace."""
     trace_ids = [new_trace_id().hex() for _ in range(5)]

@@ -53,7 +53,7 @@ def test_the_wheel_installs_one_top_level_package(wheel: zipfile.ZipFile) -> Non
     for module in ("trajhub/__init__.py", "trajhub/__main__.py", "trajhub/py.typed",
                    "trajhub/client.py", "trajhub/service/cli/main.py",
                    "trajhub/service/client/api.py", "trajhub/service/api/trajectories.py",
-                   "trajhub/service/ingest/http.py", "trajhub/service/workers/assembly.py",
+                   "trajhub/service/ingest/http.py", "trajhub/service/workers/derivation.py",
                    "trajhub/normalizers/__init__.py", "trajhub/storage/migrate.py",
                    "trajhub/evaluators/__init__.py"):
         assert module in names, module

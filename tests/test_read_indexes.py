@@ -20,7 +20,7 @@ from tests.harness import (
     wait_for,
 )
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
-from trajhub.storage import assembly_store, trajectory_reads
+from trajhub.storage import derivation_store, trajectory_reads
 from trajhub.storage.migrate import migrate
 
 PB = {"content-type": "application/x-protobuf"}
@@ -156,8 +156,8 @@ def test_attribute_filters_match_span_values(server: ServerProcess, project: str
 
 
 def _run_row(trace_id: str, start_ns: int, question: str, answer: str
-             ) -> assembly_store.TrajectoryRow:
-    return assembly_store.TrajectoryRow(
+             ) -> derivation_store.TrajectoryRow:
+    return derivation_store.TrajectoryRow(
         project="p", trace_id=trace_id, normalizer_version="test", settle_at=datetime.now(UTC),
         root_ended=True, document=None, explanation=None, warnings=[], derivation_error=None,
         root_input=question, root_output=answer, start_ns=start_ns)
@@ -232,7 +232,7 @@ def test_free_text_reads_an_index(database: TestDatabase) -> None:
             await migrate(conn)
             for i in range(0, n, 50):
                 async with conn.transaction():
-                    await assembly_store.store(conn, [], rows[i:i + 50])
+                    await derivation_store.store(conn, [], rows[i:i + 50])
             await conn.execute("ANALYZE trajectories")
 
             class Captured:

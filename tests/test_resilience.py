@@ -83,7 +83,7 @@ def test_database_outage_gives_503_and_ingestion_resumes(tmp_path: Path) -> None
                 spans = get_json(c, f"{server.http}/api/v1/traces/{trace_id}",
                                  project=project, view="flat")["spans"]
                 assert len(spans) == 1
-            # the trajectory worker recovered too
+            # the derivation worker recovered too
             wait_for(lambda: len(get_json(c, f"{server.http}/api/v1/traces",
                                           project=project)["items"]) == 2,
                      timeout=30, what="both traces summarized")

@@ -25,7 +25,7 @@ DOCUMENTED = {
     "TRAJHUB_INGEST_WORKERS": "4",
     "TRAJHUB_MAX_INFLIGHT_REQUESTS": "32",
     "TRAJHUB_SETTLE_SECONDS": "3.0",
-    "TRAJHUB_ASSEMBLY_WORKERS": "1",
+    "TRAJHUB_DERIVATION_WORKERS": "1",
     "TRAJHUB_SHUTDOWN_TIMEOUT": "10.0",
     "TRAJHUB_LOG_LEVEL": "info",
 }
@@ -69,6 +69,23 @@ def test_flags_win_over_variables_which_win_over_defaults(clean_env: pytest.Monk
     flagged = config.settings_from(parse("--http-port", "9100", "--prices", "/etc/prices.json"))
     assert flagged.http_port == 9100 and flagged.prices == "/etc/prices.json"
     assert flagged.settle_seconds == 0.5  # the variable still applies where no flag is given
+
+
+def test_the_old_assembly_settings_still_set_the_derivation_ones(clean_env: pytest.MonkeyPatch
+                                                                ) -> None:
+    clean_env.setenv("TRAJHUB_ASSEMBLY_WORKERS", "3")
+    clean_env.setenv("TRAJHUB_ASSEMBLY_INTERVAL_SECONDS", "0.7")
+    settings = config.settings_from(parse())
+    assert (settings.derivation_workers, settings.derivation_interval_seconds) == (3, 0.7)
+    assert config.deprecated_env_in_use() == [
+        "TRAJHUB_ASSEMBLY_WORKERS is deprecated and will be removed; use "
+        "TRAJHUB_DERIVATION_WORKERS",
+        "TRAJHUB_ASSEMBLY_INTERVAL_SECONDS is deprecated and will be removed; use "
+        "TRAJHUB_DERIVATION_INTERVAL_SECONDS"]
+    # the new name wins over the old one, and a flag over both
+    clean_env.setenv("TRAJHUB_DERIVATION_WORKERS", "2")
+    assert config.settings_from(parse()).derivation_workers == 2
+    assert config.settings_from(parse("--derivation-workers", "5")).derivation_workers == 5
 
 
 def test_an_invalid_value_names_its_flag_or_variable(clean_env: pytest.MonkeyPatch) -> None:

@@ -53,9 +53,9 @@ def children(pid: int) -> list[int]:
 
 
 def workers(server: ServerProcess) -> tuple[set[int], set[int]]:
-    """(ingest worker pids, trajectory worker pids): the spawned children; the trajectory
+    """(ingest worker pids, derivation worker pids): the spawned children; the trajectory
     workers are the ones at nice 10."""
-    ingest, assembly = set(), set()
+    ingest, derivation = set(), set()
     for pid in children(server.process.pid):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -64,8 +64,8 @@ def workers(server: ServerProcess) -> tuple[set[int], set[int]]:
         if b"spawn_main" not in cmdline:
             continue  # multiprocessing's resource tracker
         fields = _stat(pid)
-        (assembly if fields is not None and fields[16] == "10" else ingest).add(pid)
-    return ingest, assembly
+        (derivation if fields is not None and fields[16] == "10" else ingest).add(pid)
+    return ingest, derivation
 
 
 def send_trace(c: httpx.Client, server: ServerProcess, project: str) -> str:
@@ -121,7 +121,7 @@ def test_killed_workers_are_restarted_and_readyz_says_so_meanwhile(
     project = "sup-" + uuid.uuid4().hex[:8]
     try:
         with httpx.Client(timeout=30) as c:
-            ingest, assembly = wait_for(lambda: (lambda w: w if len(w[0]) == 2 and w[1]
+            ingest, derivation = wait_for(lambda: (lambda w: w if len(w[0]) == 2 and w[1]
                                                  else None)(workers(server)),
                                         what="the workers")
             assert c.get(f"{server.http}/readyz").status_code == 200
@@ -139,22 +139,22 @@ def test_killed_workers_are_restarted_and_readyz_says_so_meanwhile(
             tid = send_trace(c, server, project)
             final_trajectory(c, server.http, project, tid)
 
-            os.kill(next(iter(assembly)), signal.SIGKILL)
+            os.kill(next(iter(derivation)), signal.SIGKILL)
             statuses.clear()
 
-            def new_assembly_worker() -> set[int] | None:
+            def new_derivation_worker() -> set[int] | None:
                 statuses.add(c.get(f"{server.http}/readyz").status_code)
                 now = workers(server)[1]
-                return now if now and not now & assembly and 503 in statuses else None
+                return now if now and not now & derivation and 503 in statuses else None
 
-            wait_for(new_assembly_worker, timeout=30, what="a new trajectory worker")
+            wait_for(new_derivation_worker, timeout=30, what="a new derivation worker")
             tid = send_trace(c, server, project)
             final_trajectory(c, server.http, project, tid)
             wait_for(lambda: c.get(f"{server.http}/readyz").status_code == 200, what="ready")
         assert server.stop() == 0
         log = server.log_path.read_text()
         assert "killed by SIGKILL" in log
-        assert "ingest worker died" in log and "trajectory worker" in log
+        assert "ingest worker died" in log and "derivation worker" in log
     finally:
         server.stop()
 
@@ -267,7 +267,7 @@ def test_embedded_postgres_killed_under_load_is_restarted_and_nothing_acked_is_l
             stored = {t["trace_id"] for t in get_json(
                 c, f"{server.http}/api/v1/traces", project=project, limit=1000)["items"]}
             missing = [tid for tid in acked if tid not in stored]
-            # traces are listed once the trajectory worker summarized them: wait for it
+            # traces are listed once the derivation worker summarized them: wait for it
             if missing:
                 wait_for(lambda: all(
                     c.get(f"{server.http}/api/v1/traces/{tid}",
@@ -275,8 +275,8 @@ def test_embedded_postgres_killed_under_load_is_restarted_and_nothing_acked_is_l
                     timeout=30, what="every acknowledged span stored")
             tid = send_trace(c, server, project)
             final_trajectory(c, server.http, project, tid)
-        ingest, assembly = workers(server)
-        assert len(ingest) == 2 and assembly
+        ingest, derivation = workers(server)
+        assert len(ingest) == 2 and derivation
         assert "embedded PostgreSQL died" in server.log_path.read_text()
     finally:
         stop.set()

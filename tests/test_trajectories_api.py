@@ -218,7 +218,7 @@ def test_normalize_dry_run_stores_nothing(server: ServerProcess, project: str) -
 
 def test_two_servers_share_the_work_and_derive_each_change_once(
         server: ServerProcess, project: str, database, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """A second trajhub on the same database: both trajectory workers claim changes, and each
+    """A second trajhub on the same database: both derivation workers claim changes, and each
     trace (sent once) is derived exactly once — revision 1 — whichever worker took it."""
     second = ServerProcess.start(database.url, tmp_path, settle_seconds=0.5)
     trace_ids = []
@@ -284,7 +284,7 @@ def test_deriving_at_ingest_and_in_the_trajectory_worker_give_the_same_trajector
         server: ServerProcess, project: str, database, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """Captured runs sent as one request each: `server` derives them in the ingest worker from
     the spans it just decoded; a server with TRAJHUB_DERIVE_AT_INGEST=false queues them, and
-    its trajectory worker reads the stored spans back. Both give the same documents."""
+    its derivation worker reads the stored spans back. Both give the same documents."""
     queued = ServerProcess.start(database.url, tmp_path,
                                  extra_env={"TRAJHUB_DERIVE_AT_INGEST": "false"})
     runs = ["openinference/react.prebuilt.stream", "langsmith/react.prebuilt.invoke",

@@ -1,6 +1,6 @@
 """Two `trajhub serve` processes on one database, each trace's spans split across both.
 
-The servers share one database and so one change queue: both servers' trajectory workers
+The servers share one database and so one change queue: both servers' derivation workers
 derive traces whose spans arrived partly at one server and partly at the other. The test checks
 what scale-out promises (deploy/SCALING.md), from the outside:
 
@@ -217,7 +217,7 @@ def test_two_servers_share_the_work_and_never_derive_a_trace_twice_at_once(
         database: TestDatabase, tmp_path: Path) -> None:
     rng = random.Random(14)
     sent, parts = split_traces(rng)
-    env = {"TRAJHUB_INGEST_WORKERS": "1", "TRAJHUB_ASSEMBLY_WORKERS": "2"}
+    env = {"TRAJHUB_INGEST_WORKERS": "1", "TRAJHUB_DERIVATION_WORKERS": "2"}
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
     with separate_database(database) as url:
@@ -262,7 +262,7 @@ def test_two_servers_share_the_work_and_never_derive_a_trace_twice_at_once(
         assert not overlaps, (f"{len(overlaps)} times a trace was derived by two transactions "
                               f"at once, e.g. {[dict(o) for o in overlaps[:2]]}")
         # the run exercised what it claims to: derivations by more than one worker connection
-        # (each trajectory worker holds one), every derivation window closed by a commit
+        # (each derivation worker holds one), every derivation window closed by a commit
         assert len({w["pid"] for w in windows}) >= 2, "one worker derived everything"
         assert all(w["committed"] is not None for w in windows)
 

@@ -343,7 +343,7 @@ class RederiveRequest(BaseModel):
 
 class RederiveQueued(BaseModel):
     model_config = example_config({"queued": 2, "normalizer_version": "1"})
-    queued: int = Field(description="traces queued for the trajectory worker")
+    queued: int = Field(description="traces queued for the derivation worker")
     normalizer_version: str
 
 

@@ -20,7 +20,7 @@ class Revision(BaseModel):
     revision: int = Field(description="1 for the first derivation; each re-derivation adds 1")
     status: Literal["open", "final"] = Field(
         description="the status this revision reached before it was superseded (or now)")
-    derived_at: datetime = Field(description="when the trajectory worker derived it")
+    derived_at: datetime = Field(description="when the derivation worker derived it")
     normalizer_version: str
     step_count: int
     input_tokens: int

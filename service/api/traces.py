@@ -68,7 +68,7 @@ async def list_traces(
     = None,
 ) -> Response:
     """Each item: trace id, root span name, service, start, duration, span count, error count.
-    The list is filled by the trajectory worker within moments of a trace's spans arriving."""
+    The list is filled by the derivation worker within moments of a trace's spans arriving."""
     f = trace_reads.TraceFilter(
         start_ns=parse_time(start, "start"), end_ns=parse_time(end, "end"), service=service,
         span_name=span_name, has_error=has_error,
@@ -104,7 +104,7 @@ async def get_trace(
     project: Project,
     view: Annotated[Literal["tree", "flat", "trajectory"], Query(
         description="tree: children nested; flat: start order; trajectory: only the spans "
-                    "that are trajectory nodes, re-parented (as the trajectory worker "
+                    "that are trajectory nodes, re-parented (as the derivation worker "
                     "classified them)")] = "tree",
     format: Annotated[Literal["json", "otlp", "cozeloop"], Query(
         description="json: trajhub's span view; otlp: an OTLP/JSON ExportTraceServiceRequest "
@@ -177,7 +177,7 @@ async def get_file(key: str, rt: Rt, project: Project) -> Response:
 async def list_projects(rt: Rt, key: Key) -> Response:
     """Every project that holds a trace, by name: its trace and span counts, when its earliest
     span started and when its latest span ended. Counted from the trace list, which the
-    trajectory worker fills within moments of spans arriving. An API key sees its own project
+    derivation worker fills within moments of spans arriving. An API key sees its own project
     only, listed even while it holds no trace (so a client learns which project it works in)."""
     only = key.project if key is not None else None
     async with rt.db.acquire() as conn:

@@ -41,7 +41,7 @@ from trajhub.service.ingest.bodies import read_body, require_media
 from trajhub.service.ingest.decode import cozeloop_batch, decompress, otlp_batch, parse_otlp
 from trajhub.service.prices import summary_cost, table_for
 from trajhub.service.stored_spans import batch_spans, iso_time
-from trajhub.storage import assembly_store, trajectory_reads
+from trajhub.storage import derivation_store, trajectory_reads
 from trajhub.storage.rows import TrajectorySummaryRow
 
 router = APIRouter(prefix="/api/v1", tags=["trajectories"],
@@ -165,9 +165,9 @@ async def explain_trajectory(trace_id: str, rt: Rt, project: Project) -> Respons
              summary="Rebuild stored trajectories from their raw spans", openapi_extra=needs(ADMIN),
              responses={415: {"model": ErrorDetail, "description": "not application/json"}})
 async def rederive(rt: Rt, project: Project, body: RederiveRequest) -> Response:
-    """Queues the project's traces; the trajectory worker re-derives them (revision + 1)."""
+    """Queues the project's traces; the derivation worker re-derives them (revision + 1)."""
     async with rt.db.acquire() as conn:
-        queued = await assembly_store.queue_rederive(
+        queued = await derivation_store.queue_rederive(
             conn, project, parse_time(body.since, "since"),
             NORMALIZER_VERSION if body.outdated else None)
     return json_response({"queued": queued, "normalizer_version": NORMALIZER_VERSION}, 202)
@@ -194,7 +194,7 @@ def _body_spans(body: bytes, media: str) -> tuple[list[Span], int, str]:
 
 def _derive_each_trace(spans: list[Span]) -> list[dict[str, Any]]:
     """One result per trace: its trajectory, warnings and explanation, or why it could not be
-    derived (any failure, as the trajectory worker records it, never a 500)."""
+    derived (any failure, as the derivation worker records it, never a 500)."""
     by_trace: dict[str, list[Span]] = defaultdict(list)
     for span in spans:
         by_trace[span.trace_id].append(span)

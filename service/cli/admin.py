@@ -13,7 +13,7 @@ from trajhub.normalizers import NORMALIZER_VERSION
 from trajhub.service.api.common import time_ns
 from trajhub.service.cli.common import CliError
 from trajhub.service.config import Settings
-from trajhub.storage import assembly_store
+from trajhub.storage import derivation_store
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
 
@@ -62,6 +62,6 @@ async def rederive(settings: Settings, project: str | None, since: str | None,
     except ValueError as exc:
         raise CliError(str(exc)) from None
     async with database(settings, "re-derive") as conn:
-        return await assembly_store.queue_rederive(
+        return await derivation_store.queue_rederive(
             conn, project, since_ns,
             NORMALIZER_VERSION if outdated else None)

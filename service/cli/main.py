@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
 from pathlib import Path
@@ -29,6 +30,8 @@ def _serve(args: argparse.Namespace) -> int:
     from trajhub.service.server import serve
 
     logs.configure(settings.log_level, settings.log_format)
+    for line in config.deprecated_env_in_use():
+        logging.getLogger("trajhub").warning("%s", line)
     asyncio.run(serve(settings))
     return 0
 
@@ -63,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser(
-        "serve", help="run the receivers, the REST API and the trajectory worker",
+        "serve", help="run the receivers, the REST API and the derivation worker",
         description="Receive OTLP over gRPC and HTTP and the Coze Loop ingest API, store every "
                     "span in PostgreSQL, derive trajectories, and serve the REST API "
                     "(/api/v1, docs at /docs). Every setting below can also be set through "

@@ -7,7 +7,7 @@ receiver acknowledges only what is durable.
 
 Most requests carry whole traces (an SDK exports a trace's spans together once they end), and
 a worker has just decoded them: it derives those traces' trajectories in the same transaction
-as their spans, instead of queueing them for the trajectory worker to read back, decode and
+as their spans, instead of queueing them for the derivation worker to read back, decode and
 derive a moment later (service/derivation.py). So derivation scales with the ingest workers
 and a trajectory is there when its spans are acknowledged.
 """
@@ -28,7 +28,7 @@ from trajhub.service.errors import BadRequest, IngestError, Unavailable, ingest_
 from trajhub.service.ingest.decode import Batch, cozeloop_batch, decompress, otlp_batch, parse_otlp
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.projects import InvalidProject, validate_project
-from trajhub.storage import assembly_store, span_writer
+from trajhub.storage import derivation_store, span_writer
 
 log = logging.getLogger("trajhub.ingest")
 
@@ -81,7 +81,7 @@ class _Worker:
                 results[key] = derivation.derive_trace(
                     *key, [r._asdict() for r in rows], batch.resources, received,
                     self.settle, batch.parsed)
-            except Exception as exc:  # a bug; the trajectory worker derives it instead
+            except Exception as exc:  # a bug; the derivation worker derives it instead
                 log.exception("trace %s/%s: deriving at ingest failed: %r", *key, exc)
         return results
 
@@ -96,7 +96,7 @@ class _Worker:
         async with conn.transaction():
             if await span_writer.write_spans(conn, batch.rows.values(), new_resources):
                 if derived:
-                    stored = await assembly_store.claim_whole(
+                    stored = await derivation_store.claim_whole(
                         conn, {key: r[0].span_count for key, r in derived.items()})
                     await derivation.store_results(conn, [derived[key] for key in stored])
                 await span_writer.queue_changes(conn, traces.difference(stored))

@@ -1,6 +1,6 @@
 """Trajectory-worker benchmark: derivations per second and acknowledgement → final delay.
 
-    .venv/bin/python bench/assemble.py [--traces 2000 | --duration 60] [--settle 0.5]
+    .venv/bin/python bench/derive.py [--traces 2000 | --duration 60] [--settle 0.5]
                                        [--latency-traces 100] [--latency-rate 5]
                                        [--derive-at-ingest true|false]
 
@@ -77,7 +77,7 @@ async def _counts(conn: asyncpg.Connection, project: str) -> tuple[int, int]:
 
 
 def throughput(server: Server, args: argparse.Namespace) -> dict[str, Any]:
-    project = f"bench-assemble-{os.urandom(3).hex()}"
+    project = f"bench-derive-{os.urandom(3).hex()}"
     rng = random.Random(args.seed)
     # whole traces per request; without --duration, --traces traces once each (the last
     # request takes what is left); with it, these templates again and again with fresh ids

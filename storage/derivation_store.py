@@ -1,4 +1,4 @@
-"""SQL of the trajectory worker: claim changed traces, load their spans, store the results,
+"""SQL of the derivation worker: claim changed traces, load their spans, store the results,
 finalize settled trajectories, queue re-derivations."""
 
 from __future__ import annotations

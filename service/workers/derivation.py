@@ -1,4 +1,4 @@
-"""The trajectory worker: derives the summary and trajectory of every trace that got spans.
+"""The derivation worker: derives the summary and trajectory of every trace that got spans.
 
 The ingest workers derive the traces a request carries whole as they store it
 (service/derivation.py); this worker derives the rest: traces whose spans came in several
@@ -38,20 +38,20 @@ from trajhub.service.config import Settings
 from trajhub.service.derivation import derive_trace, store_results
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.supervision import Backoff, exit_cause
-from trajhub.storage import assembly_store, trace_reads
+from trajhub.storage import derivation_store, trace_reads
 from trajhub.storage.database import TRANSIENT_ERRORS
 
-log = logging.getLogger("trajhub.assembly")
+log = logging.getLogger("trajhub.derivation")
 
 #: traces derived per transaction
 BATCH = 200
 #: a trajectory whose root never ended is finalized this long after settling anyway
 MAX_OPEN_SECONDS = 300.0
-#: how often the parent looks at its trajectory workers
+#: how often the parent looks at its derivation workers
 WATCH_INTERVAL_SECONDS = 0.25
 
 
-class Assembler:
+class DerivationWorker:
     def __init__(self, database_url: str, settle_seconds: float) -> None:
         self.database_url = database_url
         self.settle = timedelta(seconds=settle_seconds)
@@ -66,10 +66,10 @@ class Assembler:
         """Derive one batch of changed traces; returns how many."""
         conn = await self.connection()
         async with conn.transaction():
-            claimed = await assembly_store.claim_changes(conn, BATCH)
+            claimed = await derivation_store.claim_changes(conn, BATCH)
             if not claimed:
                 return 0
-            rows = await assembly_store.load_spans(conn, claimed)
+            rows = await derivation_store.load_spans(conn, claimed)
             envelopes = await trace_reads.resources(
                 conn, sorted({r["resource_id"] for r in rows if r["resource_id"] is not None}))
             by_trace: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
@@ -89,7 +89,7 @@ class Assembler:
 
     async def finalize_round(self) -> int:
         conn = await self.connection()
-        return await assembly_store.finalize_settled(conn, MAX_OPEN_SECONDS)
+        return await derivation_store.finalize_settled(conn, MAX_OPEN_SECONDS)
 
     async def run(self, interval: float, stop: asyncio.Event,
                   report: Connection | None = None) -> None:
@@ -121,7 +121,7 @@ class Assembler:
                     await asyncio.wait_for(stop.wait(), interval)
 
 
-#: messages a trajectory worker sends its parent: (REPORT_DERIVED, traces, seconds) after a
+#: messages a derivation worker sends its parent: (REPORT_DERIVED, traces, seconds) after a
 #: round that derived something, (REPORT_DATABASE_ERROR,) when the database failed a round
 REPORT_DERIVED = "derived"
 REPORT_DATABASE_ERROR = "database_error"
@@ -157,12 +157,12 @@ def _main(database_url: str, settle_seconds: float, interval: float, log_level: 
     async def main() -> None:
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        await Assembler(database_url, settle_seconds).run(interval, stop, report)
+        await DerivationWorker(database_url, settle_seconds).run(interval, stop, report)
 
     asyncio.run(main())
 
 
-class AssemblyProcesses:
+class DerivationProcesses:
     """The workers as child processes of `trajhub serve`; they share the queue like workers of
     separate trajhub processes do. `supervise()` restarts one that dies (logging the cause,
     backing off when it keeps dying); `missing()` says what /readyz reports meanwhile."""
@@ -170,11 +170,11 @@ class AssemblyProcesses:
     def __init__(self, database_url: str, settings: Settings) -> None:
         self._ctx = multiprocessing.get_context("spawn")
         self._args = (database_url, settings.settle_seconds,
-                      settings.assembly_interval_seconds,
+                      settings.derivation_interval_seconds,
                       *logs.settings(), os.getpid())
         self.reports: list[Connection] = []
         self.processes: list[BaseProcess] = [self._new(i)
-                                             for i in range(settings.assembly_workers)]
+                                             for i in range(settings.derivation_workers)]
         self._backoff = [Backoff() for _ in self.processes]
 
     def _new(self, index: int) -> BaseProcess:
@@ -185,7 +185,7 @@ class AssemblyProcesses:
             self.reports[index] = reader
         else:
             self.reports.append(reader)
-        return self._ctx.Process(target=_main, name=f"trajhub-assembly-{index}", daemon=True,
+        return self._ctx.Process(target=_main, name=f"trajhub-derivation-{index}", daemon=True,
                                  args=(*self._args, writer))
 
     def start(self) -> None:
@@ -197,7 +197,7 @@ class AssemblyProcesses:
 
     def missing(self) -> str:
         dead = sum(1 for p in self.processes if not p.is_alive())
-        return f"{dead} trajectory worker(s) died; restarting" if dead else ""
+        return f"{dead} derivation worker(s) died; restarting" if dead else ""
 
     async def supervise(self) -> None:
         """Restart any worker that dies; runs until cancelled."""
@@ -210,7 +210,7 @@ class AssemblyProcesses:
                 if process.is_alive() or (i in restarts and not restarts[i].done()):
                     continue
                 delay = self._backoff[i].next_delay()
-                log.error("trajectory worker %s (pid %s) died (%s); restarting it in %.1f s",
+                log.error("derivation worker %s (pid %s) died (%s); restarting it in %.1f s",
                           process.name, process.pid, exit_cause(process.exitcode), delay)
                 restarts[i] = asyncio.create_task(self._restart(i, delay))
 
@@ -220,7 +220,7 @@ class AssemblyProcesses:
         process.start()
         self.processes[index] = process
         self._backoff[index].started()
-        log.info("trajectory worker %s restarted (pid %s)", process.name, process.pid)
+        log.info("derivation worker %s restarted (pid %s)", process.name, process.pid)
 
     def stop(self, timeout: float = 10.0) -> None:
         for process in self.processes:
@@ -229,7 +229,7 @@ class AssemblyProcesses:
         for process in self.processes:
             process.join(timeout=timeout)
             if process.is_alive():
-                log.warning("trajectory worker %s did not stop in time; killing it",
+                log.warning("derivation worker %s did not stop in time; killing it",
                             process.pid)
                 process.kill()
                 process.join(1)
