@@ -133,15 +133,15 @@ class _Conversation:
         return [{"role": "user", "content": c if c is not None else ""} for c in new]
 
 
-#: LangChain message types (and other conventions' roles) as OpenAI roles; trajectory-rules 8
-#: maps them in the normalizers, this keeps documents derived before that readable.
+#: LangChain message types (and other conventions' roles) as OpenAI roles; docs/trajectory-rules.md
+#: §8 maps them in the normalizers, this keeps documents derived before that readable.
 _ROLES = {"human": "user", "ai": "assistant", "AIMessage": "assistant", "HumanMessage": "user"}
 
 
 def _chat_messages(text: str) -> list[tuple[str, Any, bool]] | None:
-    """(role, content, has tool calls) of each chat message of a payload (trajectory-rules 8: a
-    list of {role, content, ...}, or a chat state {"messages": [...]}), or None when it is not
-    chat-shaped."""
+    """(role, content, has tool calls) of each chat message of a payload
+    (docs/trajectory-rules.md §8: a list of {role, content, ...}, or a chat state
+    {"messages": [...]}), or None when it is not chat-shaped."""
     decoded = decode_arguments(text)
     if isinstance(decoded, Mapping) and isinstance(decoded.get("messages"), list):
         decoded = decoded["messages"]

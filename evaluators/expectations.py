@@ -18,7 +18,7 @@ from trajhub.evaluators.trajectory_view import parse_trajectory
 
 #: Step types an expected trajectory can name (model steps are not matched: their content is free).
 EXPECTED_STEP_TYPES = ("tool", "agent", "graph")
-#: Argument matchers, as agentevals names them (peers.md a3).
+#: Argument matchers, as agentevals names them (docs/evaluators.md §a3).
 ARGS_MATCH_MODES = ("exact", "ignore", "subset", "superset")
 
 #: An argument matcher as JSON can name it: a mode, or the dotted key paths to compare (only

@@ -1,9 +1,10 @@
 """Seed 001's agent evaluator: were the expected agents and tools called, and nothing else?
 
-Same semantics as its `evaluate`: agents and tools are compared as sets of names (the seed's
-collector de-duplicates them); an agent missing from `expected.tools` expects no tools, so every
-tool it called is extra. The seed has no score; ours is the mean of its two verdicts (agent match,
-tool match) so that "right agents, wrong tools" ranks above "everything wrong".
+Same semantics as its `evaluate` (docs/evaluators.md): agents and tools are compared as sets of
+names (the seed's collector de-duplicates them); an agent missing from `expected.tools` expects no
+tools, so every tool it called is extra. The seed has no score; ours is the mean of its two
+verdicts (agent match, tool match) so that "right agents, wrong tools" ranks above "everything
+wrong".
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ steps of each node. From it:
   invocation in the same trace); one trace is usually one run;
 - a visit inside a subgraph is prefixed with its parent node: from the checkpoint namespace
   ("parent:<id>|node:<id>"), as agentevals does, else with the name of the nested agent entry,
-  which is its node name in the parent graph (trajectory-rules 7);
+  which is its node name in the parent graph (docs/trajectory-rules.md §7);
 - a run was resumed when the trace's input is a LangGraph `Command(resume=...)`;
 - the last run was interrupted when the root output carries LangGraph's `__interrupt__` key or
   a step's error is a GraphInterrupt / NodeInterrupt.

@@ -22,7 +22,7 @@ from trajhub.normalizers.item_fields import final_answer
 
 NAME = "llm_judge"
 
-#: After agentevals' TRAJECTORY_ACCURACY_PROMPT(_WITH_REFERENCE) rubric (peers.md a3).
+#: After agentevals' TRAJECTORY_ACCURACY_PROMPT(_WITH_REFERENCE) rubric (docs/evaluators.md §a3).
 DEFAULT_RUBRIC = (
     "Grade the agent's trajectory: the sequence of its messages, tool calls and tool results.\n"
     "- The steps make logical sense and progress clearly toward the user's goal.\n"

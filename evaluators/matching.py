@@ -1,6 +1,6 @@
 """Argument matchers and sequence alignment for trajectory_match.
 
-Argument matchers follow agentevals (peers.md a3). A matcher is always called as
+Argument matchers follow agentevals (docs/evaluators.md §a3). A matcher is always called as
 `matcher(output_args, reference_args)`: `subset` means the output's args are a subset of the
 reference's, `superset` the reverse. (agentevals' `subset` *trajectory* mode swaps the two
 arguments internally; we keep one direction everywhere so an override means the same in every

@@ -11,7 +11,7 @@ the expected tool is the one and only call, so "called among others" reads false
 
 One deliberate difference: Mastra's flexible check looks up each expected tool's *first*
 occurrence (`indexOf`), so actual [b, a, b] fails expected [a, b] and a repeated expected tool can
-never pass. The documented intent (seed 004, peers.md a3) is "an ordered subsequence"; we check
+never pass. The documented intent (docs/evaluators.md §a3) is "an ordered subsequence"; we check
 exactly that.
 """
 

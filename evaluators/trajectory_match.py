@@ -1,6 +1,6 @@
 """Trajectory matching against an expected trajectory (agentevals' modes, graded).
 
-Modes, as peers.md a3 states them for agentevals, over the steps of one level:
+Modes, as docs/evaluators.md §a3 states them for agentevals, over the steps of one level:
 - `strict`: the same steps at the same positions. Calls the agent issued together (parallel tool
   calls of one model turn) may come in any order among themselves, as agentevals allows any order
   *within one message*. When the expected tool steps carry turns, the turn structure must match

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-#: Metadata keys the normalizers write for what the schema has no field for (trajectory-rules 3).
+#: Metadata keys the normalizers write where the schema has no field (docs/trajectory-rules.md §3).
 META_TOOL_CALL_ID = "tool_call_id"
 META_GRAPH_NODE = "langgraph_node"
 META_GRAPH_STEP = "langgraph_step"

@@ -1,6 +1,6 @@
 """Eino `callbacks/apmplus` spans (OTLP).
 
-apmplus (cloudwego/eino-ext `callbacks/apmplus`, spec/conventions.md 1.3e) opens one CLIENT span
+apmplus (cloudwego/eino-ext `callbacks/apmplus`, docs/conventions.md §1.3e) opens one CLIENT span
 per Eino callback, marks every span `gen_ai.system=eino` with the raw run info
 (`runinfo.{name,type,component}`), and types it with `gen_ai.span.kind`: `workflow` for the
 outermost span, `lower(component)` for the others.
@@ -11,7 +11,7 @@ the cozeloop callback does (`normalizers.cozeloop`) so one Eino run gives the sa
 through either export: ChatModel/AgenticModel → model, Tool → tool, Graph/Workflow → graph,
 Agent → agent, anything else (Chain, Lambda, ToolsNode, ChatTemplate, ...) → other.
 
-Quirks handled here (fixtures/eino/README.md):
+Quirks handled here (tests/fixtures/eino/README.md):
 - content is flattened into `gen_ai.prompt.N.{role,content}` / `gen_ai.completion.N.*`, except on
   the root (`gen_ai.input` / `gen_ai.output`); a tool's arguments and result are JSON-quoted;
 - no tool call ids: recovered from the ToolsNode parent, whose input is the assistant message;

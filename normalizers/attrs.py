@@ -272,7 +272,7 @@ def _traceback_of(text: str) -> str:
 
 def span_failed(span: Span, extra_error_keys: Iterable[str] = ()) -> bool:
     """A span failed when its status is ERROR, its Coze Loop status_code is non-zero, or it carries
-    error attributes or an `exception` event (trajectory-rules 4). An explicit OTel status OK
+    error attributes or an `exception` event (docs/trajectory-rules.md §4). An explicit status OK
     wins over events: OpenInference records an `exception` event for GraphInterrupt/Command but
     deliberately sets OK, because those are control flow, not failures."""
     if span.status_code == STATUS_ERROR:
@@ -290,7 +290,7 @@ def span_failed(span: Span, extra_error_keys: Iterable[str] = ()) -> bool:
 
 
 def span_error(span: Span, extra_message_keys: Iterable[str] = ()) -> ErrorInfo | None:
-    """The ErrorInfo of a failed span (None when it did not fail), following rules 4."""
+    """The ErrorInfo of a failed span (None when it did not fail), docs/trajectory-rules.md §4."""
     extra = tuple(extra_message_keys)
     if not span_failed(span, extra):
         return None

@@ -1,19 +1,19 @@
-"""The trajectory builder: spans of one trace → one trajectory (trajectory-rules.md 2–8).
+"""The trajectory builder: spans of one trace → one trajectory (docs/trajectory-rules.md §2–8).
 
 The builder knows nothing about attribute names. `derive` runs named phases:
 
 1. `_Trace`: deduplicate spans, resolve parents, break cycles;
 2. `_read_all`: read every span with the first convention that detects it
    (`normalizers.conventions.CONVENTIONS`);
-3. `_shape`: pick the root, keep/drop, re-parent to the nearest kept ancestor (rules 2);
-4. `_canonical_payloads`: inputs and outputs in the forms of rules 8 (`normalizers.payloads`);
-5. `multiagent.apply`: sub-agents, handoffs, routing "errors", the run's error (rules 7);
+3. `_shape`: pick the root, keep/drop, re-parent to the nearest kept ancestor (§2);
+4. `_canonical_payloads`: inputs and outputs in the forms of §8 (`normalizers.payloads`);
+5. `multiagent.apply`: sub-agents, handoffs, routing "errors", the run's error (§7);
 6. `_nodes`, `_arrange`, `_trajectory`: the output pieces, the agent steps and their own steps,
-   the document with its metrics (rules 3, 5);
+   the document with its metrics (§3, §5);
 7. `_explain`, `_summarize`: the per-span explanation and the summary columns.
 
 Everything is a pure function of the *set* of spans: no step depends on arrival order, so the
-output is byte-identical whatever the batching (rules 6).
+output is byte-identical whatever the batching (§6).
 """
 
 from __future__ import annotations
@@ -381,7 +381,7 @@ def _step(node: _Node) -> Step:
 
 
 def _metrics(nodes: Sequence[_Node]) -> MetricsInfo:
-    """rules 5 over a set of steps (agent and graph steps do not count)."""
+    """The metrics of §5 over a set of steps (agent and graph steps do not count)."""
     models = [n for n in nodes if n.kind is StepKind.MODEL]
     tools = [n for n in nodes if n.kind is StepKind.TOOL]
 
@@ -426,7 +426,7 @@ def _framework(readings: Sequence[SpanReading]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Shape:
-    """Which spans are kept, and under which kept ancestor (rules 2)."""
+    """Which spans are kept, and under which kept ancestor (§2)."""
 
     root: Span
     #: kept span id -> its nearest kept ancestor ("" for the root)
@@ -448,7 +448,7 @@ def _read_all(trace: _Trace, conventions: Sequence[Convention]) -> dict[str, Spa
 
 def _shape(trace: _Trace, readings: Mapping[str, SpanReading], warnings: list[str]) -> _Shape:
     """Root, keep/drop and re-parenting. The root is the earliest parentless span; the other
-    parentless subtrees hang under it (rules 2)."""
+    parentless subtrees hang under it (§2)."""
     parentless = [s for s in trace.ordered if trace.parent_id[s.span_id] is None]
     root = parentless[0]  # never empty: parents are acyclic, so some span has none
     orphan_heads = {s.span_id for s in parentless[1:]}
@@ -486,7 +486,7 @@ def _shape(trace: _Trace, readings: Mapping[str, SpanReading], warnings: list[st
 def _canonical_payloads(
     readings: Mapping[str, SpanReading], shape: _Shape
 ) -> dict[str, SpanReading]:
-    """Every kept span's payloads in the forms of rules 8 (`normalizers.payloads`). Models go
+    """Every kept span's payloads in the forms of §8 (`normalizers.payloads`). Models go
     first: the tool calls they asked for give the tools their arguments."""
     out = dict(readings)
     arguments: dict[str, Any] = {}
@@ -543,7 +543,7 @@ def _nodes(
 
 
 def _arrange(nodes: Mapping[str, _Node], root_id: str) -> list[tuple[_Node, list[_Node]]]:
-    """The agent step entries (rules 3), each with its own steps in depth-first pre-order,
+    """The agent step entries (§3), each with its own steps in depth-first pre-order,
     stopping at nested agents and graphs."""
     kept_children: dict[str, list[_Node]] = {span_id: [] for span_id in nodes}
     for span_id, node in nodes.items():  # nodes are in order_key order

@@ -1,4 +1,4 @@
-"""The ordered registry of conventions (conventions.md 1.1: the first that detects a span wins).
+"""The ordered registry of conventions (docs/conventions.md §1.1: the first to detect a span wins).
 
 Order matters: LangSmith and Traceloop also set `gen_ai.operation.name`, with non-standard
 values, so the vendor keys are checked before generic GenAI; Coze Loop native spans are

@@ -1,6 +1,6 @@
 """Coze Loop conventions: native ingest spans, and the `cozeloop.*` OTLP spans of JS clients.
 
-Two producers, one vocabulary (spec/coze-loop.md):
+Two producers, one vocabulary (docs/coze-loop.md):
 
 - **native** (`CozeLoopNative`): `UploadSpan` JSON posted to `/v1/loop/traces/ingest` by
   cozeloop-go (Eino's `callbacks/cozeloop`) and by the cozeloop-python LangChain/LangGraph
@@ -9,7 +9,7 @@ Two producers, one vocabulary (spec/coze-loop.md):
   `cozeloop.span_type` attribute.
 
 Both map `span_type` model/tool/graph/agent to the step kinds and drop everything else (chain,
-prompt, Eino Lambda/ToolsNode/Chain, ...), as Coze Loop does (5.3), with three deliberate
+prompt, Eino Lambda/ToolsNode/Chain, ...), as Coze Loop does (§5.3), with three deliberate
 differences: `graph` stays a graph (Coze Loop renames it agent), Eino ADK's pre-v0.2.2 `Agent` is an
 agent (Coze Loop drops it: its match is case-sensitive), and a LangGraph compiled under another
 name — which both callbacks report as a plain `chain` — is still recognised as the graph when it is
@@ -212,8 +212,9 @@ def _native_kind(span: Span) -> StepKind:
 
 def inside_adk_agent(span: Span, trace: TraceView, kind_of: Callable[[Span], StepKind]) -> bool:
     """An Eino graph that an ADK agent runs as its own implementation (a ChatModelAgent runs a
-    ReAct graph inside a Chain named after it): the nearest kept ancestor is the agent. Its model
-    and tool calls are the agent's own steps (rules 7), not a separate activation's."""
+    ReAct graph inside a Chain named after it): the nearest kept ancestor is the agent. Its
+    model and tool calls are the agent's own steps (docs/trajectory-rules.md §7), not a separate
+    activation's."""
     current = trace.parent(span)
     for _ in range(MAX_HOPS):
         if current is None:

@@ -1,7 +1,7 @@
 """Generic OTel GenAI semantic conventions (`gen_ai.*`), the last specific convention tried.
 
-Detected by `gen_ai.operation.name` (conventions.md 1.1 row 7); vendor conventions that also set
-it with non-standard values (LangSmith, Traceloop) are detected before this one.
+Detected by `gen_ai.operation.name` (docs/conventions.md §1.1 row 7); vendor conventions that
+also set it with non-standard values (LangSmith, Traceloop) are detected before this one.
 
 - Content: `gen_ai.input.messages` / `gen_ai.output.messages` (JSON string or structured value),
   `gen_ai.system_instructions`, tool `gen_ai.tool.call.arguments` / `.result`; the opt-in event

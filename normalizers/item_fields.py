@@ -15,7 +15,7 @@ pointers into the run's input / output as the trajectory stores them) choose the
 state is stored as its messages only (§8), so pointers are for states that are not chat-shaped.
 
 Trajectories derived by older normalizers carry their payloads as the instrumentation recorded
-them; they are brought to the canonical forms of trajectory-rules §8 first
+them; they are brought to the canonical forms of docs/trajectory-rules.md §8 first
 (`normalizers.payloads`), so items look the same whatever derived the document.
 """
 

@@ -1,6 +1,6 @@
 """LangSmith OTel-mode spans (langsmith SDK with LANGSMITH_OTEL_ENABLED).
 
-Detected by `langsmith.span.kind` (the LangSmith run_type; conventions.md 1.1 row 3), checked
+Detected by `langsmith.span.kind` (the LangSmith run_type; docs/conventions.md §1.1 row 3), checked
 before the GenAI keys because LangSmith fills `gen_ai.operation.name` with non-standard values
 (`chain`, `prompt`→`chat`, `retriever`→`embeddings`).
 

@@ -1,4 +1,4 @@
-"""Multi-agent runs (trajectory-rules §7): the rules that need the whole kept tree.
+"""Multi-agent runs (docs/trajectory-rules.md §7): the rules that need the whole kept tree.
 
 Conventions read one span at a time; who handed off to whom, which "errors" were routing, and
 whether the run as a whole failed only show across spans. This phase of `derive` takes the

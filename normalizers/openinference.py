@@ -1,6 +1,6 @@
 """OpenInference (Arize/Phoenix) spans, as emitted by openinference-instrumentation-langchain.
 
-Detected by `openinference.span.kind` (conventions.md 1.1 row 2). Peculiarities handled here:
+Detected by `openinference.span.kind` (docs/conventions.md §1.1 row 2). Peculiarities handled here:
 
 - AGENT is a *name* heuristic (`"agent" in run.name.lower()`): the prebuilt ReAct node `agent` is
   AGENT though it is just a node of its graph, and a hand-built graph compiled as

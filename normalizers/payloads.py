@@ -1,4 +1,4 @@
-"""The canonical forms of step payloads (trajectory-rules §8).
+"""The canonical forms of step payloads (docs/trajectory-rules.md §8).
 
 Conventions extract a step's input and output as their instrumentation recorded it: OpenInference
 reassembles indexed messages, LangSmith keeps LangChain's serialised call, Coze Loop the OpenAI

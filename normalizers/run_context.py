@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from trajhub.normalizers.model import AttributeValue, Span
 
 #: Attribute keys that carry the session (conversation, thread) id, by convention
-#: (spec/conventions.md, "Session, user and LangGraph position"; coze-loop.md's tag table).
+#: (docs/conventions.md, "Session, user and LangGraph position"; docs/coze-loop.md §2).
 SESSION_KEYS = (
     "session.id",                                   # OpenInference, CozeLoop OTel
     "gen_ai.session.id",                            # Eino apmplus

@@ -2,11 +2,11 @@
 
 Detected by any `traceloop.*` attribute, or by the instrumentation scope
 `opentelemetry.instrumentation.langchain`: the `invoke_agent <graph>` wrapper span and the
-model span of some versions carry no `traceloop.*` key (conventions.md 1.1 row 4).
+model span of some versions carry no `traceloop.*` key (docs/conventions.md §1.1 row 4).
 
 - Kinds: `traceloop.span.kind` = workflow/task/agent/tool; model spans have none but
   `gen_ai.operation.name` chat/text_completion (older: `llm.request.type`).
-- Duplicate roots (1.4 pitfall 7): every `Pregel.stream` is wrapped in an `invoke_agent <graph>`
+- Duplicate roots (§1.4 pitfall 7): every `Pregel.stream` is wrapped in an `invoke_agent <graph>`
   span whose only child is the `<graph>.workflow` chain span of the same run. The wrapper is the
   graph (it is the run's entry point, and the root); the workflow span under it is dropped, and
   the wrapper borrows its input/output (the wrapper records none).

@@ -1,6 +1,6 @@
 """The trajectory as typed dataclasses, and its deterministic JSON form.
 
-The shape is fixed by `spec/trajectory.schema.json` (draft-07): `{id, root_step, agent_steps}`.
+The shape is fixed by normalizers/trajectory.schema.json (draft-07): `{id, root_step, agent_steps}`.
 Omission rules, chosen once and applied everywhere so that consumers never guess:
 
 - `input`, `output`, `parent_id`, `metadata`, `basic_info.started_at/duration` are always present

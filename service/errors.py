@@ -106,7 +106,7 @@ def rpc_status_proto(error: IngestError) -> status_pb2.Status:
     """The google.rpc.Status both transports carry (OTLP/HTTP in its body, gRPC in trailers)."""
     status = status_pb2.Status(code=error.grpc_code.value[0], message=error.message)
     if isinstance(error, Unavailable):
-        # RetryInfo tells OTLP exporters how long to back off (spec/otlp.md A6 #39, #43)
+        # RetryInfo tells OTLP exporters how long to back off (docs/otlp.md A6 #39, #43)
         detail = any_pb2.Any()
         detail.Pack(error_details_pb2.RetryInfo(
             retry_delay=duration_pb2.Duration(seconds=error.retry_after_s)))

@@ -175,7 +175,7 @@ def _b64_to_hex(value: str) -> str:
 
 
 def otlp_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
-    """OTLP/JSON: lowerCamelCase, enums as integers, ids as hex (spec/otlp.md A2)."""
+    """OTLP/JSON: lowerCamelCase, enums as integers, ids as hex (docs/otlp.md A2)."""
     doc: dict[str, Any] = json_format.MessageToDict(request, use_integers_for_enums=True)
     for rs in doc.get("resourceSpans", []):
         for ss in rs.get("scopeSpans", []):

@@ -282,7 +282,7 @@ class Answer:
 
 
 def otlp_json(req: Any) -> bytes:
-    """OTLP/JSON: protobuf's JSON mapping, with trace and span ids as hex (otlp.md)."""
+    """OTLP/JSON: protobuf's JSON mapping, with trace and span ids as hex (docs/otlp.md A2)."""
     doc = json_format.MessageToDict(req)
     for resource_spans in doc["resourceSpans"]:
         for scope_spans in resource_spans["scopeSpans"]:

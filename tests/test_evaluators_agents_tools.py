@@ -1,5 +1,5 @@
 """expected_agents_tools against seed 001 (its two test cases and missed/extra semantics) and
-tool_call_accuracy against every example of seed 004 (Mastra's code scorer)."""
+tool_call_accuracy against every example of seed 004 (Mastra's code scorer; docs/evaluators.md)."""
 
 from __future__ import annotations
 

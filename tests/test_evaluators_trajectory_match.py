@@ -1,5 +1,6 @@
-"""trajectory_match: the agentevals modes and argument matchers exactly as peers.md (a3) states
-them, the graded score as trajectory_match's docstring defines it, and the three levels."""
+"""trajectory_match: the agentevals modes and argument matchers exactly as docs/evaluators.md
+§a3 states them, the graded score as trajectory_match's docstring defines it, and the three
+levels."""
 
 from __future__ import annotations
 

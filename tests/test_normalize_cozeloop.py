@@ -411,7 +411,7 @@ def test_derive_is_order_independent_for_js_batches() -> None:
 def test_cut_off_payloads_are_marked_truncated() -> None:
     """cozeloop-go cuts a tag value over its size limit and lists the keys it cut in the system
     tag `cut_off` (coze-dev/cozeloop-go internal/trace/span.go setCutOffTag): the step says so
-    (trajectory-rules 8), it does not look like a complete payload."""
+    (docs/trajectory-rules.md §8), it does not look like a complete payload."""
     raw = {
         "span_id": "00000000000000a1",
         "parent_id": "0",

@@ -75,7 +75,8 @@ def test_every_span_classified_as_ground_truth(scenario: str, export: str) -> No
 
     def run_by_adk_agent(span: dict[str, Any]) -> bool:
         """A graph whose nearest classified ancestor is an ADK agent is the agent's own
-        implementation (a ChatModelAgent's ReAct graph): part of the agent (rules 7)."""
+        implementation (a ChatModelAgent's ReAct graph): part of the agent
+        (docs/trajectory-rules.md §7)."""
         parent = by_key.get(span["parent_key"])
         while parent is not None and parent["eino_component"] not in COMPONENT_KINDS:
             parent = by_key.get(parent["parent_key"])
@@ -305,7 +306,7 @@ def test_derive_e3_adk_agent(export: str) -> None:
     (agent_truth,) = truth["agents"]
     # the ADK agent is the root and the run's only agent (truth["agents"]); the ReAct graph it
     # runs inside a Chain is its implementation, so the model and tool calls are its own steps
-    # (rules 7)
+    # (docs/trajectory-rules.md §7)
     assert trajectory.root_step.id == agent_truth[id_key]
     assert skeleton(trajectory) == [
         ("planner", [("model", "ChatModel", False), ("tool", "search_flights", True)]),

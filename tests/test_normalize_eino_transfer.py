@@ -12,8 +12,8 @@ ca0441ac) in the forms the E1/E3 fixtures document (tests/fixtures/eino/*/SOURCE
   directly (the ReAct graph ends after it).
 - A ChatModelAgent runs `Chain[<agent>]{Lambda, ReAct graph{ChatModel, ToolsNode > tool}}`.
 
-Expected (trajectory-rules §7): two agent steps, `router` then `weather`, each holding exactly
-its own model and tool steps; the transfer is a tool step of `router` marked as a handoff to
+Expected (docs/trajectory-rules.md §7): two agent steps, `router` then `weather`, each holding
+exactly its own model and tool steps; the transfer is a tool step of `router` marked as a handoff to
 `weather`; tokens per agent and in total; the same skeleton through both callbacks.
 """
 
@@ -166,7 +166,7 @@ def _payload(value: Any) -> str:
 
 
 def _cozeloop(node: Node) -> Span:
-    """The UploadSpan eino-ext callbacks/cozeloop sends (SOURCES.md §1-2)."""
+    """The UploadSpan eino-ext callbacks/cozeloop sends (fixtures/eino/E1/SOURCES.md §1-2)."""
     span_type = {"Agent": "agent", "Graph": "graph", "ChatModel": "model", "Tool": "tool"}.get(
         node.component, node.component or "custom"
     )
@@ -210,8 +210,8 @@ def _cozeloop(node: Node) -> Span:
 
 
 def _apmplus(node: Node) -> Span:
-    """The OTLP span eino-ext callbacks/apmplus sends (SOURCES.md §3): no tool call ids, tool
-    payloads JSON-quoted, the ADK agent span ended as soon as the agent starts."""
+    """The OTLP span eino-ext callbacks/apmplus sends (fixtures/eino/E1/SOURCES.md §3): no tool call
+    ids, tool payloads JSON-quoted, the ADK agent span ended as soon as the agent starts."""
     attrs: dict[str, AttributeValue] = {}
     end = node.end
     if node.component:

@@ -103,8 +103,8 @@ def test_example_structure() -> None:
         for key in ("id", "parent_id", "type", "name", "output", "basic_info"):
             assert mine[key] == theirs[key], (theirs["id"], key)
         if theirs["type"] == "tool":
-            # rules 8: a tool's input is the canonical JSON of its arguments (keys sorted, no
-            # spaces); the example, older than that rule, spaces them
+            # docs/trajectory-rules.md §8: a tool's input is the canonical JSON of its
+            # arguments (keys sorted, no spaces); the example, older than that rule, spaces them
             arguments = json.loads(theirs["input"])
             canonical = json.dumps(
                 arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False

@@ -1,5 +1,5 @@
 """Every real capture in tests/fixtures gives a schema-valid trajectory, and every client gives
-the ground-truth skeleton of fixtures/README.md (instrumentation invariance, rules 6).
+the ground-truth skeleton of fixtures/README.md (docs/trajectory-rules.md §6: invariance).
 
 The cozeloop_* and eino captures go through the Coze Loop / apmplus conventions written
 separately (normalizers/cozeloop.py, normalizers/apmplus.py); they are included here on purpose.
@@ -204,7 +204,7 @@ def test_openinference_model_messages_are_reassembled() -> None:
         {"content": "You are a helpful assistant. Use tools.", "role": "system"},
         {"content": "What's the weather in Paris, what is 2+3, and what is 1/0?", "role": "user"},
     ]
-    # rules 8: the assistant message the model returned, in canonical JSON (the script's turn 1)
+    # docs/trajectory-rules.md §8: the model's assistant message, canonical JSON (script's turn 1)
     assert model.output == (
         '{"content":"Let me look up the weather and do the math.","role":"assistant",'
         '"tool_calls":[{"arguments":{"city":"Paris"},"id":"call_weather_1","name":"get_weather"},'

@@ -1,4 +1,5 @@
-"""Multi-agent runs (trajectory-rules §7) under every instrumentation, against ground truth.
+"""Multi-agent runs (docs/trajectory-rules.md §7) under every instrumentation, against ground
+truth.
 
 Every capture `tests/fixtures/real-clients/<client>/<shape>.<graph>.<mode>/` of a shape with a
 ground-truth file (`real-clients/ground_truth/<shape>.json`, written from the scripted models'
@@ -7,7 +8,7 @@ turns, never from trajhub) must give:
 - one agent step per activation, named after the agent, in activation order, under the right
   parent (or inside the right tool, for an agent called from a tool);
 - each activation's own model, tool and sub-agent steps, in order (parallel tool calls in any
-  order among themselves), with the scripted payloads (rules §8);
+  order among themselves), with the scripted payloads (§8);
 - handoff tool steps marked `handoff` / `handoff_to`;
 - token totals per activation and for the root;
 - the run's error on the root when the run raised, and only then.
@@ -240,7 +241,7 @@ def _oi_run(*, last_fails: bool, retried: bool, root_output: str = "") -> Trajec
 
 
 def test_root_carries_the_error_only_its_failed_last_step_recorded() -> None:
-    """rules 7: some instrumentations mark only the failing child; a run whose last call failed
+    """§7: some instrumentations mark only the failing child; a run whose last call failed
     and that produced no output ended in that error."""
     failed = _oi_run(last_fails=True, retried=False)
     error = failed.root_step.basic_info.error

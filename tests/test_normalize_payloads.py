@@ -1,4 +1,4 @@
-"""Payloads in the canonical forms of trajectory-rules §8, the same under every instrumentation.
+"""Payloads in the canonical forms (docs/trajectory-rules.md §8), alike under every instrumentation.
 
 The invariance test runs over EVERY capture in tests/fixtures (real-clients and eino), grouped by
 the run they recorded; expected values come from the scripted model's script

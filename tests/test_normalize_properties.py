@@ -1,5 +1,5 @@
 """Property tests (hypothesis): determinism under any arrival order or batching, and no crash /
-always schema-valid on arbitrary odd traces (rules 6)."""
+always schema-valid on arbitrary odd traces (docs/trajectory-rules.md §6)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 A stored trajectory is turned into one of normalizer 1.0.2 the way that version wrote it (its
 version, and its root input as the instrumentation recorded it: the whole serialised LangGraph
 state); the CLI must queue exactly the outdated trace and the worker must rebuild it with the
-current normalizer and its canonical payloads (trajectory-rules §8).
+current normalizer and its canonical payloads (docs/trajectory-rules.md §8).
 """
 
 from __future__ import annotations

@@ -250,7 +250,7 @@ def test_traceloop_wrapper_is_the_graph_and_workflow_is_dropped() -> None:
     trajectory = derivation.trajectory
     assert [a.id for a in trajectory.agent_steps] == ["w"]
     assert trajectory.root_step.name == "G"
-    # not a chat state: the input/output object, in canonical JSON (rules 8)
+    # not a chat state: the input/output object, in canonical JSON (docs/trajectory-rules.md §8)
     assert (trajectory.root_step.input, trajectory.root_step.output) == (
         '{"inputs":1}',
         '{"outputs":2}',
@@ -304,7 +304,7 @@ def test_langsmith_reasoning_from_usage_metadata() -> None:
 
 
 def test_openinference_subgraph_node_is_a_sub_agent() -> None:
-    """rules 7: a compiled graph running as a node of another is an agent activation."""
+    """docs/trajectory-rules.md §7: a compiled graph run as a node of another is an agent."""
     meta = '{{"langgraph_node": "{}"}}'.format
     kind = "openinference.span.kind"
     spans = [

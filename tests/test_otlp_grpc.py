@@ -1,4 +1,4 @@
-"""OTLP/gRPC receiver conformance (spec/otlp.md A12 items 1, 5, 7, 8)."""
+"""OTLP/gRPC receiver conformance (docs/otlp.md A12 items 1, 5, 7, 8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""OTLP/HTTP receiver conformance (spec/otlp.md A12, one test per item)."""
+"""OTLP/HTTP receiver conformance (docs/otlp.md A12, one test per item)."""
 
 from __future__ import annotations
 

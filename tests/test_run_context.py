@@ -1,6 +1,6 @@
 """The run context a trajectory summary carries: service, session and user ids read where each
-instrumentation records them (spec/conventions.md, "Session, user and LangGraph position";
-coze-loop.md's tag table), and the input/output previews."""
+instrumentation records them (docs/conventions.md, "Session, user and LangGraph position";
+docs/coze-loop.md §2), and the input/output previews."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Open trajectories refresh in the UI until they are final.
 
-A trace whose root span has not arrived stays open (trajectory-rules.md §6: final once the root
+A trace whose root span has not arrived stays open (docs/trajectory-rules.md §6: final once the root
 has ended and the settle period passed); when the root arrives, the trajectory is re-derived and
 becomes final. The pages must show that without the user reloading them."""
 

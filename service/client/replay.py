@@ -1,5 +1,5 @@
 """Hybrid replay: serve a recorded run's tool outputs to your agent in place of its real tools,
-so a re-run changes only the model (seed 003's semi-deterministic replay).
+so a re-run changes only the model (seed 003's semi-deterministic replay, docs/evaluators.md).
 
     from trajhub.service.client.replay import RecordedTools
 

@@ -75,7 +75,7 @@ def create_server(pool: IngestPool, max_bytes: int, gate: IngestGate) -> grpc.ai
         # OTLP requests are ~1 MB: a 64 KB stream window made every one wait for a dozen
         # WINDOW_UPDATE round trips through the event loop
         ("grpc.http2.lookahead_bytes", 8 * 1024 * 1024),
-        # the Collector's exporters ping every 10 s; accept that without GOAWAY (otlp.md A10)
+        # the Collector's exporters ping every 10 s; accept that without GOAWAY (docs/otlp.md A10)
         ("grpc.http2.min_ping_interval_without_data_ms", 5000),
         ("grpc.http2.min_recv_ping_interval_without_data_ms", 5000),
         ("grpc.keepalive_permit_without_calls", 1),

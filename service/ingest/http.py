@@ -72,7 +72,7 @@ def error_headers(error: IngestError) -> dict[str, str]:
 
 
 def otlp_error(error: IngestError, kind: str) -> Response:
-    """A google.rpc.Status in the request's encoding (spec/otlp.md A5)."""
+    """A google.rpc.Status in the request's encoding (docs/otlp.md A5)."""
     status = rpc_status_proto(error)
     if kind == KIND_OTLP_PROTOBUF:
         body, media = status.SerializeToString(), PROTOBUF

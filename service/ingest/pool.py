@@ -1,6 +1,6 @@
 """The receivers' side of ingestion: hands request bodies to the worker processes, bounded.
 
-When every slot is taken the receiver answers 503 / UNAVAILABLE at once (spec/otlp.md A7): the
+When every slot is taken the receiver answers 503 / UNAVAILABLE at once (docs/otlp.md A7): the
 OTLP clients retry, and memory stays bounded by `max_inflight` request bodies.
 
 `supervise()` watches the workers. When one dies (a ProcessPoolExecutor then stops every

@@ -1,7 +1,7 @@
 """The ingest worker processes: decode, validate and commit one request each call.
 
 Decoding OTLP and converting spans to rows is CPU-bound Python; one asyncio process tops out
-near 16–23k spans/s here (spec/otlp.md B2), so the receivers hand raw bodies to a pool of these
+near 16–23k spans/s here (docs/otlp.md B2), so the receivers hand raw bodies to a pool of these
 processes, each with its own PostgreSQL connection. A call returns only after the commit, so the
 receiver acknowledges only what is durable.
 

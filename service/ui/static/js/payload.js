@@ -1,6 +1,6 @@
 // Step payloads made readable: chat messages as a conversation, JSON formatted, text as text.
 // Payloads are strings in the trajectory format; which shape they hold depends on the step type
-// (trajectory-rules.md §8) and, for older derivations, on the instrumentation.
+// (docs/trajectory-rules.md §8) and, for older derivations, on the instrumentation.
 
 import {h, pre} from "./dom.js";
 
