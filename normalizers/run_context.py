@@ -1,8 +1,8 @@
 """What a trajectory summary says about the run besides its steps: the service, the session and
 user ids where the instrumentation recorded them, and short previews of its input and output.
 
-Computed once, by the derivation worker, and stored with the summary (the REST list only reads
-them)."""
+Computed once, when the trace is derived (by an ingest worker or the derivation worker), and
+stored with the summary (the REST list only reads them)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Adapters from the two wire models to `normalizers.model.Span`.
 
-OTLP spans arrive as protobuf messages (the HTTP/JSON receiver builds the same messages); Coze
+OTLP spans arrive as protobuf messages (the OTLP/JSON decoder builds the same messages); Coze
 Loop native spans arrive as the `UploadSpan` JSON objects of `POST /v1/loop/traces/ingest`.
 """
 

@@ -1,6 +1,6 @@
 """Child processes die with `trajhub serve`.
 
-A worker (ingest or trajectory) that outlives its parent holds database connections and keeps
+A worker (ingest or derivation) that outlives its parent holds database connections and keeps
 writing for a server that no longer answers anyone. Each worker calls `die_with_parent()` first
 thing: on Linux the kernel sends it SIGKILL when the parent dies (PR_SET_PDEATHSIG, even after
 a kill -9 of the parent), and a watchdog thread covers the rest (other platforms, and a parent

@@ -2,14 +2,14 @@
 
 The trace list's attribute filter asks "has this trace a span whose attributes contain
 {key: value}?". Answering that from `spans` costs a look at every span of every trace walked.
-Instead, the derivation worker stores per trace the set of 32-bit hashes of its spans'
+Instead, derivation (service/derivation.py) stores per trace the set of 32-bit hashes of its spans'
 (key, value) pairs and span names, with a GIN index; a filter first picks the traces whose set
 holds one of its hashes, and the exact span check then runs only on those. A hash is only a
 pre-filter: a collision costs one extra exact check, never a wrong answer.
 
 Values are hashed by what JSONB containment compares: strings and booleans as themselves, and
 numbers by value (120, 120.0 and 1.2e2 hash alike, as `{"k": 120} <@ {"k": 120.0}` holds).
-Pure functions, used by the worker (when storing) and the API (when filtering), so both sides
+Pure functions, used by derivation (when storing) and the API (when filtering), so both sides
 hash alike.
 """
 

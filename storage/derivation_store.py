@@ -1,5 +1,5 @@
-"""SQL of the derivation worker: claim changed traces, load their spans, store the results,
-finalize settled trajectories, queue re-derivations."""
+"""SQL of derivation, for the ingest workers and the derivation worker: claim changed traces,
+load their spans, store the results, finalize settled trajectories, queue re-derivations."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`GET /api/v1/traces/{id}?view=trajectory`: the span tree reduced to trajectory nodes
-(Coze Loop's "show trajectory nodes only"), from the explanation the derivation worker stored."""
+(Coze Loop's "show trajectory nodes only"), from the explanation its derivation stored."""
 
 from __future__ import annotations
 
