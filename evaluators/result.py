@@ -54,5 +54,5 @@ class EvaluationResult:
 
 
 def join_or_none(items: list[str] | tuple[str, ...]) -> str:
-    """seed 001 prints '无' (none) for an empty list; keep that, in English."""
+    """seed 001 (docs/evaluators.md) prints '无' (none) for an empty list; keep that, in English."""
     return ", ".join(items) if items else "none"

@@ -112,7 +112,7 @@ class AgentView:
         return self.error is not None
 
     def tool_names(self) -> tuple[str, ...]:
-        """Distinct tool names in order of first call (what seed 001's collector records)."""
+        """Distinct tool names in first-call order (seed 001's collector, docs/evaluators.md)."""
         return tuple(dict.fromkeys(call.name for call in self.tool_calls))
 
 

@@ -183,7 +183,7 @@ def format_summary(run: Evaluation) -> str:
 
 
 def format_failures(results: list[EvaluationResult]) -> str:
-    """Each failure with its reason, grouped by item (seed 001's formatResult, per item)."""
+    """Each failure with its reason, by item (seed 001's formatResult, docs/evaluators.md)."""
     lines: list[str] = []
     current = None
     for r in results:

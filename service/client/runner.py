@@ -1,5 +1,6 @@
 """Run your agent over an evaluation set and evaluate the runs: seed 001's loop (dataset → agent
-→ collect → evaluate) with OpenTelemetry doing the collecting, so no event bus of your own.
+→ collect → evaluate; docs/evaluators.md) with OpenTelemetry doing the collecting, so no event
+bus of your own.
 
     from trajhub.client import run_dataset
 
