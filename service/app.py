@@ -50,7 +50,8 @@ UI's shell and these docs takes `Authorization: Bearer <key>`: a missing, unknow
 gets 401, a key for another project or with too small a scope 403. The key's project is the
 project of every request (naming another one is a 403). Each operation's `x-trajhub-scope` says
 which scope it needs: `ingest`, `read` (reads; creating and editing datasets and evaluations) or
-`admin` (keys, re-derivation, deletes; an admin key may also read and ingest).
+`admin` (keys, re-derivation, deletes; an admin key may also read and ingest). Keys are managed
+over REST only while auth is on (403 otherwise): the first key comes from `trajhub keys create`.
 """
 
 

@@ -587,3 +587,70 @@ def test_a_key_of_an_empty_project_learns_its_project(world: World) -> None:
         projects = c.get(f"{world.http}/api/v1/projects", headers=bearer(key)).json()
     assert projects == {"projects": [{"name": empty, "trace_count": 0, "span_count": 0,
                                       "first_span_at": None, "last_span_at": None}]}
+
+
+# ------------------------------------------------------------------- key management, auth off
+
+
+def api_key_rows(database: TestDatabase, name: str) -> list[asyncpg.Record]:
+    async def fetch() -> list[asyncpg.Record]:
+        conn = await asyncpg.connect(database.url)
+        try:
+            return await conn.fetch("SELECT key_id, project, scope, digest, revoked_at "
+                                    "FROM api_keys WHERE name = $1", name)
+        finally:
+            await conn.close()
+    return asyncio.run(fetch())
+
+
+def test_with_auth_off_the_cli_creates_a_key(server: ServerProcess,
+                                             database: TestDatabase) -> None:
+    """The shared server runs with auth off (auto on 127.0.0.1); `trajhub keys create` makes
+    the first key on the database all the same."""
+    name = f"first key {uuid.uuid4().hex[:8]}"
+    created = trajhub_cli("keys", "create", "--project", "keys-first", "--scope", "admin",
+                          "--name", name, database=database)
+    assert created.returncode == 0, created.stderr
+    key = created.stdout.strip()
+    [row] = api_key_rows(database, name)
+    assert key == f"thk_{row['key_id']}_{key.split('_', 2)[2]}"
+    assert (row["project"], row["scope"], row["revoked_at"]) == ("keys-first", "admin", None)
+    assert bytes(row["digest"]) == hashlib.sha256(key.encode()).digest()
+
+
+def test_with_auth_off_rest_key_management_is_refused(server: ServerProcess,
+                                                      database: TestDatabase) -> None:
+    existing = f"existing {uuid.uuid4().hex[:8]}"
+    made = trajhub_cli("keys", "create", "--project", "default", "--scope", "read", "--name",
+                       existing, database=database)
+    assert made.returncode == 0, made.stderr
+    existing_id = made.stdout.strip().split("_")[1]
+    name = f"made over rest {uuid.uuid4().hex[:8]}"
+    with httpx.Client(timeout=30) as c:
+        answers = {
+            "create": c.post(f"{server.http}/api/v1/keys", json={"scope": "admin", "name": name}),
+            "create in a project": c.post(f"{server.http}/api/v1/keys", params={"project": "p"},
+                                          json={"scope": "ingest", "name": name}),
+            "list": c.get(f"{server.http}/api/v1/keys"),
+            "revoke": c.delete(f"{server.http}/api/v1/keys/{existing_id}"),
+        }
+    for what, r in answers.items():
+        assert r.status_code == 403, (what, r.text)
+        detail = r.json()["detail"]
+        assert "auth on" in detail and "TRAJHUB_AUTH=on" in detail, (what, detail)
+        assert "`trajhub keys create`" in detail, (what, detail)
+        assert existing_id not in r.text, what
+    assert api_key_rows(database, name) == []
+    [row] = api_key_rows(database, existing)
+    assert row["revoked_at"] is None
+
+
+def test_openapi_lists_the_403_of_key_routes(server: ServerProcess) -> None:
+    paths = httpx.get(f"{server.http}/openapi.json", timeout=30).json()["paths"]
+    for method, path in [("post", "/api/v1/keys"), ("get", "/api/v1/keys"),
+                         ("delete", "/api/v1/keys/{key_id}")]:
+        forbidden = paths[path][method]["responses"]["403"]
+        assert "auth off" in forbidden["description"], (method, path)
+        assert "`trajhub keys create`" in forbidden["description"], (method, path)
+        assert forbidden["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/ErrorDetail"}, (method, path)

@@ -1,20 +1,47 @@
-"""REST: a project's API keys, for admin keys (`trajhub keys` does the same on the database)."""
+"""REST: a project's API keys, for admin keys (`trajhub keys` does the same on the database).
+
+These routes answer only while the server runs with API keys on. With auth off every request
+passes the door, so a REST route that made keys would hand an admin key to anyone who reaches
+the port, and that key would stay valid once auth is turned on: the first key comes from
+`trajhub keys create`, which needs access to the server's database.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Path
+from fastapi import APIRouter, Depends, HTTPException, Path
 from pydantic import BaseModel, Field
 
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, needs
-from trajhub.service.api.models import ERRORS, NOT_FOUND, example_config
-from trajhub.service.auth import ADMIN
+from trajhub.service.api.models import ERRORS, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.auth import ADMIN, auth_enabled
 from trajhub.storage import keys
 from trajhub.storage.keys import KeyRow
 
-router = APIRouter(prefix="/api/v1", tags=["keys"], dependencies=ROUTER_CHECKS, responses=ERRORS)
+#: the answer of every key route while auth is off
+AUTH_OFF = ("API keys are managed over REST only while the server runs with auth on: with auth "
+            "off anyone who reaches this port could make a key. Turn auth on (TRAJHUB_AUTH=on) "
+            "and make the first key with `trajhub keys create` on the server's database")
+
+
+def auth_is_on(rt: Rt) -> None:
+    """Router dependency, before the others: with auth off, every key route is a 403."""
+    if not auth_enabled(rt.settings):
+        raise HTTPException(403, AUTH_OFF)
+
+
+_FORBIDDEN: dict[int | str, dict[str, Any]] = {
+    403: {"model": ErrorDetail, "description": (
+        "the server runs with auth off, where keys are made only with `trajhub keys create`; "
+        "or the API key is for another project, or its scope is too small; `detail` says "
+        "which")},
+}
+
+router = APIRouter(prefix="/api/v1", tags=["keys"],
+                   dependencies=[Depends(auth_is_on), *ROUTER_CHECKS],
+                   responses={**ERRORS, **_FORBIDDEN})
 
 _KEY: dict[str, Any] = {"key_id": "3f9a1c0b7e2d", "project": "shop-agent", "scope": "ingest",
         "name": "collector", "created_at": "2025-06-01T12:00:00Z", "revoked_at": None}
