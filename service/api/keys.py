@@ -14,9 +14,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Path
 from pydantic import BaseModel, Field
 
-from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, needs
+from trajhub.service.api.common import ROUTER_CHECKS, Key, Project, Rt, needs
 from trajhub.service.api.models import ERRORS, NOT_FOUND, ErrorDetail, example_config
-from trajhub.service.auth import ADMIN, auth_enabled
+from trajhub.service.auth import ADMIN, METRICS, auth_enabled
 from trajhub.storage import keys
 from trajhub.storage.keys import KeyRow
 
@@ -51,9 +51,11 @@ KeyId = Annotated[str, Path(max_length=64, description="the key's public id (`ke
 
 class KeyCreate(BaseModel):
     model_config = example_config({"scope": "ingest", "name": "collector"}, extra="forbid")
-    scope: Literal["ingest", "read", "admin"] = Field(description=(
+    scope: Literal["ingest", "read", "admin", "metrics"] = Field(description=(
         "ingest: write spans; read: read everything, create and edit datasets and "
-        "evaluations; admin: all of that, plus keys, re-derivation and deletes"))
+        "evaluations; admin: all of that, plus keys, re-derivation and deletes; metrics: "
+        "scrape /metrics, nothing else (server-wide figures: only TRAJHUB_BOOTSTRAP_KEY "
+        "makes such a key over REST)"))
     name: str = Field("", max_length=200, description="what the key is for (shown in lists)")
 
 
@@ -63,7 +65,7 @@ class ApiKey(BaseModel):
     model_config = example_config(_KEY)
     key_id: str = Field(description="the public part of the key (`thk_<key_id>_…`)")
     project: str
-    scope: Literal["ingest", "read", "admin"]
+    scope: Literal["ingest", "read", "admin", "metrics"]
     name: str
     created_at: datetime
     revoked_at: datetime | None = Field(description="when it was revoked; null while valid")
@@ -86,7 +88,13 @@ def _api_key(row: KeyRow) -> ApiKey:
 
 @router.post("/keys", status_code=201, response_model=CreatedKey, openapi_extra=needs(ADMIN),
              summary="Create an API key for this project (the key is shown once)")
-async def create_key(rt: Rt, project: Project, body: KeyCreate) -> CreatedKey:
+async def create_key(rt: Rt, caller: Key, project: Project, body: KeyCreate) -> CreatedKey:
+    if body.scope == METRICS and caller is not None and caller.project is not None:
+        # a project's admin must not reach every project's figures through a key it makes
+        raise HTTPException(403, f"the API key {caller.key_id} is an admin key of project "
+                                 f"{caller.project!r}; a 'metrics' key sees every project's "
+                                 "figures: make it with TRAJHUB_BOOTSTRAP_KEY or `trajhub keys "
+                                 "create`")
     async with rt.db.acquire() as conn:
         row, key = await keys.create(conn, project, body.scope, body.name)
     return CreatedKey(**dict(row), key=key)

@@ -95,7 +95,8 @@ def register(sub: Any) -> None:
         description="Print a new key on stdout. Only its SHA-256 digest is stored: it cannot "
                     "be shown again. Scopes: ingest = write spans; read = read everything, "
                     "create and edit datasets and evaluations; admin = all of that, plus keys, "
-                    "re-derivation and deletes.")
+                    "re-derivation and deletes; metrics = scrape /metrics, nothing else (the "
+                    "figures are server-wide, whatever --project says).")
     create.add_argument("--project", required=True, help="the project the key works in")
     create.add_argument("--scope", required=True, choices=SCOPES, help="what the key may do")
     create.add_argument("--name", default="", help="what the key is for (shown in lists)")
