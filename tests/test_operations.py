@@ -1,6 +1,7 @@
 """Operations: the JSON log format (trajhub's and uvicorn's records alike), the access log of
-both transports, the start without a runtime-directory warning, and /metrics moving with the
-traffic. Each test reads a real server's stderr or scrapes its /metrics."""
+both transports, the start without a runtime-directory warning, /metrics moving with the
+traffic, and one line per record whatever control characters a request carries. Each test
+reads a real server's stderr or scrapes its /metrics (the formatter test formats a record)."""
 
 from __future__ import annotations
 
