@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
@@ -27,10 +27,13 @@ from trajhub.service.api import trajectories as routes_trajectories
 from trajhub.service.api.common import (
     UNSTORABLE_TEXT_ERRORS,
     document_scopes,
+    needs,
     parameter_error,
+    require_metrics_key,
     unstorable_text,
 )
-from trajhub.service.api.models import HealthStatus, ReadyStatus, restore_examples
+from trajhub.service.api.models import ErrorDetail, HealthStatus, ReadyStatus, restore_examples
+from trajhub.service.auth import METRICS
 from trajhub.service.ingest import http as routes_ingest
 from trajhub.service.runtime import Runtime
 from trajhub.service.ui import mount as mount_ui
@@ -49,8 +52,11 @@ When the server runs with API keys (TRAJHUB_AUTH), every route but /healthz, /re
 UI's shell and these docs takes `Authorization: Bearer <key>`: a missing, unknown or revoked key
 gets 401, a key for another project or with too small a scope 403. The key's project is the
 project of every request (naming another one is a 403). Each operation's `x-trajhub-scope` says
-which scope it needs: `ingest`, `read` (reads; creating and editing datasets and evaluations) or
-`admin` (keys, re-derivation, deletes; an admin key may also read and ingest).
+which scope it needs: `ingest`, `read` (reads; creating and editing datasets and evaluations),
+`admin` (keys, re-derivation, deletes; an admin key may also read and ingest) or `metrics`
+(/metrics alone, whose figures are server-wide; TRAJHUB_METRICS_PUBLIC=true opens it to all).
+Keys are managed over REST only while auth is on (403 otherwise): the first key comes from
+`trajhub keys create`.
 """
 
 
@@ -107,13 +113,25 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
         return JSONResponse({"status": "ready"})
 
     @app.get("/metrics", tags=["health"], summary="Prometheus metrics",
-             response_class=Response,
+             response_class=Response, dependencies=[Depends(require_metrics_key)],
+             openapi_extra=needs(METRICS),
              responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}},
-                              "description": "the Prometheus text format"}})
+                              "description": "the Prometheus text format"},
+                        401: {"model": ErrorDetail, "description": (
+                            "auth is on and TRAJHUB_METRICS_PUBLIC is not: no API key, or one "
+                            "that is not valid (unknown or revoked); `detail` says which")},
+                        403: {"model": ErrorDetail, "description": (
+                            "the API key's scope is not `metrics` (an admin key of a project "
+                            "does not include it); `detail` names the scope")}})
     async def prometheus_metrics() -> Response:
         """Requests by transport and outcome, latency, requests in flight, spans accepted and
         rejected, the ingest queue, the derivation backlog and its oldest entry's age,
-        derivation time and database errors (README, Operations)."""
+        derivation time and database errors (README, Operations).
+
+        The figures are server-wide, every project's traffic. With API keys on (TRAJHUB_AUTH)
+        a scrape needs `Authorization: Bearer <key>` with a key of scope `metrics` (or
+        TRAJHUB_BOOTSTRAP_KEY), unless the server runs with TRAJHUB_METRICS_PUBLIC=true, which
+        serves them to anyone who reaches the port. With auth off no key is needed."""
         body, media_type = await metrics.exposition(rt.db)
         return Response(body, media_type=media_type)
 

@@ -9,8 +9,12 @@ live here once:
   works in the key's project;
 - scopes: `ingest` writes spans; `read` reads everything and also creates and edits datasets
   and evaluations (evaluating is a reader's work); `admin` includes both, and alone manages
-  keys, re-derives and deletes;
-- `TRAJHUB_BOOTSTRAP_KEY` is an admin key of every project.
+  keys, re-derives and deletes; `metrics` scrapes `/metrics` and nothing else;
+- `metrics` is apart from the others because the metrics are server-wide (they count every
+  project's traffic), while every other scope works in one project: a project's admin key does
+  not include it;
+- `TRAJHUB_BOOTSTRAP_KEY` is an admin key of every project, and the operator's: it may do
+  everything, `metrics` included.
 
 A missing, unknown or revoked key is Unauthenticated (401 / UNAUTHENTICATED); a key used outside
 its project or scope is Forbidden (403 / PERMISSION_DENIED). Messages name the key by its public
@@ -30,17 +34,21 @@ from trajhub.service.config import Settings
 from trajhub.service.errors import Forbidden, Unauthenticated, Unavailable
 from trajhub.storage import keys
 
-Scope = Literal["ingest", "read", "admin"]
+Scope = Literal["ingest", "read", "admin", "metrics"]
 INGEST: Scope = "ingest"
 READ: Scope = "read"
 ADMIN: Scope = "admin"
+METRICS: Scope = "metrics"
 
 #: what each scope may do
 GRANTS: dict[str, frozenset[str]] = {
     INGEST: frozenset({INGEST}),
     READ: frozenset({READ}),
     ADMIN: frozenset({ADMIN, READ, INGEST}),
+    METRICS: frozenset({METRICS}),
 }
+#: what the bootstrap key may do: everything
+EVERY_SCOPE: frozenset[str] = frozenset(GRANTS)
 
 BOOTSTRAP_KEY_ID = "bootstrap"
 
@@ -53,6 +61,11 @@ class Principal:
     key_id: str
     project: str | None
     scope: str
+
+    @property
+    def grants(self) -> frozenset[str]:
+        """The scopes this key may act in: its scope's, or every one for the bootstrap key."""
+        return EVERY_SCOPE if self.project is None else GRANTS[self.scope]
 
 
 def is_loopback(host: str) -> bool:
@@ -107,7 +120,7 @@ async def authenticate(db: asyncpg.Pool, settings: Settings, authorization: str 
     if not auth_enabled(settings):
         return None
     principal = await identify(db, settings, bearer_token(authorization))
-    if needs not in GRANTS[principal.scope]:
+    if needs not in principal.grants:
         raise Forbidden(f"the API key {principal.key_id} has scope {principal.scope!r}; "
                         f"this needs {needs!r}")
     return principal

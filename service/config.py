@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     bootstrap_key: str = Field("", description=(
         "a key accepted as an admin key of every project (the operator's, from a secret); "
         "use it to create per-project keys"), repr=False)
+    metrics_public: bool = Field(False, description=(
+        "true serves /metrics to anyone, also with auth on (for a Prometheus that scrapes "
+        "without credentials); false: with auth on, a scrape needs a key of scope `metrics`"))
     log_level: str = Field("info", pattern=r"(?i)^(debug|info|warning|error)$",
                            description="debug, info, warning or error")
     retention_days: float = Field(0, ge=0, description=(

@@ -20,7 +20,7 @@ import asyncpg
 from trajhub.storage.rows import Row
 
 PREFIX = "thk_"
-SCOPES = ("ingest", "read", "admin")
+SCOPES = ("ingest", "read", "admin", "metrics")
 
 _KEY = re.compile(r"thk_([0-9a-f]{12})_([A-Za-z0-9_-]{43})")
 

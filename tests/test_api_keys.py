@@ -2,7 +2,9 @@
 /openapi.json, so a new route is covered without touching this file) and every ingest transport
 (OTLP/HTTP protobuf and JSON, gRPC, Coze Loop native ingest, Coze Loop's OTLP path, Coze Loop
 upload) answer a missing, revoked or foreign key and too small a scope with the right status,
-and nothing is read or written across projects."""
+and nothing is read or written across projects. /metrics takes only a `metrics` key (or the
+bootstrap key) unless TRAJHUB_METRICS_PUBLIC opens it; with auth off, the REST key routes refuse
+to make, list or revoke keys, and the CLI makes them."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import pytest
 from google.protobuf import json_format
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.harness import ServerProcess, TestDatabase, wait_for
 from tests.otlp_builders import request, span
@@ -587,3 +590,171 @@ def test_a_key_of_an_empty_project_learns_its_project(world: World) -> None:
         projects = c.get(f"{world.http}/api/v1/projects", headers=bearer(key)).json()
     assert projects == {"projects": [{"name": empty, "trace_count": 0, "span_count": 0,
                                       "first_span_at": None, "last_span_at": None}]}
+
+
+# ----------------------------------------------------------------------------------- metrics
+
+
+def scrape_with(world: World, key: str | None) -> httpx.Response:
+    return httpx.get(f"{world.http}/metrics", headers=bearer(key), timeout=30)
+
+
+def metrics_key(world: World, project: str) -> str:
+    """A `metrics` key, made by the bootstrap key (a project's admin key may not make one)."""
+    with httpx.Client(timeout=30) as c:
+        return create_key(c, world.http, world.bootstrap, project, "metrics")
+
+
+def test_metrics_refuses_missing_bogus_and_revoked_keys(world: World) -> None:
+    ops = f"keys-ops-{uuid.uuid4().hex[:8]}"
+    revoked = metrics_key(world, ops)
+    r = httpx.delete(f"{world.http}/api/v1/keys/{revoked.split('_')[1]}",
+                     headers=bearer(world.bootstrap), params={"project": ops}, timeout=30)
+    assert r.status_code == 200 and r.json()["revoked_at"], r.text
+    for what, key, says in [("no key", None, "API key is required"),
+                            ("never issued", "thk_0123456789ab_" + "z" * 43, "not valid"),
+                            ("not a key", "hunter2", "not valid"),
+                            ("revoked metrics key", revoked, "revoked"),
+                            ("revoked admin key", world.revoked, "revoked")]:
+        r = scrape_with(world, key)
+        assert r.status_code == 401, (what, r.text)
+        assert says in r.json()["detail"], (what, r.text)
+        assert r.headers["www-authenticate"] == "Bearer", what
+        assert "trajhub_requests_total" not in r.text, what
+
+
+def test_metrics_refuses_keys_of_other_scopes(world: World) -> None:
+    # a project's admin key too: the figures count every project's traffic
+    for what, key, scope in [("ingest", world.ingest, "ingest"), ("read", world.read, "read"),
+                             ("admin", world.admin, "admin"),
+                             ("another project's admin", world.other_admin, "admin"),
+                             ("another project's ingest", world.other_ingest, "ingest")]:
+        r = scrape_with(world, key)
+        assert r.status_code == 403, (what, r.text)
+        assert r.json()["detail"].endswith(f"has scope '{scope}'; this needs 'metrics'"), what
+        assert "trajhub_requests_total" not in r.text, what
+
+
+def test_metrics_answers_a_metrics_key_with_the_metrics_text(world: World) -> None:
+    key = metrics_key(world, f"keys-ops-{uuid.uuid4().hex[:8]}")
+    for what, scraper in [("metrics key", key), ("bootstrap key", world.bootstrap)]:
+        r = scrape_with(world, scraper)
+        assert r.status_code == 200, (what, r.text)
+        assert r.headers["content-type"].startswith("text/plain"), what
+        names = {family.name for family in text_string_to_metric_families(r.text)}
+        assert {"trajhub_requests", "trajhub_spans_accepted",
+                "trajhub_derivation_backlog"} <= names, (what, names)
+
+
+def test_a_metrics_key_reads_and_writes_nothing(world: World) -> None:
+    ops = f"keys-ops-{uuid.uuid4().hex[:8]}"
+    key = metrics_key(world, ops)
+    r = httpx.get(f"{world.http}/api/v1/traces", headers=bearer(key), timeout=30)
+    assert r.status_code == 403 and "this needs 'read'" in r.json()["detail"], r.text
+    answer = otlp_grpc(world, key, os.urandom(16), None, None)
+    assert answer.status == 403 and "this needs 'ingest'" in answer.message, answer
+    r = httpx.get(f"{world.http}/api/v1/keys", headers=bearer(key), timeout=30)
+    assert r.status_code == 403 and "this needs 'admin'" in r.json()["detail"], r.text
+
+
+def test_only_the_bootstrap_key_makes_a_metrics_key_over_rest(world: World) -> None:
+    name = f"metrics by a project admin {uuid.uuid4().hex[:8]}"
+    r = httpx.post(f"{world.http}/api/v1/keys", headers=bearer(world.admin),
+                   json={"scope": "metrics", "name": name}, timeout=30)
+    assert r.status_code == 403, r.text
+    assert "'metrics'" in r.json()["detail"] and "TRAJHUB_BOOTSTRAP_KEY" in r.json()["detail"]
+    listed = httpx.get(f"{world.http}/api/v1/keys", headers=bearer(world.admin), timeout=30)
+    assert name not in listed.text and "metrics" not in [k["scope"] for k in
+                                                         listed.json()["keys"]]
+
+
+def test_openapi_documents_who_may_scrape_metrics(world: World) -> None:
+    op = httpx.get(f"{world.http}/openapi.json", timeout=30).json()["paths"]["/metrics"]["get"]
+    assert op["x-trajhub-scope"] == "metrics"
+    assert {"HTTPBearer": []} in op["security"]
+    assert {"200", "401", "403"} <= op["responses"].keys()
+    assert "TRAJHUB_METRICS_PUBLIC" in op["description"]
+    assert "`metrics`" in op["responses"]["403"]["description"]
+
+
+def test_metrics_public_serves_metrics_without_a_key_and_nothing_else(
+        database: TestDatabase, tmp_path: Path) -> None:
+    public = ServerProcess.start(database.url, tmp_path, extra_env={
+        "TRAJHUB_AUTH": "on", "TRAJHUB_METRICS_PUBLIC": "true"})
+    try:
+        r = httpx.get(f"{public.http}/metrics", timeout=30)
+        assert r.status_code == 200, r.text
+        assert "trajhub_requests_in_flight" in r.text
+        # the other routes still need a key
+        r = httpx.get(f"{public.http}/api/v1/projects", timeout=30)
+        assert r.status_code == 401 and "API key is required" in r.json()["detail"]
+        assert otlp_grpc_at(public.grpc).status == 401
+    finally:
+        public.stop()
+
+
+# ------------------------------------------------------------------- key management, auth off
+
+
+def api_key_rows(database: TestDatabase, name: str) -> list[asyncpg.Record]:
+    async def fetch() -> list[asyncpg.Record]:
+        conn = await asyncpg.connect(database.url)
+        try:
+            return await conn.fetch("SELECT key_id, project, scope, digest, revoked_at "
+                                    "FROM api_keys WHERE name = $1", name)
+        finally:
+            await conn.close()
+    return asyncio.run(fetch())
+
+
+def test_with_auth_off_the_cli_creates_a_key(server: ServerProcess,
+                                             database: TestDatabase) -> None:
+    """The shared server runs with auth off (auto on 127.0.0.1); `trajhub keys create` makes
+    the first key on the database all the same."""
+    name = f"first key {uuid.uuid4().hex[:8]}"
+    created = trajhub_cli("keys", "create", "--project", "keys-first", "--scope", "admin",
+                          "--name", name, database=database)
+    assert created.returncode == 0, created.stderr
+    key = created.stdout.strip()
+    [row] = api_key_rows(database, name)
+    assert key == f"thk_{row['key_id']}_{key.split('_', 2)[2]}"
+    assert (row["project"], row["scope"], row["revoked_at"]) == ("keys-first", "admin", None)
+    assert bytes(row["digest"]) == hashlib.sha256(key.encode()).digest()
+
+
+def test_with_auth_off_rest_key_management_is_refused(server: ServerProcess,
+                                                      database: TestDatabase) -> None:
+    existing = f"existing {uuid.uuid4().hex[:8]}"
+    made = trajhub_cli("keys", "create", "--project", "default", "--scope", "read", "--name",
+                       existing, database=database)
+    assert made.returncode == 0, made.stderr
+    existing_id = made.stdout.strip().split("_")[1]
+    name = f"made over rest {uuid.uuid4().hex[:8]}"
+    with httpx.Client(timeout=30) as c:
+        answers = {
+            "create": c.post(f"{server.http}/api/v1/keys", json={"scope": "admin", "name": name}),
+            "create in a project": c.post(f"{server.http}/api/v1/keys", params={"project": "p"},
+                                          json={"scope": "ingest", "name": name}),
+            "list": c.get(f"{server.http}/api/v1/keys"),
+            "revoke": c.delete(f"{server.http}/api/v1/keys/{existing_id}"),
+        }
+    for what, r in answers.items():
+        assert r.status_code == 403, (what, r.text)
+        detail = r.json()["detail"]
+        assert "auth on" in detail and "TRAJHUB_AUTH=on" in detail, (what, detail)
+        assert "`trajhub keys create`" in detail, (what, detail)
+        assert existing_id not in r.text, what
+    assert api_key_rows(database, name) == []
+    [row] = api_key_rows(database, existing)
+    assert row["revoked_at"] is None
+
+
+def test_openapi_lists_the_403_of_key_routes(server: ServerProcess) -> None:
+    paths = httpx.get(f"{server.http}/openapi.json", timeout=30).json()["paths"]
+    for method, path in [("post", "/api/v1/keys"), ("get", "/api/v1/keys"),
+                         ("delete", "/api/v1/keys/{key_id}")]:
+        forbidden = paths[path][method]["responses"]["403"]
+        assert "auth off" in forbidden["description"], (method, path)
+        assert "`trajhub keys create`" in forbidden["description"], (method, path)
+        assert forbidden["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/ErrorDetail"}, (method, path)

@@ -1,12 +1,15 @@
 """Operations: the JSON log format (trajhub's and uvicorn's records alike), the access log of
-both transports, the start without a runtime-directory warning, and /metrics moving with the
-traffic. Each test reads a real server's stderr or scrapes its /metrics."""
+both transports, the start without a runtime-directory warning, /metrics moving with the
+traffic, and one line per record whatever control characters a request carries. Each test
+reads a real server's stderr or scrapes its /metrics (the formatter test formats a record)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
+import sys
 from collections.abc import Iterator
 
 import asyncpg
@@ -209,3 +212,69 @@ def test_derivation_backlog_counts_waiting_traces(json_server: ServerProcess,
     after = wait_for(lambda: (s := scrape(json_server)) and value(
         s, "trajhub_derivation_backlog") < 5 and s, what="the backlog drained")
     assert value(after, "trajhub_derivation_backlog_oldest_seconds") < 30
+
+
+# ------------------------------------------------------------- control characters in the logs
+
+
+def access_line_count(server: ServerProcess) -> int:
+    return sum(" trajhub.access: " in line for line in log_lines(server))
+
+
+def test_text_access_log_escapes_a_newline_and_an_escape_in_the_path(
+        server: ServerProcess) -> None:
+    marker = new_trace_id().hex()
+    before = access_line_count(server)
+    # a newline that would start a forged record, and an ESC that would colour a terminal
+    r = httpx.get(f"{server.http}/esc-{marker}%0A2026-01-01%2000:00:00,000%20INFO%20forged%1B[31m",
+                  timeout=10)
+    assert r.status_code == 404
+    line = wait_for(lambda: next((ln for ln in log_lines(server) if marker in ln), None),
+                    what="the access line")
+    assert access_line_count(server) == before + 1
+    assert [ln for ln in log_lines(server) if marker in ln] == [line]
+    escaped = f"/esc-{marker}\\n2026-01-01 00:00:00,000 INFO forged\\x1b[31m"
+    assert f" INFO trajhub.access: GET {escaped} 404 " in line
+    assert f" path={escaped} status=404 " in line
+    log = server.log_path.read_text()
+    assert "\x1b" not in log
+    assert not [ln for ln in log.split("\n") if ln.startswith("2026-01-01 00:00:00,000 INFO")]
+
+
+def test_json_access_log_keeps_every_line_break_inside_its_string(
+        json_server: ServerProcess) -> None:
+    marker = new_trace_id().hex()
+    before = len(access_entries(json_server))
+    # LF, ESC, DEL, NEL (C1) and U+2028: `str.splitlines` breaks a line at LF, NEL and U+2028
+    r = httpx.get(f"{json_server.http}/esc-{marker}%0Aa%1Bb%7Fc%C2%85d%E2%80%A8e", timeout=10)
+    assert r.status_code == 404
+    entry = wait_for(lambda: next((e for e in access_entries(json_server)
+                                   if marker in str(e["path"])), None), what="the access line")
+    assert entry["path"] == f"/esc-{marker}\na\x1bb\x7fc\x85d\u2028e"
+    assert len(access_entries(json_server)) == before + 1
+    raw = json_server.log_path.read_text()
+    [line] = [ln for ln in raw.split("\n") if marker in ln]
+    assert "\\n" in line and "\\u001b" in line and "\\u007f" in line
+    assert "\\u0085" in line and "\\u2028" in line
+    for character in ("\x1b", "\x7f", "\x85", "\u2028"):
+        assert character not in raw, repr(character)
+
+
+def test_text_format_escapes_every_record_and_keeps_a_traceback_on_its_line() -> None:
+    from trajhub.service.logs import TextFormatter
+
+    try:
+        raise ValueError("bad value\nTraceback forged")
+    except ValueError:
+        exc_info = sys.exc_info()
+    record = logging.makeLogRecord({
+        "name": "trajhub.ingest", "levelno": logging.WARNING, "levelname": "WARNING",
+        "msg": "span %s: tab\tCR\rDEL\x7fNEL\x85LS\u2028PS\u2029 back\\slash",
+        "args": ("x\x00y",), "exc_info": exc_info,
+        "fields": {"header": "a\nb", "absent": None}})
+    line = TextFormatter().format(record)
+    assert len(line.splitlines()) == 1
+    assert ("WARNING trajhub.ingest: span x\\x00y: tab\\tCR\\rDEL\\x7fNEL\\x85LS\\u2028PS\\u2029 "
+            "back\\\\slash\\nTraceback (most recent call last):\\n") in line
+    assert line.endswith("ValueError: bad value\\nTraceback forged header=a\\nb")
+    assert "absent" not in line

@@ -19,7 +19,7 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import AfterValidator, Field
 
-from trajhub.service.auth import ADMIN, READ, Principal, authenticate, scoped_project
+from trajhub.service.auth import ADMIN, METRICS, READ, Principal, authenticate, scoped_project
 from trajhub.service.errors import Forbidden, Unauthenticated, retry_headers
 from trajhub.service.ingest.bodies import media_type
 from trajhub.service.projects import InvalidProject, validate_project
@@ -98,6 +98,23 @@ async def require_key(
 
 #: the caller's key (None when auth is off); FastAPI runs `require_key` once per request
 Key = Annotated[Principal | None, Depends(require_key)]
+
+
+async def require_metrics_key(
+    request: Request, rt: Annotated[Runtime, Depends(runtime)],
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)] = None,
+) -> None:
+    """Dependency of /metrics: with auth on, a key of scope `metrics` (or the bootstrap key),
+    answered 401 / 403 like a REST route; nothing with auth off, or when TRAJHUB_METRICS_PUBLIC
+    lets a Prometheus without credentials scrape. No project applies: the figures are
+    server-wide."""
+    if rt.settings.metrics_public:
+        return
+    try:
+        await authenticate(rt.db, rt.settings, request.headers.get("authorization"), METRICS)
+    except (Unauthenticated, Forbidden) as error:
+        raise HTTPException(error.http_status, error.message,
+                            headers=retry_headers(error)) from None
 
 
 def project_scope(

@@ -2,7 +2,8 @@
 
 Like `trajhub rederive`, these work on the database (TRAJHUB_DATABASE_URL or the embedded one in
 the data directory), not through a server: they are how the first key of a project comes to
-exist. An admin key (or TRAJHUB_BOOTSTRAP_KEY) does the same over REST at /api/v1/keys.
+exist. An admin key (or TRAJHUB_BOOTSTRAP_KEY) does the same over REST at /api/v1/keys, which
+answers only while the server runs with auth on (service/api/keys.py says why).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def register(sub: Any) -> None:
         description="API keys for a server running with TRAJHUB_AUTH on. Works on the "
                     "server's database directly (--database-url or --data-dir, as for `trajhub "
                     "serve`), so no key is needed to create the first one; admin keys do the "
-                    "same over REST at /api/v1/keys.")
+                    "same over REST at /api/v1/keys while the server runs with auth on.")
     commands = parser.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
 
     create = commands.add_parser(
@@ -94,7 +95,8 @@ def register(sub: Any) -> None:
         description="Print a new key on stdout. Only its SHA-256 digest is stored: it cannot "
                     "be shown again. Scopes: ingest = write spans; read = read everything, "
                     "create and edit datasets and evaluations; admin = all of that, plus keys, "
-                    "re-derivation and deletes.")
+                    "re-derivation and deletes; metrics = scrape /metrics, nothing else (the "
+                    "figures are server-wide, whatever --project says).")
     create.add_argument("--project", required=True, help="the project the key works in")
     create.add_argument("--scope", required=True, choices=SCOPES, help="what the key may do")
     create.add_argument("--name", default="", help="what the key is for (shown in lists)")
