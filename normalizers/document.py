@@ -5,7 +5,8 @@ writes (`normalizers.trajectory`: Trajectory → RootStep + AgentStep (agents an
 so there is one model of a trajectory, written and read. Playback, evaluation item fields, the
 agentevals export, run comparison, cost and every evaluator are projections of that tree;
 `execution_order` gives its steps in the order they ran, each with the agent activation it
-belongs to and the path of activations down to it.
+belongs to and the path of activations down to it (`run_order` also gives the activations in
+the order they were entered).
 
 Typed accessors live on the tree: `Step.started_at_ms` / `duration_ms` / `error` / `failed` /
 `model` / `tool_call_id`, `BasicInfo.started_at_ms` / `duration_ms`, and `ModelInfo` for the
@@ -85,11 +86,20 @@ def parse_document(document: object) -> Trajectory:
     )
 
 
-def execution_order(trajectory: Trajectory) -> list[PlacedStep]:
-    """Every step of every agent activation once, in the order they ran.
+@dataclass(frozen=True, slots=True)
+class RunOrder:
+    """The agent activations in the order they were entered, and every step in the order it
+    ran (see `run_order`)."""
+
+    agents: tuple[AgentStep, ...]
+    steps: tuple[PlacedStep, ...]
+
+
+def run_order(trajectory: Trajectory) -> RunOrder:
+    """Every agent activation and every step of it once, in the order they ran.
 
     `agent_steps` is in start order, which would put a sub-agent's steps after its parent's later
-    steps; instead each activation is expanded right after the step of type agent/graph that
+    steps; instead each activation is entered right after the step of type agent/graph that
     started it (the step with the activation's id), depth first. Activations no step started are
     the outermost ones, in stored order; activations reachable only through a cycle (a malformed
     document) come last. When two activations share an id, a step starts the first of them."""
@@ -101,16 +111,18 @@ def execution_order(trajectory: Trajectory) -> list[PlacedStep]:
     started = {by_id[step.id] for agent in agents for step in agent.steps
                if step.type in ACTIVATION_TYPES and step.id in by_id}
     seen: set[int] = set()
-    out: list[PlacedStep] = []
+    entered: list[AgentStep] = []
+    placed: list[PlacedStep] = []
 
     def visit(index: int, outer: tuple[str, ...]) -> None:
         if index in seen:
             return
         seen.add(index)
         agent = agents[index]
+        entered.append(agent)
         path = (*outer, agent.name)
         for step in agent.steps:
-            out.append(PlacedStep(step, agent, path))
+            placed.append(PlacedStep(step, agent, path))
             if step.type in ACTIVATION_TYPES:
                 child = by_id.get(step.id)
                 if child is not None:
@@ -121,7 +133,12 @@ def execution_order(trajectory: Trajectory) -> list[PlacedStep]:
             visit(index, ())
     for index in range(len(agents)):
         visit(index, ())
-    return out
+    return RunOrder(tuple(entered), tuple(placed))
+
+
+def execution_order(trajectory: Trajectory) -> tuple[PlacedStep, ...]:
+    """Every step once, in the order it ran (`run_order`)."""
+    return run_order(trajectory).steps
 
 
 def tool_arguments(step: Step) -> Any:
