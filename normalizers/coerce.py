@@ -10,6 +10,13 @@ None of them raises. The semantics:
   ("12.0", "1e3"). Not a bool (`True` is not a count), not NaN/±inf, not a fractional value
   (12.5, "12.5": a count or a whole-millisecond time that is fractional was not written as the
   schema says, so it is unknown rather than silently truncated), not anything else.
+- `to_whole`: the whole part of a finite number, or None: what `to_int` reads, and also a
+  fractional number or number string truncated toward zero (12.5 and "12.5" are 12). For values
+  stored or sent in whole units where a fraction is only excess precision: the times and counts
+  of a stored trajectory document (the schema's whole milliseconds and integer token counts; both
+  of the document readers this replaced kept the whole part of a fractional number) and the
+  microsecond times of the Coze Loop wire. Span attributes are read with `to_int`: there a
+  fractional count is not the count the convention asked for, and derivation ignores it.
 - `to_float`: a finite number, or None. An int or float (not a bool) or a string spelling a
   decimal number; NaN and ±inf are None.
 - `to_str`: always a string. None is ""; a string is itself; a bool is "true"/"false" (as JSON
@@ -57,6 +64,17 @@ def to_int(value: object) -> int | None:
                 return None
         if _FLOAT_RE.match(text):
             return to_int(float(text))
+    return None
+
+
+def to_whole(value: object) -> int | None:
+    """The whole part of a finite number (see the module doc); None otherwise."""
+    exact = to_int(value)
+    if exact is not None:
+        return exact
+    number = value if isinstance(value, float) else to_float(value)
+    if isinstance(number, float) and math.isfinite(number):
+        return int(number)
     return None
 
 

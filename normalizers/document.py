@@ -25,11 +25,12 @@ Never raises on a stored document. Tolerance rules, each applied here and nowher
   `coerce.to_str`: a number becomes its text, a structured value its key-sorted JSON, null "";
 - a step's `type` is read in lower case ("Tool" is a tool step);
 - times (`started_at`, `duration`, `latency_first_resp`, metric durations) are kept as the
-  whole-millisecond text the schema asks for when `coerce.to_int` reads them (so 12, "12" and
-  "12.0" all read as "12"), else "" (unknown; the accessors give None);
-- token counts read with `coerce.to_int`; unknown is 0, as the writer writes it;
-- `basic_info.error` is read when it is an object; a code that is not an integer is -1 (unknown,
-  as `reading.ErrorInfo` defines it), a missing `msg` is "";
+  whole-millisecond text the schema asks for when `coerce.to_whole` reads them (12, "12",
+  "12.0" and "12.7" all read as "12"), else "" (unknown; the accessors give None). A bool, NaN
+  or ±inf is unknown;
+- token counts read with `coerce.to_whole`; unknown is 0, as the writer writes it;
+- `basic_info.error` is read when it is an object; a code `coerce.to_whole` cannot read is -1
+  (unknown, as `reading.ErrorInfo` defines it), a missing `msg` is "";
 - `model_info` is read when it is an object, else the step has none.
 """
 
@@ -40,7 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trajhub.normalizers.coerce import to_dict, to_float, to_int, to_list, to_str
+from trajhub.normalizers.coerce import to_dict, to_float, to_list, to_str, to_whole
 from trajhub.normalizers.trajectory import (
     AgentStep,
     BasicInfo,
@@ -162,7 +163,7 @@ def decode_json_text(raw: str) -> Any:
 
 
 def _ms_text(value: object) -> str:
-    number = to_int(value)
+    number = to_whole(value)
     return "" if number is None else str(number)
 
 
@@ -175,7 +176,7 @@ def _basic_info(value: object) -> BasicInfo:
 def _error(value: object) -> StepError | None:
     if not isinstance(value, Mapping):
         return None
-    code = to_int(value.get("code"))
+    code = to_whole(value.get("code"))
     return StepError(code=-1 if code is None else code, msg=to_str(value.get("msg")))
 
 
@@ -184,7 +185,7 @@ def _metadata(value: object) -> dict[str, str]:
 
 
 def _count(value: object) -> int:
-    return to_int(value) or 0
+    return to_whole(value) or 0
 
 
 def _error_ids(value: object) -> dict[str, list[str]]:
