@@ -185,7 +185,7 @@ class _CallIds:
         self._used: set[str] = set()
 
     def issue(self, step: Step) -> str:
-        base = step.metadata.get("tool_call_id") or f"call_{step.id or len(self._used)}"
+        base = step.tool_call_id or f"call_{step.id or len(self._used)}"
         call_id, n = base, 1
         while call_id in self._used:
             n += 1

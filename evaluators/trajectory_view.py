@@ -68,7 +68,7 @@ class ToolCall:
 
     @property
     def tool_call_id(self) -> str | None:
-        return self.step.metadata.get(META_TOOL_CALL_ID) or None
+        return self.step.tool_call_id
 
 
 @dataclass(frozen=True)

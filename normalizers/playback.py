@@ -167,7 +167,7 @@ def model_usage(trajectory: Trajectory) -> dict[str, dict[str, int]]:
         for step in agent.steps:
             if step.type != "model" or step.model_info is None:
                 continue
-            u = usage.setdefault(step.metadata.get("model_name", ""), {
+            u = usage.setdefault(step.model or "", {
                 "steps": 0, "input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0})
             u["steps"] += 1
             u["input_tokens"] += step.model_info.input_tokens
