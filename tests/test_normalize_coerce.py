@@ -8,7 +8,15 @@ from typing import Any
 
 import pytest
 
-from trajhub.normalizers.coerce import to_bool, to_dict, to_float, to_int, to_list, to_str
+from trajhub.normalizers.coerce import (
+    to_bool,
+    to_dict,
+    to_float,
+    to_int,
+    to_list,
+    to_str,
+    to_whole,
+)
 
 INT_CASES: list[tuple[Any, int | None]] = [
     (12, 12),
@@ -43,6 +51,33 @@ INT_CASES: list[tuple[Any, int | None]] = [
 @pytest.mark.parametrize(("value", "expected"), INT_CASES)
 def test_to_int_reads_exact_integers_only(value: Any, expected: int | None) -> None:
     result = to_int(value)
+    assert result == expected
+    assert result is None or type(result) is int
+
+
+WHOLE_CASES: list[tuple[Any, int | None]] = [
+    (12, 12),
+    ("12", 12),
+    ("12.0", 12),
+    (12.5, 12),  # the whole part of a fraction
+    ("12.5", 12),
+    (-12.5, -12),  # toward zero
+    ("1.5e3", 1500),
+    (True, None),  # bool is not a number
+    (math.nan, None),
+    (math.inf, None),
+    ("inf", None),
+    ("", None),
+    ("twelve", None),
+    (None, None),
+    ({"n": 1}, None),
+]
+
+
+@pytest.mark.parametrize(("value", "expected"), WHOLE_CASES)
+def test_to_whole_keeps_the_whole_part_of_finite_numbers(value: Any,
+                                                         expected: int | None) -> None:
+    result = to_whole(value)
     assert result == expected
     assert result is None or type(result) is int
 
