@@ -24,11 +24,12 @@ Never raises on a stored document. Tolerance rules, each applied here and nowher
 - strings (`id`, `name`, `input`, `output`, `parent_id`, metadata keys and values) go through
   `coerce.to_str`: a number becomes its text, a structured value its key-sorted JSON, null "";
 - a step's `type` is read in lower case ("Tool" is a tool step);
-- times (`started_at`, `duration`, `latency_first_resp`, metric durations) are kept as the
-  whole-millisecond text the schema asks for when `coerce.to_whole` reads them (12, "12",
-  "12.0" and "12.7" all read as "12"), else "" (unknown; the accessors give None). A bool, NaN
-  or ±inf is unknown;
-- token counts read with `coerce.to_whole`; unknown is 0, as the writer writes it;
+- times (`started_at`, `duration`, `latency_first_resp`) are kept as the whole-millisecond
+  text the schema asks for when `coerce.to_whole` reads them (12, "12", "12.0" and "12.7" all
+  read as "12"), else "" (unknown; the accessors give None). A bool, NaN or ±inf is unknown.
+  Metric durations read the same way, but unknown is "0", as the writer writes it;
+- token counts read with `coerce.to_whole`, rates with `coerce.to_float`; unknown is 0, as the
+  writer writes it;
 - `basic_info.error` is read when it is an object; a code `coerce.to_whole` cannot read is -1
   (unknown, as `reading.ErrorInfo` defines it), a missing `msg` is "";
 - `model_info` is read when it is an object, else the step has none.
