@@ -25,7 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajhub.evaluators.trajectory_view import Step, decode_arguments, parse_trajectory
+from trajhub.evaluators.trajectory_view import parse_trajectory
+from trajhub.normalizers.document import decode_json_text
+from trajhub.normalizers.trajectory import Step
 
 Message = dict[str, Any]
 
@@ -142,7 +144,7 @@ def _chat_messages(text: str) -> list[tuple[str, Any, bool]] | None:
     """(role, content, has tool calls) of each chat message of a payload
     (docs/trajectory-rules.md §8: a list of {role, content, ...}, or a chat state
     {"messages": [...]}), or None when it is not chat-shaped."""
-    decoded = decode_arguments(text)
+    decoded = decode_json_text(text)
     if isinstance(decoded, Mapping) and isinstance(decoded.get("messages"), list):
         decoded = decoded["messages"]
     if not isinstance(decoded, list) or not decoded:
@@ -164,7 +166,7 @@ def _chat_messages(text: str) -> list[tuple[str, Any, bool]] | None:
 def _reply_content(text: str) -> Any:
     """A model step's output (and a chat-shaped root output) is the assistant message it
     returned; its content is the reply. Anything else is the reply as it is."""
-    decoded = decode_arguments(text)
+    decoded = decode_json_text(text)
     if isinstance(decoded, Mapping) and decoded.get("role") == "assistant":
         content = decoded.get("content")
         return content if content is not None else ""
@@ -183,7 +185,7 @@ class _CallIds:
         self._used: set[str] = set()
 
     def issue(self, step: Step) -> str:
-        base = step.metadata.get("tool_call_id") or f"call_{step.id or len(self._used)}"
+        base = step.tool_call_id or f"call_{step.id or len(self._used)}"
         call_id, n = base, 1
         while call_id in self._used:
             n += 1

@@ -26,15 +26,15 @@ steps of each node. From it:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from trajhub.evaluators.trajectory_view import (
     META_GRAPH_CHECKPOINT_NS,
     META_GRAPH_NODE,
     META_GRAPH_STEP,
     TrajectoryView,
-    decode_arguments,
 )
+from trajhub.normalizers.coerce import to_int
+from trajhub.normalizers.document import decode_json_text
 
 START = "__start__"
 INTERRUPT = "__interrupt__"
@@ -43,13 +43,15 @@ _INTERRUPT_ERRORS = ("GraphInterrupt", "NodeInterrupt", "Interrupt(")
 
 def graph_runs(view: TrajectoryView) -> list[list[str]]:
     """Node names per graph run; [] when the trajectory has no graph node metadata."""
-    top = next((step.agent_id for step in view.steps if step.metadata.get(META_GRAPH_NODE)), None)
+    top = next((placed.agent.id for placed in view.placed
+                if placed.step.metadata.get(META_GRAPH_NODE)), None)
     if top is None:
         return []
     runs: list[list[str]] = []
     last_task: tuple[str, ...] | None = None
     last_counter: int | None = None
-    for step in view.steps:
+    for placed in view.placed:
+        step, agent = placed.step, placed.agent
         node = step.metadata.get(META_GRAPH_NODE, "")
         if not node:
             continue
@@ -61,11 +63,11 @@ def graph_runs(view: TrajectoryView) -> list[list[str]]:
             name = f"{namespace.split(':')[0]}:{node}" if nested else node
             task: tuple[str, ...] = (namespace,)
         else:
-            nested = step.agent_id != top
-            name = f"{step.agent}:{node}" if nested and step.agent else node
-            task = (step.agent_id, node, counter)
+            nested = agent.id != top
+            name = f"{agent.name}:{node}" if nested and agent.name else node
+            task = (agent.id, node, counter)
         if not nested:
-            number = _int(counter)
+            number = to_int(counter)
             if not runs or (
                 number is not None and last_counter is not None and number < last_counter
             ):
@@ -83,24 +85,17 @@ def graph_runs(view: TrajectoryView) -> list[list[str]]:
 
 
 def _resumed(root_input: str) -> bool:
-    decoded = decode_arguments(root_input)
+    decoded = decode_json_text(root_input)
     if isinstance(decoded, Mapping):
         return "resume" in decoded and set(decoded) <= {"resume", "goto", "update", "graph"}
     return isinstance(decoded, str) and decoded.lstrip().startswith("Command(resume=")
 
 
 def _interrupted(view: TrajectoryView) -> bool:
-    output = decode_arguments(view.output)
+    output = decode_json_text(view.output)
     if isinstance(output, Mapping) and INTERRUPT in output:
         return True
     errors = [step.error.msg for step in view.steps if step.error is not None]
     if view.error is not None:
         errors.append(view.error.msg)
     return any(marker in msg for msg in errors for marker in _INTERRUPT_ERRORS)
-
-
-def _int(text: Any) -> int | None:
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return None

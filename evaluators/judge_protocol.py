@@ -17,7 +17,8 @@ from typing import Any, ClassVar, Self
 from urllib.parse import urlsplit
 
 from trajhub.evaluators._config import ConfigError, config_from_mapping, require_type
-from trajhub.evaluators.trajectory_view import Step, TrajectoryView
+from trajhub.evaluators.trajectory_view import TrajectoryView
+from trajhub.normalizers.trajectory import Step
 
 #: A per-evaluation API key comes from an environment variable of the server whose name starts
 #: with this, so an evaluation request can only select among keys the operator set up for
@@ -200,8 +201,9 @@ def render_steps(view: TrajectoryView) -> tuple[str, list[Step]]:
     calls ("call 1", "call 2", …) in the text."""
     lines: list[str] = []
     calls: list[Step] = []
-    for number, step in enumerate(view.steps, 1):
-        who = f"[{step.agent}] " if step.agent else ""
+    for number, placed in enumerate(view.placed, 1):
+        step = placed.step
+        who = f"[{placed.agent.name}] " if placed.agent.name else ""
         if step.type == "tool":
             calls.append(step)
             head = f"{number}. {who}call {len(calls)}: tool {step.name}({clip(step.input)})"

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajhub.normalizers.coerce import to_dict, to_whole
 from trajhub.normalizers.playback import StepEvent
 
 PER_TOKENS = 1_000_000
@@ -129,9 +130,11 @@ def usage_cost(table: PriceTable, usage: Mapping[str, Mapping[str, Any]]) -> Cos
     store keeps it for summaries."""
     cost = Cost()
     for model in sorted(usage):
-        u = usage[model]
-        inp, out = int(u.get("input_tokens", 0)), int(u.get("output_tokens", 0))
-        cached = int(u.get("cached_input_tokens", 0))
+        u = to_dict(usage[model])
+        # the stored column is JSON: an unreadable count is 0, like an unrecorded one
+        inp = to_whole(u.get("input_tokens")) or 0
+        out = to_whole(u.get("output_tokens")) or 0
+        cached = to_whole(u.get("cached_input_tokens")) or 0
         cost.add(inp, out, cached, step_cost(table, model or None, inp, out, cached))
     return cost
 

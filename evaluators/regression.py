@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from trajhub.evaluators.compare import AlignedPair, compare, run_metrics
+from trajhub.normalizers.coerce import to_float
 from trajhub.normalizers.playback import StepEvent
 
 #: metrics where lower is better, as RunMetrics field names plus `cost_usd` and `tokens`
@@ -144,8 +145,7 @@ def aggregate(items: Sequence[ItemReport]) -> list[MetricVerdict]:
                 passes.append(None)
                 continue
             delta = q["score_delta"]
-            scores.append(_sign(delta if isinstance(delta, (int, float))
-                                and not isinstance(delta, bool) else None))
+            scores.append(_sign(to_float(delta)))
             pb, pc = q["baseline_passed"], q["candidate_passed"]
             passes.append(None if pb is None or pc is None else int(pc) - int(pb))
         verdicts.append(_verdict(f"{name}.score", scores))

@@ -44,11 +44,8 @@ from trajhub.evaluators.matching import (
     resolve_matcher,
 )
 from trajhub.evaluators.result import EvaluationResult
-from trajhub.evaluators.trajectory_view import (
-    TrajectoryView,
-    decode_arguments,
-    parse_trajectory,
-)
+from trajhub.evaluators.trajectory_view import TrajectoryView, parse_trajectory
+from trajhub.normalizers.document import decode_json_text
 
 NAME = "trajectory_match"
 MODES = ("strict", "in_order", "unordered", "superset", "subset")
@@ -326,7 +323,7 @@ def _actual(view: TrajectoryView, level: str) -> tuple[list[Item], list[int]]:
         return [Item(c.name, c.arguments, unused) for c in calls], [c.turn for c in calls]
     if level == "agent":
         agents = view.agents
-        items = [Item(a.name, decode_arguments(a.input), unused) for a in agents]
+        items = [Item(a.name, decode_json_text(a.input), unused) for a in agents]
         return items, list(range(len(items)))
     nodes = view.graph_nodes
     return [Item(node.name, None, unused) for node in nodes], list(range(len(nodes)))

@@ -1,8 +1,8 @@
 """Pure functions from the spans of one trace to one trajectory; no I/O.
 
 Deriving a trajectory depends on exactly this API (the service also reads the pure helpers of
-`sources`, `model`, `trajectory`, `playback`, `contract`, `item_fields`, `run_context` and
-`cozeloop_wire` directly):
+`sources`, `model`, `trajectory`, `document`, `coerce`, `playback`, `contract`, `item_fields`,
+`run_context` and `cozeloop_wire` directly):
 
 - `derive(spans)` → `Derivation` (trajectory, per-span explanation, warnings, summary columns);
 - `Derivation.to_json()` / `trajectory_to_json()` → deterministic JSON bytes;

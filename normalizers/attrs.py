@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import ast
 import json
-import math
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
 
+# the coercions live in one module for every reader (normalizers.coerce); re-exported for the
+# convention modules that import them from here
+from trajhub.normalizers.coerce import to_float as to_float
+from trajhub.normalizers.coerce import to_int as to_int
+from trajhub.normalizers.coerce import to_str as to_str
 from trajhub.normalizers.model import STATUS_ERROR, STATUS_OK, AttributeValue, Span
 from trajhub.normalizers.reading import ErrorInfo
-
-_INT_RE = re.compile(r"^[+-]?\d+$")
-_FLOAT_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
 
 def get_str(attrs: Mapping[str, AttributeValue], *keys: str) -> str | None:
@@ -36,71 +36,11 @@ def get_str(attrs: Mapping[str, AttributeValue], *keys: str) -> str | None:
     return None
 
 
-def to_str(value: object) -> str:
-    """Any value as a string: strings as they are, bools as true/false, containers as key-sorted
-    JSON (the same value gives the same text whatever order its keys arrived in)."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value) if isinstance(value, float) else str(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=_json_default)
-    except (TypeError, ValueError, RecursionError):  # e.g. mixed key types, absurd nesting
-        return repr(value)[:10_000]
-
-
-def _json_default(value: object) -> str:
-    # bytes inside lists/maps: keep them readable rather than failing the whole dump
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
-    return str(value)
-
-
 def put(metadata: dict[str, str], key: str, value: object) -> None:
     """Set metadata[key] to the value as a string unless that is empty: absent beats ""."""
     text = to_str(value)
     if text:
         metadata[key] = text
-
-
-def to_int(value: object) -> int | None:
-    """An integer from int, integral float or decimal string; None otherwise (bools excluded:
-    `True` is not a token count)."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) and value == int(value) else None
-    if isinstance(value, (str, bytes)):
-        text = value.decode("ascii", errors="replace") if isinstance(value, bytes) else value
-        text = text.strip()
-        if _INT_RE.match(text):
-            try:
-                return int(text)
-            except ValueError:  # more digits than int() converts: no count is that long
-                return None
-        if _FLOAT_RE.match(text):
-            return to_int(float(text))
-    return None
-
-
-def to_float(value: object) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        number = float(value)
-    elif isinstance(value, str) and _FLOAT_RE.match(value.strip()):
-        number = float(value.strip())
-    else:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def get_int(attrs: Mapping[str, AttributeValue], *keys: str) -> int | None:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from trajhub.normalizers.document import parse_document
 from trajhub.normalizers.model import AttributeValue, Span
 from trajhub.normalizers.playback import canonical_arguments
 
@@ -120,11 +121,6 @@ def _scalar(value: Any) -> Any:
     return value
 
 
-def _steps(document: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
-    for agent in document.get("agent_steps") or []:
-        yield from agent.get("steps") or []
-
-
 def _tool_schema(entry: Any) -> dict[str, Any] | None:
     """{name, description, parameters} of one tool definition in any of the usual shapes
     (OpenAI's {"type": "function", "function": {...}}, or flat)."""
@@ -207,25 +203,27 @@ def run_contract(spans: Sequence[Span], document: Mapping[str, Any] | None) -> C
     """The contract of one run from its spans and (when derived) its trajectory document."""
     contract = Contract()
     ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
-    steps = list(_steps(document)) if document else []
-    model_steps = [s for s in steps if s.get("type") == "model"]
-    model_ids = {str(s.get("id")) for s in model_steps}
+    trajectory = parse_document(document) if document else None
+    # stored order (agent entries, then their steps), as the contract lists values as found
+    model_steps = [step for agent in (trajectory.agent_steps if trajectory else [])
+                   for step in agent.steps if step.type == "model"]
+    model_ids = {step.id for step in model_steps}
 
     for step in model_steps:
-        meta = step.get("metadata") or {}
-        where = f"trajectory step {step.get('id')} metadata"
-        contract.model_names.add(meta.get("model_name"), f"{where}.model_name")
-        contract.model_providers.add(meta.get("model_provider"), f"{where}.model_provider")
+        where = f"trajectory step {step.id} metadata"
+        contract.model_names.add(step.metadata.get("model_name"), f"{where}.model_name")
+        contract.model_providers.add(step.metadata.get("model_provider"),
+                                     f"{where}.model_provider")
         try:
-            messages = json.loads(str(step.get("input", "")))
+            messages = json.loads(step.input)
         except ValueError:
             messages = None
         for text in _system_texts(messages):
-            contract.system_prompt_hash.add(sha256(text), f"trajectory step {step.get('id')} "
+            contract.system_prompt_hash.add(sha256(text), f"trajectory step {step.id} "
                                                           "input (system message)")
-    if document:
-        meta = (document.get("root_step") or {}).get("metadata") or {}
-        contract.framework.add(meta.get("framework"), "trajectory root_step metadata.framework")
+    if trajectory is not None:
+        contract.framework.add(trajectory.root_step.metadata.get("framework"),
+                               "trajectory root_step metadata.framework")
 
     for span in ordered:
         attrs = span.attributes

@@ -14,9 +14,11 @@ Custom graph states name their own fields: `input_pointer` / `output_pointer` (R
 pointers into the run's input / output as the trajectory stores them) choose them instead. A chat
 state is stored as its messages only (§8), so pointers are for states that are not chat-shaped.
 
-Trajectories derived by older normalizers carry their payloads as the instrumentation recorded
-them; they are brought to the canonical forms of docs/trajectory-rules.md §8 first
-(`normalizers.payloads`), so items look the same whatever derived the document.
+The document is read by `normalizers.document` (its tolerance rules apply: a root input that is
+not a string is read as its JSON text). Trajectories derived by older normalizers carry their
+payloads as the instrumentation recorded them; they are brought to the canonical forms of
+docs/trajectory-rules.md §8 first (`normalizers.payloads`), so items look the same whatever
+derived the document.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajhub.normalizers.attrs import parse_json
+from trajhub.normalizers.document import parse_document
 from trajhub.normalizers.payloads import chat_message, chat_messages, state_input, state_output
 
 
@@ -84,10 +87,6 @@ def _value(text: str) -> Any:
         return None
     parsed = parse_json(text)
     return text if parsed is None else parsed
-
-
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else ""
 
 
 def _last(messages: list[dict[str, Any]], role: str) -> dict[str, Any] | None:
@@ -152,17 +151,13 @@ def item_fields(
     for pointer in (input_pointer, output_pointer):
         if pointer is not None:
             check_pointer(pointer)
-    root = document.get("root_step")
-    raw_input, raw_output = "", ""
-    if isinstance(root, Mapping):
-        raw_input = _text(root.get("input"))
-        raw_output = _text(root.get("output"))
+    trajectory = parse_document(document)
+    raw_input, raw_output = trajectory.root_step.input, trajectory.root_step.output
     run_input = _value(state_input(raw_input))
     run_output = _value(state_output(raw_output))
     metadata: dict[str, Any] = {}
-    trace_id = document.get("id")
-    if isinstance(trace_id, str) and trace_id:
-        metadata["trace_id"] = trace_id
+    if trajectory.id:
+        metadata["trace_id"] = trajectory.id
 
     if input_pointer is not None:
         request = _pointed(raw_input, input_pointer, "input", run_input, metadata)

@@ -24,7 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trajhub.normalizers.trajectory import Trajectory
+from trajhub.normalizers.document import execution_order, parse_document
+from trajhub.normalizers.trajectory import StepError, Trajectory
 
 #: step types that are events
 EVENT_TYPES = ("agent", "graph", "model", "tool")
@@ -36,12 +37,6 @@ class Tokens:
     output: int
     reasoning: int
     cached_input: int
-
-
-@dataclass(frozen=True, slots=True)
-class EventError:
-    code: int
-    msg: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +53,7 @@ class StepEvent:
     duration_ms: int
     input: str
     output: str
-    error: EventError | None
+    error: StepError | None
     model: str | None  # model steps: the model's name when recorded
     tokens: Tokens | None  # model steps only
     tool_call_id: str | None  # tool steps: the call id when recorded
@@ -75,17 +70,10 @@ class ToolResult:
     arguments: Any  # the parsed arguments (canonical form)
     arguments_hash: str
     output: str
-    error: EventError | None
+    error: StepError | None
     step_id: str
     agent: str
     seq: int  # the event's position in the run
-
-
-def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
 
 
 def _canonical_value(value: Any) -> Any:
@@ -125,85 +113,35 @@ def arguments_hash(arguments: Any) -> str:
     return "sha256:" + hashlib.sha256(canonical_arguments(arguments).encode()).hexdigest()
 
 
-def _error(basic_info: Mapping[str, Any]) -> EventError | None:
-    error = basic_info.get("error")
-    if not isinstance(error, Mapping):
-        return None
-    return EventError(code=_int(error.get("code", -1)), msg=str(error.get("msg", "")))
-
-
-def _tokens(step: Mapping[str, Any]) -> Tokens | None:
-    info = step.get("model_info")
-    if not isinstance(info, Mapping):
-        return None
-    return Tokens(input=_int(info.get("input_tokens")), output=_int(info.get("output_tokens")),
-                  reasoning=_int(info.get("reasoning_tokens")),
-                  cached_input=_int(info.get("input_read_cached_tokens")))
-
-
-def _activation_order(document: Mapping[str, Any]
-                      ) -> list[tuple[Mapping[str, Any], Mapping[str, Any], tuple[str, ...]]]:
-    """(agent, step) pairs depth-first: an agent's steps in order, each nested agent's steps
-    right after the step that activated it. Breaks ties between steps that started in the same
-    millisecond the way they ran."""
-    agents = [a for a in document.get("agent_steps") or [] if isinstance(a, Mapping)]
-    by_id = {str(a.get("id", "")): a for a in agents}
-    nested = {str(s.get("id", "")) for a in agents for s in a.get("steps") or []
-              if s.get("type") in ("agent", "graph")}
-    out: list[tuple[Mapping[str, Any], Mapping[str, Any], tuple[str, ...]]] = []
-    seen: set[str] = set()
-
-    def walk(agent: Mapping[str, Any], outer: tuple[str, ...]) -> None:
-        agent_id = str(agent.get("id", ""))
-        if agent_id in seen:
-            return
-        seen.add(agent_id)
-        path = (*outer, str(agent.get("name", "")))
-        for step in agent.get("steps") or []:
-            if step.get("type") in EVENT_TYPES:
-                out.append((agent, step, path))
-            child = by_id.get(str(step.get("id", "")))
-            if child is not None and step.get("type") in ("agent", "graph"):
-                walk(child, path)
-
-    for agent in agents:
-        if str(agent.get("id", "")) not in nested:
-            walk(agent, ())
-    for agent in agents:  # activations no walk reached (a malformed document)
-        walk(agent, ())
-    return out
-
-
 def run_duration_ms(document: Mapping[str, Any]) -> int:
-    """The whole run's duration: its root step's."""
-    return _int(((document.get("root_step") or {}).get("basic_info") or {}).get("duration"))
+    """The whole run's duration: its root step's (0 when not recorded)."""
+    return parse_document(document).root_step.basic_info.duration_ms or 0
 
 
 def step_events(document: Mapping[str, Any]) -> list[StepEvent]:
-    """The trajectory's steps as events, in start order (ties: the order they ran)."""
-    ordered = [(_int((step.get("basic_info") or {}).get("started_at")), position, agent, step,
-                path)
-               for position, (agent, step, path) in enumerate(_activation_order(document))]
-    ordered.sort(key=lambda entry: (entry[0], entry[1]))
+    """The trajectory's steps as events, in start order (ties: the order they ran). A projection
+    of `normalizers.document`: unknown times and token counts are 0 here."""
+    placed = [p for p in execution_order(parse_document(document))
+              if p.step.type in EVENT_TYPES]
+    ordered = sorted(enumerate(placed), key=lambda e: (e[1].step.started_at_ms or 0, e[0]))
     events = []
-    for seq, (started, _, agent, step, path) in enumerate(ordered):
-        info = step.get("basic_info") or {}
-        metadata = {str(k): str(v) for k, v in (step.get("metadata") or {}).items()}
-        is_model, is_tool = step["type"] == "model", step["type"] == "tool"
+    for seq, (_, p) in enumerate(ordered):
+        step = p.step
+        is_model, is_tool = step.type == "model", step.type == "tool"
+        info = step.model_info
         events.append(StepEvent(
-            seq=seq, step_id=str(step.get("id", "")), parent_id=str(step.get("parent_id", "")),
-            type=str(step["type"]), name=str(step.get("name", "")),
-            agent=str(agent.get("name", "")), agent_step_id=str(agent.get("id", "")),
-            agent_path=path,
-            started_at_ms=started, duration_ms=_int(info.get("duration")),
-            input=str(step.get("input", "")), output=str(step.get("output", "")),
-            error=_error(info),
-            model=(metadata.get("model_name") or None) if is_model else None,
-            tokens=_tokens(step) if is_model else None,
-            tool_call_id=(metadata.get("tool_call_id") or None) if is_tool else None,
-            arguments_hash=(arguments_hash(parse_arguments(str(step.get("input", ""))))
-                            if is_tool else None),
-            metadata=metadata))
+            seq=seq, step_id=step.id, parent_id=step.parent_id, type=step.type, name=step.name,
+            agent=p.agent.name, agent_step_id=p.agent.id, agent_path=p.agent_path,
+            started_at_ms=step.started_at_ms or 0, duration_ms=step.duration_ms or 0,
+            input=step.input, output=step.output, error=step.error,
+            model=step.model if is_model else None,
+            tokens=(Tokens(input=info.input_tokens, output=info.output_tokens,
+                           reasoning=info.reasoning_tokens,
+                           cached_input=info.input_read_cached_tokens)
+                    if is_model and info is not None else None),
+            tool_call_id=step.tool_call_id if is_tool else None,
+            arguments_hash=arguments_hash(parse_arguments(step.input)) if is_tool else None,
+            metadata=step.metadata))
     return events
 
 
@@ -229,7 +167,7 @@ def model_usage(trajectory: Trajectory) -> dict[str, dict[str, int]]:
         for step in agent.steps:
             if step.type != "model" or step.model_info is None:
                 continue
-            u = usage.setdefault(step.metadata.get("model_name", ""), {
+            u = usage.setdefault(step.model or "", {
                 "steps": 0, "input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0})
             u["steps"] += 1
             u["input_tokens"] += step.model_info.input_tokens

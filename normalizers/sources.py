@@ -14,6 +14,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
 from trajhub.normalizers import cozeloop_wire
+from trajhub.normalizers.coerce import to_int, to_str
 from trajhub.normalizers.model import (
     STATUS_ERROR,
     STATUS_UNSET,
@@ -97,14 +98,8 @@ def _tag_map(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
 
 
 def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _str(value: Any) -> str:
-    return value if isinstance(value, str) else ("" if value is None else str(value))
+    # ingest stores a native span only when these are integers (service/ingest/decode.py)
+    return to_int(value) or 0
 
 
 def span_from_cozeloop(raw: Mapping[str, Any]) -> Span:
@@ -112,14 +107,14 @@ def span_from_cozeloop(raw: Mapping[str, Any]) -> Span:
 
     Times are microseconds on the wire; a root has parent_id "0" (or "")."""
     native = CozeLoopFields(
-        span_type=_str(raw.get("span_type")),
+        span_type=to_str(raw.get("span_type")),
         status_code=_int(raw.get("status_code")),
-        input=_str(raw.get("input")),
-        output=_str(raw.get("output")),
-        log_id=_str(raw.get("log_id")),
-        workspace_id=_str(raw.get("workspace_id")),
-        service_name=_str(raw.get("service_name")),
-        object_storage=_str(raw.get("object_storage")),
+        input=to_str(raw.get("input")),
+        output=to_str(raw.get("output")),
+        log_id=to_str(raw.get("log_id")),
+        workspace_id=to_str(raw.get("workspace_id")),
+        service_name=to_str(raw.get("service_name")),
+        object_storage=to_str(raw.get("object_storage")),
         tags_string=_tag_map(raw, "tags_string"),
         tags_long=_tag_map(raw, "tags_long"),
         tags_double=_tag_map(raw, "tags_double"),
@@ -133,12 +128,12 @@ def span_from_cozeloop(raw: Mapping[str, Any]) -> Span:
         merged.update(getattr(native, group))
     start_ns, end_ns = cozeloop_wire.span_times_ns(_int(raw.get("started_at_micros")),
                                                    _int(raw.get("duration_micros")))
-    error = _str(native.tags_string.get("error"))
+    error = to_str(native.tags_string.get("error"))
     return Span(
-        trace_id=_str(raw.get("trace_id")).lower(),
-        span_id=_str(raw.get("span_id")).lower(),
-        parent_span_id=cozeloop_wire.parent_span_id(_str(raw.get("parent_id"))),
-        name=_str(raw.get("span_name")),
+        trace_id=to_str(raw.get("trace_id")).lower(),
+        span_id=to_str(raw.get("span_id")).lower(),
+        parent_span_id=cozeloop_wire.parent_span_id(to_str(raw.get("parent_id"))),
+        name=to_str(raw.get("span_name")),
         start_ns=start_ns,
         end_ns=end_ns,
         status_code=STATUS_ERROR if native.status_code != 0 else STATUS_UNSET,

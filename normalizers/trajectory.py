@@ -22,6 +22,8 @@ from typing import Any
 
 import orjson
 
+from trajhub.normalizers.coerce import to_int
+
 
 @dataclass(frozen=True, slots=True)
 class StepError:
@@ -37,6 +39,16 @@ class BasicInfo:
     duration: str  # whole ms, as a string
     error: StepError | None = None
 
+    @property
+    def started_at_ms(self) -> int | None:
+        """The start in ms since the epoch; None when not recorded."""
+        return to_int(self.started_at)
+
+    @property
+    def duration_ms(self) -> int | None:
+        """The duration in ms; None when not recorded."""
+        return to_int(self.duration)
+
 
 @dataclass(frozen=True, slots=True)
 class ModelInfo:
@@ -46,6 +58,11 @@ class ModelInfo:
     reasoning_tokens: int = 0
     input_read_cached_tokens: int = 0
     input_creation_cached_tokens: int = 0
+
+    @property
+    def latency_first_resp_ms(self) -> int | None:
+        """Time to the first response in ms; None when not recorded."""
+        return to_int(self.latency_first_resp)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +89,34 @@ class Step:
     basic_info: BasicInfo
     metadata: dict[str, str] = field(default_factory=dict)
     model_info: ModelInfo | None = None  # exactly when type == "model"
+
+    # Typed accessors for readers (`normalizers.document`); the writer never needs them.
+
+    @property
+    def error(self) -> StepError | None:
+        return self.basic_info.error
+
+    @property
+    def failed(self) -> bool:
+        return self.basic_info.error is not None
+
+    @property
+    def started_at_ms(self) -> int | None:
+        return self.basic_info.started_at_ms
+
+    @property
+    def duration_ms(self) -> int | None:
+        return self.basic_info.duration_ms
+
+    @property
+    def model(self) -> str | None:
+        """A model step's model name (metadata `model_name`); None when not recorded."""
+        return self.metadata.get("model_name") or None
+
+    @property
+    def tool_call_id(self) -> str | None:
+        """A tool step's call id (metadata `tool_call_id`); None when not recorded."""
+        return self.metadata.get("tool_call_id") or None
 
 
 @dataclass(frozen=True, slots=True)

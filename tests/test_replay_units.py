@@ -18,7 +18,6 @@ from trajhub.normalizers import derive, trajectory_to_dict
 from trajhub.normalizers.contract import run_contract
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.playback import (
-    EventError,
     StepEvent,
     Tokens,
     arguments_hash,
@@ -26,6 +25,7 @@ from trajhub.normalizers.playback import (
     parse_arguments,
     step_events,
 )
+from trajhub.normalizers.trajectory import StepError
 from trajhub.service.client.replay import RecordedToolError, RecordedTools, UnrecordedToolCall
 from trajhub.service.prices import PriceFileError, load_table
 
@@ -43,7 +43,7 @@ def event(seq: int, type_: str, name: str, args: Any = None, error: bool = False
         seq=seq, step_id=f"s{seq}", parent_id=agent, type=type_, name=name, agent="agent",
         agent_step_id=agent, agent_path=("agent",), started_at_ms=1000 + seq, duration_ms=1,
         input=json.dumps(args) if args is not None else "", output="",
-        error=EventError(-1, "boom") if error else None,
+        error=StepError(-1, "boom") if error else None,
         model="m" if type_ == "model" else None,
         tokens=Tokens(tokens[0], tokens[1], 0, 0) if tokens else None,
         tool_call_id=None, arguments_hash=arguments_hash(args) if type_ == "tool" else None,

@@ -7,6 +7,8 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
+from trajhub.normalizers.document import parse_document
+from trajhub.normalizers.trajectory import BasicInfo, ModelInfo
 from trajhub.service.cli.common import (
     clip,
     connect,
@@ -133,20 +135,16 @@ def _trajectories_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _step_line(step: dict[str, Any], depth: int) -> str:
-    info = step.get("basic_info") or {}
-    kind = step.get("type") or "agent"
-    model = (step.get("model_info") or {})
-    tokens = ""
-    if kind == "model":
-        tokens = f"  {model.get('input_tokens', 0)}+{model.get('output_tokens', 0)} tokens"
-    error = info.get("error") or step.get("error")
-    if isinstance(error, dict):  # {"code", "msg"} in the trajectory format
-        error = error.get("msg") or error.get("message") or error
-    failed = f"  ERROR: {clip(str(error), 80)}" if error else ""
-    ms = info.get("duration")
-    return (f"{'  ' * depth}{kind:<6} {step.get('name')}  "
-            f"{duration(float(ms)) if ms not in (None, '') else '-'}{tokens}{failed}")
+def _step_line(kind: str, name: str, info: BasicInfo, model: ModelInfo | None,
+               depth: int) -> str:
+    tokens = f"  {model.input_tokens}+{model.output_tokens} tokens" if model is not None else ""
+    error = info.error
+    # an error without a message shows as the document holds it
+    failed = (f"  ERROR: {clip(error.msg or str({'code': error.code, 'msg': error.msg}), 80)}"
+              if error is not None else "")
+    ms = info.duration_ms
+    return (f"{'  ' * depth}{kind:<6} {name}  "
+            f"{duration(float(ms)) if ms is not None else '-'}{tokens}{failed}")
 
 
 def _trajectories_show(args: argparse.Namespace) -> int:
@@ -159,28 +157,21 @@ def _trajectories_show(args: argparse.Namespace) -> int:
     if args.json:
         print_json(stored.document)
         return 0
-    root = stored.document.get("root_step") or {}
-    metrics = root.get("metrics_info") or {}
+    trajectory = parse_document(stored.document)
+    root = trajectory.root_step
     print(f"trajectory {args.trace_id}: {stored.status}, revision {stored.revision}")
-    print(f"root {root.get('name')}  {duration(_ms(root))}  "
-          f"{metrics.get('input_tokens', 0)}+{metrics.get('output_tokens', 0)} tokens")
-    for field in ("input", "output"):
-        if root.get(field) not in (None, ""):
-            print(f"  {field}: {clip(_text(root[field]), 100)}")
-    for agent in stored.document.get("agent_steps") or root.get("agent_steps") or []:
-        print(_step_line(agent, 1))
-        for step in agent.get("steps") or []:
-            print(_step_line(step, 2))
+    ms = root.basic_info.duration_ms
+    print(f"root {root.name}  {duration(float(ms) if ms is not None else None)}  "
+          f"{root.metrics_info.input_tokens}+{root.metrics_info.output_tokens} tokens")
+    for field, text in (("input", root.input), ("output", root.output)):
+        if text:
+            print(f"  {field}: {clip(text, 100)}")
+    for agent in trajectory.agent_steps:
+        print(_step_line("agent", agent.name, agent.basic_info, None, 1))
+        for step in agent.steps:
+            model = (step.model_info or ModelInfo()) if step.type == "model" else None
+            print(_step_line(step.type or "agent", step.name, step.basic_info, model, 2))
     return 0
-
-
-def _ms(step: dict[str, Any]) -> float | None:
-    raw = (step.get("basic_info") or {}).get("duration")
-    return float(raw) if raw not in (None, "") else None
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else str(value)
 
 
 # --- wiring --------------------------------------------------------------------------------
