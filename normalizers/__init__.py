@@ -16,7 +16,7 @@ from trajhub.normalizers.builder import (
     Derivation,
     DerivationError,
     SpanExplanation,
-    TrajectorySummary,
+    DerivedSummary,
     derive,
 )
 from trajhub.normalizers.lifecycle import root_ended
@@ -30,7 +30,7 @@ __all__ = [
     "DerivationError",
     "SpanExplanation",
     "Trajectory",
-    "TrajectorySummary",
+    "DerivedSummary",
     "derive",
     "root_ended",
     "trajectory_to_dict",
