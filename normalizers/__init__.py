@@ -15,8 +15,8 @@ from __future__ import annotations
 from trajhub.normalizers.builder import (
     Derivation,
     DerivationError,
-    SpanExplanation,
     DerivedSummary,
+    SpanExplanation,
     derive,
 )
 from trajhub.normalizers.lifecycle import root_ended
@@ -28,9 +28,9 @@ __all__ = [
     "NORMALIZER_VERSION",
     "Derivation",
     "DerivationError",
+    "DerivedSummary",
     "SpanExplanation",
     "Trajectory",
-    "DerivedSummary",
     "derive",
     "root_ended",
     "trajectory_to_dict",

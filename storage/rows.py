@@ -162,7 +162,7 @@ class TrajectorySummaryRow(RecordRow):
 
     __slots__ = ()
     record = TRAJECTORY_SUMMARY
-    extra = {"sort_value": "{sort}"}
+    extra: ClassVar[Mapping[str, str]] = {"sort_value": "{sort}"}
 
     @property
     def sort_value(self) -> Any:

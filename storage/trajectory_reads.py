@@ -10,7 +10,6 @@ import asyncpg
 
 from trajhub.records import Filter
 from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SORTS
-
 from trajhub.storage.rows import (
     ExplanationRow,
     TrajectoryDocumentRow,

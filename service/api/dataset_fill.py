@@ -94,7 +94,7 @@ async def _candidates_by_id(conn: asyncpg.Connection, project: str, trace_ids: S
     wanted = list(dict.fromkeys(t.lower() for t in trace_ids))
     rows = await trajectory_reads.list_trajectories(
         conn, project, trajectory_reads.TrajectoryFilter(trace_ids=wanted, limit=len(wanted)))
-    status = {r.trace_id: r.status for r in rows}
+    status = {r.trace_id: r["status"] for r in rows}
     for trace_id in wanted:
         if trace_id not in status:
             outcome.not_found.append(trace_id)

@@ -81,9 +81,9 @@ class Field:
     #: for written_by="summary": the attribute of the normalizer's summary
     source: str = ""
     #: written when nothing fills the column (a trajectory that could not be derived)
-    default: Any = UNSET
+    default: Any = dataclasses.field(default=UNSET, compare=False)
     #: the value in the OpenAPI example
-    example: Any = None
+    example: Any = dataclasses.field(default=None, compare=False)
     cli: Cli | None = None
     #: a deprecated alias: the name of the field replacing it
     deprecated: str = ""
@@ -263,8 +263,6 @@ class Param:
     cli_help: str = ""
     #: the CLI flag's metavar
     metavar: str | None = None
-    #: older names still accepted (deprecated)
-    aliases: tuple[str, ...] = ()
 
     @property
     def flag(self) -> str:
@@ -286,7 +284,7 @@ class Filter:
 
     def param(self, name: str) -> Param:
         for p in self.params:
-            if p.name == name or name in p.aliases:
+            if p.name == name:
                 return p
         raise KeyError(name)
 
