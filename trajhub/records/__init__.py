@@ -67,6 +67,8 @@ class Field:
     description: str = ""
     #: the column holding the value; None when the field is computed when read (`select`)
     column: str | None = ""
+    #: the type of the stored value when it differs from the served one (Unix ns for a time)
+    stored_type: Any = None
     #: an SQL expression read instead of a plain column (over the record's table)
     select: str | None = None
     #: how a stored value becomes the served one: "" as is; "time" ns → RFC 3339; "ns_text"
@@ -109,7 +111,7 @@ class Field:
     def write_default(self) -> Any:
         if self.default is not UNSET:
             return self.default
-        return empty_value(self.type)
+        return empty_value(self.stored_type if self.stored_type is not None else self.type)
 
 
 def empty_value(annotation: Any) -> Any:
@@ -154,6 +156,10 @@ class Record:
                                  f"{f.deprecated}")
             if f.written_by == "summary" and f.stored_column is None:
                 raise ValueError(f"record {self.name}: {f.name} is filled but not stored")
+            if f.convert in ("time", "ns_text") and f.stored_column is not None \
+                    and f.stored_type is None:
+                raise ValueError(f"record {self.name}: {f.name} is served as text from a "
+                                 "stored ns: declare its stored_type")
 
     def field(self, name: str) -> Field:
         for f in self.fields:

@@ -53,7 +53,7 @@ TRAJECTORY_SUMMARY = Record("TrajectorySummary", "A trajectory as the trajectory
     Field("model_names", list[str], "the models it called", written_by=_SUMMARY,
           example=["gpt-4o-mini"]),
     Field("start_time", str, "RFC 3339: when the run's root started", column="start_ns",
-          convert="time", written_by=_SUMMARY, example="2026-11-22T10:00:00Z",
+          stored_type=int, convert="time", written_by=_SUMMARY, example="2026-11-22T10:00:00Z",
           cli=Cli("START", "when")),
     Field("end_time", str, "RFC 3339: when the run's root ended (start_time + duration_ms)",
           column=None, select="start_ns + duration_ms::bigint * 1000000", convert="time",
