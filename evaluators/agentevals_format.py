@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajhub.evaluators.trajectory_view import Step, decode_arguments, parse_trajectory
+from trajhub.evaluators.trajectory_view import ViewStep, decode_arguments, parse_trajectory
 
 Message = dict[str, Any]
 
@@ -171,7 +171,7 @@ def _reply_content(text: str) -> Any:
     return text
 
 
-def _has_result(step: Step) -> bool:
+def _has_result(step: ViewStep) -> bool:
     return bool(step.output) or step.error is not None
 
 
@@ -182,7 +182,7 @@ class _CallIds:
     def __init__(self) -> None:
         self._used: set[str] = set()
 
-    def issue(self, step: Step) -> str:
+    def issue(self, step: ViewStep) -> str:
         base = step.metadata.get("tool_call_id") or f"call_{step.id or len(self._used)}"
         call_id, n = base, 1
         while call_id in self._used:
@@ -192,7 +192,7 @@ class _CallIds:
         return call_id
 
 
-def _tool_call(step: Step, call_id: str) -> Message:
+def _tool_call(step: ViewStep, call_id: str) -> Message:
     return {
         "id": call_id,
         "type": "function",
@@ -213,7 +213,7 @@ def _arguments(raw: str) -> str:
     return json.dumps({"input": decoded}, ensure_ascii=False)
 
 
-def _tool_content(step: Step) -> str:
+def _tool_content(step: ViewStep) -> str:
     if step.output or step.error is None:
         return step.output
     return f"Error: {step.error.msg}" if step.error.msg else f"Error (code {step.error.code})"

@@ -17,7 +17,7 @@ from typing import Any, ClassVar, Self
 from urllib.parse import urlsplit
 
 from trajhub.evaluators._config import ConfigError, config_from_mapping, require_type
-from trajhub.evaluators.trajectory_view import Step, TrajectoryView
+from trajhub.evaluators.trajectory_view import TrajectoryView, ViewStep
 
 #: A per-evaluation API key comes from an environment variable of the server whose name starts
 #: with this, so an evaluation request can only select among keys the operator set up for
@@ -194,12 +194,12 @@ def _reject_constant(name: str) -> Any:
 # --- rendering a trajectory for a prompt -------------------------------------------------------
 
 
-def render_steps(view: TrajectoryView) -> tuple[str, list[Step]]:
+def render_steps(view: TrajectoryView) -> tuple[str, list[ViewStep]]:
     """The run as numbered lines, one per model, tool and agent step, in execution order, with
     tool arguments, results and errors; and the tool steps in the order they are numbered as
     calls ("call 1", "call 2", …) in the text."""
     lines: list[str] = []
-    calls: list[Step] = []
+    calls: list[ViewStep] = []
     for number, step in enumerate(view.steps, 1):
         who = f"[{step.agent}] " if step.agent else ""
         if step.type == "tool":

@@ -43,7 +43,7 @@ from trajhub.evaluators.matching import (
     ordered_matching,
     resolve_matcher,
 )
-from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.result import EvaluatorOutput
 from trajhub.evaluators.trajectory_view import (
     TrajectoryView,
     decode_arguments,
@@ -94,7 +94,7 @@ class TrajectoryMatchConfig:
 
 
 @dataclass(frozen=True)
-class StepRef:
+class MatchedStep:
     index: int  # position in the expected or the actual sequence
     name: str
     args: Any
@@ -116,14 +116,14 @@ class RepeatedStep:
 class TrajectoryMatchReason:
     mode: str
     level: str
-    expected: tuple[StepRef, ...]
-    actual: tuple[StepRef, ...]
+    expected: tuple[MatchedStep, ...]
+    actual: tuple[MatchedStep, ...]
     matched: int
-    missing: tuple[StepRef, ...]
-    extra: tuple[StepRef, ...]
-    out_of_order: tuple[StepRef, ...]
+    missing: tuple[MatchedStep, ...]
+    extra: tuple[MatchedStep, ...]
+    out_of_order: tuple[MatchedStep, ...]
     #: expected steps whose name was called, but never with matching args
-    args_mismatch: tuple[StepRef, ...]
+    args_mismatch: tuple[MatchedStep, ...]
     repeated: tuple[RepeatedStep, ...]
     extra_allowed: bool
     missing_allowed: bool
@@ -168,7 +168,7 @@ def trajectory_match(
     doc: Mapping[str, Any],
     expectations: Expectations,
     config: TrajectoryMatchConfig,
-) -> EvaluationResult:
+) -> EvaluatorOutput:
     view = parse_trajectory(doc)
     reference = _reference(expectations, config)
     output, groups = _actual(view, config.level)
@@ -197,8 +197,8 @@ def trajectory_match(
         score = max(0.0, score - REPEAT_PENALTY * len(repeated))
         passed = False
 
-    ref_steps = tuple(StepRef(i, item.name, item.args) for i, item in enumerate(reference))
-    out_steps = tuple(StepRef(j, item.name, item.args) for j, item in enumerate(output))
+    ref_steps = tuple(MatchedStep(i, item.name, item.args) for i, item in enumerate(reference))
+    out_steps = tuple(MatchedStep(j, item.name, item.args) for j, item in enumerate(output))
     output_names = {item.name for item in output}
     reason = TrajectoryMatchReason(
         mode=config.mode,
@@ -216,7 +216,7 @@ def trajectory_match(
         expected_turns=_turn_sizes(turns) if turns is not None else None,
         actual_turns=_turn_sizes(groups) if turns is not None else None,
     )
-    return EvaluationResult(evaluator=NAME, score=score, passed=passed, reason=reason)
+    return EvaluatorOutput(evaluator=NAME, score=score, passed=passed, reason=reason)
 
 
 def _score(mode: str, n: int, m: int, matched: int) -> tuple[float, bool]:
@@ -360,5 +360,5 @@ def _compact(args: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _refs(refs: Sequence[StepRef]) -> str:
+def _refs(refs: Sequence[MatchedStep]) -> str:
     return ", ".join(map(str, refs)) if refs else "none"

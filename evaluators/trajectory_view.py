@@ -23,13 +23,13 @@ STEP_TYPES = ("agent", "graph", "model", "tool")
 
 
 @dataclass(frozen=True)
-class StepError:
+class ViewStepError:
     code: int
     msg: str
 
 
 @dataclass(frozen=True)
-class Step:
+class ViewStep:
     """One atomic step of an agent entry, whatever its type."""
 
     id: str
@@ -41,7 +41,7 @@ class Step:
     agent_id: str
     started_at_ms: int | None
     duration_ms: int | None
-    error: StepError | None
+    error: ViewStepError | None
     metadata: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -54,7 +54,7 @@ class ToolCall:
     """A tool step with its input decoded. `arguments` is the decoded JSON when the input is JSON,
     else the input string as it was."""
 
-    step: Step
+    step: ViewStep
     arguments: Any
     #: index of the model turn that issued the call; consecutive calls of one agent sharing a turn
     #: were issued together (parallel calls), which the strict trajectory match needs to know.
@@ -75,7 +75,7 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ModelCall:
-    step: Step
+    step: ViewStep
     input_tokens: int
     output_tokens: int
     reasoning_tokens: int
@@ -102,8 +102,8 @@ class AgentView:
     parent_id: str
     input: str
     output: str
-    error: StepError | None
-    steps: tuple[Step, ...]
+    error: ViewStepError | None
+    steps: tuple[ViewStep, ...]
     tool_calls: tuple[ToolCall, ...]
     model_calls: tuple[ModelCall, ...]
 
@@ -142,11 +142,11 @@ class TrajectoryView:
     name: str
     input: str
     output: str
-    error: StepError | None
+    error: ViewStepError | None
     #: agent entries in execution order: a nested agent comes right where its parent invoked it
     agents: tuple[AgentView, ...]
     #: every step once, in execution order (a sub-agent's steps follow the step that invoked it)
-    steps: tuple[Step, ...]
+    steps: tuple[ViewStep, ...]
     tool_calls: tuple[ToolCall, ...]
     model_calls: tuple[ModelCall, ...]
     graph_nodes: tuple[GraphNode, ...]
@@ -253,7 +253,7 @@ class _Walk:
         self.calls_by_agent: dict[int, list[ToolCall]] = {}
         self.model_calls: list[ModelCall] = []
         self.models_by_agent: dict[int, list[ModelCall]] = {}
-        self.steps: list[Step] = []
+        self.steps: list[ViewStep] = []
         self.tool_calls: list[ToolCall] = []
         for index in range(len(views)):
             if index not in invoked:
@@ -331,13 +331,13 @@ def _agent_view(entry: Mapping[str, Any]) -> AgentView:
     )
 
 
-def _step(raw: Mapping[str, Any], agent: str, agent_id: str) -> Step:
+def _step(raw: Mapping[str, Any], agent: str, agent_id: str) -> ViewStep:
     info = _mapping(raw.get("basic_info"))
     metadata = {
         str(key): value if isinstance(value, str) else json.dumps(value)
         for key, value in _mapping(raw.get("metadata")).items()
     }
-    return Step(
+    return ViewStep(
         id=_str(raw.get("id")),
         type=_str(raw.get("type")).lower(),
         name=_str(raw.get("name")),
@@ -352,7 +352,7 @@ def _step(raw: Mapping[str, Any], agent: str, agent_id: str) -> Step:
     )
 
 
-def _graph_nodes(steps: Sequence[Step]) -> tuple[GraphNode, ...]:
+def _graph_nodes(steps: Sequence[ViewStep]) -> tuple[GraphNode, ...]:
     """Node visits in order. LangGraph node spans are dropped from trajectories (they are
     `other`), but the steps they contained keep `langgraph_node`/`langgraph_step` metadata, so a
     visit is a run of steps with the same (node, step counter). Without that metadata the graph
@@ -380,7 +380,7 @@ def _tokens(model_calls: Sequence[ModelCall], root: Mapping[str, Any], key: str)
     return _int(_mapping(root.get("metrics_info")).get(key)) or 0
 
 
-def _span_ms(steps: Sequence[Step]) -> int | None:
+def _span_ms(steps: Sequence[ViewStep]) -> int | None:
     timed = [s for s in steps if s.started_at_ms is not None and s.duration_ms is not None]
     if not timed:
         return None
@@ -393,12 +393,12 @@ def _first_known(*values: int | None) -> int | None:
     return next((v for v in values if v is not None), None)
 
 
-def _error(info: Mapping[str, Any]) -> StepError | None:
+def _error(info: Mapping[str, Any]) -> ViewStepError | None:
     raw = info.get("error")
     if not isinstance(raw, Mapping):
         return None
     code = _int(raw.get("code"))
-    return StepError(code=-1 if code is None else code, msg=_str(raw.get("msg")))
+    return ViewStepError(code=-1 if code is None else code, msg=_str(raw.get("msg")))
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
