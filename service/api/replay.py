@@ -19,7 +19,7 @@ from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_para
 from trajhub.service.api.models import ERRORS, CostView, example_config
 from trajhub.service.prices import cost_json, table_for
 from trajhub.service.runtime import Runtime
-from trajhub.service.stored_spans import to_model
+from trajhub.service.stored_spans import iso_time, to_model
 from trajhub.storage import replay_reads
 
 router = APIRouter(prefix="/api/v1", tags=["replay"], dependencies=ROUTER_CHECKS,
@@ -136,7 +136,9 @@ class StepEventView(BaseModel):
     agent_step_id: str
     agent_path: list[str] = Field(description="the agent and graph activations from the "
                                   "outermost down to `agent`")
-    started_at_ms: int
+    start_time: str = Field(description="RFC 3339: when the step started")
+    started_at_ms: int = Field(description="the start as Unix milliseconds; deprecated: use "
+                               "`start_time` (kept for one version)", deprecated=True)
     duration_ms: int
     input: str
     output: str
@@ -348,6 +350,8 @@ class NDJSONResponse(Response):
 
 def event_json(event: StepEvent, costs: dict[str, StepCost]) -> dict[str, Any]:
     out = asdict(event)
+    # the API's time vocabulary (README, "Times"): the moment as RFC 3339 text
+    out["start_time"] = iso_time(event.started_at_ms * 1_000_000)
     cost = costs.get(event.step_id)
     out["cost"] = ({"usd": cost.usd, "priced_as": cost.priced_as}
                    if cost is not None and event.type == "model" else None)
