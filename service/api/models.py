@@ -12,6 +12,7 @@ from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import ExtraValues
 
+from trajhub.records.evaluations import EVALUATION_RESULT
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import COST, TRAJECTORY_SUMMARY
 from trajhub.service.api.records import response_model
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     TraceSummary = BaseModel
     CostView = BaseModel
     TrajectorySummary = BaseModel
+    EvaluationResult = BaseModel
 else:
     #: a trace list row, as trajhub.records.traces declares it
     TraceSummary = response_model(TRACE_SUMMARY)
@@ -83,6 +85,8 @@ else:
     CostView = response_model(COST)
     #: a trajectory list row, as trajhub.records.trajectories declares it
     TrajectorySummary = response_model(TRAJECTORY_SUMMARY)
+    #: an evaluation result, as trajhub.records.evaluations declares it
+    EvaluationResult = response_model(EVALUATION_RESULT)
 
 
 class TracePage(BaseModel):
@@ -441,22 +445,8 @@ class EvaluationPage(BaseModel):
     next_cursor: str | None
 
 
-class EvaluationResult(BaseModel):
-    item_id: str
-    evaluator: str
-    trace_id: str | None
-    score: float | None
-    passed: bool | None
-    error: str | None
-    reason: Any = Field(description="the evaluator's structured reason")
-    explanation: str | None
-
-
 class ResultPage(BaseModel):
-    model_config = example_config({"items": [{
-        "item_id": "6f1d0c6b1c7e4a0e9d5b0f3a8e2c4b71", "evaluator": "expected_agents_tools",
-        "trace_id": TRACE_ID, "score": 1.0, "passed": True, "error": None, "reason": {},
-        "explanation": "all expected agents and tools were called"}], "next_cursor": None})
+    model_config = example_config({"items": [EVALUATION_RESULT.example()], "next_cursor": None})
     items: list[EvaluationResult]
     next_cursor: str | None
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from trajhub.records import Field, Record, empty_value, is_optional
+from trajhub.records.evaluations import EVALUATION_RESULT
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 
@@ -99,11 +100,14 @@ def record_model(record: Record) -> type[RecordModel]:
 if TYPE_CHECKING:
     TraceSummary = RecordModel
     TrajectorySummary = RecordModel
+    EvaluationResult = RecordModel
 else:
     #: a row of the trace list (trajhub.records.traces)
     TraceSummary = record_model(TRACE_SUMMARY)
     #: a row of the trajectory list (trajhub.records.trajectories), with its `cost`
     TrajectorySummary = record_model(TRAJECTORY_SUMMARY)
+    #: one evaluator's result for one item (trajhub.records.evaluations)
+    EvaluationResult = record_model(EVALUATION_RESULT)
 
 
 @dataclass(frozen=True)
@@ -220,15 +224,3 @@ class Evaluation(_FromJson):
         return dataclasses.replace(
             out, aggregates=[EvaluatorAggregate.from_json(a) for a in data.get("aggregates", [])],
             items=ItemOutcomes.from_json(data["items"]) if data.get("items") else None)
-
-
-@dataclass(frozen=True)
-class EvaluationResult(_FromJson):
-    item_id: str
-    evaluator: str
-    trace_id: str | None = None
-    score: float | None = None
-    passed: bool | None = None
-    error: str | None = None
-    reason: Any = None
-    explanation: str = ""
