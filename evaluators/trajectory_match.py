@@ -37,7 +37,7 @@ from trajhub.evaluators.expectations import (
 )
 from trajhub.evaluators.matching import (
     ArgsOverride,
-    Item,
+    StepPattern,
     matcher_for_mode,
     max_matching,
     ordered_matching,
@@ -236,7 +236,7 @@ def _score(mode: str, n: int, m: int, matched: int) -> tuple[float, bool]:
 
 
 def _strict_pairs(
-    reference: Sequence[Item], output: Sequence[Item], groups: Sequence[int]
+    reference: Sequence[StepPattern], output: Sequence[StepPattern], groups: Sequence[int]
 ) -> dict[int, int]:
     """Positional pairing, except that within one group of calls issued together any order is
     fine: the reference slice at the group's positions is matched to the group as a multiset."""
@@ -255,7 +255,8 @@ def _strict_pairs(
 
 
 def _turn_pairs(
-    reference: Sequence[Item], turns: Sequence[int], output: Sequence[Item], groups: Sequence[int]
+    reference: Sequence[StepPattern], turns: Sequence[int], output: Sequence[StepPattern],
+    groups: Sequence[int],
 ) -> tuple[dict[int, int], bool]:
     """Strict matching by turn, as agentevals compares messages: the k-th expected turn against
     the k-th actual turn, calls of one turn in any order. Also says whether the turn structure
@@ -294,7 +295,7 @@ def _reference_turns(expectations: Expectations, config: TrajectoryMatchConfig) 
     return [t for t in turns if t is not None]
 
 
-def _reference(expectations: Expectations, config: TrajectoryMatchConfig) -> list[Item]:
+def _reference(expectations: Expectations, config: TrajectoryMatchConfig) -> list[StepPattern]:
     steps: Sequence[ExpectedStep]
     if expectations.trajectory is not None:
         steps = [s for s in expectations.trajectory if s.type == config.level]
@@ -305,7 +306,7 @@ def _reference(expectations: Expectations, config: TrajectoryMatchConfig) -> lis
         steps = [ExpectedStep("agent", name) for name in expectations.agents]
     else:
         raise ValueError(f"{NAME}: the item has no expected trajectory")
-    return [Item(s.name, s.args, _matcher(s, config)) for s in steps]
+    return [StepPattern(s.name, s.args, _matcher(s, config)) for s in steps]
 
 
 def _matcher(step: ExpectedStep, config: TrajectoryMatchConfig) -> Callable[[Any, Any], bool]:
@@ -318,22 +319,22 @@ def _matcher(step: ExpectedStep, config: TrajectoryMatchConfig) -> Callable[[Any
     return resolve_matcher(config.args_match)
 
 
-def _actual(view: TrajectoryView, level: str) -> tuple[list[Item], list[int]]:
+def _actual(view: TrajectoryView, level: str) -> tuple[list[StepPattern], list[int]]:
     """Actual steps of the level, and for each a group id (equal ids = issued together)."""
     unused = matcher_for_mode("ignore")  # actual items never act as the reference side
     if level == "tool":
         calls = view.tool_calls
-        return [Item(c.name, c.arguments, unused) for c in calls], [c.turn for c in calls]
+        return [StepPattern(c.name, c.arguments, unused) for c in calls], [c.turn for c in calls]
     if level == "agent":
         agents = view.agents
-        items = [Item(a.name, decode_arguments(a.input), unused) for a in agents]
+        items = [StepPattern(a.name, decode_arguments(a.input), unused) for a in agents]
         return items, list(range(len(items)))
     nodes = view.graph_nodes
-    return [Item(node.name, None, unused) for node in nodes], list(range(len(nodes)))
+    return [StepPattern(node.name, None, unused) for node in nodes], list(range(len(nodes)))
 
 
-def _repeated(output: Sequence[Item]) -> tuple[RepeatedStep, ...]:
-    counts: dict[str, tuple[Item, int]] = {}
+def _repeated(output: Sequence[StepPattern]) -> tuple[RepeatedStep, ...]:
+    counts: dict[str, tuple[StepPattern, int]] = {}
     for item in output:
         key = json.dumps([item.name, item.args], sort_keys=True, default=str)
         first, count = counts.get(key, (item, 0))

@@ -14,7 +14,16 @@ from pydantic import BaseModel, Field
 from trajhub.evaluators.compare import compare
 from trajhub.evaluators.pricing import StepCost, run_cost
 from trajhub.normalizers.contract import ContractField, run_contract
-from trajhub.normalizers.playback import StepEvent, run_duration_ms, step_events, tool_results
+
+# the step events' parts are the normalizer's own dataclasses (one definition each)
+from trajhub.normalizers.playback import (
+    EventError,
+    StepEvent,
+    Tokens,
+    run_duration_ms,
+    step_events,
+    tool_results,
+)
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
 from trajhub.service.api.models import ERRORS, CostView, example_config
 from trajhub.service.prices import cost_json, table_for
@@ -105,18 +114,6 @@ class RunContract(BaseModel):
     sdk: ContractValue
     service_version: ContractValue
     unknown: list[str] = Field(description="the fields nothing recorded")
-
-
-class EventError(BaseModel):
-    code: int
-    msg: str
-
-
-class Tokens(BaseModel):
-    input: int
-    output: int
-    reasoning: int
-    cached_input: int
 
 
 class StepCostView(BaseModel):
