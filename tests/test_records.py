@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from trajhub.records import Field, Param, Record, write_values
+from tests.harness import ServerProcess, TestDatabase
+from trajhub.records import Cli, Field, Param, Record, write_values
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SUMMARY
 
@@ -107,15 +108,17 @@ def test_the_cli_has_a_flag_and_a_column_for_what_is_declared() -> None:
     args = parser.parse_args(["--min-retries", "3", "--has-error", "false", "-q", "sun"])
     assert (args.min_retries, args.has_error, args.q) == (3, False, "sun")
 
-    record = TRACE_SUMMARY.with_field(Field("retry_count", int, cli=None))
+    record = TRACE_SUMMARY.with_field(
+        Field("retry_count", int, cli=Cli("RETRIES", right=True, order=9))).with_field(
+        Field("hidden_count", int))
     item = SimpleNamespace(trace_id="t1", start_time="2026-01-02T03:04:05Z", duration_ms=1500,
                            span_count=3, error_count=0, service_name="svc",
-                           root_span_name="root", retry_count=9)
+                           root_span_name="root", retry_count=9, hidden_count=7)
     lines = record_table(record, [item]).splitlines()
     assert lines[0].split() == ["TRACE", "ID", "START", "DURATION", "SPANS", "ERRORS",
-                                "SERVICE", "ROOT", "SPAN"]
+                                "SERVICE", "ROOT", "SPAN", "RETRIES"]
     assert lines[1].split() == ["t1", "2026-01-02", "03:04:05", "1.50s", "3", "0", "svc",
-                                "root"]
+                                "root", "9"]
 
 
 def test_written_columns_come_from_the_normalizers_summary_by_the_declared_name() -> None:
@@ -172,3 +175,35 @@ def test_the_deprecated_alias_is_marked_in_openapi_and_still_served(
     assert served["end_time"] == "2026-01-01T00:00:02.500000Z"
     assert served["start_time_unix_nano"] == "1767225600000000000"
     assert served["root_span_name"] == "n" and served["duration_ms"] == 2500
+
+
+def test_every_field_filled_by_the_normalizer_is_an_attribute_of_its_summary() -> None:
+    """The declaration and the normalizer's summary name the same attributes, both ways."""
+    import dataclasses
+
+    from trajhub.normalizers import DerivedSummary
+
+    filled = {f.summary_attribute for f in TRAJECTORY_SUMMARY.writes("summary")}
+    assert filled == {f.name for f in dataclasses.fields(DerivedSummary)}
+
+
+def test_every_declared_column_exists_in_the_migrated_database(
+        server: ServerProcess, database: TestDatabase) -> None:
+    """A declared column without its migration fails here, not in production. (`server` has
+    migrated the database.)"""
+    import asyncio
+
+    import asyncpg
+
+    async def columns(table: str) -> set[str]:
+        conn = await asyncpg.connect(database.url)
+        try:
+            rows = await conn.fetch("SELECT column_name FROM information_schema.columns "
+                                    "WHERE table_name = $1", table)
+        finally:
+            await conn.close()
+        return {r["column_name"] for r in rows}
+
+    for table, record in (("trajectories", TRAJECTORY_SUMMARY), ("traces", TRACE_SUMMARY)):
+        stored = {f.stored_column for f in record.fields if f.stored_column is not None}
+        assert stored - asyncio.run(columns(table)) == set(), table
