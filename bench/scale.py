@@ -73,7 +73,7 @@ TARGETS_MS = {"trajectory": 20.0, "trajectory list": 100.0, "trace list": 100.0,
 
 
 @dataclass
-class Template:
+class RequestTemplate:
     body: bytes
     marker: bytes        # 12 bytes at the start of every trace id, replaced per request
     session_marker: bytes  # 12 ASCII letters in per-request session ids, replaced per request
@@ -99,7 +99,7 @@ def _fail(span: Span, message: str) -> None:
     span.status.CopyFrom(Status(code=Status.STATUS_CODE_ERROR, message=message))
 
 
-def build_template(rng: random.Random, index: int, rare: bool) -> Template:
+def build_template(rng: random.Random, index: int, rare: bool) -> RequestTemplate:
     """One 512-span request of whole traces, varied by `index`; `rare` = the rare variant."""
     marker = rng.getrandbits(8 * MARKER_LEN).to_bytes(MARKER_LEN, "big")
     session_marker = "".join(rng.choices(string.ascii_lowercase, k=12)).encode()
@@ -156,7 +156,7 @@ def build_template(rng: random.Random, index: int, rare: bool) -> Template:
         suffixes.append(suffix)
     body = ExportTraceServiceRequest(resource_spans=[rs]).SerializeToString()
     assert body.count(marker) == sum(sizes)
-    return Template(body, marker, session_marker, suffixes, sum(sizes), rare)
+    return RequestTemplate(body, marker, session_marker, suffixes, sum(sizes), rare)
 
 
 @dataclass
@@ -170,8 +170,8 @@ class Sent:
 
 @dataclass
 class Load:
-    templates: list[Template]
-    rare: Template
+    templates: list[RequestTemplate]
+    rare: RequestTemplate
     projects: list[str]
     weights: list[float]
     rng: random.Random = field(default_factory=lambda: random.Random(11))

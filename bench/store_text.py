@@ -29,7 +29,7 @@ import uuid
 import asyncpg
 
 from trajhub.storage import derivation_store
-from trajhub.storage.derivation_store import TRAJECTORY_COLUMNS, TrajectoryRow
+from trajhub.storage.derivation_store import TRAJECTORY_COLUMNS, TrajectoryWrite
 from trajhub.storage.migrate import migrate
 
 #: the statement before migration 0018: the text as derived
@@ -79,11 +79,16 @@ async def main() -> None:
     rng = random.Random(1)
     rows = []
     for r in records:
-        row = TrajectoryRow(*r.values())
+        fixed = len(TrajectoryWrite._fields) - 1  # the columns before the summary's values
+        values = list(r.values())
+        row = TrajectoryWrite(*values[:fixed], values=dict(zip(TRAJECTORY_COLUMNS[fixed:],
+                                                               values[fixed:], strict=True)))
         if args.text == "long":
-            row = row._replace(root_input=prose(rng, 4000), root_output=prose(rng, 2000))
+            row = row._replace(values={**row.values, "root_input": prose(rng, 4000),
+                                       "root_output": prose(rng, 2000)})
         elif args.text == "huge":
-            row = row._replace(root_input=prose(rng, 300_000), root_output=prose(rng, 2000))
+            row = row._replace(values={**row.values, "root_input": prose(rng, 300_000),
+                                       "root_output": prose(rng, 2000)})
         rows.append(row)
     try:
         target = await asyncpg.connect(scratch_url(args.database_url, scratch))

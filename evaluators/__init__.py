@@ -1,6 +1,6 @@
 """Pure scoring of trajectories against expectations.
 
-Every evaluator is a pure function `(trajectory_doc, expectations, config) -> EvaluationResult`:
+Every evaluator is a pure function `(trajectory_doc, expectations, config) -> EvaluatorOutput`:
 no I/O, no clock, no randomness, so a score can always be recomputed from stored data. The LLM
 judges (JUDGES) are split into request building and strict response parsing; their HTTP call
 belongs to the service, which is why they are not in REGISTRY.
@@ -37,7 +37,7 @@ from trajhub.evaluators.llm_judge import (
     build_judge_request,
     parse_judge_response,
 )
-from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.result import EvaluatorOutput
 from trajhub.evaluators.tool_call_accuracy import ToolCallAccuracyConfig, tool_call_accuracy
 from trajhub.evaluators.trajectory_match import TrajectoryMatchConfig, trajectory_match
 from trajhub.evaluators.trajectory_view import TrajectoryView, parse_trajectory
@@ -47,7 +47,7 @@ __all__ = [
     "REGISTRY",
     "ConfigError",
     "EfficiencyConfig",
-    "EvaluationResult",
+    "EvaluatorOutput",
     "EvaluatorSpec",
     "Expectations",
     "ExpectationsError",
@@ -78,7 +78,7 @@ class EvaluatorSpec:
 
     name: str
     config_from_dict: Callable[[Mapping[str, Any] | None], Any]
-    run: Callable[[Mapping[str, Any], Expectations, Any], EvaluationResult]
+    run: Callable[[Mapping[str, Any], Expectations, Any], EvaluatorOutput]
 
 
 REGISTRY: Mapping[str, EvaluatorSpec] = {
@@ -114,7 +114,7 @@ def evaluate(
     doc: Mapping[str, Any],
     expectations: Expectations | Mapping[str, Any] | None,
     config: Mapping[str, Any] | object | None = None,
-) -> EvaluationResult:
+) -> EvaluatorOutput:
     """Run evaluator `name`. `expectations` may be an Expectations or its JSON form; `config` the
     evaluator's config dataclass or its JSON options. Unknown evaluator or option -> ConfigError
     (a ValueError) naming it."""

@@ -21,7 +21,7 @@ SAME, CHANGED, INSERTED, DELETED = "same", "changed", "inserted", "deleted"
 
 
 @dataclass(frozen=True, slots=True)
-class StepRef:
+class AlignedStep:
     seq: int
     step_id: str
     type: str
@@ -34,8 +34,8 @@ class StepRef:
 class AlignedPair:
     op: str  # same | changed | inserted | deleted
     position: int  # index in the alignment
-    a: StepRef | None
-    b: StepRef | None
+    a: AlignedStep | None
+    b: AlignedStep | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +82,8 @@ def canonical_order(events: Sequence[StepEvent]) -> list[StepEvent]:
     return out
 
 
-def _ref(e: StepEvent) -> StepRef:
-    return StepRef(seq=e.seq, step_id=e.step_id, type=e.type, name=e.name, agent=e.agent,
+def _ref(e: StepEvent) -> AlignedStep:
+    return AlignedStep(seq=e.seq, step_id=e.step_id, type=e.type, name=e.name, agent=e.agent,
                    arguments_hash=e.arguments_hash)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from trajhub.evaluators._config import ConfigError, config_from_mapping, require_budget
 from trajhub.evaluators.expectations import Expectations
-from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.result import EvaluatorOutput
 from trajhub.evaluators.trajectory_view import ToolCall, parse_trajectory
 
 NAME = "efficiency"
@@ -90,7 +90,7 @@ def efficiency(
     doc: Mapping[str, Any],
     expectations: Expectations | None,
     config: EfficiencyConfig,
-) -> EvaluationResult:
+) -> EvaluatorOutput:
     """`expectations` is unused (budgets are per evaluator, not per item); it is accepted so every
     evaluator has the same shape."""
     view = parse_trajectory(doc)
@@ -113,7 +113,7 @@ def efficiency(
         if limit is not None
     )
     met = sum(check.met for check in checks)
-    return EvaluationResult(
+    return EvaluatorOutput(
         evaluator=NAME,
         score=met / len(checks),
         passed=met == len(checks),

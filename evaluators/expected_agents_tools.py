@@ -15,7 +15,7 @@ from typing import Any
 
 from trajhub.evaluators._config import config_from_mapping
 from trajhub.evaluators.expectations import Expectations
-from trajhub.evaluators.result import EvaluationResult, join_or_none
+from trajhub.evaluators.result import EvaluatorOutput, join_or_none
 from trajhub.evaluators.trajectory_view import parse_trajectory
 
 NAME = "expected_agents_tools"
@@ -83,7 +83,7 @@ def expected_agents_tools(
     doc: Mapping[str, Any],
     expectations: Expectations,
     config: ExpectedAgentsToolsConfig | None = None,
-) -> EvaluationResult:
+) -> EvaluatorOutput:
     view = parse_trajectory(doc)
     actual_agents = view.agent_names()
     actual_tools = view.tools_by_agent()
@@ -120,7 +120,7 @@ def expected_agents_tools(
         agent_match=agent_match,
         tool_match=tool_match,
     )
-    return EvaluationResult(
+    return EvaluatorOutput(
         evaluator=NAME,
         score=(int(agent_match) + int(tool_match)) / 2,
         passed=agent_match and tool_match,

@@ -23,7 +23,7 @@ from typing import Any
 from trajhub.evaluators._config import ConfigError, config_from_mapping
 from trajhub.evaluators.expectations import Expectations
 from trajhub.evaluators.graph_runs import graph_runs
-from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.result import EvaluatorOutput
 from trajhub.evaluators.trajectory_view import parse_trajectory
 
 NAME = "graph_trajectory_match"
@@ -85,7 +85,7 @@ def graph_trajectory_match(
     doc: Mapping[str, Any],
     expectations: Expectations,
     config: GraphTrajectoryMatchConfig,
-) -> EvaluationResult:
+) -> EvaluatorOutput:
     if expectations.graph_runs is None:
         raise ValueError(f"{NAME}: the item has no expected graph runs (graph_runs)")
     expected = tuple(tuple(run) for run in expectations.graph_runs)
@@ -110,7 +110,7 @@ def graph_trajectory_match(
         mode=config.mode, expected=expected, actual=actual, matched=matched,
         differences=tuple(diffs),
     )
-    return EvaluationResult(evaluator=NAME, score=score, passed=passed, reason=reason)
+    return EvaluatorOutput(evaluator=NAME, score=score, passed=passed, reason=reason)
 
 
 def _strict(expected: Sequence[Sequence[str]], actual: Sequence[Sequence[str]]

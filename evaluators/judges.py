@@ -20,7 +20,7 @@ from trajhub.evaluators._config import require_type
 from trajhub.evaluators.expectations import Expectations
 from trajhub.evaluators.judge_protocol import JudgeContext, JudgeOptions
 from trajhub.evaluators.llm_judge import build_judge_request, parse_judge_response
-from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.result import EvaluatorOutput
 from trajhub.evaluators.tool_choice_judge import (
     ToolChoiceJudgeConfig,
     build_tool_choice_request,
@@ -58,7 +58,7 @@ class JudgeSpec:
     #: (trajectory, context, expectations, config, model) -> request body
     build_request: Callable[[Doc, JudgeContext, Expectations, Any, str], dict[str, Any]]
     #: (response body, trajectory, context, expectations, config) -> result
-    parse_response: Callable[[Doc, Doc, JudgeContext, Expectations, Any], EvaluationResult]
+    parse_response: Callable[[Doc, Doc, JudgeContext, Expectations, Any], EvaluatorOutput]
 
 
 def _llm_request(doc: Doc, context: JudgeContext, expectations: Expectations,
@@ -70,12 +70,12 @@ def _llm_request(doc: Doc, context: JudgeContext, expectations: Expectations,
 
 
 def _llm_parse(body: Doc, doc: Doc, context: JudgeContext, expectations: Expectations,
-               config: LlmJudgeConfig) -> EvaluationResult:
+               config: LlmJudgeConfig) -> EvaluatorOutput:
     return parse_judge_response(body)
 
 
 def _trajectory_parse(body: Doc, doc: Doc, context: JudgeContext, expectations: Expectations,
-                      config: TrajectoryJudgeConfig) -> EvaluationResult:
+                      config: TrajectoryJudgeConfig) -> EvaluatorOutput:
     with_reference = judged_with_reference(context, expectations, config)
     return parse_trajectory_judge_response(body, config, with_reference)
 
@@ -86,7 +86,7 @@ def _tool_choice_request(doc: Doc, context: JudgeContext, expectations: Expectat
 
 
 def _tool_choice_parse(body: Doc, doc: Doc, context: JudgeContext, expectations: Expectations,
-                       config: ToolChoiceJudgeConfig) -> EvaluationResult:
+                       config: ToolChoiceJudgeConfig) -> EvaluatorOutput:
     return parse_tool_choice_response(body, doc, config)
 
 

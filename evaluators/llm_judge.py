@@ -17,7 +17,7 @@ from trajhub.evaluators.agentevals_format import to_agentevals_messages
 from trajhub.evaluators.expectations import Expectations
 from trajhub.evaluators.judge_protocol import JudgeResponseError as JudgeResponseError
 from trajhub.evaluators.judge_protocol import unit_score, verdict_object
-from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.result import EvaluatorOutput
 from trajhub.normalizers.item_fields import final_answer
 
 NAME = "llm_judge"
@@ -87,7 +87,7 @@ def build_judge_request(
     }
 
 
-def parse_judge_response(body: Mapping[str, Any]) -> EvaluationResult:
+def parse_judge_response(body: Mapping[str, Any]) -> EvaluatorOutput:
     """The verdict in a chat.completions response body; JudgeResponseError if it is not exactly
     one JSON object with a number `score` in [0, 1], a boolean `passed` and a string `reason`."""
     verdict, model = verdict_object(body)
@@ -98,7 +98,7 @@ def parse_judge_response(body: Mapping[str, Any]) -> EvaluationResult:
     reason = verdict.get("reason")
     if not isinstance(reason, str):
         raise JudgeResponseError("verdict field 'reason' must be a string")
-    return EvaluationResult(
+    return EvaluatorOutput(
         evaluator=NAME,
         score=score,
         passed=passed,

@@ -91,21 +91,21 @@ def resolve_matcher(override: ArgsOverride) -> ArgsMatcher:
 
 
 @dataclass(frozen=True)
-class Item:
+class StepPattern:
     """One step to align: a name and its args. `args` None on a reference step = unspecified."""
 
     name: str
     args: Any
     matcher: ArgsMatcher
 
-    def matches(self, output: Item) -> bool:
+    def matches(self, output: StepPattern) -> bool:
         """`self` is the reference step, `output` the actual one."""
         if self.name != output.name:
             return False
         return self.args is None or self.matcher(output.args, self.args)
 
 
-def max_matching(reference: Sequence[Item], output: Sequence[Item]) -> dict[int, int]:
+def max_matching(reference: Sequence[StepPattern], output: Sequence[StepPattern]) -> dict[int, int]:
     """Maximum one-to-one pairing reference index -> output index (Kuhn's augmenting paths;
     trajectories are short, so O(V·E) is nothing)."""
     edges = [[j for j, out in enumerate(output) if ref.matches(out)] for ref in reference]
@@ -126,7 +126,8 @@ def max_matching(reference: Sequence[Item], output: Sequence[Item]) -> dict[int,
     return {i: j for j, i in owner.items()}
 
 
-def ordered_matching(reference: Sequence[Item], output: Sequence[Item]) -> dict[int, int]:
+def ordered_matching(reference: Sequence[StepPattern], output: Sequence[StepPattern]
+                     ) -> dict[int, int]:
     """Longest in-order alignment (LCS under the matcher): reference index -> output index."""
     n, m = len(reference), len(output)
     best = [[0] * (m + 1) for _ in range(n + 1)]

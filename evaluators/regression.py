@@ -32,7 +32,7 @@ class Verdict:
 
 
 @dataclass(frozen=True, slots=True)
-class ItemRun:
+class ItemSide:
     """One side of one item: its run (None when missing) and evaluation results."""
 
     trace_id: str | None
@@ -67,7 +67,7 @@ class MetricVerdict:
     missing: int
 
 
-def _metrics(run: ItemRun) -> dict[str, float | None]:
+def _metrics(run: ItemSide) -> dict[str, float | None]:
     if run.events is None:
         return dict.fromkeys(LOWER_IS_BETTER)
     m = run_metrics(run.events, run.duration_ms)
@@ -82,7 +82,7 @@ def _delta(a: float | None, b: float | None) -> float | None:
     return round(b - a, 10)
 
 
-def item_report(item_id: str, baseline: ItemRun, candidate: ItemRun) -> ItemReport:
+def item_report(item_id: str, baseline: ItemSide, candidate: ItemSide) -> ItemReport:
     mb, mc = _metrics(baseline), _metrics(candidate)
     distance, first = None, None
     if baseline.events is not None and candidate.events is not None:

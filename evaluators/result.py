@@ -24,7 +24,7 @@ class Reason(Protocol):
 
 
 @dataclass(frozen=True)
-class EvaluationResult:
+class EvaluatorOutput:
     evaluator: str
     score: float
     passed: bool

@@ -23,7 +23,7 @@ from typing import Any
 
 from trajhub.evaluators._config import config_from_mapping, require_type
 from trajhub.evaluators.expectations import Expectations
-from trajhub.evaluators.result import EvaluationResult, join_or_none
+from trajhub.evaluators.result import EvaluatorOutput, join_or_none
 from trajhub.evaluators.trajectory_view import parse_trajectory
 
 NAME = "tool_call_accuracy"
@@ -108,7 +108,7 @@ def tool_call_accuracy(
     doc: Mapping[str, Any],
     expectations: Expectations,
     config: ToolCallAccuracyConfig,
-) -> EvaluationResult:
+) -> EvaluatorOutput:
     # The item's own expected order overrides the config's default, as Mastra lets a per-item
     # expectation override the scorer's constructor options.
     order = expectations.tool_order or config.expected_tool_order or None
@@ -134,4 +134,4 @@ def tool_call_accuracy(
         correct_tool_called=correct_tool,
         correct_order_called=correct_order,
     )
-    return EvaluationResult(evaluator=NAME, score=score, passed=score == 1.0, reason=reason)
+    return EvaluatorOutput(evaluator=NAME, score=score, passed=score == 1.0, reason=reason)

@@ -28,7 +28,7 @@ from trajhub.evaluators.judge_protocol import (
     section,
     verdict_object,
 )
-from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.result import EvaluatorOutput
 from trajhub.evaluators.trajectory_view import parse_trajectory
 
 NAME = "tool_choice_judge"
@@ -111,7 +111,7 @@ def build_tool_choice_request(
 
 def parse_tool_choice_response(
     body: Mapping[str, Any], doc: Mapping[str, Any], config: ToolChoiceJudgeConfig
-) -> EvaluationResult:
+) -> EvaluatorOutput:
     verdict, model = verdict_object(body)
     _, steps = render_steps(parse_trajectory(doc))
     raw = verdict.get("calls")
@@ -147,7 +147,7 @@ def parse_tool_choice_response(
         score = sum(1 for c in calls if c.appropriate) / len(calls)
     else:
         score = 0.0 if missing else 1.0
-    return EvaluationResult(
+    return EvaluatorOutput(
         evaluator=NAME,
         score=score,
         passed=score >= config.threshold,

@@ -29,7 +29,7 @@ from trajhub.evaluators.judge_protocol import (
     unit_score,
     verdict_object,
 )
-from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.result import EvaluatorOutput
 from trajhub.evaluators.trajectory_view import parse_trajectory
 
 NAME = "trajectory_judge"
@@ -123,11 +123,11 @@ def build_trajectory_judge_request(
 
 def parse_trajectory_judge_response(
     body: Mapping[str, Any], config: TrajectoryJudgeConfig, with_reference: bool
-) -> EvaluationResult:
+) -> EvaluatorOutput:
     verdict, model = verdict_object(body)
     score = unit_score(verdict)
     reasoning = text_field(verdict, "reasoning")
-    return EvaluationResult(
+    return EvaluatorOutput(
         evaluator=NAME,
         score=score,
         passed=score >= config.threshold,

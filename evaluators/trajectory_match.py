@@ -37,13 +37,13 @@ from trajhub.evaluators.expectations import (
 )
 from trajhub.evaluators.matching import (
     ArgsOverride,
-    Item,
+    StepPattern,
     matcher_for_mode,
     max_matching,
     ordered_matching,
     resolve_matcher,
 )
-from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.result import EvaluatorOutput
 from trajhub.evaluators.trajectory_view import TrajectoryView, parse_trajectory
 from trajhub.normalizers.document import decode_json_text
 
@@ -91,7 +91,7 @@ class TrajectoryMatchConfig:
 
 
 @dataclass(frozen=True)
-class StepRef:
+class MatchedStep:
     index: int  # position in the expected or the actual sequence
     name: str
     args: Any
@@ -113,14 +113,14 @@ class RepeatedStep:
 class TrajectoryMatchReason:
     mode: str
     level: str
-    expected: tuple[StepRef, ...]
-    actual: tuple[StepRef, ...]
+    expected: tuple[MatchedStep, ...]
+    actual: tuple[MatchedStep, ...]
     matched: int
-    missing: tuple[StepRef, ...]
-    extra: tuple[StepRef, ...]
-    out_of_order: tuple[StepRef, ...]
+    missing: tuple[MatchedStep, ...]
+    extra: tuple[MatchedStep, ...]
+    out_of_order: tuple[MatchedStep, ...]
     #: expected steps whose name was called, but never with matching args
-    args_mismatch: tuple[StepRef, ...]
+    args_mismatch: tuple[MatchedStep, ...]
     repeated: tuple[RepeatedStep, ...]
     extra_allowed: bool
     missing_allowed: bool
@@ -165,7 +165,7 @@ def trajectory_match(
     doc: Mapping[str, Any],
     expectations: Expectations,
     config: TrajectoryMatchConfig,
-) -> EvaluationResult:
+) -> EvaluatorOutput:
     view = parse_trajectory(doc)
     reference = _reference(expectations, config)
     output, groups = _actual(view, config.level)
@@ -194,8 +194,8 @@ def trajectory_match(
         score = max(0.0, score - REPEAT_PENALTY * len(repeated))
         passed = False
 
-    ref_steps = tuple(StepRef(i, item.name, item.args) for i, item in enumerate(reference))
-    out_steps = tuple(StepRef(j, item.name, item.args) for j, item in enumerate(output))
+    ref_steps = tuple(MatchedStep(i, item.name, item.args) for i, item in enumerate(reference))
+    out_steps = tuple(MatchedStep(j, item.name, item.args) for j, item in enumerate(output))
     output_names = {item.name for item in output}
     reason = TrajectoryMatchReason(
         mode=config.mode,
@@ -213,7 +213,7 @@ def trajectory_match(
         expected_turns=_turn_sizes(turns) if turns is not None else None,
         actual_turns=_turn_sizes(groups) if turns is not None else None,
     )
-    return EvaluationResult(evaluator=NAME, score=score, passed=passed, reason=reason)
+    return EvaluatorOutput(evaluator=NAME, score=score, passed=passed, reason=reason)
 
 
 def _score(mode: str, n: int, m: int, matched: int) -> tuple[float, bool]:
@@ -233,7 +233,7 @@ def _score(mode: str, n: int, m: int, matched: int) -> tuple[float, bool]:
 
 
 def _strict_pairs(
-    reference: Sequence[Item], output: Sequence[Item], groups: Sequence[int]
+    reference: Sequence[StepPattern], output: Sequence[StepPattern], groups: Sequence[int]
 ) -> dict[int, int]:
     """Positional pairing, except that within one group of calls issued together any order is
     fine: the reference slice at the group's positions is matched to the group as a multiset."""
@@ -252,7 +252,8 @@ def _strict_pairs(
 
 
 def _turn_pairs(
-    reference: Sequence[Item], turns: Sequence[int], output: Sequence[Item], groups: Sequence[int]
+    reference: Sequence[StepPattern], turns: Sequence[int], output: Sequence[StepPattern],
+    groups: Sequence[int],
 ) -> tuple[dict[int, int], bool]:
     """Strict matching by turn, as agentevals compares messages: the k-th expected turn against
     the k-th actual turn, calls of one turn in any order. Also says whether the turn structure
@@ -291,7 +292,7 @@ def _reference_turns(expectations: Expectations, config: TrajectoryMatchConfig) 
     return [t for t in turns if t is not None]
 
 
-def _reference(expectations: Expectations, config: TrajectoryMatchConfig) -> list[Item]:
+def _reference(expectations: Expectations, config: TrajectoryMatchConfig) -> list[StepPattern]:
     steps: Sequence[ExpectedStep]
     if expectations.trajectory is not None:
         steps = [s for s in expectations.trajectory if s.type == config.level]
@@ -302,7 +303,7 @@ def _reference(expectations: Expectations, config: TrajectoryMatchConfig) -> lis
         steps = [ExpectedStep("agent", name) for name in expectations.agents]
     else:
         raise ValueError(f"{NAME}: the item has no expected trajectory")
-    return [Item(s.name, s.args, _matcher(s, config)) for s in steps]
+    return [StepPattern(s.name, s.args, _matcher(s, config)) for s in steps]
 
 
 def _matcher(step: ExpectedStep, config: TrajectoryMatchConfig) -> Callable[[Any, Any], bool]:
@@ -315,22 +316,22 @@ def _matcher(step: ExpectedStep, config: TrajectoryMatchConfig) -> Callable[[Any
     return resolve_matcher(config.args_match)
 
 
-def _actual(view: TrajectoryView, level: str) -> tuple[list[Item], list[int]]:
+def _actual(view: TrajectoryView, level: str) -> tuple[list[StepPattern], list[int]]:
     """Actual steps of the level, and for each a group id (equal ids = issued together)."""
     unused = matcher_for_mode("ignore")  # actual items never act as the reference side
     if level == "tool":
         calls = view.tool_calls
-        return [Item(c.name, c.arguments, unused) for c in calls], [c.turn for c in calls]
+        return [StepPattern(c.name, c.arguments, unused) for c in calls], [c.turn for c in calls]
     if level == "agent":
         agents = view.agents
-        items = [Item(a.name, decode_json_text(a.input), unused) for a in agents]
+        items = [StepPattern(a.name, decode_json_text(a.input), unused) for a in agents]
         return items, list(range(len(items)))
     nodes = view.graph_nodes
-    return [Item(node.name, None, unused) for node in nodes], list(range(len(nodes)))
+    return [StepPattern(node.name, None, unused) for node in nodes], list(range(len(nodes)))
 
 
-def _repeated(output: Sequence[Item]) -> tuple[RepeatedStep, ...]:
-    counts: dict[str, tuple[Item, int]] = {}
+def _repeated(output: Sequence[StepPattern]) -> tuple[RepeatedStep, ...]:
+    counts: dict[str, tuple[StepPattern, int]] = {}
     for item in output:
         key = json.dumps([item.name, item.args], sort_keys=True, default=str)
         first, count = counts.get(key, (item, 0))
@@ -357,5 +358,5 @@ def _compact(args: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _refs(refs: Sequence[StepRef]) -> str:
+def _refs(refs: Sequence[MatchedStep]) -> str:
     return ", ".join(map(str, refs)) if refs else "none"

@@ -17,8 +17,8 @@ from __future__ import annotations
 from trajhub.normalizers.builder import (
     Derivation,
     DerivationError,
+    DerivedSummary,
     SpanExplanation,
-    TrajectorySummary,
     derive,
 )
 from trajhub.normalizers.lifecycle import root_ended
@@ -30,9 +30,9 @@ __all__ = [
     "NORMALIZER_VERSION",
     "Derivation",
     "DerivationError",
+    "DerivedSummary",
     "SpanExplanation",
     "Trajectory",
-    "TrajectorySummary",
     "derive",
     "root_ended",
     "trajectory_to_dict",

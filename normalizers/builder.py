@@ -77,8 +77,10 @@ class SpanExplanation:
 
 
 @dataclass(frozen=True, slots=True)
-class TrajectorySummary:
-    """The query columns the service stores next to a trajectory."""
+class DerivedSummary:
+    """What the normalizer derives for the trajectory list: the attributes that
+    trajhub.records.trajectories declares as filled by the summary (`written_by="summary"`),
+    by the same names. Pure values: how they are stored and served is the declaration's."""
 
     framework: str
     conventions: list[str]
@@ -88,7 +90,8 @@ class TrajectorySummary:
     agent_names: list[str]
     tool_names: list[str]
     model_names: list[str]
-    started_at_ms: int
+    #: the root's start (Unix ns)
+    start_ns: int
     duration_ms: int
     step_count: int
     model_step_count: int
@@ -105,7 +108,7 @@ class Derivation:
     trajectory: Trajectory
     explanation: list[SpanExplanation]
     warnings: list[str]
-    summary: TrajectorySummary
+    summary: DerivedSummary
 
     def to_json(self) -> bytes:
         """The trajectory's deterministic JSON bytes."""
@@ -646,11 +649,11 @@ def _summarize(
     nodes: Mapping[str, _Node],
     root_node: _Node,
     steps: Sequence[_Node],
-) -> TrajectorySummary:
+) -> DerivedSummary:
     models = [n for n in steps if n.kind is StepKind.MODEL]
     tools = [n for n in steps if n.kind is StepKind.TOOL]
     root = trajectory.root_step
-    return TrajectorySummary(
+    return DerivedSummary(
         framework=_framework(list(readings.values())),
         conventions=sorted({r.convention for r in readings.values()}),
         root_name=root.name,
@@ -659,7 +662,7 @@ def _summarize(
         agent_names=list(dict.fromkeys(a.name for a in trajectory.agent_steps)),
         tool_names=sorted({n.reading.name for n in tools}),
         model_names=sorted({m for n in models if (m := n.metadata.get("model_name", ""))}),
-        started_at_ms=_ms(root_node.span.start_ns),
+        start_ns=max(0, root_node.span.start_ns),
         duration_ms=_ms(root_node.duration_ns),
         step_count=len(steps),
         model_step_count=len(models),

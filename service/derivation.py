@@ -23,49 +23,75 @@ from trajhub.normalizers.model import STATUS_ERROR, Span
 from trajhub.normalizers.playback import model_usage
 from trajhub.normalizers.run_context import RunContext, preview, run_context
 from trajhub.normalizers.trajectory import trajectory_to_json
+from trajhub.records import Record, write_values
+from trajhub.records.traces import TRACE_SUMMARY
+from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 from trajhub.service.stored_spans import to_model
 from trajhub.storage import derivation_store
 from trajhub.storage.attribute_keys import trace_attribute_keys
 from trajhub.storage.database import is_transient
-from trajhub.storage.derivation_store import TraceRow, TrajectoryRow
-from trajhub.storage.pgtext import pg_opt, pg_text, pg_texts
-from trajhub.storage.span_writer import SpanRow
+from trajhub.storage.derivation_store import TraceWrite, TrajectoryWrite
+from trajhub.storage.pgtext import pg_text, pg_texts
+from trajhub.storage.span_writer import SpanWrite
 
 log = logging.getLogger("trajhub.derivation")
 
 TraceKey = tuple[str, str]  # (project, trace_id)
-Result = tuple[TraceRow, TrajectoryRow]
+Result = tuple[TraceWrite, TrajectoryWrite]
+
+
+def _pg(value: Any) -> Any:
+    """A written value fit for PostgreSQL text (NUL replaced; the spans' raw bytes keep the
+    original): text, lists of text and optional text by their value; others as they are."""
+    if isinstance(value, str):
+        return pg_text(value)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return pg_texts(value)
+    return value
+
+
+def _written(record: Record, summary: object | None, given: Mapping[str, Any]
+             ) -> dict[str, Any]:
+    """Every column the record's declaration has the derivation write, made fit for
+    PostgreSQL: a field filled by the normalizer comes from its summary by the declared name,
+    one filled here from `given`."""
+    return {c: _pg(v) for c, v in write_values(record, summary, given).items()}
 
 
 def trace_row(project: str, trace_id: str, rows: Sequence[Mapping[str, Any]],
-              last_received: datetime) -> TraceRow:
+              last_received: datetime) -> TraceWrite:
     """The trace list's row, from the stored span columns (already fit for PostgreSQL), so a
     trace is listed even when its spans cannot be derived."""
     ids = {r["span_id"] for r in rows}
     roots = sorted((r for r in rows if r["parent_span_id"] not in ids),
                    key=lambda r: (r["start_ns"], r["end_ns"], r["span_id"]))
     root = roots[0] if roots else min(rows, key=lambda r: (r["start_ns"], r["span_id"]))
-    return TraceRow(project, trace_id, root["span_id"], root["name"], root["service_name"],
-                    min(r["start_ns"] for r in rows), max(r["end_ns"] for r in rows), len(rows),
-                    sum(1 for r in rows if r["status_code"] == STATUS_ERROR), last_received,
-                    trace_attribute_keys(rows))
+    return TraceWrite(project, trace_id, write_values(TRACE_SUMMARY, None, {
+        "root_span_id": root["span_id"], "root_name": root["name"],
+        "service_name": root["service_name"], "start_ns": min(r["start_ns"] for r in rows),
+        "end_ns": max(r["end_ns"] for r in rows), "span_count": len(rows),
+        "error_count": sum(1 for r in rows if r["status_code"] == STATUS_ERROR),
+        "last_received_at": last_received, "attribute_keys": trace_attribute_keys(rows)}))
 
 
 def failed_trajectory(project: str, trace_id: str, settle_at: datetime, error: BaseException,
                       ended: bool = True, start_ns: int = 0,
-                      context: RunContext | None = None) -> TrajectoryRow:
+                      context: RunContext | None = None) -> TrajectoryWrite:
     """The row recording that this trace's trajectory could not be derived, and why."""
     context = context or RunContext(None, None, None)
-    return TrajectoryRow(project, trace_id, NORMALIZER_VERSION, settle_at, ended, None, None,
-                         [], pg_text(f"{type(error).__name__}: {error}")[:2000],
-                         start_ns=start_ns, service=pg_opt(context.service),
-                         session_id=pg_opt(context.session_id), user_id=pg_opt(context.user_id))
+    return TrajectoryWrite(project, trace_id, settle_at, ended, None, None, [], _written(
+        TRAJECTORY_SUMMARY, None, {
+            "normalizer_version": NORMALIZER_VERSION,
+            "derivation_error": pg_text(f"{type(error).__name__}: {error}")[:2000],
+            "start_ns": start_ns, "service": context.service,
+            "session_id": context.session_id, "user_id": context.user_id}))
 
 
 def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at: datetime
-                   ) -> TrajectoryRow:
+                   ) -> TrajectoryWrite:
     """The derived trajectory, its text made fit for PostgreSQL (NUL replaced; the spans'
-    raw bytes keep the original)."""
+    raw bytes keep the original). The summary columns are the normalizer's summary, as
+    trajhub.records.trajectories declares them."""
     context = run_context(spans)
     try:
         d = derive(spans)
@@ -75,24 +101,16 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
                                  min(s.start_ns for s in spans), context)
     s = d.summary
     explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
-    return TrajectoryRow(
-        project=project, trace_id=trace_id, normalizer_version=NORMALIZER_VERSION,
-        settle_at=settle_at, root_ended=root_ended(spans),
+    return TrajectoryWrite(
+        project=project, trace_id=trace_id, settle_at=settle_at, root_ended=root_ended(spans),
         document=pg_text(trajectory_to_json(d.trajectory).decode()),
-        explanation=pg_text(explanation), warnings=pg_texts(d.warnings), derivation_error=None,
-        framework=pg_text(s.framework), conventions=pg_texts(s.conventions),
-        root_name=pg_text(s.root_name), root_input=pg_text(s.root_input),
-        root_output=pg_text(s.root_output), agent_names=pg_texts(s.agent_names),
-        tool_names=pg_texts(s.tool_names), model_names=pg_texts(s.model_names),
-        start_ns=s.started_at_ms * 1_000_000, duration_ms=s.duration_ms,
-        step_count=s.step_count, model_step_count=s.model_step_count,
-        tool_step_count=s.tool_step_count, input_tokens=s.input_tokens,
-        output_tokens=s.output_tokens, failed_model_steps=s.failed_model_steps,
-        failed_tool_steps=s.failed_tool_steps, has_error=s.has_error,
-        model_usage=pg_text(orjson.dumps(model_usage(d.trajectory)).decode()),
-        service=pg_opt(context.service), session_id=pg_opt(context.session_id),
-        user_id=pg_opt(context.user_id), input_preview=pg_opt(preview(s.root_input)),
-        output_preview=pg_opt(preview(s.root_output)))
+        explanation=pg_text(explanation), warnings=pg_texts(d.warnings),
+        values=_written(TRAJECTORY_SUMMARY, s, {
+            "normalizer_version": NORMALIZER_VERSION, "derivation_error": None,
+            "model_usage": orjson.dumps(model_usage(d.trajectory)).decode(),
+            "service": context.service, "session_id": context.session_id,
+            "user_id": context.user_id, "input_preview": preview(s.root_input),
+            "output_preview": preview(s.root_output)}))
 
 
 def derive_trace(project: str, trace_id: str, rows: Sequence[Mapping[str, Any]],
@@ -111,15 +129,15 @@ def derive_trace(project: str, trace_id: str, rows: Sequence[Mapping[str, Any]],
     return summary, trajectory_row(project, trace_id, spans, settle_at)
 
 
-def whole_traces(rows: Iterable[SpanRow]) -> dict[TraceKey, list[SpanRow]]:
+def whole_traces(rows: Iterable[SpanWrite]) -> dict[TraceKey, list[SpanWrite]]:
     """The traces whose spans form one complete tree among `rows`: exactly one root (no
     parent) and every other span's parent present. OTel SDKs export a span when it ends, so a
     request holding a whole tree usually holds the whole trace; a span that arrives later for
     one of them is queued and the trace derived again."""
-    by_trace: dict[TraceKey, list[SpanRow]] = defaultdict(list)
+    by_trace: dict[TraceKey, list[SpanWrite]] = defaultdict(list)
     for row in rows:
         by_trace[(row.project, row.trace_id)].append(row)
-    whole: dict[TraceKey, list[SpanRow]] = {}
+    whole: dict[TraceKey, list[SpanWrite]] = {}
     for key, spans in by_trace.items():
         ids = {s.span_id for s in spans}
         roots = [s for s in spans if not s.parent_span_id]

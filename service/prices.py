@@ -55,6 +55,7 @@ def cost_json(cost: Cost, table: PriceTable) -> dict[str, Any]:
             "prices_as_of": table.as_of}
 
 
-def summary_cost(table: PriceTable, row: Any) -> dict[str, Any]:
-    """The cost of a listed trajectory, from the token usage per model the store keeps."""
-    return cost_json(usage_cost(table, orjson.loads(row["model_usage"] or "{}")), table)
+def summary_cost(table: PriceTable, model_usage: str | None) -> dict[str, Any]:
+    """The cost of a listed trajectory, from the token usage per model the store keeps (JSON
+    text, the `model_usage` column)."""
+    return cost_json(usage_cost(table, orjson.loads(model_usage or "{}")), table)

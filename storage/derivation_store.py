@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import asyncpg
 
+from trajhub.records.traces import TRACE_SUMMARY
+from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 from trajhub.storage.sql import Params
 from trajhub.storage.trace_reads import SPAN_FIELDS
 
@@ -86,68 +88,49 @@ async def load_spans(conn: asyncpg.Connection, traces: Sequence[ClaimedTrace]
         [t.project for t in traces], [t.trace_id for t in traces])
 
 
-class TraceRow(NamedTuple):
-    """One row of `traces`: what the trace list shows. A NamedTuple: frozen, its fields are
-    the column list, and it goes to executemany as is."""
+class TraceWrite(NamedTuple):
+    """One row of `traces` as the worker writes it: what the trace list shows. The columns
+    beyond the key are those trajhub.records.traces declares, in `values`."""
 
     project: str
     trace_id: str
-    root_span_id: str
-    root_name: str
-    service_name: str
-    start_ns: int
-    end_ns: int
-    span_count: int
-    error_count: int
-    last_received_at: datetime
-    #: hashes of the spans' attribute pairs and names (storage/attribute_keys.py)
-    attribute_keys: Sequence[int] | None = None
+    #: every written column of TRACE_SUMMARY by name (`trajhub.records.write_values`)
+    values: Mapping[str, Any]
+
+    @property
+    def start_ns(self) -> int:
+        return int(self.values["start_ns"])
 
 
-class TrajectoryRow(NamedTuple):
+class TrajectoryWrite(NamedTuple):
     """One row of `trajectories` as the worker writes it (status and revision are the
-    upsert's)."""
+    upsert's): the document and its state here, the summary columns that
+    trajhub.records.trajectories declares in `values`."""
 
     project: str
     trace_id: str
-    normalizer_version: str
     settle_at: datetime
     root_ended: bool
     document: str | None
     explanation: str | None
     warnings: Sequence[str]
-    derivation_error: str | None
-    framework: str = ""
-    conventions: Sequence[str] = ()
-    root_name: str = ""
-    #: the root's input and output as derived; stored cut to their first 100,000 characters and
-    #: lower-cased (_SEARCHED), since free text (`q`) is all that reads them
-    root_input: str = ""
-    root_output: str = ""
-    agent_names: Sequence[str] = ()
-    tool_names: Sequence[str] = ()
-    model_names: Sequence[str] = ()
-    start_ns: int = 0
-    duration_ms: int = 0
-    step_count: int = 0
-    model_step_count: int = 0
-    tool_step_count: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    failed_model_steps: int = 0
-    failed_tool_steps: int = 0
-    has_error: bool = False
-    #: JSON text: token usage per model name (normalizers.playback.model_usage), priced on read
-    model_usage: str = "{}"
-    service: str | None = None
-    session_id: str | None = None
-    user_id: str | None = None
-    input_preview: str | None = None
-    output_preview: str | None = None
+    #: every written column of TRAJECTORY_SUMMARY by name (`trajhub.records.write_values`)
+    values: Mapping[str, Any]
 
 
-_TRACE_COLUMNS: tuple[str, ...] = TraceRow._fields
-TRAJECTORY_COLUMNS: tuple[str, ...] = TrajectoryRow._fields
+_TRACE_VALUES = TRACE_SUMMARY.write_columns()
+_TRACE_COLUMNS: tuple[str, ...] = ("project", "trace_id", *_TRACE_VALUES)
+_TRAJECTORY_VALUES = TRAJECTORY_SUMMARY.write_columns()
+TRAJECTORY_COLUMNS: tuple[str, ...] = (*TrajectoryWrite._fields[:-1], *_TRAJECTORY_VALUES)
+
+
+def _trace_args(row: TraceWrite) -> tuple[Any, ...]:
+    return (row.project, row.trace_id, *(row.values[c] for c in _TRACE_VALUES))
+
+
+def trajectory_args(row: TrajectoryWrite) -> tuple[Any, ...]:
+    """The row's values in the order of TRAJECTORY_COLUMNS."""
+    return (*row[:-1], *(row.values[c] for c in _TRAJECTORY_VALUES))
 
 
 def _upsert(table: str, columns: Sequence[str], key: str, extra_insert: str = "",
@@ -174,11 +157,12 @@ SEARCHED_CHARS = 100_000
 _SEARCHED = {"root_input": "lower({})", "root_output": "lower({})"}
 
 
-def _searched(row: TrajectoryRow) -> TrajectoryRow:
-    if len(row.root_input) <= SEARCHED_CHARS and len(row.root_output) <= SEARCHED_CHARS:
+def _searched(row: TrajectoryWrite) -> TrajectoryWrite:
+    root_input, root_output = row.values["root_input"], row.values["root_output"]
+    if len(root_input) <= SEARCHED_CHARS and len(root_output) <= SEARCHED_CHARS:
         return row
-    return row._replace(root_input=row.root_input[:SEARCHED_CHARS],
-                        root_output=row.root_output[:SEARCHED_CHARS])
+    return row._replace(values={**row.values, "root_input": root_input[:SEARCHED_CHARS],
+                                "root_output": root_output[:SEARCHED_CHARS]})
 
 
 # a stored trajectory is open (migration 0016): it joins the open ones, which finalize_settled
@@ -195,12 +179,13 @@ _UPSERT_TRAJECTORY = (
     "SET settle_at = EXCLUDED.settle_at, root_ended = EXCLUDED.root_ended")
 
 
-async def store(conn: asyncpg.Connection, traces: Sequence[TraceRow],
-                trajectories: Sequence[TrajectoryRow]) -> None:
+async def store(conn: asyncpg.Connection, traces: Sequence[TraceWrite],
+                trajectories: Sequence[TrajectoryWrite]) -> None:
     if traces:
-        await conn.executemany(_UPSERT_TRACE, traces)
+        await conn.executemany(_UPSERT_TRACE, [_trace_args(t) for t in traces])
     if trajectories:
-        await conn.executemany(_UPSERT_TRAJECTORY, [_searched(t) for t in trajectories])
+        await conn.executemany(_UPSERT_TRAJECTORY,
+                               [trajectory_args(_searched(t)) for t in trajectories])
 
 
 async def finalize_settled(conn: asyncpg.Connection, max_open_seconds: float) -> int:

@@ -6,6 +6,9 @@ A field whose value is an SQL expression rather than a plain column says so in i
 (`field(metadata=sql(...))`). Rows also read like a mapping of their columns (`row["name"]`),
 as the asyncpg records they replace did, so code that renders a row does not care where it
 came from.
+
+Rows of a declared record (trajhub.records) are `RecordRow`s instead: their select list is the
+declaration's, so a field declared there is read without touching this module.
 """
 
 from __future__ import annotations
@@ -13,9 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import asyncpg
+
+from trajhub.records import Record
+from trajhub.records.traces import TRACE_SUMMARY
+from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 
 
 def sql(expression: str) -> dict[str, str]:
@@ -59,6 +66,50 @@ class Row(Mapping[str, Any]):
         return len(self.__dataclass_fields__)  # type: ignore[attr-defined]
 
 
+class RecordRow(Mapping[str, Any]):
+    """A row read with a declared record's select list (`Record.select_list`): its values by
+    key (`Field.read_key`), plus the `extra` computed columns of the query. Subclasses name
+    the record and give typed properties for what storage and the API read by hand."""
+
+    __slots__ = ("_values",)
+    record: ClassVar[Record]
+    #: computed columns the query adds: name → SQL expression with {placeholders}
+    extra: ClassVar[Mapping[str, str]] = {}
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = dict(values)
+
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        extra = [f"{expression.format(**params)} AS {name}"
+                 for name, expression in cls.extra.items()]
+        return ", ".join([cls.record.select_list(alias), *extra])
+
+    @classmethod
+    def from_record(cls, record: asyncpg.Record) -> Self:
+        return cls(dict(record.items()))
+
+    @classmethod
+    def from_records(cls, records: list[asyncpg.Record]) -> list[Self]:
+        return [cls(dict(r.items())) for r in records]
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._values!r})"
+
+    @property
+    def trace_id(self) -> str:
+        return str(self._values["trace_id"])
+
+
 # ------------------------------------------------------------------------------ traces, spans
 
 @dataclass(frozen=True)
@@ -79,18 +130,16 @@ class SpanRow(Row):
     body: bytes
 
 
-@dataclass(frozen=True)
-class TraceSummaryRow(Row):
-    """A trace as the trace list shows it (the `traces` table, kept by the derivation worker)."""
+class TraceSummaryRow(RecordRow):
+    """A trace as the trace list shows it (the `traces` table, kept by the derivation
+    worker), as declared in trajhub.records.traces."""
 
-    trace_id: str
-    root_span_id: str
-    root_name: str
-    service_name: str
-    start_ns: int
-    end_ns: int
-    span_count: int
-    error_count: int
+    __slots__ = ()
+    record = TRACE_SUMMARY
+
+    @property
+    def start_ns(self) -> int:
+        return int(self["start_ns"])
 
 
 @dataclass(frozen=True)
@@ -106,40 +155,18 @@ class ProjectRow(Row):
 
 # ------------------------------------------------------------------------------ trajectories
 
-@dataclass(frozen=True)
-class TrajectorySummaryRow(Row):
-    """A trajectory as the trajectory list shows it; `sort_value` is the value it was sorted
-    by (for the cursor)."""
+class TrajectorySummaryRow(RecordRow):
+    """A trajectory as the trajectory list shows it, as declared in
+    trajhub.records.trajectories; `sort_value` is the value it was sorted by (for the
+    cursor)."""
 
-    trace_id: str
-    status: str
-    revision: int
-    normalizer_version: str
-    framework: str
-    conventions: list[str]
-    root_name: str
-    agent_names: list[str]
-    tool_names: list[str]
-    model_names: list[str]
-    start_ns: int
-    duration_ms: int
-    step_count: int
-    model_step_count: int
-    tool_step_count: int
-    input_tokens: int
-    output_tokens: int
-    failed_model_steps: int
-    failed_tool_steps: int
-    has_error: bool
-    derivation_error: str | None
-    service: str | None
-    session_id: str | None
-    user_id: str | None
-    input_preview: str | None
-    output_preview: str | None
-    #: JSON text (asyncpg reads jsonb as text): token usage per model, priced when read
-    model_usage: str
-    sort_value: Any = field(metadata=sql("{sort}"))
+    __slots__ = ()
+    record = TRAJECTORY_SUMMARY
+    extra: ClassVar[Mapping[str, str]] = {"sort_value": "{sort}"}
+
+    @property
+    def sort_value(self) -> Any:
+        return self["sort_value"]
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import asyncpg
 
 
-class SpanRow(NamedTuple):
+class SpanWrite(NamedTuple):
     """One row of `spans`, as ingest writes it. A NamedTuple: frozen, its fields are the column
     list, and it goes to COPY as is."""
 
@@ -37,7 +37,7 @@ class SpanRow(NamedTuple):
     body: bytes  # the span exactly as received
 
 
-SPAN_COLUMNS: tuple[str, ...] = SpanRow._fields
+SPAN_COLUMNS: tuple[str, ...] = SpanWrite._fields
 
 _CREATE_STAGE = """
 CREATE TEMP TABLE IF NOT EXISTS span_stage (LIKE spans INCLUDING DEFAULTS INCLUDING STORAGE)
@@ -74,7 +74,7 @@ async def prepare(conn: asyncpg.Connection) -> None:
 
 async def write_spans(
     conn: asyncpg.Connection,
-    rows: Collection[SpanRow],
+    rows: Collection[SpanWrite],
     resources: Mapping[int, bytes],
 ) -> bool:
     """Store rows (unique by key) and the resource envelopes they reference, inside the

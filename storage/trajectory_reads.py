@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import asyncpg
 
+from trajhub.records import Filter
+from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SORTS
 from trajhub.storage.rows import (
     ExplanationRow,
     TrajectoryDocumentRow,
@@ -17,105 +19,84 @@ from trajhub.storage.rows import (
 from trajhub.storage.sql import Params
 
 #: sort name → SQL expression; each is paired with trace_id for a total order
-SORTS = {
-    "start_time": "start_ns",
-    "duration": "duration_ms",
-    "tokens": "(input_tokens + output_tokens)",
-    "steps": "step_count",
-}
+SORTS = TRAJECTORY_SORTS
 
 
 @dataclass(frozen=True)
 class TrajectoryFilter:
-    start_ns: int | None = None
-    end_ns: int | None = None
-    agent: str | None = None
-    tool: str | None = None
-    model: str | None = None
-    framework: str | None = None
-    service: str | None = None
-    session_id: str | None = None
-    user_id: str | None = None
-    status: str | None = None
-    has_failed_tool_steps: bool | None = None
-    has_failed_model_steps: bool | None = None
-    has_error: bool | None = None
-    min_tokens: int | None = None
-    max_tokens: int | None = None
-    min_duration_ms: int | None = None
-    max_duration_ms: int | None = None
-    text: str | None = None
+    """A trajectory list query: `values` holds the filters of trajhub.records.trajectories'
+    TRAJECTORY_FILTER that were given, by name (times already in Unix ns)."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
     trace_ids: Sequence[str] | None = None
     sort: str = "start_time"
     descending: bool = True
     cursor: tuple[Any, str] | None = None
     limit: int = 50
 
+    def __post_init__(self) -> None:
+        unknown = set(self.values) - set(TRAJECTORY_FILTER.names())
+        if unknown:
+            raise ValueError(f"unknown trajectory filters: {sorted(unknown)}")
+
+
+def _status(value: Any, arg: Params) -> list[str]:
+    conditions = [f"status = {arg(value)}"]
+    if value == "open":
+        # the few open ones are listed in open_trajectories (migration 0016): start there
+        # rather than walk the project's trajectories for them
+        conditions.append("trace_id IN (SELECT o.trace_id FROM open_trajectories o "
+                          "WHERE o.project = $1)")
+    return conditions
+
+
+def _text(value: Any, arg: Params) -> list[str]:
+    if not value:
+        return []
+    # The text, ignoring case: root_input and root_output are stored lower-cased
+    # (storage/derivation_store.py, migration 0018), so this is exactly `ILIKE '%text%'`
+    # (which compares lower(run) with lower(pattern)) without lower-casing each run read.
+    # strpos rather than LIKE: no escaping of % and _, and a faster search.
+    needle = f"lower({arg(value)})"
+    substring = f"(strpos(root_input, {needle}) > 0 OR strpos(root_output, {needle}) > 0)"
+    if any(c.isalnum() for c in value):
+        # the word index (migration 0014) finds the runs having a word that starts with
+        # each word of the text (split as the lower-cased stored text was); the substring
+        # check then keeps those containing it. When most runs have every word (two common
+        # words, rarely adjacent), PostgreSQL walks the runs newest first instead, and this
+        # check is then what each run costs.
+        return [f"trajhub_search_words(root_input, root_output) @@ "
+                f"trajhub_prefix_query({needle}) AND {substring}"]
+    return [substring]  # no word to look up (punctuation only): a scan
+
+
+#: the filters whose condition is not a template (`Param.custom`), by name
+_CUSTOM: dict[str, Callable[[Any, Params], list[str]]] = {"status": _status, "q": _text}
+_missing = {p.name for p in TRAJECTORY_FILTER.params if p.custom} - set(_CUSTOM)
+assert not _missing, f"custom trajectory filters without a condition: {_missing}"
+
+
+def conditions(filter_: Filter, values: Mapping[str, Any], arg: Params,
+               custom: Mapping[str, Callable[[Any, Params], list[str]]]) -> list[str]:
+    """The SQL conditions of the given filters, in declaration order: each parameter's
+    template with its value as a query argument (a bool's condition or its negation)."""
+    where: list[str] = []
+    for p in filter_.params:
+        if p.name not in values or values[p.name] is None:
+            continue
+        value = values[p.name]
+        if p.custom:
+            where.extend(custom[p.name](value, arg))
+        elif p.type is bool:
+            where.append(p.condition if value else p.negated)
+        else:
+            where.append(p.condition.format(arg(value)))
+    return where
+
 
 def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params]:
     arg = Params(project)
-    where = ["project = $1"]
-
-    if f.start_ns is not None:
-        where.append(f"start_ns >= {arg(f.start_ns)}")
-    if f.end_ns is not None:
-        where.append(f"start_ns < {arg(f.end_ns)}")
-    # case-insensitive array containment, so the GIN indexes over the lower-cased names serve
-    # these (migration 0008)
-    if f.agent is not None:
-        where.append(f"trajhub_lower_all(agent_names) @> ARRAY[lower({arg(f.agent)})]")
-    if f.tool is not None:
-        where.append(f"trajhub_lower_all(tool_names) @> ARRAY[lower({arg(f.tool)})]")
-    if f.model is not None:
-        where.append(f"trajhub_lower_all(model_names) @> ARRAY[lower({arg(f.model)})]")
-    if f.service is not None:
-        where.append(f"service = {arg(f.service)}")
-    if f.session_id is not None:
-        where.append(f"session_id = {arg(f.session_id)}")
-    if f.user_id is not None:
-        where.append(f"user_id = {arg(f.user_id)}")
-    if f.framework is not None:
-        where.append(f"framework = {arg(f.framework)}")
-    if f.status is not None:
-        where.append(f"status = {arg(f.status)}")
-        if f.status == "open":
-            # the few open ones are listed in open_trajectories (migration 0016): start there
-            # rather than walk the project's trajectories for them
-            where.append("trace_id IN (SELECT o.trace_id FROM open_trajectories o "
-                         "WHERE o.project = $1)")
-    if f.has_failed_tool_steps is not None:
-        where.append("failed_tool_steps > 0" if f.has_failed_tool_steps
-                     else "failed_tool_steps = 0")
-    if f.has_failed_model_steps is not None:
-        where.append("failed_model_steps > 0" if f.has_failed_model_steps
-                     else "failed_model_steps = 0")
-    if f.has_error is not None:
-        where.append("has_error" if f.has_error else "NOT has_error")
-    if f.min_tokens is not None:
-        where.append(f"input_tokens + output_tokens >= {arg(f.min_tokens)}")
-    if f.max_tokens is not None:
-        where.append(f"input_tokens + output_tokens <= {arg(f.max_tokens)}")
-    if f.min_duration_ms is not None:
-        where.append(f"duration_ms >= {arg(f.min_duration_ms)}")
-    if f.max_duration_ms is not None:
-        where.append(f"duration_ms <= {arg(f.max_duration_ms)}")
-    if f.text:
-        # The text, ignoring case: root_input and root_output are stored lower-cased
-        # (storage/derivation_store.py, migration 0018), so this is exactly `ILIKE '%text%'`
-        # (which compares lower(run) with lower(pattern)) without lower-casing each run read.
-        # strpos rather than LIKE: no escaping of % and _, and a faster search.
-        needle = f"lower({arg(f.text)})"
-        substring = f"(strpos(root_input, {needle}) > 0 OR strpos(root_output, {needle}) > 0)"
-        if any(c.isalnum() for c in f.text):
-            # the word index (migration 0014) finds the runs having a word that starts with
-            # each word of the text (split as the lower-cased stored text was); the substring
-            # check then keeps those containing it. When most runs have every word (two common
-            # words, rarely adjacent), PostgreSQL walks the runs newest first instead, and this
-            # check is then what each run costs.
-            where.append(f"trajhub_search_words(root_input, root_output) @@ "
-                         f"trajhub_prefix_query({needle}) AND {substring}")
-        else:  # no word to look up (punctuation only): a scan
-            where.append(substring)
+    where = ["project = $1", *conditions(TRAJECTORY_FILTER, f.values, arg, _CUSTOM)]
     if f.trace_ids is not None:
         where.append(f"trace_id = ANY({arg(list(f.trace_ids))}::text[])")
     if f.cursor is not None:

@@ -15,7 +15,7 @@ from trajhub.evaluators import (
     evaluate,
 )
 from trajhub.evaluators.expected_agents_tools import AgentsToolsReason, expected_agents_tools
-from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.result import EvaluatorOutput
 from trajhub.evaluators.tool_call_accuracy import ToolCallAccuracyReason, tool_call_accuracy
 
 # seed 001 TEST_CASES
@@ -23,7 +23,7 @@ T1 = Expectations(agents=("simple_agent",), tools={"simple_agent": ("get_weather
 T2 = Expectations(agents=("simple_agent",), tools={"simple_agent": ("translate",)})
 
 
-def reason_of(result: EvaluationResult) -> AgentsToolsReason:
+def reason_of(result: EvaluatorOutput) -> AgentsToolsReason:
     assert isinstance(result.reason, AgentsToolsReason)
     return result.reason
 

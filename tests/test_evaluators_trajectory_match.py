@@ -16,7 +16,7 @@ from trajhub.evaluators import (
     TrajectoryMatchConfig,
     evaluate,
 )
-from trajhub.evaluators.result import EvaluationResult
+from trajhub.evaluators.result import EvaluatorOutput
 from trajhub.evaluators.trajectory_match import TrajectoryMatchReason, trajectory_match
 
 
@@ -32,11 +32,11 @@ def ref(*calls: tuple[str, dict[str, Any] | None]) -> Expectations:
     return Expectations(trajectory=tuple(ExpectedStep("tool", n, a) for n, a in calls))
 
 
-def match(doc: dict[str, Any], expected: Expectations, **options: Any) -> EvaluationResult:
+def match(doc: dict[str, Any], expected: Expectations, **options: Any) -> EvaluatorOutput:
     return trajectory_match(doc, expected, TrajectoryMatchConfig.from_dict(options))
 
 
-def why(result: EvaluationResult) -> TrajectoryMatchReason:
+def why(result: EvaluatorOutput) -> TrajectoryMatchReason:
     assert isinstance(result.reason, TrajectoryMatchReason)
     return result.reason
 

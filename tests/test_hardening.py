@@ -421,16 +421,24 @@ def test_the_trajectory_worker_records_a_trace_the_database_refuses_and_stores_t
     trajectory. (`server` has migrated the database.)"""
     from datetime import UTC, datetime
 
+    from trajhub.records import write_values
+    from trajhub.records.traces import TRACE_SUMMARY
+    from trajhub.records.trajectories import TRAJECTORY_SUMMARY
     from trajhub.service.derivation import store_results
-    from trajhub.storage.derivation_store import TraceRow, TrajectoryRow
+    from trajhub.storage.derivation_store import TraceWrite, TrajectoryWrite
 
     now = datetime.now(UTC)
     good_id, bad_id = os.urandom(16).hex(), os.urandom(16).hex()
 
-    def result(trace_id: str, root_name: str) -> tuple[TraceRow, TrajectoryRow]:
-        return (TraceRow(project, trace_id, "1" * 16, root_name, "svc", 1, 2, 1, 0, now),
-                TrajectoryRow(project, trace_id, "test", now, True, "{}", "[]", [], None,
-                              root_name=root_name))
+    def result(trace_id: str, root_name: str) -> tuple[TraceWrite, TrajectoryWrite]:
+        trace = write_values(TRACE_SUMMARY, None, {
+            "root_span_id": "1" * 16, "root_name": root_name, "service_name": "svc",
+            "start_ns": 1, "end_ns": 2, "span_count": 1, "error_count": 0,
+            "last_received_at": now})
+        summary = write_values(TRAJECTORY_SUMMARY, None, {
+            "normalizer_version": "test", "root_name": root_name})
+        return (TraceWrite(project, trace_id, trace),
+                TrajectoryWrite(project, trace_id, now, True, "{}", "[]", [], summary))
 
     async def scenario() -> dict[str, Any]:
         conn = await asyncpg.connect(database.url)

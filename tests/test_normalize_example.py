@@ -140,7 +140,7 @@ def test_example_structure() -> None:
     assert summary.agent_names == ["TravelPlannerAgent"]
     assert summary.tool_names == ["search_tool", "weather_tool"]
     assert summary.conventions == ["genai", "openinference"]
-    assert (summary.started_at_ms, summary.duration_ms) == (T0, 4500)
+    assert (summary.start_ns, summary.duration_ms) == (T0 * 1_000_000, 4500)
     assert summary.step_count == 5 and not summary.has_error
     # explanation in (start, end, id) order: step_001 starts with the agent but ends first
     assert [e.span_id for e in derivation.explanation][:3] == [

@@ -20,6 +20,8 @@ from tests.harness import (
     wait_for,
 )
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from trajhub.records import write_values
+from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 from trajhub.storage import derivation_store, trajectory_reads
 from trajhub.storage.migrate import migrate
 
@@ -156,16 +158,17 @@ def test_attribute_filters_match_span_values(server: ServerProcess, project: str
 
 
 def _run_row(trace_id: str, start_ns: int, question: str, answer: str
-             ) -> derivation_store.TrajectoryRow:
-    return derivation_store.TrajectoryRow(
-        project="p", trace_id=trace_id, normalizer_version="test", settle_at=datetime.now(UTC),
-        root_ended=True, document=None, explanation=None, warnings=[], derivation_error=None,
-        root_input=question, root_output=answer, start_ns=start_ns)
+             ) -> derivation_store.TrajectoryWrite:
+    return derivation_store.TrajectoryWrite(
+        project="p", trace_id=trace_id, settle_at=datetime.now(UTC), root_ended=True,
+        document=None, explanation=None, warnings=[], values=write_values(
+            TRAJECTORY_SUMMARY, None, {"normalizer_version": "test", "root_input": question,
+                                       "root_output": answer, "start_ns": start_ns}))
 
 
 async def _found(conn: asyncpg.Connection, q: str) -> set[str]:
     rows = await trajectory_reads.list_trajectories(
-        conn, "p", trajectory_reads.TrajectoryFilter(text=q, limit=1000))
+        conn, "p", trajectory_reads.TrajectoryFilter(values={"q": q}, limit=1000))
     return {r.trace_id for r in rows}
 
 
@@ -243,7 +246,7 @@ def test_free_text_reads_an_index(database: TestDatabase) -> None:
             async def plan(q: str) -> str:
                 cap = Captured()
                 await trajectory_reads.list_trajectories(
-                    cap, "p", trajectory_reads.TrajectoryFilter(text=q))  # type: ignore[arg-type]
+                    cap, "p", trajectory_reads.TrajectoryFilter(values={"q": q}))  # type: ignore[arg-type]
                 return "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + cap.sql, *cap.args))
 
             for q, index in (("weather forecast", "trajectories_by_start"),

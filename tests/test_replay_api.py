@@ -12,6 +12,7 @@ import hashlib
 import json
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,9 @@ def test_playback_contract_and_tool_results_of_every_instrumentation(
         assert [e["seq"] for e in evs] == list(range(len(evs)))
         starts = [e["started_at_ms"] for e in evs]
         assert starts == sorted(starts)
+        # the time vocabulary's start_time, and the deprecated started_at_ms, name one moment
+        assert [round(datetime.fromisoformat(e["start_time"]).timestamp() * 1000)
+                for e in evs] == starts
         assert r.headers["x-trajectory-revision"] == r.headers["etag"].strip('"')
         model_cost = steps[0]["cost"]
         assert model_cost == {"usd": None, "priced_as": None}  # fake-gpt-4o-mini has no price

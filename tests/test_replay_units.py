@@ -239,14 +239,14 @@ def test_the_replay_client_imports_no_server_code() -> None:
 
 
 def test_regression_items_without_a_run_are_missing_not_compared() -> None:
-    from trajhub.evaluators.regression import ItemRun, Verdict, aggregate, item_report
+    from trajhub.evaluators.regression import ItemSide, Verdict, aggregate, item_report
 
     run = [event(0, "model", "llm", tokens=(10, 5)), event(1, "tool", "search", {"q": "x"})]
     longer = [*run, event(2, "model", "llm", tokens=(10, 5))]
     reports = [
-        item_report("i1", ItemRun("t1", run, 100, 0.5, {"judge": Verdict(0.5, False)}),
-                    ItemRun("t2", longer, 90, 0.75, {"judge": Verdict(1.0, True)})),
-        item_report("i2", ItemRun("t3", run, 100, None), ItemRun(None, None,
+        item_report("i1", ItemSide("t1", run, 100, 0.5, {"judge": Verdict(0.5, False)}),
+                    ItemSide("t2", longer, 90, 0.75, {"judge": Verdict(1.0, True)})),
+        item_report("i2", ItemSide("t3", run, 100, None), ItemSide(None, None,
                                                                  problem="no run of this item")),
     ]
     first, missing = reports

@@ -43,7 +43,9 @@ def sampled(trace_id: str, rate: float) -> bool:
 
 
 @dataclass
-class FillOutcome:
+class FillTally:
+    """What a fill did so far, added while it runs (answered as models.FillOutcome)."""
+
     added: list[str] = field(default_factory=list)
     skipped_duplicates: int = 0
     sampled_out: int = 0
@@ -90,11 +92,11 @@ async def _candidates_by_query(conn: asyncpg.Connection, project: str,
 
 
 async def _candidates_by_id(conn: asyncpg.Connection, project: str, trace_ids: Sequence[str],
-                            outcome: FillOutcome) -> typing.AsyncIterator[str]:
+                            outcome: FillTally) -> typing.AsyncIterator[str]:
     wanted = list(dict.fromkeys(t.lower() for t in trace_ids))
     rows = await trajectory_reads.list_trajectories(
         conn, project, trajectory_reads.TrajectoryFilter(trace_ids=wanted, limit=len(wanted)))
-    status = {r.trace_id: r.status for r in rows}
+    status = {r.trace_id: r["status"] for r in rows}
     for trace_id in wanted:
         if trace_id not in status:
             outcome.not_found.append(trace_id)
@@ -108,9 +110,9 @@ async def fill(conn: asyncpg.Connection, project: str, dataset: int, *,
                trace_ids: Sequence[str] | None, f: trajectory_reads.TrajectoryFilter | None,
                sample_rate: float, limit: int, tags: Sequence[str],
                input_pointer: str | None = None, output_pointer: str | None = None
-               ) -> FillOutcome:
+               ) -> FillTally:
     """Add up to `limit` sampled trajectories that the set does not hold yet."""
-    outcome = FillOutcome()
+    outcome = FillTally()
     if trace_ids is not None:
         candidates = _candidates_by_id(conn, project, trace_ids, outcome)
     else:

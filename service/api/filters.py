@@ -1,70 +1,58 @@
 """The trajectory query: one typed model for `GET /api/v1/trajectories` and for filling an
-evaluation set by query (`POST /api/v1/datasets/{name}/fill`), so a filter added here works in
-both with the same name, type and checks."""
+evaluation set by query (`POST /api/v1/datasets/{name}/fill`). Its parameters are the filters
+trajhub.records.trajectories declares (TRAJECTORY_FILTER), so a filter declared there works in
+both with the same name, type and checks, and in the storage query, the CLI and the client."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
-from trajhub.service.api.common import Int64, Text, decode_cursor, time_ns
+from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SORTS
+from trajhub.service.api.common import Text, decode_cursor, time_ns
+from trajhub.service.api.records import query_model
 from trajhub.storage import trajectory_reads
 
 
-class TrajectoryQuery(BaseModel):
-    """Filters over trajectory summaries; every one given must match."""
+class TrajectoryQueryBase(BaseModel):
+    """What the generated query model does with its parameters."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    start: Text | None = Field(None, description="started at or after (RFC 3339 or Unix ns)")
-    end: Text | None = Field(None, description="started before (RFC 3339 or Unix ns)")
-    agent: Text | None = Field(None, description="has an agent (or graph) step of this name "
-                               "(case-insensitive)")
-    tool: Text | None = Field(None, description="called this tool (case-insensitive)")
-    model: Text | None = Field(None, description="called this model (case-insensitive)")
-    framework: Text | None = Field(None, description="langgraph, langchain, eino, …")
-    service: Text | None = Field(None, description="the service (resource `service.name`, or "
-                                 "Coze Loop's service name) of the run")
-    session_id: Text | None = Field(None, description="the session (conversation, thread) id "
-                                    "the instrumentation recorded")
-    user_id: Text | None = Field(None, description="the user id the instrumentation recorded")
-    status: Literal["open", "final"] | None = None
-    failed_tool_steps: bool | None = Field(None, description="has (true) or lacks (false) "
-                                           "failed tool steps")
-    failed_model_steps: bool | None = Field(None, description="has (true) or lacks (false) "
-                                            "failed model steps")
-    has_error: bool | None = Field(None, description="the root or any step failed")
-    min_tokens: Int64 | None = Field(None, description="input + output tokens")
-    max_tokens: Int64 | None = None
-    min_duration_ms: Int64 | None = None
-    max_duration_ms: Int64 | None = None
-    q: Text | None = Field(None, description="text in the root input or output, ignoring "
-                           "case: the text must occur as written, and each of its words must "
-                           "begin a word of the input or output (`weath` finds 'weather', "
-                           "`eather` does not). Words are split as PostgreSQL's text search "
-                           "splits them; only the first 100,000 characters of the input and of "
-                           "the output are searched. Text without letters or digits is matched "
-                           "by a slow scan.")
+    def filter_values(self) -> dict[str, Any]:
+        """The given filters by name, times as Unix ns; a bad time is a 400 naming its
+        parameter."""
+        values: dict[str, Any] = {}
+        for param in TRAJECTORY_FILTER.params:
+            value = getattr(self, param.name)
+            if value is None:
+                continue
+            if param.convert == "time":
+                try:
+                    value = time_ns(value, param.name)
+                except ValueError as exc:
+                    raise HTTPException(400, str(exc)) from None
+            values[param.name] = value
+        return values
 
     def to_filter(self, *, sort: str = "start_time", descending: bool = True,
                   cursor: tuple[object, str] | None = None, limit: int = 50
                   ) -> trajectory_reads.TrajectoryFilter:
-        """The storage filter; a bad time is a 400 naming its parameter."""
-        try:
-            start_ns, end_ns = time_ns(self.start, "start"), time_ns(self.end, "end")
-        except ValueError as exc:
-            raise HTTPException(400, str(exc)) from None
+        """The storage filter."""
         return trajectory_reads.TrajectoryFilter(
-            start_ns=start_ns, end_ns=end_ns, agent=self.agent, tool=self.tool,
-            model=self.model, framework=self.framework, service=self.service,
-            session_id=self.session_id, user_id=self.user_id, status=self.status,
-            has_failed_tool_steps=self.failed_tool_steps,
-            has_failed_model_steps=self.failed_model_steps, has_error=self.has_error,
-            min_tokens=self.min_tokens, max_tokens=self.max_tokens,
-            min_duration_ms=self.min_duration_ms, max_duration_ms=self.max_duration_ms,
-            text=self.q, sort=sort, descending=descending, cursor=cursor, limit=limit)
+            values=self.filter_values(), sort=sort, descending=descending, cursor=cursor,
+            limit=limit)
+
+
+# the generated model's fields are not known statically: type checkers see the base
+if TYPE_CHECKING:
+    TrajectoryQuery = TrajectoryQueryBase
+    SortName = str
+else:
+    TrajectoryQuery = query_model(TRAJECTORY_FILTER, TrajectoryQueryBase)
+    SortName = Literal[tuple(TRAJECTORY_SORTS)]
 
 
 class TrajectoryListQuery(TrajectoryQuery):
@@ -72,7 +60,7 @@ class TrajectoryListQuery(TrajectoryQuery):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    sort: Literal["start_time", "duration", "tokens", "steps"] = "start_time"
+    sort: SortName = "start_time"
     order: Literal["desc", "asc"] = "desc"
     # a plain int: the bounds of an Annotated Int32 would override these
     limit: int = Field(50, ge=1, le=1000)

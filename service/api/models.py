@@ -6,11 +6,16 @@ shape (`response_model` / `responses`), they are not on the hot path.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import ExtraValues
+
+from trajhub.records.evaluations import EVALUATION_RESULT
+from trajhub.records.traces import TRACE_SUMMARY
+from trajhub.records.trajectories import COST, TRAJECTORY_SUMMARY
+from trajhub.service.api.records import response_model
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN_ID = "00f067aa0ba902b7"
@@ -67,24 +72,25 @@ class ErrorDetail(BaseModel):
 
 # ------------------------------------------------------------------------------------ traces
 
-class TraceSummary(BaseModel):
-    trace_id: str
-    root_span_id: str
-    root_span_name: str
-    service_name: str
-    start_time: str = Field(description="RFC 3339")
-    start_time_unix_nano: str
-    duration_ms: float
-    span_count: int
-    error_count: int
+# The models of declared records (trajhub.records) are generated; type checkers see BaseModel.
+if TYPE_CHECKING:
+    TraceSummary = BaseModel
+    CostView = BaseModel
+    TrajectorySummary = BaseModel
+    EvaluationResult = BaseModel
+else:
+    #: a trace list row, as trajhub.records.traces declares it
+    TraceSummary = response_model(TRACE_SUMMARY)
+    #: money and tokens (trajhub.records.trajectories: COST)
+    CostView = response_model(COST)
+    #: a trajectory list row, as trajhub.records.trajectories declares it
+    TrajectorySummary = response_model(TRAJECTORY_SUMMARY)
+    #: an evaluation result, as trajhub.records.evaluations declares it
+    EvaluationResult = response_model(EVALUATION_RESULT)
 
 
 class TracePage(BaseModel):
-    model_config = example_config({"items": [{
-        "trace_id": TRACE_ID, "root_span_id": SPAN_ID, "root_span_name": "LangGraph",
-        "service_name": "weather-agent", "start_time": "2026-11-22T10:00:00Z",
-        "start_time_unix_nano": "1795341600000000000", "duration_ms": 2103.0,
-        "span_count": 12, "error_count": 0}], "next_cursor": None})
+    model_config = example_config({"items": [TRACE_SUMMARY.example()], "next_cursor": None})
     items: list[TraceSummary]
     next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
                                     "the last")
@@ -222,70 +228,9 @@ class ProjectList(BaseModel):
 
 # ------------------------------------------------------------------------------ trajectories
 
-class CostView(BaseModel):
-    input_tokens: int
-    output_tokens: int
-    cached_input_tokens: int
-    usd: float | None = Field(description="sum over the priced model steps; null when none "
-                              "had a price")
-    complete: bool = Field(description="every model step had a price")
-    unpriced_models: list[str]
-    currency: str
-    price_table: str
-    prices_as_of: str
-
-
-class TrajectorySummary(BaseModel):
-    trace_id: str
-    status: Literal["open", "final"]
-    revision: int
-    normalizer_version: str
-    framework: str
-    conventions: list[str]
-    root_name: str
-    agent_names: list[str]
-    tool_names: list[str]
-    model_names: list[str]
-    start_time: str
-    duration_ms: int
-    step_count: int
-    model_step_count: int
-    tool_step_count: int
-    input_tokens: int
-    output_tokens: int
-    failed_model_steps: int
-    failed_tool_steps: int
-    has_error: bool
-    derivation_error: str | None = Field(description="why the trace could not be turned into "
-                                         "a trajectory; null when it was")
-    service: str | None = Field(description="the service that ran it")
-    session_id: str | None = Field(description="session, conversation or thread id, where "
-                                   "the instrumentation recorded one")
-    user_id: str | None = Field(description="user id, where the instrumentation recorded one")
-    input_preview: str | None = Field(description="the start of the run's input (200 "
-                                      "characters at most)")
-    output_preview: str | None = Field(description="the start of the run's output")
-    cost: CostView = Field(description="tokens, and money where the price table lists the "
-                           "models (TRAJHUB_PRICES)")
-
-
-_SUMMARY_EXAMPLE = {
-    "trace_id": TRACE_ID, "status": "final", "revision": 1, "normalizer_version": "1",
-    "framework": "langgraph", "conventions": ["openinference"], "root_name": "LangGraph",
-    "agent_names": ["LangGraph"], "tool_names": ["get_weather"],
-    "model_names": ["gpt-4o-mini"], "start_time": "2026-11-22T10:00:00Z", "duration_ms": 2103,
-    "step_count": 3, "model_step_count": 2, "tool_step_count": 1, "input_tokens": 130,
-    "output_tokens": 19, "failed_model_steps": 0, "failed_tool_steps": 0, "has_error": False,
-    "derivation_error": None, "service": "weather-agent", "session_id": "session-demo-1",
-    "user_id": "user-42", "input_preview": "what is the weather in sf",
-    "output_preview": "It is sunny in sf.",
-    "cost": {"input_tokens": 130, "output_tokens": 19, "cached_input_tokens": 0,
-             "usd": 3.09e-05, "complete": True, "unpriced_models": [], "currency": "USD",
-             "price_table": "built-in", "prices_as_of": "2025-06-01"}}
-
-
 class TrajectoryPage(BaseModel):
-    model_config = example_config({"items": [_SUMMARY_EXAMPLE], "next_cursor": None, "total": 1})
+    model_config = example_config({"items": [TRAJECTORY_SUMMARY.example()],
+                                   "next_cursor": None, "total": 1})
     items: list[TrajectorySummary]
     next_cursor: str | None
     total: int | None = Field(None, description="how many match (only with `count=true`)")
@@ -500,22 +445,8 @@ class EvaluationPage(BaseModel):
     next_cursor: str | None
 
 
-class EvaluationResult(BaseModel):
-    item_id: str
-    evaluator: str
-    trace_id: str | None
-    score: float | None
-    passed: bool | None
-    error: str | None
-    reason: Any = Field(description="the evaluator's structured reason")
-    explanation: str | None
-
-
 class ResultPage(BaseModel):
-    model_config = example_config({"items": [{
-        "item_id": "6f1d0c6b1c7e4a0e9d5b0f3a8e2c4b71", "evaluator": "expected_agents_tools",
-        "trace_id": TRACE_ID, "score": 1.0, "passed": True, "error": None, "reason": {},
-        "explanation": "all expected agents and tools were called"}], "next_cursor": None})
+    model_config = example_config({"items": [EVALUATION_RESULT.example()], "next_cursor": None})
     items: list[EvaluationResult]
     next_cursor: str | None
 

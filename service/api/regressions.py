@@ -11,7 +11,7 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from trajhub.evaluators.pricing import PriceTable, run_cost
-from trajhub.evaluators.regression import ItemRun, Verdict, aggregate, item_report
+from trajhub.evaluators.regression import ItemSide, Verdict, aggregate, item_report
 from trajhub.normalizers.playback import run_duration_ms, step_events
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt
 from trajhub.service.api.models import ERRORS, example_config
@@ -176,19 +176,19 @@ async def _side(conn: Any, project: str, ref: RunRef, default_dataset: str | Non
     return side
 
 
-def _item_run(side: Side, item_id: str, docs: dict[str, Any], table: PriceTable) -> ItemRun:
+def _item_run(side: Side, item_id: str, docs: dict[str, Any], table: PriceTable) -> ItemSide:
     quality = side.quality.get(item_id, {})
     trace_id = side.traces.get(item_id)
     if trace_id is None:
-        return ItemRun(None, None, quality=quality, problem="no run of this item")
+        return ItemSide(None, None, quality=quality, problem="no run of this item")
     row = docs.get(trace_id)
     if row is None or row["document"] is None:
         why = row["derivation_error"] if row is not None else "no trajectory yet"
-        return ItemRun(trace_id, None, quality=quality, problem=f"trace {trace_id}: {why}")
+        return ItemSide(trace_id, None, quality=quality, problem=f"trace {trace_id}: {why}")
     document = orjson.loads(row["document"])
     events = step_events(document)
     cost = run_cost(table, events).run
-    return ItemRun(trace_id, events, run_duration_ms(document),
+    return ItemSide(trace_id, events, run_duration_ms(document),
                    cost.usd if cost.complete else None, quality)
 
 

@@ -14,12 +14,21 @@ from pydantic import BaseModel, Field
 from trajhub.evaluators.compare import compare
 from trajhub.evaluators.pricing import StepCost, run_cost
 from trajhub.normalizers.contract import ContractField, run_contract
-from trajhub.normalizers.playback import StepEvent, run_duration_ms, step_events, tool_results
+
+# the step events' parts are the normalizer's own dataclasses (one definition each)
+from trajhub.normalizers.playback import (
+    StepEvent,
+    Tokens,
+    run_duration_ms,
+    step_events,
+    tool_results,
+)
+from trajhub.normalizers.trajectory import StepError
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
 from trajhub.service.api.models import ERRORS, CostView, example_config
 from trajhub.service.prices import cost_json, table_for
 from trajhub.service.runtime import Runtime
-from trajhub.service.stored_spans import to_model
+from trajhub.service.stored_spans import iso_time, to_model
 from trajhub.storage import replay_reads
 
 router = APIRouter(prefix="/api/v1", tags=["replay"], dependencies=ROUTER_CHECKS,
@@ -107,18 +116,6 @@ class RunContract(BaseModel):
     unknown: list[str] = Field(description="the fields nothing recorded")
 
 
-class EventError(BaseModel):
-    code: int
-    msg: str
-
-
-class Tokens(BaseModel):
-    input: int
-    output: int
-    reasoning: int
-    cached_input: int
-
-
 class StepCostView(BaseModel):
     usd: float | None = Field(description="null: no price for this model")
     priced_as: str | None
@@ -136,11 +133,13 @@ class StepEventView(BaseModel):
     agent_step_id: str
     agent_path: list[str] = Field(description="the agent and graph activations from the "
                                   "outermost down to `agent`")
-    started_at_ms: int
+    start_time: str = Field(description="RFC 3339: when the step started")
+    started_at_ms: int = Field(description="the start as Unix milliseconds; deprecated: use "
+                               "`start_time` (kept for one version)", deprecated=True)
     duration_ms: int
     input: str
     output: str
-    error: EventError | None
+    error: StepError | None
     model: str | None
     tokens: Tokens | None
     tool_call_id: str | None
@@ -156,7 +155,7 @@ class ToolResultView(BaseModel):
     arguments_hash: str = Field(description="sha256 of the arguments' canonical JSON (keys "
                                 "sorted, no whitespace, integral floats as integers)")
     output: str
-    error: EventError | None
+    error: StepError | None
     step_id: str
     agent: str
     seq: int
@@ -348,6 +347,8 @@ class NDJSONResponse(Response):
 
 def event_json(event: StepEvent, costs: dict[str, StepCost]) -> dict[str, Any]:
     out = asdict(event)
+    # the API's time vocabulary (README, "Times"): the moment as RFC 3339 text
+    out["start_time"] = iso_time(event.started_at_ms * 1_000_000)
     cost = costs.get(event.step_id)
     out["cost"] = ({"usd": cost.usd, "priced_as": cost.priced_as}
                    if cost is not None and event.type == "model" else None)

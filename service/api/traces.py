@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 
+from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.service.api.common import (
     ROUTER_CHECKS,
     Key,
@@ -30,6 +31,7 @@ from trajhub.service.api.models import (
     TraceBody,
     TracePage,
 )
+from trajhub.service.api.records import answer
 from trajhub.service.api.views import trajectory_nodes
 from trajhub.service.ingest.decode import FORMAT_COZELOOP
 from trajhub.service.stored_spans import (
@@ -67,8 +69,9 @@ async def list_traces(
     cursor: Annotated[Text | None, Query(description="`next_cursor` of the previous page")]
     = None,
 ) -> Response:
-    """Each item: trace id, root span name, service, start, duration, span count, error count.
-    The list is filled by the derivation worker within moments of a trace's spans arriving."""
+    """Each item: trace id, root span, service, start and end, duration, span count, error
+    count. The list is filled by the derivation worker within moments of a trace's spans
+    arriving."""
     f = trace_reads.TraceFilter(
         start_ns=parse_time(start, "start"), end_ns=parse_time(end, "end"), service=service,
         span_name=span_name, has_error=has_error,
@@ -78,17 +81,7 @@ async def list_traces(
         limit=limit)
     async with rt.db.acquire() as conn:
         rows = await trace_reads.list_traces(conn, project, f)
-    items = [{
-        "trace_id": r.trace_id,
-        "root_span_id": r.root_span_id,
-        "root_span_name": r.root_name,
-        "service_name": r.service_name,
-        "start_time": iso_time(r.start_ns),
-        "start_time_unix_nano": str(r.start_ns),
-        "duration_ms": (r.end_ns - r.start_ns) / 1e6,
-        "span_count": r.span_count,
-        "error_count": r.error_count,
-    } for r in rows]
+    items = [answer(TRACE_SUMMARY, r) for r in rows]
     next_cursor = (encode_cursor(rows[-1].start_ns, rows[-1].trace_id)
                    if len(rows) == limit else None)
     return json_response({"items": items, "next_cursor": next_cursor})

@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from trajhub.normalizers import NORMALIZER_VERSION, DerivationError, derive
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.trajectory import trajectory_to_json
+from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 from trajhub.service.api.common import (
     ROUTER_CHECKS,
     Project,
@@ -35,51 +36,20 @@ from trajhub.service.api.models import (
     TrajectoryExplanation,
     TrajectoryPage,
 )
+from trajhub.service.api.records import answer
 from trajhub.service.auth import ADMIN
 from trajhub.service.errors import BadRequest, IngestError
 from trajhub.service.ingest.bodies import read_body, require_media
 from trajhub.service.ingest.decode import cozeloop_batch, decompress, otlp_batch, parse_otlp
 from trajhub.service.prices import summary_cost, table_for
-from trajhub.service.stored_spans import batch_spans, iso_time
+from trajhub.service.stored_spans import batch_spans
 from trajhub.storage import derivation_store, trajectory_reads
-from trajhub.storage.rows import TrajectorySummaryRow
 
 router = APIRouter(prefix="/api/v1", tags=["trajectories"],
                    dependencies=ROUTER_CHECKS, responses=ERRORS)
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-
-
-def summary_item(r: TrajectorySummaryRow) -> dict[str, Any]:
-    return {
-        "trace_id": r.trace_id,
-        "status": r.status,
-        "revision": r.revision,
-        "normalizer_version": r.normalizer_version,
-        "framework": r.framework,
-        "conventions": r.conventions,
-        "root_name": r.root_name,
-        "agent_names": r.agent_names,
-        "tool_names": r.tool_names,
-        "model_names": r.model_names,
-        "start_time": iso_time(r.start_ns),
-        "duration_ms": r.duration_ms,
-        "step_count": r.step_count,
-        "model_step_count": r.model_step_count,
-        "tool_step_count": r.tool_step_count,
-        "input_tokens": r.input_tokens,
-        "output_tokens": r.output_tokens,
-        "failed_model_steps": r.failed_model_steps,
-        "failed_tool_steps": r.failed_tool_steps,
-        "has_error": r.has_error,
-        "derivation_error": r.derivation_error,
-        "service": r.service,
-        "session_id": r.session_id,
-        "user_id": r.user_id,
-        "input_preview": r.input_preview,
-        "output_preview": r.output_preview,
-    }
 
 
 @router.get("/trajectories", summary="List trajectories (summaries), filtered and sorted",
@@ -95,10 +65,11 @@ async def list_trajectories(
         total = (await trajectory_reads.count_trajectories(conn, project, f)
                  if query.count else None)
     prices = table_for(rt.settings)
+    converters = {"cost": lambda usage: summary_cost(prices, usage)}
     next_cursor = (encode_cursor(rows[-1].sort_value, rows[-1].trace_id)
                    if len(rows) == f.limit else None)
     page: dict[str, Any] = {
-        "items": [summary_item(r) | {"cost": summary_cost(prices, r)} for r in rows],
+        "items": [answer(TRAJECTORY_SUMMARY, r, converters) for r in rows],
         "next_cursor": next_cursor}
     if total is not None:
         page["total"] = total

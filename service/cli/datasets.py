@@ -193,7 +193,7 @@ def format_failures(results: list[EvaluationResult]) -> str:
         if r.error is not None:
             lines.append(f"⚠️  {r.evaluator}: error: {r.error}")
         else:
-            lines.append(r.explanation.rstrip("\n"))
+            lines.append((r.explanation or "").rstrip("\n"))
     return "\n".join(lines)
 
 

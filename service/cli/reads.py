@@ -9,6 +9,9 @@ from typing import Any
 
 from trajhub.normalizers.document import parse_document
 from trajhub.normalizers.trajectory import BasicInfo, ModelInfo
+from trajhub.records import Cli, Field, Filter, Param, Record
+from trajhub.records.traces import TRACE_SUMMARY
+from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SORTS, TRAJECTORY_SUMMARY
 from trajhub.service.cli.common import (
     clip,
     connect,
@@ -22,6 +25,48 @@ from trajhub.service.cli.common import (
 
 def _filters(args: argparse.Namespace, names: tuple[str, ...]) -> dict[str, Any]:
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
+def _cell(item: Any, f: Field, cli: Cli) -> Any:
+    value = getattr(item, f.name)
+    if cli.format == "when":
+        return when(value)
+    if cli.format == "duration":
+        return duration(value)
+    if cli.format == "yes":
+        return "yes" if value else ""
+    if cli.format == "clip":
+        return clip(value, 40)
+    if cli.format == "sum":
+        return value + sum(getattr(item, other) for other in cli.plus)
+    return value
+
+
+def record_table(record: Record, items: list[Any]) -> str:
+    """A list as a table of the columns its declaration shows in the CLI (`Field.cli`)."""
+    columns = record.cli_columns()
+    return table([[_cell(item, f, cli) for f, cli in columns] for item in items],
+                 [cli.header for _, cli in columns],
+                 right=[i for i, (_, cli) in enumerate(columns) if cli.right])
+
+
+def add_filter_flags(parser: argparse.ArgumentParser, filter_: Filter) -> None:
+    """One flag per declared filter: `--session-id` for `session_id` (`-q` for a one-letter
+    name), typed as the filter is."""
+    for param in filter_.params:
+        parser.add_argument(param.flag, dest=param.name, metavar=param.metavar,
+                            help=param.cli_help or param.description, **_flag_type(param))
+
+
+def _flag_type(param: Param) -> dict[str, Any]:
+    choices = param.choices()
+    if choices is not None:
+        return {"choices": choices}
+    if param.type is bool:
+        return {"type": _bool}
+    if param.type is int:
+        return {"type": int}
+    return {}
 
 
 def _next_page(cursor: str | None) -> None:
@@ -62,11 +107,7 @@ def _traces_list(args: argparse.Namespace) -> int:
     if not page.items:
         print("no traces match")
         return 0
-    print(table([(t.trace_id, when(t.start_time), duration(t.duration_ms), t.span_count,
-                  t.error_count, t.service_name, clip(t.root_span_name, 40))
-                 for t in page.items],
-                ("TRACE ID", "START", "DURATION", "SPANS", "ERRORS", "SERVICE", "ROOT SPAN"),
-                right=(2, 3, 4)))
+    print(record_table(TRACE_SUMMARY, page.items))
     _next_page(page.next_cursor)
     return 0
 
@@ -105,10 +146,7 @@ def _traces_show(args: argparse.Namespace) -> int:
 
 # --- trajectories --------------------------------------------------------------------------
 
-_TRAJECTORY_FILTERS = ("start", "end", "agent", "tool", "model", "framework", "status",
-                       "failed_tool_steps", "failed_model_steps", "has_error", "min_tokens",
-                       "max_tokens", "min_duration_ms", "max_duration_ms", "q", "service",
-                       "session_id", "user_id", "sort", "order")
+_TRAJECTORY_FILTERS = (*TRAJECTORY_FILTER.names(), "sort", "order")
 
 
 def _trajectories_list(args: argparse.Namespace) -> int:
@@ -125,12 +163,7 @@ def _trajectories_list(args: argparse.Namespace) -> int:
         return 0
     if page.total is not None:
         print(f"{page.total} trajectories match")
-    print(table([(t.trace_id, t.status, when(t.start_time), duration(t.duration_ms),
-                  t.step_count, t.input_tokens + t.output_tokens,
-                  "yes" if t.has_error else "", t.agent_names, t.tool_names)
-                 for t in page.items],
-                ("TRACE ID", "STATUS", "START", "DURATION", "STEPS", "TOKENS", "ERROR",
-                 "AGENTS", "TOOLS"), right=(3, 4, 5)))
+    print(record_table(TRAJECTORY_SUMMARY, page.items))
     _next_page(page.next_cursor)
     return 0
 
@@ -236,30 +269,8 @@ def register(sub: Any) -> None:
     p = tj.add_parser("list", parents=[common], help="trajectory summaries, filtered",
                       description="Trajectory summaries; the flags are the filters of "
                                   "GET /api/v1/trajectories.")
-    p.add_argument("--start", help="started at or after (RFC 3339 or Unix ns)")
-    p.add_argument("--end", help="started before (RFC 3339 or Unix ns)")
-    p.add_argument("--agent", help="has an agent (or graph) step of this name")
-    p.add_argument("--tool", help="called this tool")
-    p.add_argument("--model", help="called this model")
-    p.add_argument("--framework", help="langgraph, langchain, eino, …")
-    p.add_argument("--status", choices=("open", "final"))
-    p.add_argument("--service", help="the service that recorded the run")
-    p.add_argument("--session-id", help="the run's session id")
-    p.add_argument("--user-id", help="the run's user id")
-    p.add_argument("--failed-tool-steps", type=_bool, metavar="true|false",
-                   help="has (true) or lacks (false) a failed tool step")
-    p.add_argument("--failed-model-steps", type=_bool, metavar="true|false",
-                   help="has (true) or lacks (false) a failed model step")
-    p.add_argument("--has-error", type=_bool, metavar="true|false",
-                   help="the root or any step failed (true) or none did (false)")
-    p.add_argument("--min-tokens", type=int)
-    p.add_argument("--max-tokens", type=int)
-    p.add_argument("--min-duration-ms", type=int)
-    p.add_argument("--max-duration-ms", type=int)
-    p.add_argument("-q", dest="q", metavar="TEXT",
-                   help="text in the run's input or output (each of its words must begin a "
-                   "word there; see the API's `q`)")
-    p.add_argument("--sort", choices=("start_time", "duration", "tokens", "steps"))
+    add_filter_flags(p, TRAJECTORY_FILTER)
+    p.add_argument("--sort", choices=tuple(TRAJECTORY_SORTS))
     p.add_argument("--order", choices=("desc", "asc"))
     p.add_argument("--count", action="store_true",
                    help="also print how many trajectories match in all")

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+from datetime import datetime
 from typing import Any, TextIO
 
 from trajhub.service.cli.common import connect, server_options
@@ -38,15 +39,20 @@ def _short(text: str, full: bool) -> str:
     return text if full or len(text) <= PREVIEW else text[:PREVIEW - 1] + "…"
 
 
+def _seconds(time: str) -> float:
+    """An RFC 3339 time (the API's `start_time`) as Unix seconds."""
+    return datetime.fromisoformat(time).timestamp()
+
+
 def timeline(events: list[dict[str, Any]], paint: Paint, full: bool = False) -> list[str]:
     """The lines of a run's timeline: offset from the first step, agent, step, timing, tokens,
     cost and error, then the step's input and output."""
     if not events:
         return ["(no steps)"]
-    t0 = min(e["started_at_ms"] for e in events)
+    t0 = min(_seconds(e["start_time"]) for e in events)
     lines = []
     for e in events:
-        offset = f"+{(e['started_at_ms'] - t0) / 1000:.3f}s"
+        offset = f"+{_seconds(e['start_time']) - t0:.3f}s"
         head = (f"{paint(f'{offset:<9}', 'dim')} {e['seq']:>3} "
                 f"[{e['agent']}] {paint(e['type'], e['type'])} {paint(e['name'], 'bold')} "
                 f"{e['duration_ms']}ms")

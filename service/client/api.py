@@ -23,6 +23,8 @@ import httpx
 import orjson
 
 from trajhub import __version__
+from trajhub.records import Filter
+from trajhub.records.trajectories import TRAJECTORY_FILTER
 from trajhub.service.client.models import (
     Dataset,
     DatasetItem,
@@ -88,6 +90,22 @@ def error_detail(response: httpx.Response) -> str:
             parts.append(f"{'.'.join(loc)}: {msg}" if loc else msg)
         return "; ".join(parts)
     return response.text.strip() or response.reason_phrase
+
+
+def checked_filters(filter_: Filter, filters: Mapping[str, Any], also: Sequence[str] = ()
+                    ) -> Mapping[str, Any]:
+    """`filters` when every name is one of the declared filters (or in `also`); a TypeError
+    naming the unknown ones and the known ones otherwise, before anything is sent."""
+    known = (*filter_.names(), *also)
+    unknown = sorted(set(filters) - set(known))
+    if unknown:
+        raise TypeError(f"unknown filter(s) {', '.join(unknown)}; the filters are: "
+                        f"{', '.join(known)}")
+    return filters
+
+
+def _filter_doc(filter_: Filter) -> str:
+    return "\n".join(f"        {p.name}: {p.description}" for p in filter_.params)
 
 
 def _query(filters: Mapping[str, Any]) -> dict[str, Any]:
@@ -209,10 +227,20 @@ class TrajhubClient:
 
     def list_trajectories(self, *, limit: int = 50, cursor: str | None = None,
                           **filters: Any) -> Page[TrajectorySummary]:
-        """Summaries; filters are GET /trajectories' query parameters (agent, tool, model,
-        status, has_error, start, end, q, sort, order, count, …)."""
+        """Summaries. The keyword arguments are GET /trajectories' query parameters: `sort`
+        (start_time, duration, tokens, steps), `order` (desc, asc), `count` (True adds
+        `total`), and these filters (an unknown name is a TypeError):
+
+{filters}
+        """
+        checked_filters(TRAJECTORY_FILTER, filters, ("sort", "order", "count"))
         return self._page("/trajectories", TrajectorySummary.from_json,
                           {**filters, "limit": limit, "cursor": cursor})
+
+    # the filters come from their declaration (trajhub.records.trajectories)
+    if list_trajectories.__doc__:
+        list_trajectories.__doc__ = list_trajectories.__doc__.replace(
+            "{filters}", _filter_doc(TRAJECTORY_FILTER))
 
     def get_trajectory(self, trace_id: str) -> StoredTrajectory:
         response = self._send("GET", f"/trajectories/{trace_id}")

@@ -1,12 +1,21 @@
 """What the REST API returns, as typed objects. Each class reads the fields it knows from a
-response body and ignores the rest, so a newer server with more fields still works."""
+response body and ignores the rest, so a newer server with more fields still works.
+
+The summaries of the trace and trajectory lists are generated from their declarations
+(trajhub.records, which is plain data: the client still imports nothing of the server), so they
+hold exactly the fields the API serves, with the same types."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
+
+from trajhub.records import Field, Record, empty_value, is_optional
+from trajhub.records.evaluations import EVALUATION_RESULT
+from trajhub.records.traces import TRACE_SUMMARY
+from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 
 T = TypeVar("T")
 
@@ -37,46 +46,68 @@ class Project(_FromJson):
 
 
 @dataclass(frozen=True)
-class TraceSummary(_FromJson):
-    trace_id: str
-    root_span_id: str | None = None
-    root_span_name: str | None = None
-    service_name: str | None = None
-    start_time: str | None = None
-    start_time_unix_nano: str | None = None
-    duration_ms: float | None = None
-    span_count: int = 0
-    error_count: int = 0
+class RecordModel(_FromJson):
+    """Base of the models generated from a record declaration (`record_model`): one attribute
+    per served field, nested records as their own models."""
+
+    record: ClassVar[Record]
+
+    if TYPE_CHECKING:
+        # the fields are generated: type checkers see each as Any
+        def __getattr__(self, name: str) -> Any: ...
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Self:
+        values = {}
+        for f in cls.record.served:
+            if f.name not in data:
+                continue
+            value = data[f.name]
+            if isinstance(f.type, Record) and isinstance(value, Mapping):
+                value = record_model(f.type).from_json(value)
+            values[f.name] = value
+        return cls(**values)
 
 
-@dataclass(frozen=True)
-class TrajectorySummary(_FromJson):
-    trace_id: str
-    status: str
-    revision: int = 0
-    normalizer_version: str | None = None
-    framework: str | None = None
-    conventions: list[str] = field(default_factory=list)
-    root_name: str | None = None
-    agent_names: list[str] = field(default_factory=list)
-    tool_names: list[str] = field(default_factory=list)
-    model_names: list[str] = field(default_factory=list)
-    start_time: str | None = None
-    duration_ms: float | None = None
-    step_count: int = 0
-    model_step_count: int = 0
-    tool_step_count: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    failed_model_steps: int = 0
-    failed_tool_steps: int = 0
-    has_error: bool = False
-    derivation_error: str | None = None
-    service: str | None = None
-    session_id: str | None = None
-    user_id: str | None = None
-    input_preview: str | None = None
-    output_preview: str | None = None
+_CLIENT_MODELS: dict[Record, type[RecordModel]] = {}
+
+
+def _attribute(f: Field, required: bool) -> tuple[str, Any, Any]:
+    if isinstance(f.type, Record):
+        return f.name, record_model(f.type) | None, dataclasses.field(default=None)
+    if required:
+        return f.name, f.type, dataclasses.field()
+    empty = empty_value(f.type)
+    if isinstance(empty, tuple):  # a list: its own empty list per object
+        return f.name, f.type, dataclasses.field(default_factory=list)
+    return f.name, f.type, dataclasses.field(default=None if is_optional(f.type) else empty)
+
+
+def record_model(record: Record) -> type[RecordModel]:
+    """The frozen dataclass of a served record: its key field (`written_by="key"`) required,
+    every other field defaulting to its type's empty value, so an answer from an older server
+    (without a newer field) still reads."""
+    if record not in _CLIENT_MODELS:
+        attributes = [_attribute(f, f.written_by == "key") for f in record.served]
+        model = dataclasses.make_dataclass(
+            record.name, attributes, bases=(RecordModel,), frozen=True,
+            namespace={"record": record, "__doc__": record.description,
+                       "__module__": __name__})
+        _CLIENT_MODELS[record] = model
+    return _CLIENT_MODELS[record]
+
+
+if TYPE_CHECKING:
+    TraceSummary = RecordModel
+    TrajectorySummary = RecordModel
+    EvaluationResult = RecordModel
+else:
+    #: a row of the trace list (trajhub.records.traces)
+    TraceSummary = record_model(TRACE_SUMMARY)
+    #: a row of the trajectory list (trajhub.records.trajectories), with its `cost`
+    TrajectorySummary = record_model(TRAJECTORY_SUMMARY)
+    #: one evaluator's result for one item (trajhub.records.evaluations)
+    EvaluationResult = record_model(EVALUATION_RESULT)
 
 
 @dataclass(frozen=True)
@@ -193,15 +224,3 @@ class Evaluation(_FromJson):
         return dataclasses.replace(
             out, aggregates=[EvaluatorAggregate.from_json(a) for a in data.get("aggregates", [])],
             items=ItemOutcomes.from_json(data["items"]) if data.get("items") else None)
-
-
-@dataclass(frozen=True)
-class EvaluationResult(_FromJson):
-    item_id: str
-    evaluator: str
-    trace_id: str | None = None
-    score: float | None = None
-    passed: bool | None = None
-    error: str | None = None
-    reason: Any = None
-    explanation: str = ""

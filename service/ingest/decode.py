@@ -30,7 +30,7 @@ from trajhub.service.errors import BadRequest, PayloadTooLarge, UnsupportedMedia
 from trajhub.service.ingest.otlp_json import parse_request
 from trajhub.service.projects import DEFAULT_PROJECT, InvalidProject, validate_project
 from trajhub.storage.pgtext import pg_text
-from trajhub.storage.span_writer import SpanRow
+from trajhub.storage.span_writer import SpanWrite
 
 #: what a stored span's `body` holds: a serialized OTLP Span, or Coze Loop's native JSON
 FORMAT_OTLP = 1
@@ -100,14 +100,14 @@ class Batch:
     """What one request stores: rows keyed by (project, trace_id, span_id), the resource
     envelopes they reference, and the spans rejected."""
 
-    rows: dict[tuple[str, str, str], SpanRow] = field(default_factory=dict)
+    rows: dict[tuple[str, str, str], SpanWrite] = field(default_factory=dict)
     resources: dict[int, bytes] = field(default_factory=dict)
     #: the decoded OTLP span of each OTLP row, so deriving from this request parses nothing again
     parsed: dict[tuple[str, str, str], Span] = field(default_factory=dict)
     rejected: int = 0
     reasons: list[str] = field(default_factory=list)
 
-    def add(self, row: SpanRow, parsed: Span | None = None) -> None:
+    def add(self, row: SpanWrite, parsed: Span | None = None) -> None:
         key = (row.project, row.trace_id, row.span_id)
         kept = self.rows.get(key)
         # a span sent twice in one request: keep the version that ended last
@@ -259,7 +259,7 @@ def otlp_batch(request: ExportTraceServiceRequest, project: str | None,
                     continue
                 parent = span.parent_span_id
                 used = True
-                batch.add(SpanRow(
+                batch.add(SpanWrite(
                     project=rs_project,
                     trace_id=span.trace_id.hex(),
                     span_id=span.span_id.hex(),
@@ -373,7 +373,7 @@ def cozeloop_batch(body: bytes, project: str | None) -> Batch:
             continue
         start_ns, end_ns = cozeloop_wire.span_times_ns(raw["started_at_micros"],
                                                        raw.get("duration_micros", 0))
-        batch.add(SpanRow(
+        batch.add(SpanWrite(
             project=span_project,
             trace_id=raw["trace_id"].lower(),
             span_id=raw["span_id"].lower(),

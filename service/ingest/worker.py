@@ -97,7 +97,7 @@ class _Worker:
             if await span_writer.write_spans(conn, batch.rows.values(), new_resources):
                 if derived:
                     stored = await derivation_store.claim_whole(
-                        conn, {key: r[0].span_count for key, r in derived.items()})
+                        conn, {key: r[0].values["span_count"] for key, r in derived.items()})
                     await derivation.store_results(conn, [derived[key] for key in stored])
                 await span_writer.queue_changes(conn, traces.difference(stored))
         self.known_resources.update(new_resources)

@@ -20,7 +20,7 @@ from trajhub.evaluators import (
     JUDGES,
     REGISTRY,
     ConfigError,
-    EvaluationResult,
+    EvaluatorOutput,
     Expectations,
     JudgeContext,
     evaluate,
@@ -186,7 +186,7 @@ async def _documents(conn: asyncpg.Connection, project: str, target: Target,
 
 async def _evaluate_item(item: asyncpg.Record, doc: _Doc, runs: Sequence[EvaluatorRun],
                          judge: JudgeClient | None) -> list[evaluations.ResultRow]:
-    def row(name: str, result: EvaluationResult | None, error: str | None
+    def row(name: str, result: EvaluatorOutput | None, error: str | None
             ) -> evaluations.ResultRow:
         data = result.to_dict() if result is not None else None
         return evaluations.ResultRow(

@@ -32,7 +32,7 @@ function eventItem(event, t0) {
   const cost = event.cost;
   const summary = h("summary", null,
     h("span", {class: "num muted seq"}, `${event.seq}`),
-    h("span", {class: "num when"}, `+${fmtMs(event.started_at_ms - t0)}`),
+    h("span", {class: "num when"}, `+${fmtMs(Date.parse(event.start_time) - t0)}`),
     h("span", {class: "event-agent", title: event.agent_path.join(" › ")}, event.agent),
     h("span", {class: `type type-${event.type}`}, event.type),
     h("strong", {class: "event-name"}, event.name),
@@ -59,7 +59,7 @@ function eventItem(event, t0) {
 /** The playback: every event in order, its head line always visible, its payloads on demand. */
 export function playbackView(data, view) {
   const {events} = data;
-  const t0 = events.length ? Math.min(...events.map((e) => e.started_at_ms)) : 0;
+  const t0 = events.length ? Math.min(...events.map((e) => Date.parse(e.start_time))) : 0;
   const agents = new Set(events.map((e) => e.agent_step_id)).size;
   const failed = events.filter((e) => e.error).length;
   const list = h("ol", {class: "playback", id: "playback"}, events.map((e) => eventItem(e, t0)));

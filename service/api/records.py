@@ -1,0 +1,90 @@
+"""The REST API's side of the record declarations (trajhub.records): the pydantic response
+model of a record and its answer from a read row, and the query-parameter model of a filter.
+A field or filter declared there appears here, in /openapi.json and in the answers, with no
+change to this module."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import Field as PydanticField
+
+from trajhub.records import Field, Filter, Record
+from trajhub.service.api.common import Int64, Text
+from trajhub.service.stored_spans import iso_time
+
+#: the models built so far, by record (a nested record is built once and shared)
+_MODELS: dict[Record, type[BaseModel]] = {}
+
+#: how a stored value becomes the served one (`Field.convert`); the API adds its own
+#: converters per request (the price table's "cost")
+CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "time": iso_time,
+    "ns_text": str,
+}
+
+
+def _annotation(field: Field) -> Any:
+    if isinstance(field.type, Record):
+        return response_model(field.type)
+    return field.type
+
+
+def _field_info(field: Field, required: bool = True) -> Any:
+    extra: dict[str, Any] = {}
+    if field.deprecated:
+        extra["deprecated"] = True
+    description = field.description
+    if field.deprecated:
+        description = (f"{description}; " if description else "") + \
+            f"deprecated: use `{field.deprecated}` (kept for one version)"
+    return PydanticField(... if required else None, description=description or None, **extra)
+
+
+def response_model(record: Record, config: ConfigDict | None = None) -> type[BaseModel]:
+    """The pydantic model of a served record: its served fields in declaration order, each
+    required (the API always sends every field, null where declared optional)."""
+    if record in _MODELS:
+        return _MODELS[record]
+    fields: dict[str, Any] = {f.name: (_annotation(f), _field_info(f)) for f in record.served}
+    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        record.name, __config__=config, __doc__=record.description, **fields)
+    _MODELS[record] = model
+    return model
+
+
+def answer(record: Record, row: Mapping[str, Any],
+           converters: Mapping[str, Callable[[Any], Any]] | None = None) -> dict[str, Any]:
+    """A read row (`Record.select_list`) as the record's JSON: each served field from its key,
+    through its converter (None stays None)."""
+    convert = {**CONVERTERS, **(converters or {})}
+    out: dict[str, Any] = {}
+    for f in record.served:
+        value = row[f.read_key]
+        if f.convert and value is not None:
+            value = convert[f.convert](value)
+        out[f.name] = value
+    return out
+
+
+def _param_annotation(param_type: Any) -> Any:
+    if param_type is str:
+        return Text
+    if param_type is int:
+        return Int64
+    return param_type
+
+
+def query_model(filter_: Filter, base: type[BaseModel]) -> type[BaseModel]:
+    """The pydantic model of a filter's query parameters, on `base` (which holds the
+    behaviour: turning the parameters into the storage filter). Every parameter is optional."""
+    fields: dict[str, Any] = {
+        p.name: (_param_annotation(p.type) | None,
+                 PydanticField(None, description=p.description or None))
+        for p in filter_.params}
+    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        filter_.name, __base__=base, __doc__=filter_.description, __module__=base.__module__,
+        **fields)
+    return model
