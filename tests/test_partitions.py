@@ -22,7 +22,7 @@ import pytest
 from tests.harness import ServerProcess, TestDatabase, run, separate_database, wait_for
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.storage import span_writer, trace_reads
-from trajhub.storage.migrate import migrate, migration_files
+from trajhub.storage.migrate import migrate
 
 WIDTH_SECONDS = 3.0
 RETENTION_SECONDS = 6.0
@@ -192,19 +192,6 @@ DAY1 = datetime(2025, 3, 1, 23, 59, 30, tzinfo=UTC)
 DAY2 = DAY1 + timedelta(minutes=1)  # past midnight
 
 
-async def _migrate_before_partitions(conn: asyncpg.Connection) -> None:
-    """Apply the migrations before 0021: the store as a previous version left it."""
-    await conn.execute("CREATE TABLE schema_migrations (number integer PRIMARY KEY, "
-                       "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())")
-    for number, name, sql in migration_files():
-        if number >= 21:
-            break
-        async with conn.transaction():
-            await conn.execute(sql)
-            await conn.execute("INSERT INTO schema_migrations (number, name) VALUES ($1, $2)",
-                               number, name)
-
-
 def _old_span(trace_id: str, span_id: str, received: datetime) -> tuple[Any, ...]:
     return ("old", trace_id, span_id, "", "op", 1, 1, 2, 0, "svc", None, 1, "{}",
             b"body-" + span_id.encode(), received)
@@ -217,7 +204,7 @@ def test_an_existing_store_is_converted(database: TestDatabase) -> None:
         conn = await asyncpg.connect(url, server_settings={"plan_cache_mode":
                                                           "force_custom_plan"})
         try:
-            await _migrate_before_partitions(conn)
+            await migrate(conn, before=21)  # the store as the previous version left it
             # trace a: spans on both sides of midnight; trace b: one span on the second day
             await conn.copy_records_to_table(
                 "spans", records=[_old_span(a, "1" * 16, DAY1), _old_span(a, "2" * 16, DAY2),
