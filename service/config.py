@@ -94,7 +94,8 @@ class Settings(BaseSettings):
 
     @property
     def partition_width(self) -> timedelta:
-        return timedelta(minutes=self.partition_minutes)
+        # whole seconds: partitions are named after their start to the second
+        return timedelta(seconds=max(1, round(self.partition_minutes * 60)))
 
     @property
     def cors_origin_list(self) -> list[str]:
