@@ -21,7 +21,7 @@ import pytest
 
 from tests.harness import ServerProcess, TestDatabase, run, separate_database, wait_for
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
-from trajhub.storage import span_writer, trace_reads
+from trajhub.storage import retention, span_writer, trace_reads
 from trajhub.storage.migrate import migrate
 
 WIDTH_SECONDS = 3.0
@@ -284,6 +284,68 @@ def test_an_existing_store_is_converted(database: TestDatabase) -> None:
             assert len(await trace_reads.trace_spans(conn, "old", a)) == 2
         finally:
             await conn.close()
+
+    with separate_database(database) as url:
+        run(check(url))
+
+
+def test_a_span_written_while_its_partition_is_dropped_keeps_it(database: TestDatabase) -> None:
+    """Ingest holds its trace's key until it commits; dropping the partition takes the keys
+    first, so it waits, then sees the acknowledged span (its trace queued for derivation) and
+    keeps the partition."""
+    old = span_writer.SpanRow("p", "c" * 32, "1" * 16, "", "op", 1, 1, 2, 0, "svc", None, 1,
+                              "{}", b"old")
+    late = old._replace(span_id="2" * 16, body=b"late")
+    lower = datetime(2020, 1, 1, tzinfo=UTC)
+
+    async def check(url: str) -> None:
+        ingest, sweep = await asyncpg.connect(url), await asyncpg.connect(url)
+        try:
+            await migrate(ingest)
+            await ingest.execute("SELECT trajhub_create_partition($1, $2)",
+                                 lower, lower + timedelta(days=1))
+            [part] = [p for p in await retention.partitions(ingest) if p.lower == lower]
+            await ingest.execute("INSERT INTO trace_keys VALUES ('p', $1, $2)",
+                                 old.trace_id, lower + timedelta(hours=12))
+            await span_writer.prepare(ingest)
+            async with ingest.transaction():
+                assert await span_writer.write_spans(ingest, [old], {})
+            await ingest.execute(
+                "INSERT INTO traces (project, trace_id, root_span_id, root_name, service_name, "
+                "start_ns, end_ns, span_count, error_count, last_received_at, first_seen) "
+                "VALUES ('p', $1, $2, 'op', 'svc', 1, 2, 1, 0, $3, $4)",
+                old.trace_id, old.span_id, lower + timedelta(hours=12),
+                lower + timedelta(hours=12))
+
+            now = datetime.now(UTC)
+            assert await retention.partition_expired(sweep, part, lambda p: 1.0, now)
+            tx = ingest.transaction()
+            await tx.start()
+            assert await span_writer.write_spans(ingest, [late], {})
+            await span_writer.queue_changes(ingest, [("p", old.trace_id)])
+            dropping = asyncio.ensure_future(
+                retention.drop_partition(sweep, part, lambda p: 1.0, now))
+            await asyncio.sleep(0.5)
+            assert not dropping.done()  # waiting for the ingest's key
+            await tx.commit()
+            assert await dropping is False
+            assert await ingest.fetchval("SELECT count(*) FROM spans WHERE trace_id = $1",
+                                         old.trace_id) == 2
+            assert await ingest.fetchval("SELECT first_seen FROM trace_keys WHERE trace_id = $1",
+                                         old.trace_id) == lower + timedelta(hours=12)
+            assert await ingest.fetchval("SELECT to_regclass($1) IS NOT NULL",
+                                         part.name("spans"))
+
+            # once derived and expired, the partition goes, keys and all
+            await ingest.execute("DELETE FROM trace_changes")
+            assert await retention.drop_partition(sweep, part, lambda p: 1.0, now)
+            assert await ingest.fetchval("SELECT count(*) FROM spans WHERE trace_id = $1",
+                                         old.trace_id) == 0
+            assert not await ingest.fetchval("SELECT count(*) FROM trace_keys")
+            assert await ingest.fetchval("SELECT to_regclass($1)", part.name("spans")) is None
+        finally:
+            await ingest.close()
+            await sweep.close()
 
     with separate_database(database) as url:
         run(check(url))
