@@ -47,10 +47,20 @@ FROM generate_series($3::bigint, $2::bigint) g, generate_series(1, $4) s
 """
 
 
+# every trace's partition key (migration 0021), as ingest records it with its first span
+_FILL_KEYS = """
+INSERT INTO trace_keys (project, trace_id, first_seen)
+SELECT $1, md5(g::text), trajhub_partition_time(now())
+FROM generate_series($3::bigint, $2::bigint) g
+"""
+
+
 async def fill(conn: asyncpg.Connection, start: int, size: int, spans: int,
                received: datetime) -> None:
-    await conn.execute(_FILL_TRACES, PROJECT, size, received, spans, start)
-    await conn.execute(_FILL_SPANS, PROJECT, size, start, spans)
+    async with conn.transaction():  # one now(): the rows' first_seen default is the keys'
+        await conn.execute(_FILL_KEYS, PROJECT, size, start)
+        await conn.execute(_FILL_TRACES, PROJECT, size, received, spans, start)
+        await conn.execute(_FILL_SPANS, PROJECT, size, start, spans)
     await conn.execute("ANALYZE traces; ANALYZE spans")
 
 
@@ -58,7 +68,8 @@ async def bench(url: str, sizes: list[int], spans: int, rounds: int) -> None:
     conn = await asyncpg.connect(url)
     try:
         await migrate(conn)
-        await conn.execute("TRUNCATE spans, traces, trajectories, trace_changes CASCADE")
+        await conn.execute(
+            "TRUNCATE spans, traces, trajectories, trace_changes, trace_keys CASCADE")
         received = datetime.now(UTC) - timedelta(days=30)
         cutoff = datetime.now(UTC) - timedelta(days=1)
         filled = 0

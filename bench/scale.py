@@ -485,16 +485,22 @@ async def sizes(database_url: str) -> dict[str, Any]:
         out: dict[str, Any] = {"database_bytes": await conn.fetchval(
             "SELECT pg_database_size(current_database())")}
         for table in ("spans", "traces", "trajectories"):
+            # summed over the time partitions (migration 0021; a plain table is its own tree)
             row = await conn.fetchrow(
-                "SELECT pg_total_relation_size($1::regclass) AS total, "
-                "pg_indexes_size($1::regclass) AS indexes, "
-                "(SELECT reltuples::bigint FROM pg_class WHERE oid = $1::regclass) AS rows",
-                table)
+                "SELECT sum(pg_total_relation_size(p.relid))::bigint AS total, "
+                "sum(pg_indexes_size(p.relid))::bigint AS indexes, "
+                "sum(greatest(c.reltuples, 0))::bigint AS rows "
+                "FROM pg_partition_tree($1::regclass) p JOIN pg_class c ON c.oid = p.relid "
+                "WHERE p.isleaf", table)
             out[table] = dict(row)
+        # each index summed over its partitions, by the name of the partitioned index
         out["indexes"] = {r["name"]: r["bytes"] for r in await conn.fetch(
-            "SELECT indexrelid::regclass::text AS name, pg_relation_size(indexrelid) AS bytes "
-            "FROM pg_index WHERE indrelid IN ('traces'::regclass, 'trajectories'::regclass) "
-            "ORDER BY 1")}
+            "SELECT coalesce(h.inhparent, i.indexrelid)::regclass::text AS name, "
+            "sum(pg_relation_size(i.indexrelid))::bigint AS bytes "
+            "FROM pg_index i LEFT JOIN pg_inherits h ON h.inhrelid = i.indexrelid "
+            "WHERE i.indrelid IN (SELECT relid FROM pg_partition_tree('traces') UNION ALL "
+            "SELECT relid FROM pg_partition_tree('trajectories')) "
+            "GROUP BY 1 ORDER BY 1")}
         return out
     finally:
         await conn.close()

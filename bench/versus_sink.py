@@ -79,7 +79,7 @@ SELECT (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter) AS che
        (SELECT coalesce(sum(autovacuum_count), 0) FROM pg_stat_all_tables) AS autovacuums,
        (SELECT coalesce(sum(autoanalyze_count), 0) FROM pg_stat_all_tables) AS autoanalyzes,
        pg_current_wal_lsn() - '0/0'::pg_lsn AS wal_bytes,
-       pg_total_relation_size('spans') AS spans_bytes
+       (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('spans')) AS spans_bytes
 """
 # trajhub's work left after the last ack: queued traces and trajectories not yet final
 _LEFTOVER = """

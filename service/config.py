@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -85,10 +86,19 @@ class Settings(BaseSettings):
         "than this many days ago (fractions allowed); 0 keeps everything; a project may "
         "override it (`trajhub retention set`)"))
     retention_interval_seconds: float = Field(300, gt=0, description=(
-        "how often the retention sweep runs"))
+        "how often the retention sweep runs (it also creates the time partitions ahead)"))
+    partition_minutes: float = Field(1440, ge=1 / 60, description=(
+        "the width of the time partitions of spans, traces and trajectories, in minutes "
+        "(1440: daily); retention drops whole partitions. A change applies to the partitions "
+        "created from then on"))
     log_format: str = Field("text", pattern=r"^(text|json)$", description=(
         "text (one line per record) or json (one JSON object per line); trajhub, its workers "
         "and uvicorn all log in it"))
+
+    @property
+    def partition_width(self) -> timedelta:
+        # whole seconds: partitions are named after their start to the second
+        return timedelta(seconds=max(1, round(self.partition_minutes * 60)))
 
     @property
     def cors_origin_list(self) -> list[str]:

@@ -1,6 +1,8 @@
-"""The retention sweep of `trajhub serve`: every `retention_interval_seconds`, delete the traces
-(spans, summaries, trajectories, revisions) whose spans last arrived longer ago than their
-project's retention: the project's override, else TRAJHUB_RETENTION_DAYS (0: keep forever).
+"""The retention sweep of `trajhub serve`: every `retention_interval_seconds`, create the time
+partitions a few widths ahead, then delete the traces (spans, summaries, trajectories,
+revisions) whose spans last arrived longer ago than their project's retention: the project's
+override, else TRAJHUB_RETENTION_DAYS (0: keep forever). Whole partitions go first where every
+trace in them has expired; row deletes take what is left (storage/retention.py).
 
 Several replicas may share a database: a session advisory lock lets one sweep at a time, and
 the batches skip rows another transaction holds.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -39,18 +42,30 @@ def policy(default_days: float, override: float | None) -> Policy:
 
 
 async def sweep(db: asyncpg.Pool, default_days: float) -> int:
-    """One pass over every project with a retention; returns how many traces it deleted."""
+    """One pass over every project with a retention; returns how many traces it deleted by
+    rows (dropped partitions are logged)."""
     deleted = 0
     async with db.acquire() as conn:
         if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", SWEEP_LOCK):
             return 0  # another replica is sweeping
         try:
             overrides = await retention.overrides(conn)
+            positive = [d for d in (default_days, *overrides.values()) if d > 0]
+            if not positive:
+                return 0
+            now = datetime.now(UTC)
+
+            def days_of(project: str) -> float:
+                return policy(default_days, overrides.get(project)).days
+
+            dropped = await retention.drop_expired_partitions(conn, days_of, min(positive), now)
+            for part in dropped:
+                log.info("retention: dropped the partition of %s to %s",
+                         part.lower.isoformat(), part.upper.isoformat())
             names = (await retention.projects(conn) if default_days > 0
                      else [p for p, days in overrides.items() if days > 0])
-            now = datetime.now(UTC)
             for project in names:
-                days = policy(default_days, overrides.get(project)).days
+                days = days_of(project)
                 if days <= 0:
                     continue
                 cutoff = now - timedelta(days=days)
@@ -67,11 +82,24 @@ async def sweep(db: asyncpg.Pool, default_days: float) -> int:
     return deleted
 
 
-async def run(db: asyncpg.Pool, default_days: float, interval: float) -> None:
-    """Sweep every `interval` seconds until cancelled; a database fault waits for the next
-    round, a bug is logged and the loop lives on."""
+def partitions_ahead(width: timedelta, interval: float) -> int:
+    """How many partitions to keep ahead of now: at least 3 (today and the next days, with
+    daily partitions), and enough that two missed rounds of the loop do not run out."""
+    return max(3, math.ceil(2 * interval / width.total_seconds()) + 2)
+
+
+async def maintain_partitions(db: asyncpg.Pool, width: timedelta, interval: float) -> int:
+    async with db.acquire() as conn:
+        return await retention.ensure_partitions(conn, width, partitions_ahead(width, interval))
+
+
+async def run(db: asyncpg.Pool, default_days: float, interval: float,
+              partition_width: timedelta = timedelta(days=1)) -> None:
+    """Create partitions ahead and sweep every `interval` seconds until cancelled; a database
+    fault waits for the next round, a bug is logged and the loop lives on."""
     while True:
         try:
+            await maintain_partitions(db, partition_width, interval)
             await sweep(db, default_days)
         except TRANSIENT_ERRORS as exc:
             log.warning("retention sweep: database unavailable, retrying later: %s", exc)
@@ -80,4 +108,4 @@ async def run(db: asyncpg.Pool, default_days: float, interval: float) -> None:
         await asyncio.sleep(interval)
 
 
-__all__ = ["Policy", "policy", "run", "sweep"]
+__all__ = ["Policy", "maintain_partitions", "partitions_ahead", "policy", "run", "sweep"]

@@ -31,6 +31,7 @@ from trajhub.service.runtime import Runtime
 from trajhub.service.supervision import Backoff
 from trajhub.service.workers.derivation import DerivationProcesses
 from trajhub.storage import evaluations
+from trajhub.storage import retention as storage_retention
 from trajhub.storage.database import create_pool
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
@@ -70,7 +71,15 @@ async def prepare_database(settings: Settings) -> tuple[str, EmbeddedPostgres | 
         url = embedded.url
     conn = await asyncpg.connect(url, timeout=10)
     try:
+        # the width of the first time partitions, when migration 0021 creates them
+        await conn.execute("SELECT set_config('trajhub.partition_seconds', $1, false)",
+                           str(settings.partition_width.total_seconds()))
         await migrate(conn)
+        # today's partition and the next ones exist before the first span is accepted
+        await storage_retention.ensure_partitions(
+            conn, settings.partition_width,
+            retention.partitions_ahead(settings.partition_width,
+                                       settings.retention_interval_seconds))
         abandoned = await evaluations.fail_abandoned(conn, ABANDONED_EVALUATION_SECONDS)
         if abandoned:
             log.warning("marked %d abandoned evaluation(s) failed", abandoned)
@@ -176,7 +185,8 @@ async def serve(settings: Settings) -> None:
         metrics.watch_ingest_queue(lambda: ingest.inflight, settings.max_inflight_requests)
         # always running: a project may have a retention of its own while the default is off
         supervisors.append(asyncio.create_task(retention.run(
-            db, settings.retention_days, settings.retention_interval_seconds)))
+            db, settings.retention_days, settings.retention_interval_seconds,
+            settings.partition_width)))
 
         def workers_missing() -> str:
             assert deriver is not None

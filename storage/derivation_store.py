@@ -145,7 +145,14 @@ def _upsert(table: str, columns: Sequence[str], key: str, extra_insert: str = ""
             f"{updates}{extra_update}")
 
 
-_UPSERT_TRACE = _upsert("traces", _TRACE_COLUMNS, "project, trace_id")
+# The time partitions (migration 0021): a trace's rows live in the partition of its first span,
+# recorded in `trace_keys` by ingest (storage/span_writer.py); the unique key includes it.
+_FIRST_SEEN = (", coalesce((SELECT k.first_seen FROM trace_keys k "
+               "WHERE k.project = $1 AND k.trace_id = $2), trajhub_partition_time(now()))")
+_KEY = "project, trace_id, first_seen"
+
+_UPSERT_TRACE = _upsert("traces", _TRACE_COLUMNS, _KEY, extra_insert=", first_seen",
+                        extra_values=_FIRST_SEEN)
 # Free text (storage/trajectory_reads.py) looks for the query, ignoring case, in the first
 # 100,000 characters of the root input and output, as far as the words index reaches (migration
 # 0014); nothing else reads these columns. So they hold just that (migration 0018): the text cut
@@ -169,8 +176,9 @@ def _searched(row: TrajectoryWrite) -> TrajectoryWrite:
 # takes from
 _UPSERT_TRAJECTORY = (
     "WITH stored AS ("
-    + _upsert("trajectories", TRAJECTORY_COLUMNS, "project, trace_id",
-              extra_insert=", status, revision, derived_at", extra_values=", 'open', 1, now()",
+    + _upsert("trajectories", TRAJECTORY_COLUMNS, _KEY,
+              extra_insert=", status, revision, derived_at, first_seen",
+              extra_values=", 'open', 1, now()" + _FIRST_SEEN,
               extra_update=", status = 'open', revision = trajectories.revision + 1, "
                            "derived_at = now()", stored_as=_SEARCHED)
     + " RETURNING project, trace_id, settle_at, root_ended) "

@@ -30,8 +30,9 @@ def migration_files() -> list[tuple[int, str, str]]:
     return found
 
 
-async def migrate(conn: asyncpg.Connection) -> list[str]:
-    """Apply pending migrations; returns the names applied."""
+async def migrate(conn: asyncpg.Connection, before: int | None = None) -> list[str]:
+    """Apply pending migrations (only those numbered below `before`, when given: tests and
+    benchmarks build a store as an earlier version left it); returns the names applied."""
     applied: list[str] = []
     await conn.execute("SELECT pg_advisory_lock($1)", _LOCK_KEY)
     try:
@@ -45,6 +46,8 @@ async def migrate(conn: asyncpg.Connection) -> list[str]:
         for number, name, sql in migration_files():
             if number in done:
                 continue
+            if before is not None and number >= before:
+                break
             async with conn.transaction():
                 await conn.execute(sql)
                 await conn.execute(

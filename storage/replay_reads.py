@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import asyncpg
 
+from trajhub.storage.sql import in_trace_partition
 from trajhub.storage.trace_reads import SPAN_FIELDS
 
 
@@ -18,11 +19,13 @@ async def trajectory_with_spans(conn: asyncpg.Connection, project: str, trace_id
     async with conn.transaction(isolation="repeatable_read", readonly=True):
         row = await conn.fetchrow(
             "SELECT status, revision, normalizer_version, document, derivation_error "
-            "FROM trajectories WHERE project = $1 AND trace_id = $2", project, trace_id)
+            f"FROM trajectories WHERE project = $1 AND trace_id = $2 AND {in_trace_partition()}",
+            project, trace_id)
         if row is None:
             return None, [], {}
         spans = await conn.fetch(
-            f"SELECT {SPAN_FIELDS} FROM spans s WHERE s.project = $1 AND s.trace_id = $2",
+            f"SELECT {SPAN_FIELDS} FROM spans s WHERE s.project = $1 AND s.trace_id = $2 "
+            f"AND {in_trace_partition('s.')}",
             project, trace_id)
         ids = sorted({r["resource_id"] for r in spans if r["resource_id"] is not None})
         envelopes = await conn.fetch("SELECT id, body FROM resources WHERE id = ANY($1::bigint[])",

@@ -1,49 +1,98 @@
-"""Retention in SQL: per-project overrides, and deleting expired traces in batches.
+"""Retention in SQL: per-project overrides, time partitions, and expiring traces.
 
-A trace expires when its spans last arrived (`traces.last_received_at`) before the cutoff. Each
-batch takes the project's oldest traces through the `(project, last_received_at)` index and
-deletes them with their spans (primary-key prefix), summary, trajectory and revisions (which
-cascade) in one transaction, so the cost of a batch follows its size, not the tables'. Dataset
-items are not touched: they hold their own snapshot of the trajectory (`source_trace_id` is a
-plain reference).
+The trace-keyed tables are partitioned by the time their trace was first seen (migration 0021).
+A trace expires when its spans last arrived (`traces.last_received_at`) before its project's
+cutoff. Expired data goes two ways:
+
+- **Whole partitions.** A partition whose every trace has expired under its own project's
+  retention (and none waits for derivation) is detached and dropped in every partitioned table:
+  the cost is a few catalog changes, whatever the partition holds, plus deleting its traces'
+  rows of `trace_keys` (one small row per trace, through its `first_seen` index).
+- **Row deletes**, for what is left: a project whose retention is shorter than another's in the
+  same partition, or a trace of an old partition that kept receiving spans. Each batch takes the
+  project's oldest traces through the `(project, last_received_at)` index and deletes them with
+  their spans, summary, trajectory, revisions and key in one transaction, so the cost of a batch
+  follows its size, not the tables'.
+
+Dataset items are not touched: they hold their own snapshot of the trajectory
+(`source_trace_id` is a plain reference).
+
+Ingest reads or records a trace's key row and holds its lock until it commits
+(storage/span_writer.py). Both ways of expiring take the key rows first, so a span written
+concurrently is either seen (and keeps its trace) or, once the key is gone, starts its trace
+afresh in the current partition: an acknowledged span is never dropped with an old partition.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
 #: traces deleted per transaction: short transactions keep ingest and the workers moving
 BATCH = 500
 
-_EXPIRE = """
-WITH expired AS (
-    SELECT t.project, t.trace_id FROM traces t
-    WHERE t.project = $1 AND t.last_received_at < $2
-      AND NOT EXISTS (SELECT 1 FROM trace_changes c
-                      WHERE c.project = t.project AND c.trace_id = t.trace_id)
-    ORDER BY t.last_received_at
-    LIMIT $3
-    FOR UPDATE SKIP LOCKED
+#: the partitioned tables; a partition of each covers every time range (`time_partitions`)
+PARTITIONED = ("spans", "traces", "trajectories", "trajectory_revisions")
+
+#: how long expiring a partition waits for ingest transactions holding its traces' keys
+LOCK_TIMEOUT = "5s"
+
+_EXPIRED = """
+SELECT t.project, t.trace_id, t.first_seen FROM traces t
+WHERE t.project = $1 AND t.last_received_at < $2
+  AND NOT EXISTS (SELECT 1 FROM trace_changes c
+                  WHERE c.project = t.project AND c.trace_id = t.trace_id)
+ORDER BY t.last_received_at
+LIMIT $3
+FOR UPDATE SKIP LOCKED
+"""
+
+# The keys of those traces that no ingest is writing to right now (it holds the key's lock), and
+# that still have no queued change (one committed since the statement above looked).
+_TAKE_KEYS = """
+SELECT k.project, k.trace_id, k.first_seen FROM trace_keys k
+JOIN unnest($1::text[], $2::text[]) AS e(project, trace_id)
+  ON k.project = e.project AND k.trace_id = e.trace_id
+WHERE NOT EXISTS (SELECT 1 FROM trace_changes c
+                  WHERE c.project = k.project AND c.trace_id = k.trace_id)
+FOR UPDATE OF k SKIP LOCKED
+"""
+
+# A later statement than _TAKE_KEYS, so it sees every span committed before the keys were
+# taken; `first_seen = ANY` lets PostgreSQL read only those traces' partitions.
+_DELETE = """
+WITH e AS (
+    SELECT * FROM unnest($1::text[], $2::text[]) AS e(project, trace_id)
 ), gone_spans AS (
-    DELETE FROM spans s USING expired e
-    WHERE s.project = e.project AND s.trace_id = e.trace_id
+    DELETE FROM spans s USING e
+    WHERE s.project = e.project AND s.trace_id = e.trace_id AND s.first_seen = ANY($3)
 ), gone_trajectories AS (
-    DELETE FROM trajectories j USING expired e
-    WHERE j.project = e.project AND j.trace_id = e.trace_id
+    DELETE FROM trajectories j USING e
+    WHERE j.project = e.project AND j.trace_id = e.trace_id AND j.first_seen = ANY($3)
+), gone_revisions AS (
+    DELETE FROM trajectory_revisions r USING e
+    WHERE r.project = e.project AND r.trace_id = e.trace_id AND r.first_seen = ANY($3)
+), gone_open AS (
+    DELETE FROM open_trajectories o USING e
+    WHERE o.project = e.project AND o.trace_id = e.trace_id
+), gone_keys AS (
+    DELETE FROM trace_keys k USING e
+    WHERE k.project = e.project AND k.trace_id = e.trace_id
 )
-DELETE FROM traces t USING expired e
-WHERE t.project = e.project AND t.trace_id = e.trace_id
+DELETE FROM traces t USING e
+WHERE t.project = e.project AND t.trace_id = e.trace_id AND t.first_seen = ANY($3)
 RETURNING t.trace_id
 """
 
-# the distinct projects of `traces`, one index probe each (a loose index scan)
+# the distinct projects of a table, one index probe each (a loose index scan)
 _PROJECTS = """
 WITH RECURSIVE p AS (
-    (SELECT project FROM traces ORDER BY project LIMIT 1)
+    (SELECT project FROM {table} ORDER BY project LIMIT 1)
     UNION ALL
-    SELECT (SELECT project FROM traces WHERE project > p.project ORDER BY project LIMIT 1)
+    SELECT (SELECT project FROM {table} WHERE project > p.project ORDER BY project LIMIT 1)
     FROM p WHERE p.project IS NOT NULL
 )
 SELECT project FROM p WHERE project IS NOT NULL
@@ -55,12 +104,141 @@ async def expire_batch(conn: asyncpg.Connection, project: str, cutoff: datetime,
     """Delete up to `limit` of the project's traces last received before `cutoff`; returns how
     many."""
     async with conn.transaction():
-        rows = await conn.fetch(_EXPIRE, project, cutoff, limit)
+        expired = await conn.fetch(_EXPIRED, project, cutoff, limit)
+        if not expired:
+            return 0
+        taken = await conn.fetch(_TAKE_KEYS, [r["project"] for r in expired],
+                                 [r["trace_id"] for r in expired])
+        if not taken:
+            return 0
+        rows = await conn.fetch(_DELETE, [r["project"] for r in taken],
+                                [r["trace_id"] for r in taken],
+                                sorted({r["first_seen"] for r in taken}))
     return len(rows)
 
 
 async def projects(conn: asyncpg.Connection) -> list[str]:
-    return [r["project"] for r in await conn.fetch(_PROJECTS)]
+    """Every project that holds a trace (its key is written with its first span)."""
+    return [r["project"] for r in await conn.fetch(_PROJECTS.format(table="trace_keys"))]
+
+
+# -- time partitions ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TimePartition:
+    lower: datetime
+    upper: datetime
+
+    def name(self, table: str) -> str:
+        """The partition of `table` for this range (named by trajhub_create_partition)."""
+        return f"{table}_p{self.lower.astimezone(UTC):%Y%m%d_%H%M%S}"
+
+
+async def ensure_partitions(conn: asyncpg.Connection, width: timedelta, ahead: int) -> int:
+    """Create the partitions from now to `ahead` widths ahead that do not exist yet; returns
+    how many time ranges it created."""
+    async with conn.transaction():
+        return int(await conn.fetchval("SELECT trajhub_ensure_partitions($1, $2)", width, ahead))
+
+
+async def partitions(conn: asyncpg.Connection) -> list[TimePartition]:
+    return [TimePartition(r["lower"], r["upper"]) for r in await conn.fetch(
+        "SELECT lower, upper FROM time_partitions ORDER BY lower")]
+
+
+async def _partition_projects(conn: asyncpg.Connection, part: TimePartition) -> set[str]:
+    found: set[str] = set()
+    for table in ("spans", "traces", "trajectories"):
+        if await conn.fetchval("SELECT to_regclass($1)", part.name(table)) is None:
+            continue  # an earlier, interrupted drop got that far
+        found.update(r["project"] for r in await conn.fetch(
+            _PROJECTS.format(table=part.name(table))))
+    return found
+
+
+async def partition_expired(conn: asyncpg.Connection, part: TimePartition,
+                            days_of: Callable[[str], float], now: datetime) -> bool:
+    """True when every trace in the partition has expired under its project's retention
+    (`days_of(project)`, 0 = forever) and none waits for derivation."""
+    for project in await _partition_projects(conn, part):
+        days = days_of(project)
+        if days <= 0:
+            return False
+        cutoff = now - timedelta(days=days)
+        if part.upper > cutoff:
+            return False
+        traces = part.name("traces")
+        if await conn.fetchval("SELECT to_regclass($1)", traces) is not None and \
+                await conn.fetchval(
+                    f"SELECT EXISTS (SELECT 1 FROM {traces} "
+                    "WHERE project = $1 AND last_received_at >= $2)", project, cutoff):
+            return False  # a trace that kept receiving spans: row deletes take it later
+    spans = part.name("spans")
+    if await conn.fetchval("SELECT to_regclass($1)", spans) is None:
+        return True
+    # the queue is short: one probe of the partition's primary key per queued change
+    return not await conn.fetchval(
+        f"SELECT EXISTS (SELECT 1 FROM trace_changes c, LATERAL ("
+        f"SELECT 1 FROM {spans} s WHERE s.project = c.project AND s.trace_id = c.trace_id "
+        "LIMIT 1) queued)")
+
+
+class _Kept(Exception):
+    """The partition gained a live trace while its keys were being taken."""
+
+
+async def drop_partition(conn: asyncpg.Connection, part: TimePartition,
+                         days_of: Callable[[str], float], now: datetime) -> bool:
+    """Drop the partition in every partitioned table if it has expired; True when it did."""
+    try:
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+            # Taking the keys waits for every ingest writing to these traces; the check then
+            # sees what they wrote. Once this commits, a span of these traces is filed under a
+            # new key, in the current partition, so nothing is written here any more.
+            await conn.execute(
+                "DELETE FROM trace_keys WHERE first_seen >= $1 AND first_seen < $2",
+                part.lower, part.upper)
+            if not await partition_expired(conn, part, days_of, now):
+                raise _Kept
+            if await conn.fetchval("SELECT to_regclass($1)", part.name("trajectories")):
+                await conn.execute(
+                    f"DELETE FROM open_trajectories o USING {part.name('trajectories')} t "
+                    "WHERE o.project = t.project AND o.trace_id = t.trace_id")
+    except _Kept:
+        return False
+    for table in PARTITIONED:
+        name = part.name(table)
+        pending = await conn.fetchval(
+            "SELECT h.inhdetachpending FROM pg_inherits h WHERE h.inhrelid = to_regclass($1)",
+            name)
+        if pending is not None:
+            # CONCURRENTLY: ingest and reads go on meanwhile (no ACCESS EXCLUSIVE lock on the
+            # table); a detach interrupted half-way is finished by the next sweep
+            await conn.execute(f"ALTER TABLE {table} DETACH PARTITION {name} "
+                               + ("FINALIZE" if pending else "CONCURRENTLY"))
+        await conn.execute(f"DROP TABLE IF EXISTS {name}")
+    await conn.execute("DELETE FROM time_partitions WHERE lower = $1", part.lower)
+    return True
+
+
+async def drop_expired_partitions(conn: asyncpg.Connection, days_of: Callable[[str], float],
+                                  shortest_days: float, now: datetime) -> list[TimePartition]:
+    """Drop every partition that has expired; `shortest_days` is the shortest retention of any
+    project (no partition ending later than that ago can have expired)."""
+    dropped = []
+    for part in await partitions(conn):
+        if part.upper > now - timedelta(days=shortest_days):
+            break
+        try:
+            if await partition_expired(conn, part, days_of, now) and \
+                    await drop_partition(conn, part, days_of, now):
+                dropped.append(part)
+        except asyncpg.LockNotAvailableError:
+            # an ingest held one of its traces longer than LOCK_TIMEOUT: the next sweep tries
+            # again, and this one goes on to the row deletes
+            continue
+    return dropped
 
 
 async def overrides(conn: asyncpg.Connection) -> dict[str, float]:
@@ -85,5 +263,6 @@ async def clear_override(conn: asyncpg.Connection, project: str) -> bool:
     return bool(status.endswith(" 1"))
 
 
-__all__ = ["BATCH", "clear_override", "expire_batch", "get_override", "overrides", "projects",
-           "set_override"]
+__all__ = ["BATCH", "PARTITIONED", "TimePartition", "clear_override", "drop_expired_partitions",
+           "drop_partition", "ensure_partitions", "expire_batch", "get_override", "overrides",
+           "partition_expired", "partitions", "projects", "set_override"]

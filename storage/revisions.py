@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncpg
 
+from trajhub.storage.sql import in_trace_partition
+
 
 async def revisions(conn: asyncpg.Connection, project: str, trace_id: str
                     ) -> list[asyncpg.Record]:
@@ -11,4 +13,5 @@ async def revisions(conn: asyncpg.Connection, project: str, trace_id: str
     return await conn.fetch(
         "SELECT revision, status, derived_at, normalizer_version, step_count, input_tokens, "
         "output_tokens, derivation_error FROM trajectory_revisions "
-        "WHERE project = $1 AND trace_id = $2 ORDER BY revision DESC", project, trace_id)
+        f"WHERE project = $1 AND trace_id = $2 AND {in_trace_partition()} "
+        "ORDER BY revision DESC", project, trace_id)

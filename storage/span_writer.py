@@ -7,11 +7,19 @@ per-connection staging table merged with ON CONFLICT instead: a re-sent span is 
 and one with a later end time replaces the stored one, and the traces it changed are queued
 for the derivation worker. After a plain COPY the ingest worker derives the traces the request
 carried whole itself and queues the rest.
+
+Every row of a trace carries the trace's `first_seen`, the partition key of the time-partitioned
+tables (migration 0021): it comes from `trace_keys`, one row per trace, inserted the first time
+the trace arrives and only read (and locked) afterwards. So a trace whose spans arrive on both
+sides of a partition boundary, and a span re-sent in a later partition, still land in the
+partition that holds the trace, and the primary key (which includes `first_seen`) still stores
+a re-sent span once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from datetime import datetime
 from typing import NamedTuple
 
 import asyncpg
@@ -45,13 +53,29 @@ ON COMMIT DELETE ROWS
 """
 
 _UPDATED = ", ".join(f"{c} = EXCLUDED.{c}" for c in SPAN_COLUMNS[3:])
-_COLUMNS = ", ".join(SPAN_COLUMNS)
+#: what the COPY and the merge write: the row, then its trace's partition key
+_STORED_COLUMNS: tuple[str, ...] = (*SPAN_COLUMNS, "first_seen")
+_COLUMNS = ", ".join(_STORED_COLUMNS)
+
+# The partition of each trace of the request: a new trace's is now (trajhub_partition_time keeps
+# it inside the partitions created so far); a known trace's is the one stored. DO UPDATE, not DO
+# NOTHING: it returns the stored row and locks it until this transaction ends, so retention,
+# which takes a trace's key row first (storage/retention.py), either waits for these spans and
+# sees them, or has already deleted the trace and this one starts afresh in a new partition.
+# The keys are locked in a fixed order (sorted), so two requests never wait on each other.
+_TRACE_KEYS = """
+INSERT INTO trace_keys (project, trace_id, first_seen)
+SELECT c.project, c.trace_id, (SELECT trajhub_partition_time(now()))
+FROM unnest($1::text[], $2::text[]) AS c(project, trace_id)
+ON CONFLICT (project, trace_id) DO UPDATE SET first_seen = trace_keys.first_seen
+RETURNING project, trace_id, first_seen
+"""
 
 _MERGE = f"""
 WITH merged AS (
     INSERT INTO spans ({_COLUMNS}, received_at)
     SELECT {_COLUMNS}, now() FROM span_stage
-    ON CONFLICT (project, trace_id, span_id) DO UPDATE
+    ON CONFLICT (project, trace_id, span_id, first_seen) DO UPDATE
         SET {_UPDATED}, received_at = now()
         WHERE spans.end_ns < EXCLUDED.end_ns
     RETURNING project, trace_id
@@ -83,14 +107,25 @@ async def write_spans(
     the merge queued the traces it changed."""
     if resources:
         await conn.execute(_INSERT_RESOURCES, list(resources), list(resources.values()))
+    first_seen = await trace_partitions(conn, {(r.project, r.trace_id) for r in rows})
+    stored = [(*r, first_seen[(r.project, r.trace_id)]) for r in rows]
     try:
         async with conn.transaction():  # a savepoint
-            await conn.copy_records_to_table("spans", records=rows, columns=SPAN_COLUMNS)
+            await conn.copy_records_to_table("spans", records=stored, columns=_STORED_COLUMNS)
     except asyncpg.UniqueViolationError:
-        await conn.copy_records_to_table("span_stage", records=rows, columns=SPAN_COLUMNS)
+        await conn.copy_records_to_table("span_stage", records=stored, columns=_STORED_COLUMNS)
         await conn.execute(_MERGE)
         return False
     return True
+
+
+async def trace_partitions(conn: asyncpg.Connection, traces: Collection[tuple[str, str]]
+                           ) -> dict[tuple[str, str], datetime]:
+    """The partition key (`first_seen`) of each trace, recorded now for the new ones; the key
+    rows stay locked until the caller's transaction ends."""
+    keys = sorted(traces)
+    rows = await conn.fetch(_TRACE_KEYS, [k[0] for k in keys], [k[1] for k in keys])
+    return {(r["project"], r["trace_id"]): r["first_seen"] for r in rows}
 
 
 async def queue_changes(conn: asyncpg.Connection, traces: Collection[tuple[str, str]]) -> None:

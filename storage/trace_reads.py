@@ -9,7 +9,7 @@ import asyncpg
 
 from trajhub.storage import attribute_keys
 from trajhub.storage.rows import ProjectRow, SpanRow, TraceSummaryRow
-from trajhub.storage.sql import Params
+from trajhub.storage.sql import Params, in_trace_partition
 
 #: the span columns, for queries over `spans s`
 SPAN_FIELDS = SpanRow.columns("s")
@@ -19,6 +19,7 @@ async def trace_spans(conn: asyncpg.Connection, project: str, trace_id: str
                       ) -> list[SpanRow]:
     return SpanRow.from_records(await conn.fetch(
         f"SELECT {SPAN_FIELDS} FROM spans s WHERE s.project = $1 AND s.trace_id = $2 "
+        f"AND {in_trace_partition('s.')} "
         "ORDER BY s.start_ns, s.end_ns, s.span_id",
         project, trace_id))
 
@@ -27,7 +28,8 @@ async def span(conn: asyncpg.Connection, project: str, trace_id: str, span_id: s
                ) -> SpanRow | None:
     row = await conn.fetchrow(
         f"SELECT {SPAN_FIELDS} FROM spans s "
-        "WHERE s.project = $1 AND s.trace_id = $2 AND s.span_id = $3",
+        f"WHERE s.project = $1 AND s.trace_id = $2 AND s.span_id = $3 "
+        f"AND {in_trace_partition('s.')}",
         project, trace_id, span_id)
     return SpanRow.from_record(row) if row is not None else None
 

@@ -16,7 +16,7 @@ from trajhub.storage.rows import (
     TrajectoryRow,
     TrajectorySummaryRow,
 )
-from trajhub.storage.sql import Params
+from trajhub.storage.sql import Params, in_trace_partition
 
 #: sort name → SQL expression; each is paired with trace_id for a total order
 SORTS = TRAJECTORY_SORTS
@@ -138,7 +138,7 @@ async def trajectory(conn: asyncpg.Connection, project: str, trace_id: str
                      ) -> TrajectoryRow | None:
     row = await conn.fetchrow(
         f"SELECT {TrajectoryRow.columns()} FROM trajectories "
-        "WHERE project = $1 AND trace_id = $2", project, trace_id)
+        f"WHERE project = $1 AND trace_id = $2 AND {in_trace_partition()}", project, trace_id)
     return TrajectoryRow.from_record(row) if row is not None else None
 
 
@@ -146,5 +146,5 @@ async def explanation(conn: asyncpg.Connection, project: str, trace_id: str
                       ) -> ExplanationRow | None:
     row = await conn.fetchrow(
         f"SELECT {ExplanationRow.columns()} FROM trajectories "
-        "WHERE project = $1 AND trace_id = $2", project, trace_id)
+        f"WHERE project = $1 AND trace_id = $2 AND {in_trace_partition()}", project, trace_id)
     return ExplanationRow.from_record(row) if row is not None else None

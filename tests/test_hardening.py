@@ -157,6 +157,11 @@ def test_a_trace_that_cannot_be_derived_records_its_error_and_others_still_deriv
                     "attributes, body) VALUES ($1, $2, $3, '', 'broken', 1, $4, $5, 0, 'svc', "
                     "NULL, $6, '{}', $7)",
                     project, tid, os.urandom(8).hex(), START_NS, START_NS + 1000, fmt, body)
+                # ingest records every trace's partition key with its first span (0021)
+                await conn.execute(
+                    "INSERT INTO trace_keys (project, trace_id, first_seen) "
+                    "SELECT $1, $2, first_seen FROM spans WHERE project = $1 AND trace_id = $2 "
+                    "ON CONFLICT DO NOTHING", project, tid)
                 await conn.execute(
                     "INSERT INTO trace_changes (project, trace_id) VALUES ($1, $2)", project, tid)
         finally:

@@ -249,12 +249,19 @@ def test_free_text_reads_an_index(database: TestDatabase) -> None:
                     cap, "p", trajectory_reads.TrajectoryFilter(values={"q": q}))  # type: ignore[arg-type]
                 return "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + cap.sql, *cap.args))
 
+            # time partitions (migration 0021): the runs are in the current one; the empty
+            # ones ahead of it are "scanned" for free, which is no walk of the table
+            filled = {r["relname"] for r in await conn.fetch(
+                "SELECT c.relname FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid "
+                "WHERE h.inhparent = 'trajectories'::regclass AND c.reltuples > 0")}
+            assert filled
             for q, index in (("weather forecast", "trajectories_by_start"),
                              ("WEATHER", "trajectories_by_start"),
                              ("zanzibar", "trajectories_words"),
                              ("xylophone", "trajectories_words")):
                 explained = await plan(q)
-                assert "Seq Scan" not in explained and index in explained, (q, explained)
+                assert not any(f"Seq Scan on {name} " in explained for name in filled) \
+                    and index in explained, (q, explained)
 
             assert await _found(conn, "weather forecast") == phrase
             assert await _found(conn, "zanzibar") == rare

@@ -1,0 +1,351 @@
+"""Time partitions (migration 0021): a trace's spans and a re-sent span are stored once in one
+partition even across a partition boundary; retention drops whole partitions only when every
+project's retention allows it and deletes rows for a shorter one; an existing store converts;
+a trace read by id reads one partition.
+
+The server here has a database of its own and partitions three seconds wide, so a test crosses
+a partition boundary by waiting a few seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.harness import ServerProcess, TestDatabase, run, separate_database, wait_for
+from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from trajhub.storage import retention, span_writer, trace_reads
+from trajhub.storage.migrate import migrate
+
+WIDTH_SECONDS = 3.0
+RETENTION_SECONDS = 6.0
+PB = {"content-type": "application/x-protobuf"}
+TABLES = ("spans", "traces", "trajectories", "trajectory_revisions")
+
+
+@pytest.fixture(scope="module")
+def part_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
+                ) -> Iterator[tuple[ServerProcess, str]]:
+    with separate_database(database) as url:
+        proc = ServerProcess.start(
+            url, tmp_path_factory.mktemp("partitions"), settle_seconds=0.2,
+            extra_env={"TRAJHUB_PARTITION_MINUTES": str(WIDTH_SECONDS / 60),
+                       "TRAJHUB_RETENTION_DAYS": str(RETENTION_SECONDS / 86400),
+                       "TRAJHUB_RETENTION_INTERVAL_SECONDS": "0.5"})
+        yield proc, url
+        proc.stop()
+
+
+def query(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+    async def go() -> list[asyncpg.Record]:
+        conn = await asyncpg.connect(url)
+        try:
+            return await conn.fetch(sql, *args)
+        finally:
+            await conn.close()
+
+    return asyncio.run(go())
+
+
+def send(server: ServerProcess, project: str, spans: list[Any]) -> None:
+    r = httpx.post(f"{server.http}/v1/traces", content=request(spans).SerializeToString(),
+                   headers={**PB, "trajhub-project": project}, timeout=30)
+    assert r.status_code == 200, r.text
+
+
+def keep_forever(server: ServerProcess, project: str) -> None:
+    r = httpx.put(f"{server.http}/api/v1/retention", params={"project": project},
+                  json={"days": 0})
+    assert r.status_code == 200, r.text
+
+
+def partition_of(url: str, project: str, trace_id: str) -> asyncpg.Record:
+    """The time range the trace is filed under."""
+    [row] = query(url, "SELECT p.lower, p.upper FROM trace_keys k JOIN time_partitions p "
+                       "ON k.first_seen >= p.lower AND k.first_seen < p.upper "
+                       "WHERE k.project = $1 AND k.trace_id = $2", project, trace_id)
+    return row
+
+
+def wait_past(url: str, moment: datetime) -> None:
+    wait_for(lambda: query(url, "SELECT now() >= $1 AS past", moment)[0]["past"] or None,
+             timeout=WIDTH_SECONDS * 5, what="the next partition")
+
+
+def rows_of(url: str, project: str, trace_id: str) -> dict[str, int]:
+    return {t: query(url, f"SELECT count(*) AS n FROM {t} WHERE project = $1 AND trace_id = $2",
+                     project, trace_id)[0]["n"] for t in TABLES}
+
+
+def test_a_trace_across_a_partition_boundary_is_stored_once(
+        part_server: tuple[ServerProcess, str]) -> None:
+    server, url = part_server
+    project = "part-" + uuid.uuid4().hex[:6]
+    keep_forever(server, project)
+    tid, root_id = new_trace_id(), new_span_id()
+    root = span(tid, "agent", span_id=root_id, duration=5_000_000)
+    send(server, project, [root])
+    first = partition_of(url, project, tid.hex())
+
+    wait_past(url, first["upper"])  # the trace's partition is over: new traces go elsewhere
+    child = span(tid, "tool", parent=root_id, start=root.start_time_unix_nano + 1)
+    send(server, project, [child, root])  # the rest of the trace, and the root again
+    send(server, project, [root])  # a client retry after the boundary
+    later = new_trace_id()
+    send(server, project, [span(later, "agent")])
+
+    assert partition_of(url, project, later.hex())["lower"] >= first["upper"]
+    assert partition_of(url, project, tid.hex()) == first
+    wait_for(lambda: query(url, "SELECT 1 FROM trajectories WHERE project = $1 AND "
+                                "trace_id = $2 AND status = 'final' AND step_count >= 0",
+                           project, tid.hex()) or None, what="the trajectory final")
+    counts = rows_of(url, project, tid.hex())
+    assert counts["spans"] == 2 and counts["traces"] == 1 and counts["trajectories"] == 1
+    assert counts["trajectory_revisions"] >= 1
+    [summary] = query(url, "SELECT span_count FROM traces WHERE project = $1 AND trace_id = $2",
+                      project, tid.hex())
+    assert summary["span_count"] == 2
+    # every row of the trace in the partition of its first span
+    for table in TABLES:
+        seen = {r["first_seen"] for r in query(
+            url, f"SELECT DISTINCT first_seen FROM {table} WHERE project = $1 AND trace_id = $2",
+            project, tid.hex())}
+        assert len(seen) == 1 and first["lower"] <= seen.pop() < first["upper"], table
+    with httpx.Client() as c:
+        r = c.get(f"{server.http}/api/v1/traces/{tid.hex()}", params={"project": project})
+        assert r.status_code == 200
+        assert len(c.get(f"{server.http}/api/v1/traces/{tid.hex()}",
+                         params={"project": project, "view": "flat"}).json()["spans"]) == 2
+
+
+def test_retention_drops_whole_partitions_only_when_every_project_allows(
+        part_server: tuple[ServerProcess, str]) -> None:
+    server, url = part_server
+    tag = uuid.uuid4().hex[:6]
+    kept, short, alone = f"ret-kept-{tag}", f"ret-short-{tag}", f"ret-alone-{tag}"
+    keep_forever(server, kept)
+
+    # a kept trace and a short-lived one in the same partition (sent again if a boundary fell
+    # between them)
+    for _ in range(5):
+        k, s = new_trace_id(), new_trace_id()
+        send(server, short, [span(s, "agent")])
+        send(server, kept, [span(k, "agent")])
+        shared = partition_of(url, kept, k.hex())
+        if partition_of(url, short, s.hex()) == shared:
+            break
+    else:
+        pytest.fail("no two requests in a row landed in one partition")
+
+    # a partition with one project only
+    wait_past(url, shared["upper"])
+    a = new_trace_id()
+    send(server, alone, [span(a, "agent")])
+    own = partition_of(url, alone, a.hex())
+    assert own["lower"] >= shared["upper"]
+    own_tables = [f"{t}_p{own['lower'].astimezone(UTC):%Y%m%d_%H%M%S}" for t in TABLES]
+    shared_tables = [f"{t}_p{shared['lower'].astimezone(UTC):%Y%m%d_%H%M%S}" for t in TABLES]
+
+    def exists(name: str) -> bool:
+        return query(url, "SELECT to_regclass($1) IS NOT NULL AS e", name)[0]["e"]
+
+    assert all(exists(t) for t in own_tables + shared_tables)
+    # its partition goes whole, tables and all
+    wait_for(lambda: not any(exists(t) for t in own_tables) or None,
+             timeout=RETENTION_SECONDS + 30, what="the partition of one project dropped")
+    assert not any(rows_of(url, alone, a.hex()).values())
+    assert not query(url, "SELECT 1 FROM time_partitions WHERE lower = $1", own["lower"])
+    # the shorter-lived trace of the shared partition went by rows; the kept one stays
+    wait_for(lambda: not any(rows_of(url, short, s.hex()).values()) or None,
+             timeout=RETENTION_SECONDS + 30, what="the short-lived trace deleted")
+    time.sleep(1.0)  # a few more sweeps
+    assert all(exists(t) for t in shared_tables)
+    assert rows_of(url, kept, k.hex())["spans"] == 1
+    assert query(url, "SELECT 1 FROM trace_keys WHERE project = $1 AND trace_id = $2",
+                 kept, k.hex())
+    assert not query(url, "SELECT 1 FROM trace_keys WHERE project = $1 AND trace_id IN ($2, $3)",
+                     short, s.hex(), a.hex())
+
+    # back to the default retention: now every project allows it, and the partition goes
+    assert httpx.delete(f"{server.http}/api/v1/retention",
+                        params={"project": kept}).status_code == 200
+    wait_for(lambda: not any(exists(t) for t in shared_tables) or None,
+             timeout=RETENTION_SECONDS + 30, what="the shared partition dropped")
+    assert not any(rows_of(url, kept, k.hex()).values())
+
+    # a span of a dropped trace sent again is a new trace, in the current partition
+    send(server, alone, [span(a, "agent")])
+    assert rows_of(url, alone, a.hex())["spans"] == 1
+    assert partition_of(url, alone, a.hex())["lower"] > own["lower"]
+
+
+# -- an existing store ---------------------------------------------------------------------------
+
+DAY1 = datetime(2025, 3, 1, 23, 59, 30, tzinfo=UTC)
+DAY2 = DAY1 + timedelta(minutes=1)  # past midnight
+
+
+def _old_span(trace_id: str, span_id: str, received: datetime) -> tuple[Any, ...]:
+    return ("old", trace_id, span_id, "", "op", 1, 1, 2, 0, "svc", None, 1, "{}",
+            b"body-" + span_id.encode(), received)
+
+
+def test_an_existing_store_is_converted(database: TestDatabase) -> None:
+    a, b = "a" * 32, "b" * 32
+
+    async def check(url: str) -> None:
+        conn = await asyncpg.connect(url, server_settings={"plan_cache_mode":
+                                                          "force_custom_plan"})
+        try:
+            await migrate(conn, before=21)  # the store as the previous version left it
+            # trace a: spans on both sides of midnight; trace b: one span on the second day
+            await conn.copy_records_to_table(
+                "spans", records=[_old_span(a, "1" * 16, DAY1), _old_span(a, "2" * 16, DAY2),
+                                  _old_span(b, "3" * 16, DAY2)],
+                columns=(*span_writer.SPAN_COLUMNS, "received_at"))
+            for tid, received in ((a, DAY2), (b, DAY2)):
+                await conn.execute(
+                    "INSERT INTO traces (project, trace_id, root_span_id, root_name, "
+                    "service_name, start_ns, end_ns, span_count, error_count, last_received_at) "
+                    "VALUES ('old', $1, '1', 'op', 'svc', 1, 2, 1, 0, $2)", tid, received)
+                await conn.execute(
+                    "INSERT INTO trajectories (project, trace_id, status, revision, "
+                    "normalizer_version, settle_at, root_ended, document) "
+                    "VALUES ('old', $1, 'open', 1, 'v', $2, true, '{}')", tid, received)
+                await conn.execute(
+                    "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended) "
+                    "VALUES ('old', $1, $2, true)", tid, received)
+            before = {t: await conn.fetchval(f"SELECT count(*) FROM {t}") for t in TABLES}
+            indexes_before = {r["indexname"] for r in await conn.fetch(
+                "SELECT indexname FROM pg_indexes WHERE tablename = ANY($1::text[])",
+                list(TABLES))}
+
+            assert await migrate(conn) == ["0021_time_partitions.sql"]
+
+            assert {t: await conn.fetchval(f"SELECT count(*) FROM {t}") for t in TABLES} \
+                == before
+            # every row of a trace under the time of its first span
+            for table in TABLES:
+                for tid, first in ((a, DAY1), (b, DAY2)):
+                    assert {r["first_seen"] for r in await conn.fetch(
+                        f"SELECT DISTINCT first_seen FROM {table} WHERE trace_id = $1", tid)
+                    } == {first}, (table, tid)
+            assert await conn.fetchval("SELECT body FROM spans WHERE span_id = $1",
+                                       "2" * 16) == b"body-" + b"2" * 16
+            # a day's partition for each day that held data, and the current ones
+            lowers = [r["lower"] for r in await conn.fetch(
+                "SELECT lower FROM time_partitions ORDER BY lower")]
+            assert lowers[:2] == [datetime(2025, 3, 1, tzinfo=UTC),
+                                  datetime(2025, 3, 2, tzinfo=UTC)]
+            assert lowers[-1] > datetime.now(UTC)
+            for table in TABLES:
+                assert await conn.fetchval("SELECT relkind FROM pg_class WHERE oid = $1::regclass",
+                                           table) == b"p"
+            indexes_after = {r["indexname"] for r in await conn.fetch(
+                "SELECT indexname FROM pg_indexes WHERE tablename = ANY($1::text[])",
+                list(TABLES))}
+            assert indexes_after == indexes_before
+            assert await conn.fetchval(
+                "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'trajectories'::regclass "
+                "AND NOT tgisinternal") == 2
+
+            # a span of trace a sent again today: stored once, in the trace's partition
+            await span_writer.prepare(conn)
+            row = span_writer.SpanRow(*_old_span(a, "2" * 16, DAY2)[:14])
+            async with conn.transaction():
+                assert not await span_writer.write_spans(conn, [row], {})
+            assert await conn.fetchval("SELECT count(*) FROM spans WHERE trace_id = $1", a) == 2
+            # a new revision of the old trajectory joins its history, in its partition
+            await conn.execute("UPDATE trajectories SET revision = 2 WHERE trace_id = $1", a)
+            assert await conn.fetchval(
+                "SELECT array_agg(first_seen = $2 ORDER BY revision) FROM trajectory_revisions "
+                "WHERE trace_id = $1", a, DAY1) == [True, True]
+
+            # reading a trace by id reads its partition only
+            class Captured:
+                async def fetch(self, sql: str, *args: Any) -> list[Any]:
+                    self.sql, self.args = sql, args
+                    return []
+
+            cap = Captured()
+            await trace_reads.trace_spans(cap, "old", a)  # type: ignore[arg-type]
+            plan = "\n".join(r[0] for r in await conn.fetch(
+                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + cap.sql, *cap.args))
+            scans = [line for line in plan.splitlines() if " on spans_p" in line]
+            assert len(scans) >= 3, plan
+            assert sum("never executed" not in line for line in scans) == 1, plan
+            assert len(await trace_reads.trace_spans(conn, "old", a)) == 2
+        finally:
+            await conn.close()
+
+    with separate_database(database) as url:
+        run(check(url))
+
+
+def test_a_span_written_while_its_partition_is_dropped_keeps_it(database: TestDatabase) -> None:
+    """Ingest holds its trace's key until it commits; dropping the partition takes the keys
+    first, so it waits, then sees the acknowledged span (its trace queued for derivation) and
+    keeps the partition."""
+    old = span_writer.SpanRow("p", "c" * 32, "1" * 16, "", "op", 1, 1, 2, 0, "svc", None, 1,
+                              "{}", b"old")
+    late = old._replace(span_id="2" * 16, body=b"late")
+    lower = datetime(2020, 1, 1, tzinfo=UTC)
+
+    async def check(url: str) -> None:
+        ingest, sweep = await asyncpg.connect(url), await asyncpg.connect(url)
+        try:
+            await migrate(ingest)
+            await ingest.execute("SELECT trajhub_create_partition($1, $2)",
+                                 lower, lower + timedelta(days=1))
+            [part] = [p for p in await retention.partitions(ingest) if p.lower == lower]
+            await ingest.execute("INSERT INTO trace_keys VALUES ('p', $1, $2)",
+                                 old.trace_id, lower + timedelta(hours=12))
+            await span_writer.prepare(ingest)
+            async with ingest.transaction():
+                assert await span_writer.write_spans(ingest, [old], {})
+            await ingest.execute(
+                "INSERT INTO traces (project, trace_id, root_span_id, root_name, service_name, "
+                "start_ns, end_ns, span_count, error_count, last_received_at, first_seen) "
+                "VALUES ('p', $1, $2, 'op', 'svc', 1, 2, 1, 0, $3, $4)",
+                old.trace_id, old.span_id, lower + timedelta(hours=12),
+                lower + timedelta(hours=12))
+
+            now = datetime.now(UTC)
+            assert await retention.partition_expired(sweep, part, lambda p: 1.0, now)
+            tx = ingest.transaction()
+            await tx.start()
+            assert await span_writer.write_spans(ingest, [late], {})
+            await span_writer.queue_changes(ingest, [("p", old.trace_id)])
+            dropping = asyncio.ensure_future(
+                retention.drop_partition(sweep, part, lambda p: 1.0, now))
+            await asyncio.sleep(0.5)
+            assert not dropping.done()  # waiting for the ingest's key
+            await tx.commit()
+            assert await dropping is False
+            assert await ingest.fetchval("SELECT count(*) FROM spans WHERE trace_id = $1",
+                                         old.trace_id) == 2
+            assert await ingest.fetchval("SELECT first_seen FROM trace_keys WHERE trace_id = $1",
+                                         old.trace_id) == lower + timedelta(hours=12)
+            assert await ingest.fetchval("SELECT to_regclass($1) IS NOT NULL",
+                                         part.name("spans"))
+
+            # once derived and expired, the partition goes, keys and all
+            await ingest.execute("DELETE FROM trace_changes")
+            assert await retention.drop_partition(sweep, part, lambda p: 1.0, now)
+            assert await ingest.fetchval("SELECT count(*) FROM spans WHERE trace_id = $1",
+                                         old.trace_id) == 0
+            assert not await ingest.fetchval("SELECT count(*) FROM trace_keys")
+            assert await ingest.fetchval("SELECT to_regclass($1)", part.name("spans")) is None
+        finally:
+            await ingest.close()
+            await sweep.close()
+
+    with separate_database(database) as url:
+        run(check(url))
