@@ -20,7 +20,7 @@ from trajhub.service.api.common import (
     Text,
     decode_cursor,
     encode_cursor,
-    json_response,
+    model_response,
     no_nul,
     trace_id_param,
 )
@@ -146,14 +146,14 @@ async def create_dataset(rt: Rt, project: Project, body: DatasetCreate) -> Respo
             row = await datasets.create_dataset(conn, project, body.name, body.description)
         except datasets.DuplicateName:
             raise HTTPException(409, f"evaluation set {body.name!r} already exists") from None
-    return json_response(dataset_json(row), 201)
+    return model_response(Dataset, dataset_json(row), 201)
 
 
 @router.get("/datasets", summary="List evaluation sets", response_model=DatasetList)
 async def list_datasets(rt: Rt, project: Project) -> Response:
     async with rt.db.acquire() as conn:
         rows = await datasets.list_datasets(conn, project)
-    return json_response({"items": [dataset_json(r) for r in rows]})
+    return model_response(DatasetList, {"items": [dataset_json(r) for r in rows]})
 
 
 @router.get("/datasets/{name}", summary="Get an evaluation set", response_model=Dataset,
@@ -163,7 +163,7 @@ async def get_dataset(rt: Rt, project: Project, name: SetName) -> Response:
         row = await datasets.get_dataset(conn, project, name)
     if row is None:
         raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
-    return json_response(dataset_json(row))
+    return model_response(Dataset, dataset_json(row))
 
 
 @router.patch("/datasets/{name}", summary="Rename an evaluation set or change its description",
@@ -180,7 +180,7 @@ async def patch_dataset(rt: Rt, project: Project, name: SetName, body: DatasetPa
         row = await datasets.get_dataset(conn, project, body.name or name) if found else None
     if row is None:
         raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
-    return json_response(dataset_json(row))
+    return model_response(Dataset, dataset_json(row))
 
 
 @router.delete("/datasets/{name}", status_code=204,
@@ -208,8 +208,8 @@ async def list_items(
         rows = await datasets.list_items(conn, dataset, after[0] if after else 0, limit,
                                          include_trajectory)
     next_cursor = encode_cursor(rows[-1].seq) if len(rows) == limit else None
-    return json_response({"items": [dataset_formats.item_json(r, name) for r in rows],
-                  "next_cursor": next_cursor})
+    return model_response(ItemPage, {"items": [dataset_formats.item_json(r, name) for r in rows],
+                                     "next_cursor": next_cursor})
 
 
 @router.post("/datasets/{name}/items", status_code=201, summary="Add an item by hand",
@@ -239,7 +239,7 @@ async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate)
             raise HTTPException(409, f"the set already holds an item from trace {source}")
         row = await datasets.get_item(conn, dataset, added[0])
     assert row is not None
-    return json_response(dataset_formats.item_json(row, name), 201)
+    return model_response(Item, dataset_formats.item_json(row, name), 201)
 
 
 async def _item_row(rt: Runtime, dataset: int, name: str, item_id: str) -> Any:
@@ -256,7 +256,7 @@ async def _item_row(rt: Runtime, dataset: int, name: str, item_id: str) -> Any:
 async def get_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) -> Response:
     dataset = await _dataset_id(rt, project, name)
     row = await _item_row(rt, dataset, name, item_id)
-    return json_response(dataset_formats.item_json(row, name))
+    return model_response(Item, dataset_formats.item_json(row, name))
 
 
 @router.patch("/datasets/{name}/items/{item_id}",
@@ -282,7 +282,7 @@ async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, b
         if not await datasets.update_item(conn, dataset, item_id, changes):
             raise HTTPException(404, f"no item {item_id!r} in evaluation set {name!r}")
     row = await _item_row(rt, dataset, name, item_id)
-    return json_response(dataset_formats.item_json(row, name))
+    return model_response(Item, dataset_formats.item_json(row, name))
 
 
 @router.delete("/datasets/{name}/items/{item_id}", status_code=204, summary="Delete an item",
@@ -314,7 +314,7 @@ async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillReques
             conn, project, dataset, trace_ids=trace_ids, f=f, sample_rate=body.sample_rate,
             limit=body.limit, tags=body.tags, input_pointer=body.input_pointer,
             output_pointer=body.output_pointer)
-    return json_response(outcome.to_dict())
+    return model_response(FillOutcome, outcome.to_dict())
 
 
 @router.get(
@@ -390,5 +390,6 @@ async def import_dataset(
         if dataset is None:
             raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
         added = await datasets.insert_items(conn, dataset, items)
-    return json_response({"added": len(added), "skipped_duplicates": len(items) - len(added)})
+    return model_response(ImportOutcome, {"added": len(added),
+                                          "skipped_duplicates": len(items) - len(added)})
 

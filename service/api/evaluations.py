@@ -17,7 +17,7 @@ from trajhub.service.api.common import (
     Text,
     decode_cursor,
     encode_cursor,
-    json_response,
+    model_response,
 )
 from trajhub.service.api.models import (
     ERRORS,
@@ -109,7 +109,7 @@ async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) ->
     evaluation_runner.start(rt.db, rt.settings, project, evaluation, dataset,
                             evaluation_runner.Target(body.target, body.run), runs)
     assert row is not None
-    return json_response(evaluation_json(row), 202)
+    return model_response(Evaluation, evaluation_json(row), 202)
 
 
 @router.get("/evaluations", summary="List evaluation runs, newest first",
@@ -125,8 +125,9 @@ async def list_evaluations(
     async with rt.db.acquire() as conn:
         rows = await evaluations.list_evaluations(conn, project, dataset,
                                                   before[0] if before else None, limit)
-    return json_response({"items": [evaluation_json(r) for r in rows],
-                  "next_cursor": encode_cursor(rows[-1].id) if len(rows) == limit else None})
+    return model_response(EvaluationPage, {
+        "items": [evaluation_json(r) for r in rows],
+        "next_cursor": encode_cursor(rows[-1].id) if len(rows) == limit else None})
 
 
 async def _evaluation(rt: Runtime, project: str, evaluation: int) -> EvaluationRow:
@@ -158,7 +159,7 @@ async def get_evaluation(rt: Rt, project: Project, evaluation_id: EvaluationId) 
     out["items"] = {"total": row.item_count, "evaluated": items.evaluated,
                     "passed": items.passed, "errors": items.errors,
                     "failed": items.evaluated - items.passed}
-    return json_response(out)
+    return model_response(EvaluationDetail, out)
 
 
 @router.get("/evaluations/{evaluation_id}/results",
@@ -180,4 +181,5 @@ async def get_results(
                                          limit)
     next_cursor = (encode_cursor(rows[-1].seq, rows[-1].evaluator)
                    if len(rows) == limit else None)
-    return json_response({"items": [result_json(r) for r in rows], "next_cursor": next_cursor})
+    return model_response(ResultPage, {"items": [result_json(r) for r in rows],
+                                       "next_cursor": next_cursor})

@@ -15,7 +15,14 @@ from trajhub.evaluators.compare import compare
 from trajhub.evaluators.pricing import StepCost, run_cost
 from trajhub.normalizers.contract import ContractField, run_contract
 from trajhub.normalizers.playback import StepEvent, run_duration_ms, step_events, tool_results
-from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
+from trajhub.service.api.common import (
+    ROUTER_CHECKS,
+    TRACE_ID_PATTERN,
+    Project,
+    Rt,
+    TraceIdPath,
+    trace_id_param,
+)
 from trajhub.service.api.models import ERRORS, CostView, example_config
 from trajhub.service.prices import cost_json, table_for
 from trajhub.service.runtime import Runtime
@@ -365,8 +372,10 @@ def _field(value: ContractField) -> dict[str, Any]:
             summary="Two runs' steps aligned: first divergence, edits and metric deltas")
 async def compare_runs(
     rt: Rt, project: Project,
-    a: Annotated[str, Query(description="trace id of the first (baseline) run")],
-    b: Annotated[str, Query(description="trace id of the second (candidate) run")],
+    a: Annotated[str, Query(pattern=TRACE_ID_PATTERN,
+                            description="trace id of the first (baseline) run")],
+    b: Annotated[str, Query(pattern=TRACE_ID_PATTERN,
+                            description="trace id of the second (candidate) run")],
 ) -> Any:
     """Steps are aligned by minimum edit distance over (type, name, canonical arguments);
     parallel tool calls are compared in a canonical order. Deltas are b − a."""
@@ -392,7 +401,7 @@ async def compare_runs(
 
 @router.get("/trajectories/{trace_id}/cost", response_model=RunCostView,
             summary="Tokens and money per model step, per agent and for the run")
-async def cost(trace_id: str, rt: Rt, project: Project) -> Any:
+async def cost(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
     """Priced with TRAJHUB_PRICES or the default table shipped with trajhub; a model the table
     does not list has no price (`usd` null) and is named in `unpriced_models`."""
     table = table_for(rt.settings)
@@ -413,7 +422,7 @@ async def cost(trace_id: str, rt: Rt, project: Project) -> Any:
 
 @router.get("/trajectories/{trace_id}/contract", response_model=RunContract,
             summary="The run contract: models, sampling, prompt and tool-schema hashes, versions")
-async def contract(trace_id: str, rt: Rt, project: Project) -> Any:
+async def contract(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
     """Read from whatever the instrumentation recorded; each value says where it came from,
     and `unknown` lists what nothing recorded."""
     trace_id = trace_id_param(trace_id)
@@ -443,7 +452,7 @@ async def contract(trace_id: str, rt: Rt, project: Project) -> Any:
                404: {"description": "No spans of this trace yet"},
                422: {"description": "The trajectory could not be derived"}},
 )
-async def events(trace_id: str, rt: Rt, project: Project) -> NDJSONResponse:
+async def events(trace_id: TraceIdPath, rt: Rt, project: Project) -> NDJSONResponse:
     table = table_for(rt.settings)
     run = await load_run(rt, project, trace_id)
     costs = run_cost(table, run.events).steps
@@ -454,7 +463,7 @@ async def events(trace_id: str, rt: Rt, project: Project) -> NDJSONResponse:
 
 @router.get("/trajectories/{trace_id}/tool-results", response_model=ToolResults,
             summary="Recorded tool outputs, keyed for hybrid replay")
-async def recorded_tool_results(trace_id: str, rt: Rt, project: Project,
+async def recorded_tool_results(trace_id: TraceIdPath, rt: Rt, project: Project,
                                 response: Response) -> Any:
     """Every tool call of the run: tool name, call id, the canonical hash of its arguments,
     its output and error. `trajhub.service.client.replay` serves them to a re-run agent."""

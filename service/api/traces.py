@@ -12,11 +12,13 @@ from trajhub.service.api.common import (
     Key,
     Project,
     Rt,
+    SpanIdPath,
     Text,
+    TraceIdPath,
     attribute_filters,
     decode_cursor,
     encode_cursor,
-    json_response,
+    model_response,
     parse_time,
     span_id_param,
     trace_id_param,
@@ -24,11 +26,14 @@ from trajhub.service.api.common import (
 from trajhub.service.api.models import (
     ERRORS,
     NOT_FOUND,
+    CozeLoopTrace,
     ErrorDetail,
+    OtlpTrace,
     ProjectList,
     SpanView,
     TraceBody,
     TracePage,
+    TraceSpans,
 )
 from trajhub.service.api.views import trajectory_nodes
 from trajhub.service.ingest.decode import FORMAT_COZELOOP
@@ -91,7 +96,7 @@ async def list_traces(
     } for r in rows]
     next_cursor = (encode_cursor(rows[-1].start_ns, rows[-1].trace_id)
                    if len(rows) == limit else None)
-    return json_response({"items": items, "next_cursor": next_cursor})
+    return model_response(TracePage, {"items": items, "next_cursor": next_cursor})
 
 
 @router.get("/traces/{trace_id}", summary="One trace: its spans as a tree, flat, or OTLP/JSON",
@@ -99,7 +104,7 @@ async def list_traces(
                        422: {"model": ErrorDetail, "description": "view=trajectory of a trace "
                              "whose trajectory could not be derived (the message says why)"}})
 async def get_trace(
-    trace_id: str,
+    trace_id: TraceIdPath,
     rt: Rt,
     project: Project,
     view: Annotated[Literal["tree", "flat", "trajectory"], Query(
@@ -121,10 +126,10 @@ async def get_trace(
         stored = (await trajectory_reads.explanation(conn, project, trace_id)
                   if view == "trajectory" and format == "json" else None)
     if format == "otlp":
-        return json_response(otlp_json(to_otlp_request(rows, envelopes)))
+        return model_response(OtlpTrace, otlp_json(to_otlp_request(rows, envelopes)))
     if format == "cozeloop":
-        return json_response({"spans": [orjson.loads(r.body) for r in rows
-                                        if r.format == FORMAT_COZELOOP]})
+        return model_response(CozeLoopTrace, {"spans": [orjson.loads(r.body) for r in rows
+                                                         if r.format == FORMAT_COZELOOP]})
     views = [span_view(s) for s in to_model(rows, envelopes)]
     if view == "trajectory":
         if stored is None:
@@ -134,16 +139,17 @@ async def get_trace(
             raise HTTPException(422, "trajectory could not be derived: "
                                      f"{stored.derivation_error}")
         explanation = orjson.loads(stored.explanation)
-        return json_response({"trace_id": trace_id,
-                              "spans": trajectory_nodes(explanation, views)})
+        return model_response(TraceSpans, {"trace_id": trace_id,
+                                           "spans": trajectory_nodes(explanation, views)})
     if view == "flat":
-        return json_response({"trace_id": trace_id, "spans": views})
-    return json_response({"trace_id": trace_id, "spans": span_tree(views)})
+        return model_response(TraceSpans, {"trace_id": trace_id, "spans": views})
+    return model_response(TraceSpans, {"trace_id": trace_id, "spans": span_tree(views)})
 
 
 @router.get("/traces/{trace_id}/spans/{span_id}", summary="One span", response_model=SpanView,
             responses=NOT_FOUND)
-async def get_span(trace_id: str, span_id: str, rt: Rt, project: Project) -> Response:
+async def get_span(trace_id: TraceIdPath, span_id: SpanIdPath, rt: Rt, project: Project
+                   ) -> Response:
     trace_id, span_id = trace_id_param(trace_id), span_id_param(span_id)
     async with rt.db.acquire() as conn:
         row = await trace_reads.span(conn, project, trace_id, span_id)
@@ -152,7 +158,7 @@ async def get_span(trace_id: str, span_id: str, rt: Rt, project: Project) -> Res
                                      f"{project!r}")
         envelopes = await trace_reads.resources(
             conn, [row.resource_id] if row.resource_id is not None else [])
-    return json_response(span_view(to_model([row], envelopes)[0]))
+    return model_response(SpanView, span_view(to_model([row], envelopes)[0]))
 
 
 @router.get("/files/{key:path}", summary="A file uploaded through /v1/loop/files/upload",
@@ -190,5 +196,5 @@ async def list_projects(rt: Rt, key: Key) -> Response:
     if only is not None and not projects:
         projects = [{"name": only, "trace_count": 0, "span_count": 0, "first_span_at": None,
                      "last_span_at": None}]
-    return json_response({"projects": projects})
+    return model_response(ProjectList, {"projects": projects})
 
