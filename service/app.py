@@ -26,11 +26,13 @@ from trajhub.service.api import traces as routes_traces
 from trajhub.service.api import trajectories as routes_trajectories
 from trajhub.service.api.common import (
     UNSTORABLE_TEXT_ERRORS,
+    document_errors,
     document_scopes,
     parameter_error,
     unstorable_text,
 )
 from trajhub.service.api.models import HealthStatus, ReadyStatus, restore_examples
+from trajhub.service.auth import auth_enabled
 from trajhub.service.ingest import http as routes_ingest
 from trajhub.service.runtime import Runtime
 from trajhub.service.ui import mount as mount_ui
@@ -131,6 +133,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_keys.router)
     app.include_router(docs.router)
     document_scopes(app)
+    document_errors(app, auth_enabled(rt.settings))
     mount_ui(app)
     # outermost: it times and logs every answer, the error handlers' included
     app.add_middleware(AccessMiddleware)

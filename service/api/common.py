@@ -15,6 +15,7 @@ from typing import Annotated, Any
 import asyncpg
 import jsonschema_rs
 import orjson
+import pydantic_core
 from fastapi import (
     Depends,
     FastAPI,
@@ -191,6 +192,22 @@ def model_response(model: Any, doc: Any, status: int = 200,
         raise ResponseContractError(f"the {name} answer does not match its schema at {where}")
     return Response(orjson.dumps(doc), status_code=status, media_type="application/json",
                     headers=headers)
+
+
+def storable_json(value: Any, field: str) -> str:
+    """`value` (a request body's JSON) as the JSON text a jsonb column takes. orjson refuses
+    integers beyond 64 bits, which a JSON body may hold and PostgreSQL's jsonb stores (as
+    numeric): those go through pydantic's encoder instead. What no encoder takes (a lone UTF-16
+    surrogate, say) is a 422 naming `field`, never a 500."""
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        return pydantic_core.to_json(value).decode()
+    except (pydantic_core.PydanticSerializationError, ValueError) as exc:
+        raise HTTPException(422, f"{field}: cannot be stored as JSON: {str(exc)[:200]}"
+                            ) from None
 
 
 def trace_id_param(trace_id: str, name: str = "trace_id") -> str:
@@ -398,6 +415,42 @@ def declared_content_type(request: Request) -> None:
 #: what every REST router checks before a route runs (the key first: an unauthenticated
 #: request learns nothing about parameters)
 ROUTER_CHECKS = [Depends(require_key), Depends(known_query_only), Depends(declared_content_type)]
+
+
+_ERROR_REF = {"$ref": "#/components/schemas/ErrorDetail"}
+
+
+def document_errors(app: FastAPI, auth_required: bool) -> None:
+    """Make /openapi.json say what the server answers (issue 18):
+
+    - an error answer of a REST route is JSON (`ErrorDetail`), also where the route's success
+      is NDJSON or a JSON Schema document;
+    - a REST route that takes a body lists 415 (`declared_content_type`);
+    - with API keys off, the bearer key is optional (`security: [{}, ...]`), since a request
+      without one is served."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = generate()
+        for path, operations in schema.get("paths", {}).items():
+            for operation in operations.values():
+                responses = operation.setdefault("responses", {})
+                if path.startswith("/api/"):
+                    if "requestBody" in operation and "415" not in responses:
+                        responses["415"] = {
+                            "description": "the body's Content-Type is not one the route "
+                                           "takes (`detail` names them)",
+                            "content": {"application/json": {"schema": dict(_ERROR_REF)}}}
+                    for code, response in responses.items():
+                        content = response.get("content")
+                        if code[:1] in "45" and content and "application/json" not in content:
+                            response["content"] = {"application/json": {
+                                "schema": dict(_ERROR_REF)}}
+                if not auth_required and operation.get("security"):
+                    operation["security"] = [{}, *operation["security"]]
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def document_scopes(app: FastAPI) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
-import orjson
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
@@ -22,6 +23,7 @@ from trajhub.service.api.common import (
     encode_cursor,
     model_response,
     no_nul,
+    storable_json,
     trace_id_param,
 )
 from trajhub.service.api.filters import TrajectoryQuery
@@ -71,7 +73,7 @@ async def _dataset_id(rt: Runtime, project: str, name: str) -> int:
 
 def _expectations(raw: Any) -> str:
     try:
-        return orjson.dumps(Expectations.from_dict(raw).to_dict()).decode()
+        return storable_json(Expectations.from_dict(raw).to_dict(), "expectations")
     except ExpectationsError as exc:
         raise HTTPException(422, f"expectations.{exc}") from None
 
@@ -222,17 +224,18 @@ async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate)
     if body.expectations is not None:
         expectations = _expectations(body.expectations)
     elif body.trajectory is not None:
-        expectations = orjson.dumps(
-            expectations_from_trajectory(body.trajectory).to_dict()).decode()
+        expectations = storable_json(
+            expectations_from_trajectory(body.trajectory).to_dict(), "trajectory")
     else:
         expectations = "{}"
     source = (trace_id_param(body.source_trace_id, "source_trace_id")
               if body.source_trace_id else None)
     item = datasets.NewItem(
-        input=datasets.json_text(body.input),
-        reference_output=datasets.json_text(body.reference_output),
-        expectations=expectations, trajectory=datasets.json_text(body.trajectory),
-        source_trace_id=source, tags=body.tags, metadata=orjson.dumps(body.metadata).decode())
+        input=_json_or_null(body.input, "input"),
+        reference_output=_json_or_null(body.reference_output, "reference_output"),
+        expectations=expectations, trajectory=_json_or_null(body.trajectory, "trajectory"),
+        source_trace_id=source, tags=body.tags,
+        metadata=storable_json(body.metadata, "metadata"))
     async with rt.db.acquire() as conn:
         added = await datasets.insert_items(conn, dataset, [item])
         if not added:
@@ -240,6 +243,11 @@ async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate)
         row = await datasets.get_item(conn, dataset, added[0])
     assert row is not None
     return model_response(Item, dataset_formats.item_json(row, name), 201)
+
+
+def _json_or_null(value: Any, field: str) -> str | None:
+    # None stays SQL NULL, as storage.datasets.json_text keeps it
+    return None if value is None else storable_json(value, field)
 
 
 async def _item_row(rt: Runtime, dataset: int, name: str, item_id: str) -> Any:
@@ -275,9 +283,9 @@ async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, b
         elif key == "tags":
             changes[key] = value or []
         elif key == "metadata":
-            changes[key] = orjson.dumps(value or {}).decode()
+            changes[key] = storable_json(value or {}, "metadata")
         else:
-            changes[key] = datasets.json_text(value)
+            changes[key] = _json_or_null(value, key)
     async with rt.db.acquire() as conn:
         if not await datasets.update_item(conn, dataset, item_id, changes):
             raise HTTPException(404, f"no item {item_id!r} in evaluation set {name!r}")
@@ -355,7 +363,19 @@ async def export_dataset(
     extension = "csv" if format == "csv" else "jsonl"
     return StreamingResponse(stream(), media_type=dataset_formats.MEDIA_TYPES[format], headers={
         "X-Item-Count": str(count),
-        "Content-Disposition": f'attachment; filename="{name}.{format}.{extension}"'})
+        "Content-Disposition": attachment(f"{name}.{format}.{extension}")})
+
+
+_UNSAFE_IN_QUOTES = re.compile(r'[^\x20-\x7e]|["\\%]')
+
+
+def attachment(filename: str) -> str:
+    """A Content-Disposition naming `filename` (RFC 6266): an ASCII fallback in `filename`,
+    the exact name percent-encoded as UTF-8 in `filename*` (RFC 5987). A set's name may hold
+    any character but `/`: sent raw, a non-Latin-1 name cannot be encoded into the header, and a
+    line break would end it and start another (header injection)."""
+    fallback = _UNSAFE_IN_QUOTES.sub("_", filename)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 @router.post(

@@ -18,6 +18,7 @@ from trajhub.service.api.common import (
     decode_cursor,
     encode_cursor,
     model_response,
+    storable_json,
 )
 from trajhub.service.api.models import (
     ERRORS,
@@ -104,7 +105,7 @@ async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) ->
         count = await evaluations.item_count(conn, dataset)
         evaluation = await evaluations.create_evaluation(
             conn, project, dataset, body.dataset, body.target, body.run,
-            orjson.dumps([r.to_dict() for r in runs]).decode(), count)
+            storable_json([r.to_dict() for r in runs], "evaluators"), count)
         row = await evaluations.get_evaluation(conn, project, evaluation)
     evaluation_runner.start(rt.db, rt.settings, project, evaluation, dataset,
                             evaluation_runner.Target(body.target, body.run), runs)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from trajhub.evaluators.pricing import PriceTable, run_cost
 from trajhub.evaluators.regression import ItemRun, Verdict, aggregate, item_report
 from trajhub.normalizers.playback import run_duration_ms, step_events
-from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt
+from trajhub.service.api.common import INT64_MAX, ROUTER_CHECKS, Project, Rt
 from trajhub.service.api.models import ERRORS, example_config
 from trajhub.service.api.replay import AlignedPairView
 from trajhub.service.prices import table_for
@@ -27,8 +27,10 @@ class RunRef(BaseModel):
     """One side: an evaluation run by id, or a live run by name over a set."""
 
     model_config = ConfigDict(extra="forbid")
-    evaluation: int | None = Field(None, description="an evaluation run id: its items, traces "
-                                   "and results")
+    # an id is a bigint: a larger number names no evaluation and is refused by the schema
+    evaluation: int | None = Field(None, ge=1, le=INT64_MAX,
+                                   description="an evaluation run id: its items, traces and "
+                                   "results")
     run: str | None = Field(None, min_length=1, description="a run name (the `trajhub.run` of "
                             "the traces); its newest finished evaluation supplies quality")
     dataset: str | None = Field(None, description="the set of a run name (default: the "
