@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi import FastAPI, Request, Response
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Route
+from starlette.types import Scope
 
 from trajhub import __version__
 from trajhub.service import metrics
@@ -56,6 +60,21 @@ which scope it needs: `ingest`, `read` (reads; creating and editing datasets and
 """
 
 
+def allowed_methods(app: FastAPI, scope: Scope) -> str:
+    """The `Allow` of a 405: every method the path takes. Starlette names only those of the
+    first route whose path matched (GET for `/datasets/{name}`, not PATCH and DELETE); and of
+    the routes that match, the most specific template wins, as in /openapi.json
+    (`/trajectories/rederive` is a POST, not the `/trajectories/{trace_id}` GET)."""
+    matching: list[Route] = [route for route in app.router.routes
+                             if isinstance(route, Route) and route.methods
+                             and route.matches(scope)[0] != Match.NONE]
+    if not matching:
+        return ""
+    fewest = min(len(r.param_convertors) for r in matching)
+    methods = {m for r in matching if len(r.param_convertors) == fewest for m in r.methods or ()}
+    return ", ".join(sorted(methods))
+
+
 def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) -> FastAPI:
     """`workers_missing` says why a worker process is missing ("" when none is): /readyz
     reports not ready meanwhile."""
@@ -86,6 +105,14 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
 
     for error in TRANSIENT_ERRORS:
         app.add_exception_handler(error, _unreachable)  # type: ignore[arg-type]
+
+    async def _http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 405:
+            exc.headers = {**(exc.headers or {}), "Allow": allowed_methods(app, request.scope)}
+        return await http_exception_handler(request, exc)
+
+    app.add_exception_handler(StarletteHTTPException, _http_error)
 
     @app.get("/healthz", tags=["health"], summary="The process is up",
              response_model=HealthStatus)

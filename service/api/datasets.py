@@ -9,9 +9,10 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from trajhub.evaluators import Expectations, ExpectationsError, expectations_from_trajectory
+from trajhub.evaluators.expectations import ARGS_MATCH_MODES, EXPECTED_STEP_TYPES
 from trajhub.normalizers.item_fields import check_pointer
 from trajhub.service.api import dataset_fill, dataset_formats
 from trajhub.service.api.common import (
@@ -19,6 +20,7 @@ from trajhub.service.api.common import (
     Project,
     Rt,
     Text,
+    TraceIdText,
     decode_cursor,
     encode_cursor,
     model_response,
@@ -28,6 +30,7 @@ from trajhub.service.api.common import (
 )
 from trajhub.service.api.filters import TrajectoryQuery
 from trajhub.service.api.models import (
+    BODY_CONFIG,
     ERRORS,
     NOT_FOUND,
     Dataset,
@@ -37,6 +40,7 @@ from trajhub.service.api.models import (
     ImportOutcome,
     Item,
     ItemPage,
+    TrajectoryDocument,
 )
 from trajhub.service.errors import IngestError
 from trajhub.service.ingest.bodies import read_body
@@ -79,44 +83,85 @@ def _expectations(raw: Any) -> str:
 
 
 class DatasetCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = BODY_CONFIG
     name: Name
     description: Annotated[str, Field(max_length=10_000), AfterValidator(no_nul)] = ""
 
 
 class DatasetPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = BODY_CONFIG
     name: Name | None = Field(None, description="the new name (rename)")
     description: Annotated[str, Field(max_length=10_000), AfterValidator(no_nul)] | None = None
 
 
+_NAME = {"type": "string", "minLength": 1}
+_NAMES = {"type": "array", "items": _NAME}
+#: the shape `Expectations.from_dict` (evaluators/expectations.py) takes, as JSON Schema, so
+#: /openapi.json says what an item's expectations may hold. Two rules stay in prose: a turn is
+#: given on every tool step of `trajectory` or on none, and turns never go back.
+EXPECTATIONS_SCHEMA: dict[str, Any] = {
+    "additionalProperties": False,
+    "properties": {
+        "agents": _NAMES,
+        "tools": {"type": "object", "propertyNames": {"minLength": 1},
+                  "additionalProperties": _NAMES},
+        "tool_order": _NAMES,
+        "trajectory": {"type": ["array", "null"], "items": {
+            "type": "object", "required": ["type", "name"], "additionalProperties": False,
+            "properties": {
+                "type": {"enum": list(EXPECTED_STEP_TYPES)},
+                "name": _NAME,
+                "args": {"description": "the arguments (JSON); absent: any match"},
+                "args_match": {"anyOf": [{"enum": list(ARGS_MATCH_MODES)},
+                                         {"type": "array", "minItems": 1, "items": _NAME}]},
+                "turn": {"type": "integer", "minimum": 0,
+                         "description": "tool steps only; on every tool step or on none, "
+                                        "never going back"}}}},
+        "graph_runs": {"type": ["array", "null"],
+                       "items": {"type": "array", "minItems": 1, "items": _NAME}},
+    },
+}
+#: a JSON pointer (RFC 6901), as normalizers/item_fields.check_pointer takes it
+POINTER_PATTERN = r"^(/([^~/]|~[01])*)*$"
+
+
 class ItemCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = BODY_CONFIG
     input: Any = None
     reference_output: Any = None
     expectations: dict[str, Any] | None = Field(
         None, description="agents, tools (per agent), tool_order, trajectory; pre-filled from "
-                          "`trajectory` when omitted")
-    trajectory: dict[str, Any] | None = Field(None, description="a trajectory snapshot")
-    source_trace_id: str | None = None
+                          "`trajectory` when omitted", json_schema_extra=EXPECTATIONS_SCHEMA)
+    trajectory: TrajectoryDocument | None = Field(None, description="a trajectory snapshot")
+    source_trace_id: TraceIdText | None = None
     tags: list[str] = []
     metadata: dict[str, Any] = Field({}, description="anything else about the item: the rest "
                                      "of the run's state, where it came from, ...")
 
 
 class ItemPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = BODY_CONFIG
     input: Any = None
     reference_output: Any = None
-    expectations: dict[str, Any] | None = None
+    expectations: dict[str, Any] | None = Field(None, json_schema_extra=EXPECTATIONS_SCHEMA)
     tags: list[str] | None = None
     metadata: dict[str, Any] | None = Field(None, description="replaces the item's metadata "
                                             "(`null`: empties it)")
 
 
+def _exactly_one_source(schema: dict[str, Any]) -> None:
+    # `trace_ids` or `query`, never both nor neither (JSON Schema: one of them is required,
+    # and neither may be null)
+    for name in ("trace_ids", "query"):
+        prop = schema["properties"][name]
+        prop["anyOf"] = [s for s in prop.get("anyOf", []) if s.get("type") != "null"]
+        prop.pop("default", None)
+    schema["oneOf"] = [{"required": ["trace_ids"]}, {"required": ["query"]}]
+
+
 class FillRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    trace_ids: list[str] | None = Field(None, description="add these trajectories")
+    model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_exactly_one_source)
+    trace_ids: list[TraceIdText] | None = Field(None, description="add these trajectories")
     query: TrajectoryQuery | None = Field(
         None, description="add the trajectories matching this query: the filters of "
                           "GET /api/v1/trajectories; `status` defaults to final")
@@ -125,11 +170,19 @@ class FillRequest(BaseModel):
     limit: int = Field(100, ge=1, le=100_000, description="add at most this many items")
     tags: list[str] = Field([], description="tags for the added items")
     input_pointer: str | None = Field(
-        None, description="JSON pointer (RFC 6901) into the run's input giving the item's input, "
-                          "for custom graph states; default: the last user message's content")
+        None, pattern=POINTER_PATTERN,
+        description="JSON pointer (RFC 6901) into the run's input giving the item's input, "
+                    "for custom graph states; default: the last user message's content")
     output_pointer: str | None = Field(
-        None, description="JSON pointer (RFC 6901) into the run's output giving the item's "
-                          "reference output; default: the last assistant message's content")
+        None, pattern=POINTER_PATTERN,
+        description="JSON pointer (RFC 6901) into the run's output giving the item's "
+                    "reference output; default: the last assistant message's content")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FillRequest:
+        if (self.trace_ids is None) == (self.query is None):
+            raise ValueError("give exactly one of trace_ids and query")
+        return self
 
     @field_validator("input_pointer", "output_pointer")
     @classmethod
@@ -225,7 +278,7 @@ async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate)
         expectations = _expectations(body.expectations)
     elif body.trajectory is not None:
         expectations = storable_json(
-            expectations_from_trajectory(body.trajectory).to_dict(), "trajectory")
+            expectations_from_trajectory(body.trajectory.model_dump()).to_dict(), "trajectory")
     else:
         expectations = "{}"
     source = (trace_id_param(body.source_trace_id, "source_trace_id")
@@ -233,7 +286,9 @@ async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate)
     item = datasets.NewItem(
         input=_json_or_null(body.input, "input"),
         reference_output=_json_or_null(body.reference_output, "reference_output"),
-        expectations=expectations, trajectory=_json_or_null(body.trajectory, "trajectory"),
+        expectations=expectations,
+        trajectory=_json_or_null(body.trajectory.model_dump() if body.trajectory else None,
+                                 "trajectory"),
         source_trace_id=source, tags=body.tags,
         metadata=storable_json(body.metadata, "metadata"))
     async with rt.db.acquire() as conn:
@@ -311,8 +366,6 @@ async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillReques
     metadata holds the rest of the run's state, and whose expectations are pre-filled from what
     it did (edit them afterwards); a trace the set
     already holds is skipped and counted in `skipped_duplicates`."""
-    if (body.trace_ids is None) == (body.query is None):
-        raise HTTPException(422, "give exactly one of trace_ids and query")
     dataset = await _dataset_id(rt, project, name)
     trace_ids = [trace_id_param(t) for t in body.trace_ids] if body.trace_ids is not None \
         else None

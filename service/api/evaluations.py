@@ -21,6 +21,7 @@ from trajhub.service.api.common import (
     storable_json,
 )
 from trajhub.service.api.models import (
+    BODY_CONFIG,
     ERRORS,
     NOT_FOUND,
     Evaluation,
@@ -45,15 +46,25 @@ def _iso(ts: Any) -> str | None:
 
 
 class EvaluatorEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = BODY_CONFIG
     name: str
     config: dict[str, Any] = {}
 
 
+def _run_for_live_only(schema: dict[str, Any]) -> None:
+    # the live target needs a run name; the snapshot target (the default) takes none
+    schema["anyOf"] = [
+        {"required": ["target", "run"],
+         "properties": {"target": {"const": "live"}, "run": {"type": "string"}}},
+        {"properties": {"target": {"const": "snapshot"}, "run": {"type": "null"}}},
+    ]
+
+
 class EvaluationCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_run_for_live_only)
     dataset: Text = Field(description="the evaluation set")
     evaluators: list[str | EvaluatorEntry] = Field(
+        min_length=1,
         description="names, or {name, config}: expected_agents_tools, tool_call_accuracy, "
                     "trajectory_match, graph_trajectory_match, efficiency, and the LLM judges "
                     "llm_judge, trajectory_judge, tool_choice_judge (endpoint and model from "

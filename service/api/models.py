@@ -45,6 +45,12 @@ def restore_examples(openapi: dict[str, Any]) -> dict[str, Any]:
     return openapi
 
 
+#: the config of every request body: an unknown field is a 422, and so is a value of another
+#: JSON type than the schema says (`0` for a boolean, `false` for a number), which pydantic
+#: would otherwise convert: /openapi.json promises the types, so the server keeps to them
+BODY_CONFIG = ConfigDict(extra="forbid", strict=True)
+
+
 # ------------------------------------------------------------------------------------ health
 
 class HealthStatus(BaseModel):
@@ -335,7 +341,7 @@ class TrajectoryExplanation(BaseModel):
 
 
 class RederiveRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = BODY_CONFIG
     since: str | None = Field(None, max_length=100, description="only traces starting at or "
                               "after (RFC 3339 or Unix ns)")
     outdated: bool = Field(False, description="only trajectories built by another normalizer "

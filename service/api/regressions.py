@@ -14,7 +14,7 @@ from trajhub.evaluators.pricing import PriceTable, run_cost
 from trajhub.evaluators.regression import ItemRun, Verdict, aggregate, item_report
 from trajhub.normalizers.playback import run_duration_ms, step_events
 from trajhub.service.api.common import INT64_MAX, ROUTER_CHECKS, Project, Rt
-from trajhub.service.api.models import ERRORS, example_config
+from trajhub.service.api.models import BODY_CONFIG, ERRORS, example_config
 from trajhub.service.api.replay import AlignedPairView
 from trajhub.service.prices import table_for
 from trajhub.storage import evaluations, replay_reads
@@ -23,10 +23,20 @@ router = APIRouter(prefix="/api/v1", tags=["regressions"], dependencies=ROUTER_C
                    responses=ERRORS)
 
 
+def _one_form(schema: dict[str, Any]) -> None:
+    # exactly one of `evaluation` and `run` is given (not null)
+    schema["oneOf"] = [
+        {"required": ["evaluation"], "properties": {"evaluation": {"type": "integer"},
+                                                    "run": {"type": "null"}}},
+        {"required": ["run"], "properties": {"run": {"type": "string"},
+                                             "evaluation": {"type": "null"}}},
+    ]
+
+
 class RunRef(BaseModel):
     """One side: an evaluation run by id, or a live run by name over a set."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_one_form)
     # an id is a bigint: a larger number names no evaluation and is refused by the schema
     evaluation: int | None = Field(None, ge=1, le=INT64_MAX,
                                    description="an evaluation run id: its items, traces and "
@@ -43,8 +53,22 @@ class RunRef(BaseModel):
         return self
 
 
+def _run_names_have_a_set(schema: dict[str, Any]) -> None:
+    # a side given by run name needs its set: its own `dataset`, or the request's
+    def side_ok(side: str) -> dict[str, Any]:
+        return {"anyOf": [
+            {"properties": {side: {"not": {"required": ["run"],
+                                           "properties": {"run": {"type": "string"}}}}}},
+            {"properties": {side: {"required": ["dataset"],
+                                   "properties": {"dataset": {"type": "string"}}}}},
+            {"required": ["dataset"], "properties": {"dataset": {"type": "string"}}},
+        ]}
+
+    schema["allOf"] = [side_ok("baseline"), side_ok("candidate")]
+
+
 class RegressionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_run_names_have_a_set)
     baseline: RunRef
     candidate: RunRef
     dataset: str | None = Field(None, description="the evaluation set, for sides given by run "
