@@ -10,8 +10,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match, Route
-from starlette.types import Scope
 
 from trajhub import __version__
 from trajhub.service import metrics
@@ -30,6 +28,7 @@ from trajhub.service.api import traces as routes_traces
 from trajhub.service.api import trajectories as routes_trajectories
 from trajhub.service.api.common import (
     UNSTORABLE_TEXT_ERRORS,
+    allowed_methods,
     document_errors,
     document_scopes,
     parameter_error,
@@ -58,21 +57,6 @@ project of every request (naming another one is a 403). Each operation's `x-traj
 which scope it needs: `ingest`, `read` (reads; creating and editing datasets and evaluations) or
 `admin` (keys, re-derivation, deletes; an admin key may also read and ingest).
 """
-
-
-def allowed_methods(app: FastAPI, scope: Scope) -> str:
-    """The `Allow` of a 405: every method the path takes. Starlette names only those of the
-    first route whose path matched (GET for `/datasets/{name}`, not PATCH and DELETE); and of
-    the routes that match, the most specific template wins, as in /openapi.json
-    (`/trajectories/rederive` is a POST, not the `/trajectories/{trace_id}` GET)."""
-    matching: list[Route] = [route for route in app.router.routes
-                             if isinstance(route, Route) and route.methods
-                             and route.matches(scope)[0] != Match.NONE]
-    if not matching:
-        return ""
-    fewest = min(len(r.param_convertors) for r in matching)
-    methods = {m for r in matching if len(r.param_convertors) == fewest for m in r.methods or ()}
-    return ", ".join(sorted(methods))
 
 
 def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) -> FastAPI:
@@ -109,7 +93,9 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     async def _http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 405:
-            exc.headers = {**(exc.headers or {}), "Allow": allowed_methods(app, request.scope)}
+            allow, _ = allowed_methods(app, request.url.path)
+            if allow:
+                exc.headers = {**(exc.headers or {}), "Allow": allow}
         return await http_exception_handler(request, exc)
 
     app.add_exception_handler(StarletteHTTPException, _http_error)

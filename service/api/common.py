@@ -32,7 +32,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import AfterValidator, Field, TypeAdapter
+from pydantic import AfterValidator, BeforeValidator, Field, TypeAdapter
 
 from trajhub.service.auth import ADMIN, READ, Principal, authenticate, scoped_project
 from trajhub.service.errors import Forbidden, Unauthenticated, retry_headers
@@ -64,10 +64,44 @@ def no_nul(value: str) -> str:
 
 #: a text query parameter: no NUL, at most MAX_TEXT characters
 Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(no_nul)]
+def whole_number(value: Any) -> Any:
+    # JSON Schema counts 28.0 as an integer (a number with no fraction), so a body may send
+    # one; pydantic's strict mode would refuse it
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: an integer of a request body: also a whole number written as 28.0 (see whole_number)
+JsonInt = Annotated[int, BeforeValidator(whole_number)]
 #: a count or size held in a bigint column
-Int64 = Annotated[int, Field(ge=0, le=INT64_MAX)]
+Int64 = Annotated[JsonInt, Field(ge=0, le=INT64_MAX)]
 #: a count held in an integer column
 Int32 = Annotated[int, Field(ge=0, le=INT32_MAX)]
+#: a time a filter takes: Unix nanoseconds (within a signed 64-bit integer; the pattern stops
+#: at ±9,222,999,999,999,999,999), or an RFC 3339 time with its
+#: offset, in the years a signed 64-bit count of nanoseconds reaches (1678-2262; the pattern
+#: keeps to 1680-2261). Written out so /openapi.json tells a client which texts are times.
+TIME_PATTERN = (
+    r"^(-?([0-9]{1,18}|[1-8][0-9]{18}|9[01][0-9]{17}|92[01][0-9]{16}|922[0-2][0-9]{15})|(1(6[89][0-9]|[7-9][0-9]{2})|2([01][0-9]{2}|2[0-5][0-9]|26[01]))-"
+    r"((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
+    r"02-(0[1-9]|1[0-9]|2[0-9]))[T ]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"(\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))$")
+_TIME = re.compile(TIME_PATTERN)
+
+
+def time_text(value: str) -> str:
+    if not _TIME.match(value):
+        raise ValueError(f"must be an RFC 3339 time with its offset (Z or +hh:mm) between the "
+                         f"years 1680 and 2261, or Unix nanoseconds; got {value[:80]!r}")
+    return value
+
+
+#: a time parameter (see TIME_PATTERN); `time_ns` turns it into Unix nanoseconds
+TimeText = Annotated[str, Field(max_length=100, json_schema_extra={"pattern": TIME_PATTERN}),
+                     AfterValidator(time_text)]
+#: an `attribute` filter: key=value (a key, then `=`, then the value, which may be empty)
+AttributeFilter = Annotated[Text, Field(pattern=r"^[^=]+=")]
 #: a trace id in a path: 32 hex digits (`trace_id_param` lower-cases it)
 TraceIdPath = Annotated[str, Path(pattern=TRACE_ID_PATTERN, description="32 hex digits")]
 #: a span id in a path: 16 hex digits
@@ -184,14 +218,21 @@ def model_response(model: Any, doc: Any, status: int = 200,
     summaries, building the pydantic objects costs about ten times orjson's encoding, while a
     compiled JSON Schema check costs about as much as the encoding (bench/response_speed.py)."""
     validator = _validator(model)
-    if not validator.is_valid(doc):
+    body = orjson.dumps(doc)
+    try:
+        valid = validator.is_valid(doc)
+    except ValueError:
+        # `doc` embeds stored JSON text as orjson.Fragment (an item's trajectory), which only
+        # orjson reads: check the bytes that are sent, decoded
+        doc = orjson.loads(body)
+        valid = validator.is_valid(doc)
+    if not valid:
         error = next(iter(validator.iter_errors(doc)))
         where = "/".join(str(p) for p in error.instance_path) or "(the body)"
         name = getattr(model, "__name__", str(model))
         log.error("response does not match %s at %s: %s", name, where, error.message[:500])
         raise ResponseContractError(f"the {name} answer does not match its schema at {where}")
-    return Response(orjson.dumps(doc), status_code=status, media_type="application/json",
-                    headers=headers)
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
 def storable_json(value: Any, field: str) -> str:
@@ -354,10 +395,59 @@ def _where(loc: tuple[Any, ...]) -> str:
     return f"{kind} {name!r}"
 
 
+_TEMPLATE_PARAM = re.compile(r"\{[^}/]+?(:path)?\}")
+
+
+def _documented_paths(app: FastAPI) -> list[tuple[re.Pattern[str], int, str, frozenset[str]]]:
+    """Each path template of /openapi.json as (regex, parameter count, template, methods)."""
+    cached: list[tuple[re.Pattern[str], int, str, frozenset[str]]] | None = getattr(
+        app.state, "documented_paths", None)
+    if cached is None:
+        cached = []
+        for template, operations in app.openapi().get("paths", {}).items():
+            regex = _TEMPLATE_PARAM.sub(lambda m: ".+" if m.group(1) else "[^/]+",
+                                        re.escape(template).replace(r"\{", "{")
+                                        .replace(r"\}", "}"))
+            cached.append((re.compile(regex + "$"), len(_TEMPLATE_PARAM.findall(template)),
+                           template, frozenset(m.upper() for m in operations)))
+        app.state.documented_paths = cached
+    return cached
+
+
+def allowed_methods(app: FastAPI, path: str) -> tuple[str, frozenset[str]]:
+    """The `Allow` for `path`, as /openapi.json has it, and the templates it comes from: the
+    methods of the most specific documented templates the path fits (`/trajectories/rederive`
+    is a POST, not the `/trajectories/{trace_id}` GET). ("", {}) for an undocumented path."""
+    fits = [(count, template, methods) for regex, count, template, methods
+            in _documented_paths(app) if regex.match(path)]
+    if not fits:
+        return "", frozenset()
+    fewest = min(count for count, _, _ in fits)
+    best = [(template, methods) for count, template, methods in fits if count == fewest]
+    return (", ".join(sorted({m for _, methods in best for m in methods})),
+            frozenset(template for template, _ in best))
+
+
+def _shadowed(request: Request) -> str:
+    """The Allow of a 405 when the request reached a parameter route only because its method
+    is not one of the literal route's: GET /trajectories/rederive matches GET
+    /trajectories/{trace_id}, yet /openapi.json documents /trajectories/rederive (POST only).
+    Empty when the route that answers is one of the path's most specific ones."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return ""
+    allow, templates = allowed_methods(request.app, request.url.path)
+    return allow if templates and route.path not in templates else ""
+
+
 async def parameter_error(request: Request, exc: Exception) -> Response:
     """A bad query, path or header parameter is a 400 naming it; a bad JSON body stays a 422
     with FastAPI's usual detail."""
     assert isinstance(exc, RequestValidationError)
+    allow = _shadowed(request)
+    if allow:
+        return JSONResponse({"detail": f"method {request.method} is not allowed here (allowed: "
+                                       f"{allow})"}, status_code=405, headers={"Allow": allow})
     errors = exc.errors()
     bad = [e for e in errors if e.get("loc") and e["loc"][0] in ("query", "path", "header")]
     if not bad:
@@ -381,8 +471,13 @@ UNSTORABLE_TEXT_ERRORS = (asyncpg.UntranslatableCharacterError,
 
 
 def _jsonable_errors(errors: Any) -> Any:
-    # pydantic puts the exception object in `ctx` of some errors; keep the JSON-safe parts
-    return orjson.loads(orjson.dumps(errors, default=str))
+    # pydantic puts the exception object in `ctx` of some errors; keep the JSON-safe parts. An
+    # error's `input` may hold an integer beyond 64 bits, which orjson refuses: pydantic's
+    # encoder takes it (it comes back as a float)
+    try:
+        return orjson.loads(orjson.dumps(errors, default=str))
+    except orjson.JSONEncodeError:
+        return orjson.loads(pydantic_core.to_json(errors, fallback=str))
 
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -424,7 +519,7 @@ def document_errors(app: FastAPI, auth_required: bool) -> None:
     """Make /openapi.json say what the server answers (issue 18):
 
     - an error answer of a REST route is JSON (`ErrorDetail`), also where the route's success
-      is NDJSON or a JSON Schema document;
+      is NDJSON or a JSON Schema document, or where the route describes it in words only;
     - a REST route that takes a body lists 415 (`declared_content_type`);
     - with API keys off, the bearer key is optional (`security: [{}, ...]`), since a request
       without one is served."""
@@ -443,7 +538,7 @@ def document_errors(app: FastAPI, auth_required: bool) -> None:
                             "content": {"application/json": {"schema": dict(_ERROR_REF)}}}
                     for code, response in responses.items():
                         content = response.get("content")
-                        if code[:1] in "45" and content and "application/json" not in content:
+                        if code[:1] in "45" and "application/json" not in (content or {}):
                             response["content"] = {"application/json": {
                                 "schema": dict(_ERROR_REF)}}
                 if not auth_required and operation.get("security"):

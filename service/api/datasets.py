@@ -17,6 +17,7 @@ from trajhub.normalizers.item_fields import check_pointer
 from trajhub.service.api import dataset_fill, dataset_formats
 from trajhub.service.api.common import (
     ROUTER_CHECKS,
+    JsonInt,
     Project,
     Rt,
     Text,
@@ -113,8 +114,9 @@ EXPECTATIONS_SCHEMA: dict[str, Any] = {
                 "name": _NAME,
                 "args": {"description": "the arguments (JSON); absent: any match"},
                 "args_match": {"anyOf": [{"enum": list(ARGS_MATCH_MODES)},
-                                         {"type": "array", "minItems": 1, "items": _NAME}]},
-                "turn": {"type": "integer", "minimum": 0,
+                                         {"type": "array", "minItems": 1, "items": _NAME},
+                                         {"type": "null"}]},
+                "turn": {"type": ["integer", "null"], "minimum": 0,
                          "description": "tool steps only; on every tool step or on none, "
                                         "never going back"}}}},
         "graph_runs": {"type": ["array", "null"],
@@ -159,15 +161,22 @@ def _exactly_one_source(schema: dict[str, Any]) -> None:
     schema["oneOf"] = [{"required": ["trace_ids"]}, {"required": ["query"]}]
 
 
+class FillQuery(TrajectoryQuery):
+    """The filters of `GET /api/v1/trajectories`, in a JSON body: typed strictly, like every
+    body (models.BODY_CONFIG), where the query string's texts are converted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
 class FillRequest(BaseModel):
     model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_exactly_one_source)
     trace_ids: list[TraceIdText] | None = Field(None, description="add these trajectories")
-    query: TrajectoryQuery | None = Field(
+    query: FillQuery | None = Field(
         None, description="add the trajectories matching this query: the filters of "
                           "GET /api/v1/trajectories; `status` defaults to final")
     sample_rate: float = Field(1.0, gt=0, le=1, description="fraction of the matches to add, "
                                "chosen by a hash of the trace id (stable across re-fills)")
-    limit: int = Field(100, ge=1, le=100_000, description="add at most this many items")
+    limit: JsonInt = Field(100, ge=1, le=100_000, description="add at most this many items")
     tags: list[str] = Field([], description="tags for the added items")
     input_pointer: str | None = Field(
         None, pattern=POINTER_PATTERN,

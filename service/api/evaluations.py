@@ -8,7 +8,7 @@ import orjson
 from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from trajhub.evaluators import ConfigError
+from trajhub.evaluators import JUDGES, REGISTRY, ConfigError
 from trajhub.service.api.common import (
     INT64_MAX,
     ROUTER_CHECKS,
@@ -45,9 +45,14 @@ def _iso(ts: Any) -> str | None:
     return ts.isoformat().replace("+00:00", "Z") if ts is not None else None
 
 
+#: the evaluators a run may name, as /openapi.json lists them (an unknown one is a 400 naming
+#: the known ones)
+EvaluatorName = Annotated[str, Field(json_schema_extra={"enum": sorted([*REGISTRY, *JUDGES])})]
+
+
 class EvaluatorEntry(BaseModel):
     model_config = BODY_CONFIG
-    name: str
+    name: EvaluatorName
     config: dict[str, Any] = {}
 
 
@@ -63,7 +68,7 @@ def _run_for_live_only(schema: dict[str, Any]) -> None:
 class EvaluationCreate(BaseModel):
     model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_run_for_live_only)
     dataset: Text = Field(description="the evaluation set")
-    evaluators: list[str | EvaluatorEntry] = Field(
+    evaluators: list[EvaluatorName | EvaluatorEntry] = Field(
         min_length=1,
         description="names, or {name, config}: expected_agents_tools, tool_call_accuracy, "
                     "trajectory_match, graph_trajectory_match, efficiency, and the LLM judges "

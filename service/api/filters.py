@@ -9,7 +9,7 @@ from typing import Literal
 from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
-from trajhub.service.api.common import Int64, Text, decode_cursor, time_ns
+from trajhub.service.api.common import Int64, Text, TimeText, decode_cursor, time_ns
 from trajhub.storage import trajectory_reads
 
 
@@ -18,8 +18,8 @@ class TrajectoryQuery(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    start: Text | None = Field(None, description="started at or after (RFC 3339 or Unix ns)")
-    end: Text | None = Field(None, description="started before (RFC 3339 or Unix ns)")
+    start: TimeText | None = Field(None, description="started at or after (RFC 3339 or Unix ns)")
+    end: TimeText | None = Field(None, description="started before (RFC 3339 or Unix ns)")
     agent: Text | None = Field(None, description="has an agent (or graph) step of this name "
                                "(case-insensitive)")
     tool: Text | None = Field(None, description="called this tool (case-insensitive)")

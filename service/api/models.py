@@ -13,6 +13,8 @@ from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import ExtraValues
 
+from trajhub.service.api.common import TimeText
+
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN_ID = "00f067aa0ba902b7"
 
@@ -342,7 +344,7 @@ class TrajectoryExplanation(BaseModel):
 
 class RederiveRequest(BaseModel):
     model_config = BODY_CONFIG
-    since: str | None = Field(None, max_length=100, description="only traces starting at or "
+    since: TimeText | None = Field(None, description="only traces starting at or "
                               "after (RFC 3339 or Unix ns)")
     outdated: bool = Field(False, description="only trajectories built by another normalizer "
                            "version")

@@ -13,14 +13,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from trajhub.evaluators.pricing import PriceTable, run_cost
 from trajhub.evaluators.regression import ItemRun, Verdict, aggregate, item_report
 from trajhub.normalizers.playback import run_duration_ms, step_events
-from trajhub.service.api.common import INT64_MAX, ROUTER_CHECKS, Project, Rt
-from trajhub.service.api.models import BODY_CONFIG, ERRORS, example_config
+from trajhub.service.api.common import INT64_MAX, ROUTER_CHECKS, JsonInt, Project, Rt
+from trajhub.service.api.models import BODY_CONFIG, ERRORS, NOT_FOUND, example_config
 from trajhub.service.api.replay import AlignedPairView
 from trajhub.service.prices import table_for
 from trajhub.storage import evaluations, replay_reads
 
+# every route here reads runs or evaluations that may not exist (404)
 router = APIRouter(prefix="/api/v1", tags=["regressions"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+                   responses={**ERRORS, **NOT_FOUND})
 
 
 def _one_form(schema: dict[str, Any]) -> None:
@@ -38,13 +39,13 @@ class RunRef(BaseModel):
 
     model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_one_form)
     # an id is a bigint: a larger number names no evaluation and is refused by the schema
-    evaluation: int | None = Field(None, ge=1, le=INT64_MAX,
+    evaluation: JsonInt | None = Field(None, ge=1, le=INT64_MAX,
                                    description="an evaluation run id: its items, traces and "
                                    "results")
     run: str | None = Field(None, min_length=1, description="a run name (the `trajhub.run` of "
                             "the traces); its newest finished evaluation supplies quality")
-    dataset: str | None = Field(None, description="the set of a run name (default: the "
-                                "request's `dataset`)")
+    dataset: str | None = Field(None, min_length=1, description="the set of a run name "
+                                "(default: the request's `dataset`)")
 
     @model_validator(mode="after")
     def one_form(self) -> RunRef:
@@ -71,8 +72,8 @@ class RegressionRequest(BaseModel):
     model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_run_names_have_a_set)
     baseline: RunRef
     candidate: RunRef
-    dataset: str | None = Field(None, description="the evaluation set, for sides given by run "
-                                "name")
+    dataset: str | None = Field(None, min_length=1, description="the evaluation set, for "
+                                "sides given by run name")
 
 
 class QualityView(BaseModel):

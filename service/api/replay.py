@@ -23,14 +23,15 @@ from trajhub.service.api.common import (
     TraceIdPath,
     trace_id_param,
 )
-from trajhub.service.api.models import ERRORS, CostView, example_config
+from trajhub.service.api.models import ERRORS, NOT_FOUND, CostView, example_config
 from trajhub.service.prices import cost_json, table_for
 from trajhub.service.runtime import Runtime
 from trajhub.service.stored_spans import to_model
 from trajhub.storage import replay_reads
 
+# every route here reads runs or evaluations that may not exist (404)
 router = APIRouter(prefix="/api/v1", tags=["replay"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+                   responses={**ERRORS, **NOT_FOUND})
 
 # ------------------------------------------------------------------------------ response models
 

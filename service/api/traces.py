@@ -9,11 +9,13 @@ from fastapi import APIRouter, HTTPException, Query, Response
 
 from trajhub.service.api.common import (
     ROUTER_CHECKS,
+    AttributeFilter,
     Key,
     Project,
     Rt,
     SpanIdPath,
     Text,
+    TimeText,
     TraceIdPath,
     attribute_filters,
     decode_cursor,
@@ -55,15 +57,15 @@ router = APIRouter(prefix="/api/v1", tags=["traces"], dependencies=ROUTER_CHECKS
 async def list_traces(
     rt: Rt,
     project: Project,
-    start: Annotated[Text | None, Query(description="traces starting at or after (RFC 3339 "
+    start: Annotated[TimeText | None, Query(description="traces starting at or after (RFC 3339 "
                                         "or Unix ns)")] = None,
-    end: Annotated[Text | None, Query(description="traces starting before (RFC 3339 or Unix "
+    end: Annotated[TimeText | None, Query(description="traces starting before (RFC 3339 or Unix "
                                       "ns)")] = None,
     service: Annotated[Text | None, Query(description="resource service.name")] = None,
     span_name: Annotated[Text | None, Query(description="has a span with this name")] = None,
     has_error: Annotated[bool | None, Query(description="has (true) or lacks (false) a failed "
                                             "span")] = None,
-    attribute: Annotated[list[Text] | None, Query(
+    attribute: Annotated[list[AttributeFilter] | None, Query(
         max_length=20, description="key=value: has a span with this attribute; repeat to "
         "require several")] = None,
     min_duration_ms: Annotated[float | None, Query(ge=0, le=9.2e12, allow_inf_nan=False)]
