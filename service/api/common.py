@@ -75,7 +75,9 @@ def whole_number(value: Any) -> Any:
 #: an integer of a request body: also a whole number written as 28.0 (see whole_number)
 JsonInt = Annotated[int, BeforeValidator(whole_number)]
 #: a count or size held in a bigint column
-Int64 = Annotated[JsonInt, Field(ge=0, le=INT64_MAX)]
+# (the bounds before the validator: after it, pydantic writes them into the JSON Schema as
+# `ge`/`le`, which JSON Schema does not know)
+Int64 = Annotated[int, Field(ge=0, le=INT64_MAX), BeforeValidator(whole_number)]
 #: a count held in an integer column
 Int32 = Annotated[int, Field(ge=0, le=INT32_MAX)]
 #: a time a filter takes: Unix nanoseconds (within a signed 64-bit integer; the pattern stops
@@ -101,7 +103,8 @@ def time_text(value: str) -> str:
 TimeText = Annotated[str, Field(max_length=100, json_schema_extra={"pattern": TIME_PATTERN}),
                      AfterValidator(time_text)]
 #: an `attribute` filter: key=value (a key, then `=`, then the value, which may be empty)
-AttributeFilter = Annotated[Text, Field(pattern=r"^[^=]+=")]
+AttributeFilter = Annotated[str, Field(max_length=MAX_TEXT, pattern=r"^[^=]+="),
+                           AfterValidator(no_nul)]
 #: a trace id in a path: 32 hex digits (`trace_id_param` lower-cases it)
 TraceIdPath = Annotated[str, Path(pattern=TRACE_ID_PATTERN, description="32 hex digits")]
 #: a span id in a path: 16 hex digits
@@ -521,6 +524,7 @@ def document_errors(app: FastAPI, auth_required: bool) -> None:
     - an error answer of a REST route is JSON (`ErrorDetail`), also where the route's success
       is NDJSON or a JSON Schema document, or where the route describes it in words only;
     - a REST route that takes a body lists 415 (`declared_content_type`);
+    - an NDJSON answer's schema is its lines' model;
     - with API keys off, the bearer key is optional (`security: [{}, ...]`), since a request
       without one is served."""
     generate = app.openapi
@@ -538,6 +542,12 @@ def document_errors(app: FastAPI, auth_required: bool) -> None:
                             "content": {"application/json": {"schema": dict(_ERROR_REF)}}}
                     for code, response in responses.items():
                         content = response.get("content")
+                        for media in (content or {}).values():
+                            schema_ = media.get("schema") or {}
+                            # FastAPI writes a streamed route's model as {"type": "string",
+                            # "$ref": ...}, which no body fits: NDJSON lines are each the model
+                            if "$ref" in schema_ and schema_.get("type") == "string":
+                                del schema_["type"]
                         if code[:1] in "45" and "application/json" not in (content or {}):
                             response["content"] = {"application/json": {
                                 "schema": dict(_ERROR_REF)}}

@@ -187,6 +187,16 @@ class FillRequest(BaseModel):
         description="JSON pointer (RFC 6901) into the run's output giving the item's "
                     "reference output; default: the last assistant message's content")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_null_source(cls, data: Any) -> Any:
+        # the schema gives trace_ids and query no null: leave the other one out instead
+        if isinstance(data, dict):
+            for name in ("trace_ids", "query"):
+                if name in data and data[name] is None:
+                    raise ValueError(f"{name} must not be null (leave it out)")
+        return data
+
     @model_validator(mode="after")
     def _one_source(self) -> FillRequest:
         if (self.trace_ids is None) == (self.query is None):

@@ -4,16 +4,16 @@ compared item by item on path length, cost and quality, with a verdict per metri
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from trajhub.evaluators.pricing import PriceTable, run_cost
 from trajhub.evaluators.regression import ItemRun, Verdict, aggregate, item_report
 from trajhub.normalizers.playback import run_duration_ms, step_events
-from trajhub.service.api.common import INT64_MAX, ROUTER_CHECKS, JsonInt, Project, Rt
+from trajhub.service.api.common import INT64_MAX, ROUTER_CHECKS, Project, Rt, whole_number
 from trajhub.service.api.models import BODY_CONFIG, ERRORS, NOT_FOUND, example_config
 from trajhub.service.api.replay import AlignedPairView
 from trajhub.service.prices import table_for
@@ -39,9 +39,9 @@ class RunRef(BaseModel):
 
     model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_one_form)
     # an id is a bigint: a larger number names no evaluation and is refused by the schema
-    evaluation: JsonInt | None = Field(None, ge=1, le=INT64_MAX,
-                                   description="an evaluation run id: its items, traces and "
-                                   "results")
+    evaluation: Annotated[int, Field(ge=1, le=INT64_MAX),
+                          BeforeValidator(whole_number)] | None = Field(
+        None, description="an evaluation run id: its items, traces and results")
     run: str | None = Field(None, min_length=1, description="a run name (the `trajhub.run` of "
                             "the traces); its newest finished evaluation supplies quality")
     dataset: str | None = Field(None, min_length=1, description="the set of a run name "
