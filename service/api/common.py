@@ -105,10 +105,30 @@ TimeText = Annotated[str, Field(max_length=100, json_schema_extra={"pattern": TI
 #: an `attribute` filter: key=value (a key, then `=`, then the value, which may be empty)
 AttributeFilter = Annotated[str, Field(max_length=MAX_TEXT, pattern=r"^[^=]+="),
                            AfterValidator(no_nul)]
-#: a trace id in a path: 32 hex digits (`trace_id_param` lower-cases it)
-TraceIdPath = Annotated[str, Path(pattern=TRACE_ID_PATTERN, description="32 hex digits")]
+def _hex32(value: str) -> str:
+    if not _HEX32.fullmatch(value):
+        raise ValueError(f"{value[:80]!r} is not 32 hex digits")
+    return value
+
+
+def _hex16(value: str) -> str:
+    if not _HEX16.fullmatch(value):
+        raise ValueError(f"{value[:80]!r} is not 16 hex digits")
+    return value
+
+
+#: a trace id in a path: 32 hex digits (`trace_id_param` lower-cases it); the pattern is for
+#: /openapi.json, the check says what is wrong in words
+TraceIdPath = Annotated[str, Path(description="32 hex digits",
+                                  json_schema_extra={"pattern": TRACE_ID_PATTERN}),
+                        AfterValidator(_hex32)]
+#: a trace id in a query parameter
+TraceIdQuery = Annotated[str, Query(json_schema_extra={"pattern": TRACE_ID_PATTERN}),
+                         AfterValidator(_hex32)]
 #: a span id in a path: 16 hex digits
-SpanIdPath = Annotated[str, Path(pattern=SPAN_ID_PATTERN, description="16 hex digits")]
+SpanIdPath = Annotated[str, Path(description="16 hex digits",
+                                 json_schema_extra={"pattern": SPAN_ID_PATTERN}),
+                       AfterValidator(_hex16)]
 #: a trace id in a body
 TraceIdText = Annotated[str, Field(pattern=TRACE_ID_PATTERN, description="32 hex digits")]
 
@@ -457,6 +477,9 @@ async def parameter_error(request: Request, exc: Exception) -> Response:
         return JSONResponse({"detail": _jsonable_errors(errors)}, status_code=422)
     first = bad[0]
     message = str(first.get("msg", "invalid"))
+    if first.get("type") == "value_error" and "error" in (first.get("ctx") or {}):
+        # our own validators' words, without pydantic's "Value error, " before them
+        message = str(first["ctx"]["error"])
     return JSONResponse({"detail": f"{_where(tuple(first['loc']))}: {message}"},
                         status_code=400)
 

@@ -17,10 +17,10 @@ from trajhub.normalizers.contract import ContractField, run_contract
 from trajhub.normalizers.playback import StepEvent, run_duration_ms, step_events, tool_results
 from trajhub.service.api.common import (
     ROUTER_CHECKS,
-    TRACE_ID_PATTERN,
     Project,
     Rt,
     TraceIdPath,
+    TraceIdQuery,
     trace_id_param,
 )
 from trajhub.service.api.models import ERRORS, NOT_FOUND, CostView, example_config
@@ -373,10 +373,8 @@ def _field(value: ContractField) -> dict[str, Any]:
             summary="Two runs' steps aligned: first divergence, edits and metric deltas")
 async def compare_runs(
     rt: Rt, project: Project,
-    a: Annotated[str, Query(pattern=TRACE_ID_PATTERN,
-                            description="trace id of the first (baseline) run")],
-    b: Annotated[str, Query(pattern=TRACE_ID_PATTERN,
-                            description="trace id of the second (candidate) run")],
+    a: Annotated[TraceIdQuery, Query(description="trace id of the first (baseline) run")],
+    b: Annotated[TraceIdQuery, Query(description="trace id of the second (candidate) run")],
 ) -> Any:
     """Steps are aligned by minimum edit distance over (type, name, canonical arguments);
     parallel tool calls are compared in a canonical order. Deltas are b − a."""
