@@ -102,9 +102,17 @@ def time_text(value: str) -> str:
 #: a time parameter (see TIME_PATTERN); `time_ns` turns it into Unix nanoseconds
 TimeText = Annotated[str, Field(max_length=100, json_schema_extra={"pattern": TIME_PATTERN}),
                      AfterValidator(time_text)]
+def _key_value(value: str) -> str:
+    if not _KEY_VALUE.match(value):
+        raise ValueError(f"{value[:80]!r} must look like key=value")
+    return value
+
+
+_KEY_VALUE = re.compile(r"^[^=]+=")
 #: an `attribute` filter: key=value (a key, then `=`, then the value, which may be empty)
-AttributeFilter = Annotated[str, Field(max_length=MAX_TEXT, pattern=r"^[^=]+="),
-                           AfterValidator(no_nul)]
+AttributeFilter = Annotated[str, Field(max_length=MAX_TEXT,
+                                       json_schema_extra={"pattern": _KEY_VALUE.pattern}),
+                           AfterValidator(no_nul), AfterValidator(_key_value)]
 def _hex32(value: str) -> str:
     if not _HEX32.fullmatch(value):
         raise ValueError(f"{value[:80]!r} is not 32 hex digits")
