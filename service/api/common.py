@@ -195,6 +195,8 @@ Key = Annotated[Principal | None, Depends(require_key)]
 def project_scope(
     key: Key,
     project: Annotated[str | None, Query(
+        # what projects.validate_project takes (empty: the default), so /openapi.json says it
+        json_schema_extra={"pattern": "^[A-Za-z0-9._:-]{0,128}$"},
         description="project to read; default: the API key's project, else the "
                     "`trajhub-project` header, else `default`. Up to 128 letters, digits and "
                     "`._:-`, starting with a letter or digit. A key for another project gets "
