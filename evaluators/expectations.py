@@ -255,10 +255,12 @@ def _expected_step(raw: Any, path: str) -> ExpectedStep:
         if not isinstance(raw.get(key), str):
             raise ExpectationsError(f"{path}.{key}", "must be a string")
     _check_json(raw.get("args"), f"{path}.args")
+    turn = raw.get("turn")
+    if isinstance(turn, float) and turn.is_integer():
+        # JSON counts 2.0 as the integer 2 (and so does the REST API's schema)
+        turn = int(turn)
     try:
-        return ExpectedStep(
-            raw["type"], raw["name"], raw.get("args"), raw.get("args_match"), raw.get("turn")
-        )
+        return ExpectedStep(raw["type"], raw["name"], raw.get("args"), raw.get("args_match"), turn)
     except ExpectationsError as err:
         raise ExpectationsError(f"{path}.{err.field}", err.problem) from None
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastapi import Depends, FastAPI, Request, Response
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from trajhub import __version__
 from trajhub.service import metrics
@@ -26,6 +28,8 @@ from trajhub.service.api import traces as routes_traces
 from trajhub.service.api import trajectories as routes_trajectories
 from trajhub.service.api.common import (
     UNSTORABLE_TEXT_ERRORS,
+    allowed_methods,
+    document_errors,
     document_scopes,
     needs,
     parameter_error,
@@ -33,7 +37,7 @@ from trajhub.service.api.common import (
     unstorable_text,
 )
 from trajhub.service.api.models import ErrorDetail, HealthStatus, ReadyStatus, restore_examples
-from trajhub.service.auth import METRICS
+from trajhub.service.auth import METRICS, auth_enabled
 from trajhub.service.ingest import http as routes_ingest
 from trajhub.service.runtime import Runtime
 from trajhub.service.ui import mount as mount_ui
@@ -90,6 +94,16 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
 
     for error in TRANSIENT_ERRORS:
         app.add_exception_handler(error, _unreachable)  # type: ignore[arg-type]
+
+    async def _http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 405:
+            allow, _ = allowed_methods(app, request.url.path)
+            if allow:
+                exc.headers = {**(exc.headers or {}), "Allow": allow}
+        return await http_exception_handler(request, exc)
+
+    app.add_exception_handler(StarletteHTTPException, _http_error)
 
     @app.get("/healthz", tags=["health"], summary="The process is up",
              response_model=HealthStatus)
@@ -149,6 +163,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_keys.router)
     app.include_router(docs.router)
     document_scopes(app)
+    document_errors(app, auth_enabled(rt.settings))
     mount_ui(app)
     # outermost: it times and logs every answer, the error handlers' included
     app.add_middleware(AccessMiddleware)

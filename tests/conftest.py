@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 from hypothesis import settings
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -40,6 +42,47 @@ def server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
                                settle_seconds=0.5)
     yield proc
     proc.stop()
+
+
+@dataclass
+class Secured:
+    """A server with API keys on (TRAJHUB_AUTH=on), an admin key of one project, and a key of
+    scope `metrics` (the only kind /metrics answers, besides the bootstrap key)."""
+
+    server: ServerProcess
+    project: str
+    admin: str
+    metrics: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.admin}"}
+
+
+@pytest.fixture(scope="session")
+def secured(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[Secured]:
+    """One server with keys on for the contract tests (test_rest_routes_live.py,
+    test_rest_schemathesis.py): its admin key was made with the bootstrap key, as README's API
+    keys section says an operator does."""
+    bootstrap = "boot-" + uuid.uuid4().hex
+    proc = ServerProcess.start(database.url, tmp_path_factory.mktemp("secured"),
+                               settle_seconds=0.3,
+                               extra_env={"TRAJHUB_AUTH": "on",
+                                          "TRAJHUB_BOOTSTRAP_KEY": bootstrap})
+    project = "sec-" + uuid.uuid4().hex[:10]
+    try:
+        r = httpx.post(f"{proc.http}/api/v1/keys", params={"project": project},
+                       headers={"authorization": f"Bearer {bootstrap}"},
+                       json={"scope": "admin", "name": "contract tests"}, timeout=60)
+        assert r.status_code == 201, r.text
+        m = httpx.post(f"{proc.http}/api/v1/keys", params={"project": project},
+                       headers={"authorization": f"Bearer {bootstrap}"},
+                       json={"scope": "metrics", "name": "contract tests' scrape"}, timeout=60)
+        assert m.status_code == 201, m.text
+        yield Secured(proc, project, r.json()["key"], m.json()["key"])
+    finally:
+        proc.stop()
 
 
 @pytest.fixture

@@ -1,23 +1,38 @@
 """Pieces every REST route uses: the project scope, bounded parameter types, time parsing,
-cursors, the check for unknown query parameters and the 400 for bad parameters."""
+cursors, the check for unknown query parameters, the 400 for bad parameters, and
+`model_response`, which checks every JSON answer against its documented schema."""
 
 from __future__ import annotations
 
 import base64
+import logging
 import math
 import re
 from datetime import datetime
+from functools import cache
 from typing import Annotated, Any
 
 import asyncpg
+import jsonschema_rs
 import orjson
-from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response, Security
+import pydantic_core
+from fastapi import (
+    Depends,
+    FastAPI,
+    Header,
+    HTTPException,
+    Path,
+    Query,
+    Request,
+    Response,
+    Security,
+)
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, TypeAdapter
 
 from trajhub.service.auth import ADMIN, METRICS, READ, Principal, authenticate, scoped_project
 from trajhub.service.errors import Forbidden, Unauthenticated, retry_headers
@@ -32,6 +47,12 @@ MAX_TEXT = 1000
 
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}")
 _HEX16 = re.compile(r"[0-9a-fA-F]{16}")
+#: the same shapes, as /openapi.json declares them (so a client, or a generated test, knows
+#: that a trace id of another shape is a 400 before sending it)
+TRACE_ID_PATTERN = "^[0-9a-fA-F]{32}$"
+SPAN_ID_PATTERN = "^[0-9a-fA-F]{16}$"
+
+log = logging.getLogger("trajhub.api")
 
 
 def no_nul(value: str) -> str:
@@ -43,10 +64,81 @@ def no_nul(value: str) -> str:
 
 #: a text query parameter: no NUL, at most MAX_TEXT characters
 Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(no_nul)]
+def whole_number(value: Any) -> Any:
+    # JSON Schema counts 28.0 as an integer (a number with no fraction), so a body may send
+    # one; pydantic's strict mode would refuse it
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: an integer of a request body: also a whole number written as 28.0 (see whole_number)
+JsonInt = Annotated[int, BeforeValidator(whole_number)]
 #: a count or size held in a bigint column
-Int64 = Annotated[int, Field(ge=0, le=INT64_MAX)]
+# (the bounds before the validator: after it, pydantic writes them into the JSON Schema as
+# `ge`/`le`, which JSON Schema does not know)
+Int64 = Annotated[int, Field(ge=0, le=INT64_MAX), BeforeValidator(whole_number)]
 #: a count held in an integer column
 Int32 = Annotated[int, Field(ge=0, le=INT32_MAX)]
+#: a time a filter takes: Unix nanoseconds (within a signed 64-bit integer; the pattern stops
+#: at ±9,222,999,999,999,999,999), or an RFC 3339 time with its
+#: offset, in the years a signed 64-bit count of nanoseconds reaches (1678-2262; the pattern
+#: keeps to 1680-2261). Written out so /openapi.json tells a client which texts are times.
+TIME_PATTERN = (
+    r"^(-?([0-9]{1,18}|[1-8][0-9]{18}|9[01][0-9]{17}|92[01][0-9]{16}|922[0-2][0-9]{15})|(1(6[89][0-9]|[7-9][0-9]{2})|2([01][0-9]{2}|2[0-5][0-9]|26[01]))-"
+    r"((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
+    r"02-(0[1-9]|1[0-9]|2[0-9]))[T ]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"(\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))$")
+_TIME = re.compile(TIME_PATTERN)
+
+
+def time_text(value: str) -> str:
+    if not _TIME.match(value):
+        raise ValueError(f"must be an RFC 3339 time with its offset (Z or +hh:mm) between the "
+                         f"years 1680 and 2261, or Unix nanoseconds; got {value[:80]!r}")
+    return value
+
+
+#: a time parameter (see TIME_PATTERN); `time_ns` turns it into Unix nanoseconds
+TimeText = Annotated[str, Field(max_length=100, json_schema_extra={"pattern": TIME_PATTERN}),
+                     AfterValidator(time_text)]
+def _key_value(value: str) -> str:
+    if not _KEY_VALUE.match(value):
+        raise ValueError(f"{value[:80]!r} must look like key=value")
+    return value
+
+
+_KEY_VALUE = re.compile(r"^[^=]+=")
+#: an `attribute` filter: key=value (a key, then `=`, then the value, which may be empty)
+AttributeFilter = Annotated[str, Field(max_length=MAX_TEXT,
+                                       json_schema_extra={"pattern": _KEY_VALUE.pattern}),
+                           AfterValidator(no_nul), AfterValidator(_key_value)]
+def _hex32(value: str) -> str:
+    if not _HEX32.fullmatch(value):
+        raise ValueError(f"{value[:80]!r} is not 32 hex digits")
+    return value
+
+
+def _hex16(value: str) -> str:
+    if not _HEX16.fullmatch(value):
+        raise ValueError(f"{value[:80]!r} is not 16 hex digits")
+    return value
+
+
+#: a trace id in a path: 32 hex digits (`trace_id_param` lower-cases it); the pattern is for
+#: /openapi.json, the check says what is wrong in words
+TraceIdPath = Annotated[str, Path(description="32 hex digits",
+                                  json_schema_extra={"pattern": TRACE_ID_PATTERN}),
+                        AfterValidator(_hex32)]
+#: a trace id in a query parameter
+TraceIdQuery = Annotated[str, Query(json_schema_extra={"pattern": TRACE_ID_PATTERN}),
+                         AfterValidator(_hex32)]
+#: a span id in a path: 16 hex digits
+SpanIdPath = Annotated[str, Path(description="16 hex digits",
+                                 json_schema_extra={"pattern": SPAN_ID_PATTERN}),
+                       AfterValidator(_hex16)]
+#: a trace id in a body
+TraceIdText = Annotated[str, Field(pattern=TRACE_ID_PATTERN, description="32 hex digits")]
 
 
 #: the OpenAPI extension that declares the scope an operation needs (`needs(...)`)
@@ -120,6 +212,8 @@ async def require_metrics_key(
 def project_scope(
     key: Key,
     project: Annotated[str | None, Query(
+        # what projects.validate_project takes (empty: the default), so /openapi.json says it
+        json_schema_extra={"pattern": "^[A-Za-z0-9._:-]{0,128}$"},
         description="project to read; default: the API key's project, else the "
                     "`trajhub-project` header, else `default`. Up to 128 letters, digits and "
                     "`._:-`, starting with a letter or digit. A key for another project gets "
@@ -145,9 +239,67 @@ Rt = Annotated[Runtime, Depends(runtime)]
 
 def json_response(doc: Any, status: int = 200, headers: dict[str, str] | None = None
                   ) -> Response:
-    """orjson-encoded JSON (FastAPI's default encoder is several times slower)."""
+    """orjson-encoded JSON (FastAPI's default encoder is several times slower), unchecked: for
+    error bodies (`{"detail": ...}`); a route's answer goes through `model_response`."""
     return Response(orjson.dumps(doc), status_code=status, media_type="application/json",
                     headers=headers)
+
+
+class ResponseContractError(RuntimeError):
+    """A route built an answer its OpenAPI document does not allow: a bug on our side."""
+
+
+@cache
+def _validator(model: Any) -> jsonschema_rs.Validator:
+    # the JSON Schema /openapi.json publishes for this model (pydantic's serialization mode,
+    # as FastAPI uses it for responses), compiled once
+    schema = TypeAdapter(model).json_schema(mode="serialization")
+    return jsonschema_rs.validator_for(schema)
+
+
+def model_response(model: Any, doc: Any, status: int = 200,
+                   headers: dict[str, str] | None = None) -> Response:
+    """The answer of a route whose body is `model` (a pydantic model, or a union of them): `doc`
+    is checked against the model's JSON Schema, then sent encoded by orjson, so what is sent is
+    what was checked. A mismatch raises ResponseContractError (a 500, logged): a client never
+    receives a body its schema does not describe.
+
+    Why not `model.model_validate(doc).model_dump_json()`: on a page of 1,000 trajectory
+    summaries, building the pydantic objects costs about ten times what the compiled JSON Schema
+    check does, and FastAPI's own response path about sixty times; the check itself costs one
+    to ten times orjson's encoding, by page (bench/response_speed.py prints the figures)."""
+    validator = _validator(model)
+    body = orjson.dumps(doc)
+    try:
+        valid = validator.is_valid(doc)
+    except ValueError:
+        # `doc` embeds stored JSON text as orjson.Fragment (an item's trajectory), which only
+        # orjson reads: check the bytes that are sent, decoded
+        doc = orjson.loads(body)
+        valid = validator.is_valid(doc)
+    if not valid:
+        error = next(iter(validator.iter_errors(doc)))
+        where = "/".join(str(p) for p in error.instance_path) or "(the body)"
+        name = getattr(model, "__name__", str(model))
+        log.error("response does not match %s at %s: %s", name, where, error.message[:500])
+        raise ResponseContractError(f"the {name} answer does not match its schema at {where}")
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+def storable_json(value: Any, field: str) -> str:
+    """`value` (a request body's JSON) as the JSON text a jsonb column takes. orjson refuses
+    integers beyond 64 bits, which a JSON body may hold and PostgreSQL's jsonb stores (as
+    numeric): those go through pydantic's encoder instead. What no encoder takes (a lone UTF-16
+    surrogate, say) is a 422 naming `field`, never a 500."""
+    try:
+        return orjson.dumps(value).decode()
+    except orjson.JSONEncodeError:
+        pass
+    try:
+        return pydantic_core.to_json(value).decode()
+    except (pydantic_core.PydanticSerializationError, ValueError) as exc:
+        raise HTTPException(422, f"{field}: cannot be stored as JSON: {str(exc)[:200]}"
+                            ) from None
 
 
 def trace_id_param(trace_id: str, name: str = "trace_id") -> str:
@@ -294,16 +446,68 @@ def _where(loc: tuple[Any, ...]) -> str:
     return f"{kind} {name!r}"
 
 
+_TEMPLATE_PARAM = re.compile(r"\{[^}/]+?(:path)?\}")
+
+
+def _documented_paths(app: FastAPI) -> list[tuple[re.Pattern[str], int, str, frozenset[str]]]:
+    """Each path template of /openapi.json as (regex, parameter count, template, methods)."""
+    cached: list[tuple[re.Pattern[str], int, str, frozenset[str]]] | None = getattr(
+        app.state, "documented_paths", None)
+    if cached is None:
+        cached = []
+        for template, operations in app.openapi().get("paths", {}).items():
+            regex = _TEMPLATE_PARAM.sub(lambda m: ".+" if m.group(1) else "[^/]+",
+                                        re.escape(template).replace(r"\{", "{")
+                                        .replace(r"\}", "}"))
+            cached.append((re.compile(regex + "$"), len(_TEMPLATE_PARAM.findall(template)),
+                           template, frozenset(m.upper() for m in operations)))
+        app.state.documented_paths = cached
+    return cached
+
+
+def allowed_methods(app: FastAPI, path: str) -> tuple[str, frozenset[str]]:
+    """The `Allow` for `path`, as /openapi.json has it, and the templates it comes from: the
+    methods of the most specific documented templates the path fits (`/trajectories/rederive`
+    is a POST, not the `/trajectories/{trace_id}` GET). ("", {}) for an undocumented path."""
+    fits = [(count, template, methods) for regex, count, template, methods
+            in _documented_paths(app) if regex.match(path)]
+    if not fits:
+        return "", frozenset()
+    fewest = min(count for count, _, _ in fits)
+    best = [(template, methods) for count, template, methods in fits if count == fewest]
+    return (", ".join(sorted({m for _, methods in best for m in methods})),
+            frozenset(template for template, _ in best))
+
+
+def _shadowed(request: Request) -> str:
+    """The Allow of a 405 when the request reached a parameter route only because its method
+    is not one of the literal route's: GET /trajectories/rederive matches GET
+    /trajectories/{trace_id}, yet /openapi.json documents /trajectories/rederive (POST only).
+    Empty when the route that answers is one of the path's most specific ones."""
+    route = request.scope.get("route")
+    if not isinstance(route, APIRoute):
+        return ""
+    allow, templates = allowed_methods(request.app, request.url.path)
+    return allow if templates and route.path not in templates else ""
+
+
 async def parameter_error(request: Request, exc: Exception) -> Response:
     """A bad query, path or header parameter is a 400 naming it; a bad JSON body stays a 422
     with FastAPI's usual detail."""
     assert isinstance(exc, RequestValidationError)
+    allow = _shadowed(request)
+    if allow:
+        return JSONResponse({"detail": f"method {request.method} is not allowed here (allowed: "
+                                       f"{allow})"}, status_code=405, headers={"Allow": allow})
     errors = exc.errors()
     bad = [e for e in errors if e.get("loc") and e["loc"][0] in ("query", "path", "header")]
     if not bad:
         return JSONResponse({"detail": _jsonable_errors(errors)}, status_code=422)
     first = bad[0]
     message = str(first.get("msg", "invalid"))
+    if first.get("type") == "value_error" and "error" in (first.get("ctx") or {}):
+        # our own validators' words, without pydantic's "Value error, " before them
+        message = str(first["ctx"]["error"])
     return JSONResponse({"detail": f"{_where(tuple(first['loc']))}: {message}"},
                         status_code=400)
 
@@ -321,8 +525,13 @@ UNSTORABLE_TEXT_ERRORS = (asyncpg.UntranslatableCharacterError,
 
 
 def _jsonable_errors(errors: Any) -> Any:
-    # pydantic puts the exception object in `ctx` of some errors; keep the JSON-safe parts
-    return orjson.loads(orjson.dumps(errors, default=str))
+    # pydantic puts the exception object in `ctx` of some errors; keep the JSON-safe parts. An
+    # error's `input` may hold an integer beyond 64 bits, which orjson refuses: pydantic's
+    # encoder takes it (it comes back as a float)
+    try:
+        return orjson.loads(orjson.dumps(errors, default=str))
+    except orjson.JSONEncodeError:
+        return orjson.loads(pydantic_core.to_json(errors, fallback=str))
 
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
@@ -355,6 +564,49 @@ def declared_content_type(request: Request) -> None:
 #: what every REST router checks before a route runs (the key first: an unauthenticated
 #: request learns nothing about parameters)
 ROUTER_CHECKS = [Depends(require_key), Depends(known_query_only), Depends(declared_content_type)]
+
+
+_ERROR_REF = {"$ref": "#/components/schemas/ErrorDetail"}
+
+
+def document_errors(app: FastAPI, auth_required: bool) -> None:
+    """Make /openapi.json say what the server answers (issue 18):
+
+    - an error answer of a REST route is JSON (`ErrorDetail`), also where the route's success
+      is NDJSON or a JSON Schema document, or where the route describes it in words only;
+    - a REST route that takes a body lists 415 (`declared_content_type`);
+    - an NDJSON answer's schema is its lines' model;
+    - with API keys off, the bearer key is optional (`security: [{}, ...]`), since a request
+      without one is served."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        schema = generate()
+        for path, operations in schema.get("paths", {}).items():
+            for operation in operations.values():
+                responses = operation.setdefault("responses", {})
+                if path.startswith("/api/"):
+                    if "requestBody" in operation and "415" not in responses:
+                        responses["415"] = {
+                            "description": "the body's Content-Type is not one the route "
+                                           "takes (`detail` names them)",
+                            "content": {"application/json": {"schema": dict(_ERROR_REF)}}}
+                    for code, response in responses.items():
+                        content = response.get("content")
+                        for media in (content or {}).values():
+                            schema_ = media.get("schema") or {}
+                            # FastAPI writes a streamed route's model as {"type": "string",
+                            # "$ref": ...}, which no body fits: NDJSON lines are each the model
+                            if "$ref" in schema_ and schema_.get("type") == "string":
+                                del schema_["type"]
+                        if code[:1] in "45" and "application/json" not in (content or {}):
+                            response["content"] = {"application/json": {
+                                "schema": dict(_ERROR_REF)}}
+                if not auth_required and operation.get("security"):
+                    operation["security"] = [{}, *operation["security"]]
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def document_scopes(app: FastAPI) -> None:

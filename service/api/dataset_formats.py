@@ -174,6 +174,11 @@ def parse_import_line(raw: bytes, lineno: int) -> NewItem:
     trajectory = doc.get("trajectory")
     if trajectory is not None and not isinstance(trajectory, dict):
         raise ItemImportError(f"line {lineno}: trajectory must be an object")
+    if trajectory is not None:
+        # what an item's trajectory answers with (models.TrajectoryDocument)
+        missing = [k for k in ("id", "root_step", "agent_steps") if k not in trajectory]
+        if missing:
+            raise ItemImportError(f"line {lineno}: trajectory needs {', '.join(missing)}")
     metadata = doc.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise ItemImportError(f"line {lineno}: metadata must be an object")

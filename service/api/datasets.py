@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
-import orjson
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from trajhub.evaluators import Expectations, ExpectationsError, expectations_from_trajectory
+from trajhub.evaluators.expectations import ARGS_MATCH_MODES, EXPECTED_STEP_TYPES
 from trajhub.normalizers.item_fields import check_pointer
 from trajhub.service.api import dataset_fill, dataset_formats
 from trajhub.service.api.common import (
     ROUTER_CHECKS,
+    JsonInt,
     Project,
     Rt,
     Text,
+    TraceIdText,
     decode_cursor,
     encode_cursor,
-    json_response,
+    model_response,
     no_nul,
+    storable_json,
     trace_id_param,
 )
 from trajhub.service.api.filters import TrajectoryQuery
 from trajhub.service.api.models import (
+    BODY_CONFIG,
     ERRORS,
     NOT_FOUND,
     Dataset,
@@ -35,6 +41,7 @@ from trajhub.service.api.models import (
     ImportOutcome,
     Item,
     ItemPage,
+    TrajectoryDocument,
 )
 from trajhub.service.errors import IngestError
 from trajhub.service.ingest.bodies import read_body
@@ -71,63 +78,130 @@ async def _dataset_id(rt: Runtime, project: str, name: str) -> int:
 
 def _expectations(raw: Any) -> str:
     try:
-        return orjson.dumps(Expectations.from_dict(raw).to_dict()).decode()
+        return storable_json(Expectations.from_dict(raw).to_dict(), "expectations")
     except ExpectationsError as exc:
         raise HTTPException(422, f"expectations.{exc}") from None
 
 
 class DatasetCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = BODY_CONFIG
     name: Name
     description: Annotated[str, Field(max_length=10_000), AfterValidator(no_nul)] = ""
 
 
 class DatasetPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = BODY_CONFIG
     name: Name | None = Field(None, description="the new name (rename)")
     description: Annotated[str, Field(max_length=10_000), AfterValidator(no_nul)] | None = None
 
 
+_NAME = {"type": "string", "minLength": 1}
+_NAMES = {"type": "array", "items": _NAME}
+#: the shape `Expectations.from_dict` (evaluators/expectations.py) takes, as JSON Schema, so
+#: /openapi.json says what an item's expectations may hold. Two rules stay in prose: a turn is
+#: given on every tool step of `trajectory` or on none, and turns never go back.
+EXPECTATIONS_SCHEMA: dict[str, Any] = {
+    "additionalProperties": False,
+    "properties": {
+        "agents": _NAMES,
+        "tools": {"type": "object", "propertyNames": {"minLength": 1},
+                  "additionalProperties": _NAMES},
+        "tool_order": _NAMES,
+        "trajectory": {"type": ["array", "null"], "items": {
+            "type": "object", "required": ["type", "name"], "additionalProperties": False,
+            "properties": {
+                "type": {"enum": list(EXPECTED_STEP_TYPES)},
+                "name": _NAME,
+                "args": {"description": "the arguments (JSON); absent: any match"},
+                "args_match": {"anyOf": [{"enum": list(ARGS_MATCH_MODES)},
+                                         {"type": "array", "minItems": 1, "items": _NAME},
+                                         {"type": "null"}]},
+                "turn": {"type": ["integer", "null"], "minimum": 0,
+                         "description": "tool steps only; on every tool step or on none, "
+                                        "never going back"}}}},
+        "graph_runs": {"type": ["array", "null"],
+                       "items": {"type": "array", "minItems": 1, "items": _NAME}},
+    },
+}
+#: a JSON pointer (RFC 6901), as normalizers/item_fields.check_pointer takes it
+POINTER_PATTERN = r"^(/([^~/]|~[01])*)*$"
+
+
 class ItemCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = BODY_CONFIG
     input: Any = None
     reference_output: Any = None
     expectations: dict[str, Any] | None = Field(
         None, description="agents, tools (per agent), tool_order, trajectory; pre-filled from "
-                          "`trajectory` when omitted")
-    trajectory: dict[str, Any] | None = Field(None, description="a trajectory snapshot")
-    source_trace_id: str | None = None
+                          "`trajectory` when omitted", json_schema_extra=EXPECTATIONS_SCHEMA)
+    trajectory: TrajectoryDocument | None = Field(None, description="a trajectory snapshot")
+    source_trace_id: TraceIdText | None = None
     tags: list[str] = []
     metadata: dict[str, Any] = Field({}, description="anything else about the item: the rest "
                                      "of the run's state, where it came from, ...")
 
 
 class ItemPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = BODY_CONFIG
     input: Any = None
     reference_output: Any = None
-    expectations: dict[str, Any] | None = None
+    expectations: dict[str, Any] | None = Field(None, json_schema_extra=EXPECTATIONS_SCHEMA)
     tags: list[str] | None = None
     metadata: dict[str, Any] | None = Field(None, description="replaces the item's metadata "
                                             "(`null`: empties it)")
 
 
+def _exactly_one_source(schema: dict[str, Any]) -> None:
+    # `trace_ids` or `query`, never both nor neither (JSON Schema: one of them is required,
+    # and neither may be null)
+    for name in ("trace_ids", "query"):
+        prop = schema["properties"][name]
+        prop["anyOf"] = [s for s in prop.get("anyOf", []) if s.get("type") != "null"]
+        prop.pop("default", None)
+    schema["oneOf"] = [{"required": ["trace_ids"]}, {"required": ["query"]}]
+
+
+class FillQuery(TrajectoryQuery):
+    """The filters of `GET /api/v1/trajectories`, in a JSON body: typed strictly, like every
+    body (models.BODY_CONFIG), where the query string's texts are converted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
 class FillRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    trace_ids: list[str] | None = Field(None, description="add these trajectories")
-    query: TrajectoryQuery | None = Field(
+    model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_exactly_one_source)
+    trace_ids: list[TraceIdText] | None = Field(None, description="add these trajectories")
+    query: FillQuery | None = Field(
         None, description="add the trajectories matching this query: the filters of "
                           "GET /api/v1/trajectories; `status` defaults to final")
     sample_rate: float = Field(1.0, gt=0, le=1, description="fraction of the matches to add, "
                                "chosen by a hash of the trace id (stable across re-fills)")
-    limit: int = Field(100, ge=1, le=100_000, description="add at most this many items")
+    limit: JsonInt = Field(100, ge=1, le=100_000, description="add at most this many items")
     tags: list[str] = Field([], description="tags for the added items")
     input_pointer: str | None = Field(
-        None, description="JSON pointer (RFC 6901) into the run's input giving the item's input, "
-                          "for custom graph states; default: the last user message's content")
+        None, pattern=POINTER_PATTERN,
+        description="JSON pointer (RFC 6901) into the run's input giving the item's input, "
+                    "for custom graph states; default: the last user message's content")
     output_pointer: str | None = Field(
-        None, description="JSON pointer (RFC 6901) into the run's output giving the item's "
-                          "reference output; default: the last assistant message's content")
+        None, pattern=POINTER_PATTERN,
+        description="JSON pointer (RFC 6901) into the run's output giving the item's "
+                    "reference output; default: the last assistant message's content")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_null_source(cls, data: Any) -> Any:
+        # the schema gives trace_ids and query no null: leave the other one out instead
+        if isinstance(data, dict):
+            for name in ("trace_ids", "query"):
+                if name in data and data[name] is None:
+                    raise ValueError(f"{name} must not be null (leave it out)")
+        return data
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FillRequest:
+        if (self.trace_ids is None) == (self.query is None):
+            raise ValueError("give exactly one of trace_ids and query")
+        return self
 
     @field_validator("input_pointer", "output_pointer")
     @classmethod
@@ -146,14 +220,14 @@ async def create_dataset(rt: Rt, project: Project, body: DatasetCreate) -> Respo
             row = await datasets.create_dataset(conn, project, body.name, body.description)
         except datasets.DuplicateName:
             raise HTTPException(409, f"evaluation set {body.name!r} already exists") from None
-    return json_response(dataset_json(row), 201)
+    return model_response(Dataset, dataset_json(row), 201)
 
 
 @router.get("/datasets", summary="List evaluation sets", response_model=DatasetList)
 async def list_datasets(rt: Rt, project: Project) -> Response:
     async with rt.db.acquire() as conn:
         rows = await datasets.list_datasets(conn, project)
-    return json_response({"items": [dataset_json(r) for r in rows]})
+    return model_response(DatasetList, {"items": [dataset_json(r) for r in rows]})
 
 
 @router.get("/datasets/{name}", summary="Get an evaluation set", response_model=Dataset,
@@ -163,7 +237,7 @@ async def get_dataset(rt: Rt, project: Project, name: SetName) -> Response:
         row = await datasets.get_dataset(conn, project, name)
     if row is None:
         raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
-    return json_response(dataset_json(row))
+    return model_response(Dataset, dataset_json(row))
 
 
 @router.patch("/datasets/{name}", summary="Rename an evaluation set or change its description",
@@ -180,7 +254,7 @@ async def patch_dataset(rt: Rt, project: Project, name: SetName, body: DatasetPa
         row = await datasets.get_dataset(conn, project, body.name or name) if found else None
     if row is None:
         raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
-    return json_response(dataset_json(row))
+    return model_response(Dataset, dataset_json(row))
 
 
 @router.delete("/datasets/{name}", status_code=204,
@@ -208,8 +282,8 @@ async def list_items(
         rows = await datasets.list_items(conn, dataset, after[0] if after else 0, limit,
                                          include_trajectory)
     next_cursor = encode_cursor(rows[-1].seq) if len(rows) == limit else None
-    return json_response({"items": [dataset_formats.item_json(r, name) for r in rows],
-                  "next_cursor": next_cursor})
+    return model_response(ItemPage, {"items": [dataset_formats.item_json(r, name) for r in rows],
+                                     "next_cursor": next_cursor})
 
 
 @router.post("/datasets/{name}/items", status_code=201, summary="Add an item by hand",
@@ -222,24 +296,32 @@ async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate)
     if body.expectations is not None:
         expectations = _expectations(body.expectations)
     elif body.trajectory is not None:
-        expectations = orjson.dumps(
-            expectations_from_trajectory(body.trajectory).to_dict()).decode()
+        expectations = storable_json(
+            expectations_from_trajectory(body.trajectory.model_dump()).to_dict(), "trajectory")
     else:
         expectations = "{}"
     source = (trace_id_param(body.source_trace_id, "source_trace_id")
               if body.source_trace_id else None)
     item = datasets.NewItem(
-        input=datasets.json_text(body.input),
-        reference_output=datasets.json_text(body.reference_output),
-        expectations=expectations, trajectory=datasets.json_text(body.trajectory),
-        source_trace_id=source, tags=body.tags, metadata=orjson.dumps(body.metadata).decode())
+        input=_json_or_null(body.input, "input"),
+        reference_output=_json_or_null(body.reference_output, "reference_output"),
+        expectations=expectations,
+        trajectory=_json_or_null(body.trajectory.model_dump() if body.trajectory else None,
+                                 "trajectory"),
+        source_trace_id=source, tags=body.tags,
+        metadata=storable_json(body.metadata, "metadata"))
     async with rt.db.acquire() as conn:
         added = await datasets.insert_items(conn, dataset, [item])
         if not added:
             raise HTTPException(409, f"the set already holds an item from trace {source}")
         row = await datasets.get_item(conn, dataset, added[0])
     assert row is not None
-    return json_response(dataset_formats.item_json(row, name), 201)
+    return model_response(Item, dataset_formats.item_json(row, name), 201)
+
+
+def _json_or_null(value: Any, field: str) -> str | None:
+    # None stays SQL NULL, as storage.datasets.json_text keeps it
+    return None if value is None else storable_json(value, field)
 
 
 async def _item_row(rt: Runtime, dataset: int, name: str, item_id: str) -> Any:
@@ -256,7 +338,7 @@ async def _item_row(rt: Runtime, dataset: int, name: str, item_id: str) -> Any:
 async def get_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) -> Response:
     dataset = await _dataset_id(rt, project, name)
     row = await _item_row(rt, dataset, name, item_id)
-    return json_response(dataset_formats.item_json(row, name))
+    return model_response(Item, dataset_formats.item_json(row, name))
 
 
 @router.patch("/datasets/{name}/items/{item_id}",
@@ -275,14 +357,14 @@ async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, b
         elif key == "tags":
             changes[key] = value or []
         elif key == "metadata":
-            changes[key] = orjson.dumps(value or {}).decode()
+            changes[key] = storable_json(value or {}, "metadata")
         else:
-            changes[key] = datasets.json_text(value)
+            changes[key] = _json_or_null(value, key)
     async with rt.db.acquire() as conn:
         if not await datasets.update_item(conn, dataset, item_id, changes):
             raise HTTPException(404, f"no item {item_id!r} in evaluation set {name!r}")
     row = await _item_row(rt, dataset, name, item_id)
-    return json_response(dataset_formats.item_json(row, name))
+    return model_response(Item, dataset_formats.item_json(row, name))
 
 
 @router.delete("/datasets/{name}/items/{item_id}", status_code=204, summary="Delete an item",
@@ -303,8 +385,6 @@ async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillReques
     metadata holds the rest of the run's state, and whose expectations are pre-filled from what
     it did (edit them afterwards); a trace the set
     already holds is skipped and counted in `skipped_duplicates`."""
-    if (body.trace_ids is None) == (body.query is None):
-        raise HTTPException(422, "give exactly one of trace_ids and query")
     dataset = await _dataset_id(rt, project, name)
     trace_ids = [trace_id_param(t) for t in body.trace_ids] if body.trace_ids is not None \
         else None
@@ -314,7 +394,7 @@ async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillReques
             conn, project, dataset, trace_ids=trace_ids, f=f, sample_rate=body.sample_rate,
             limit=body.limit, tags=body.tags, input_pointer=body.input_pointer,
             output_pointer=body.output_pointer)
-    return json_response(outcome.to_dict())
+    return model_response(FillOutcome, outcome.to_dict())
 
 
 @router.get(
@@ -355,7 +435,19 @@ async def export_dataset(
     extension = "csv" if format == "csv" else "jsonl"
     return StreamingResponse(stream(), media_type=dataset_formats.MEDIA_TYPES[format], headers={
         "X-Item-Count": str(count),
-        "Content-Disposition": f'attachment; filename="{name}.{format}.{extension}"'})
+        "Content-Disposition": attachment(f"{name}.{format}.{extension}")})
+
+
+_UNSAFE_IN_QUOTES = re.compile(r'[^\x20-\x7e]|["\\%]')
+
+
+def attachment(filename: str) -> str:
+    """A Content-Disposition naming `filename` (RFC 6266): an ASCII fallback in `filename`,
+    the exact name percent-encoded as UTF-8 in `filename*` (RFC 5987). A set's name may hold
+    any character but `/`: sent raw, a non-Latin-1 name cannot be encoded into the header, and a
+    line break would end it and start another (header injection)."""
+    fallback = _UNSAFE_IN_QUOTES.sub("_", filename)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(filename, safe='')}"
 
 
 @router.post(
@@ -390,5 +482,6 @@ async def import_dataset(
         if dataset is None:
             raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
         added = await datasets.insert_items(conn, dataset, items)
-    return json_response({"added": len(added), "skipped_duplicates": len(items) - len(added)})
+    return model_response(ImportOutcome, {"added": len(added),
+                                          "skipped_duplicates": len(items) - len(added)})
 

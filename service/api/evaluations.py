@@ -8,7 +8,7 @@ import orjson
 from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from trajhub.evaluators import ConfigError
+from trajhub.evaluators import JUDGES, REGISTRY, ConfigError
 from trajhub.service.api.common import (
     INT64_MAX,
     ROUTER_CHECKS,
@@ -17,9 +17,11 @@ from trajhub.service.api.common import (
     Text,
     decode_cursor,
     encode_cursor,
-    json_response,
+    model_response,
+    storable_json,
 )
 from trajhub.service.api.models import (
+    BODY_CONFIG,
     ERRORS,
     NOT_FOUND,
     Evaluation,
@@ -43,16 +45,31 @@ def _iso(ts: Any) -> str | None:
     return ts.isoformat().replace("+00:00", "Z") if ts is not None else None
 
 
+#: the evaluators a run may name, as /openapi.json lists them (an unknown one is a 400 naming
+#: the known ones)
+EvaluatorName = Annotated[str, Field(json_schema_extra={"enum": sorted([*REGISTRY, *JUDGES])})]
+
+
 class EvaluatorEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    name: str
+    model_config = BODY_CONFIG
+    name: EvaluatorName
     config: dict[str, Any] = {}
 
 
+def _run_for_live_only(schema: dict[str, Any]) -> None:
+    # the live target needs a run name; the snapshot target (the default) takes none
+    schema["anyOf"] = [
+        {"required": ["target", "run"],
+         "properties": {"target": {"const": "live"}, "run": {"type": "string"}}},
+        {"properties": {"target": {"const": "snapshot"}, "run": {"type": "null"}}},
+    ]
+
+
 class EvaluationCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_run_for_live_only)
     dataset: Text = Field(description="the evaluation set")
-    evaluators: list[str | EvaluatorEntry] = Field(
+    evaluators: list[EvaluatorName | EvaluatorEntry] = Field(
+        min_length=1,
         description="names, or {name, config}: expected_agents_tools, tool_call_accuracy, "
                     "trajectory_match, graph_trajectory_match, efficiency, and the LLM judges "
                     "llm_judge, trajectory_judge, tool_choice_judge (endpoint and model from "
@@ -104,12 +121,12 @@ async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) ->
         count = await evaluations.item_count(conn, dataset)
         evaluation = await evaluations.create_evaluation(
             conn, project, dataset, body.dataset, body.target, body.run,
-            orjson.dumps([r.to_dict() for r in runs]).decode(), count)
+            storable_json([r.to_dict() for r in runs], "evaluators"), count)
         row = await evaluations.get_evaluation(conn, project, evaluation)
     evaluation_runner.start(rt.db, rt.settings, project, evaluation, dataset,
                             evaluation_runner.Target(body.target, body.run), runs)
     assert row is not None
-    return json_response(evaluation_json(row), 202)
+    return model_response(Evaluation, evaluation_json(row), 202)
 
 
 @router.get("/evaluations", summary="List evaluation runs, newest first",
@@ -125,8 +142,9 @@ async def list_evaluations(
     async with rt.db.acquire() as conn:
         rows = await evaluations.list_evaluations(conn, project, dataset,
                                                   before[0] if before else None, limit)
-    return json_response({"items": [evaluation_json(r) for r in rows],
-                  "next_cursor": encode_cursor(rows[-1].id) if len(rows) == limit else None})
+    return model_response(EvaluationPage, {
+        "items": [evaluation_json(r) for r in rows],
+        "next_cursor": encode_cursor(rows[-1].id) if len(rows) == limit else None})
 
 
 async def _evaluation(rt: Runtime, project: str, evaluation: int) -> EvaluationRow:
@@ -158,7 +176,7 @@ async def get_evaluation(rt: Rt, project: Project, evaluation_id: EvaluationId) 
     out["items"] = {"total": row.item_count, "evaluated": items.evaluated,
                     "passed": items.passed, "errors": items.errors,
                     "failed": items.evaluated - items.passed}
-    return json_response(out)
+    return model_response(EvaluationDetail, out)
 
 
 @router.get("/evaluations/{evaluation_id}/results",
@@ -180,4 +198,5 @@ async def get_results(
                                          limit)
     next_cursor = (encode_cursor(rows[-1].seq, rows[-1].evaluator)
                    if len(rows) == limit else None)
-    return json_response({"items": [result_json(r) for r in rows], "next_cursor": next_cursor})
+    return model_response(ResultPage, {"items": [result_json(r) for r in rows],
+                                       "next_cursor": next_cursor})

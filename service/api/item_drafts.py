@@ -13,7 +13,7 @@ import orjson
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
-from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
+from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, TraceIdPath, trace_id_param
 from trajhub.service.api.dataset_fill import item_from_trajectory
 from trajhub.service.api.models import ERRORS, example_config
 from trajhub.storage import trajectory_reads
@@ -55,7 +55,7 @@ class ItemDraft(BaseModel):
             summary="The evaluation-set item this trajectory would become (nothing is stored)",
             responses={404: {"description": "No trajectory for this trace (yet)"},
                        422: {"description": "The trajectory could not be derived"}})
-async def item_draft(trace_id: str, rt: Rt, project: Project) -> ItemDraft:
+async def item_draft(trace_id: TraceIdPath, rt: Rt, project: Project) -> ItemDraft:
     trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.trajectory(conn, project, trace_id)

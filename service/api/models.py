@@ -1,7 +1,8 @@
 """The response bodies of the REST API, for /openapi.json and its readers.
 
-Routes still encode their answers with orjson (`json_response`): these models declare the
-shape (`response_model` / `responses`), they are not on the hot path.
+These models declare each answer's shape (`response_model` / `responses`); a route that builds
+its answer as a dict sends it through `common.model_response`, which checks it against the
+model's JSON Schema before orjson encodes it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pydantic.config import ExtraValues
 from trajhub.records.evaluations import EVALUATION_RESULT
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import COST, TRAJECTORY_SUMMARY
+from trajhub.service.api.common import TimeText
 from trajhub.service.api.records import response_model
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -47,6 +49,12 @@ def restore_examples(openapi: dict[str, Any]) -> dict[str, Any]:
         if doc is not None and "examples" in schema:
             schema["examples"] = [jsonable_encoder(doc)]
     return openapi
+
+
+#: the config of every request body: an unknown field is a 422, and so is a value of another
+#: JSON type than the schema says (`0` for a boolean, `false` for a number), which pydantic
+#: would otherwise convert: /openapi.json promises the types, so the server keeps to them
+BODY_CONFIG = ConfigDict(extra="forbid", strict=True)
 
 
 # ------------------------------------------------------------------------------------ health
@@ -279,8 +287,8 @@ class TrajectoryExplanation(BaseModel):
 
 
 class RederiveRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    since: str | None = Field(None, max_length=100, description="only traces starting at or "
+    model_config = BODY_CONFIG
+    since: TimeText | None = Field(None, description="only traces starting at or "
                               "after (RFC 3339 or Unix ns)")
     outdated: bool = Field(False, description="only trajectories built by another normalizer "
                            "version")
@@ -451,17 +459,28 @@ class ResultPage(BaseModel):
     next_cursor: str | None
 
 
-#: the 4xx answers every REST route may give
+#: the error answers every REST route may give
 ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorDetail, "description": "a bad parameter (named in `detail`)"},
     401: {"model": ErrorDetail, "description": "no API key, or one that is not valid "
                                                "(unknown or revoked); `detail` says which"},
     403: {"model": ErrorDetail, "description": "the API key is for another project, or its "
                                                "scope is too small; `detail` says which"},
+    # FastAPI would document its own 422 body (a list only); ours may also carry one sentence
+    422: {"model": ErrorDetail, "description": "a JSON body that does not fit its schema "
+                                               "(pydantic's errors), or a value in it that the "
+                                               "route cannot use (`detail` names it)"},
+    503: {"model": ErrorDetail, "description": "the database is unreachable: retry after "
+                                               "`Retry-After` seconds"},
 }
 #: the answer of a route that names something which may not exist
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorDetail, "description": "not found (`detail` says what)"},
+}
+#: the answer of a route with a request body to a body of another Content-Type
+UNSUPPORTED_MEDIA: dict[int | str, dict[str, Any]] = {
+    415: {"model": ErrorDetail, "description": "the body's Content-Type is not one the route "
+                                               "takes (`detail` names them)"},
 }
 
 
@@ -490,24 +509,77 @@ class CozeLoopReply(BaseModel):
     msg: str
 
 
+def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The model's JSON Schema with its `$defs` put in place: an OpenAPI document resolves
+    `#/$defs/...` from its own root, where they are not."""
+    schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def resolve(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return resolve(defs[ref.removeprefix("#/$defs/")])
+            return {k: resolve(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [resolve(v) for v in node]
+        return node
+
+    resolved: dict[str, Any] = resolve(schema)
+    return resolved
+
+
+class RpcStatus(BaseModel):
+    """A google.rpc.Status in OTLP/JSON: what an OTLP/HTTP export answers on failure
+    (spec/otlp.md A5), in protobuf for protobuf requests."""
+
+    model_config = example_config({"code": 3, "message": "body is not valid JSON"})
+    code: int = Field(description="the gRPC status code (3 INVALID_ARGUMENT, 14 UNAVAILABLE, …)")
+    message: str
+    details: list[dict[str, Any]] | None = Field(None, description="RetryInfo on 503")
+
+
+def _otlp_error(description: str) -> dict[str, Any]:
+    return {"description": description + ": a google.rpc.Status in the request's encoding",
+            "content": {
+                "application/json": {"schema": inline_schema(RpcStatus)},
+                "application/x-protobuf": {"schema": {
+                    "type": "string", "format": "binary",
+                    "description": "google.rpc.Status"}}}}
+
+
 #: the `responses` of the OTLP/HTTP export routes
-OTLP_RESPONSES: dict[int | str, dict[str, Any]] = {200: {
-    "description": "stored; rejected spans are counted in `partialSuccess`",
-    "content": {
-        "application/json": {"schema": OtlpExportResponse.model_json_schema()},
-        "application/x-protobuf": {"schema": {
-            "type": "string", "format": "binary",
-            "description": "opentelemetry.proto.collector.trace.v1.ExportTraceServiceResponse"}},
-    }},
-    401: {"description": "no API key, or one that is not valid: a google.rpc.Status "
-                         "(code 16, UNAUTHENTICATED) in the request's encoding"},
-    403: {"description": "the API key is for another project or lacks the `ingest` scope: a "
-                         "google.rpc.Status (code 7, PERMISSION_DENIED) in the request's "
-                         "encoding"}}
-#: the `responses` of the Coze Loop ingest routes
+OTLP_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "stored; rejected spans are counted in `partialSuccess`",
+        "content": {
+            "application/json": {"schema": inline_schema(OtlpExportResponse)},
+            "application/x-protobuf": {"schema": {
+                "type": "string", "format": "binary",
+                "description": "opentelemetry.proto.collector.trace.v1."
+                               "ExportTraceServiceResponse"}},
+        }},
+    400: _otlp_error("an undecodable body, or every span in it invalid (code 3)"),
+    401: _otlp_error("no API key, or one that is not valid (code 16, UNAUTHENTICATED)"),
+    403: _otlp_error("the API key is for another project or lacks the `ingest` scope (code 7, "
+                     "PERMISSION_DENIED)"),
+    413: _otlp_error("the (decompressed) body is over the size limit (code 8)"),
+    415: _otlp_error("not protobuf or JSON (code 3)"),
+    503: _otlp_error("the database is unreachable or ingestion is saturated: retry after "
+                     "`Retry-After` seconds (code 14, with RetryInfo)"),
+}
+#: the `responses` of the Coze Loop ingest routes: every answer is a CozeLoopReply
 COZELOOP_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"model": CozeLoopReply},
+    400: {"model": CozeLoopReply, "description": "a body that cannot be read, or in which "
+                                                 "every span is invalid; `msg` says why"},
     401: {"model": CozeLoopReply, "description": "no API key (COZELOOP_API_TOKEN), or one "
                                                  "that is not valid; `msg` says which"},
     403: {"model": CozeLoopReply, "description": "the API key is for another workspace "
-                                                 "(project) or lacks the `ingest` scope"}}
+                                                 "(project) or lacks the `ingest` scope"},
+    413: {"model": CozeLoopReply, "description": "the body is over the size limit"},
+    415: {"model": CozeLoopReply, "description": "not the Content-Type the route takes"},
+    503: {"model": CozeLoopReply, "description": "the database is unreachable or ingestion "
+                                                 "is saturated: retry after `Retry-After` "
+                                                 "seconds"},
+}

@@ -11,8 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic import Field as PydanticField
 
-from trajhub.records import Field, Filter, Record
-from trajhub.service.api.common import Int64, Text
+from trajhub.records import Field, Filter, Param, Record
+from trajhub.service.api.common import Int64, Text, TimeText
 from trajhub.service.stored_spans import iso_time
 
 #: the models built so far, by record (a nested record is built once and shared)
@@ -69,19 +69,21 @@ def answer(record: Record, row: Mapping[str, Any],
     return out
 
 
-def _param_annotation(param_type: Any) -> Any:
-    if param_type is str:
+def _param_annotation(param: Param) -> Any:
+    if param.convert == "time":
+        return TimeText
+    if param.type is str:
         return Text
-    if param_type is int:
+    if param.type is int:
         return Int64
-    return param_type
+    return param.type
 
 
 def query_model(filter_: Filter, base: type[BaseModel]) -> type[BaseModel]:
     """The pydantic model of a filter's query parameters, on `base` (which holds the
     behaviour: turning the parameters into the storage filter). Every parameter is optional."""
     fields: dict[str, Any] = {
-        p.name: (_param_annotation(p.type) | None,
+        p.name: (_param_annotation(p) | None,
                  PydanticField(None, description=p.description or None))
         for p in filter_.params}
     model: type[BaseModel] = create_model(  # type: ignore[call-overload]

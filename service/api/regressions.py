@@ -4,35 +4,48 @@ compared item by item on path length, cost and quality, with a verdict per metri
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from trajhub.evaluators.pricing import PriceTable, run_cost
 from trajhub.evaluators.regression import ItemSide, Verdict, aggregate, item_report
 from trajhub.normalizers.playback import run_duration_ms, step_events
-from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt
-from trajhub.service.api.models import ERRORS, example_config
+from trajhub.service.api.common import INT64_MAX, ROUTER_CHECKS, Project, Rt, whole_number
+from trajhub.service.api.models import BODY_CONFIG, ERRORS, NOT_FOUND, example_config
 from trajhub.service.api.replay import AlignedPairView
 from trajhub.service.prices import table_for
 from trajhub.storage import evaluations, replay_reads
 
+# every route here reads runs or evaluations that may not exist (404)
 router = APIRouter(prefix="/api/v1", tags=["regressions"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+                   responses={**ERRORS, **NOT_FOUND})
+
+
+def _one_form(schema: dict[str, Any]) -> None:
+    # exactly one of `evaluation` and `run` is given (not null)
+    schema["oneOf"] = [
+        {"required": ["evaluation"], "properties": {"evaluation": {"type": "integer"},
+                                                    "run": {"type": "null"}}},
+        {"required": ["run"], "properties": {"run": {"type": "string"},
+                                             "evaluation": {"type": "null"}}},
+    ]
 
 
 class RunRef(BaseModel):
     """One side: an evaluation run by id, or a live run by name over a set."""
 
-    model_config = ConfigDict(extra="forbid")
-    evaluation: int | None = Field(None, description="an evaluation run id: its items, traces "
-                                   "and results")
+    model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_one_form)
+    # an id is a bigint: a larger number names no evaluation and is refused by the schema
+    evaluation: Annotated[int, Field(ge=1, le=INT64_MAX),
+                          BeforeValidator(whole_number)] | None = Field(
+        None, description="an evaluation run id: its items, traces and results")
     run: str | None = Field(None, min_length=1, description="a run name (the `trajhub.run` of "
                             "the traces); its newest finished evaluation supplies quality")
-    dataset: str | None = Field(None, description="the set of a run name (default: the "
-                                "request's `dataset`)")
+    dataset: str | None = Field(None, min_length=1, description="the set of a run name "
+                                "(default: the request's `dataset`)")
 
     @model_validator(mode="after")
     def one_form(self) -> RunRef:
@@ -41,12 +54,26 @@ class RunRef(BaseModel):
         return self
 
 
+def _run_names_have_a_set(schema: dict[str, Any]) -> None:
+    # a side given by run name needs its set: its own `dataset`, or the request's
+    def side_ok(side: str) -> dict[str, Any]:
+        return {"anyOf": [
+            {"properties": {side: {"not": {"required": ["run"],
+                                           "properties": {"run": {"type": "string"}}}}}},
+            {"properties": {side: {"required": ["dataset"],
+                                   "properties": {"dataset": {"type": "string"}}}}},
+            {"required": ["dataset"], "properties": {"dataset": {"type": "string"}}},
+        ]}
+
+    schema["allOf"] = [side_ok("baseline"), side_ok("candidate")]
+
+
 class RegressionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_run_names_have_a_set)
     baseline: RunRef
     candidate: RunRef
-    dataset: str | None = Field(None, description="the evaluation set, for sides given by run "
-                                "name")
+    dataset: str | None = Field(None, min_length=1, description="the evaluation set, for "
+                                "sides given by run name")
 
 
 class QualityView(BaseModel):

@@ -24,15 +24,23 @@ from trajhub.normalizers.playback import (
     tool_results,
 )
 from trajhub.normalizers.trajectory import StepError
-from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
-from trajhub.service.api.models import ERRORS, CostView, example_config
+from trajhub.service.api.common import (
+    ROUTER_CHECKS,
+    Project,
+    Rt,
+    TraceIdPath,
+    TraceIdQuery,
+    trace_id_param,
+)
+from trajhub.service.api.models import ERRORS, NOT_FOUND, CostView, example_config
 from trajhub.service.prices import cost_json, table_for
 from trajhub.service.runtime import Runtime
 from trajhub.service.stored_spans import iso_time, to_model
 from trajhub.storage import replay_reads
 
+# every route here reads runs or evaluations that may not exist (404)
 router = APIRouter(prefix="/api/v1", tags=["replay"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+                   responses={**ERRORS, **NOT_FOUND})
 
 # ------------------------------------------------------------------------------ response models
 
@@ -366,8 +374,8 @@ def _field(value: ContractField) -> dict[str, Any]:
             summary="Two runs' steps aligned: first divergence, edits and metric deltas")
 async def compare_runs(
     rt: Rt, project: Project,
-    a: Annotated[str, Query(description="trace id of the first (baseline) run")],
-    b: Annotated[str, Query(description="trace id of the second (candidate) run")],
+    a: Annotated[TraceIdQuery, Query(description="trace id of the first (baseline) run")],
+    b: Annotated[TraceIdQuery, Query(description="trace id of the second (candidate) run")],
 ) -> Any:
     """Steps are aligned by minimum edit distance over (type, name, canonical arguments);
     parallel tool calls are compared in a canonical order. Deltas are b − a."""
@@ -393,7 +401,7 @@ async def compare_runs(
 
 @router.get("/trajectories/{trace_id}/cost", response_model=RunCostView,
             summary="Tokens and money per model step, per agent and for the run")
-async def cost(trace_id: str, rt: Rt, project: Project) -> Any:
+async def cost(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
     """Priced with TRAJHUB_PRICES or the default table shipped with trajhub; a model the table
     does not list has no price (`usd` null) and is named in `unpriced_models`."""
     table = table_for(rt.settings)
@@ -414,7 +422,7 @@ async def cost(trace_id: str, rt: Rt, project: Project) -> Any:
 
 @router.get("/trajectories/{trace_id}/contract", response_model=RunContract,
             summary="The run contract: models, sampling, prompt and tool-schema hashes, versions")
-async def contract(trace_id: str, rt: Rt, project: Project) -> Any:
+async def contract(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
     """Read from whatever the instrumentation recorded; each value says where it came from,
     and `unknown` lists what nothing recorded."""
     trace_id = trace_id_param(trace_id)
@@ -444,7 +452,7 @@ async def contract(trace_id: str, rt: Rt, project: Project) -> Any:
                404: {"description": "No spans of this trace yet"},
                422: {"description": "The trajectory could not be derived"}},
 )
-async def events(trace_id: str, rt: Rt, project: Project) -> NDJSONResponse:
+async def events(trace_id: TraceIdPath, rt: Rt, project: Project) -> NDJSONResponse:
     table = table_for(rt.settings)
     run = await load_run(rt, project, trace_id)
     costs = run_cost(table, run.events).steps
@@ -455,7 +463,7 @@ async def events(trace_id: str, rt: Rt, project: Project) -> NDJSONResponse:
 
 @router.get("/trajectories/{trace_id}/tool-results", response_model=ToolResults,
             summary="Recorded tool outputs, keyed for hybrid replay")
-async def recorded_tool_results(trace_id: str, rt: Rt, project: Project,
+async def recorded_tool_results(trace_id: TraceIdPath, rt: Rt, project: Project,
                                 response: Response) -> Any:
     """Every tool call of the run: tool name, call id, the canonical hash of its arguments,
     its output and error. `trajhub.service.client.replay` serves them to a re-run agent."""

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, needs
-from trajhub.service.api.models import ERRORS, example_config
+from trajhub.service.api.models import BODY_CONFIG, ERRORS, example_config
 from trajhub.service.auth import ADMIN
 from trajhub.service.retention import policy
 from trajhub.storage import retention
@@ -32,7 +32,7 @@ class Retention(BaseModel):
 
 
 class RetentionChange(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = BODY_CONFIG
 
     days: float = Field(ge=0, le=MAX_DAYS, description=(
         "this project's retention in days (fractions allowed); 0 keeps its data forever "

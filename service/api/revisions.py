@@ -8,7 +8,7 @@ from typing import Literal
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
-from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, trace_id_param
+from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, TraceIdPath, trace_id_param
 from trajhub.service.api.models import ERRORS, example_config
 from trajhub.storage import revisions as revision_reads
 
@@ -40,7 +40,7 @@ class Revisions(BaseModel):
 @router.get("/trajectories/{trace_id}/revisions", response_model=Revisions,
             summary="The revision history of a trajectory, newest first",
             responses={404: {"description": "No trajectory for this trace (yet)"}})
-async def trajectory_revisions(trace_id: str, rt: Rt, project: Project) -> Revisions:
+async def trajectory_revisions(trace_id: TraceIdPath, rt: Rt, project: Project) -> Revisions:
     """A trajectory gets a new revision each time late spans or a re-derivation rebuild it;
     each entry says what that revision held and whether it had become final."""
     trace_id = trace_id_param(trace_id)

@@ -8,8 +8,10 @@ from importlib import resources
 from fastapi import APIRouter, Response
 
 from trajhub.service.api.common import ROUTER_CHECKS
+from trajhub.service.api.models import ERRORS
 
-router = APIRouter(prefix="/api/v1", tags=["trajectories"], dependencies=ROUTER_CHECKS)
+router = APIRouter(prefix="/api/v1", tags=["trajectories"], dependencies=ROUTER_CHECKS,
+                   responses=ERRORS)
 
 
 @cache

@@ -10,14 +10,18 @@ from fastapi import APIRouter, HTTPException, Query, Response
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.service.api.common import (
     ROUTER_CHECKS,
+    AttributeFilter,
     Key,
     Project,
     Rt,
+    SpanIdPath,
     Text,
+    TimeText,
+    TraceIdPath,
     attribute_filters,
     decode_cursor,
     encode_cursor,
-    json_response,
+    model_response,
     parse_time,
     span_id_param,
     trace_id_param,
@@ -25,11 +29,14 @@ from trajhub.service.api.common import (
 from trajhub.service.api.models import (
     ERRORS,
     NOT_FOUND,
+    CozeLoopTrace,
     ErrorDetail,
+    OtlpTrace,
     ProjectList,
     SpanView,
     TraceBody,
     TracePage,
+    TraceSpans,
 )
 from trajhub.service.api.records import answer
 from trajhub.service.api.views import trajectory_nodes
@@ -52,15 +59,15 @@ router = APIRouter(prefix="/api/v1", tags=["traces"], dependencies=ROUTER_CHECKS
 async def list_traces(
     rt: Rt,
     project: Project,
-    start: Annotated[Text | None, Query(description="traces starting at or after (RFC 3339 "
+    start: Annotated[TimeText | None, Query(description="traces starting at or after (RFC 3339 "
                                         "or Unix ns)")] = None,
-    end: Annotated[Text | None, Query(description="traces starting before (RFC 3339 or Unix "
+    end: Annotated[TimeText | None, Query(description="traces starting before (RFC 3339 or Unix "
                                       "ns)")] = None,
     service: Annotated[Text | None, Query(description="resource service.name")] = None,
     span_name: Annotated[Text | None, Query(description="has a span with this name")] = None,
     has_error: Annotated[bool | None, Query(description="has (true) or lacks (false) a failed "
                                             "span")] = None,
-    attribute: Annotated[list[Text] | None, Query(
+    attribute: Annotated[list[AttributeFilter] | None, Query(
         max_length=20, description="key=value: has a span with this attribute; repeat to "
         "require several")] = None,
     min_duration_ms: Annotated[float | None, Query(ge=0, le=9.2e12, allow_inf_nan=False)]
@@ -84,7 +91,7 @@ async def list_traces(
     items = [answer(TRACE_SUMMARY, r) for r in rows]
     next_cursor = (encode_cursor(rows[-1].start_ns, rows[-1].trace_id)
                    if len(rows) == limit else None)
-    return json_response({"items": items, "next_cursor": next_cursor})
+    return model_response(TracePage, {"items": items, "next_cursor": next_cursor})
 
 
 @router.get("/traces/{trace_id}", summary="One trace: its spans as a tree, flat, or OTLP/JSON",
@@ -92,7 +99,7 @@ async def list_traces(
                        422: {"model": ErrorDetail, "description": "view=trajectory of a trace "
                              "whose trajectory could not be derived (the message says why)"}})
 async def get_trace(
-    trace_id: str,
+    trace_id: TraceIdPath,
     rt: Rt,
     project: Project,
     view: Annotated[Literal["tree", "flat", "trajectory"], Query(
@@ -114,10 +121,10 @@ async def get_trace(
         stored = (await trajectory_reads.explanation(conn, project, trace_id)
                   if view == "trajectory" and format == "json" else None)
     if format == "otlp":
-        return json_response(otlp_json(to_otlp_request(rows, envelopes)))
+        return model_response(OtlpTrace, otlp_json(to_otlp_request(rows, envelopes)))
     if format == "cozeloop":
-        return json_response({"spans": [orjson.loads(r.body) for r in rows
-                                        if r.format == FORMAT_COZELOOP]})
+        return model_response(CozeLoopTrace, {"spans": [orjson.loads(r.body) for r in rows
+                                                         if r.format == FORMAT_COZELOOP]})
     views = [span_view(s) for s in to_model(rows, envelopes)]
     if view == "trajectory":
         if stored is None:
@@ -127,16 +134,17 @@ async def get_trace(
             raise HTTPException(422, "trajectory could not be derived: "
                                      f"{stored.derivation_error}")
         explanation = orjson.loads(stored.explanation)
-        return json_response({"trace_id": trace_id,
-                              "spans": trajectory_nodes(explanation, views)})
+        return model_response(TraceSpans, {"trace_id": trace_id,
+                                           "spans": trajectory_nodes(explanation, views)})
     if view == "flat":
-        return json_response({"trace_id": trace_id, "spans": views})
-    return json_response({"trace_id": trace_id, "spans": span_tree(views)})
+        return model_response(TraceSpans, {"trace_id": trace_id, "spans": views})
+    return model_response(TraceSpans, {"trace_id": trace_id, "spans": span_tree(views)})
 
 
 @router.get("/traces/{trace_id}/spans/{span_id}", summary="One span", response_model=SpanView,
             responses=NOT_FOUND)
-async def get_span(trace_id: str, span_id: str, rt: Rt, project: Project) -> Response:
+async def get_span(trace_id: TraceIdPath, span_id: SpanIdPath, rt: Rt, project: Project
+                   ) -> Response:
     trace_id, span_id = trace_id_param(trace_id), span_id_param(span_id)
     async with rt.db.acquire() as conn:
         row = await trace_reads.span(conn, project, trace_id, span_id)
@@ -145,7 +153,7 @@ async def get_span(trace_id: str, span_id: str, rt: Rt, project: Project) -> Res
                                      f"{project!r}")
         envelopes = await trace_reads.resources(
             conn, [row.resource_id] if row.resource_id is not None else [])
-    return json_response(span_view(to_model([row], envelopes)[0]))
+    return model_response(SpanView, span_view(to_model([row], envelopes)[0]))
 
 
 @router.get("/files/{key:path}", summary="A file uploaded through /v1/loop/files/upload",
@@ -183,5 +191,5 @@ async def list_projects(rt: Rt, key: Key) -> Response:
     if only is not None and not projects:
         projects = [{"name": only, "trace_count": 0, "span_count": 0, "first_span_at": None,
                      "last_span_at": None}]
-    return json_response({"projects": projects})
+    return model_response(ProjectList, {"projects": projects})
 

@@ -18,8 +18,10 @@ from trajhub.service.api.common import (
     ROUTER_CHECKS,
     Project,
     Rt,
+    TraceIdPath,
     encode_cursor,
     json_response,
+    model_response,
     needs,
     parse_time,
     trace_id_param,
@@ -73,7 +75,7 @@ async def list_trajectories(
         "next_cursor": next_cursor}
     if total is not None:
         page["total"] = total
-    return json_response(page)
+    return model_response(TrajectoryPage, page)
 
 
 def _etag(revision: int) -> str:
@@ -93,7 +95,7 @@ def _etag(revision: int) -> str:
                      "turned into a trajectory (the message says why)"}},
 )
 async def get_trajectory(
-    trace_id: str, rt: Rt, project: Project,
+    trace_id: TraceIdPath, rt: Rt, project: Project,
     if_none_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     """An `open` trajectory (spans may still arrive) is served as it stands."""
@@ -117,14 +119,14 @@ async def get_trajectory(
 @router.get("/trajectories/{trace_id}/explain",
             summary="How each span was classified, kept or dropped, and re-parented",
             response_model=TrajectoryExplanation, responses=NOT_FOUND)
-async def explain_trajectory(trace_id: str, rt: Rt, project: Project) -> Response:
+async def explain_trajectory(trace_id: TraceIdPath, rt: Rt, project: Project) -> Response:
     trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.explanation(conn, project, trace_id)
     if row is None:
         raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
                                  "(yet)")
-    return json_response({
+    return model_response(TrajectoryExplanation, {
         "trace_id": trace_id, "status": row.status, "revision": row.revision,
         "normalizer_version": row.normalizer_version,
         "derivation_error": row.derivation_error, "warnings": row.warnings,
@@ -141,7 +143,8 @@ async def rederive(rt: Rt, project: Project, body: RederiveRequest) -> Response:
         queued = await derivation_store.queue_rederive(
             conn, project, parse_time(body.since, "since"),
             NORMALIZER_VERSION if body.outdated else None)
-    return json_response({"queued": queued, "normalizer_version": NORMALIZER_VERSION}, 202)
+    return model_response(RederiveQueued,
+                          {"queued": queued, "normalizer_version": NORMALIZER_VERSION}, 202)
 
 
 def _body_spans(body: bytes, media: str) -> tuple[list[Span], int, str]:
@@ -216,5 +219,6 @@ async def normalize(request: Request, rt: Rt) -> Response:
     except IngestError as error:
         raise HTTPException(error.http_status, error.message) from None
     results = await run_in_threadpool(_derive_each_trace, spans)
-    return json_response({"normalizer_version": NORMALIZER_VERSION, "rejected_spans": rejected,
+    return model_response(NormalizeResult, {
+        "normalizer_version": NORMALIZER_VERSION, "rejected_spans": rejected,
                           "error_message": error_message, "traces": results})

@@ -236,7 +236,11 @@ def parse_request(obj: Any, rejected: list[str] | None = None) -> ExportTraceSer
     left out and one reason per span is appended instead; only a malformed request structure
     raises."""
     request = ExportTraceServiceRequest()
-    for raw_rs in _list(_dict(obj, "request"), "resourceSpans", "resource_spans"):
+    # a nested null reads as an absent field, but the body itself must be an object: `null`
+    # is not an ExportTraceServiceRequest (its schema in /openapi.json says object)
+    if not isinstance(obj, Mapping):
+        raise BadRequest("the body must be a JSON object (an ExportTraceServiceRequest)")
+    for raw_rs in _list(obj, "resourceSpans", "resource_spans"):
         raw_rs = _dict(raw_rs, "resourceSpans")
         rs: ResourceSpans = request.resource_spans.add()
         envelope_error = ""

@@ -148,10 +148,13 @@ export async function download(path, query, fallbackName) {
   const response = await request(path, {query, raw: true});
   if (!response.ok) throw new ApiError(response.status, await errorDetail(response));
   const disposition = response.headers.get("Content-Disposition") || "";
-  const match = /filename="([^"]+)"/.exec(disposition);
+  // filename* (RFC 5987) holds the exact name; filename is its ASCII fallback
+  const exact = /filename\*=UTF-8''([^;]+)/.exec(disposition);
+  const ascii = /filename="([^"]+)"/.exec(disposition);
+  const name = exact ? decodeURIComponent(exact[1]) : ascii ? ascii[1] : fallbackName;
   const blob = await response.blob();
   const href = URL.createObjectURL(blob);
-  const link = h("a", {href, download: match ? match[1] : fallbackName, hidden: true});
+  const link = h("a", {href, download: name, hidden: true});
   document.body.append(link);
   link.click();
   link.remove();

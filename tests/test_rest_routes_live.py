@@ -1,0 +1,318 @@
+"""Every route of /openapi.json, driven with real data (issue 18): a project's runs arrive
+through every ingest route, then every REST route is called on them as a client would, and each
+live answer is checked against the document: its status is one the operation lists, its
+Content-Type one it declares, and its body fits the declared schema (JSON Schema 2020-12, with
+the document's components). A route added to the API without being driven here fails
+`test_every_route_answers_what_its_openapi_document_says`."""
+
+from __future__ import annotations
+
+import base64
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, unquote
+
+import httpx
+import jsonschema
+import orjson
+import pytest
+from google.protobuf import json_format
+
+from tests.conftest import Secured
+from tests.harness import wait_for
+from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.test_cozeloop_ingest import native_span
+
+PB = {"content-type": "application/x-protobuf"}
+
+
+@dataclass
+class Recorder:
+    """The answers seen, by (method, path template) as /openapi.json names them."""
+
+    openapi: dict[str, Any]
+    seen: dict[tuple[str, str], list[httpx.Response]] = field(default_factory=dict)
+
+    def record(self, method: str, template: str, response: httpx.Response) -> httpx.Response:
+        self.seen.setdefault((method.lower(), template), []).append(response)
+        return response
+
+
+def _run(agent: str, tool: str, model: str) -> tuple[str, str, list[Any]]:
+    """One agent run: an agent span, a model call and a tool call."""
+    tid, root = new_trace_id(), new_span_id()
+    t0 = time.time_ns()
+    spans = [
+        span(tid, f"invoke_agent {agent}", span_id=root, start=t0, duration=5_000_000,
+             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+                         "gen_ai.input.messages": '[{"role": "user", "content": "weather?"}]',
+                         "gen_ai.output.messages":
+                             '[{"role": "assistant", "content": "sunny"}]'}),
+        span(tid, f"chat {model}", parent=root, start=t0 + 1000, duration=1_000_000,
+             attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
+                         "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 30}),
+        span(tid, f"execute_tool {tool}", parent=root, start=t0 + 2_000_000,
+             attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool,
+                         "gen_ai.tool.call.id": "call_1",
+                         "gen_ai.tool.call.arguments": '{"city": "sf"}',
+                         "gen_ai.tool.call.result": "sunny"}),
+    ]
+    return tid.hex(), root.hex(), spans
+
+
+def _otlp_json(spans: list[Any]) -> bytes:
+    doc = json_format.MessageToDict(request(spans))
+    # OTLP/JSON carries ids as hex, not protobuf JSON's base64 (spec/otlp.md)
+    for rs in doc["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for s in ss["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in s:
+                        s[key] = base64.b64decode(s[key]).hex()
+    return orjson.dumps(doc)
+
+
+def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key: str) -> None:
+    """Call every operation with this project's real data; the calls depend on each other's
+    answers (ids, names) as a client's would."""
+    r = rec.record
+
+    # ------------------------------------------------------------------------------ ingest
+    a_id, a_root, a_spans = _run("planner", "get_weather", "gpt-4o-mini")
+    b_id, _, b_spans = _run("planner", "get_forecast", "gpt-4o-mini")
+    c_id, _, c_spans = _run("writer", "search", "gpt-4o")
+    res = r("post", "/v1/traces", c.post("/v1/traces", content=request(a_spans)
+                                         .SerializeToString(), headers=PB))
+    assert res.status_code == 200, res.text
+    res = r("post", "/v1/traces", c.post("/v1/traces", content=_otlp_json(b_spans),
+                                         headers={"content-type": "application/json"}))
+    assert res.status_code == 200, res.text
+    res = r("post", "/v1/loop/opentelemetry/v1/traces", c.post(
+        "/v1/loop/opentelemetry/v1/traces", content=_otlp_json(c_spans),
+        headers={"content-type": "application/json"}))
+    assert res.status_code == 200, res.text
+    loop_id = new_trace_id().hex()
+    res = r("post", "/v1/loop/traces/ingest", c.post("/v1/loop/traces/ingest",
+                                                     json={"spans": [native_span(loop_id)]}))
+    assert res.status_code == 200 and res.json()["code"] == 0, res.text
+    file_key = f"f-{project}"
+    res = r("post", "/v1/loop/files/upload", c.post(
+        "/v1/loop/files/upload", files={"file": (file_key, b"a large input")}))
+    assert res.status_code == 200, res.text
+    # a rejected span is answered too (partialSuccess), and an undecodable body is a 400
+    r("post", "/v1/traces", c.post("/v1/traces", content=b"{", headers={
+        "content-type": "application/json"}))
+    for tid in (a_id, b_id, c_id):
+        wait_for(lambda t=tid: c.get(f"/api/v1/trajectories/{t}").headers.get(  # type: ignore[misc]
+            "x-trajectory-status") == "final" or None, timeout=60, what=f"trajectory {tid}")
+
+    # ------------------------------------------------------------------------------ health
+    for path in ("/healthz", "/readyz", "/metrics"):
+        headers = {"authorization": f"Bearer {metrics_key}"} if path == "/metrics" else None
+        res = r("get", path, c.get(path, headers=headers))
+        assert res.status_code == 200, (path, res.text)
+
+    # -------------------------------------------------------------------------- traces
+    r("get", "/api/v1/projects", c.get("/api/v1/projects"))
+    r("get", "/api/v1/schema/trajectory", c.get("/api/v1/schema/trajectory"))
+    r("get", "/api/v1/traces", c.get("/api/v1/traces", params={"limit": 2}))
+    page = r("get", "/api/v1/traces", c.get("/api/v1/traces", params={"limit": 1})).json()
+    assert page["next_cursor"]
+    r("get", "/api/v1/traces", c.get("/api/v1/traces", params={"cursor": page["next_cursor"]}))
+    for params in ({"view": "tree"}, {"view": "flat"}, {"view": "trajectory"},
+                   {"format": "otlp"}):
+        r("get", "/api/v1/traces/{trace_id}", c.get(f"/api/v1/traces/{a_id}", params=params))
+    r("get", "/api/v1/traces/{trace_id}", c.get(f"/api/v1/traces/{loop_id}",
+                                                params={"format": "cozeloop"}))
+    r("get", "/api/v1/traces/{trace_id}", c.get(f"/api/v1/traces/{'0' * 31}1"))
+    r("get", "/api/v1/traces/{trace_id}/spans/{span_id}",
+      c.get(f"/api/v1/traces/{a_id}/spans/{a_root}"))
+    r("get", "/api/v1/files/{key}", c.get(f"/api/v1/files/{file_key}"))
+    r("get", "/api/v1/files/{key}", c.get("/api/v1/files/no-such-file"))
+
+    # -------------------------------------------------------------------- trajectories
+    r("get", "/api/v1/trajectories", c.get("/api/v1/trajectories",
+                                           params={"count": "true", "agent": "planner"}))
+    r("get", "/api/v1/trajectories", c.get("/api/v1/trajectories", params={"start": "soon"}))
+    r("get", "/api/v1/trajectories/{trace_id}", c.get(f"/api/v1/trajectories/{a_id}"))
+    for suffix in ("explain", "item-draft", "revisions", "cost", "contract", "events",
+                   "tool-results"):
+        r("get", f"/api/v1/trajectories/{{trace_id}}/{suffix}",
+          c.get(f"/api/v1/trajectories/{a_id}/{suffix}"))
+    r("get", "/api/v1/trajectories/compare",
+      c.get("/api/v1/trajectories/compare", params={"a": a_id, "b": b_id}))
+    r("post", "/api/v1/trajectories/rederive",
+      c.post("/api/v1/trajectories/rederive", json={"outdated": True}))
+    r("post", "/api/v1/normalize", c.post("/api/v1/normalize",
+                                          content=request(c_spans).SerializeToString(),
+                                          headers=PB))
+    r("post", "/api/v1/normalize", c.post("/api/v1/normalize", content=b"x",
+                                          headers={"content-type": "text/plain"}))
+
+    # ------------------------------------------------------------------------ datasets
+    name = "weather-set"
+    res = r("post", "/api/v1/datasets", c.post("/api/v1/datasets",
+                                               json={"name": name, "description": "d"}))
+    assert res.status_code == 201, res.text
+    r("post", "/api/v1/datasets", c.post("/api/v1/datasets", json={"name": name}))  # 409
+    r("get", "/api/v1/datasets", c.get("/api/v1/datasets"))
+    r("get", "/api/v1/datasets/{name}", c.get(f"/api/v1/datasets/{name}"))
+    r("patch", "/api/v1/datasets/{name}", c.patch(f"/api/v1/datasets/{name}",
+                                                  json={"description": "weather runs"}))
+    res = r("post", "/api/v1/datasets/{name}/fill", c.post(
+        f"/api/v1/datasets/{name}/fill", json={"trace_ids": [a_id, b_id]}))
+    assert res.json()["added"] == 2, res.text
+    res = r("post", "/api/v1/datasets/{name}/items", c.post(
+        f"/api/v1/datasets/{name}/items",
+        json={"input": "hello", "metadata": {"big": 2**64}, "tags": ["hand"]}))
+    assert res.status_code == 201, res.text
+    item_id = res.json()["id"]
+    r("get", "/api/v1/datasets/{name}/items", c.get(f"/api/v1/datasets/{name}/items",
+                                                     params={"include_trajectory": "true"}))
+    r("get", "/api/v1/datasets/{name}/items/{item_id}",
+      c.get(f"/api/v1/datasets/{name}/items/{item_id}"))
+    r("patch", "/api/v1/datasets/{name}/items/{item_id}",
+      c.patch(f"/api/v1/datasets/{name}/items/{item_id}", json={"tags": ["edited"]}))
+    export = r("get", "/api/v1/datasets/{name}/export",
+               c.get(f"/api/v1/datasets/{name}/export", params={"format": "jsonl"}))
+    r("get", "/api/v1/datasets/{name}/export",
+      c.get(f"/api/v1/datasets/{name}/export", params={"format": "csv"}))
+    r("post", "/api/v1/datasets/{name}/import", c.post(
+        "/api/v1/datasets/copy/import", params={"create": "true"}, content=export.content,
+        headers={"content-type": "application/x-ndjson"}))
+
+    # --------------------------------------------------------------------- evaluations
+    evaluations = []
+    for _ in range(2):
+        res = r("post", "/api/v1/evaluations", c.post("/api/v1/evaluations", json={
+            "dataset": name, "evaluators": ["expected_agents_tools"]}))
+        assert res.status_code == 202, res.text
+        evaluations.append(res.json()["id"])
+    for evaluation in evaluations:
+        wait_for(lambda e=evaluation: c.get(f"/api/v1/evaluations/{e}").json()[  # type: ignore[misc]
+            "status"] != "running" or None, timeout=60, what=f"evaluation {evaluation}")
+        r("get", "/api/v1/evaluations/{evaluation_id}", c.get(f"/api/v1/evaluations/{evaluation}"))
+        r("get", "/api/v1/evaluations/{evaluation_id}/results",
+          c.get(f"/api/v1/evaluations/{evaluation}/results"))
+    r("get", "/api/v1/evaluations", c.get("/api/v1/evaluations", params={"dataset": name}))
+    r("post", "/api/v1/regressions", c.post("/api/v1/regressions", json={
+        "baseline": {"evaluation": evaluations[0]},
+        "candidate": {"evaluation": evaluations[1]}}))
+    r("post", "/api/v1/regressions", c.post("/api/v1/regressions", json={
+        "baseline": {"evaluation": 2**86}, "candidate": {"evaluation": 1}}))
+
+    # ----------------------------------------------------------- retention and keys
+    r("get", "/api/v1/retention", c.get("/api/v1/retention"))
+    r("put", "/api/v1/retention", c.put("/api/v1/retention", json={"days": 30}))
+    r("delete", "/api/v1/retention", c.delete("/api/v1/retention"))
+    r("get", "/api/v1/keys", c.get("/api/v1/keys"))
+    res = r("post", "/api/v1/keys", c.post("/api/v1/keys", json={"scope": "read",
+                                                                  "name": "reader"}))
+    r("delete", "/api/v1/keys/{key_id}", c.delete(f"/api/v1/keys/{res.json()['key_id']}"))
+
+    # ----------------------------------------------------------------------- deletes
+    r("delete", "/api/v1/datasets/{name}/items/{item_id}",
+      c.delete(f"/api/v1/datasets/{name}/items/{item_id}"))
+    r("delete", "/api/v1/datasets/{name}", c.delete(f"/api/v1/datasets/{name}"))
+    r("delete", "/api/v1/datasets/{name}", c.delete(f"/api/v1/datasets/{name}"))  # 404
+
+
+def _operation_of(openapi: dict[str, Any], method: str, template: str) -> dict[str, Any]:
+    operation: dict[str, Any] = openapi["paths"][template][method]
+    return operation
+
+
+def _check_answer(openapi: dict[str, Any], method: str, template: str,
+                  response: httpx.Response) -> str | None:
+    """Why this answer breaks the document, or None."""
+    operation = _operation_of(openapi, method, template)
+    declared = operation["responses"].get(str(response.status_code))
+    where = f"{method.upper()} {template} -> {response.status_code}"
+    if declared is None:
+        return f"{where}: status not listed ({sorted(operation['responses'])})"
+    content = declared.get("content") or {}
+    if not content:
+        return None if not response.content else f"{where}: a body where none is declared"
+    media = response.headers.get("content-type", "").split(";")[0].strip()
+    if media not in content:
+        return f"{where}: Content-Type {media!r} not declared ({sorted(content)})"
+    schema = content[media].get("schema")
+    if not schema:
+        return None
+    if media in ("application/json", "application/schema+json"):
+        documents = [response.json()]
+    elif media == "application/x-ndjson":
+        # each line is one document of the schema (events); export's text is a plain string
+        if schema.get("type") == "string":
+            return None
+        documents = [orjson.loads(line) for line in response.content.splitlines() if line]
+    else:
+        return None
+    # the operation's schema, resolved against the document's components
+    validator = jsonschema.Draft202012Validator({**schema, "components": openapi["components"]})
+    for document in documents:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+        if error is not None:
+            return f"{where}: {'/'.join(map(str, error.absolute_path))}: {error.message[:300]}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def driven(secured: Secured) -> Recorder:
+    with httpx.Client(base_url=secured.server.http, headers=secured.headers,
+                      timeout=60) as c:
+        openapi = c.get("/openapi.json").json()
+        rec = Recorder(openapi)
+        drive_every_route(c, rec, secured.project, secured.metrics)
+    return rec
+
+
+def test_every_route_answers_what_its_openapi_document_says(driven: Recorder) -> None:
+    documented = {(method, path) for path, operations in driven.openapi["paths"].items()
+                  for method in operations}
+    assert documented - set(driven.seen) == set(), "routes no test drives: add them above"
+    assert set(driven.seen) - documented == set(), "driven routes the document does not list"
+    problems = [problem for (method, template), answers in driven.seen.items()
+                for response in answers
+                if (problem := _check_answer(driven.openapi, method, template, response))]
+    assert problems == []
+
+
+def test_every_route_answered_a_success_to_real_data(driven: Recorder) -> None:
+    without = sorted(f"{m.upper()} {t}: {[a.status_code for a in answers]}"
+                     for (m, t), answers in driven.seen.items()
+                     if not any(200 <= a.status_code < 300 for a in answers))
+    assert without == []
+
+
+def test_a_body_integer_beyond_64_bits_is_stored_not_a_server_error(driven: Recorder) -> None:
+    created = [a for a in driven.seen[("post", "/api/v1/datasets/{name}/items")]
+               if a.request.content and b"18446744073709551616" in a.request.content]
+    assert created and created[0].status_code == 201, created[0].text if created else None
+    assert float(created[0].json()["metadata"]["big"]) == float(2**64)
+
+
+def test_an_evaluation_id_beyond_a_bigint_is_a_422_naming_it(driven: Recorder) -> None:
+    answers = [a for a in driven.seen[("post", "/api/v1/regressions")]
+               if b"77371252455336267181195264" in (a.request.content or b"")]
+    assert answers and answers[0].status_code == 422
+    assert "evaluation" in answers[0].text
+
+
+
+@pytest.mark.parametrize("name", ["数据", "a\nb", 'quote" and %41'])
+def test_export_names_any_set_in_its_header_without_breaking_it(secured: Secured,
+                                                                 name: str) -> None:
+    with httpx.Client(base_url=secured.server.http, headers=secured.headers, timeout=60) as c:
+        r = c.post("/api/v1/datasets", json={"name": name})
+        assert r.status_code == 201, r.text
+        try:
+            r = c.get(f"/api/v1/datasets/{quote(name, safe='')}/export")
+            assert r.status_code == 200, r.text
+            disposition = r.headers["content-disposition"]
+            assert "\n" not in disposition and disposition.isascii()
+            encoded = disposition.split("filename*=UTF-8''", 1)[1]
+            assert unquote(encoded) == f"{name}.jsonl.jsonl"
+        finally:
+            c.delete(f"/api/v1/datasets/{quote(name, safe='')}")
