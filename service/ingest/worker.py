@@ -44,6 +44,9 @@ class IngestJob:
     content_encoding: str  # "" when already decoded (gRPC)
     project: str | None
     max_bytes: int
+    #: derive the traces the request carries whole before committing; False queues them for
+    #: the derivation workers (the pool decides, pool.DerivePolicy)
+    derive: bool = True
 
 
 @dataclass(frozen=True)
@@ -55,10 +58,9 @@ class IngestResult:
 
 
 class _Worker:
-    def __init__(self, database_url: str, settle_seconds: float, derive: bool) -> None:
+    def __init__(self, database_url: str, settle_seconds: float) -> None:
         self.database_url = database_url
         self.settle = timedelta(seconds=settle_seconds)
-        self.derive = derive
         self.loop = asyncio.new_event_loop()
         self.conn: asyncpg.Connection | None = None
         self.known_resources: set[int] = set()
@@ -69,11 +71,12 @@ class _Worker:
             await span_writer.prepare(self.conn)
         return self.conn
 
-    def _derive(self, batch: Batch) -> dict[derivation.TraceKey, derivation.Result]:
+    def _derive(self, batch: Batch, derive: bool
+                ) -> dict[derivation.TraceKey, derivation.Result]:
         """The rows of every trace the request carries whole (CPU only, before the
-        transaction, so its locks are held briefly)."""
+        transaction, so its locks are held briefly); none when `derive` is False."""
         results: dict[derivation.TraceKey, derivation.Result] = {}
-        if not self.derive:
+        if not derive:
             return results
         received = datetime.now(UTC)
         for key, rows in derivation.whole_traces(batch.rows.values()).items():
@@ -103,9 +106,9 @@ class _Worker:
         self.known_resources.update(new_resources)
         return len(stored)
 
-    def write(self, batch: Batch) -> int:
+    def write(self, batch: Batch, derive: bool = True) -> int:
         """Store the batch; returns how many traces' trajectories were stored with it."""
-        derived = self._derive(batch)
+        derived = self._derive(batch, derive)
         try:
             return self.loop.run_until_complete(self._write(batch, derived))
         except Exception as exc:
@@ -133,13 +136,13 @@ class _Worker:
 _worker: _Worker | None = None
 
 
-def initialize(database_url: str, settle_seconds: float, derive: bool, log_level: int,
-               log_format: str, parent_pid: int) -> None:
+def initialize(database_url: str, settle_seconds: float, log_level: int, log_format: str,
+               parent_pid: int) -> None:
     """ProcessPoolExecutor initializer: one worker (and one connection) per process."""
     global _worker
     die_with_parent(parent_pid)
     logs.configure(log_level, log_format)
-    _worker = _Worker(database_url, settle_seconds, derive)
+    _worker = _Worker(database_url, settle_seconds)
 
 
 def warm_up() -> int:
@@ -184,7 +187,7 @@ def _ingest(job: IngestJob) -> IngestResult:
     batch = decode(job)
     derived = 0
     if batch.rows:
-        derived = _worker.write(batch)
+        derived = _worker.write(batch, job.derive)
     elif batch.rejected:
         raise BadRequest(f"every span was invalid; {batch.error_message}")
     return IngestResult(len(batch.rows), batch.rejected, batch.error_message, derived)
