@@ -168,8 +168,10 @@ PIPELINE_SQL = ("select 8*count(*) from trajectories where status = 'final' "
 
 def trajhub_round(shared: Path, data_dir: Path, args: argparse.Namespace, index: int
                   ) -> dict[str, Any]:
-    server = Server(data_dir=data_dir,
-                    env={"TRAJHUB_DERIVE_AT_INGEST": args.derive_at_ingest})
+    env = {"TRAJHUB_DERIVE_AT_INGEST": args.derive_at_ingest}
+    if args.derivation_workers is not None:
+        env["TRAJHUB_DERIVATION_WORKERS"] = str(args.derivation_workers)
+    server = Server(data_dir=data_dir, env=env)
     try:
         out: dict[str, Any] = {}
         runs = [("http", server.http_url), ("grpc", server.grpc_target)]
@@ -251,6 +253,8 @@ def main() -> int:
     ap.add_argument("--shared", type=Path, default=HERE.parent.parent / "shared" / "bench")
     ap.add_argument("--derive-at-ingest", choices=("auto", "true", "false"), default="auto",
                     help="TRAJHUB_DERIVE_AT_INGEST of trajhub under test")
+    ap.add_argument("--derivation-workers", type=int,
+                    help="TRAJHUB_DERIVATION_WORKERS of trajhub under test (default: its own)")
     ap.add_argument("--measure", choices=("burst", "pipeline", "both"), default="both",
                     help="burst: spans durable per second; pipeline: spans with a final "
                          "trajectory per second; both: one run of each per protocol")

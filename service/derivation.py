@@ -30,6 +30,7 @@ from trajhub.storage.database import is_transient
 from trajhub.storage.derivation_store import TraceRow, TrajectoryRow
 from trajhub.storage.pgtext import pg_opt, pg_text, pg_texts
 from trajhub.storage.span_writer import SpanRow
+from trajhub.storage.stored_documents import pack
 
 log = logging.getLogger("trajhub.derivation")
 
@@ -78,8 +79,9 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
     return TrajectoryRow(
         project=project, trace_id=trace_id, normalizer_version=NORMALIZER_VERSION,
         settle_at=settle_at, root_ended=root_ended(spans),
-        document=pg_text(trajectory_to_json(d.trajectory).decode()),
-        explanation=pg_text(explanation), warnings=pg_texts(d.warnings), derivation_error=None,
+        document=pack(pg_text(trajectory_to_json(d.trajectory).decode())),
+        explanation=pack(pg_text(explanation)), warnings=pg_texts(d.warnings),
+        derivation_error=None,
         framework=pg_text(s.framework), conventions=pg_texts(s.conventions),
         root_name=pg_text(s.root_name), root_input=pg_text(s.root_input),
         root_output=pg_text(s.root_output), agent_names=pg_texts(s.agent_names),

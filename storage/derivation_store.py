@@ -113,8 +113,9 @@ class TrajectoryRow(NamedTuple):
     normalizer_version: str
     settle_at: datetime
     root_ended: bool
-    document: str | None
-    explanation: str | None
+    #: the document and explanation JSON, compressed (storage/stored_documents.py, `pack`)
+    document: bytes | None
+    explanation: bytes | None
     warnings: Sequence[str]
     derivation_error: str | None
     framework: str = ""
@@ -188,7 +189,8 @@ _UPSERT_TRAJECTORY = (
     + _upsert("trajectories", TRAJECTORY_COLUMNS, "project, trace_id",
               extra_insert=", status, revision, derived_at", extra_values=", 'open', 1, now()",
               extra_update=", status = 'open', revision = trajectories.revision + 1, "
-                           "derived_at = now()", stored_as=_SEARCHED)
+                           "derived_at = now(), document_text = NULL, explanation_text = NULL",
+              stored_as=_SEARCHED)
     + " RETURNING project, trace_id, settle_at, root_ended) "
     "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended) "
     "SELECT * FROM stored ON CONFLICT (project, trace_id) DO UPDATE "

@@ -423,14 +423,15 @@ def test_the_trajectory_worker_records_a_trace_the_database_refuses_and_stores_t
 
     from trajhub.service.derivation import store_results
     from trajhub.storage.derivation_store import TraceRow, TrajectoryRow
+    from trajhub.storage.stored_documents import pack
 
     now = datetime.now(UTC)
     good_id, bad_id = os.urandom(16).hex(), os.urandom(16).hex()
 
     def result(trace_id: str, root_name: str) -> tuple[TraceRow, TrajectoryRow]:
         return (TraceRow(project, trace_id, "1" * 16, root_name, "svc", 1, 2, 1, 0, now),
-                TrajectoryRow(project, trace_id, "test", now, True, "{}", "[]", [], None,
-                              root_name=root_name))
+                TrajectoryRow(project, trace_id, "test", now, True, pack("{}"), pack("[]"), [],
+                              None, root_name=root_name))
 
     async def scenario() -> dict[str, Any]:
         conn = await asyncpg.connect(database.url)
