@@ -299,7 +299,7 @@ def main() -> int:
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     names = [n for n in rounds[0] if n.startswith(("trajhub_", "sink_"))
-             and isinstance(rounds[0][n], float)]
+             and not n.endswith("_s") and isinstance(rounds[0][n], float)]
     med = {k: statistics.median(r[k] for r in rounds) for k in names}
     print(f"\nmedians of {len(rounds)} rounds ({args.spans:,} spans per run, "
           f"{args.concurrency} senders, TRAJHUB_DERIVE_AT_INGEST={args.derive_at_ingest}):")

@@ -167,6 +167,7 @@ async def serve(settings: Settings) -> None:
         ingest.database_url = url
         await ingest.start()
         supervisors.append(asyncio.create_task(ingest.supervise()))
+        supervisors.append(asyncio.create_task(ingest.drain()))
         deriver = DerivationProcesses(url, settings)
         deriver.start()
         supervisors.append(asyncio.create_task(deriver.supervise()))

@@ -1,9 +1,17 @@
 """TRAJHUB_DERIVE_AT_INGEST=auto: the ingest pool derives at ingest while it has headroom and
 queues for the derivation workers while it is saturated (service/ingest/pool.py,
-DerivePolicy). Pure: a fake clock, no server."""
+DerivePolicy): the decisions with a fake clock, then a saturated server."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.harness import ServerProcess, TestDatabase, get_json, wait_for
+from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.service.ingest.pool import DerivePolicy
 
 
@@ -83,3 +91,60 @@ def test_one_worker_queues_only_when_requests_wait() -> None:
     assert policy.high == 2
     assert arrive(policy, 1)
     assert not arrive(policy, 2)
+
+
+def test_idle_only_once_the_burst_is_over() -> None:
+    clock = Clock()
+    policy = DerivePolicy("auto", 4, clock=clock)
+    assert policy.idle(0)
+    assert not arrive(policy, 3)
+    policy.changed(0)
+    assert not policy.idle(0)            # a gap between a burst's requests
+    assert not policy.idle(1)
+    clock.now += 5
+    assert policy.idle(0)                # the burst is over
+
+
+def test_a_saturated_server_queues_and_every_trajectory_follows(
+        database: TestDatabase, project: str, tmp_path: Path) -> None:
+    """Two ingest workers: two requests in flight saturate them, so concurrent requests are
+    queued for the derivation workers (counted in /metrics); every trace still gets its
+    trajectory, each stored once."""
+    server = ServerProcess.start(database.url, tmp_path,
+                                 extra_env={"TRAJHUB_INGEST_WORKERS": "2"})
+    try:
+        traces = [new_trace_id() for _ in range(48)]
+        bodies = []
+        for i in range(0, len(traces), 4):
+            spans = []
+            for tid in traces[i:i + 4]:
+                root = new_span_id()
+                spans.append(span(tid, "agent", span_id=root, attributes={
+                    "openinference.span.kind": "AGENT", "input.value": "q"}))
+                spans.append(span(tid, "llm", parent=root, attributes={
+                    "openinference.span.kind": "LLM", "output.value": "a"}))
+            bodies.append(request(spans).SerializeToString())
+
+        def send(body: bytes) -> int:
+            r = httpx.post(f"{server.http}/v1/traces", content=body, timeout=30,
+                           headers={"content-type": "application/x-protobuf",
+                                    "trajhub-project": project})
+            return r.status_code
+
+        with ThreadPoolExecutor(8) as pool:
+            assert set(pool.map(send, bodies)) == {200}
+        metrics = httpx.get(f"{server.http}/metrics", timeout=10).text
+        deferred = [line for line in metrics.splitlines()
+                    if line.startswith("trajhub_ingest_deferred_total ")]
+        assert deferred and float(deferred[0].split()[1]) > 0
+        with httpx.Client() as c:
+            def derived() -> list[dict[str, Any]] | None:
+                items: list[dict[str, Any]] = get_json(
+                    c, f"{server.http}/api/v1/trajectories", project=project,
+                    limit=100)["items"]
+                return items if len(items) == len(traces) else None
+
+            listed = wait_for(derived, timeout=60, what="every trajectory")
+        assert sorted(t["trace_id"] for t in listed) == sorted(t.hex() for t in traces)
+    finally:
+        assert server.stop() == 0

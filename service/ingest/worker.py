@@ -154,6 +154,29 @@ def warm_up() -> int:
     return os.getpid()
 
 
+#: traces an idle ingest worker derives per call of `derive_queued` (one transaction): small
+#: enough that a request arriving meanwhile waits little for a free worker
+DRAIN_BATCH = 50
+
+
+def derive_queued() -> int:
+    """Derive up to DRAIN_BATCH traces from the derivation queue, as a derivation worker's
+    round does; returns how many were claimed (0: the queue is empty). The pool calls this on
+    idle workers after a burst it queued (pool.IngestPool.drain)."""
+    assert _worker is not None, "initialize() was not called in this process"
+    worker = _worker
+
+    async def round_() -> int:
+        return await derivation.derive_round(await worker._connection(), worker.settle,
+                                             DRAIN_BATCH)
+
+    try:
+        return worker.loop.run_until_complete(round_())
+    except Exception as exc:
+        worker._drop_connection()
+        raise ingest_error(exc) from None
+
+
 def decode(job: IngestJob) -> Batch:
     """The rows a request stores and the spans it rejects; BadRequest when nothing in it is
     usable. No database involved."""

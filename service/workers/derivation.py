@@ -24,21 +24,18 @@ import multiprocessing
 import os
 import signal
 import time
-from collections import defaultdict
-from collections.abc import Mapping
 from datetime import timedelta
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any
 
 import asyncpg
 
 from trajhub.service import logs, metrics
 from trajhub.service.config import Settings
-from trajhub.service.derivation import derive_trace, store_results
+from trajhub.service.derivation import derive_round
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.supervision import Backoff, exit_cause
-from trajhub.storage import derivation_store, trace_reads
+from trajhub.storage import derivation_store
 from trajhub.storage.database import TRANSIENT_ERRORS
 
 log = logging.getLogger("trajhub.derivation")
@@ -64,23 +61,7 @@ class DerivationWorker:
 
     async def derive_round(self) -> int:
         """Derive one batch of changed traces; returns how many."""
-        conn = await self.connection()
-        async with conn.transaction():
-            claimed = await derivation_store.claim_changes(conn, BATCH)
-            if not claimed:
-                return 0
-            rows = await derivation_store.load_spans(conn, claimed)
-            envelopes = await trace_reads.resources(
-                conn, sorted({r["resource_id"] for r in rows if r["resource_id"] is not None}))
-            by_trace: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
-            for r in rows:
-                by_trace[(r["project"], r["trace_id"])].append(r)
-            results = [derive_trace(c.project, c.trace_id, trace_rows, envelopes,
-                                    c.last_received_at, self.settle)
-                       for c in claimed
-                       if (trace_rows := by_trace.get((c.project, c.trace_id)))]
-            await store_results(conn, results)
-        return len(claimed)
+        return await derive_round(await self.connection(), self.settle, BATCH)
 
     def _drop_connection(self) -> None:
         conn, self.conn = self.conn, None
