@@ -110,6 +110,27 @@ def pg_activity(dsn: str) -> dict[str, float]:
     return {k: float(v) for k, v in asyncio.run(_fetch(dsn, _PG_ACTIVITY)).items()}
 
 
+_DISK = """
+SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = 'public' AND c.relkind = 'r'
+"""
+
+
+def disk_bytes(dsn: str) -> float:
+    """Bytes per stored span: every table of the database with its indexes and TOAST (after
+    a CHECKPOINT), ÷ the rows in `spans`."""
+    async def size() -> float:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute("CHECKPOINT")
+            spans = int(await conn.fetchval("SELECT count(*) FROM spans"))
+            return float(await conn.fetchval(_DISK)) / max(spans, 1)
+        finally:
+            await conn.close()
+    return asyncio.run(size())
+
+
 def wait_idle(dsn: str, timeout: float = 600) -> float:
     """Seconds until trajhub has no work left over (polled every 0.5 s)."""
     started = time.monotonic()
@@ -192,6 +213,7 @@ def trajhub_round(shared: Path, data_dir: Path, args: argparse.Namespace, index:
                 await conn.close()
 
         out["trajectories"] = asyncio.run(trajectories())
+        out["disk_bytes"] = disk_bytes(server.database_url)
         out["problems"] = server.problems()
     finally:
         code = server.stop()
@@ -217,9 +239,11 @@ def sink_round(shared: Path, data_dir: Path, args: argparse.Namespace) -> dict[s
             time.sleep(2)  # it creates its table, then listens
             if sink.poll() is not None:
                 raise SystemExit(f"raw_sink.py exited: {log_path.read_text()[-2000:]}")
-            return measured_run(shared, f"http://127.0.0.1:{SINK_PORT}", "http", dsn,
-                                "select count(*) from spans where trace_id like '{prefix}%'",
-                                args, lambda: sink_cpu(sink.pid, data_dir / "pgdata"))
+            run = measured_run(shared, f"http://127.0.0.1:{SINK_PORT}", "http", dsn,
+                               "select count(*) from spans where trace_id like '{prefix}%'",
+                               args, lambda: sink_cpu(sink.pid, data_dir / "pgdata"))
+            run["disk_bytes"] = disk_bytes(dsn)  # raw_sink.py --reset: this run's rows only
+            return run
         finally:
             sink.terminate()
             sink.wait(30)
@@ -273,6 +297,8 @@ def main() -> int:
             row: dict[str, Any] = {name: rate(run) for name, run in runs.items()}
             row.update(trajectories=t["trajectories"], trajhub_exit=t["exit"],
                        trajhub_problems=t["problems"][:5])
+            row["trajhub_disk_per_span"] = t["disk_bytes"]
+            row["sink_disk_per_span"] = s["disk_bytes"]
             for name, run in runs.items():
                 if run.get("spans_stored") != args.spans:
                     failed = True
@@ -288,6 +314,9 @@ def main() -> int:
                 f" ({row[name] / sink:.2f}×)" for name in runs)
                 + f" spans/s; trajectories so far {row['trajectories']:,}; trajhub exit "
                   f"{row['trajhub_exit']}, {len(t['problems'])} warning lines", flush=True)
+            print(f"  disk per stored span: trajhub {row['trajhub_disk_per_span']:,.0f} B, sink "
+                  f"{row['sink_disk_per_span']:,.0f} B "
+                  f"({row['trajhub_disk_per_span'] / max(row['sink_disk_per_span'], 1):.2f}×)")
             for name, run in runs.items():
                 lag = row.get(f"{name}_final_after_last_ack_s")
                 print(f"  {name:<22} {describe(run, args.spans)}"
@@ -299,7 +328,7 @@ def main() -> int:
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     names = [n for n in rounds[0] if n.startswith(("trajhub_", "sink_"))
-             and not n.endswith("_s") and isinstance(rounds[0][n], float)]
+             and not n.endswith(("_s", "_per_span")) and isinstance(rounds[0][n], float)]
     med = {k: statistics.median(r[k] for r in rounds) for k in names}
     print(f"\nmedians of {len(rounds)} rounds ({args.spans:,} spans per run, "
           f"{args.concurrency} senders, TRAJHUB_DERIVE_AT_INGEST={args.derive_at_ingest}):")
@@ -317,6 +346,8 @@ def main() -> int:
               + (f"; last final trajectory {statistics.median(lags):.1f} s after the last ack"
                  if lags else ""))
     print(f"  reference sink          {med['sink_http']:>9,.0f} durable spans/s")
+    disk = [r["trajhub_disk_per_span"] / max(r["sink_disk_per_span"], 1) for r in rounds]
+    print(f"  disk per stored span ÷ the sink's: {statistics.median(disk):.2f}×")
     if args.json:
         args.json.write_text(json.dumps({"rounds": rounds, "medians": med,
                                          "ratios": ratios}, indent=2))

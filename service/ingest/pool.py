@@ -213,14 +213,19 @@ class IngestPool:
         workers are idle while the derivation workers work through the queue, one round at a
         time, alternating Python and PostgreSQL. While no ingest request is in flight, half
         of the ingest workers derive from the queue too (small rounds, so a request arriving
-        meanwhile finds a free worker and waits for no round): the trajectories of a burst
-        are done sooner, on cores that would otherwise idle. Runs until cancelled."""
+        meanwhile finds a free worker and waits for no round), and finalize what has settled
+        until a settle period after the queue is empty: the trajectories of a burst are done
+        sooner, on cores that would otherwise idle, and do not wait for the derivation
+        workers' low CPU priority on a busy machine. Runs until cancelled."""
         loop = asyncio.get_running_loop()
         drainers = max(1, self.workers // 2)
+        # after the queue is empty, the burst's last trajectories become final a settle period
+        # later: finalize them too rather than leave them to the (niced) derivation workers
+        finalize_until = 0.0
         while True:
             await asyncio.sleep(DRAIN_INTERVAL_SECONDS)
-            while (self.backlog and self._executor is not None
-                   and self.policy.idle(self.inflight)):
+            while ((self.backlog or time.monotonic() < finalize_until)
+                   and self._executor is not None and self.policy.idle(self.inflight)):
                 executor = self._executor
                 try:
                     counts = await asyncio.gather(*(
@@ -231,10 +236,15 @@ class IngestPool:
                                 exc)
                     await asyncio.sleep(1)
                     break
-                if sum(counts):
-                    metrics.TRACES_DERIVED.inc(sum(counts))
-                else:
+                derived = sum(c[0] for c in counts)
+                if derived:
+                    metrics.TRACES_DERIVED.inc(derived)
+                    continue
+                if self.backlog:
                     self.backlog = False
+                    finalize_until = time.monotonic() + self.settle_seconds + 1
+                if not sum(c[1] for c in counts):
+                    break  # nothing settled yet: look again after the interval
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Waits up to `timeout` for the calls in flight (already being committed), then stops

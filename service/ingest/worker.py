@@ -28,6 +28,7 @@ from trajhub.service.errors import BadRequest, IngestError, Unavailable, ingest_
 from trajhub.service.ingest.decode import Batch, cozeloop_batch, decompress, otlp_batch, parse_otlp
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.projects import InvalidProject, validate_project
+from trajhub.service.workers.derivation import MAX_OPEN_SECONDS
 from trajhub.storage import derivation_store, span_writer
 
 log = logging.getLogger("trajhub.ingest")
@@ -159,16 +160,18 @@ def warm_up() -> int:
 DRAIN_BATCH = 50
 
 
-def derive_queued() -> int:
+def derive_queued() -> tuple[int, int]:
     """Derive up to DRAIN_BATCH traces from the derivation queue, as a derivation worker's
-    round does; returns how many were claimed (0: the queue is empty). The pool calls this on
-    idle workers after a burst it queued (pool.IngestPool.drain)."""
+    round does, then finalize the settled trajectories; returns how many traces were claimed
+    (0: the queue is empty) and how many trajectories finalized. The pool calls this on idle
+    workers after a burst it queued (pool.IngestPool.drain)."""
     assert _worker is not None, "initialize() was not called in this process"
     worker = _worker
 
-    async def round_() -> int:
-        return await derivation.derive_round(await worker._connection(), worker.settle,
-                                             DRAIN_BATCH)
+    async def round_() -> tuple[int, int]:
+        conn = await worker._connection()
+        derived = await derivation.derive_round(conn, worker.settle, DRAIN_BATCH)
+        return derived, await derivation_store.finalize_settled(conn, MAX_OPEN_SECONDS)
 
     try:
         return worker.loop.run_until_complete(round_())
