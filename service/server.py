@@ -168,7 +168,7 @@ async def serve(settings: Settings) -> None:
         await ingest.start()
         supervisors.append(asyncio.create_task(ingest.supervise()))
         supervisors.append(asyncio.create_task(ingest.drain()))
-        deriver = DerivationProcesses(url, settings)
+        deriver = DerivationProcesses(url, settings, ingest.saturated)
         deriver.start()
         supervisors.append(asyncio.create_task(deriver.supervise()))
         db = await create_pool(url)

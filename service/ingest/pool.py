@@ -106,6 +106,9 @@ class IngestPool:
         self.database_url = database_url
         self.settle_seconds = settle_seconds
         self.policy = DerivePolicy(derive, workers)
+        #: shared with the derivation worker processes: 1 while ingest is saturated (and
+        #: queueing), so they step back for the burst (service/workers/derivation.py)
+        self.saturated = multiprocessing.get_context("spawn").Value("b", 0, lock=False)
         #: this pool queued traces for the derivation workers (a burst) and has not yet seen
         #: the queue empty: idle ingest workers help derive them (`drain`)
         self.backlog = False
@@ -183,7 +186,9 @@ class IngestPool:
         if not self.policy.derive(self.inflight):
             job = dataclasses.replace(job, derive=False)
             metrics.INGEST_DEFERRED.inc()
-            self.backlog = True
+            if self.policy.mode == "auto":  # "false" leaves the queue to the derivation workers
+                self.backlog = True
+                self.saturated.value = 1
         try:
             loop = asyncio.get_running_loop()
             result = await loop.run_in_executor(executor, ingest_worker.ingest, job)
@@ -224,6 +229,8 @@ class IngestPool:
         finalize_until = 0.0
         while True:
             await asyncio.sleep(DRAIN_INTERVAL_SECONDS)
+            if self.saturated.value and self.policy.idle(self.inflight):
+                self.saturated.value = 0  # the burst is over: the derivation workers resume
             while ((self.backlog or time.monotonic() < finalize_until)
                    and self._executor is not None and self.policy.idle(self.inflight)):
                 executor = self._executor
