@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -31,48 +30,113 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from trajhub.service import derivation
 from trajhub.service.ingest.decode import otlp_batch
+from trajhub.service.workers.derivation import DerivationWorker
 from trajhub.storage import derivation_store, span_writer
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
 
 HERE = Path(__file__).resolve().parent
 PHASES = ("decode", "derive", "copy", "claim", "store", "commit")
+#: what finalizing the stored trajectories costs, per request (measured once, after them all)
+FINALIZE = "finalize"
+#: merging the GIN indexes' pending entries (measured once, after them all)
+GIN_MERGE = "gin-merge"
 WARM_UP = 5
 
 
-async def measure(url: str, setup_sql: str, payloads: list[bytes]) -> dict[str, float]:
+def _backend_ns(pid: int) -> int:
+    """CPU time of a PostgreSQL backend so far, in ns (/proc/PID/schedstat: precise, and
+    unaffected by what else the machine runs)."""
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+class Meter:
+    """Per phase: this thread's CPU (Python, asyncpg included), the backend's CPU, WAL bytes."""
+
+    def __init__(self, conn: asyncpg.Connection, backend: int) -> None:
+        self.conn, self.backend = conn, backend
+        self.cpu: dict[str, list[float]] = {}
+        self.wal: dict[str, float] = {}
+        self.counted = False
+
+    async def _wal(self) -> int:
+        return int(await self.conn.fetchval("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn"))
+
+    async def start(self) -> tuple[int, int, int]:
+        return time.thread_time_ns(), _backend_ns(self.backend), await self._wal()
+
+    async def lap(self, phase: str, since: tuple[int, int, int]) -> tuple[int, int, int]:
+        now = (time.thread_time_ns(), _backend_ns(self.backend), await self._wal())
+        if self.counted:
+            py, pg = self.cpu.setdefault(phase, [0.0, 0.0]), None
+            py[0] += (now[0] - since[0]) / 1e6
+            py[1] += (now[1] - since[1]) / 1e6
+            self.wal[phase] = self.wal.get(phase, 0.0) + now[2] - since[2]
+            del pg
+        # the WAL query's own cost is left out of the next phase
+        return time.thread_time_ns(), _backend_ns(self.backend), now[2]
+
+
+async def measure(url: str, setup_sql: str, payloads: list[bytes], deferred: bool
+                  ) -> tuple[dict[str, list[float]], dict[str, float], int]:
+    """CPU ms [Python, PostgreSQL] and WAL bytes per phase, summed over the requests after the
+    warm-up; and how many requests that is."""
     conn = await asyncpg.connect(url)
     try:
         await migrate(conn)
         if setup_sql:
             await conn.execute(setup_sql)
         await span_writer.prepare(conn)
-        times: dict[str, list[float]] = {phase: [] for phase in PHASES}
-        settle = timedelta(seconds=3)
-        for body in payloads:
-            t = [time.perf_counter()]
+        meter = Meter(conn, int(await conn.fetchval("SELECT pg_backend_pid()")))
+        settle = timedelta(seconds=0)
+        worker = DerivationWorker(url, 0.0)
+        worker.conn = conn
+        for n, body in enumerate(payloads):
+            meter.counted = n >= WARM_UP
+            t = await meter.start()
             batch = otlp_batch(ExportTraceServiceRequest.FromString(body), "request-cost")
-            t.append(time.perf_counter())
+            t = await meter.lap("decode", t)
             received = datetime.now(UTC)
-            derived = {key: derivation.derive_trace(*key, [r._asdict() for r in rows],
-                                                    batch.resources, received, settle,
-                                                    batch.parsed)
-                       for key, rows in derivation.whole_traces(batch.rows.values()).items()}
-            t.append(time.perf_counter())
+            derived = {} if deferred else {
+                key: derivation.derive_trace(*key, [r._asdict() for r in rows],
+                                             batch.resources, received, settle, batch.parsed)
+                for key, rows in derivation.whole_traces(batch.rows.values()).items()}
+            t = await meter.lap("derive", t)
             transaction = conn.transaction()
             await transaction.start()
             await span_writer.write_spans(conn, batch.rows.values(), batch.resources)
-            t.append(time.perf_counter())
+            t = await meter.lap("copy", t)
             stored = await derivation_store.claim_whole(
                 conn, {key: result[0].span_count for key, result in derived.items()})
-            t.append(time.perf_counter())
+            t = await meter.lap("claim", t)
             await derivation.store_results(conn, [derived[key] for key in stored])
-            t.append(time.perf_counter())
+            traces = {(r.project, r.trace_id) for r in batch.rows.values()}
+            await span_writer.queue_changes(conn, traces.difference(stored))
+            t = await meter.lap("store", t)
             await transaction.commit()
-            t.append(time.perf_counter())
-            for i, phase in enumerate(PHASES):
-                times[phase].append((t[i + 1] - t[i]) * 1000)
-        return {phase: statistics.median(v[WARM_UP:]) for phase, v in times.items()}
+            t = await meter.lap("commit", t)
+            if deferred:  # the derivation worker's round for what the request queued
+                while await worker.derive_round():
+                    pass
+                t = await meter.lap("worker", t)
+        meter.counted = True
+        t = await meter.start()
+        while await worker.finalize_round():
+            pass
+        t = await meter.lap(FINALIZE, t)
+        # GIN indexes take new entries into a pending list first and merge them into the
+        # index later (when the list outgrows gin_pending_list_limit, or at vacuum): that
+        # merge is part of what an insert costs, so it is counted here
+        await conn.execute("SELECT gin_clean_pending_list(c.oid) FROM pg_class c "
+                           "JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'gin'")
+        await meter.lap(GIN_MERGE, t)
+        counted = len(payloads) - WARM_UP
+        # these ran over every request's trajectories, warm-up included
+        for phase in (FINALIZE, GIN_MERGE):
+            meter.cpu[phase] = [v * counted / len(payloads) for v in meter.cpu[phase]]
+            meter.wal[phase] *= counted / len(payloads)
+        return meter.cpu, meter.wal, counted
     finally:
         await conn.close()
 
@@ -82,6 +146,9 @@ def main() -> int:
     ap.add_argument("--requests", type=int, default=40, help="512-span requests per variant")
     ap.add_argument("--variant", nargs=2, action="append", default=[], metavar=("NAME", "SQL"),
                     help="also measure after running SQL on the schema (repeatable)")
+    ap.add_argument("--deferred", action="store_true",
+                    help="queue every trace and derive it in the derivation worker's round "
+                         "(what a saturated server does) instead of at ingest")
     ap.add_argument("--shared", type=Path, default=HERE.parent.parent / "shared" / "bench")
     args = ap.parse_args()
     if args.requests <= WARM_UP:
@@ -91,19 +158,46 @@ def main() -> int:
 
     payloads = [body for k in range(args.requests)
                 for _, body in loadgen.build_payloads(512, 512, os.urandom(4), k, "bench", [])]
-    print(f"{args.requests} requests of 512 loadgen spans (64 whole traces); median ms per "
-          f"request after {WARM_UP} warm-up requests")
-    print(f"{'variant':<16}" + "".join(f"{phase:>9}" for phase in PHASES) + f"{'total':>9}")
+    print(f"{args.requests} requests of 512 loadgen spans (64 whole traces), "
+          f"{'deferred to the derivation worker' if args.deferred else 'derived at ingest'}; "
+          f"after {WARM_UP} warm-up requests, per 10k spans: CPU-s of Python + PostgreSQL "
+          f"backend, and MiB of WAL")
+    per = 10_000 / 512
     for name, sql in [("as-is", ""), *args.variant]:
         with tempfile.TemporaryDirectory(prefix="trajhub-request-cost-") as data_dir:
             postgres = EmbeddedPostgres(Path(data_dir))
             try:
-                result = asyncio.run(measure(postgres.url, sql, payloads))
+                cpu, wal, counted = asyncio.run(measure(postgres.url, sql, payloads,
+                                                        args.deferred))
+                disk = asyncio.run(_disk(postgres.url))
             finally:
                 postgres.stop()
-        print(f"{name:<16}" + "".join(f"{result[phase]:>9.1f}" for phase in PHASES)
-              + f"{sum(result.values()):>9.1f}", flush=True)
+        print(f"variant {name}:")
+        total = [0.0, 0.0, 0.0]
+        for phase in cpu:
+            py, pg = (v / counted * per / 1000 for v in cpu[phase])
+            mib = wal[phase] / counted * per / 2**20
+            total = [total[0] + py, total[1] + pg, total[2] + mib]
+            print(f"  {phase:<9} python {py:6.3f}  postgres {pg:6.3f}  CPU-s   WAL {mib:6.1f} MiB")
+        print(f"  {'total':<9} python {total[0]:6.3f}  postgres {total[1]:6.3f}  CPU-s   "
+              f"WAL {total[2]:6.1f} MiB   (CPU {total[0] + total[1]:.3f} CPU-s per 10k spans)")
+        spans = len(payloads) * 512
+        for table, size in disk.items():
+            print(f"  disk {table:<22} {size / spans:7.0f} B per span")
     return 0
+
+
+async def _disk(url: str) -> dict[str, int]:
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("CHECKPOINT")
+        rows = await conn.fetch(
+            "SELECT relname, pg_total_relation_size(c.oid) AS size FROM pg_class c "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' "
+            "AND c.relkind = 'r' ORDER BY 2 DESC LIMIT 8")
+        return {r["relname"]: int(r["size"]) for r in rows}
+    finally:
+        await conn.close()
 
 
 if __name__ == "__main__":

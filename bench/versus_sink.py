@@ -1,6 +1,14 @@
 """trajhub against the reference "raw" sink, side by side in one sitting.
 
-    .venv/bin/python bench/versus_sink.py [--rounds 3] [--spans 200000] [--concurrency 4]
+    .venv/bin/python bench/versus_sink.py [--rounds 3] [--spans 100000] [--concurrency 4]
+        [--measure burst|pipeline|both] [--derive-at-ingest auto|true|false]
+
+Two ratios (../shared/bench/README.md, "Two ratios"), each against the sink's durable rate of
+the same round:
+- burst: spans durable (counted in `spans`) per second: what an SDK's export queue feels;
+- pipeline: spans whose trace has a final trajectory, per second, from the first send to the
+  last final trajectory (loadgen's traces are 8 spans each): what the product costs end to end.
+  The run also reports the time from the last acknowledgement to the last final trajectory.
 
 The reference load generator and sink are `../shared/bench/loadgen.py` and `raw_sink.py`
 (`--shared DIR` points elsewhere). Every round, on ONE PostgreSQL data directory that keeps
@@ -58,6 +66,8 @@ def loadgen(shared: Path, target: str, protocol: str, dsn: str, sql: str,
            protocol, "--spans", str(args.spans), "--concurrency", str(args.concurrency),
            "--verify-dsn", dsn, "--verify-sql", sql, "--poll-interval", "0.2",
            "--json-out", str(out), "--quiet"]
+    if "trajectories" in sql:  # trajectories are final a settle period after their spans
+        cmd += ["--settle", "15"]
     before = _children_cpu()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
@@ -98,6 +108,27 @@ async def _fetch(dsn: str, sql: str) -> dict[str, Any]:
 
 def pg_activity(dsn: str) -> dict[str, float]:
     return {k: float(v) for k, v in asyncio.run(_fetch(dsn, _PG_ACTIVITY)).items()}
+
+
+_DISK = """
+SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = 'public' AND c.relkind = 'r'
+"""
+
+
+def disk_bytes(dsn: str) -> float:
+    """Bytes per stored span: every table of the database with its indexes and TOAST (after
+    a CHECKPOINT), ÷ the rows in `spans`."""
+    async def size() -> float:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute("CHECKPOINT")
+            spans = int(await conn.fetchval("SELECT count(*) FROM spans"))
+            return float(await conn.fetchval(_DISK)) / max(spans, 1)
+        finally:
+            await conn.close()
+    return asyncio.run(size())
 
 
 def wait_idle(dsn: str, timeout: float = 600) -> float:
@@ -150,19 +181,29 @@ def measured_run(shared: Path, target: str, protocol: str, dsn: str, sql: str,
     return run
 
 
+SPANS_SQL = "select count(*) from spans where trace_id like '{prefix}%'"
+#: loadgen sends 8 spans per trace, whole: a final trajectory stands for 8 spans
+PIPELINE_SQL = ("select 8*count(*) from trajectories where status = 'final' "
+                "and trace_id like '{prefix}%'")
+
+
 def trajhub_round(shared: Path, data_dir: Path, args: argparse.Namespace, index: int
                   ) -> dict[str, Any]:
-    server = Server(data_dir=data_dir,
-                    env={"TRAJHUB_DERIVE_AT_INGEST": args.derive_at_ingest})
+    env = {"TRAJHUB_DERIVE_AT_INGEST": args.derive_at_ingest}
+    if args.derivation_workers is not None:
+        env["TRAJHUB_DERIVATION_WORKERS"] = str(args.derivation_workers)
+    server = Server(data_dir=data_dir, env=env)
     try:
-        spans_sql = "select count(*) from spans where trace_id like '{prefix}%'"
         out: dict[str, Any] = {}
         runs = [("http", server.http_url), ("grpc", server.grpc_target)]
+        measures = {"burst": [("", SPANS_SQL)], "pipeline": [("pipeline_", PIPELINE_SQL)],
+                    "both": [("", SPANS_SQL), ("pipeline_", PIPELINE_SQL)]}[args.measure]
         for protocol, target in runs if index % 2 == 0 else runs[::-1]:
-            out[protocol] = measured_run(shared, target, protocol, server.database_url,
-                                         spans_sql, args,
-                                         lambda: sum(server.process_tree_cpu().values()))
-            out[protocol]["idle_after_s"] = wait_idle(server.database_url)
+            for prefix, sql in measures:
+                name = prefix + protocol
+                out[name] = measured_run(shared, target, protocol, server.database_url, sql,
+                                         args, lambda: sum(server.process_tree_cpu().values()))
+                out[name]["idle_after_s"] = wait_idle(server.database_url)
 
         async def trajectories() -> int:
             conn = await asyncpg.connect(server.database_url)
@@ -172,6 +213,7 @@ def trajhub_round(shared: Path, data_dir: Path, args: argparse.Namespace, index:
                 await conn.close()
 
         out["trajectories"] = asyncio.run(trajectories())
+        out["disk_bytes"] = disk_bytes(server.database_url)
         out["problems"] = server.problems()
     finally:
         code = server.stop()
@@ -197,9 +239,11 @@ def sink_round(shared: Path, data_dir: Path, args: argparse.Namespace) -> dict[s
             time.sleep(2)  # it creates its table, then listens
             if sink.poll() is not None:
                 raise SystemExit(f"raw_sink.py exited: {log_path.read_text()[-2000:]}")
-            return measured_run(shared, f"http://127.0.0.1:{SINK_PORT}", "http", dsn,
-                                "select count(*) from spans where trace_id like '{prefix}%'",
-                                args, lambda: sink_cpu(sink.pid, data_dir / "pgdata"))
+            run = measured_run(shared, f"http://127.0.0.1:{SINK_PORT}", "http", dsn,
+                               "select count(*) from spans where trace_id like '{prefix}%'",
+                               args, lambda: sink_cpu(sink.pid, data_dir / "pgdata"))
+            run["disk_bytes"] = disk_bytes(dsn)  # raw_sink.py --reset: this run's rows only
+            return run
         finally:
             sink.terminate()
             sink.wait(30)
@@ -228,11 +272,16 @@ def rate(run: dict[str, Any]) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--spans", type=int, default=200_000)
+    ap.add_argument("--spans", type=int, default=100_000)
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--shared", type=Path, default=HERE.parent.parent / "shared" / "bench")
-    ap.add_argument("--derive-at-ingest", choices=("true", "false"), default="true",
+    ap.add_argument("--derive-at-ingest", choices=("auto", "true", "false"), default="auto",
                     help="TRAJHUB_DERIVE_AT_INGEST of trajhub under test")
+    ap.add_argument("--derivation-workers", type=int,
+                    help="TRAJHUB_DERIVATION_WORKERS of trajhub under test (default: its own)")
+    ap.add_argument("--measure", choices=("burst", "pipeline", "both"), default="both",
+                    help="burst: spans durable per second; pipeline: spans with a final "
+                         "trajectory per second; both: one run of each per protocol")
     ap.add_argument("--json", type=Path, help="write every round's figures here")
     args = ap.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="trajhub-versus-sink-"))
@@ -242,39 +291,63 @@ def main() -> int:
         for i in range(args.rounds):
             t = trajhub_round(args.shared, data_dir, args, i)
             s = sink_round(args.shared, data_dir, args)
-            row = {"trajhub_http": rate(t["http"]), "trajhub_grpc": rate(t["grpc"]),
-                   "sink_http": rate(s), "trajectories": t["trajectories"],
-                   "trajhub_exit": t["exit"], "trajhub_problems": t["problems"][:5]}
-            for name, run in (("trajhub_http", t["http"]), ("trajhub_grpc", t["grpc"]),
-                              ("sink_http", s)):
+            runs = {f"trajhub_{name}": run for name, run in t.items() if name.endswith(("http",
+                                                                                    "grpc"))}
+            runs["sink_http"] = s
+            row: dict[str, Any] = {name: rate(run) for name, run in runs.items()}
+            row.update(trajectories=t["trajectories"], trajhub_exit=t["exit"],
+                       trajhub_problems=t["problems"][:5])
+            row["trajhub_disk_per_span"] = t["disk_bytes"]
+            row["sink_disk_per_span"] = s["disk_bytes"]
+            for name, run in runs.items():
                 if run.get("spans_stored") != args.spans:
                     failed = True
                     row[f"{name}_count"] = run.get("spans_stored")
+                if name.startswith("trajhub_pipeline_"):
+                    # last ack → last final trajectory (± loadgen's poll interval)
+                    row[f"{name}_final_after_last_ack_s"] = run.get(
+                        "storage_lag_after_last_ack_s")
             rounds.append(row)
-            print(f"round {i + 1}: trajhub HTTP {row['trajhub_http']:,.0f}  gRPC "
-                  f"{row['trajhub_grpc']:,.0f}  sink {row['sink_http']:,.0f} spans/s  "
-                  f"(HTTP ÷ sink {row['trajhub_http'] / max(row['sink_http'], 1):.2f}×; "
-                  f"trajectories so far {row['trajectories']:,}; trajhub exit "
-                  f"{row['trajhub_exit']}, {len(t['problems'])} warning lines)", flush=True)
-            for name, run in (("trajhub HTTP", t["http"]), ("trajhub gRPC", t["grpc"]),
-                              ("sink", s)):
-                print(f"  {name:<12} {describe(run, args.spans)}", flush=True)
-                row[name.replace(" ", "_").lower() + "_detail"] = {
+            sink = max(row["sink_http"], 1)
+            print(f"round {i + 1}: " + "  ".join(
+                f"{name[8:] if name.startswith('trajhub_') else name} {row[name]:,.0f}"
+                f" ({row[name] / sink:.2f}×)" for name in runs)
+                + f" spans/s; trajectories so far {row['trajectories']:,}; trajhub exit "
+                  f"{row['trajhub_exit']}, {len(t['problems'])} warning lines", flush=True)
+            print(f"  disk per stored span: trajhub {row['trajhub_disk_per_span']:,.0f} B, sink "
+                  f"{row['sink_disk_per_span']:,.0f} B "
+                  f"({row['trajhub_disk_per_span'] / max(row['sink_disk_per_span'], 1):.2f}×)")
+            for name, run in runs.items():
+                lag = row.get(f"{name}_final_after_last_ack_s")
+                print(f"  {name:<22} {describe(run, args.spans)}"
+                      + (f"; last final trajectory {lag:.1f} s after the last ack"
+                         if lag is not None else ""), flush=True)
+                row[name + "_detail"] = {
                     k: run.get(k) for k in ("client_cpu_s", "server_cpu_s", "machine_busy", "pg",
-                                            "idle_after_s")}
+                                            "idle_after_s", "storage_lag_after_last_ack_s")}
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
-    med = {k: statistics.median(r[k] for r in rounds)
-           for k in ("trajhub_http", "trajhub_grpc", "sink_http")}
-    ratios = [r["trajhub_http"] / max(r["sink_http"], 1) for r in rounds]
+    names = [n for n in rounds[0] if n.startswith(("trajhub_", "sink_"))
+             and not n.endswith(("_s", "_per_span")) and isinstance(rounds[0][n], float)]
+    med = {k: statistics.median(r[k] for r in rounds) for k in names}
     print(f"\nmedians of {len(rounds)} rounds ({args.spans:,} spans per run, "
-          f"{args.concurrency} senders):")
-    print(f"  trajhub OTLP/HTTP  {med['trajhub_http']:>9,.0f} durable spans/s")
-    print(f"  trajhub OTLP/gRPC  {med['trajhub_grpc']:>9,.0f} durable spans/s "
-          f"({med['trajhub_grpc'] / max(med['trajhub_http'], 1):.2f}× HTTP)")
-    print(f"  reference sink     {med['sink_http']:>9,.0f} durable spans/s")
-    print(f"  trajhub HTTP ÷ sink: median of ratios {statistics.median(ratios):.2f}× "
-          f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})")
+          f"{args.concurrency} senders, TRAJHUB_DERIVE_AT_INGEST={args.derive_at_ingest}):")
+    ratios: dict[str, list[float]] = {}
+    for name in names:
+        if name == "sink_http":
+            continue
+        ratios[name] = [r[name] / max(r["sink_http"], 1) for r in rounds]
+        kind = "pipeline" if "pipeline" in name else "burst"
+        lags = [r[f"{name}_final_after_last_ack_s"] for r in rounds
+                if r.get(f"{name}_final_after_last_ack_s") is not None]
+        print(f"  {kind:<8} {name[8:]:<14} {med[name]:>9,.0f} spans/s   ÷ sink: median of "
+              f"ratios {statistics.median(ratios[name]):.2f}× (rounds: "
+              f"{', '.join(f'{r:.2f}' for r in ratios[name])})"
+              + (f"; last final trajectory {statistics.median(lags):.1f} s after the last ack"
+                 if lags else ""))
+    print(f"  reference sink          {med['sink_http']:>9,.0f} durable spans/s")
+    disk = [r["trajhub_disk_per_span"] / max(r["sink_disk_per_span"], 1) for r in rounds]
+    print(f"  disk per stored span ÷ the sink's: {statistics.median(disk):.2f}×")
     if args.json:
         args.json.write_text(json.dumps({"rounds": rounds, "medians": med,
                                          "ratios": ratios}, indent=2))

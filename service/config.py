@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 MIB = 1024 * 1024
@@ -20,6 +20,24 @@ Port = Annotated[int, Field(ge=0, le=65535)]
 
 def _default_data_dir() -> str:
     return str(Path.home() / ".trajhub")
+
+
+def _derive_mode(value: object) -> object:
+    """`TRAJHUB_DERIVE_AT_INGEST` was a boolean: its spellings still mean always / never."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("1", "yes", "on", "true"):
+            return "true"
+        if lowered in ("0", "no", "off", "false"):
+            return "false"
+        return lowered
+    return value
+
+
+#: TRAJHUB_DERIVE_AT_INGEST: "auto" (by load), "true" (always) or "false" (never)
+DeriveAtIngest = Annotated[Literal["auto", "true", "false"], BeforeValidator(_derive_mode)]
 
 
 class SettingsError(ValueError):
@@ -47,10 +65,11 @@ class Settings(BaseSettings):
         "ingest requests in progress before new ones get 503 / UNAVAILABLE"))
     settle_seconds: float = Field(3.0, ge=0, description=(
         "quiet time after a trace's last span before its trajectory is final"))
-    derive_at_ingest: bool = Field(True, description=(
-        "ingest workers derive the traces a request carries whole before acknowledging it, so "
-        "trajectories never lag the spans; off, every trace goes through the trajectory "
-        "workers' queue: more spans/s on a saturated machine, trajectories behind during bursts"))
+    derive_at_ingest: DeriveAtIngest = Field("auto", description=(
+        "auto: ingest workers derive the traces a request carries whole before acknowledging it "
+        "while ingest has headroom, and queue them for the derivation workers while it is "
+        "saturated (README, Ingest); true: always derive at ingest, so trajectories never lag "
+        "the spans; false: always queue (true/false also accept 1/0, yes/no, on/off)"))
     derivation_workers: int = Field(1, ge=1, description=(
         "processes that derive trajectories of traces split across requests (all traces with "
         "TRAJHUB_DERIVE_AT_INGEST=false), at low CPU priority"))

@@ -27,12 +27,13 @@ from trajhub.records import Record, write_values
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 from trajhub.service.stored_spans import to_model
-from trajhub.storage import derivation_store
+from trajhub.storage import derivation_store, trace_reads
 from trajhub.storage.attribute_keys import trace_attribute_keys
 from trajhub.storage.database import is_transient
 from trajhub.storage.derivation_store import TraceWrite, TrajectoryWrite
 from trajhub.storage.pgtext import pg_text, pg_texts
 from trajhub.storage.span_writer import SpanWrite
+from trajhub.storage.stored_documents import pack
 
 log = logging.getLogger("trajhub.derivation")
 
@@ -103,8 +104,8 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
     explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
     return TrajectoryWrite(
         project=project, trace_id=trace_id, settle_at=settle_at, root_ended=root_ended(spans),
-        document=pg_text(trajectory_to_json(d.trajectory).decode()),
-        explanation=pg_text(explanation), warnings=pg_texts(d.warnings),
+        document=pack(pg_text(trajectory_to_json(d.trajectory).decode())),
+        explanation=pack(pg_text(explanation)), warnings=pg_texts(d.warnings),
         values=_written(TRAJECTORY_SUMMARY, s, {
             "normalizer_version": NORMALIZER_VERSION, "derivation_error": None,
             "model_usage": orjson.dumps(model_usage(d.trajectory)).decode(),
@@ -178,3 +179,25 @@ async def store_results(conn: asyncpg.Connection, results: Sequence[Result]) -> 
                 raise
             log.error("trace %s/%s: cannot record the failure either, skipped: %r",
                       project, trace_id, exc)
+
+
+async def derive_round(conn: asyncpg.Connection, settle: timedelta, batch: int) -> int:
+    """Derive up to `batch` queued traces from their stored spans, in one transaction on
+    `conn`; returns how many were claimed. The derivation workers' round, also run by idle
+    ingest workers after a burst (service/ingest/pool.py, `drain`)."""
+    async with conn.transaction():
+        claimed = await derivation_store.claim_changes(conn, batch)
+        if not claimed:
+            return 0
+        rows = await derivation_store.load_spans(conn, claimed)
+        envelopes = await trace_reads.resources(
+            conn, sorted({r["resource_id"] for r in rows if r["resource_id"] is not None}))
+        by_trace: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+        for r in rows:
+            by_trace[(r["project"], r["trace_id"])].append(r)
+        results = [derive_trace(c.project, c.trace_id, trace_rows, envelopes,
+                                c.last_received_at, settle)
+                   for c in claimed
+                   if (trace_rows := by_trace.get((c.project, c.trace_id)))]
+        await store_results(conn, results)
+    return len(claimed)

@@ -51,6 +51,10 @@ INGEST_QUEUE_LIMIT = Gauge("trajhub_ingest_queue_limit",
 INGEST_SATURATED = Counter("trajhub_ingest_saturated",
                            "Ingest requests turned away with 503 / UNAVAILABLE because the "
                            "ingest queue was full")
+INGEST_DEFERRED = Counter("trajhub_ingest_deferred",
+                          "Ingest requests whose whole traces were queued for the derivation "
+                          "workers instead of derived at ingest, because ingest was saturated "
+                          "(TRAJHUB_DERIVE_AT_INGEST=auto) or derivation at ingest is off")
 DERIVATION_BACKLOG = Gauge("trajhub_derivation_backlog",
                            "Changed traces waiting for their trajectory to be derived")
 DERIVATION_BACKLOG_AGE = Gauge("trajhub_derivation_backlog_oldest_seconds",
@@ -108,6 +112,7 @@ for _where in ("ingest", "api", "derivation"):
 __all__ = [
     "DATABASE_ERRORS",
     "DERIVATION_SECONDS",
+    "INGEST_DEFERRED",
     "INGEST_SATURATED",
     "IN_FLIGHT",
     "SPANS_ACCEPTED",

@@ -176,7 +176,8 @@ async def serve(settings: Settings) -> None:
         ingest.database_url = url
         await ingest.start()
         supervisors.append(asyncio.create_task(ingest.supervise()))
-        deriver = DerivationProcesses(url, settings)
+        supervisors.append(asyncio.create_task(ingest.drain()))
+        deriver = DerivationProcesses(url, settings, ingest.saturated)
         deriver.start()
         supervisors.append(asyncio.create_task(deriver.supervise()))
         db = await create_pool(url)

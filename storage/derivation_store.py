@@ -111,8 +111,9 @@ class TrajectoryWrite(NamedTuple):
     trace_id: str
     settle_at: datetime
     root_ended: bool
-    document: str | None
-    explanation: str | None
+    #: the document and explanation JSON, compressed (storage/stored_documents.py, `pack`)
+    document: bytes | None
+    explanation: bytes | None
     warnings: Sequence[str]
     #: every written column of TRAJECTORY_SUMMARY by name (`trajhub.records.write_values`)
     values: Mapping[str, Any]
@@ -180,7 +181,8 @@ _UPSERT_TRAJECTORY = (
               extra_insert=", status, revision, derived_at, first_seen",
               extra_values=", 'open', 1, now()" + _FIRST_SEEN,
               extra_update=", status = 'open', revision = trajectories.revision + 1, "
-                           "derived_at = now()", stored_as=_SEARCHED)
+                           "derived_at = now(), document_text = NULL, explanation_text = NULL",
+              stored_as=_SEARCHED)
     + " RETURNING project, trace_id, settle_at, root_ended) "
     "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended) "
     "SELECT * FROM stored ON CONFLICT (project, trace_id) DO UPDATE "

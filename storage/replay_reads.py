@@ -3,26 +3,36 @@ runs and evaluation results of an evaluation set."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import asyncpg
 
 from trajhub.storage.sql import in_trace_partition
+from trajhub.storage.stored_documents import DOCUMENT, unpack
 from trajhub.storage.trace_reads import SPAN_FIELDS
 
 
+def _with_document(record: asyncpg.Record) -> dict[str, Any]:
+    """A trajectory record with its document as text (storage/stored_documents.py)."""
+    row = dict(record.items())
+    row["document"] = unpack(row["document"])
+    return row
+
+
 async def trajectory_with_spans(conn: asyncpg.Connection, project: str, trace_id: str
-                                ) -> tuple[asyncpg.Record | None, list[asyncpg.Record],
+                                ) -> tuple[Mapping[str, Any] | None, list[asyncpg.Record],
                                            dict[int, bytes]]:
     """The trajectory row, its trace's span rows and their resource envelopes, read in one
     snapshot so the spans are the ones the document was derived from or newer."""
     async with conn.transaction(isolation="repeatable_read", readonly=True):
-        row = await conn.fetchrow(
-            "SELECT status, revision, normalizer_version, document, derivation_error "
-            f"FROM trajectories WHERE project = $1 AND trace_id = $2 AND {in_trace_partition()}",
-            project, trace_id)
-        if row is None:
+        record = await conn.fetchrow(
+            f"SELECT status, revision, normalizer_version, {DOCUMENT} AS document, "
+            "derivation_error FROM trajectories WHERE project = $1 AND trace_id = $2 "
+            f"AND {in_trace_partition()}", project, trace_id)
+        if record is None:
             return None, [], {}
+        row = _with_document(record)
         spans = await conn.fetch(
             f"SELECT {SPAN_FIELDS} FROM spans s WHERE s.project = $1 AND s.trace_id = $2 "
             f"AND {in_trace_partition('s.')}",
@@ -69,10 +79,10 @@ async def dataset_items(conn: asyncpg.Connection, project: str, dataset_name: st
 
 
 async def documents(conn: asyncpg.Connection, project: str, trace_ids: Sequence[str]
-                    ) -> dict[str, asyncpg.Record]:
+                    ) -> dict[str, Mapping[str, Any]]:
     rows = await conn.fetch(
-        "SELECT trace_id, status, revision, document, derivation_error, "
+        f"SELECT trace_id, status, revision, {DOCUMENT} AS document, derivation_error, "
         "model_usage::text AS model_usage "
         "FROM trajectories WHERE project = $1 AND trace_id = ANY($2::text[])",
         project, list(trace_ids))
-    return {r["trace_id"]: r for r in rows}
+    return {r["trace_id"]: _with_document(r) for r in rows}

@@ -23,12 +23,19 @@ import asyncpg
 from trajhub.records import Record
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+from trajhub.storage.stored_documents import DOCUMENT, EXPLANATION, unpack
 
 
 def sql(expression: str) -> dict[str, str]:
     """Field metadata: the field is computed by `expression` (rendered as
     `expression AS field`); use as `field(metadata=sql("..."))`."""
     return {"sql": expression}
+
+
+def stored_text(expression: str) -> dict[str, str]:
+    """Field metadata of a compressed document (storage/stored_documents.py): selected by
+    `expression`, inflated to its text when the row is read."""
+    return {"sql": expression, "unpack": "yes"}
 
 
 class Row(Mapping[str, Any]):
@@ -48,11 +55,15 @@ class Row(Mapping[str, Any]):
 
     @classmethod
     def from_record(cls, record: asyncpg.Record) -> Self:
-        return cls(**dict(record.items()))
+        values = dict(record.items())
+        for f in fields(cls):  # type: ignore[arg-type]
+            if f.metadata.get("unpack"):
+                values[f.name] = unpack(values[f.name])
+        return cls(**values)
 
     @classmethod
     def from_records(cls, records: list[asyncpg.Record]) -> list[Self]:
-        return [cls(**dict(r.items())) for r in records]
+        return [cls.from_record(r) for r in records]
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.__dataclass_fields__:  # type: ignore[attr-defined]
@@ -174,7 +185,7 @@ class TrajectoryDocumentRow(Row):
     trace_id: str
     status: str
     revision: int
-    document: str | None
+    document: str | None = field(metadata=stored_text(DOCUMENT))
 
 
 @dataclass(frozen=True)
@@ -182,8 +193,8 @@ class TrajectoryRow(Row):
     status: str
     revision: int
     normalizer_version: str
-    document: str | None
     derivation_error: str | None
+    document: str | None = field(metadata=stored_text(DOCUMENT))
 
 
 @dataclass(frozen=True)
@@ -191,9 +202,9 @@ class ExplanationRow(Row):
     status: str
     revision: int
     normalizer_version: str
-    explanation: str | None
     warnings: list[str]
     derivation_error: str | None
+    explanation: str | None = field(metadata=stored_text(EXPLANATION))
 
 
 # ------------------------------------------------------------------------------ datasets
@@ -289,4 +300,4 @@ class TargetTrajectoryRow(Row):
 
     trace_id: str
     status: str
-    document: str | None = field(metadata=sql("document::text"))
+    document: str | None = field(metadata=stored_text(DOCUMENT))

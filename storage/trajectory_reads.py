@@ -17,6 +17,7 @@ from trajhub.storage.rows import (
     TrajectorySummaryRow,
 )
 from trajhub.storage.sql import Params, in_trace_partition
+from trajhub.storage.stored_documents import HAS_DOCUMENT
 
 #: sort name → SQL expression; each is paired with trace_id for a total order
 SORTS = TRAJECTORY_SORTS
@@ -129,7 +130,7 @@ async def trajectory_documents(conn: asyncpg.Connection, project: str, f: Trajec
     """Like list_trajectories, with the documents (for filling evaluation sets)."""
     where, arg = _where(project, f)
     sql = (f"SELECT {TrajectoryDocumentRow.columns()} FROM trajectories "
-           f"WHERE {' AND '.join(where)} AND document IS NOT NULL "
+           f"WHERE {' AND '.join(where)} AND {HAS_DOCUMENT} "
            f"ORDER BY start_ns DESC, trace_id DESC LIMIT {arg(f.limit)}")
     return TrajectoryDocumentRow.from_records(await conn.fetch(sql, *arg.values))
 

@@ -431,6 +431,7 @@ def test_the_trajectory_worker_records_a_trace_the_database_refuses_and_stores_t
     from trajhub.records.trajectories import TRAJECTORY_SUMMARY
     from trajhub.service.derivation import store_results
     from trajhub.storage.derivation_store import TraceWrite, TrajectoryWrite
+    from trajhub.storage.stored_documents import pack
 
     now = datetime.now(UTC)
     good_id, bad_id = os.urandom(16).hex(), os.urandom(16).hex()
@@ -443,7 +444,7 @@ def test_the_trajectory_worker_records_a_trace_the_database_refuses_and_stores_t
         summary = write_values(TRAJECTORY_SUMMARY, None, {
             "normalizer_version": "test", "root_name": root_name})
         return (TraceWrite(project, trace_id, trace),
-                TrajectoryWrite(project, trace_id, now, True, "{}", "[]", [], summary))
+                TrajectoryWrite(project, trace_id, now, True, pack("{}"), pack("[]"), [], summary))
 
     async def scenario() -> dict[str, Any]:
         conn = await asyncpg.connect(database.url)

@@ -20,6 +20,7 @@ import httpx
 from tests.captures import replay_run
 from tests.harness import ServerProcess, TestDatabase, final_trajectory, wait_for
 from trajhub.normalizers import NORMALIZER_VERSION
+from trajhub.storage.stored_documents import DOCUMENT, unpack
 
 QUESTION = "What's the weather in Paris, what is 2+3, and what is 1/0?"  # tests/fake_agent.py
 OLD_INPUT = json.dumps(
@@ -31,15 +32,17 @@ async def _make_outdated(url: str, project: str, trace_id: str) -> None:
     conn = await asyncpg.connect(url)
     try:
         row = await conn.fetchrow(
-            "SELECT document FROM trajectories WHERE project = $1 AND trace_id = $2",
+            f"SELECT {DOCUMENT} AS document FROM trajectories "
+            "WHERE project = $1 AND trace_id = $2",
             project,
             trace_id,
         )
-        document = json.loads(row["document"])
+        document = json.loads(unpack(row["document"]) or "")
         document["root_step"]["input"] = OLD_INPUT
         await conn.execute(
-            "UPDATE trajectories SET normalizer_version = '1.0.2', document = $3, "
-            "root_input = $4 WHERE project = $1 AND trace_id = $2",
+            # stored as before migration 0020: the text, uncompressed, in document_text
+            "UPDATE trajectories SET normalizer_version = '1.0.2', document = NULL, "
+            "document_text = $3, root_input = $4 WHERE project = $1 AND trace_id = $2",
             project,
             trace_id,
             json.dumps(document),

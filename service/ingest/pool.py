@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
+import math
 import multiprocessing
 import os
 import threading
+import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.process import BaseProcess
@@ -31,14 +35,83 @@ log = logging.getLogger("trajhub.ingest")
 
 #: how often the supervisor looks at the workers
 WATCH_INTERVAL_SECONDS = 0.25
+#: how often `drain` looks whether ingest has gone idle after a burst it queued
+DRAIN_INTERVAL_SECONDS = 0.25
+
+
+class DerivePolicy:
+    """Whether the ingest worker derives a request's whole traces before acknowledging it
+    (`TRAJHUB_DERIVE_AT_INGEST`: "true", "false", or "auto": by load).
+
+    Deriving and storing a trajectory costs several times what ingesting its spans costs
+    (bench/README.md), so on a saturated machine deriving at ingest makes every span wait for
+    it. In "auto" the pool derives at ingest while it has headroom and queues the traces for
+    the derivation workers while ingest is saturated; they catch up once the burst is over.
+    Saturated means: this request, counted with the ones in flight, makes `high` or more,
+    i.e. the workers are (nearly) all busy and requests start to wait for one. That switches
+    to queueing at once, so a burst does not pay for derivation while an average builds up.
+    Deriving resumes only when the time-weighted average of requests in flight (time constant
+    `tau`, starting from the saturation) has fallen to half of `high`, about 1.4 s after a
+    burst ends: a few quiet milliseconds between the
+    requests of a burst do not switch back, and a load that deriving would saturate again
+    does not flip on every request. Cost: a few float operations per request, in the
+    receiver's event loop; no database query."""
+
+    def __init__(self, mode: str, workers: int, tau: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.mode = mode
+        self.high = max(2, math.ceil(workers * 0.75))
+        self.low = self.high / 2
+        self.tau = tau
+        self.clock = clock
+        self.average = 0.0
+        self.deferring = False
+        self._held = 0  # requests in flight since the last change
+        self._since = clock()
+
+    def changed(self, inflight: int) -> None:
+        """Record a change of the requests in flight (the average weighs each value by how
+        long it held)."""
+        now = self.clock()
+        weight = math.exp(-max(now - self._since, 0.0) / self.tau)
+        self.average = self._held + (self.average - self._held) * weight
+        self._held, self._since = inflight, now
+
+    def idle(self, inflight: int) -> bool:
+        """No request in flight, and the average has fallen to where deriving at ingest
+        would resume: a burst is over, not just between two of its requests."""
+        if inflight:
+            return False
+        weight = math.exp(-max(self.clock() - self._since, 0.0) / self.tau)
+        return self._held + (self.average - self._held) * weight <= self.low
+
+    def derive(self, inflight: int) -> bool:
+        """For a request arriving with `inflight` requests in flight, itself included (call
+        after `changed`)."""
+        if self.mode != "auto":
+            return self.mode == "true"
+        if inflight >= self.high:
+            self.deferring = True
+            # the average starts from the saturation it has just seen, not from the quiet
+            # before the burst: otherwise the first dip between requests would switch back
+            self.average = max(self.average, float(inflight))
+        elif self.deferring and self.average <= self.low:
+            self.deferring = False
+        return not self.deferring
 
 
 class IngestPool:
     def __init__(self, database_url: str, workers: int, max_inflight: int,
-                 settle_seconds: float, derive: bool = True) -> None:
+                 settle_seconds: float, derive: str = "auto") -> None:
         self.database_url = database_url
         self.settle_seconds = settle_seconds
-        self.derive = derive
+        self.policy = DerivePolicy(derive, workers)
+        #: shared with the derivation worker processes: 1 while ingest is saturated (and
+        #: queueing), so they step back for the burst (service/workers/derivation.py)
+        self.saturated = multiprocessing.get_context("spawn").Value("b", 0, lock=False)
+        #: this pool queued traces for the derivation workers (a burst) and has not yet seen
+        #: the queue empty: idle ingest workers help derive them (`drain`)
+        self.backlog = False
         self.workers = workers
         self.max_inflight = max_inflight
         self.inflight = 0
@@ -52,8 +125,7 @@ class IngestPool:
             max_workers=self.workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=ingest_worker.initialize,
-            initargs=(self.database_url, self.settle_seconds, self.derive, *logs.settings(),
-                      os.getpid()),
+            initargs=(self.database_url, self.settle_seconds, *logs.settings(), os.getpid()),
         )
 
     async def start(self) -> None:
@@ -110,6 +182,13 @@ class IngestPool:
         if executor is None:
             raise Unavailable("the ingest workers are restarting; retry shortly", retry_after_s=1)
         self.inflight += 1
+        self.policy.changed(self.inflight)
+        if not self.policy.derive(self.inflight):
+            job = dataclasses.replace(job, derive=False)
+            metrics.INGEST_DEFERRED.inc()
+            if self.policy.mode == "auto":  # "false" leaves the queue to the derivation workers
+                self.backlog = True
+                self.saturated.value = 1
         try:
             loop = asyncio.get_running_loop()
             result = await loop.run_in_executor(executor, ingest_worker.ingest, job)
@@ -127,11 +206,52 @@ class IngestPool:
                               retry_after_s=1) from None
         finally:
             self.inflight -= 1
+            self.policy.changed(self.inflight)
         metrics.SPANS_ACCEPTED.labels(job.kind).inc(result.accepted)
         metrics.SPANS_REJECTED.labels(job.kind).inc(result.rejected)
         if result.derived:
             metrics.TRACES_DERIVED.inc(result.derived)
         return result
+
+    async def drain(self) -> None:
+        """After a burst whose traces were queued (TRAJHUB_DERIVE_AT_INGEST=auto), the ingest
+        workers are idle while the derivation workers work through the queue, one round at a
+        time, alternating Python and PostgreSQL. While no ingest request is in flight, half
+        of the ingest workers derive from the queue too (small rounds, so a request arriving
+        meanwhile finds a free worker and waits for no round), and finalize what has settled
+        until a settle period after the queue is empty: the trajectories of a burst are done
+        sooner, on cores that would otherwise idle, and do not wait for the derivation
+        workers' low CPU priority on a busy machine. Runs until cancelled."""
+        loop = asyncio.get_running_loop()
+        drainers = max(1, self.workers // 2)
+        # after the queue is empty, the burst's last trajectories become final a settle period
+        # later: finalize them too rather than leave them to the (niced) derivation workers
+        finalize_until = 0.0
+        while True:
+            await asyncio.sleep(DRAIN_INTERVAL_SECONDS)
+            if self.saturated.value and self.policy.idle(self.inflight):
+                self.saturated.value = 0  # the burst is over: the derivation workers resume
+            while ((self.backlog or time.monotonic() < finalize_until)
+                   and self._executor is not None and self.policy.idle(self.inflight)):
+                executor = self._executor
+                try:
+                    counts = await asyncio.gather(*(
+                        loop.run_in_executor(executor, ingest_worker.derive_queued)
+                        for _ in range(drainers)))
+                except Exception as exc:  # a dead worker or the database: retried later
+                    log.warning("deriving queued traces on idle ingest workers failed: %r",
+                                exc)
+                    await asyncio.sleep(1)
+                    break
+                derived = sum(c[0] for c in counts)
+                if derived:
+                    metrics.TRACES_DERIVED.inc(derived)
+                    continue
+                if self.backlog:
+                    self.backlog = False
+                    finalize_until = time.monotonic() + self.settle_seconds + 1
+                if not sum(c[1] for c in counts):
+                    break  # nothing settled yet: look again after the interval
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Waits up to `timeout` for the calls in flight (already being committed), then stops

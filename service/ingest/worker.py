@@ -28,6 +28,7 @@ from trajhub.service.errors import BadRequest, IngestError, Unavailable, ingest_
 from trajhub.service.ingest.decode import Batch, cozeloop_batch, decompress, otlp_batch, parse_otlp
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.projects import InvalidProject, validate_project
+from trajhub.service.workers.derivation import MAX_OPEN_SECONDS
 from trajhub.storage import derivation_store, span_writer
 
 log = logging.getLogger("trajhub.ingest")
@@ -44,6 +45,9 @@ class IngestJob:
     content_encoding: str  # "" when already decoded (gRPC)
     project: str | None
     max_bytes: int
+    #: derive the traces the request carries whole before committing; False queues them for
+    #: the derivation workers (the pool decides, pool.DerivePolicy)
+    derive: bool = True
 
 
 @dataclass(frozen=True)
@@ -55,10 +59,9 @@ class IngestResult:
 
 
 class _Worker:
-    def __init__(self, database_url: str, settle_seconds: float, derive: bool) -> None:
+    def __init__(self, database_url: str, settle_seconds: float) -> None:
         self.database_url = database_url
         self.settle = timedelta(seconds=settle_seconds)
-        self.derive = derive
         self.loop = asyncio.new_event_loop()
         self.conn: asyncpg.Connection | None = None
         self.known_resources: set[int] = set()
@@ -69,11 +72,12 @@ class _Worker:
             await span_writer.prepare(self.conn)
         return self.conn
 
-    def _derive(self, batch: Batch) -> dict[derivation.TraceKey, derivation.Result]:
+    def _derive(self, batch: Batch, derive: bool
+                ) -> dict[derivation.TraceKey, derivation.Result]:
         """The rows of every trace the request carries whole (CPU only, before the
-        transaction, so its locks are held briefly)."""
+        transaction, so its locks are held briefly); none when `derive` is False."""
         results: dict[derivation.TraceKey, derivation.Result] = {}
-        if not self.derive:
+        if not derive:
             return results
         received = datetime.now(UTC)
         for key, rows in derivation.whole_traces(batch.rows.values()).items():
@@ -103,9 +107,9 @@ class _Worker:
         self.known_resources.update(new_resources)
         return len(stored)
 
-    def write(self, batch: Batch) -> int:
+    def write(self, batch: Batch, derive: bool = True) -> int:
         """Store the batch; returns how many traces' trajectories were stored with it."""
-        derived = self._derive(batch)
+        derived = self._derive(batch, derive)
         try:
             return self.loop.run_until_complete(self._write(batch, derived))
         except Exception as exc:
@@ -133,13 +137,13 @@ class _Worker:
 _worker: _Worker | None = None
 
 
-def initialize(database_url: str, settle_seconds: float, derive: bool, log_level: int,
-               log_format: str, parent_pid: int) -> None:
+def initialize(database_url: str, settle_seconds: float, log_level: int, log_format: str,
+               parent_pid: int) -> None:
     """ProcessPoolExecutor initializer: one worker (and one connection) per process."""
     global _worker
     die_with_parent(parent_pid)
     logs.configure(log_level, log_format)
-    _worker = _Worker(database_url, settle_seconds, derive)
+    _worker = _Worker(database_url, settle_seconds)
 
 
 def warm_up() -> int:
@@ -149,6 +153,31 @@ def warm_up() -> int:
     with contextlib.suppress(Unavailable):
         _worker.ping()
     return os.getpid()
+
+
+#: traces an idle ingest worker derives per call of `derive_queued` (one transaction): small
+#: enough that a request arriving meanwhile waits little for a free worker
+DRAIN_BATCH = 50
+
+
+def derive_queued() -> tuple[int, int]:
+    """Derive up to DRAIN_BATCH traces from the derivation queue, as a derivation worker's
+    round does, then finalize the settled trajectories; returns how many traces were claimed
+    (0: the queue is empty) and how many trajectories finalized. The pool calls this on idle
+    workers after a burst it queued (pool.IngestPool.drain)."""
+    assert _worker is not None, "initialize() was not called in this process"
+    worker = _worker
+
+    async def round_() -> tuple[int, int]:
+        conn = await worker._connection()
+        derived = await derivation.derive_round(conn, worker.settle, DRAIN_BATCH)
+        return derived, await derivation_store.finalize_settled(conn, MAX_OPEN_SECONDS)
+
+    try:
+        return worker.loop.run_until_complete(round_())
+    except Exception as exc:
+        worker._drop_connection()
+        raise ingest_error(exc) from None
 
 
 def decode(job: IngestJob) -> Batch:
@@ -184,7 +213,7 @@ def _ingest(job: IngestJob) -> IngestResult:
     batch = decode(job)
     derived = 0
     if batch.rows:
-        derived = _worker.write(batch)
+        derived = _worker.write(batch, job.derive)
     elif batch.rejected:
         raise BadRequest(f"every span was invalid; {batch.error_message}")
     return IngestResult(len(batch.rows), batch.rejected, batch.error_message, derived)

@@ -19,26 +19,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import multiprocessing
 import os
 import signal
 import time
-from collections import defaultdict
-from collections.abc import Mapping
 from datetime import timedelta
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import Any
 
 import asyncpg
 
 from trajhub.service import logs, metrics
 from trajhub.service.config import Settings
-from trajhub.service.derivation import derive_trace, store_results
+from trajhub.service.derivation import derive_round
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.supervision import Backoff, exit_cause
-from trajhub.storage import derivation_store, trace_reads
+from trajhub.storage import derivation_store
 from trajhub.storage.database import TRANSIENT_ERRORS
 
 log = logging.getLogger("trajhub.derivation")
@@ -49,6 +47,9 @@ BATCH = 200
 MAX_OPEN_SECONDS = 300.0
 #: how often the parent looks at its derivation workers
 WATCH_INTERVAL_SECONDS = 0.25
+#: while ingest is saturated a worker steps back for at most this long, then derives anyway
+#: (niced), so a sustained overload still gets its trajectories
+MAX_PAUSE_SECONDS = 30.0
 
 
 class DerivationWorker:
@@ -64,23 +65,7 @@ class DerivationWorker:
 
     async def derive_round(self) -> int:
         """Derive one batch of changed traces; returns how many."""
-        conn = await self.connection()
-        async with conn.transaction():
-            claimed = await derivation_store.claim_changes(conn, BATCH)
-            if not claimed:
-                return 0
-            rows = await derivation_store.load_spans(conn, claimed)
-            envelopes = await trace_reads.resources(
-                conn, sorted({r["resource_id"] for r in rows if r["resource_id"] is not None}))
-            by_trace: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
-            for r in rows:
-                by_trace[(r["project"], r["trace_id"])].append(r)
-            results = [derive_trace(c.project, c.trace_id, trace_rows, envelopes,
-                                    c.last_received_at, self.settle)
-                       for c in claimed
-                       if (trace_rows := by_trace.get((c.project, c.trace_id)))]
-            await store_results(conn, results)
-        return len(claimed)
+        return await derive_round(await self.connection(), self.settle, BATCH)
 
     def _drop_connection(self) -> None:
         conn, self.conn = self.conn, None
@@ -92,10 +77,24 @@ class DerivationWorker:
         return await derivation_store.finalize_settled(conn, MAX_OPEN_SECONDS)
 
     async def run(self, interval: float, stop: asyncio.Event,
-                  report: Connection | None = None) -> None:
+                  report: Connection | None = None, saturated: ctypes.c_byte | None = None) -> None:
         """Derive until `stop`; each round's figures go to the parent through `report`
-        (service/metrics.py)."""
+        (service/metrics.py). `saturated`: a shared flag the ingest pool sets during a burst
+        (pool.IngestPool.saturated). Niceness keeps this process's Python from slowing
+        ingest, but not the PostgreSQL backend its rounds keep busy; so while the flag is
+        set the worker waits, up to MAX_PAUSE_SECONDS in a row, and the burst is
+        acknowledged sooner; idle ingest workers and this worker derive it afterwards."""
+        paused_since: float | None = None
         while not stop.is_set():
+            if saturated is not None and saturated.value:
+                now = time.monotonic()
+                paused_since = now if paused_since is None else paused_since
+                if now - paused_since < MAX_PAUSE_SECONDS:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), interval)
+                    continue
+            else:
+                paused_since = None
             try:
                 started = time.perf_counter()
                 derived = await self.derive_round()
@@ -146,7 +145,8 @@ def read_reports(report: Connection) -> None:
 
 
 def _main(database_url: str, settle_seconds: float, interval: float, log_level: int,
-          log_format: str, parent_pid: int, report: Connection) -> None:
+          log_format: str, parent_pid: int, report: Connection,
+          saturated: ctypes.c_byte | None = None) -> None:
     die_with_parent(parent_pid)
     logs.configure(log_level, log_format)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
@@ -157,7 +157,8 @@ def _main(database_url: str, settle_seconds: float, interval: float, log_level: 
     async def main() -> None:
         stop = asyncio.Event()
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        await DerivationWorker(database_url, settle_seconds).run(interval, stop, report)
+        await DerivationWorker(database_url, settle_seconds).run(interval, stop, report,
+                                                                 saturated)
 
     asyncio.run(main())
 
@@ -167,8 +168,11 @@ class DerivationProcesses:
     separate trajhub processes do. `supervise()` restarts one that dies (logging the cause,
     backing off when it keeps dying); `missing()` says what /readyz reports meanwhile."""
 
-    def __init__(self, database_url: str, settings: Settings) -> None:
+    def __init__(self, database_url: str, settings: Settings,
+                 saturated: ctypes.c_byte | None = None) -> None:
+        """`saturated`: the ingest pool's shared flag (pool.IngestPool.saturated)."""
         self._ctx = multiprocessing.get_context("spawn")
+        self._saturated = saturated
         self._args = (database_url, settings.settle_seconds,
                       settings.derivation_interval_seconds,
                       *logs.settings(), os.getpid())
@@ -186,7 +190,7 @@ class DerivationProcesses:
         else:
             self.reports.append(reader)
         return self._ctx.Process(target=_main, name=f"trajhub-derivation-{index}", daemon=True,
-                                 args=(*self._args, writer))
+                                 args=(*self._args, writer, self._saturated))
 
     def start(self) -> None:
         """Start the workers; from the event loop's thread (the parent-death signal is tied
