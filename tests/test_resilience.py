@@ -33,6 +33,7 @@ def _pg_ctl(pg: EmbeddedPostgres, *args: str) -> None:
     pg_ctl(list(args), pgdata=server.pgdata, user=server.system_user, timeout=30)
 
 
+@pytest.mark.integration  # starts processes
 def test_database_outage_gives_503_and_ingestion_resumes(tmp_path: Path) -> None:
     """PostgreSQL stopped mid-run → 503 + Retry-After / UNAVAILABLE + RetryInfo, never 500;
     restarted → ingestion resumes with no restart of trajhub, and nothing acknowledged is lost.
@@ -163,6 +164,7 @@ def test_two_processes_migrating_at_once_apply_each_migration_once(
     assert count == len(every)
 
 
+@pytest.mark.integration  # starts processes
 def test_pure_python_protobuf_backend_is_refused() -> None:
     env = {**os.environ, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
            "TRAJHUB_DATABASE_URL": "postgresql://127.0.0.1:1/none"}
