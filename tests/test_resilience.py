@@ -33,6 +33,7 @@ def _pg_ctl(pg: EmbeddedPostgres, *args: str) -> None:
     pg_ctl(list(args), pgdata=server.pgdata, user=server.system_user, timeout=30)
 
 
+@pytest.mark.slow  # a soak test
 @pytest.mark.integration  # starts processes
 def test_database_outage_gives_503_and_ingestion_resumes(tmp_path: Path) -> None:
     """PostgreSQL stopped mid-run → 503 + Retry-After / UNAVAILABLE + RetryInfo, never 500;
@@ -94,6 +95,7 @@ def test_database_outage_gives_503_and_ingestion_resumes(tmp_path: Path) -> None
         pg.stop()
 
 
+@pytest.mark.slow  # a soak test
 def test_sigterm_under_load_exits_0_and_keeps_every_acknowledged_span(
         database: TestDatabase, tmp_path: Path) -> None:
     server = ServerProcess.start(database.url, tmp_path)

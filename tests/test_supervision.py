@@ -98,6 +98,7 @@ def test_a_busy_port_stops_serve_before_anything_starts(tmp_path: Path, which: s
     assert not (tmp_path / "data" / "pgdata").exists()
 
 
+@pytest.mark.slow  # several servers
 def test_a_second_server_cannot_share_the_grpc_port(database: TestDatabase,
                                                     tmp_path: Path) -> None:
     (tmp_path / "first").mkdir()
@@ -160,6 +161,7 @@ def test_killed_workers_are_restarted_and_readyz_says_so_meanwhile(
         server.stop()
 
 
+@pytest.mark.slow  # several servers
 @pytest.mark.integration  # starts processes
 def test_kill_9_of_the_main_process_leaves_no_child_and_the_next_start_works(
         tmp_path: Path) -> None:
@@ -194,6 +196,7 @@ def test_kill_9_of_the_main_process_leaves_no_child_and_the_next_start_works(
 
 # ---------------------------------------------------------------------------- PostgreSQL
 
+@pytest.mark.slow  # a soak test
 @pytest.mark.integration  # starts processes
 def test_embedded_postgres_killed_under_load_is_restarted_and_nothing_acked_is_lost(
         tmp_path: Path) -> None:
