@@ -140,7 +140,9 @@ class ServerProcess:
     @classmethod
     def start(cls, database_url: str, workdir: Path, settle_seconds: float = 0.5,
               extra_env: dict[str, str] | None = None, timeout: float = 60) -> ServerProcess:
-        env = {**os.environ, "TRAJHUB_DATABASE_URL": database_url,
+        # 2 ingest workers, not the default 4: each is a process importing the whole service,
+        # and the suite starts some 30 servers; the tests that count workers set their own
+        env = {"TRAJHUB_INGEST_WORKERS": "2", **os.environ, "TRAJHUB_DATABASE_URL": database_url,
                "TRAJHUB_HTTP_PORT": "0", "TRAJHUB_GRPC_PORT": "0",
                "TRAJHUB_DATA_DIR": str(workdir / "data"),
                "TRAJHUB_SETTLE_SECONDS": str(settle_seconds),

@@ -238,7 +238,7 @@ def test_evaluation_abandoned_by_a_dead_server_is_marked_failed_at_start(
     stale, fresh = asyncio.run(insert("1 hour")), asyncio.run(insert("1 second"))
     second = ServerProcess.start(database.url, tmp_path)
     try:
-        with httpx.Client() as c:
+        with httpx.Client(timeout=30) as c:
             gone = get_json(c, f"{second.http}/api/v1/evaluations/{stale}", project=project)
             assert gone["status"] == "failed" and "interrupted" in gone["error"]
             alive = get_json(c, f"{second.http}/api/v1/evaluations/{fresh}", project=project)
