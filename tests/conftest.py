@@ -1,13 +1,27 @@
 """Shared fixtures: a real PostgreSQL (embedded, or TRAJHUB_TEST_DATABASE_URL) and a real
-`trajhub serve` process on free ports."""
+`trajhub serve` process on free ports; and the test tiers.
+
+Every test belongs to exactly one tier, given here unless the test (or its module) names one:
+- `browser`: tests/test_ui_*.py, which drive the web UI in Chromium;
+- `integration`: a test that uses the `server` or `database` fixture (directly or through
+  another fixture); a test that starts processes some other way says so with
+  `pytest.mark.integration`;
+- `unit`: the rest. They run in this process alone: a unit test that starts a process fails.
+`slow` (fuzzers, soak tests, several servers) is given explicitly, on top of the tier.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import httpx
 import pytest
@@ -26,11 +40,90 @@ if os.environ.get("CI"):
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
+TIERS = ("unit", "integration", "browser")
+#: a test using one of these fixtures (directly or through another fixture) is `integration`
+INTEGRATION_FIXTURES = frozenset({"server", "database"})
+
+
+def tier_of(item: pytest.Item) -> str:
+    """The tier a test gets when it names none."""
+    if Path(str(item.fspath)).name.startswith("test_ui_"):
+        return "browser"
+    if INTEGRATION_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return "integration"
+    return "unit"
+
+
+def tier_problems(items: list[pytest.Item]) -> list[str]:
+    """Each test that has no tier marker, or more than one."""
+    problems = []
+    for item in items:
+        tiers = sorted({m.name for m in item.iter_markers() if m.name in TIERS})
+        if len(tiers) != 1:
+            problems.append(f"{item.nodeid}: {'none' if not tiers else ', '.join(tiers)}")
+    return problems
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """`pytest -m unit` (alone or `unit and …`) runs in this one process, whatever addopts'
+    `-n` says: the unit tests take seconds, and every xdist worker would collect the whole
+    suite again first (measured: 35 s in one process, 78 s over 3 workers)."""
+    if (re.fullmatch(r"\s*unit(\s+and\s+.*)?", config.option.markexpr or "")
+            and getattr(config.option, "numprocesses", None)):
+        config.option.numprocesses = 0
+        config.option.dist = "no"
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if not any(m.name in TIERS for m in item.iter_markers()):
+            item.add_marker(tier_of(item))
+    problems = tier_problems(items)
+    if problems:
+        raise pytest.UsageError("each test needs exactly one tier marker of "
+                                f"{', '.join(TIERS)}; these have none or several:\n  "
+                                + "\n  ".join(problems))
+
+
+@contextlib.contextmanager
+def _no_process(item: pytest.Item) -> Iterator[None]:
+    """`pytest -m unit` must never start PostgreSQL, a server or any other process: a unit test
+    that tries (in its setup, module fixtures included, or its body) fails, saying to mark it
+    `integration`."""
+    if item.get_closest_marker("unit") is None:
+        yield
+        return
+
+    def refuse(self: subprocess.Popen[Any], args: Any, *more: Any, **kwargs: Any) -> None:
+        raise AssertionError(f"{item.nodeid} is a unit test but starts a process ({args!r}): "
+                             "mark it pytest.mark.integration")
+
+    with mock.patch.object(subprocess.Popen, "__init__", refuse):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    with _no_process(item):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    with _no_process(item):
+        yield
+
 
 @pytest.fixture(scope="session")
 def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestDatabase]:
+    # under pytest-xdist each worker is a session of its own: its own database (and server),
+    # on one embedded PostgreSQL shared by the run's workers (their base temp dirs are siblings)
+    shared = (tmp_path_factory.getbasetemp().parent / "shared-pg"
+              if os.environ.get("PYTEST_XDIST_WORKER") else None)
     db = TestDatabase.start(os.environ.get("TRAJHUB_TEST_DATABASE_URL", ""),
-                            tmp_path_factory.mktemp("pg"))
+                            tmp_path_factory.mktemp("pg"), shared_dir=shared)
     yield db
     db.stop()
 
@@ -91,17 +184,34 @@ def project() -> str:
     return "t-" + uuid.uuid4().hex[:12]
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """One line on the browser tests: where their screenshots are, or why they were skipped."""
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Iterator[None]:
+    """Each report names the screenshot folders used so far, so that the summary can print them
+    even when the browser tests ran in a pytest-xdist worker."""
     from tests import ui_support
 
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    report.user_properties.extend(("trajhub-artifacts", str(path))
+                                  for path in ui_support.artifacts_used)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line on the browser tests: where their screenshots are, or why they were skipped."""
     skipped = [r for r in terminalreporter.stats.get("skipped", []) if "test_ui_" in r.nodeid]
     if skipped:
         longrepr = skipped[0].longrepr
         reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
         terminalreporter.write_line(
             f"browser tests: skipped {len(skipped)}: {reason.removeprefix('Skipped: ')}")
-    for path in ui_support.artifacts_used:
+    used: dict[str, None] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            for key, value in getattr(report, "user_properties", ()):
+                if key == "trajhub-artifacts":
+                    used[value] = None
+    for path in used:
         terminalreporter.write_line(f"browser test screenshots: {path}")
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import re
 import signal
@@ -29,7 +30,11 @@ def run(coro: Any) -> Any:
 @dataclass
 class TestDatabase:
     """A database for one test session: a fresh database on the server named by
-    TRAJHUB_TEST_DATABASE_URL (dropped at the end), else an embedded PostgreSQL."""
+    TRAJHUB_TEST_DATABASE_URL (dropped at the end), else an embedded PostgreSQL.
+
+    With `shared_dir` (one test run split over pytest-xdist workers) the embedded PostgreSQL in
+    `shared_dir` serves every worker, and each worker gets a fresh database of its own on it,
+    as with TRAJHUB_TEST_DATABASE_URL; the last worker to stop it stops the server."""
 
     url: str
     admin_url: str = ""
@@ -39,37 +44,51 @@ class TestDatabase:
     __test__ = False
 
     @classmethod
-    def start(cls, external_url: str, tmp: Path) -> TestDatabase:
+    def start(cls, external_url: str, tmp: Path, shared_dir: Path | None = None
+              ) -> TestDatabase:
         if not external_url:
             from trajhub.storage.embedded import EmbeddedPostgres
 
-            embedded = EmbeddedPostgres(tmp)
-            return cls(url=embedded.url, embedded=embedded)
+            if shared_dir is None:
+                embedded = EmbeddedPostgres(tmp)
+                return cls(url=embedded.url, embedded=embedded)
+            shared_dir.mkdir(parents=True, exist_ok=True)
+            # one worker at a time creates (and tunes, which restarts) the shared server
+            with open(shared_dir / "start.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                embedded = EmbeddedPostgres(shared_dir)
+            db = cls.fresh(embedded.url)
+            db.embedded = embedded
+            return db
+        return cls.fresh(external_url)
+
+    @classmethod
+    def fresh(cls, server_url: str) -> TestDatabase:
+        """A new, empty database on the PostgreSQL server at `server_url`."""
         name = "trajhub_test_" + uuid.uuid4().hex[:10]
 
         async def create() -> None:
-            conn = await asyncpg.connect(external_url)
+            conn = await asyncpg.connect(server_url)
             try:
                 await conn.execute(f'CREATE DATABASE "{name}"')
             finally:
                 await conn.close()
 
         run(create())
-        return cls(url=database_url(external_url, name), admin_url=external_url, name=name)
+        return cls(url=database_url(server_url, name), admin_url=server_url, name=name)
 
     def stop(self) -> None:
+        if self.name:
+            async def drop() -> None:
+                conn = await asyncpg.connect(self.admin_url)
+                try:
+                    await conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+                finally:
+                    await conn.close()
+
+            run(drop())
         if self.embedded is not None:
             self.embedded.stop()
-            return
-
-        async def drop() -> None:
-            conn = await asyncpg.connect(self.admin_url)
-            try:
-                await conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-            finally:
-                await conn.close()
-
-        run(drop())
 
 
 @contextlib.contextmanager
@@ -121,7 +140,9 @@ class ServerProcess:
     @classmethod
     def start(cls, database_url: str, workdir: Path, settle_seconds: float = 0.5,
               extra_env: dict[str, str] | None = None, timeout: float = 60) -> ServerProcess:
-        env = {**os.environ, "TRAJHUB_DATABASE_URL": database_url,
+        # 2 ingest workers, not the default 4: each is a process importing the whole service,
+        # and the suite starts some 30 servers; the tests that count workers set their own
+        env = {"TRAJHUB_INGEST_WORKERS": "2", **os.environ, "TRAJHUB_DATABASE_URL": database_url,
                "TRAJHUB_HTTP_PORT": "0", "TRAJHUB_GRPC_PORT": "0",
                "TRAJHUB_DATA_DIR": str(workdir / "data"),
                "TRAJHUB_SETTLE_SECONDS": str(settle_seconds),

@@ -138,7 +138,7 @@ def world(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory) -> I
 
 def operations(world: World) -> list[tuple[str, str]]:
     """(method, path template) of every REST operation the server documents."""
-    doc = httpx.get(f"{world.http}/openapi.json").json()
+    doc = httpx.get(f"{world.http}/openapi.json", timeout=30).json()
     found = [(method, path) for path, ops in doc["paths"].items() for method in ops
              if path.startswith("/api/")]
     assert len(found) > 25  # the whole API, not a stub
@@ -226,7 +226,7 @@ def test_every_rest_route_refuses_too_small_a_scope(world: World) -> None:
 
 
 def test_openapi_declares_the_scope_of_every_operation(world: World) -> None:
-    doc = httpx.get(f"{world.http}/openapi.json").json()
+    doc = httpx.get(f"{world.http}/openapi.json", timeout=30).json()
     assert doc["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
     for path, ops in doc["paths"].items():
         if not path.startswith("/api/"):

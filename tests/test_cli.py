@@ -157,6 +157,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.integration  # starts processes
 def test_an_unreachable_server() -> None:
     url = f"http://127.0.0.1:{_free_port()}"
     for argv in (("trajectories", "list"), ("traces", "show", "0" * 32), ("projects",),
@@ -226,6 +227,7 @@ def test_a_missing_or_unwritable_file(server: ServerProcess, runs: Runs, tmp_pat
         assert line == f"trajhub: cannot write {target}: {problem}"
 
 
+@pytest.mark.integration  # starts processes
 def test_serve_with_an_unusable_data_directory(tmp_path: Path) -> None:
     a_file = tmp_path / "file"
     a_file.write_text("")
@@ -234,6 +236,7 @@ def test_serve_with_an_unusable_data_directory(tmp_path: Path) -> None:
     assert line == f"trajhub: cannot use the data directory {a_file / 'data'}: Not a directory"
 
 
+@pytest.mark.integration  # starts processes
 def test_a_usage_mistake_is_one_line() -> None:
     line = one_line_error(trajhub("trajectories", "list", "--limit", "many"))
     assert "--limit" in line and "'many'" in line

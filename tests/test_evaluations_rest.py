@@ -226,6 +226,7 @@ def test_cli_eval_prints_the_table_and_the_failures(
     assert bad.returncode == 2 and "unknown evaluator 'nope'" in bad.stderr
 
 
+@pytest.mark.slow  # a dozen CLI processes
 def test_cli_dataset_commands(server: ServerProcess, ingested: Ingested, tmp_path: Path) -> None:
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

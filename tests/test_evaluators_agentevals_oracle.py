@@ -107,6 +107,7 @@ _calls = st.tuples(
 _turns = st.lists(st.lists(_calls, min_size=1, max_size=3), max_size=4)
 
 
+@pytest.mark.slow  # a Hypothesis fuzzer
 @settings(max_examples=150, deadline=None)
 @given(actual=_turns, reference=_turns, mode=st.sampled_from(MODES),
        args_match=st.sampled_from(["exact", "ignore"]))
@@ -116,6 +117,7 @@ def test_generated_trajectories_agree(actual: Turns, reference: Turns, mode: str
     assert ours == theirs
 
 
+@pytest.mark.slow  # a Hypothesis fuzzer
 @settings(max_examples=60, deadline=None)
 @given(reference=_turns, mode=st.sampled_from(MODES))
 def test_a_run_meets_its_own_prefilled_expectation_in_both(reference: Turns, mode: str) -> None:

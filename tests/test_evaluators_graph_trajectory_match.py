@@ -199,6 +199,7 @@ def _doc(runs: list[list[str]]) -> dict[str, Any]:
     return trajectory(agent("LangGraph", *steps))
 
 
+@pytest.mark.slow  # a Hypothesis fuzzer
 @settings(max_examples=100, deadline=None)
 @given(actual=_runs, expected=_runs)
 def test_strict_verdict_agrees_with_agentevals(actual: list[list[str]],

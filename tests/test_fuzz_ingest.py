@@ -26,6 +26,8 @@ from tests.captures import Capture, all_captures, replay
 from tests.harness import ServerProcess, final_trajectory, wait_for
 from tests.otlp_builders import new_trace_id, request, span
 
+pytestmark = pytest.mark.slow  # Hypothesis fuzzers against a live server
+
 CAPTURES = all_captures()
 PROTOBUF = [c for c in CAPTURES if c.protocol == "http"
             and c.headers.get("content-type") == "application/x-protobuf"]

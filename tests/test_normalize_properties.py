@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import jsonschema
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -85,6 +86,7 @@ odd_spans = st.builds(
 )
 
 
+@pytest.mark.slow  # a Hypothesis fuzzer
 @FAST
 @given(st.lists(odd_spans, min_size=1, max_size=12), st.randoms(use_true_random=False))
 def test_odd_traces_never_crash_and_validate(spans: list[Span], rnd: Any) -> None:
@@ -121,6 +123,7 @@ REAL_TRACES = [
 EXPECTED = [derive(spans).to_json() for spans in REAL_TRACES]
 
 
+@pytest.mark.slow  # a Hypothesis fuzzer
 @settings(max_examples=40, deadline=None)
 @given(
     st.integers(0, len(REAL_TRACES) - 1),

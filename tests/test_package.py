@@ -42,6 +42,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
     return zipfile.ZipFile(built)
 
 
+@pytest.mark.integration  # starts processes
 def test_the_wheel_installs_one_top_level_package(wheel: zipfile.ZipFile) -> None:
     names = wheel.namelist()
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
@@ -66,6 +67,7 @@ def test_the_wheel_installs_one_top_level_package(wheel: zipfile.ZipFile) -> Non
     assert not [n for n in names if n.startswith(("tests/", "bench/", "deploy/"))]
 
 
+@pytest.mark.integration  # starts processes
 def test_the_wheel_declares_the_version_and_the_command(wheel: zipfile.ZipFile) -> None:
     dist_info = next(n.split("/")[0] for n in wheel.namelist() if ".dist-info/" in n)
     metadata = wheel.read(f"{dist_info}/METADATA").decode()
@@ -74,6 +76,7 @@ def test_the_wheel_declares_the_version_and_the_command(wheel: zipfile.ZipFile) 
     assert "trajhub = trajhub.service.cli.main:main" in entry_points
 
 
+@pytest.mark.integration  # starts processes
 def test_the_editable_install_imports_from_the_repository() -> None:
     # the test environment is the README's `pip install -e '.[test]'`
     code = ("import trajhub, trajhub.service.cli.main, trajhub.storage.migrate, "
@@ -88,6 +91,7 @@ def test_the_editable_install_imports_from_the_repository() -> None:
     assert importlib.metadata.version("trajhub") == trajhub.__version__
 
 
+@pytest.mark.integration  # starts processes
 def test_version_flag() -> None:
     for command in ([sys.executable, "-m", "trajhub", "--version"],
                     [str(Path(sys.executable).parent / "trajhub"), "--version"]):
@@ -158,6 +162,7 @@ def test_every_imported_third_party_module_is_a_declared_dependency() -> None:
     assert not undeclared, f"imported but not in [project] dependencies: {undeclared}"
 
 
+@pytest.mark.integration  # starts processes
 def test_the_client_does_not_import_the_server() -> None:
     code = ("import sys; from trajhub.client import TrajhubClient, run_dataset; "
             "import trajhub.service.client.runner; "
@@ -169,6 +174,7 @@ def test_the_client_does_not_import_the_server() -> None:
     assert done.stdout.strip() == ""
 
 
+@pytest.mark.integration  # starts processes
 def test_the_package_exports_the_client_lazily() -> None:
     code = ("import sys, trajhub; before = 'trajhub.client' in sys.modules; "
             "from trajhub import TrajhubClient, run_dataset; "

@@ -371,7 +371,7 @@ def test_a_price_file_prices_steps_agents_runs_and_summaries(
 
 
 def test_openapi_documents_the_replay_routes(server: ServerProcess) -> None:
-    with httpx.Client() as c:
+    with httpx.Client(timeout=30) as c:
         spec = get_json(c, f"{server.http}/openapi.json")
     paths = spec["paths"]
     for path in ("/api/v1/trajectories/compare", "/api/v1/trajectories/{trace_id}/contract",

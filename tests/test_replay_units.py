@@ -226,6 +226,7 @@ def test_model_usage_sums_tokens_per_model() -> None:
                                              "output_tokens": 73, "cached_input_tokens": 160}}
 
 
+@pytest.mark.integration  # starts processes
 def test_the_replay_client_imports_no_server_code() -> None:
     import subprocess
     import sys

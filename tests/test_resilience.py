@@ -33,6 +33,8 @@ def _pg_ctl(pg: EmbeddedPostgres, *args: str) -> None:
     pg_ctl(list(args), pgdata=server.pgdata, user=server.system_user, timeout=30)
 
 
+@pytest.mark.slow  # a soak test
+@pytest.mark.integration  # starts processes
 def test_database_outage_gives_503_and_ingestion_resumes(tmp_path: Path) -> None:
     """PostgreSQL stopped mid-run → 503 + Retry-After / UNAVAILABLE + RetryInfo, never 500;
     restarted → ingestion resumes with no restart of trajhub, and nothing acknowledged is lost.
@@ -93,6 +95,7 @@ def test_database_outage_gives_503_and_ingestion_resumes(tmp_path: Path) -> None
         pg.stop()
 
 
+@pytest.mark.slow  # a soak test
 def test_sigterm_under_load_exits_0_and_keeps_every_acknowledged_span(
         database: TestDatabase, tmp_path: Path) -> None:
     server = ServerProcess.start(database.url, tmp_path)
@@ -163,6 +166,7 @@ def test_two_processes_migrating_at_once_apply_each_migration_once(
     assert count == len(every)
 
 
+@pytest.mark.integration  # starts processes
 def test_pure_python_protobuf_backend_is_refused() -> None:
     env = {**os.environ, "PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION": "python",
            "TRAJHUB_DATABASE_URL": "postgresql://127.0.0.1:1/none"}
@@ -234,7 +238,7 @@ def test_evaluation_abandoned_by_a_dead_server_is_marked_failed_at_start(
     stale, fresh = asyncio.run(insert("1 hour")), asyncio.run(insert("1 second"))
     second = ServerProcess.start(database.url, tmp_path)
     try:
-        with httpx.Client() as c:
+        with httpx.Client(timeout=30) as c:
             gone = get_json(c, f"{second.http}/api/v1/evaluations/{stale}", project=project)
             assert gone["status"] == "failed" and "interrupted" in gone["error"]
             alive = get_json(c, f"{second.http}/api/v1/evaluations/{fresh}", project=project)

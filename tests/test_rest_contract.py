@@ -28,7 +28,7 @@ PACKAGED_SCHEMA = resources.files("trajhub.normalizers").joinpath("trajectory.sc
 
 @pytest.fixture(scope="module")
 def openapi(server: ServerProcess) -> dict[str, Any]:
-    doc: dict[str, Any] = httpx.get(f"{server.http}/openapi.json").json()
+    doc: dict[str, Any] = httpx.get(f"{server.http}/openapi.json", timeout=30).json()
     return doc
 
 

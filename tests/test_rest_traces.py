@@ -142,7 +142,7 @@ def test_errors_say_what_is_wrong(server: ServerProcess, project: str) -> None:
 
 
 def test_health_and_docs(server: ServerProcess) -> None:
-    with httpx.Client() as c:
+    with httpx.Client(timeout=30) as c:
         assert c.get(f"{server.http}/healthz").json() == {"status": "ok"}
         assert c.get(f"{server.http}/readyz").json() == {"status": "ready"}
         assert c.get(f"{server.http}/docs").status_code == 200

@@ -100,6 +100,7 @@ def test_an_invalid_value_names_its_flag_or_variable(clean_env: pytest.MonkeyPat
     assert "integer" in str(env.value)
 
 
+@pytest.mark.integration  # starts processes
 @pytest.mark.parametrize(("argv", "env", "names"), [
     (["--http-port", "abc"], {}, "--http-port 'abc'"),
     ([], {"TRAJHUB_HTTP_PORT": "abc"}, "TRAJHUB_HTTP_PORT='abc'"),
@@ -116,6 +117,7 @@ def test_serve_with_an_invalid_setting_is_one_line_and_exit_2(
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
+@pytest.mark.integration  # starts processes
 def test_serve_help_lists_every_setting_with_its_variable_and_default() -> None:
     done = trajhub("serve", "--help", env={"TRAJHUB_JUDGE_API_KEY": "sk-secret"})
     assert done.returncode == 0
@@ -130,6 +132,7 @@ def test_serve_help_lists_every_setting_with_its_variable_and_default() -> None:
     assert "sk-secret" not in done.stdout
 
 
+@pytest.mark.integration  # starts processes
 def test_rederive_takes_only_the_database_settings() -> None:
     done = trajhub("rederive", "--help")
     text = " ".join(done.stdout.split())

@@ -83,6 +83,7 @@ def serve_process(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 # ---------------------------------------------------------------------------- busy ports
 
+@pytest.mark.integration  # starts processes
 @pytest.mark.parametrize("which", ["TRAJHUB_HTTP_PORT", "TRAJHUB_GRPC_PORT"])
 def test_a_busy_port_stops_serve_before_anything_starts(tmp_path: Path, which: str) -> None:
     """Exit 1 naming the port; no embedded PostgreSQL was started, no worker either."""
@@ -97,6 +98,7 @@ def test_a_busy_port_stops_serve_before_anything_starts(tmp_path: Path, which: s
     assert not (tmp_path / "data" / "pgdata").exists()
 
 
+@pytest.mark.slow  # several servers
 def test_a_second_server_cannot_share_the_grpc_port(database: TestDatabase,
                                                     tmp_path: Path) -> None:
     (tmp_path / "first").mkdir()
@@ -159,6 +161,8 @@ def test_killed_workers_are_restarted_and_readyz_says_so_meanwhile(
         server.stop()
 
 
+@pytest.mark.slow  # several servers
+@pytest.mark.integration  # starts processes
 def test_kill_9_of_the_main_process_leaves_no_child_and_the_next_start_works(
         tmp_path: Path) -> None:
     """With the embedded PostgreSQL: the workers die with their parent, and the next start
@@ -192,6 +196,8 @@ def test_kill_9_of_the_main_process_leaves_no_child_and_the_next_start_works(
 
 # ---------------------------------------------------------------------------- PostgreSQL
 
+@pytest.mark.slow  # a soak test
+@pytest.mark.integration  # starts processes
 def test_embedded_postgres_killed_under_load_is_restarted_and_nothing_acked_is_lost(
         tmp_path: Path) -> None:
     server = ServerProcess.start("", tmp_path, extra_env={"TRAJHUB_INGEST_WORKERS": "2"})

@@ -216,6 +216,7 @@ def test_normalize_dry_run_stores_nothing(server: ServerProcess, project: str) -
         assert r.status_code == 415
 
 
+@pytest.mark.slow  # several servers
 def test_two_servers_share_the_work_and_derive_each_change_once(
         server: ServerProcess, project: str, database, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A second trajhub on the same database: both derivation workers claim changes, and each

@@ -24,11 +24,14 @@ from typing import Any
 
 import asyncpg
 import httpx
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from bench._common import TraceShape, build_request, build_trace
 from tests.harness import ServerProcess, TestDatabase, run, separate_database, wait_for
+
+pytestmark = pytest.mark.slow  # several servers
 
 TRACES = 150
 PROJECT = "two-servers"
