@@ -68,6 +68,8 @@ def with_a_new_field() -> dict[str, Any]:
     return out
 
 
+# a fresh interpreter holds the changed declaration: a subprocess, so not the unit tier
+@pytest.mark.integration
 def test_a_declared_field_appears_in_openapi_with_its_type_and_description(
         with_a_new_field: dict[str, Any]) -> None:
     schema = with_a_new_field["schema"]
@@ -80,17 +82,23 @@ def test_a_declared_field_appears_in_openapi_with_its_type_and_description(
     assert with_a_new_field["page_example"]["items"][0]["retry_count"] == 2
 
 
+# a fresh interpreter holds the changed declaration: a subprocess, so not the unit tier
+@pytest.mark.integration
 def test_a_declared_field_appears_in_the_client_model(with_a_new_field: dict[str, Any]) -> None:
     assert "retry_count" in with_a_new_field["client_fields"]
     assert with_a_new_field["client_value"] == 4
 
 
+# a fresh interpreter holds the changed declaration: a subprocess, so not the unit tier
+@pytest.mark.integration
 def test_a_declared_field_appears_in_the_sql_written_and_read(
         with_a_new_field: dict[str, Any]) -> None:
     assert "retry_count" in with_a_new_field["written_columns"]
     assert "retry_count" in with_a_new_field["select_list"].split(", ")
 
 
+# a fresh interpreter holds the changed declaration: a subprocess, so not the unit tier
+@pytest.mark.integration
 def test_a_declared_filter_appears_as_a_query_parameter_and_an_sql_condition(
         with_a_new_field: dict[str, Any]) -> None:
     assert "min_retries" in with_a_new_field["parameters"]
@@ -159,6 +167,8 @@ def test_time_fields_follow_one_vocabulary() -> None:
                 assert f.deprecated.endswith("_time"), (record.name, f.name)
 
 
+# a fresh interpreter holds the changed declaration: a subprocess, so not the unit tier
+@pytest.mark.integration
 def test_the_deprecated_alias_is_marked_in_openapi_and_still_served(
         with_a_new_field: dict[str, Any]) -> None:
     from trajhub.service.api.records import answer

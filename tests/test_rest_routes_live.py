@@ -63,7 +63,7 @@ def _run(agent: str, tool: str, model: str) -> tuple[str, str, list[Any]]:
 
 def _otlp_json(spans: list[Any]) -> bytes:
     doc = json_format.MessageToDict(request(spans))
-    # OTLP/JSON carries ids as hex, not protobuf JSON's base64 (spec/otlp.md)
+    # OTLP/JSON carries ids as hex, not protobuf JSON's base64 (docs/otlp.md)
     for rs in doc["resourceSpans"]:
         for ss in rs["scopeSpans"]:
             for s in ss["spans"]:

@@ -531,7 +531,7 @@ def inline_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 class RpcStatus(BaseModel):
     """A google.rpc.Status in OTLP/JSON: what an OTLP/HTTP export answers on failure
-    (spec/otlp.md A5), in protobuf for protobuf requests."""
+    (docs/otlp.md A5), in protobuf for protobuf requests."""
 
     model_config = example_config({"code": 3, "message": "body is not valid JSON"})
     code: int = Field(description="the gRPC status code (3 INVALID_ARGUMENT, 14 UNAVAILABLE, …)")
