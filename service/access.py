@@ -45,10 +45,11 @@ def record(transport: str, method: str, path: str, status: int | str, seconds: f
 
 def _project(scope: Scope) -> str | None:
     """The project a request names: the `project` query parameter, else a project header."""
-    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    query: dict[str, list[str]] = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     if query.get("project"):
         return query["project"][0]
-    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", ())}
+    headers: dict[str, str] = {k.decode("latin-1"): v.decode("latin-1")
+                               for k, v in scope.get("headers", ())}
     for name in PROJECT_HEADERS:
         if headers.get(name):
             return headers[name]

@@ -92,8 +92,8 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
         return JSONResponse({"detail": f"database unavailable: {exc}"}, status_code=503,
                             headers={"Retry-After": "2"})
 
-    for error in TRANSIENT_ERRORS:
-        app.add_exception_handler(error, _unreachable)  # type: ignore[arg-type]
+    for transient in TRANSIENT_ERRORS:
+        app.add_exception_handler(transient, _unreachable)
 
     async def _http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-import asyncpg
 import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
@@ -29,7 +28,7 @@ from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 from trajhub.service.stored_spans import to_model
 from trajhub.storage import derivation_store, trace_reads
 from trajhub.storage.attribute_keys import trace_attribute_keys
-from trajhub.storage.database import is_transient
+from trajhub.storage.database import Connection, RowMapping, is_transient
 from trajhub.storage.derivation_store import TraceWrite, TrajectoryWrite
 from trajhub.storage.pgtext import pg_text, pg_texts
 from trajhub.storage.span_writer import SpanWrite
@@ -59,7 +58,7 @@ def _written(record: Record, summary: object | None, given: Mapping[str, Any]
     return {c: _pg(v) for c, v in write_values(record, summary, given).items()}
 
 
-def trace_row(project: str, trace_id: str, rows: Sequence[Mapping[str, Any]],
+def trace_row(project: str, trace_id: str, rows: Sequence[RowMapping],
               last_received: datetime) -> TraceWrite:
     """The trace list's row, from the stored span columns (already fit for PostgreSQL), so a
     trace is listed even when its spans cannot be derived."""
@@ -114,7 +113,7 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
             "output_preview": preview(s.root_output)}))
 
 
-def derive_trace(project: str, trace_id: str, rows: Sequence[Mapping[str, Any]],
+def derive_trace(project: str, trace_id: str, rows: Sequence[RowMapping],
                  envelopes: Mapping[int, bytes], last_received: datetime, settle: timedelta,
                  parsed: Mapping[tuple[str, str, str], OtlpSpan] | None = None) -> Result:
     """Both rows of one trace from its span rows; never raises for bad spans (the trajectory
@@ -147,7 +146,7 @@ def whole_traces(rows: Iterable[SpanWrite]) -> dict[TraceKey, list[SpanWrite]]:
     return whole
 
 
-async def store_results(conn: asyncpg.Connection, results: Sequence[Result]) -> None:
+async def store_results(conn: Connection, results: Sequence[Result]) -> None:
     """Store every result at once (inside the caller's transaction); when the database refuses
     the batch for a reason that is not transient, store trace by trace, and record a trace the
     database refuses as failed. Transient faults propagate: the caller's round is retried."""
@@ -181,7 +180,7 @@ async def store_results(conn: asyncpg.Connection, results: Sequence[Result]) -> 
                       project, trace_id, exc)
 
 
-async def derive_round(conn: asyncpg.Connection, settle: timedelta, batch: int) -> int:
+async def derive_round(conn: Connection, settle: timedelta, batch: int) -> int:
     """Derive up to `batch` queued traces from their stored spans, in one transaction on
     `conn`; returns how many were claimed. The derivation workers' round, also run by idle
     ingest workers after a burst (service/ingest/pool.py, `drain`)."""
@@ -192,7 +191,7 @@ async def derive_round(conn: asyncpg.Connection, settle: timedelta, batch: int) 
         rows = await derivation_store.load_spans(conn, claimed)
         envelopes = await trace_reads.resources(
             conn, sorted({r["resource_id"] for r in rows if r["resource_id"] is not None}))
-        by_trace: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+        by_trace: dict[tuple[str, str], list[RowMapping]] = defaultdict(list)
         for r in rows:
             by_trace[(r["project"], r["trace_id"])].append(r)
         results = [derive_trace(c.project, c.trace_id, trace_rows, envelopes,

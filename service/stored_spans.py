@@ -20,6 +20,7 @@ from trajhub.normalizers import cozeloop_wire
 from trajhub.normalizers.model import AttributeValue, Span
 from trajhub.normalizers.sources import attributes, span_from_cozeloop, span_from_otlp
 from trajhub.service.ingest.decode import FORMAT_COZELOOP, FORMAT_OTLP, Batch
+from trajhub.storage.database import RowMapping
 
 _KIND_NAMES = ["unspecified", "internal", "server", "client", "producer", "consumer"]
 _STATUS_NAMES = ["unset", "ok", "error"]
@@ -34,7 +35,7 @@ def _envelope(envelopes: Mapping[int, bytes], resource_id: int | None) -> Resour
         return ResourceSpans()
 
 
-def otlp_span(row: Mapping[str, Any]) -> OtlpSpan:
+def otlp_span(row: RowMapping) -> OtlpSpan:
     """A stored OTLP span. Ingest only stores bytes that parse again (it holds OTLP/JSON to the
     parser's recursion limit); a row stored before that rule, whose bytes do not parse, comes
     back as the span its columns describe, with `trajhub.unreadable_body` set, rather than
@@ -53,7 +54,7 @@ def otlp_span(row: Mapping[str, Any]) -> OtlpSpan:
         return span
 
 
-def to_model(rows: Iterable[Mapping[str, Any]], envelopes: Mapping[int, bytes],
+def to_model(rows: Iterable[RowMapping], envelopes: Mapping[int, bytes],
              parsed: Mapping[tuple[str, str, str], OtlpSpan] | None = None) -> list[Span]:
     """Rows (with format, body, resource_id) → the normalizers' span model. `parsed`: OTLP
     spans the caller has already decoded, by (project, trace_id, span_id); their bodies are

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
+
+from trajhub.storage.database import RowMapping
 
 
 def _canonical(key: str, value: Any) -> str | None:
@@ -61,7 +63,7 @@ def _load(attributes: str | bytes) -> Any:
         return json.loads(attributes, parse_int=float)
 
 
-def trace_attribute_keys(spans: Iterable[Mapping[str, Any]]) -> list[int]:
+def trace_attribute_keys(spans: Iterable[RowMapping]) -> list[int]:
     """The sorted hash set of a trace: its spans' `attributes` (the stored JSONB text) pairs
     and their names."""
     names: set[str] = set()

@@ -10,11 +10,20 @@ the same way every time: callers log it and answer 500 / INTERNAL, and never ret
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
+from typing import Any, TypeAlias
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+
+#: What the storage functions take: a connection of the caller's own, or one the pool lent
+#: (`async with pool.acquire()` gives a proxy, which asyncpg does not type as a Connection).
+Connection: TypeAlias = asyncpg.Connection | PoolConnectionProxy
+#: A row as read: asyncpg's Record (a mapping that its stubs do not declare one) or a dict.
+RowMapping: TypeAlias = Mapping[str, Any] | asyncpg.Record
 
 #: Failures that say the database is unreachable, restarting or busy, not that a query is wrong.
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
     OSError,
     asyncio.TimeoutError,
     # asyncpg's client side after a connection died mid-operation (e.g. "cannot switch to

@@ -9,6 +9,7 @@ from typing import Any
 import asyncpg
 import orjson
 
+from trajhub.storage.database import Connection
 from trajhub.storage.rows import DatasetRow, ItemRow, ItemWithTrajectoryRow
 from trajhub.storage.sql import Params
 
@@ -34,7 +35,7 @@ class DuplicateName(Exception):
     """A set of that name exists in the project."""
 
 
-async def create_dataset(conn: asyncpg.Connection, project: str, name: str, description: str
+async def create_dataset(conn: Connection, project: str, name: str, description: str
                          ) -> DatasetRow:
     try:
         row = await conn.fetchrow(
@@ -48,13 +49,13 @@ async def create_dataset(conn: asyncpg.Connection, project: str, name: str, desc
     return found
 
 
-async def list_datasets(conn: asyncpg.Connection, project: str) -> list[DatasetRow]:
+async def list_datasets(conn: Connection, project: str) -> list[DatasetRow]:
     return DatasetRow.from_records(await conn.fetch(
         f"SELECT {DATASET_COLUMNS} FROM datasets d WHERE d.project = $1 ORDER BY d.name",
         project))
 
 
-async def get_dataset(conn: asyncpg.Connection, project: str, name: str
+async def get_dataset(conn: Connection, project: str, name: str
                       ) -> DatasetRow | None:
     row = await conn.fetchrow(
         f"SELECT {DATASET_COLUMNS} FROM datasets d WHERE d.project = $1 AND d.name = $2",
@@ -62,13 +63,13 @@ async def get_dataset(conn: asyncpg.Connection, project: str, name: str
     return DatasetRow.from_record(row) if row is not None else None
 
 
-async def dataset_id(conn: asyncpg.Connection, project: str, name: str) -> int | None:
+async def dataset_id(conn: Connection, project: str, name: str) -> int | None:
     value = await conn.fetchval(
         "SELECT id FROM datasets WHERE project = $1 AND name = $2", project, name)
     return int(value) if value is not None else None
 
 
-async def update_dataset(conn: asyncpg.Connection, project: str, name: str,
+async def update_dataset(conn: Connection, project: str, name: str,
                          new_name: str | None, description: str | None) -> bool:
     """Rename and/or re-describe; False if there is no such set. DuplicateName if taken."""
     try:
@@ -81,13 +82,13 @@ async def update_dataset(conn: asyncpg.Connection, project: str, name: str,
     return bool(status.endswith(" 1"))
 
 
-async def delete_dataset(conn: asyncpg.Connection, project: str, name: str) -> bool:
+async def delete_dataset(conn: Connection, project: str, name: str) -> bool:
     status = await conn.execute(
         "DELETE FROM datasets WHERE project = $1 AND name = $2", project, name)
     return bool(status.endswith(" 1"))
 
 
-async def insert_items(conn: asyncpg.Connection, dataset: int, items: Sequence[NewItem]
+async def insert_items(conn: Connection, dataset: int, items: Sequence[NewItem]
                        ) -> list[str]:
     """Insert in order; an item whose source trace is already in the set is skipped. Returns
     the ids of the items inserted (so len() is the added count)."""
@@ -106,7 +107,7 @@ async def insert_items(conn: asyncpg.Connection, dataset: int, items: Sequence[N
     return added
 
 
-async def source_trace_ids(conn: asyncpg.Connection, dataset: int, trace_ids: Sequence[str]
+async def source_trace_ids(conn: Connection, dataset: int, trace_ids: Sequence[str]
                            ) -> set[str]:
     """Which of these traces the set already holds."""
     rows = await conn.fetch(
@@ -115,7 +116,7 @@ async def source_trace_ids(conn: asyncpg.Connection, dataset: int, trace_ids: Se
     return {r["source_trace_id"] for r in rows}
 
 
-async def list_items(conn: asyncpg.Connection, dataset: int, after_seq: int, limit: int,
+async def list_items(conn: Connection, dataset: int, after_seq: int, limit: int,
                      with_trajectory: bool) -> list[ItemRow]:
     row_class: type[ItemRow] = ItemWithTrajectoryRow if with_trajectory else ItemRow
     return row_class.from_records(await conn.fetch(
@@ -124,7 +125,7 @@ async def list_items(conn: asyncpg.Connection, dataset: int, after_seq: int, lim
         dataset, after_seq, limit))
 
 
-async def get_item(conn: asyncpg.Connection, dataset: int, item_id: str
+async def get_item(conn: Connection, dataset: int, item_id: str
                    ) -> ItemWithTrajectoryRow | None:
     row = await conn.fetchrow(
         f"SELECT {ItemWithTrajectoryRow.columns()} FROM dataset_items "
@@ -132,7 +133,7 @@ async def get_item(conn: asyncpg.Connection, dataset: int, item_id: str
     return ItemWithTrajectoryRow.from_record(row) if row is not None else None
 
 
-async def update_item(conn: asyncpg.Connection, dataset: int, item_id: str,
+async def update_item(conn: Connection, dataset: int, item_id: str,
                       changes: dict[str, Any]) -> bool:
     """`changes` maps input / reference_output / expectations / metadata (JSON text) and tags
     (list) to their new values; absent keys are left alone."""
@@ -148,7 +149,7 @@ async def update_item(conn: asyncpg.Connection, dataset: int, item_id: str,
     return bool(status.endswith(" 1"))
 
 
-async def delete_item(conn: asyncpg.Connection, dataset: int, item_id: str) -> bool:
+async def delete_item(conn: Connection, dataset: int, item_id: str) -> bool:
     status = await conn.execute(
         "DELETE FROM dataset_items WHERE dataset_id = $1 AND id = $2", dataset, item_id)
     return bool(status.endswith(" 1"))

@@ -12,6 +12,7 @@ import asyncpg
 
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+from trajhub.storage.database import Connection
 from trajhub.storage.sql import Params
 from trajhub.storage.trace_reads import SPAN_FIELDS
 
@@ -26,7 +27,7 @@ class ClaimedTrace:
     last_received_at: datetime
 
 
-async def claim_changes(conn: asyncpg.Connection, limit: int) -> list[ClaimedTrace]:
+async def claim_changes(conn: Connection, limit: int) -> list[ClaimedTrace]:
     """Take up to `limit` change rows (inside the caller's transaction: on rollback they are
     back) and lock each trace for this transaction; traces another worker is deriving right now
     are left queued for later."""
@@ -53,7 +54,7 @@ async def claim_changes(conn: asyncpg.Connection, limit: int) -> list[ClaimedTra
             for r in rows if r["locked"]]
 
 
-async def claim_whole(conn: asyncpg.Connection, span_counts: Mapping[tuple[str, str], int]
+async def claim_whole(conn: Connection, span_counts: Mapping[tuple[str, str], int]
                       ) -> list[tuple[str, str]]:
     """For the ingest worker, in the transaction that just stored a request's spans: which of
     the traces it carried whole (with `span_counts` spans each) it may derive now. It locks
@@ -79,7 +80,7 @@ async def claim_whole(conn: asyncpg.Connection, span_counts: Mapping[tuple[str, 
             if r["spans"] == span_counts[(r["project"], r["trace_id"])]]
 
 
-async def load_spans(conn: asyncpg.Connection, traces: Sequence[ClaimedTrace]
+async def load_spans(conn: Connection, traces: Sequence[ClaimedTrace]
                      ) -> list[asyncpg.Record]:
     return await conn.fetch(
         f"""SELECT s.project, {SPAN_FIELDS}, s.attributes FROM spans s
@@ -189,7 +190,7 @@ _UPSERT_TRAJECTORY = (
     "SET settle_at = EXCLUDED.settle_at, root_ended = EXCLUDED.root_ended")
 
 
-async def store(conn: asyncpg.Connection, traces: Sequence[TraceWrite],
+async def store(conn: Connection, traces: Sequence[TraceWrite],
                 trajectories: Sequence[TrajectoryWrite]) -> None:
     if traces:
         await conn.executemany(_UPSERT_TRACE, [_trace_args(t) for t in traces])
@@ -198,7 +199,7 @@ async def store(conn: asyncpg.Connection, traces: Sequence[TraceWrite],
                                [trajectory_args(_searched(t)) for t in trajectories])
 
 
-async def finalize_settled(conn: asyncpg.Connection, max_open_seconds: float) -> int:
+async def finalize_settled(conn: Connection, max_open_seconds: float) -> int:
     """Open trajectories whose root has ended and whose settle time has passed become final;
     so does one left open (root never ended) for `max_open_seconds` past settling. A trace with
     queued changes waits: it is about to be re-derived."""
@@ -226,7 +227,7 @@ async def finalize_settled(conn: asyncpg.Connection, max_open_seconds: float) ->
     return int(result.split()[-1])
 
 
-async def queue_rederive(conn: asyncpg.Connection, project: str | None, since_ns: int | None,
+async def queue_rederive(conn: Connection, project: str | None, since_ns: int | None,
                          outdated_version: str | None) -> int:
     """Queue stored traces for re-derivation from their raw spans: those of `project` (all when
     None) starting at or after `since_ns`, or only those built by another normalizer version."""

@@ -68,13 +68,12 @@ class EmbeddedPostgres:
 
     def _start(self) -> Any:
         ensure_runtime_dir()
-        import pgserver  # imported here: only the embedded mode needs it
-        from pgserver.postgres_server import PostgresServer
+        from pgserver.postgres_server import PostgresServer, get_server
 
         logging.getLogger("pgserver").setLevel(logging.WARNING)
         with PostgresServer._lock:
             self._prune_stale_handles()
-        return pgserver.get_server(self.pgdata, cleanup_mode="stop")
+        return get_server(self.pgdata, cleanup_mode="stop")
 
     def _prune_stale_handles(self) -> None:
         """Drop the processes that died without closing their handle from pgserver's list."""

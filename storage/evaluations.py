@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import asyncpg
-
+from trajhub.storage.database import Connection
 from trajhub.storage.rows import (
     AggregateRow,
     EvaluationRow,
@@ -35,12 +34,12 @@ class ResultRow(Row):
     explanation: str | None
 
 
-async def item_count(conn: asyncpg.Connection, dataset: int) -> int:
+async def item_count(conn: Connection, dataset: int) -> int:
     return int(await conn.fetchval(
         "SELECT count(*) FROM dataset_items WHERE dataset_id = $1", dataset))
 
 
-async def create_evaluation(conn: asyncpg.Connection, project: str, dataset: int,
+async def create_evaluation(conn: Connection, project: str, dataset: int,
                             dataset_name: str, target: str, run_name: str | None,
                             evaluators_json: str, item_count: int) -> int:
     value = await conn.fetchval(
@@ -51,7 +50,7 @@ async def create_evaluation(conn: asyncpg.Connection, project: str, dataset: int
     return int(value)
 
 
-async def record_results(conn: asyncpg.Connection, evaluation: int, rows: Sequence[ResultRow]
+async def record_results(conn: Connection, evaluation: int, rows: Sequence[ResultRow]
                          ) -> None:
     """Store one item's results and count the item as done, atomically."""
     async with conn.transaction():
@@ -67,13 +66,13 @@ async def record_results(conn: asyncpg.Connection, evaluation: int, rows: Sequen
             "WHERE id = $1", evaluation)
 
 
-async def finish(conn: asyncpg.Connection, evaluation: int, error: str | None) -> None:
+async def finish(conn: Connection, evaluation: int, error: str | None) -> None:
     await conn.execute(
         "UPDATE evaluations SET status = $2, error = $3, finished_at = now() WHERE id = $1",
         evaluation, "failed" if error else "done", error)
 
 
-async def fail_abandoned(conn: asyncpg.Connection, idle_seconds: float) -> int:
+async def fail_abandoned(conn: Connection, idle_seconds: float) -> int:
     """Mark failed the `running` evaluations with no progress for `idle_seconds`: the server
     running them died (a clean shutdown records its own interruption)."""
     result = await conn.execute(
@@ -84,7 +83,7 @@ async def fail_abandoned(conn: asyncpg.Connection, idle_seconds: float) -> int:
     return int(result.split()[-1])
 
 
-async def list_evaluations(conn: asyncpg.Connection, project: str, dataset_name: str | None,
+async def list_evaluations(conn: Connection, project: str, dataset_name: str | None,
                            before_id: int | None, limit: int) -> list[EvaluationRow]:
     return EvaluationRow.from_records(await conn.fetch(
         f"SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE project = $1 "
@@ -92,7 +91,7 @@ async def list_evaluations(conn: asyncpg.Connection, project: str, dataset_name:
         "ORDER BY id DESC LIMIT $4", project, dataset_name, before_id, limit))
 
 
-async def get_evaluation(conn: asyncpg.Connection, project: str, evaluation: int
+async def get_evaluation(conn: Connection, project: str, evaluation: int
                          ) -> EvaluationRow | None:
     row = await conn.fetchrow(
         f"SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE project = $1 AND id = $2",
@@ -100,7 +99,7 @@ async def get_evaluation(conn: asyncpg.Connection, project: str, evaluation: int
     return EvaluationRow.from_record(row) if row is not None else None
 
 
-async def aggregates(conn: asyncpg.Connection, evaluation: int) -> list[AggregateRow]:
+async def aggregates(conn: Connection, evaluation: int) -> list[AggregateRow]:
     """Per evaluator: results, passes, errors and the mean score of the verdicts. The pass rate
     counts errors as not passed: an item the evaluator could not judge did not pass."""
     return AggregateRow.from_records(await conn.fetch(
@@ -109,7 +108,7 @@ async def aggregates(conn: asyncpg.Connection, evaluation: int) -> list[Aggregat
             GROUP BY evaluator ORDER BY evaluator""", evaluation))
 
 
-async def results(conn: asyncpg.Connection, evaluation: int, failed_only: bool,
+async def results(conn: Connection, evaluation: int, failed_only: bool,
                   after: tuple[int, str] | None, limit: int) -> list[ResultRow]:
     """Results ordered by item (set order), then evaluator; `after` is the (seq, evaluator) of
     the previous page's last row."""
@@ -123,7 +122,7 @@ async def results(conn: asyncpg.Connection, evaluation: int, failed_only: bool,
         evaluation, failed_only, seq, evaluator, limit))
 
 
-async def item_outcomes(conn: asyncpg.Connection, evaluation: int) -> ItemOutcomesRow:
+async def item_outcomes(conn: Connection, evaluation: int) -> ItemOutcomesRow:
     """Items judged so far: passed every evaluator, failed one, or hit an error."""
     row = await conn.fetchrow(
         f"""SELECT {ItemOutcomesRow.columns()}
@@ -135,7 +134,7 @@ async def item_outcomes(conn: asyncpg.Connection, evaluation: int) -> ItemOutcom
     return ItemOutcomesRow.from_record(row)
 
 
-async def live_traces(conn: asyncpg.Connection, project: str, run_name: str,
+async def live_traces(conn: Connection, project: str, run_name: str,
                       item_ids: Sequence[str]) -> dict[str, str]:
     """item id → trace id of the run's trace for that item: the trace whose root span carries
     `trajhub.run` = run_name and `trajhub.dataset_item_id` = the item id. When an item ran more
@@ -152,7 +151,7 @@ async def live_traces(conn: asyncpg.Connection, project: str, run_name: str,
     return {r["item_id"]: r["trace_id"] for r in rows}
 
 
-async def items_for_run(conn: asyncpg.Connection, dataset: int, after_seq: int, limit: int
+async def items_for_run(conn: Connection, dataset: int, after_seq: int, limit: int
                         ) -> list[RunItemRow]:
     """A page of a set's items with what evaluators need (the snapshot included), in set
     order; paged so a large set is never held in memory at once."""
@@ -162,7 +161,7 @@ async def items_for_run(conn: asyncpg.Connection, dataset: int, after_seq: int, 
         dataset, after_seq, limit))
 
 
-async def trajectories_of(conn: asyncpg.Connection, project: str, trace_ids: Sequence[str]
+async def trajectories_of(conn: Connection, project: str, trace_ids: Sequence[str]
                           ) -> dict[str, TargetTrajectoryRow]:
     """trace id → (status, document text) of the traces' trajectories."""
     rows = await conn.fetch(

@@ -15,8 +15,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
-import asyncpg
-
+from trajhub.storage.database import Connection
 from trajhub.storage.rows import Row
 
 PREFIX = "thk_"
@@ -53,7 +52,7 @@ def new_key() -> tuple[str, str]:
     return key_id, f"{PREFIX}{key_id}_{secrets.token_urlsafe(32)}"
 
 
-async def create(conn: asyncpg.Connection, project: str, scope: str, name: str = ""
+async def create(conn: Connection, project: str, scope: str, name: str = ""
                  ) -> tuple[KeyRow, str]:
     """Store a new key; returns its row and the key itself (never stored, shown once)."""
     while True:
@@ -66,14 +65,14 @@ async def create(conn: asyncpg.Connection, project: str, scope: str, name: str =
             return KeyRow.from_record(record), key
 
 
-async def list_keys(conn: asyncpg.Connection, project: str | None) -> list[KeyRow]:
+async def list_keys(conn: Connection, project: str | None) -> list[KeyRow]:
     """The keys of `project` (of every project when None), oldest first, revoked ones too."""
     return KeyRow.from_records(await conn.fetch(
         f"SELECT {KeyRow.columns()} FROM api_keys WHERE $1::text IS NULL OR project = $1 "
         "ORDER BY created_at, key_id", project))
 
 
-async def revoke(conn: asyncpg.Connection, key_id: str, project: str | None) -> KeyRow | None:
+async def revoke(conn: Connection, key_id: str, project: str | None) -> KeyRow | None:
     """Revoke the key (of `project`, when given); None when there is no such key. Revoking a
     revoked key keeps its first revocation time."""
     record = await conn.fetchrow(
@@ -83,7 +82,7 @@ async def revoke(conn: asyncpg.Connection, key_id: str, project: str | None) -> 
     return KeyRow.from_record(record) if record is not None else None
 
 
-async def find(conn: asyncpg.Connection, key: str) -> KeyRow | None:
+async def find(conn: Connection, key: str) -> KeyRow | None:
     """The row of the key presented, revoked or not; None for a key that was never issued."""
     key_id = key_id_of(key)
     if key_id is None:

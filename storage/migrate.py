@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from importlib import resources
 
-import asyncpg
+from trajhub.storage.database import Connection
 
 log = logging.getLogger("trajhub.migrate")
 
@@ -30,7 +30,7 @@ def migration_files() -> list[tuple[int, str, str]]:
     return found
 
 
-async def migrate(conn: asyncpg.Connection, before: int | None = None) -> list[str]:
+async def migrate(conn: Connection, before: int | None = None) -> list[str]:
     """Apply pending migrations (only those numbered below `before`, when given: tests and
     benchmarks build a store as an earlier version left it); returns the names applied."""
     applied: list[str] = []

@@ -8,6 +8,7 @@ from typing import Any
 
 import asyncpg
 
+from trajhub.storage.database import Connection
 from trajhub.storage.sql import in_trace_partition
 from trajhub.storage.stored_documents import DOCUMENT, unpack
 from trajhub.storage.trace_reads import SPAN_FIELDS
@@ -20,7 +21,7 @@ def _with_document(record: asyncpg.Record) -> dict[str, Any]:
     return row
 
 
-async def trajectory_with_spans(conn: asyncpg.Connection, project: str, trace_id: str
+async def trajectory_with_spans(conn: Connection, project: str, trace_id: str
                                 ) -> tuple[Mapping[str, Any] | None, list[asyncpg.Record],
                                            dict[int, bytes]]:
     """The trajectory row, its trace's span rows and their resource envelopes, read in one
@@ -43,14 +44,14 @@ async def trajectory_with_spans(conn: asyncpg.Connection, project: str, trace_id
     return row, spans, {r["id"]: r["body"] for r in envelopes}
 
 
-async def evaluation(conn: asyncpg.Connection, project: str, evaluation_id: int
+async def evaluation(conn: Connection, project: str, evaluation_id: int
                      ) -> asyncpg.Record | None:
     return await conn.fetchrow(
         "SELECT id, dataset_id, dataset_name, run_name, status FROM evaluations "
         "WHERE project = $1 AND id = $2", project, evaluation_id)
 
 
-async def latest_evaluation_of_run(conn: asyncpg.Connection, project: str, dataset_name: str,
+async def latest_evaluation_of_run(conn: Connection, project: str, dataset_name: str,
                                    run_name: str) -> int | None:
     """The newest finished evaluation of a live run over a set, if any."""
     value = await conn.fetchval(
@@ -59,7 +60,7 @@ async def latest_evaluation_of_run(conn: asyncpg.Connection, project: str, datas
     return int(value) if value is not None else None
 
 
-async def evaluation_results(conn: asyncpg.Connection, evaluation_id: int
+async def evaluation_results(conn: Connection, evaluation_id: int
                              ) -> list[asyncpg.Record]:
     return await conn.fetch(
         "SELECT item_id, seq, evaluator, trace_id, score, passed, error "
@@ -67,7 +68,7 @@ async def evaluation_results(conn: asyncpg.Connection, evaluation_id: int
         evaluation_id)
 
 
-async def dataset_items(conn: asyncpg.Connection, project: str, dataset_name: str
+async def dataset_items(conn: Connection, project: str, dataset_name: str
                         ) -> list[asyncpg.Record] | None:
     """(id, seq) of every item of a set, in set order; None when there is no such set."""
     dataset = await conn.fetchval(
@@ -78,7 +79,7 @@ async def dataset_items(conn: asyncpg.Connection, project: str, dataset_name: st
         "SELECT id, seq FROM dataset_items WHERE dataset_id = $1 ORDER BY seq", dataset)
 
 
-async def documents(conn: asyncpg.Connection, project: str, trace_ids: Sequence[str]
+async def documents(conn: Connection, project: str, trace_ids: Sequence[str]
                     ) -> dict[str, Mapping[str, Any]]:
     rows = await conn.fetch(
         f"SELECT trace_id, status, revision, {DOCUMENT} AS document, derivation_error, "

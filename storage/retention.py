@@ -31,6 +31,8 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
+from trajhub.storage.database import Connection
+
 #: traces deleted per transaction: short transactions keep ingest and the workers moving
 BATCH = 500
 
@@ -99,7 +101,7 @@ SELECT project FROM p WHERE project IS NOT NULL
 """
 
 
-async def expire_batch(conn: asyncpg.Connection, project: str, cutoff: datetime,
+async def expire_batch(conn: Connection, project: str, cutoff: datetime,
                        limit: int = BATCH) -> int:
     """Delete up to `limit` of the project's traces last received before `cutoff`; returns how
     many."""
@@ -117,7 +119,7 @@ async def expire_batch(conn: asyncpg.Connection, project: str, cutoff: datetime,
     return len(rows)
 
 
-async def projects(conn: asyncpg.Connection) -> list[str]:
+async def projects(conn: Connection) -> list[str]:
     """Every project that holds a trace (its key is written with its first span)."""
     return [r["project"] for r in await conn.fetch(_PROJECTS.format(table="trace_keys"))]
 
@@ -134,19 +136,19 @@ class TimePartition:
         return f"{table}_p{self.lower.astimezone(UTC):%Y%m%d_%H%M%S}"
 
 
-async def ensure_partitions(conn: asyncpg.Connection, width: timedelta, ahead: int) -> int:
+async def ensure_partitions(conn: Connection, width: timedelta, ahead: int) -> int:
     """Create the partitions from now to `ahead` widths ahead that do not exist yet; returns
     how many time ranges it created."""
     async with conn.transaction():
         return int(await conn.fetchval("SELECT trajhub_ensure_partitions($1, $2)", width, ahead))
 
 
-async def partitions(conn: asyncpg.Connection) -> list[TimePartition]:
+async def partitions(conn: Connection) -> list[TimePartition]:
     return [TimePartition(r["lower"], r["upper"]) for r in await conn.fetch(
         "SELECT lower, upper FROM time_partitions ORDER BY lower")]
 
 
-async def _partition_projects(conn: asyncpg.Connection, part: TimePartition) -> set[str]:
+async def _partition_projects(conn: Connection, part: TimePartition) -> set[str]:
     found: set[str] = set()
     for table in ("spans", "traces", "trajectories"):
         if await conn.fetchval("SELECT to_regclass($1)", part.name(table)) is None:
@@ -156,7 +158,7 @@ async def _partition_projects(conn: asyncpg.Connection, part: TimePartition) -> 
     return found
 
 
-async def partition_expired(conn: asyncpg.Connection, part: TimePartition,
+async def partition_expired(conn: Connection, part: TimePartition,
                             days_of: Callable[[str], float], now: datetime) -> bool:
     """True when every trace in the partition has expired under its project's retention
     (`days_of(project)`, 0 = forever) and none waits for derivation."""
@@ -187,7 +189,7 @@ class _Kept(Exception):
     """The partition gained a live trace while its keys were being taken."""
 
 
-async def drop_partition(conn: asyncpg.Connection, part: TimePartition,
+async def drop_partition(conn: Connection, part: TimePartition,
                          days_of: Callable[[str], float], now: datetime) -> bool:
     """Drop the partition in every partitioned table if it has expired; True when it did."""
     try:
@@ -222,7 +224,7 @@ async def drop_partition(conn: asyncpg.Connection, part: TimePartition,
     return True
 
 
-async def drop_expired_partitions(conn: asyncpg.Connection, days_of: Callable[[str], float],
+async def drop_expired_partitions(conn: Connection, days_of: Callable[[str], float],
                                   shortest_days: float, now: datetime) -> list[TimePartition]:
     """Drop every partition that has expired; `shortest_days` is the shortest retention of any
     project (no partition ending later than that ago can have expired)."""
@@ -241,24 +243,24 @@ async def drop_expired_partitions(conn: asyncpg.Connection, days_of: Callable[[s
     return dropped
 
 
-async def overrides(conn: asyncpg.Connection) -> dict[str, float]:
+async def overrides(conn: Connection) -> dict[str, float]:
     rows = await conn.fetch("SELECT project, days FROM project_retention")
     return {r["project"]: float(r["days"]) for r in rows}
 
 
-async def get_override(conn: asyncpg.Connection, project: str) -> float | None:
+async def get_override(conn: Connection, project: str) -> float | None:
     days = await conn.fetchval("SELECT days FROM project_retention WHERE project = $1", project)
     return None if days is None else float(days)
 
 
-async def set_override(conn: asyncpg.Connection, project: str, days: float) -> None:
+async def set_override(conn: Connection, project: str, days: float) -> None:
     await conn.execute(
         "INSERT INTO project_retention (project, days) VALUES ($1, $2) "
         "ON CONFLICT (project) DO UPDATE SET days = EXCLUDED.days, updated_at = now()",
         project, days)
 
 
-async def clear_override(conn: asyncpg.Connection, project: str) -> bool:
+async def clear_override(conn: Connection, project: str) -> bool:
     status = await conn.execute("DELETE FROM project_retention WHERE project = $1", project)
     return bool(status.endswith(" 1"))
 

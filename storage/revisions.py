@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncpg
 
+from trajhub.storage.database import Connection
 from trajhub.storage.sql import in_trace_partition
 
 
-async def revisions(conn: asyncpg.Connection, project: str, trace_id: str
+async def revisions(conn: Connection, project: str, trace_id: str
                     ) -> list[asyncpg.Record]:
     """Newest first; empty when the project has no trajectory for the trace."""
     return await conn.fetch(

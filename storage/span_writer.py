@@ -24,6 +24,8 @@ from typing import NamedTuple
 
 import asyncpg
 
+from trajhub.storage.database import Connection
+
 
 class SpanWrite(NamedTuple):
     """One row of `spans`, as ingest writes it. A NamedTuple: frozen, its fields are the column
@@ -91,13 +93,13 @@ ON CONFLICT (id) DO NOTHING
 """
 
 
-async def prepare(conn: asyncpg.Connection) -> None:
+async def prepare(conn: Connection) -> None:
     """Run once per connection before `write_spans`."""
     await conn.execute(_CREATE_STAGE)
 
 
 async def write_spans(
-    conn: asyncpg.Connection,
+    conn: Connection,
     rows: Collection[SpanWrite],
     resources: Mapping[int, bytes],
 ) -> bool:
@@ -119,7 +121,7 @@ async def write_spans(
     return True
 
 
-async def trace_partitions(conn: asyncpg.Connection, traces: Collection[tuple[str, str]]
+async def trace_partitions(conn: Connection, traces: Collection[tuple[str, str]]
                            ) -> dict[tuple[str, str], datetime]:
     """The partition key (`first_seen`) of each trace, recorded now for the new ones; the key
     rows stay locked until the caller's transaction ends."""
@@ -128,7 +130,7 @@ async def trace_partitions(conn: asyncpg.Connection, traces: Collection[tuple[st
     return {(r["project"], r["trace_id"]): r["first_seen"] for r in rows}
 
 
-async def queue_changes(conn: asyncpg.Connection, traces: Collection[tuple[str, str]]) -> None:
+async def queue_changes(conn: Connection, traces: Collection[tuple[str, str]]) -> None:
     """Queue (project, trace_id) pairs for the derivation worker."""
     if traces:
         await conn.copy_records_to_table("trace_changes", records=sorted(traces),

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import asyncpg
-
 from trajhub.storage import attribute_keys
+from trajhub.storage.database import Connection
 from trajhub.storage.rows import ProjectRow, SpanRow, TraceSummaryRow
 from trajhub.storage.sql import Params, in_trace_partition
 
@@ -15,7 +14,7 @@ from trajhub.storage.sql import Params, in_trace_partition
 SPAN_FIELDS = SpanRow.columns("s")
 
 
-async def trace_spans(conn: asyncpg.Connection, project: str, trace_id: str
+async def trace_spans(conn: Connection, project: str, trace_id: str
                       ) -> list[SpanRow]:
     return SpanRow.from_records(await conn.fetch(
         f"SELECT {SPAN_FIELDS} FROM spans s WHERE s.project = $1 AND s.trace_id = $2 "
@@ -24,7 +23,7 @@ async def trace_spans(conn: asyncpg.Connection, project: str, trace_id: str
         project, trace_id))
 
 
-async def span(conn: asyncpg.Connection, project: str, trace_id: str, span_id: str
+async def span(conn: Connection, project: str, trace_id: str, span_id: str
                ) -> SpanRow | None:
     row = await conn.fetchrow(
         f"SELECT {SPAN_FIELDS} FROM spans s "
@@ -34,7 +33,7 @@ async def span(conn: asyncpg.Connection, project: str, trace_id: str, span_id: s
     return SpanRow.from_record(row) if row is not None else None
 
 
-async def resources(conn: asyncpg.Connection, ids: Sequence[int]) -> dict[int, bytes]:
+async def resources(conn: Connection, ids: Sequence[int]) -> dict[int, bytes]:
     rows = await conn.fetch("SELECT id, body FROM resources WHERE id = ANY($1::bigint[])",
                             list(ids))
     return {r["id"]: r["body"] for r in rows}
@@ -66,7 +65,7 @@ def _has_span(condition: str) -> str:
             f"AND s.trace_id = t.trace_id AND ({condition}) LIMIT 1) IS NOT NULL")
 
 
-async def list_traces(conn: asyncpg.Connection, project: str, f: TraceFilter
+async def list_traces(conn: Connection, project: str, f: TraceFilter
                       ) -> list[TraceSummaryRow]:
     """Newest first; keyset pagination on (start_ns, trace_id)."""
     arg = Params(project)
@@ -104,7 +103,7 @@ async def list_traces(conn: asyncpg.Connection, project: str, f: TraceFilter
     return TraceSummaryRow.from_records(await conn.fetch(sql, *arg.values))
 
 
-async def projects(conn: asyncpg.Connection, only: str | None = None) -> list[ProjectRow]:
+async def projects(conn: Connection, only: str | None = None) -> list[ProjectRow]:
     """Every project that holds a trace (or just `only`), by name. One pass over the `traces`
     table (a row per trace, with its span count), never over the spans."""
     return ProjectRow.from_records(await conn.fetch(

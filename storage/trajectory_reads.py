@@ -6,10 +6,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import asyncpg
-
 from trajhub.records import Filter
 from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SORTS
+from trajhub.storage.database import Connection
 from trajhub.storage.rows import (
     ExplanationRow,
     TrajectoryDocumentRow,
@@ -106,7 +105,7 @@ def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params]:
     return where, arg
 
 
-async def list_trajectories(conn: asyncpg.Connection, project: str, f: TrajectoryFilter
+async def list_trajectories(conn: Connection, project: str, f: TrajectoryFilter
                             ) -> list[TrajectorySummaryRow]:
     where, arg = _where(project, f)
     order = "DESC" if f.descending else "ASC"
@@ -117,7 +116,7 @@ async def list_trajectories(conn: asyncpg.Connection, project: str, f: Trajector
     return TrajectorySummaryRow.from_records(await conn.fetch(sql, *arg.values))
 
 
-async def count_trajectories(conn: asyncpg.Connection, project: str, f: TrajectoryFilter
+async def count_trajectories(conn: Connection, project: str, f: TrajectoryFilter
                              ) -> int:
     """How many trajectories match the filter (the cursor and limit aside)."""
     where, arg = _where(project, replace(f, cursor=None))
@@ -125,7 +124,7 @@ async def count_trajectories(conn: asyncpg.Connection, project: str, f: Trajecto
         f"SELECT count(*) FROM trajectories WHERE {' AND '.join(where)}", *arg.values))
 
 
-async def trajectory_documents(conn: asyncpg.Connection, project: str, f: TrajectoryFilter
+async def trajectory_documents(conn: Connection, project: str, f: TrajectoryFilter
                                ) -> list[TrajectoryDocumentRow]:
     """Like list_trajectories, with the documents (for filling evaluation sets)."""
     where, arg = _where(project, f)
@@ -135,7 +134,7 @@ async def trajectory_documents(conn: asyncpg.Connection, project: str, f: Trajec
     return TrajectoryDocumentRow.from_records(await conn.fetch(sql, *arg.values))
 
 
-async def trajectory(conn: asyncpg.Connection, project: str, trace_id: str
+async def trajectory(conn: Connection, project: str, trace_id: str
                      ) -> TrajectoryRow | None:
     row = await conn.fetchrow(
         f"SELECT {TrajectoryRow.columns()} FROM trajectories "
@@ -143,7 +142,7 @@ async def trajectory(conn: asyncpg.Connection, project: str, trace_id: str
     return TrajectoryRow.from_record(row) if row is not None else None
 
 
-async def explanation(conn: asyncpg.Connection, project: str, trace_id: str
+async def explanation(conn: Connection, project: str, trace_id: str
                       ) -> ExplanationRow | None:
     row = await conn.fetchrow(
         f"SELECT {ExplanationRow.columns()} FROM trajectories "

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import asyncpg
 import orjson
 
 from trajhub.evaluators import expectations_from_trajectory
 from trajhub.normalizers.item_fields import item_fields
 from trajhub.service.api.filters import TrajectoryQuery
 from trajhub.storage import datasets, trajectory_reads
+from trajhub.storage.database import Connection
 
 _PAGE = 500
 
@@ -78,7 +78,7 @@ def item_from_trajectory(trace_id: str, document: str, tags: Sequence[str],
     )
 
 
-async def _candidates_by_query(conn: asyncpg.Connection, project: str,
+async def _candidates_by_query(conn: Connection, project: str,
                                f: trajectory_reads.TrajectoryFilter
                                ) -> typing.AsyncIterator[str]:
     page = dataclasses.replace(f, limit=_PAGE)
@@ -91,7 +91,7 @@ async def _candidates_by_query(conn: asyncpg.Connection, project: str,
         page = dataclasses.replace(page, cursor=(rows[-1].sort_value, rows[-1].trace_id))
 
 
-async def _candidates_by_id(conn: asyncpg.Connection, project: str, trace_ids: Sequence[str],
+async def _candidates_by_id(conn: Connection, project: str, trace_ids: Sequence[str],
                             outcome: FillTally) -> typing.AsyncIterator[str]:
     wanted = list(dict.fromkeys(t.lower() for t in trace_ids))
     rows = await trajectory_reads.list_trajectories(
@@ -106,7 +106,7 @@ async def _candidates_by_id(conn: asyncpg.Connection, project: str, trace_ids: S
             yield trace_id
 
 
-async def fill(conn: asyncpg.Connection, project: str, dataset: int, *,
+async def fill(conn: Connection, project: str, dataset: int, *,
                trace_ids: Sequence[str] | None, f: trajectory_reads.TrajectoryFilter | None,
                sample_rate: float, limit: int, tags: Sequence[str],
                input_pointer: str | None = None, output_pointer: str | None = None

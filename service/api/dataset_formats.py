@@ -39,7 +39,7 @@ def _loads(text: str | None) -> Any:
 
 
 def _iso(ts: Any) -> str:
-    return ts.isoformat().replace("+00:00", "Z")
+    return str(ts.isoformat()).replace("+00:00", "Z")
 
 
 def item_json(row: Mapping[str, Any], dataset: str) -> dict[str, Any]:

@@ -194,7 +194,7 @@ async def get_results(
     after = decode_cursor(cursor, (int, str))
     async with rt.db.acquire() as conn:
         rows = await evaluations.results(conn, evaluation_id, failed,
-                                         after,  # type: ignore[arg-type]
+                                         after,
                                          limit)
     next_cursor = (encode_cursor(rows[-1].seq, rows[-1].evaluator)
                    if len(rows) == limit else None)

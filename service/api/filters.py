@@ -71,5 +71,5 @@ class TrajectoryListQuery(TrajectoryQuery):
     def list_filter(self) -> trajectory_reads.TrajectoryFilter:
         # the sort value is an integer for every sort (start ns, ms, tokens, steps)
         return self.to_filter(sort=self.sort, descending=self.order == "desc",
-                              cursor=decode_cursor(self.cursor, (int, str)),  # type: ignore[arg-type]
+                              cursor=decode_cursor(self.cursor, (int, str)),
                               limit=self.limit)

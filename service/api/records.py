@@ -49,7 +49,7 @@ def response_model(record: Record, config: ConfigDict | None = None) -> type[Bas
     if record in _MODELS:
         return _MODELS[record]
     fields: dict[str, Any] = {f.name: (_annotation(f), _field_info(f)) for f in record.served}
-    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    model: type[BaseModel] = create_model(
         record.name, __config__=config, __doc__=record.description, **fields)
     _MODELS[record] = model
     return model
@@ -86,7 +86,7 @@ def query_model(filter_: Filter, base: type[BaseModel]) -> type[BaseModel]:
         p.name: (_param_annotation(p) | None,
                  PydanticField(None, description=p.description or None))
         for p in filter_.params}
-    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    model: type[BaseModel] = create_model(
         filter_.name, __base__=base, __doc__=filter_.description, __module__=base.__module__,
         **fields)
     return model

@@ -84,7 +84,7 @@ async def list_traces(
         span_name=span_name, has_error=has_error,
         min_duration_ns=None if min_duration_ms is None else int(min_duration_ms * 1e6),
         attributes=attribute_filters(attribute),
-        cursor=decode_cursor(cursor, (int, str)),  # type: ignore[arg-type]
+        cursor=decode_cursor(cursor, (int, str)),
         limit=limit)
     async with rt.db.acquire() as conn:
         rows = await trace_reads.list_traces(conn, project, f)

@@ -162,8 +162,10 @@ def _evaluator(raw: str) -> Any:
 
 def _wait(hub: TrajhubClient, evaluation: Evaluation, timeout: float) -> Evaluation:
     with tqdm(total=evaluation.item_count, unit="item", desc="evaluating", disable=None) as bar:
-        return hub.wait_evaluation(evaluation.id, timeout=timeout,
-                                   progress=lambda run: bar.update(run.done_items - bar.n))
+        def progress(run: Evaluation) -> None:
+            bar.update(run.done_items - bar.n)
+
+        return hub.wait_evaluation(evaluation.id, timeout=timeout, progress=progress)
 
 
 def format_summary(run: Evaluation) -> str:

@@ -32,7 +32,7 @@ def _metadata_project(metadata: dict[str, str]) -> str | None:
 
 
 def trace_service(pool: IngestPool, max_bytes: int, gate: IngestGate) -> grpc.GenericRpcHandler:
-    async def export(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    async def export(request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
         started = time.perf_counter()
         metadata = {key: value for key, value in context.invocation_metadata() or ()
                     if isinstance(value, str)}

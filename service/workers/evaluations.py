@@ -28,6 +28,7 @@ from trajhub.evaluators import (
 from trajhub.service.config import Settings
 from trajhub.service.workers.judge_client import JudgeClient, JudgeConnection, resolve
 from trajhub.storage import evaluations
+from trajhub.storage.database import Connection
 
 log = logging.getLogger("trajhub.evaluations")
 
@@ -136,7 +137,7 @@ async def _run(pool: asyncpg.Pool, settings: Settings, project: str, evaluation:
             log.warning("could not record the end of evaluation %s", evaluation)
 
 
-async def _evaluate_and_record(pool: asyncpg.Pool, evaluation: int, item: asyncpg.Record,
+async def _evaluate_and_record(pool: asyncpg.Pool, evaluation: int, item: Mapping[str, Any],
                                doc: _Doc, runs: Sequence[EvaluatorRun], judge: JudgeClient | None,
                                limit: asyncio.Semaphore) -> None:
     async with limit:
@@ -156,8 +157,8 @@ class _Doc:
     reference: str | None = None
 
 
-async def _documents(conn: asyncpg.Connection, project: str, target: Target,
-                     items: Sequence[asyncpg.Record]) -> dict[str, _Doc]:
+async def _documents(conn: Connection, project: str, target: Target,
+                     items: Sequence[Mapping[str, Any]]) -> dict[str, _Doc]:
     if target.kind == "snapshot":
         return {i["id"]: _Doc(i["source_trace_id"], i["trajectory"],
                               None if i["trajectory"] else "the item has no trajectory snapshot")
@@ -184,7 +185,7 @@ async def _documents(conn: asyncpg.Connection, project: str, target: Target,
     return out
 
 
-async def _evaluate_item(item: asyncpg.Record, doc: _Doc, runs: Sequence[EvaluatorRun],
+async def _evaluate_item(item: Mapping[str, Any], doc: _Doc, runs: Sequence[EvaluatorRun],
                          judge: JudgeClient | None) -> list[evaluations.ResultRow]:
     def row(name: str, result: EvaluatorOutput | None, error: str | None
             ) -> evaluations.ResultRow:
