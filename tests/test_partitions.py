@@ -123,6 +123,10 @@ def test_a_trace_across_a_partition_boundary_is_stored_once(
         assert r.status_code == 200
         assert len(c.get(f"{server.http}/api/v1/traces/{tid.hex()}",
                          params={"project": project, "view": "flat"}).json()["spans"]) == 2
+    # the server is shared by this module's tests: back to the default retention, so that this
+    # project's traces expire and never hold a partition another test expects dropped
+    assert httpx.delete(f"{server.http}/api/v1/retention",
+                        params={"project": project}).status_code == 200
 
 
 def test_retention_drops_whole_partitions_only_when_every_project_allows(

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from trajhub.evaluators import Expectations, ExpectationsError, expectations_from_trajectory
 from trajhub.evaluators.expectations import ARGS_MATCH_MODES, EXPECTED_STEP_TYPES
@@ -127,6 +127,16 @@ EXPECTATIONS_SCHEMA: dict[str, Any] = {
 POINTER_PATTERN = r"^(/([^~/]|~[01])*)*$"
 
 
+def _pointer(value: str) -> str:
+    check_pointer(value)  # its PointerError (a ValueError) says what is wrong in words
+    return value
+
+
+#: the pattern is declared for clients; the check's own message names the problem
+Pointer = Annotated[str, Field(json_schema_extra={"pattern": POINTER_PATTERN}),
+                    AfterValidator(_pointer)]
+
+
 class ItemCreate(BaseModel):
     model_config = BODY_CONFIG
     input: Any = None
@@ -178,12 +188,12 @@ class FillRequest(BaseModel):
                                "chosen by a hash of the trace id (stable across re-fills)")
     limit: JsonInt = Field(100, ge=1, le=100_000, description="add at most this many items")
     tags: list[str] = Field([], description="tags for the added items")
-    input_pointer: str | None = Field(
-        None, pattern=POINTER_PATTERN,
+    input_pointer: Pointer | None = Field(
+        None,
         description="JSON pointer (RFC 6901) into the run's input giving the item's input, "
                     "for custom graph states; default: the last user message's content")
-    output_pointer: str | None = Field(
-        None, pattern=POINTER_PATTERN,
+    output_pointer: Pointer | None = Field(
+        None,
         description="JSON pointer (RFC 6901) into the run's output giving the item's "
                     "reference output; default: the last assistant message's content")
 
@@ -202,13 +212,6 @@ class FillRequest(BaseModel):
         if (self.trace_ids is None) == (self.query is None):
             raise ValueError("give exactly one of trace_ids and query")
         return self
-
-    @field_validator("input_pointer", "output_pointer")
-    @classmethod
-    def _pointer(cls, value: str | None) -> str | None:
-        if value is not None:
-            check_pointer(value)  # PointerError is a ValueError: pydantic reports it as 422
-        return value
 
 
 @router.post("/datasets", status_code=201, summary="Create an evaluation set",
