@@ -78,6 +78,13 @@ def config_toml(secured: Secured, ci: bool) -> str:
         "phases.coverage.enabled = false",
         "",
         "[[operations]]",
+        'include-path-regex = "^/api/v1/datasets/[^/]+/items(/[^/]+)?$"',
+        # an item's expectations follow rules across steps that JSON Schema cannot state (a
+        # tool step's `turn` on every tool step or on none, never going back:
+        # evaluators/expectations.py); a generated trajectory breaking them is a 422 naming it
+        "checks.positive_data_acceptance.enabled = false",
+        "",
+        "[[operations]]",
         'include-path = "/api/v1/evaluations"',
         'include-method = "POST"',
         # each evaluator checks its own options (evaluators/, README's "Evaluation sets and
