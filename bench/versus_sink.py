@@ -107,7 +107,8 @@ async def _fetch(dsn: str, sql: str) -> dict[str, Any]:
 
 
 def pg_activity(dsn: str) -> dict[str, float]:
-    return {k: float(v) for k, v in asyncio.run(_fetch(dsn, _PG_ACTIVITY)).items()}
+    # a counter of a table the database does not have (the sink has no trajhub tables) is NULL
+    return {k: float(v or 0) for k, v in asyncio.run(_fetch(dsn, _PG_ACTIVITY)).items()}
 
 
 _DISK = """
