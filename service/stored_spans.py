@@ -20,6 +20,7 @@ from trajhub.normalizers import cozeloop_wire
 from trajhub.normalizers.model import AttributeValue, Span
 from trajhub.normalizers.sources import attributes, span_from_cozeloop, span_from_otlp
 from trajhub.service.ingest.decode import FORMAT_COZELOOP, FORMAT_OTLP, Batch
+from trajhub.storage.compression import decompress
 from trajhub.storage.database import RowMapping
 
 _KIND_NAMES = ["unspecified", "internal", "server", "client", "producer", "consumer"]
@@ -35,13 +36,19 @@ def _envelope(envelopes: Mapping[int, bytes], resource_id: int | None) -> Resour
         return ResourceSpans()
 
 
+def body(row: RowMapping) -> bytes:
+    """A stored span's bytes exactly as received (ingest stores them compressed:
+    storage/compression.py)."""
+    return decompress(row["body"])
+
+
 def otlp_span(row: RowMapping) -> OtlpSpan:
     """A stored OTLP span. Ingest only stores bytes that parse again (it holds OTLP/JSON to the
     parser's recursion limit); a row stored before that rule, whose bytes do not parse, comes
     back as the span its columns describe, with `trajhub.unreadable_body` set, rather than
     failing the whole read."""
     try:
-        return OtlpSpan.FromString(row["body"])
+        return OtlpSpan.FromString(body(row))
     except DecodeError as exc:
         parent = row["parent_span_id"]
         span = OtlpSpan(trace_id=bytes.fromhex(row["trace_id"]),
@@ -63,7 +70,7 @@ def to_model(rows: Iterable[RowMapping], envelopes: Mapping[int, bytes],
     resource_cache: dict[int | None, tuple[dict[str, AttributeValue], str, str]] = {}
     for row in rows:
         if row["format"] == FORMAT_COZELOOP:
-            spans.append(span_from_cozeloop(orjson.loads(row["body"])))
+            spans.append(span_from_cozeloop(orjson.loads(body(row))))
             continue
         rid = row["resource_id"]
         if rid not in resource_cache:
@@ -165,7 +172,7 @@ def to_otlp_request(rows: Iterable[Mapping[str, Any]], envelopes: Mapping[int, b
                 rs.resource.attributes.add(key="service.name").value.string_value = (
                     row["service_name"])
         if row["format"] == FORMAT_COZELOOP:
-            rs.scope_spans[0].spans.append(cozeloop_as_otlp(orjson.loads(row["body"])))
+            rs.scope_spans[0].spans.append(cozeloop_as_otlp(orjson.loads(body(row))))
         else:
             rs.scope_spans[0].spans.append(otlp_span(row))
     return request

@@ -44,7 +44,7 @@ class SpanWrite(NamedTuple):
     resource_id: int | None
     format: int  # FORMAT_OTLP or FORMAT_COZELOOP
     attributes: str  # JSON object of the short scalar attributes
-    body: bytes  # the span exactly as received
+    body: bytes  # the span exactly as received, compressed by ingest (storage/compression.py)
 
 
 SPAN_COLUMNS: tuple[str, ...] = SpanWrite._fields

@@ -8,6 +8,7 @@ import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 
 from trajhub.records.traces import TRACE_SUMMARY
+from trajhub.service import stored_spans
 from trajhub.service.api.common import (
     ROUTER_CHECKS,
     AttributeFilter,
@@ -123,8 +124,8 @@ async def get_trace(
     if format == "otlp":
         return model_response(OtlpTrace, otlp_json(to_otlp_request(rows, envelopes)))
     if format == "cozeloop":
-        return model_response(CozeLoopTrace, {"spans": [orjson.loads(r.body) for r in rows
-                                                         if r.format == FORMAT_COZELOOP]})
+        return model_response(CozeLoopTrace, {"spans": [
+            orjson.loads(stored_spans.body(r)) for r in rows if r.format == FORMAT_COZELOOP]})
     views = [span_view(s) for s in to_model(rows, envelopes)]
     if view == "trajectory":
         if stored is None:

@@ -29,10 +29,12 @@ from trajhub.normalizers import cozeloop_wire
 from trajhub.service.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from trajhub.service.ingest.otlp_json import parse_request
 from trajhub.service.projects import DEFAULT_PROJECT, InvalidProject, validate_project
+from trajhub.storage.compression import compress
 from trajhub.storage.pgtext import pg_text
 from trajhub.storage.span_writer import SpanWrite
 
-#: what a stored span's `body` holds: a serialized OTLP Span, or Coze Loop's native JSON
+#: what a stored span's `body` holds: a serialized OTLP Span, or Coze Loop's native JSON, as
+#: received and compressed (storage/compression.py)
 FORMAT_OTLP = 1
 FORMAT_COZELOOP = 2
 
@@ -273,7 +275,7 @@ def otlp_batch(request: ExportTraceServiceRequest, project: str | None,
                     resource_id=resource_id,
                     format=FORMAT_OTLP,
                     attributes=orjson.dumps(_filterable_otlp(span.attributes)).decode(),
-                    body=span.SerializeToString(),
+                    body=compress(span.SerializeToString()),
                 ), span)
             if used:
                 batch.resources[resource_id] = envelope_bytes
@@ -388,6 +390,6 @@ def cozeloop_batch(body: bytes, project: str | None) -> Batch:
             format=FORMAT_COZELOOP,
             attributes=orjson.dumps(_filterable_tags(
                 raw.get(group) for group in cozeloop_wire.TAG_GROUPS)).decode(),
-            body=orjson.dumps(raw),
+            body=compress(orjson.dumps(raw)),
         ))
     return batch

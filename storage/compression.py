@@ -1,0 +1,60 @@
+"""How trajhub compresses what it stores in bytea columns: zstd level 1, in the writing process.
+
+A stored value says by its first bytes how it is stored, so rows written before compression, or
+by another version, read back the same: a zstd frame begins with zstd's magic number
+(28 B5 2F FD); a zlib stream (trajectory documents of migration 0020) with 0x78; anything else
+is stored as it is. No plain value trajhub stores begins with the zstd magic: a serialized OTLP
+Span begins with a field tag (0x0A, its trace id), and JSON (Coze Loop spans, trajectory
+documents) with `{` or `[`.
+
+Why zstd level 1: on loadgen's spans it keeps 55 % of the bytes (zlib level 1: 53 %) at about a
+third of zlib's CPU (bench/README.md, "Bytes"). PostgreSQL's own compression is not used: pglz
+cost ingest more than it saved (migration 0001), and lz4 is not in every PostgreSQL build
+(the embedded one has none).
+
+Compressors are not thread-safe, so each thread keeps its own (one allocation, then ~2 µs
+for a 2.5 KB span instead of ~25 µs with a new context per value).
+"""
+
+from __future__ import annotations
+
+import threading
+import zlib
+
+import zstandard
+
+#: zstd's frame magic number, little-endian on the wire
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+#: a zlib stream's first byte for the default window (trajectory documents of migration 0020)
+_ZLIB = 0x78
+LEVEL = 1
+
+_local = threading.local()
+
+
+def _compressor() -> zstandard.ZstdCompressor:
+    c: zstandard.ZstdCompressor | None = getattr(_local, "compressor", None)
+    if c is None:
+        c = _local.compressor = zstandard.ZstdCompressor(level=LEVEL)
+    return c
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    d: zstandard.ZstdDecompressor | None = getattr(_local, "decompressor", None)
+    if d is None:
+        d = _local.decompressor = zstandard.ZstdDecompressor()
+    return d
+
+
+def compress(data: bytes) -> bytes:
+    """`data` as a zstd frame that records its size (so `decompress` allocates once)."""
+    return _compressor().compress(data)
+
+
+def decompress(stored: bytes) -> bytes:
+    """The bytes `compress` was given, from a value in any of the stored forms."""
+    if stored[:4] == ZSTD_MAGIC:
+        return _decompressor().decompress(stored)
+    if stored[:1] and stored[0] == _ZLIB:
+        return zlib.decompress(stored)
+    return stored
