@@ -101,8 +101,11 @@ def test_idle_only_once_the_burst_is_over() -> None:
     policy.changed(0)
     assert not policy.idle(0)            # a gap between a burst's requests
     assert not policy.idle(1)
-    clock.now += 5
-    assert policy.idle(0)                # the burst is over
+    clock.now += 0.05
+    assert not policy.idle(0)            # still within the burst's pace
+    clock.now += 0.2
+    assert policy.idle(0)                # the burst is over: queued derivation resumes
+    assert not arrive(policy, 1)         # while deriving at ingest waits for the average
 
 
 def test_a_saturated_server_queues_and_every_trajectory_follows(

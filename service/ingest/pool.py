@@ -36,7 +36,9 @@ log = logging.getLogger("trajhub.ingest")
 #: how often the supervisor looks at the workers
 WATCH_INTERVAL_SECONDS = 0.25
 #: how often `drain` looks whether ingest has gone idle after a burst it queued
-DRAIN_INTERVAL_SECONDS = 0.25
+DRAIN_INTERVAL_SECONDS = 0.1
+#: no ingest request for this long: the burst is over (`DerivePolicy.idle`)
+QUIET_SECONDS = 0.2
 
 
 class DerivePolicy:
@@ -67,7 +69,7 @@ class DerivePolicy:
         self.average = 0.0
         self.deferring = False
         self._held = 0  # requests in flight since the last change
-        self._since = clock()
+        self._since = -math.inf  # never: a new pool is idle
 
     def changed(self, inflight: int) -> None:
         """Record a change of the requests in flight (the average weighs each value by how
@@ -78,12 +80,11 @@ class DerivePolicy:
         self._held, self._since = inflight, now
 
     def idle(self, inflight: int) -> bool:
-        """No request in flight, and the average has fallen to where deriving at ingest
-        would resume: a burst is over, not just between two of its requests."""
-        if inflight:
-            return False
-        weight = math.exp(-max(self.clock() - self._since, 0.0) / self.tau)
-        return self._held + (self.average - self._held) * weight <= self.low
+        """No request in flight, and none for `QUIET_SECONDS`: a burst is over, not just
+        between two of its requests (those gaps last milliseconds). Queued derivation resumes
+        then, not when the average has fallen (about 1.4 s later): after a burst the cores
+        would otherwise idle that long while its trajectories wait (bench/README.md)."""
+        return not inflight and not self._held and self.clock() - self._since >= QUIET_SECONDS
 
     def derive(self, inflight: int) -> bool:
         """For a request arriving with `inflight` requests in flight, itself included (call
