@@ -100,7 +100,8 @@ def test_playback_contract_and_tool_results_of_every_instrumentation(
                 for e in evs] == starts
         assert r.headers["x-trajectory-revision"] == r.headers["etag"].strip('"')
         model_cost = steps[0]["cost"]
-        assert model_cost == {"usd": None, "priced_as": None}  # fake-gpt-4o-mini has no price
+        # fake-gpt-4o-mini has no price
+        assert model_cost == {"usd": None, "priced_as": None, "price_source": None}
 
         results = get_json(c, f"{server.http}/api/v1/trajectories/{trace_id}/tool-results",
                            project=project)
