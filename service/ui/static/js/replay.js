@@ -143,9 +143,11 @@ export function costView(data, view) {
   return h("div", {id: "cost"},
     h("p", {id: "run-cost"}, "Run: ", costNode(run),
       ` · ${fmtInt(run.input_tokens)} in → ${fmtInt(run.output_tokens)} out tokens` +
-      (run.cached_input_tokens ? ` (${fmtInt(run.cached_input_tokens)} cache reads)` : "") +
-      (run.cache_write_tokens ? ` (${fmtInt(run.cache_write_tokens)} cache writes)` : "") +
-      (run.reasoning_tokens ? ` (${fmtInt(run.reasoning_tokens)} reasoning)` : "")),
+      (run.cached_input_tokens || run.cache_write_tokens
+        ? ` · of the input, ${fmtInt(run.cached_input_tokens)} read from and ` +
+          `${fmtInt(run.cache_write_tokens)} written to the prompt cache` : "") +
+      (run.reasoning_tokens ? ` · of the output, ${fmtInt(run.reasoning_tokens)} reasoning`
+        : "")),
     h("p", {class: "small muted", id: "price-sources"}, `Prices: ${priceSourcesText(run)}, ` +
       `in ${run.currency}. A model no price source knows has no price.`),
     h("h3", null, "Per agent"),
