@@ -65,9 +65,10 @@ class ModelPrice:
     cache_write: float | None = None  # a cache write; None = the input price
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class PriceTable:
-    """The TRAJHUB_PRICES file: prices that win over genai-prices for the models it lists."""
+    """The TRAJHUB_PRICES file: prices that win over genai-prices for the models it lists.
+    Equal only to itself (the service reads each file version once), so it can key caches."""
 
     models: Mapping[str, ModelPrice]
     as_of: str = ""
@@ -353,22 +354,6 @@ def usage_cost(prices: Prices, usage: Mapping[str, Mapping[str, Any]]) -> Cost:
         for call in _calls(to_dict(usage[model])):
             cost.add(call, step_cost(prices, model or None, call))
     return cost
-
-
-def total(costs: Iterable[Cost]) -> Cost:
-    out = Cost()
-    for c in costs:
-        out.input_tokens += c.input_tokens
-        out.output_tokens += c.output_tokens
-        out.cached_input_tokens += c.cached_input_tokens
-        out.cache_write_tokens += c.cache_write_tokens
-        out.reasoning_tokens += c.reasoning_tokens
-        if c.usd is not None:
-            out.usd = round((out.usd or 0.0) + c.usd, 10)
-        out.complete = out.complete and c.complete
-        out.unpriced_models += [m for m in c.unpriced_models if m not in out.unpriced_models]
-        out.price_sources += [s for s in c.price_sources if s not in out.price_sources]
-    return out
 
 
 @dataclass(frozen=True, slots=True)

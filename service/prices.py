@@ -68,7 +68,15 @@ def _as_of(cost: Cost, prices: Prices) -> str:
     return GENAI_PRICES_DATA_DATE
 
 
+@functools.lru_cache(maxsize=8192)
+def _usage_cost(prices: Prices, model_usage: str) -> Cost:
+    # a page of summaries prices every model call of every run listed, and the UI re-reads
+    # pages as open runs grow: the same usage under the same prices is priced once (never
+    # mutated: cost_json copies it)
+    return usage_cost(prices, orjson.loads(model_usage))
+
+
 def summary_cost(prices: Prices, model_usage: str | None) -> dict[str, Any]:
-    """The cost of a listed trajectory, from the token usage per model the store keeps (JSON
-    text, the `model_usage` column)."""
-    return cost_json(usage_cost(prices, orjson.loads(model_usage or "{}")), prices)
+    """The cost of a listed trajectory, from the token usage per model call the store keeps
+    (JSON text, the `model_usage` column)."""
+    return cost_json(_usage_cost(prices, model_usage or "{}"), prices)
