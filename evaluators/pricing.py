@@ -1,22 +1,54 @@
-"""Money from tokens: a model price table and the cost of steps, agents and runs. Pure; the
-service loads the table (the default shipped in `evaluators/data/prices.json`, or the file named
-by TRAJHUB_PRICES) and passes it in.
+"""Money from tokens: the price of each model step, agent and run. Pure: no I/O.
 
-A model the table does not list has no price: its cost is unknown (None) and it is named in
+Prices come from `genai-prices` (pydantic's maintained price data, pinned in pyproject.toml),
+read from the data bundled in the installed package: it knows providers, cache-read and
+cache-write prices, prices that change on a date, and tiered (long-context) prices. Its
+`UpdatePrices` background fetch is never started, and trajhub prices from its own snapshot of
+the bundled data (`_catalogue`), so a fetch started by another library in the same process
+cannot change trajhub's prices either. A price table file (TRAJHUB_PRICES, parsed by
+`price_table` and loaded by the service) goes on top: its entries win.
+
+A model neither knows has no price: its cost is unknown (None) and it is named in
 `unpriced_models`, never guessed. A run's `usd` sums its priced steps; `complete` says whether
 every model step was priced.
+
+How tokens are counted, once each (docs/costs.md): a step's `input` is all the input tokens,
+cache reads and cache writes included, and its `output` all the output tokens, reasoning
+included (the OTel GenAI rule, which LangChain's usage metadata, OpenInference, OpenLLMetry and
+Coze Loop follow). The cache and reasoning counts only say which part of those totals is billed
+at another price. A record that cannot be inclusive (cache reads and writes more than the input,
+as Anthropic's raw `usage.input_tokens` is; reasoning more than the output, as Gemini's raw
+`candidatesTokenCount` is) is read as exclusive, and the parts are added to the total.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from typing import Any
+
+import genai_prices
+from genai_prices import data as genai_data
+from genai_prices import types as genai_types
+from genai_prices.data_snapshot import DataSnapshot
 
 from trajhub.normalizers.coerce import to_dict, to_whole
 from trajhub.normalizers.playback import StepEvent
 
 PER_TOKENS = 1_000_000
+
+#: the genai-prices release whose bundled data trajhub was checked against, and the day it was
+#: published (its data is as of then). pyproject.toml pins this version; tests/test_costs.py
+#: fails when the installed one differs, so the date below is updated with the pin.
+GENAI_PRICES_VERSION = "0.2.3"
+GENAI_PRICES_DATA_DATE = "2026-11-10"
+
+#: where a step's price came from (StepCost.source)
+OVERRIDE, GENAI_PRICES = "TRAJHUB_PRICES", "genai-prices"
 
 
 class PriceTableError(ValueError):
@@ -25,16 +57,22 @@ class PriceTableError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class ModelPrice:
-    input: float  # USD per 1M input tokens
-    output: float  # USD per 1M output tokens
-    cached_input: float | None = None  # USD per 1M cache-read input tokens; None = input price
+    """A TRAJHUB_PRICES entry, USD per 1M tokens."""
+
+    input: float
+    output: float  # reasoning tokens are output tokens
+    cached_input: float | None = None  # a cache read; None = the input price
+    cache_write: float | None = None  # a cache write; None = the input price
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class PriceTable:
+    """The TRAJHUB_PRICES file: prices that win over genai-prices for the models it lists.
+    Equal only to itself (the service reads each file version once), so it can key caches."""
+
     models: Mapping[str, ModelPrice]
     as_of: str = ""
-    source: str = ""  # where the table came from: "default" or a file path
+    source: str = ""  # the file's path
     currency: str = "USD"
 
     def price(self, model: str | None) -> tuple[str, ModelPrice] | None:
@@ -57,9 +95,14 @@ def _price_number(value: Any, where: str) -> float:
     return float(value)
 
 
+def _optional_price(entry: Mapping[str, Any], key: str, where: str) -> float | None:
+    value = entry.get(key)
+    return None if value is None else _price_number(value, f"{where}.{key}")
+
+
 def price_table(doc: Any, source: str) -> PriceTable:
     """A table from its JSON form: {"as_of", "currency", "models": {name: {"input", "output",
-    "cached_input"?}}} with prices per 1M tokens."""
+    "cached_input"?, "cache_write"?}}} with prices per 1M tokens."""
     if not isinstance(doc, Mapping) or not isinstance(doc.get("models"), Mapping):
         raise PriceTableError(f"{source}: expected an object with a \"models\" object")
     models = {}
@@ -67,39 +110,210 @@ def price_table(doc: Any, source: str) -> PriceTable:
         where = f"{source}: models.{name}"
         if not isinstance(entry, Mapping):
             raise PriceTableError(f"{where} must be an object")
-        cached = entry.get("cached_input")
         models[str(name).lower()] = ModelPrice(
             input=_price_number(entry.get("input"), where + ".input"),
             output=_price_number(entry.get("output"), where + ".output"),
-            cached_input=None if cached is None else _price_number(cached,
-                                                                   where + ".cached_input"))
+            cached_input=_optional_price(entry, "cached_input", where),
+            cache_write=_optional_price(entry, "cache_write", where))
     return PriceTable(models=models, as_of=str(doc.get("as_of", "")), source=source,
                       currency=str(doc.get("currency", "USD")))
+
+
+# --------------------------------------------------------------------------- token usage
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """One model call's tokens as recorded, and when it started (Unix ms; 0 = unknown)."""
+
+    input: int
+    output: int
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+    started_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Billable:
+    """A call's tokens, each counted once: `input` and `output` are the totals; the cache and
+    reasoning counts are the parts of those totals with their own price."""
+
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+    reasoning: int
+
+
+def billable(u: Usage) -> Billable:
+    """The inclusive totals of a recorded usage (see the module docstring)."""
+    read, write, reasoning = max(u.cache_read, 0), max(u.cache_write, 0), max(u.reasoning, 0)
+    inp, out = max(u.input, 0), max(u.output, 0)
+    if read + write > inp:  # the input count left the cached tokens out
+        inp += read + write
+    if reasoning > out:  # the output count left the reasoning tokens out
+        out += reasoning
+    return Billable(input=inp, output=out, cache_read=read, cache_write=write,
+                    reasoning=reasoning)
+
+
+# --------------------------------------------------------------------------- price lookup
+
+
+@functools.cache
+def _catalogue() -> DataSnapshot:
+    """genai-prices' bundled data, in a snapshot of trajhub's own (see the module docstring)."""
+    return DataSnapshot(providers=list(genai_data.providers), from_auto_update=False)
+
+
+# Bedrock model ids: `anthropic.claude-…-v2:0`, with an optional region prefix (`us.`, `eu.`)
+_BEDROCK = re.compile(r"^(?:[a-z]{2,6}\.)?(?:anthropic|amazon|meta|mistral|cohere|ai21|deepseek|"
+                      r"openai|qwen|writer|twelvelabs)\.")
+
+
+def _attempts(name: str) -> list[tuple[str | None, str]]:
+    """(provider hint, model ref) pairs to try, most specific first: the name as written, a
+    `provider/` prefix as the provider (`openai/gpt-4o`, `azure/gpt-4o`), the name without its
+    prefixes (`models/gemini-2.5-pro`), and a Bedrock id on AWS."""
+    tries: list[tuple[str | None, str]] = [(None, name)]
+    if "/" in name:
+        head, tail = name.split("/", 1)
+        tries += [(head, tail), (None, tail)]
+        last = name.rsplit("/", 1)[1]
+        if last != tail:
+            tries.append((None, last))
+    if _BEDROCK.match(name):
+        tries.append(("aws", name))
+    return tries
+
+
+@functools.lru_cache(maxsize=1024)
+def _genai_model(name: str) -> tuple[genai_types.Provider, genai_types.ModelInfo] | None:
+    snapshot = _catalogue()
+    for provider_id, ref in _attempts(name):
+        try:
+            return snapshot.find_provider_model(ref, None, provider_id, None)
+        except LookupError:
+            continue
+    return None
+
+
+def genai_prices_label() -> str:
+    """What the cost view says of genai-prices: version and the date of its data."""
+    version = genai_prices.__version__
+    if version == GENAI_PRICES_VERSION:
+        return f"genai-prices {version}, data of {GENAI_PRICES_DATA_DATE}"
+    return f"genai-prices {version}, bundled data"
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """The prices in use: genai-prices, with the TRAJHUB_PRICES table (if any) on top."""
+
+    override: PriceTable | None = None
+
+    @property
+    def currency(self) -> str:
+        return "USD"  # genai-prices prices in USD; a TRAJHUB_PRICES table is read as USD too
+
+    @property
+    def description(self) -> str:
+        """Every source configured, the one that wins first."""
+        base = genai_prices_label()
+        return base if self.override is None else f"{self.override_label()} over {base}"
+
+    @property
+    def as_of(self) -> str:
+        """The date of the winning source's prices: the TRAJHUB_PRICES table's `as_of`
+        (when it gives one), else genai-prices' data date."""
+        if self.override is not None and self.override.as_of:
+            return self.override.as_of
+        return GENAI_PRICES_DATA_DATE
+
+    def override_label(self) -> str:
+        table = self.override
+        if table is None:
+            return ""
+        return f"TRAJHUB_PRICES {table.source}" + (f", as of {table.as_of}" if table.as_of
+                                                    else "")
+
+    def label(self, source: str) -> str:
+        return self.override_label() if source == OVERRIDE else genai_prices_label()
+
+
+def _request_time(u: Usage) -> datetime:
+    """genai-prices picks the price in force when the call was made; a call of unknown time is
+    priced as of the data's date (never "now": the same run must cost the same every day)."""
+    if u.started_ms > 0:
+        return datetime.fromtimestamp(u.started_ms / 1000, tz=UTC)
+    return datetime.combine(date.fromisoformat(GENAI_PRICES_DATA_DATE), datetime.min.time(),
+                            tzinfo=UTC)
+
+
+def _override_usd(price: ModelPrice, b: Billable) -> float:
+    read = price.input if price.cached_input is None else price.cached_input
+    write = price.input if price.cache_write is None else price.cache_write
+    uncached = b.input - b.cache_read - b.cache_write
+    return (uncached * price.input + b.cache_read * read + b.cache_write * write
+            + b.output * price.output) / PER_TOKENS
 
 
 @dataclass(frozen=True, slots=True)
 class StepCost:
     model: str | None
-    priced_as: str | None  # the table entry used; None = no price for this model
-    usd: float | None
+    priced_as: str | None  # the entry used ("openai:gpt-4o", or the TRAJHUB_PRICES key)
+    usd: float | None  # None = no price for this model
+    source: str | None = None  # OVERRIDE or GENAI_PRICES; None when not priced
+
+
+def step_cost(prices: Prices, model: str | None, usage: Usage) -> StepCost:
+    """Cost of one model call: TRAJHUB_PRICES first, then genai-prices."""
+    b = billable(usage)
+    entry = prices.override.price(model) if prices.override is not None else None
+    if entry is not None:
+        key, price = entry
+        return StepCost(model, key, round(_override_usd(price, b), 10), OVERRIDE)
+    found = _genai_model(model.strip().lower()) if model and model.strip() else None
+    if found is None:
+        return StepCost(model, None, None)
+    provider, info = found
+    try:
+        calc = info.calc_price(
+            genai_prices.Usage(input_tokens=b.input, cache_read_tokens=b.cache_read,
+                               cache_write_tokens=b.cache_write, output_tokens=b.output,
+                               output_reasoning_tokens=b.reasoning),
+            provider, genai_request_timestamp=_request_time(usage))
+    except ValueError:  # usage genai-prices cannot price: unknown, never a guess
+        return StepCost(model, None, None)
+    usd: Decimal = calc.total_price
+    return StepCost(model, f"{provider.id}:{info.id}", round(float(usd), 10), GENAI_PRICES)
+
+
+# --------------------------------------------------------------------------- sums
 
 
 @dataclass
 class Cost:
-    """Tokens and money over a set of model steps."""
+    """Tokens (each counted once, see `billable`) and money over a set of model steps."""
 
     input_tokens: int = 0
     output_tokens: int = 0
-    cached_input_tokens: int = 0
+    cached_input_tokens: int = 0  # cache reads
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
     usd: float | None = None
     complete: bool = True  # every model step had a price
     unpriced_models: list[str] = field(default_factory=list)
+    price_sources: list[str] = field(default_factory=list)  # OVERRIDE / GENAI_PRICES used
 
-    def add(self, input_tokens: int, output_tokens: int, cached_input_tokens: int,
-            step: StepCost) -> None:
-        self.input_tokens += input_tokens
-        self.output_tokens += output_tokens
-        self.cached_input_tokens += cached_input_tokens
+    def add(self, usage: Usage, step: StepCost) -> None:
+        b = billable(usage)
+        self.input_tokens += b.input
+        self.output_tokens += b.output
+        self.cached_input_tokens += b.cache_read
+        self.cache_write_tokens += b.cache_write
+        self.reasoning_tokens += b.reasoning
         if step.usd is None:
             self.complete = False
             label = step.model or "(model not recorded)"
@@ -107,49 +321,39 @@ class Cost:
                 self.unpriced_models.append(label)
         else:
             self.usd = round((self.usd or 0.0) + step.usd, 10)
+            if step.source is not None and step.source not in self.price_sources:
+                self.price_sources.append(step.source)
 
 
-def step_cost(table: PriceTable, model: str | None, input_tokens: int, output_tokens: int,
-              cached_input_tokens: int = 0) -> StepCost:
-    """Cost of one model call. Cached (cache-read) input tokens are part of `input_tokens`, as
-    every convention counts them, and are charged at the cached price where there is one."""
-    entry = table.price(model)
-    if entry is None:
-        return StepCost(model=model, priced_as=None, usd=None)
-    key, price = entry
-    cached = min(max(cached_input_tokens, 0), max(input_tokens, 0))
-    cached_price = price.input if price.cached_input is None else price.cached_input
-    usd = ((input_tokens - cached) * price.input + cached * cached_price
-           + output_tokens * price.output) / PER_TOKENS
-    return StepCost(model=model, priced_as=key, usd=round(usd, 10))
+def _calls(entry: Mapping[str, Any]) -> list[Usage]:
+    """The calls of one model in the stored usage (see `normalizers.playback.model_usage`); a
+    row stored before calls were kept is priced as one call of its totals."""
+    def whole(value: Any) -> int:
+        # the stored column is JSON: an unreadable count is 0, like an unrecorded one
+        return to_whole(value) or 0
+
+    calls = entry.get("calls")
+    if isinstance(calls, list):
+        out = []
+        for c in calls:
+            if isinstance(c, list) and len(c) == 6:
+                out.append(Usage(*(whole(v) for v in c)))
+        return out
+    return [Usage(input=whole(entry.get("input_tokens")),
+                  output=whole(entry.get("output_tokens")),
+                  cache_read=whole(entry.get("cached_input_tokens")),
+                  cache_write=whole(entry.get("cache_write_tokens")),
+                  reasoning=whole(entry.get("reasoning_tokens")))]
 
 
-def usage_cost(table: PriceTable, usage: Mapping[str, Mapping[str, Any]]) -> Cost:
-    """Cost of a run from its token usage per model name ({model: {"input_tokens",
-    "output_tokens", "cached_input_tokens"}}; "" = model not recorded), as the trajectory
-    store keeps it for summaries."""
+def usage_cost(prices: Prices, usage: Mapping[str, Mapping[str, Any]]) -> Cost:
+    """Cost of a run from its token usage per model name, as the trajectory store keeps it
+    for summaries ("" = model not recorded)."""
     cost = Cost()
     for model in sorted(usage):
-        u = to_dict(usage[model])
-        # the stored column is JSON: an unreadable count is 0, like an unrecorded one
-        inp = to_whole(u.get("input_tokens")) or 0
-        out = to_whole(u.get("output_tokens")) or 0
-        cached = to_whole(u.get("cached_input_tokens")) or 0
-        cost.add(inp, out, cached, step_cost(table, model or None, inp, out, cached))
+        for call in _calls(to_dict(usage[model])):
+            cost.add(call, step_cost(prices, model or None, call))
     return cost
-
-
-def total(costs: Iterable[Cost]) -> Cost:
-    out = Cost()
-    for c in costs:
-        out.input_tokens += c.input_tokens
-        out.output_tokens += c.output_tokens
-        out.cached_input_tokens += c.cached_input_tokens
-        if c.usd is not None:
-            out.usd = round((out.usd or 0.0) + c.usd, 10)
-        out.complete = out.complete and c.complete
-        out.unpriced_models += [m for m in c.unpriced_models if m not in out.unpriced_models]
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +363,15 @@ class RunCost:
     run: Cost
 
 
-def run_cost(table: PriceTable, events: Iterable[StepEvent]) -> RunCost:
+def event_usage(e: StepEvent) -> Usage:
+    t = e.tokens
+    if t is None:
+        return Usage(0, 0, started_ms=e.started_at_ms)
+    return Usage(input=t.input, output=t.output, cache_read=t.cached_input,
+                 cache_write=t.cache_write, reasoning=t.reasoning, started_ms=e.started_at_ms)
+
+
+def run_cost(prices: Prices, events: Iterable[StepEvent]) -> RunCost:
     """Cost per model step, per agent activation and for the whole run."""
     steps: dict[str, StepCost] = {}
     agents: dict[str, Cost] = {}
@@ -167,10 +379,9 @@ def run_cost(table: PriceTable, events: Iterable[StepEvent]) -> RunCost:
     for e in events:
         if e.type != "model":
             continue
-        inp, out, cached = ((e.tokens.input, e.tokens.output, e.tokens.cached_input)
-                            if e.tokens is not None else (0, 0, 0))
-        cost = step_cost(table, e.model, inp, out, cached)
+        usage = event_usage(e)
+        cost = step_cost(prices, e.model, usage)
         steps[e.step_id] = cost
-        agents.setdefault(e.agent_step_id, Cost()).add(inp, out, cached, cost)
-        run.add(inp, out, cached, cost)
+        agents.setdefault(e.agent_step_id, Cost()).add(usage, cost)
+        run.add(usage, cost)
     return RunCost(steps=steps, agents=agents, run=run)

@@ -234,6 +234,14 @@ def span_error(span: Span, extra_message_keys: Iterable[str] = ()) -> ErrorInfo 
     extra = tuple(extra_message_keys)
     if not span_failed(span, extra):
         return None
+    return error_info(span, extra)
+
+
+def error_info(span: Span, extra_message_keys: Iterable[str] = ()) -> ErrorInfo:
+    """The ErrorInfo a span's status, error attributes and `exception` event describe, whether
+    or not the span counts as failed (a root exported with status OK can still record the
+    run's exception: docs/trajectory-rules.md §4)."""
+    extra = tuple(extra_message_keys)
     attrs = span.attributes
     code = -1
     if span.cozeloop is not None and span.cozeloop.status_code != 0:

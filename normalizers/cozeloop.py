@@ -36,6 +36,7 @@ from trajhub.normalizers.attrs import (
     to_int,
     to_str,
 )
+from trajhub.normalizers.genai import CACHE_READ_KEYS, CACHE_WRITE_KEYS
 from trajhub.normalizers.langgraph import tool_call_id_from_tool_message
 from trajhub.normalizers.model import STATUS_ERROR, AttributeValue, Span
 from trajhub.normalizers.reading import (
@@ -646,8 +647,8 @@ class CozeLoopOtel:
             input_tokens=count("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"),
             output_tokens=count("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens"),
             reasoning_tokens=count("gen_ai.usage.reasoning.output_tokens"),
-            cache_read_tokens=count("gen_ai.usage.cache_read.input_tokens"),
-            cache_write_tokens=count("gen_ai.usage.cache_creation.input_tokens"),
+            cache_read_tokens=count(*CACHE_READ_KEYS),
+            cache_write_tokens=count(*CACHE_WRITE_KEYS),
             latency_first_resp_ms=latency_ms,
         )
 

@@ -8,7 +8,8 @@ also set it with non-standard values (LangSmith, Traceloop) are detected before 
   `gen_ai.client.inference.operation.details`; the deprecated `gen_ai.prompt` / `gen_ai.completion`
   attributes and `gen_ai.{system,user,assistant,tool}.message` / `gen_ai.choice` events.
 - Usage: `gen_ai.usage.{input,output}_tokens` (deprecated `prompt_tokens`/`completion_tokens`),
-  `gen_ai.usage.reasoning.output_tokens`, `gen_ai.usage.cache_{read,creation}.input_tokens`.
+  `gen_ai.usage.reasoning.output_tokens`, `gen_ai.usage.cache_{read,creation}.input_tokens` and
+  the other spellings of the cache counts (`CACHE_READ_KEYS`, `CACHE_WRITE_KEYS`).
 - First-chunk latency `gen_ai.response.time_to_first_chunk` is in **seconds**; the trajectory
   wants milliseconds.
 """
@@ -22,6 +23,24 @@ from trajhub.normalizers.model import Attributes, Span
 from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
 
 OPERATION_KEY = "gen_ai.operation.name"
+
+#: Cache-read and cache-write counts under every spelling seen (docs/conventions.md §1.2). The
+#: first present is the count: a span that carries the same fact under two spellings (an
+#: instrumentation moving from one to the other, a dual write) is never counted twice.
+CACHE_READ_KEYS = (
+    "gen_ai.usage.cache_read.input_tokens",  # the GenAI registry
+    "gen_ai.usage.cache_read_input_tokens",  # its deprecated spelling
+    "gen_ai.usage.input_tokens.cached",
+    "gen_ai.usage.cache_read_tokens",
+)
+CACHE_WRITE_KEYS = (
+    "gen_ai.usage.cache_creation.input_tokens",  # the GenAI registry
+    "gen_ai.usage.cache_write.input_tokens",  # the `cache_write` spelling of its bucket
+    "gen_ai.usage.cache_creation_input_tokens",  # deprecated spellings
+    "gen_ai.usage.cache_write_input_tokens",
+    "gen_ai.usage.input_tokens.cache_write",
+    "gen_ai.usage.cache_write_tokens",
+)
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
 _DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 _MESSAGE_EVENTS = {
@@ -75,16 +94,8 @@ def model_usage(attrs: Attributes, *, reasoning: bool = True) -> ModelUsage:
             if reasoning
             else None
         ),
-        cache_read_tokens=get_int(
-            attrs,
-            "gen_ai.usage.cache_read.input_tokens",
-            "gen_ai.usage.cache_read_input_tokens",
-        ),
-        cache_write_tokens=get_int(
-            attrs,
-            "gen_ai.usage.cache_creation.input_tokens",
-            "gen_ai.usage.cache_creation_input_tokens",
-        ),
+        cache_read_tokens=get_int(attrs, *CACHE_READ_KEYS),
+        cache_write_tokens=get_int(attrs, *CACHE_WRITE_KEYS),
         latency_first_resp_ms=ttft_s * 1000.0 if ttft_s is not None else None,
     )
 

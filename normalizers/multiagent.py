@@ -13,7 +13,9 @@ readings of the kept spans with their nearest kept parents and returns corrected
   instrumentations record that as an error of the tool, the node and the sub-agent. It is control
   flow, not a failure: the error is dropped and the text kept as `metadata.control_flow`;
 - when the run ended in an error that only a step recorded (the root has no error and no output,
-  and the run's last call failed), the root carries that error (`metadata.error_from_step`).
+  and the run's last call failed), the root carries that error (`metadata.error_from_step`);
+- a root whose status says OK but which recorded an `exception` event, while the run's last agent
+  or model step failed, carries the event's error (`metadata.error_from_exception_event`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Any, Final
 
-from trajhub.normalizers.attrs import parse_json
+from trajhub.normalizers.attrs import error_info, parse_json
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.payloads import command_goto
 from trajhub.normalizers.reading import ErrorInfo, SpanReading, StepKind
@@ -127,16 +129,27 @@ def _root_error(
     root_id: str,
 ) -> SpanReading:
     root = readings[root_id]
-    if root.error is not None or root.output:
+    if root.error is not None:
         return root
-    calls: Sequence[str] = sorted(
-        (
-            i
-            for i in parent_of
-            if i != root_id and readings[i].kind in (StepKind.MODEL, StepKind.TOOL)
-        ),
+    by_end = sorted(
+        (i for i in parent_of if i != root_id),
         key=lambda i: (spans[i].end_ns, spans[i].start_ns, i),
     )
+    # A root exported with status OK (LangSmith exports it when the run starts) that recorded
+    # an `exception` event, while the run's last agent or model step failed, is a failed run:
+    # the status was written before the run ended, the event after. A handled error (a tool
+    # that failed, then succeeded on retry) leaves the last agent or model step successful.
+    if any(e.name == "exception" for e in spans[root_id].events):
+        steps = [i for i in by_end if readings[i].kind in (StepKind.MODEL, StepKind.AGENT)]
+        if steps and readings[steps[-1]].error is not None:
+            error = error_info(spans[root_id])
+            if not _is_control_flow(error):
+                marked = _with_metadata(root, error_from_exception_event=steps[-1])
+                return replace(marked, error=error)
+    if root.output:
+        return root
+    calls: Sequence[str] = [i for i in by_end if readings[i].kind in (StepKind.MODEL,
+                                                                      StepKind.TOOL)]
     if not calls:
         return root
     last = readings[calls[-1]]

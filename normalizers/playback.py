@@ -36,7 +36,8 @@ class Tokens:
     input: int
     output: int
     reasoning: int
-    cached_input: int
+    cached_input: int  # cache reads
+    cache_write: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +138,8 @@ def step_events(document: Mapping[str, Any]) -> list[StepEvent]:
             model=step.model if is_model else None,
             tokens=(Tokens(input=info.input_tokens, output=info.output_tokens,
                            reasoning=info.reasoning_tokens,
-                           cached_input=info.input_read_cached_tokens)
+                           cached_input=info.input_read_cached_tokens,
+                           cache_write=info.input_creation_cached_tokens)
                     if is_model and info is not None else None),
             tool_call_id=step.tool_call_id if is_tool else None,
             arguments_hash=arguments_hash(parse_arguments(step.input)) if is_tool else None,
@@ -158,19 +160,29 @@ def tool_results(events: list[StepEvent]) -> list[ToolResult]:
     return results
 
 
-def model_usage(trajectory: Trajectory) -> dict[str, dict[str, int]]:
+def model_usage(trajectory: Trajectory) -> dict[str, dict[str, Any]]:
     """Token usage per model name over the model steps ("" = model not recorded):
-    {"<model>": {"steps", "input_tokens", "output_tokens", "cached_input_tokens"}}. The store
-    keeps it per trajectory, so summaries can be priced without reading documents."""
-    usage: dict[str, dict[str, int]] = {}
+    {"<model>": {"steps", "input_tokens", "output_tokens", "cached_input_tokens",
+    "cache_write_tokens", "reasoning_tokens", "calls"}}, the counts as recorded. `calls` holds
+    each step's [input, output, cache read, cache write, reasoning, start ms]: a call's price
+    can depend on its own size (long-context tiers) and date, so sums alone cannot be priced.
+    The store keeps it per trajectory, so summaries can be priced without reading documents."""
+    usage: dict[str, dict[str, Any]] = {}
     for agent in trajectory.agent_steps:
         for step in agent.steps:
             if step.type != "model" or step.model_info is None:
                 continue
+            info = step.model_info
             u = usage.setdefault(step.model or "", {
-                "steps": 0, "input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0})
+                "steps": 0, "input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0,
+                "cache_write_tokens": 0, "reasoning_tokens": 0, "calls": []})
             u["steps"] += 1
-            u["input_tokens"] += step.model_info.input_tokens
-            u["output_tokens"] += step.model_info.output_tokens
-            u["cached_input_tokens"] += step.model_info.input_read_cached_tokens
+            u["input_tokens"] += info.input_tokens
+            u["output_tokens"] += info.output_tokens
+            u["cached_input_tokens"] += info.input_read_cached_tokens
+            u["cache_write_tokens"] += info.input_creation_cached_tokens
+            u["reasoning_tokens"] += info.reasoning_tokens
+            u["calls"].append([info.input_tokens, info.output_tokens,
+                               info.input_read_cached_tokens, info.input_creation_cached_tokens,
+                               info.reasoning_tokens, step.started_at_ms or 0])
     return usage

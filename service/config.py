@@ -88,7 +88,8 @@ class Settings(BaseSettings):
         "API key sent to TRAJHUB_JUDGE_URL only (an evaluation with another endpoint names its "
         "key's variable, TRAJHUB_JUDGE_KEY_<NAME>)"), repr=False)
     prices: str = Field("", description=(
-        "JSON model price table (USD per 1M tokens) replacing the default shipped with trajhub"))
+        "JSON model price table (USD per 1M tokens) whose entries win over genai-prices' "
+        "bundled prices (docs/costs.md §2)"))
     auth: Literal["auto", "on", "off"] = Field("auto", description=(
         "API keys: on, off, or auto = on when HOST is not a loopback address (see `trajhub keys`)"
     ))

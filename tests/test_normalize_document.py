@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.normalize_support import capture_sets, load_traces
-from trajhub.evaluators.pricing import price_table, run_cost
+from trajhub.evaluators.pricing import Prices, price_table, run_cost
 from trajhub.evaluators.trajectory_view import parse_trajectory
 from trajhub.normalizers import derive, trajectory_to_dict
 from trajhub.normalizers.document import execution_order, parse_document, run_order
@@ -198,7 +198,7 @@ def test_playback_evaluators_cost_and_item_fields_read_the_same_odd_values() -> 
     assert (view.model_calls[0].input_tokens, view.model_calls[0].output_tokens) == (1_000_000, 2)
     # one million input tokens at 2.5 USD per million, two output tokens at 10 USD per million
     table = price_table({"models": {"gpt-4o": {"input": 2.5, "output": 10.0}}}, "test")
-    assert run_cost(table, events).run.usd == pytest.approx(2.5 + 2 * 10.0 / 1_000_000)
+    assert run_cost(Prices(table), events).run.usd == pytest.approx(2.5 + 2 * 10.0 / 1_000_000)
     assert item_fields(doc).metadata["trace_id"] == "t1"
 
 

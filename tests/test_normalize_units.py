@@ -116,6 +116,29 @@ def test_genai_usage_keys_and_string_numbers() -> None:
     assert (legacy["in"], legacy["out"]) == (5, 6)
 
 
+@pytest.mark.parametrize("key", [
+    "gen_ai.usage.cache_creation.input_tokens",  # the GenAI registry's spelling
+    "gen_ai.usage.cache_write.input_tokens",  # the `cache_write` spelling of the same bucket
+    "gen_ai.usage.cache_creation_input_tokens",
+    "gen_ai.usage.cache_write_input_tokens",
+    "gen_ai.usage.input_tokens.cache_write",
+    "gen_ai.usage.cache_write_tokens",
+])
+def test_every_spelling_of_cache_writes_is_read_as_cache_writes(key: str) -> None:
+    got = _model_step({"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 100,
+                       key: 40})
+    assert (got["write"], got["read"], got["in"]) == (40, 0, 100)
+
+
+def test_cache_writes_under_two_spellings_are_counted_once() -> None:
+    got = _model_step({"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 100,
+                       "gen_ai.usage.cache_creation.input_tokens": 40,
+                       "gen_ai.usage.cache_write.input_tokens": 40,
+                       "gen_ai.usage.cache_read.input_tokens": 30,
+                       "gen_ai.usage.cache_read_input_tokens": 30})
+    assert (got["write"], got["read"]) == (40, 30)
+
+
 def test_ill_typed_usage_is_ignored_not_fatal() -> None:
     got = _model_step(
         {

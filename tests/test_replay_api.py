@@ -100,7 +100,8 @@ def test_playback_contract_and_tool_results_of_every_instrumentation(
                 for e in evs] == starts
         assert r.headers["x-trajectory-revision"] == r.headers["etag"].strip('"')
         model_cost = steps[0]["cost"]
-        assert model_cost == {"usd": None, "priced_as": None}  # fake-gpt-4o-mini has no price
+        # fake-gpt-4o-mini has no price
+        assert model_cost == {"usd": None, "priced_as": None, "price_source": None}
 
         results = get_json(c, f"{server.http}/api/v1/trajectories/{trace_id}/tool-results",
                            project=project)
@@ -151,7 +152,9 @@ def test_summaries_carry_cost_and_unknown_models_say_so(server: ServerProcess,
     assert cost["cached_input_tokens"] == sum(k for _, _, k in SCRIPT_TOKENS)
     assert cost["usd"] is None and cost["complete"] is False
     assert cost["unpriced_models"] == [fake_agent.MODEL_NAME]
-    assert cost["price_table"] == "default" and cost["prices_as_of"]
+    # the fake model is in no price source: nothing priced, the configured source is named
+    assert cost["price_sources"] == []
+    assert cost["price_table"].startswith("genai-prices 0.2.3, data of ")
 
 
 def test_routes_404_and_400(server: ServerProcess, project: str) -> None:
@@ -242,10 +245,11 @@ def test_late_span_changes_events_tool_results_and_contract(server: ServerProces
     assert tr2["revision"] > tr1["revision"] and ct2["revision"] > ct1["revision"]
     assert [v["value"] for v in ct1["sampling"]["temperature"]["values"]] == [0.2]
     assert [v["value"] for v in ct2["sampling"]["temperature"]["values"]] == [0.2, 0.9]
-    # gpt-4o-mini is in the default table: $0.15 / 1M input, $0.60 / 1M output
-    # (openai.com/api/pricing): 1000 × 0.15e-6 + 500 × 0.60e-6
+    # gpt-4o-mini's list price (openai.com/api/pricing): $0.15 / 1M input, $0.60 / 1M output:
+    # 1000 × 0.15e-6 + 500 × 0.60e-6
     assert ev1[0]["cost"]["usd"] == pytest.approx(0.00045)
-    assert ev1[0]["cost"]["priced_as"] == "gpt-4o-mini"
+    assert ev1[0]["cost"]["priced_as"] == "openai:gpt-4o-mini"
+    assert ev1[0]["cost"]["price_source"].startswith("genai-prices 0.2.3, data of ")
 
 
 def test_multi_agent_events_name_their_agents(server: ServerProcess, project: str) -> None:
@@ -363,7 +367,10 @@ def test_a_price_file_prices_steps_agents_runs_and_summaries(
     assert cost["run"]["usd"] == pytest.approx(sum(expected)) and cost["run"]["complete"]
     assert [(a["agent"], a["cost"]["usd"]) for a in cost["agents"]] == [
         ("LangGraph", pytest.approx(sum(expected)))]
-    assert cost["run"]["price_table"] == str(prices)
+    assert cost["run"]["price_table"].startswith(f"TRAJHUB_PRICES {prices}, as of 2026-01-01 "
+                                                 "over genai-prices 0.2.3")
+    assert cost["run"]["price_sources"] == [f"TRAJHUB_PRICES {prices}, as of 2026-01-01"]
+    assert cost["steps"][0]["price_source"] == f"TRAJHUB_PRICES {prices}, as of 2026-01-01"
     assert item["cost"]["usd"] == pytest.approx(sum(expected))
     assert item["cost"]["prices_as_of"] == "2026-01-01"
     assert same["a"]["cost"]["usd"] == pytest.approx(sum(expected))

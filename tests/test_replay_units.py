@@ -13,7 +13,14 @@ import pytest
 from tests import fake_agent
 from tests.normalize_support import load_file
 from trajhub.evaluators.compare import align, compare, retries
-from trajhub.evaluators.pricing import PriceTableError, price_table, step_cost, usage_cost
+from trajhub.evaluators.pricing import (
+    Prices,
+    PriceTableError,
+    Usage,
+    price_table,
+    step_cost,
+    usage_cost,
+)
 from trajhub.normalizers import derive, trajectory_to_dict
 from trajhub.normalizers.contract import run_contract
 from trajhub.normalizers.model import Span
@@ -27,7 +34,7 @@ from trajhub.normalizers.playback import (
 )
 from trajhub.normalizers.trajectory import StepError
 from trajhub.service.client.replay import RecordedToolError, RecordedTools, UnrecordedToolCall
-from trajhub.service.prices import PriceFileError, load_table
+from trajhub.service.prices import PriceFileError, load_prices
 
 REAL = Path(__file__).parent / "fixtures" / "real-clients"
 
@@ -99,22 +106,23 @@ PRICES = {"as_of": "2025-01-01", "models": {
 
 def test_price_lookup_and_step_cost() -> None:
     table = price_table(PRICES, "test")
+    prices = Prices(table)
     assert table.price("gpt-4o-mini-2024-07-18") is not None
     assert table.price("gpt-4o-mini-2024-07-18")[0] == "gpt-4o-mini"  # type: ignore[index]
     assert table.price("openai/GPT-4o")[0] == "gpt-4o"  # type: ignore[index]
     assert table.price("fake-gpt-4o-mini") is None
     assert table.price(None) is None
     # 1000 input of which 400 cached, 100 output: 600 × 2.5 + 400 × 1.25 + 100 × 10 per 1M
-    assert step_cost(table, "gpt-4o", 1000, 100, 400).usd == pytest.approx(0.003)
+    assert step_cost(prices, "gpt-4o", Usage(1000, 100, 400)).usd == pytest.approx(0.003)
     # no cached price: cached tokens cost the input price
-    assert step_cost(table, "gpt-4o-mini", 1000, 0, 400).usd == pytest.approx(0.00015)
-    unknown = step_cost(table, "my-model", 1000, 100)
+    assert step_cost(prices, "gpt-4o-mini", Usage(1000, 0, 400)).usd == pytest.approx(0.00015)
+    unknown = step_cost(prices, "my-model", Usage(1000, 100))
     assert unknown.usd is None and unknown.priced_as is None
 
 
 def test_run_cost_names_unpriced_models_and_never_invents_a_price() -> None:
-    table = price_table(PRICES, "test")
-    cost = usage_cost(table, {
+    prices = Prices(price_table(PRICES, "test"))
+    cost = usage_cost(prices, {
         "gpt-4o-mini": {"input_tokens": 1000, "output_tokens": 1000, "cached_input_tokens": 0},
         "house-model": {"input_tokens": 5, "output_tokens": 5, "cached_input_tokens": 0},
         "": {"input_tokens": 1, "output_tokens": 1, "cached_input_tokens": 0}})
@@ -122,7 +130,7 @@ def test_run_cost_names_unpriced_models_and_never_invents_a_price() -> None:
     assert cost.complete is False
     assert sorted(cost.unpriced_models) == ["(model not recorded)", "house-model"]
     assert cost.input_tokens == 1006
-    only_unknown = usage_cost(table, {"x": {"input_tokens": 1, "output_tokens": 1}})
+    only_unknown = usage_cost(prices, {"x": {"input_tokens": 1, "output_tokens": 1}})
     assert only_unknown.usd is None
 
 
@@ -138,15 +146,14 @@ def test_bad_price_tables_are_rejected_with_the_place(doc: Any, problem: str) ->
 def test_price_file_override_and_the_default(tmp_path: Path) -> None:
     path = tmp_path / "prices.json"
     path.write_text(json.dumps(PRICES))
-    assert load_table(str(path)).as_of == "2025-01-01"
-    assert load_table(str(path)).source == str(path)
-    default = load_table("")
-    assert default.source == "default" and default.as_of and default.models
+    loaded = load_prices(str(path)).override
+    assert loaded is not None and loaded.as_of == "2025-01-01" and loaded.source == str(path)
+    assert load_prices("").override is None  # genai-prices alone
     path.write_text("{not json")
     with pytest.raises(PriceFileError, match=r"prices\.json"):
-        load_table(str(path))
+        load_prices(str(path))
     with pytest.raises(PriceFileError, match=r"missing\.json"):
-        load_table(str(tmp_path / "missing.json"))
+        load_prices(str(tmp_path / "missing.json"))
 
 
 def _fixture(run: str) -> tuple[list[Span], dict[str, Any]]:
@@ -221,9 +228,17 @@ def test_recorded_tools_stand_in_for_langchain_tools() -> None:
 def test_model_usage_sums_tokens_per_model() -> None:
     spans, _ = _fixture("openinference/react.prebuilt.stream")
     usage = model_usage(derive(spans).trajectory)
-    # the react script: 120 + 180 + 230 in (64 + 96 cache reads), 30 + 18 + 25 out
-    assert usage == {fake_agent.MODEL_NAME: {"steps": 3, "input_tokens": 530,
-                                             "output_tokens": 73, "cached_input_tokens": 160}}
+    # the react script (tests/fake_agent.py): 120 + 180 + 230 in (64 + 96 cache reads, 16
+    # cache writes), 30 + 18 + 25 out (12 + 4 reasoning)
+    (entry,) = usage.values()
+    assert list(usage) == [fake_agent.MODEL_NAME]
+    assert {k: v for k, v in entry.items() if k != "calls"} == {
+        "steps": 3, "input_tokens": 530, "output_tokens": 73, "cached_input_tokens": 160,
+        "cache_write_tokens": 16, "reasoning_tokens": 16}
+    # each call: [input, output, cache read, cache write, reasoning, start ms]
+    assert [c[:5] for c in entry["calls"]] == [
+        [120, 30, 64, 16, 12], [180, 18, 96, 0, 4], [230, 25, 0, 0, 0]]
+    assert all(c[5] > 0 for c in entry["calls"])
 
 
 @pytest.mark.integration  # starts processes

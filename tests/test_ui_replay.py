@@ -122,6 +122,13 @@ def test_playback_contract_cost_and_compare_of_runs_diverging_at_a_known_step(
                                                           f"{30 + 18 + 25} out")
         expect(page.locator("#step-cost-table tbody tr")).to_have_count(3)
         expect(page.locator("#agent-cost-table tbody")).to_contain_text("LangGraph")
+        # the script's cache reads (64 + 96) and writes (16), and reasoning (12 + 4)
+        expect(page.locator("#run-cost")).to_contain_text(
+            "of the input, 160 read from and 16 written to the prompt cache")
+        expect(page.locator("#run-cost")).to_contain_text("of the output, 16 reasoning")
+        # nothing priced: the view names the price source configured, with its date
+        expect(page.locator("#price-sources")).to_contain_text(
+            "genai-prices 0.2.3, data of 2026-11-10")
         ui.shot("04-cost")
 
         # compare with the run that never calls divide: the project's other runs are offered

@@ -10,13 +10,13 @@ import orjson
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from trajhub.evaluators.pricing import PriceTable, run_cost
+from trajhub.evaluators.pricing import Prices, run_cost
 from trajhub.evaluators.regression import ItemSide, Verdict, aggregate, item_report
 from trajhub.normalizers.playback import run_duration_ms, step_events
 from trajhub.service.api.common import INT64_MAX, ROUTER_CHECKS, Project, Rt, whole_number
 from trajhub.service.api.models import BODY_CONFIG, ERRORS, NOT_FOUND, example_config
 from trajhub.service.api.replay import AlignedPairView
-from trajhub.service.prices import table_for
+from trajhub.service.prices import prices_for
 from trajhub.storage import evaluations, replay_reads
 
 # every route here reads runs or evaluations that may not exist (404)
@@ -142,7 +142,7 @@ class RegressionReport(BaseModel):
                 "seq": 2, "step_id": "418893ffe6da18c7", "type": "model",
                 "name": "chat gpt-4o-mini", "agent": "calc_agent", "arguments_hash": None}},
             "problems": []}],
-        "price_table": "default", "prices_as_of": "2025-06-01"})
+        "price_table": "genai-prices 0.2.3, data of 2026-11-10", "prices_as_of": "2026-11-10"})
     dataset: str
     baseline: SideView
     candidate: SideView
@@ -203,7 +203,7 @@ async def _side(conn: Any, project: str, ref: RunRef, default_dataset: str | Non
     return side
 
 
-def _item_run(side: Side, item_id: str, docs: dict[str, Any], table: PriceTable) -> ItemSide:
+def _item_run(side: Side, item_id: str, docs: dict[str, Any], prices: Prices) -> ItemSide:
     quality = side.quality.get(item_id, {})
     trace_id = side.traces.get(item_id)
     if trace_id is None:
@@ -214,7 +214,7 @@ def _item_run(side: Side, item_id: str, docs: dict[str, Any], table: PriceTable)
         return ItemSide(trace_id, None, quality=quality, problem=f"trace {trace_id}: {why}")
     document = orjson.loads(row["document"])
     events = step_events(document)
-    cost = run_cost(table, events).run
+    cost = run_cost(prices, events).run
     return ItemSide(trace_id, events, run_duration_ms(document),
                    cost.usd if cost.complete else None, quality)
 
@@ -225,7 +225,7 @@ async def regression_report(rt: Rt, project: Project, body: RegressionRequest) -
     """Per item: path-length, cost and quality deltas and where the two runs diverged; per
     metric: a better / same / worse verdict with counts. Quality comes from evaluation results
     where they exist."""
-    table = table_for(rt.settings)
+    prices = prices_for(rt.settings)
     async with rt.db.acquire() as conn:
         base = await _side(conn, project, body.baseline, body.dataset, "baseline")
         cand = await _side(conn, project, body.candidate, body.dataset, "candidate")
@@ -237,8 +237,8 @@ async def regression_report(rt: Rt, project: Project, body: RegressionRequest) -
     order: dict[str, int] = {}
     for item_id, seq in base.items + cand.items:
         order.setdefault(item_id, seq)
-    items = [item_report(item_id, _item_run(base, item_id, docs, table),
-                         _item_run(cand, item_id, docs, table))
+    items = [item_report(item_id, _item_run(base, item_id, docs, prices),
+                         _item_run(cand, item_id, docs, prices))
              for item_id in sorted(order, key=lambda i: (order[i], i))]
     return {
         "dataset": base.dataset,
@@ -246,5 +246,5 @@ async def regression_report(rt: Rt, project: Project, body: RegressionRequest) -
         "candidate": {"evaluation": cand.evaluation, "run": cand.run},
         "verdicts": [asdict(v) for v in aggregate(items)],
         "items": [asdict(i) for i in items],
-        "price_table": table.source, "prices_as_of": table.as_of,
+        "price_table": prices.description, "prices_as_of": prices.as_of,
     }

@@ -12,7 +12,7 @@ from fastapi import APIRouter, HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
 from trajhub.evaluators.compare import compare
-from trajhub.evaluators.pricing import StepCost, run_cost
+from trajhub.evaluators.pricing import Prices, StepCost, run_cost
 from trajhub.normalizers.contract import ContractField, run_contract
 
 # the step events' parts are the normalizer's own dataclasses (one definition each)
@@ -33,7 +33,7 @@ from trajhub.service.api.common import (
     trace_id_param,
 )
 from trajhub.service.api.models import ERRORS, NOT_FOUND, CostView, example_config
-from trajhub.service.prices import cost_json, table_for
+from trajhub.service.prices import cost_json, prices_for
 from trajhub.service.runtime import Runtime
 from trajhub.service.stored_spans import iso_time, to_model
 from trajhub.storage import replay_reads
@@ -126,7 +126,10 @@ class RunContract(BaseModel):
 
 class StepCostView(BaseModel):
     usd: float | None = Field(description="null: no price for this model")
-    priced_as: str | None
+    priced_as: str | None = Field(description="the price entry used: `provider:model` of "
+                                  "genai-prices, or the TRAJHUB_PRICES key")
+    price_source: str | None = Field(description="where the price came from, with its date "
+                                     "(see CostView.price_sources); null when not priced")
 
 
 class StepEventView(BaseModel):
@@ -204,12 +207,18 @@ class StepCostEntry(BaseModel):
     agent: str
     model: str | None
     usd: float | None = Field(description="null: no price for this model")
-    priced_as: str | None
+    priced_as: str | None = Field(description="the price entry used: `provider:model` of "
+                                  "genai-prices, or the TRAJHUB_PRICES key")
+    price_source: str | None = Field(description="where the price came from, with its date; "
+                                     "null when not priced")
 
 
+_GENAI = "genai-prices 0.2.3, data of 2026-11-10"
 _UNPRICED_COST = {"input_tokens": 530, "output_tokens": 73, "cached_input_tokens": 160,
+                  "cache_write_tokens": 0, "reasoning_tokens": 0,
                   "usd": None, "complete": False, "unpriced_models": ["fake-gpt-4o-mini"],
-                  "currency": "USD", "price_table": "default", "prices_as_of": "2025-06-01"}
+                  "price_sources": [], "currency": "USD", "price_table": _GENAI,
+                  "prices_as_of": "2026-11-10"}
 
 
 class RunCostView(BaseModel):
@@ -219,9 +228,11 @@ class RunCostView(BaseModel):
         "agents": [{"agent_step_id": "17346b4501eaf614", "agent": "LangGraph",
                     "cost": _UNPRICED_COST}],
         "steps": [{"step_id": "19322fed157cf9c6", "agent": "LangGraph",
-                   "model": "fake-gpt-4o-mini", "usd": None, "priced_as": None},
+                   "model": "fake-gpt-4o-mini", "usd": None, "priced_as": None,
+                   "price_source": None},
                   {"step_id": "d868c2cf1d4a2b12", "agent": "LangGraph",
-                   "model": "fake-gpt-4o-mini", "usd": None, "priced_as": None}]})
+                   "model": "fake-gpt-4o-mini", "usd": None, "priced_as": None,
+                   "price_source": None}]})
     trace_id: str
     revision: int
     status: str
@@ -267,8 +278,9 @@ class ComparedRun(BaseModel):
 
 def _priced_cost(input_tokens: int, output_tokens: int, usd: float) -> dict[str, Any]:
     return {"input_tokens": input_tokens, "output_tokens": output_tokens,
-            "cached_input_tokens": 0, "usd": usd, "complete": True, "unpriced_models": [],
-            "currency": "USD", "price_table": "default", "prices_as_of": "2025-06-01"}
+            "cached_input_tokens": 0, "cache_write_tokens": 0, "reasoning_tokens": 0,
+            "usd": usd, "complete": True, "unpriced_models": [], "price_sources": [_GENAI],
+            "currency": "USD", "price_table": _GENAI, "prices_as_of": "2026-11-10"}
 
 
 _ADD_HASH = "sha256:206f7b5543e6f2ef39bf334988fd7097b725caeed16588cd9d785480f2f0f8f6"
@@ -353,12 +365,17 @@ class NDJSONResponse(Response):
     media_type = "application/x-ndjson"
 
 
-def event_json(event: StepEvent, costs: dict[str, StepCost]) -> dict[str, Any]:
+def step_cost_json(cost: StepCost, prices: Prices) -> dict[str, Any]:
+    return {"usd": cost.usd, "priced_as": cost.priced_as,
+            "price_source": prices.label(cost.source) if cost.source is not None else None}
+
+
+def event_json(event: StepEvent, costs: dict[str, StepCost], prices: Prices) -> dict[str, Any]:
     out = asdict(event)
     # the API's time vocabulary (README, "Times"): the moment as RFC 3339 text
     out["start_time"] = iso_time(event.started_at_ms * 1_000_000)
     cost = costs.get(event.step_id)
-    out["cost"] = ({"usd": cost.usd, "priced_as": cost.priced_as}
+    out["cost"] = (step_cost_json(cost, prices)
                    if cost is not None and event.type == "model" else None)
     return out
 
@@ -379,20 +396,20 @@ async def compare_runs(
 ) -> Any:
     """Steps are aligned by minimum edit distance over (type, name, canonical arguments);
     parallel tool calls are compared in a canonical order. Deltas are b − a."""
-    table = table_for(rt.settings)
+    prices = prices_for(rt.settings)
     run_a, run_b = await load_run(rt, project, a), await load_run(rt, project, b)
     c = compare(run_a.events, run_a.duration_ms, run_b.events, run_b.duration_ms)
-    cost_a = run_cost(table, run_a.events).run
-    cost_b = run_cost(table, run_b.events).run
+    cost_a = run_cost(prices, run_a.events).run
+    cost_b = run_cost(prices, run_b.events).run
     deltas: dict[str, float | None] = {**c.deltas}
     deltas["cost_usd"] = (round(cost_b.usd - cost_a.usd, 10)
                           if cost_a.usd is not None and cost_b.usd is not None
                           and cost_a.complete and cost_b.complete else None)
     return {
         "a": {"trace_id": run_a.trace_id, "revision": run_a.revision, "status": run_a.status,
-              "metrics": asdict(c.a), "cost": cost_json(cost_a, table)},
+              "metrics": asdict(c.a), "cost": cost_json(cost_a, prices)},
         "b": {"trace_id": run_b.trace_id, "revision": run_b.revision, "status": run_b.status,
-              "metrics": asdict(c.b), "cost": cost_json(cost_b, table)},
+              "metrics": asdict(c.b), "cost": cost_json(cost_b, prices)},
         "distance": c.distance, "counts": c.counts,
         "first_divergence": asdict(c.first_divergence) if c.first_divergence else None,
         "alignment": [asdict(p) for p in c.alignment], "deltas": deltas,
@@ -402,21 +419,21 @@ async def compare_runs(
 @router.get("/trajectories/{trace_id}/cost", response_model=RunCostView,
             summary="Tokens and money per model step, per agent and for the run")
 async def cost(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
-    """Priced with TRAJHUB_PRICES or the default table shipped with trajhub; a model the table
-    does not list has no price (`usd` null) and is named in `unpriced_models`."""
-    table = table_for(rt.settings)
+    """Priced with genai-prices' bundled data, under the TRAJHUB_PRICES table when one is set
+    (docs/costs.md); a model neither knows has no price (`usd` null) and is named in
+    `unpriced_models`. Each step says which source priced it, with its date."""
+    prices = prices_for(rt.settings)
     run = await load_run(rt, project, trace_id)
-    costs = run_cost(table, run.events)
+    costs = run_cost(prices, run.events)
     names = {e.agent_step_id: e.agent for e in run.events}
     model_events = [e for e in run.events if e.type == "model"]
     return {
         "trace_id": run.trace_id, "revision": run.revision, "status": run.status,
-        "run": cost_json(costs.run, table),
+        "run": cost_json(costs.run, prices),
         "agents": [{"agent_step_id": agent_id, "agent": names.get(agent_id, ""),
-                    "cost": cost_json(c, table)} for agent_id, c in costs.agents.items()],
+                    "cost": cost_json(c, prices)} for agent_id, c in costs.agents.items()],
         "steps": [{"step_id": e.step_id, "agent": e.agent, "model": e.model,
-                   "usd": costs.steps[e.step_id].usd,
-                   "priced_as": costs.steps[e.step_id].priced_as} for e in model_events],
+                   **step_cost_json(costs.steps[e.step_id], prices)} for e in model_events],
     }
 
 
@@ -453,11 +470,11 @@ async def contract(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
                422: {"description": "The trajectory could not be derived"}},
 )
 async def events(trace_id: TraceIdPath, rt: Rt, project: Project) -> NDJSONResponse:
-    table = table_for(rt.settings)
+    prices = prices_for(rt.settings)
     run = await load_run(rt, project, trace_id)
-    costs = run_cost(table, run.events).steps
+    costs = run_cost(prices, run.events).steps
     body = b"".join(orjson.dumps(StepEventView.model_validate(
-        event_json(e, costs)).model_dump()) + b"\n" for e in run.events)
+        event_json(e, costs, prices)).model_dump()) + b"\n" for e in run.events)
     return NDJSONResponse(body, headers=_revision_headers(run))
 
 

@@ -43,7 +43,7 @@ from trajhub.service.auth import ADMIN
 from trajhub.service.errors import BadRequest, IngestError
 from trajhub.service.ingest.bodies import read_body, require_media
 from trajhub.service.ingest.decode import cozeloop_batch, decompress, otlp_batch, parse_otlp
-from trajhub.service.prices import summary_cost, table_for
+from trajhub.service.prices import prices_for, summary_cost
 from trajhub.service.stored_spans import batch_spans
 from trajhub.storage import derivation_store, trajectory_reads
 
@@ -66,7 +66,7 @@ async def list_trajectories(
         rows = await trajectory_reads.list_trajectories(conn, project, f)
         total = (await trajectory_reads.count_trajectories(conn, project, f)
                  if query.count else None)
-    prices = table_for(rt.settings)
+    prices = prices_for(rt.settings)
     converters = {"cost": lambda usage: summary_cost(prices, usage)}
     next_cursor = (encode_cursor(rows[-1].sort_value, rows[-1].trace_id)
                    if len(rows) == f.limit else None)

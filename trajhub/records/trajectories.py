@@ -15,18 +15,33 @@ from trajhub.records import Cli, Field, Filter, Param, Record
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 
-COST = Record("CostView", "Tokens, and money where the price table lists the models.", (
-    Field("input_tokens", int, column=None, written_by="", example=130),
-    Field("output_tokens", int, column=None, written_by="", example=19),
-    Field("cached_input_tokens", int, column=None, written_by="", example=0),
+COST = Record("CostView", "Tokens, each counted once, and money where a price source knows "
+              "the models (docs/costs.md).", (
+    Field("input_tokens", int, "all input tokens, cache reads and writes included",
+          column=None, written_by="", example=130),
+    Field("output_tokens", int, "all output tokens, reasoning included", column=None,
+          written_by="", example=19),
+    Field("cached_input_tokens", int, "the input tokens read from a prompt cache",
+          column=None, written_by="", example=0),
+    Field("cache_write_tokens", int, "the input tokens written to a prompt cache",
+          column=None, written_by="", example=0),
+    Field("reasoning_tokens", int, "the output tokens spent on reasoning", column=None,
+          written_by="", example=0),
     Field("usd", float | None, "sum over the priced model steps; null when none had a price",
           column=None, written_by="", example=3.09e-05),
     Field("complete", bool, "every model step had a price", column=None, written_by="",
           example=True),
     Field("unpriced_models", list[str], column=None, written_by="", example=[]),
+    Field("price_sources", list[str], "the sources that priced these steps, each with the "
+          "date of its prices: `genai-prices <version>, data of <date>` or `TRAJHUB_PRICES "
+          "<file>, as of <date>`", column=None, written_by="",
+          example=["genai-prices 0.2.3, data of 2026-11-10"]),
     Field("currency", str, column=None, written_by="", example="USD"),
-    Field("price_table", str, column=None, written_by="", example="built-in"),
-    Field("prices_as_of", str, column=None, written_by="", example="2025-06-01"),
+    Field("price_table", str, "the price sources configured, the one that wins first",
+          column=None, written_by="", example="genai-prices 0.2.3, data of 2026-11-10"),
+    Field("prices_as_of", str, "the date of the prices used: the TRAJHUB_PRICES table's "
+          "`as_of` when only it priced the steps, else the date of genai-prices' data",
+          column=None, written_by="", example="2026-11-10"),
 ))
 
 _SUMMARY = "summary"
@@ -84,8 +99,8 @@ TRAJECTORY_SUMMARY = Record("TrajectorySummary", "A trajectory as the trajectory
           example="It is sunny in sf."),
     #: JSON text: token usage per model name (normalizers.playback.model_usage), priced on read
     Field("model_usage", str, served=False, default="{}"),
-    Field("cost", COST, "tokens, and money where the price table lists the models "
-          "(TRAJHUB_PRICES)", column=None, select="model_usage", convert="cost",
+    Field("cost", COST, "tokens, and money where a price source knows the models "
+          "(genai-prices, TRAJHUB_PRICES)", column=None, select="model_usage", convert="cost",
           written_by=""),
 ))
 

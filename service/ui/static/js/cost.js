@@ -1,5 +1,5 @@
-// Money as the API prices it: a model the price table does not list has no price, and the UI
-// says so instead of showing a number.
+// Money as the API prices it: a model no price source knows has no price, and the UI says so
+// instead of showing a number.
 
 import {h} from "./dom.js";
 
@@ -21,13 +21,19 @@ export function unpricedText(models) {
   return models && models.length ? `no price for ${models.join(", ")}` : "";
 }
 
+/** Which sources priced a cost, each with its date; the configured ones when none did. */
+export function priceSourcesText(cost) {
+  return cost.price_sources && cost.price_sources.length
+    ? cost.price_sources.join("; ") : cost.price_table;
+}
+
 /**
- * A Cost of the API ({usd, complete, unpriced_models, price_table, prices_as_of}) as a short
+ * A Cost of the API ({usd, complete, unpriced_models, price_sources, price_table}) as a short
  * node: "$0.0012", "unknown (no price for m)", or "$0.0012 + unknown (no price for m)".
  */
 export function costNode(cost) {
   if (!cost) return h("span", {class: "muted"}, "—");
-  const title = `prices: ${cost.price_table} table, as of ${cost.prices_as_of}`;
+  const title = `prices: ${priceSourcesText(cost)}`;
   const unpriced = unpricedText(cost.unpriced_models);
   if (cost.usd === null || cost.usd === undefined) {
     if (!unpriced) return h("span", {class: "muted", title: "no model steps"}, "—");

@@ -2,7 +2,7 @@
 // GET /trajectories/{id}/events, in the order they happened), its run contract and its cost.
 
 import {ApiError, download, enc, get, request} from "./api.js";
-import {costNode, fmtUsd, unpricedText} from "./cost.js";
+import {costNode, fmtUsd, priceSourcesText, unpricedText} from "./cost.js";
 import {fmtInt, fmtMs, h} from "./dom.js";
 import {payload} from "./payload.js";
 
@@ -143,9 +143,13 @@ export function costView(data, view) {
   return h("div", {id: "cost"},
     h("p", {id: "run-cost"}, "Run: ", costNode(run),
       ` · ${fmtInt(run.input_tokens)} in → ${fmtInt(run.output_tokens)} out tokens` +
-      (run.cached_input_tokens ? ` (${fmtInt(run.cached_input_tokens)} cached)` : "")),
-    h("p", {class: "small muted"}, `Prices: the ${run.price_table} table as of ` +
-      `${run.prices_as_of}, in ${run.currency}. A model the table does not list has no price.`),
+      (run.cached_input_tokens || run.cache_write_tokens
+        ? ` · of the input, ${fmtInt(run.cached_input_tokens)} read from and ` +
+          `${fmtInt(run.cache_write_tokens)} written to the prompt cache` : "") +
+      (run.reasoning_tokens ? ` · of the output, ${fmtInt(run.reasoning_tokens)} reasoning`
+        : "")),
+    h("p", {class: "small muted", id: "price-sources"}, `Prices: ${priceSourcesText(run)}, ` +
+      `in ${run.currency}. A model no price source knows has no price.`),
     h("h3", null, "Per agent"),
     h("table", {class: "grid", id: "agent-cost-table"},
       h("thead", null, h("tr", null, ["Agent", "Input tokens", "Output tokens", "Cost"].map((c) =>
@@ -165,5 +169,6 @@ export function costView(data, view) {
           ? h("span", {class: "unknown-cost"}, `unknown (${unpricedText([s.model ||
             "(model not recorded)"])})`)
           : [fmtUsd(s.usd), s.priced_as && s.priced_as !== s.model
-            ? h("span", {class: "muted small"}, ` as ${s.priced_as}`) : ""]))))));
+            ? h("span", {class: "muted small", title: s.price_source || ""},
+              ` as ${s.priced_as}`) : ""]))))));
 }

@@ -116,7 +116,7 @@ function report(data) {
     h("p", {id: "regression-sides"}, "Set ", h("a", {href: link(`/datasets/${encodeURIComponent(
       data.dataset)}`)}, data.dataset), " · baseline: ", sideText(data.baseline),
     " · candidate: ", sideText(data.candidate), h("span", {class: "muted small"},
-      ` · prices: ${data.price_table} table as of ${data.prices_as_of}`)),
+      ` · prices: ${data.price_table}`)),
     h("table", {class: "grid verdicts", id: "verdict-table"},
       h("caption", null, "Verdict per metric (counts of items)"),
       h("thead", null, h("tr", null, ["Metric", "Verdict", "Better", "Same", "Worse", "Missing"]
