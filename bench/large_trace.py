@@ -116,11 +116,15 @@ class RssSampler:
         self._thread.join()
 
 
-async def wait_final(url: str, trace_id: str) -> None:
+async def wait_final(url: str, trace_id: str) -> int:
+    """Waits until the trajectory is final; returns its revision (how often it was derived)."""
     conn = await asyncpg.connect(url)
     try:
-        while await conn.fetchval("SELECT status FROM trajectories WHERE trace_id = $1",
-                                  trace_id) != "final":
+        while True:
+            row = await conn.fetchrow(
+                "SELECT status, revision FROM trajectories WHERE trace_id = $1", trace_id)
+            if row is not None and row["status"] == "final":
+                return int(row["revision"])
             await asyncio.sleep(0.1)
     finally:
         await conn.close()
@@ -151,7 +155,7 @@ def main() -> int:
                 r.raise_for_status()
             last_ack = time.perf_counter()
             tid = trace_id.hex()
-            asyncio.run(wait_final(server.database_url, tid))
+            revision = asyncio.run(wait_final(server.database_url, tid))
             final_after = time.perf_counter() - last_ack
             reads = {
                 "GET trajectory": timed_get(client, f"/api/v1/trajectories/{tid}"),
@@ -160,7 +164,7 @@ def main() -> int:
             }
             after = rss.now()
         print(f"{args.spans:,} spans in {len(bodies)} requests: final {final_after:.1f} s "
-              f"after the last ack")
+              f"after the last ack, derived {revision} times")
         for name, (seconds, size, status) in reads.items():
             print(f"  {name:<15} {seconds * 1000:8.0f} ms  {size / 2**20:8.1f} MiB  "
                   f"HTTP {status}")
