@@ -41,7 +41,7 @@ _WITH_A_NEW_FIELD = textwrap.dedent('''
     import dataclasses
 
     openapi = create_app(Runtime(Settings(), None, None)).openapi()
-    where, _ = trajectory_reads._where("p", trajectory_reads.TrajectoryFilter(
+    where, _, _ = trajectory_reads._where("p", trajectory_reads.TrajectoryFilter(
         values={"min_retries": 3}))
     print(json.dumps({
         "schema": openapi["components"]["schemas"]["TrajectorySummary"],

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, ConfigDict, create_model
 from pydantic import Field as PydanticField
 
@@ -20,9 +21,18 @@ _MODELS: dict[Record, type[BaseModel]] = {}
 
 #: how a stored value becomes the served one (`Field.convert`); the API adds its own
 #: converters per request (the price table's "cost")
+def _score_value(text: str) -> Any:
+    """A score's value (trajhub.records.scores), read as JSON text: a number as a float
+    (PostgreSQL's JSON writes 1.0 as 1), a boolean or a category as is."""
+    value = orjson.loads(text)
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "time": iso_time,
     "ns_text": str,
+    "json": orjson.loads,
+    "score_value": _score_value,
 }
 
 

@@ -261,7 +261,8 @@ class Param:
     #: condition for true and `negated` the one for false.
     condition: str = ""
     negated: str = ""
-    #: "time": RFC 3339 or Unix ns, compared as ns; "" as given
+    #: "time": RFC 3339 or Unix ns, compared as ns; "score": a score condition
+    #: (trajhub.records.scores, `parse_score_condition`); "" as given
     convert: str = ""
     #: the condition is built by the storage layer (a named special case, e.g. free text)
     custom: bool = False
