@@ -283,3 +283,51 @@ def test_a_dataset_evaluation_stores_its_verdicts_as_scores_on_the_trajectories(
         assert score["comment"]
     assert [t["trace_id"] for t in api.get("/trajectories", params={
         "score": "expected_agents_tools<=0.5"}).json()["items"]] == [wrong]
+
+
+def test_the_client_and_the_cli_add_list_and_filter_scores(server: ServerProcess,
+                                                           project: str) -> None:
+    from tests.test_cli import one_line_error, trajhub
+    from trajhub.client import ApiError, Score, TrajhubClient
+
+    trace_id, steps = agent_run(server, project)
+    with TrajhubClient(server.http, project=project) as hub:
+        one = hub.add_score(trace_id, "helpful", 0.25, comment="terse")
+        assert isinstance(one, Score)
+        assert (one.name, one.value, one.data_type, one.comment, one.revision) == (
+            "helpful", 0.25, "number", "terse", 1)
+        many = hub.add_scores(trace_id, [{"name": "tool_ok", "value": True,
+                                          "step_id": steps["tool"]}])
+        assert [(s.name, s.value, s.step_id) for s in many] == [("tool_ok", True, steps["tool"])]
+        assert [s.name for s in hub.list_scores(trace_id)] == ["helpful", "tool_ok"]
+        # the list's `score` filter and `score:<name>` sort come from the declaration
+        assert [t.trace_id for t in hub.list_trajectories(
+            score="helpful<=0.5", sort="score:helpful").items] == [trace_id]
+        with pytest.raises(ApiError) as bad:
+            hub.add_score(trace_id, "helpful", "x", data_type="number")
+        assert bad.value.status == 400 and "not a number" in bad.value.detail
+        hub.delete_score(trace_id, many[0].id)
+        assert [s.name for s in hub.list_scores(trace_id)] == ["helpful"]
+
+    done = trajhub("scores", "add", trace_id, "verdict", "pass", "--comment", "fine",
+                   "--step", steps["chat"], url=server.http, project=project)
+    assert done.returncode == 0, done.stderr
+    assert f"verdict = pass on step {steps['chat']} (revision 1)" in done.stdout
+    done = trajhub("scores", "add", trace_id, "flag", "true", url=server.http, project=project)
+    assert done.returncode == 0, done.stderr
+    done = trajhub("scores", "list", trace_id, url=server.http, project=project)
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.split()[:4] == ["ID", "STEP", "NAME", "VALUE"]
+    assert [r.split()[2:4] for r in rows] == [["helpful", "0.25"], ["verdict", "pass"],
+                                             ["flag", "true"]]
+    assert rows[1].split()[1] == steps["chat"] and rows[0].split()[1] == "-"
+    done = trajhub("trajectories", "list", "--score", "flag=true", "--sort", "score:helpful",
+                   url=server.http, project=project)
+    assert done.returncode == 0, done.stderr
+    assert [r.split()[0] for r in done.stdout.splitlines()[1:]] == [trace_id]
+    assert "'zz'" in one_line_error(trajhub("scores", "add", trace_id, "x", "1", "--step", "zz",
+                                            url=server.http, project=project))
+    assert "not a number" in one_line_error(trajhub("scores", "add", trace_id, "x", "abc",
+                                                    "--type", "number", url=server.http,
+                                                    project=project))

@@ -43,7 +43,8 @@ class Cli:
 
     header: str
     #: "" as is; "when" a timestamp, local and short; "duration" ms as 1.2s; "yes" a flag as
-    #: yes/blank; "clip" cut to 40 characters; "sum" the field plus `plus`
+    #: yes/blank; "clip" cut to 40 characters; "sum" the field plus `plus`; "value" a
+    #: number in full (not rounded), a boolean as true/false
     format: str = ""
     right: bool = False
     #: for format "sum": the other fields added to this one

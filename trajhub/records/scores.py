@@ -41,23 +41,23 @@ _VALUE_SQL = ("(CASE value_type WHEN 'number' THEN to_jsonb(number_value) "
               "WHEN 'category' THEN to_jsonb(category_value) END)::text")
 
 SCORE = Record("Score", "A score of a trajectory, or of one step of it.", (
-    Field("id", int, "the score's id (for deleting it)", written_by="database", example=17),
-    Field("trace_id", str, "the trajectory it scores", written_by="key", example=TRACE_ID,
-          cli=Cli("TRACE ID", order=9)),
+    Field("trace_id", str, "the trajectory it scores", written_by="key", example=TRACE_ID),
+    Field("id", int, "the score's id (for deleting it)", written_by="database", example=17,
+          cli=Cli("ID", right=True)),
     Field("step_id", str | None, "the step it scores (the step's `id` in the trajectory "
           "document, its span id); null for the whole trajectory", example=None,
           cli=Cli("STEP")),
     Field("name", str, "what it measures", example="correctness", cli=Cli("NAME")),
     Field("value", bool | float | str | None, "a number, a boolean or a category; null only "
           "when `error` says why the evaluator gave none", column=None, select=_VALUE_SQL,
-          convert="score_value", written_by="", example=0.75, cli=Cli("VALUE")),
+          convert="score_value", written_by="", example=0.75, cli=Cli("VALUE", "value")),
     Field("data_type", Literal["number", "boolean", "category"] | None,
           "the value's type; null when there is no value", column="value_type",
           example="number"),
     Field("number_value", float | None, served=False),
     Field("category_value", str | None, served=False),
     Field("comment", str | None, "why, in words", example="the answer names the right city",
-          cli=Cli("COMMENT", "clip")),
+          cli=Cli("COMMENT", "clip", order=2)),
     Field("source", Literal["evaluator", "api", "human"], "who gave it: an evaluator "
           "(`evaluator` names it, with its config), a client through the API, or a person",
           example="api", cli=Cli("SOURCE")),
@@ -98,6 +98,12 @@ class ScoreCondition:
     number: float | None
     boolean: bool | None
 
+
+#: what `parse_score_condition` takes, as /openapi.json declares it (a number of at most 20
+#: digits and a 2-digit exponent: no text it matches overflows to infinity)
+SCORE_CONDITION_PATTERN = (r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,99}"
+                           r"((>=|<=)[+-]?([0-9]{1,20}(\.[0-9]{0,20})?|\.[0-9]{1,20})"
+                           r"([eE][+-]?[0-9]{1,2})?|!?=.+)$")
 
 _CONDITION = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.:/-]*)(>=|<=|!=|=)(.*)", re.DOTALL)
 
