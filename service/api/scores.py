@@ -158,8 +158,8 @@ def _checked(score: ScoreCreate, at: str, steps: set[str] | None, author: str | 
     value = score.value
     return {
         "step_id": score.step_id, "name": score.name, "value_type": value_type,
-        "number_value": float(value) if value_type in ("number", "boolean") else None,
-        "category_value": value if value_type == "category" else None,
+        "number_value": float(value) if isinstance(value, bool | int | float) else None,
+        "category_value": value if isinstance(value, str) else None,
         "comment": score.comment, "source": score.source, "evaluator": score.evaluator,
         "evaluator_config": (storable_json(score.evaluator_config, "evaluator_config")
                              if score.evaluator_config is not None else None),
