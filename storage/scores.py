@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trajhub.records import Field, is_optional
-from trajhub.records.scores import SCORE
+from trajhub.records.scores import SCORE, SCORE_CONFIG
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import RecordRow
 
@@ -120,3 +120,45 @@ async def key_name(conn: Connection, key_id: str) -> str:
     """The name of an API key (its id when it has none): the author of what it writes."""
     name = await conn.fetchval("SELECT name FROM api_keys WHERE key_id = $1", key_id)
     return str(name) if name else key_id
+
+
+# ----------------------------------------------------------------------------- score configs
+
+class ScoreConfigRow(RecordRow):
+    """A stored score config, as trajhub.records.scores declares it (SCORE_CONFIG)."""
+
+    __slots__ = ()
+    record = SCORE_CONFIG
+
+
+_CONFIG_COLUMNS = SCORE_CONFIG.write_columns("key", "service")
+
+
+async def configs(conn: Connection, project: str, names: Sequence[str] | None = None
+                  ) -> list[ScoreConfigRow]:
+    """The project's score configs (only those of `names` when given), by name."""
+    return ScoreConfigRow.from_records(await conn.fetch(
+        f"SELECT {SCORE_CONFIG.select_list()} FROM score_configs WHERE project = $1 "
+        "AND ($2::text[] IS NULL OR name = ANY($2::text[])) ORDER BY name",
+        project, list(names) if names is not None else None))
+
+
+async def put_config(conn: Connection, project: str, values: Mapping[str, Any]
+                     ) -> ScoreConfigRow:
+    """Create or replace the config of `values["name"]` (values by column)."""
+    columns = ", ".join(_CONFIG_COLUMNS)
+    placeholders = ", ".join(f"${i}" for i in range(2, len(_CONFIG_COLUMNS) + 2))
+    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in _CONFIG_COLUMNS if c != "name")
+    row = await conn.fetchrow(
+        f"INSERT INTO score_configs (project, {columns}) VALUES ($1, {placeholders}) "
+        f"ON CONFLICT (project, name) DO UPDATE SET {updates} "
+        f"RETURNING {SCORE_CONFIG.select_list()}",
+        project, *(values.get(c) for c in _CONFIG_COLUMNS))
+    assert row is not None
+    return ScoreConfigRow.from_record(row)
+
+
+async def delete_config(conn: Connection, project: str, name: str) -> bool:
+    status = await conn.execute(
+        "DELETE FROM score_configs WHERE project = $1 AND name = $2", project, name)
+    return bool(status != "DELETE 0")

@@ -16,7 +16,7 @@ import pytest
 
 from tests.harness import ServerProcess, TestDatabase
 from trajhub.records import Cli, Field, Param, Record, write_values
-from trajhub.records.scores import SCORE
+from trajhub.records.scores import SCORE, SCORE_CONFIG
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SUMMARY
 
@@ -216,6 +216,6 @@ def test_every_declared_column_exists_in_the_migrated_database(
         return {r["column_name"] for r in rows}
 
     for table, record in (("trajectories", TRAJECTORY_SUMMARY), ("traces", TRACE_SUMMARY),
-                          ("scores", SCORE)):
+                          ("scores", SCORE), ("score_configs", SCORE_CONFIG)):
         stored = {f.stored_column for f in record.fields if f.stored_column is not None}
         assert stored - asyncio.run(columns(table)) == set(), table

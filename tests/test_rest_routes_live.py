@@ -233,6 +233,22 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     assert res.status_code == 204, res.text
     r("delete", "/api/v1/trajectories/{trace_id}/scores/{score_id}",
       c.delete(f"{scores}/{step_score}"))  # 404
+    res = r("put", "/api/v1/score-configs/{name}", c.put("/api/v1/score-configs/correctness",
+                                                          json={"data_type": "number",
+                                                                "min": 0, "max": 1}))
+    assert res.status_code == 200, res.text
+    r("put", "/api/v1/score-configs/{name}", c.put("/api/v1/score-configs/x", json={
+        "data_type": "number", "min": 2, "max": 1}))  # 400
+    res = r("post", "/api/v1/trajectories/{trace_id}/scores", c.post(scores, json={
+        "name": "correctness", "value": 2}))
+    assert res.status_code == 400 and "outside its config" in res.text, res.text
+    res = r("get", "/api/v1/score-configs", c.get("/api/v1/score-configs"))
+    assert [x["name"] for x in res.json()["configs"]] == ["correctness"]
+    res = r("delete", "/api/v1/score-configs/{name}",
+            c.delete("/api/v1/score-configs/correctness"))
+    assert res.status_code == 204, res.text
+    r("delete", "/api/v1/score-configs/{name}",
+      c.delete("/api/v1/score-configs/correctness"))  # 404
 
     # ----------------------------------------------------------- retention and keys
     r("get", "/api/v1/retention", c.get("/api/v1/retention"))

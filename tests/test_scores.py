@@ -331,3 +331,70 @@ def test_the_client_and_the_cli_add_list_and_filter_scores(server: ServerProcess
     assert "not a number" in one_line_error(trajhub("scores", "add", trace_id, "x", "abc",
                                                     "--type", "number", url=server.http,
                                                     project=project))
+
+
+def test_a_score_outside_its_config_is_a_400_naming_it(server: ServerProcess, project: str,
+                                                      api: httpx.Client) -> None:
+    from tests.test_cli import trajhub
+    from trajhub.client import TrajhubClient
+
+    trace_id, _ = agent_run(server, project)
+    url = f"/trajectories/{trace_id}/scores"
+    r = api.put("/score-configs/quality", json={"data_type": "number", "min": 0, "max": 1,
+                                                "description": "how good"})
+    assert r.status_code == 200, r.text
+    assert r.json() == {"name": "quality", "data_type": "number", "min": 0.0, "max": 1.0,
+                        "categories": None, "description": "how good"}
+    assert api.put("/score-configs/verdict", json={
+        "data_type": "category", "categories": ["pass", "fail"]}).status_code == 200
+
+    def refused(body: Any) -> str:
+        r = api.post(url, json=body)
+        assert r.status_code == 400, r.text
+        return str(r.json()["detail"])
+
+    assert refused({"name": "quality", "value": 1.5}) == (
+        "score 'quality' is outside its config: 1.5 is outside its config's range (0.0 to 1.0)")
+    assert "takes a number, and 'good' is a category" in refused(
+        {"name": "quality", "value": "good"})
+    assert refused({"scores": [{"name": "verdict", "value": "pass"},
+                               {"name": "verdict", "value": "maybe"}]}) == (
+        "scores[1]: score 'verdict' is outside its config: 'maybe' is not one of its config's "
+        "categories (pass, fail)")
+    assert api.get(url).json()["scores"] == []
+    # inside the config, and a name without one, are taken
+    r = api.post(url, json={"scores": [{"name": "quality", "value": 1},
+                                       {"name": "verdict", "value": "fail"},
+                                       {"name": "free", "value": "anything"}]})
+    assert r.status_code == 201, r.text
+
+    # configs that contradict themselves
+    for body, words in (({"data_type": "boolean", "min": 0}, "min and max are for a number"),
+                        ({"data_type": "number", "min": 2, "max": 1}, "above max"),
+                        ({"data_type": "number", "categories": ["a"]}, "categories are for"),
+                        ({"data_type": "category", "categories": ["a", "a"]}, "twice: a")):
+        r = api.put("/score-configs/x", json=body)
+        assert r.status_code == 400 and words in r.json()["detail"], r.text
+    assert api.put("/score-configs/bad%20name", json={"data_type": "number"}).status_code == 400
+
+    listed = api.get("/score-configs").json()["configs"]
+    assert [c["name"] for c in listed] == ["quality", "verdict"]
+    with TrajhubClient(server.http, project=project) as hub:
+        hub.set_score_config("flag", "boolean")
+        assert [(c.name, c.data_type) for c in hub.list_score_configs()] == [
+            ("flag", "boolean"), ("quality", "number"), ("verdict", "category")]
+        hub.delete_score_config("flag")
+    done = trajhub("scores", "configure", "speed", "number", "--max", "10", url=server.http,
+                   project=project)
+    assert done.returncode == 0, done.stderr
+    done = trajhub("scores", "configs", url=server.http, project=project)
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    assert header.split()[:4] == ["NAME", "TYPE", "MIN", "MAX"]
+    assert [r.split()[:2] for r in rows] == [["quality", "number"], ["speed", "number"],
+                                             ["verdict", "category"]]
+    assert rows[1].split()[2:4] == ["-", "10"]
+    assert api.delete("/score-configs/quality").status_code == 204
+    assert api.delete("/score-configs/quality").status_code == 404
+    # without its config, the name takes any value again
+    assert api.post(url, json={"name": "quality", "value": 7}).status_code == 201

@@ -130,3 +130,24 @@ def test_an_evaluation_verdict_becomes_an_evaluator_score_and_a_failure_an_error
          "number_value": None, "comment": None, "source": "evaluator",
          "evaluator": "trajectory_match", "evaluator_config": "{}", "evaluation_id": 7,
          "error": "bad reference"}]
+
+
+@pytest.mark.parametrize(("data_type", "value", "config", "why"), [
+    ("number", 0.5, {"data_type": "number", "min": 0.0, "max": 1.0}, None),
+    ("number", 1.5, {"data_type": "number", "min": 0.0, "max": 1.0},
+     "1.5 is outside its config's range (0.0 to 1.0)"),
+    ("number", -1.0, {"data_type": "number", "min": 0.0, "max": None},
+     "-1.0 is outside its config's range (at least 0.0)"),
+    ("number", 9.0, {"data_type": "number", "min": None, "max": 5.0},
+     "9.0 is outside its config's range (at most 5.0)"),
+    ("boolean", True, {"data_type": "number", "min": None, "max": None},
+     "its config takes a number, and True is a boolean"),
+    ("category", "b", {"data_type": "category", "categories": ["a"]},
+     "'b' is not one of its config's categories (a)"),
+    ("category", "b", {"data_type": "category", "categories": None}, None),
+])
+def test_a_value_outside_its_config_says_why(data_type: str, value: object,
+                                            config: dict[str, object], why: str | None) -> None:
+    from trajhub.records.scores import outside_config
+
+    assert outside_config(data_type, value, config) == why

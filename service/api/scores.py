@@ -28,6 +28,8 @@ from trajhub.records.scores import (
     NAME_MAX,
     NAME_PATTERN,
     SCORE,
+    SCORE_CONFIG,
+    outside_config,
 )
 from trajhub.service.api.common import (
     INT64_MAX,
@@ -37,12 +39,13 @@ from trajhub.service.api.common import (
     Rt,
     TraceIdPath,
     model_response,
+    needs,
     storable_json,
     trace_id_param,
 )
 from trajhub.service.api.models import BODY_CONFIG, ERRORS, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.records import answer, response_model
-from trajhub.service.auth import BOOTSTRAP_KEY_ID
+from trajhub.service.auth import ADMIN, BOOTSTRAP_KEY_ID
 from trajhub.storage import scores as score_store
 from trajhub.storage import trajectory_reads
 
@@ -168,6 +171,22 @@ def _checked(score: ScoreCreate, at: str, steps: set[str] | None, author: str | 
     }
 
 
+async def _check_configs(conn: Any, project: str, given: list[ScoreCreate], batch: bool
+                         ) -> None:
+    """A score of a name the project has a config for must fit it: 400 naming the score and
+    what is wrong."""
+    found = {r["name"]: answer(SCORE_CONFIG, r) for r in await score_store.configs(
+        conn, project, sorted({s.name for s in given}))}
+    for i, score in enumerate(given):
+        config = found.get(score.name)
+        if config is None or score.value is None:
+            continue
+        why = outside_config(_type_of(score.value), score.value, config)
+        if why is not None:
+            at = f"scores[{i}]: " if batch else ""
+            raise HTTPException(400, f"{at}score {score.name!r} is outside its config: {why}")
+
+
 def step_ids(document: str) -> set[str]:
     """Every step id of a trajectory document: the root's, each agent step's and each of
     their steps'."""
@@ -196,7 +215,7 @@ def _scores_json(rows: list[score_store.ScoreRow]) -> dict[str, Any]:
     summary="Score a trajectory or its steps: one score, or a batch {scores: [...]}",
     responses={**NOT_FOUND, 400: {"model": ErrorDetail, "description": "a value of the "
                "wrong type, a step the trajectory does not have, a source without its "
-               "fields (the message names it)"}})
+               "fields, a score outside its config (the message names it)"}})
 async def add_scores(trace_id: TraceIdPath, rt: Rt, project: Project, key: Key,
                      body: ScoreBody) -> Response:
     """Each score is kept with the trajectory's current revision, and stays on the trajectory
@@ -218,6 +237,7 @@ async def add_scores(trace_id: TraceIdPath, rt: Rt, project: Project, key: Key,
                  **_checked(s, f"scores[{i}]: " if batch else "", steps, author,
                             key is not None)}
                 for i, s in enumerate(given)]
+        await _check_configs(conn, project, given, batch)
         stored = await score_store.add(conn, project, rows)
     if len(stored) != len(rows):  # the trajectory went away meanwhile (retention)
         raise _no_trajectory(trace_id, project)
@@ -251,3 +271,92 @@ async def delete_score(trace_id: TraceIdPath, score_id: ScoreId, rt: Rt,
     return Response(status_code=204)
 
 
+
+
+# ----------------------------------------------------------------------------- score configs
+
+ScoreConfig = response_model(SCORE_CONFIG)
+
+
+class ScoreConfigList(BaseModel):
+    model_config = example_config({"configs": [SCORE_CONFIG.example()]})
+    configs: list[ScoreConfig] = Field(description="by name")  # type: ignore[valid-type]
+
+
+Finite = Annotated[StrictFloat, AllowInfNan(False)]
+Category = Annotated[StrictStr, Field(min_length=1, max_length=CATEGORY_MAX)]
+
+
+def _fields_of_each_type(schema: dict[str, Any]) -> None:
+    # a range is a number's, categories a category's (min <= max is the route's own check)
+    none = {"type": "null"}
+    schema["anyOf"] = [
+        {"properties": {"data_type": {"const": "number"}, "categories": none}},
+        {"properties": {"data_type": {"const": "boolean"}, "min": none, "max": none,
+                        "categories": none}},
+        {"properties": {"data_type": {"const": "category"}, "min": none, "max": none}},
+    ]
+
+
+class ScoreConfigPut(BaseModel):
+    """What the project's scores of this name must be."""
+
+    model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_fields_of_each_type)
+    data_type: Literal["number", "boolean", "category"]
+    min: Finite | None = Field(None, description="the least number allowed (number only)")
+    max: Finite | None = Field(None, description="the greatest number allowed (number only)")
+    categories: list[Category] | None = Field(
+        None, min_length=1, max_length=100, json_schema_extra={"uniqueItems": True},
+        description="the categories allowed, each once (category only; without it, any "
+        "category)")
+    description: Annotated[str, Field(max_length=COMMENT_MAX)] = ""
+
+
+ConfigName = Annotated[str, Path(min_length=1, max_length=NAME_MAX, pattern=NAME_PATTERN,
+                                 description="the score's name")]
+
+
+@router.get("/score-configs", response_model=ScoreConfigList,
+            summary="The project's score configs, by name")
+async def list_score_configs(rt: Rt, project: Project) -> Response:
+    """A score of a name listed here must have its type, and a number its range or a category
+    one of its categories; a score of any other name is not checked."""
+    async with rt.db.acquire() as conn:
+        rows = await score_store.configs(conn, project)
+    return model_response(ScoreConfigList,
+                          {"configs": [answer(SCORE_CONFIG, r) for r in rows]})
+
+
+@router.put("/score-configs/{name}", response_model=ScoreConfig, openapi_extra=needs(ADMIN),
+            summary="Create or replace the config of a score name",
+            responses={400: {"model": ErrorDetail, "description": "a range or categories "
+                             "that do not fit the type (the message says which)"}})
+async def put_score_config(name: ConfigName, rt: Rt, project: Project,
+                           body: ScoreConfigPut) -> Response:
+    """Scores already stored are not checked again; new ones are."""
+    if body.data_type != "number" and (body.min is not None or body.max is not None):
+        raise HTTPException(400, f"min and max are for a number, not a {body.data_type}")
+    if body.min is not None and body.max is not None and body.min > body.max:
+        raise HTTPException(400, f"min ({body.min}) is above max ({body.max})")
+    if body.data_type != "category" and body.categories is not None:
+        raise HTTPException(400, f"categories are for a category, not a {body.data_type}")
+    if body.categories is not None and len(set(body.categories)) != len(body.categories):
+        raise HTTPException(400, "categories are listed twice: "
+                            + ", ".join(sorted({c for c in body.categories
+                                                if body.categories.count(c) > 1})))
+    async with rt.db.acquire() as conn:
+        row = await score_store.put_config(conn, project, {
+            "name": name, "data_type": body.data_type, "min_value": body.min,
+            "max_value": body.max, "categories": body.categories,
+            "description": body.description})
+    return model_response(ScoreConfig, answer(SCORE_CONFIG, row))
+
+
+@router.delete("/score-configs/{name}", status_code=204, responses=NOT_FOUND,
+               summary="Delete the config of a score name")
+async def delete_score_config(name: ConfigName, rt: Rt, project: Project) -> Response:
+    async with rt.db.acquire() as conn:
+        deleted = await score_store.delete_config(conn, project, name)
+    if not deleted:
+        raise HTTPException(404, f"no score config {name!r} in project {project!r}")
+    return Response(status_code=204)

@@ -1,5 +1,5 @@
-"""`trajhub scores list|add|delete`: a trajectory's scores, and scoring it (or one of its steps)
-from the command line."""
+"""`trajhub scores list|add|delete|configs|configure`: a trajectory's scores, scoring it (or one
+of its steps) from the command line, and the project's score configs."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
-from trajhub.records.scores import SCORE, number_of
+from trajhub.records.scores import SCORE, SCORE_CONFIG, number_of
 from trajhub.service.cli.common import CliError, connect, print_json, server_options
 from trajhub.service.cli.reads import record_table
 
@@ -62,6 +62,26 @@ def _delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def _configs(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        configs = hub.list_score_configs()
+    if args.json:
+        print_json({"configs": [asdict(c) for c in configs]})
+    elif not configs:
+        print("no score configs: scores of any name and type are taken")
+    else:
+        print(record_table(SCORE_CONFIG, configs))
+    return 0
+
+
+def _configure(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        config = hub.set_score_config(args.name, args.type, min=args.min, max=args.max,
+                                      categories=args.category, description=args.description)
+    print(f"scores named {config.name} must now be a {config.data_type}")
+    return 0
+
+
 def register(sub: Any) -> None:
     """Add `scores` to the `trajhub` subcommands."""
     common = server_options()
@@ -92,6 +112,25 @@ def register(sub: Any) -> None:
                    help="read VALUE as this type (e.g. a category spelled like a number)")
     p.add_argument("--json", action="store_true", help="print the stored score as JSON")
     p.set_defaults(func=_add)
+
+    p = sc.add_parser("configs", parents=[common], help="the project's score configs",
+                      description="What the project's scores of each name must be: a type, a "
+                                  "number's range, a category's list.")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_configs)
+
+    p = sc.add_parser("configure", parents=[common], help="set what scores of a name must be",
+                      description="Create or replace the config of a score name (an admin "
+                                  "key's work); a new score of that name outside it is "
+                                  "refused.")
+    p.add_argument("name")
+    p.add_argument("type", choices=("number", "boolean", "category"))
+    p.add_argument("--min", type=float, help="the least number allowed")
+    p.add_argument("--max", type=float, help="the greatest number allowed")
+    p.add_argument("--category", action="append",
+                   help="a category allowed (repeatable; none: any category)")
+    p.add_argument("--description", default="", help="what it measures, for people")
+    p.set_defaults(func=_configure)
 
     p = sc.add_parser("delete", parents=[common], help="delete one score",
                       description="Delete one score of a trajectory, by the id `scores list` "

@@ -36,6 +36,7 @@ from trajhub.service.client.models import (
     Project,
     RunEvents,
     Score,
+    ScoreConfig,
     StoredTrajectory,
     TraceSummary,
     TrajectorySummary,
@@ -287,6 +288,26 @@ class TrajhubClient:
 
     def delete_score(self, trace_id: str, score_id: int) -> None:
         self._send("DELETE", f"/trajectories/{trace_id}/scores/{score_id}")
+
+    def list_score_configs(self) -> list[ScoreConfig]:
+        """The project's score configs: what its scores of each name must be."""
+        return [ScoreConfig.from_json(c) for c in
+                self._json("GET", "/score-configs")["configs"]]
+
+    def set_score_config(self, name: str, data_type: str, *, min: float | None = None,
+                         max: float | None = None, categories: Sequence[str] | None = None,
+                         description: str = "") -> ScoreConfig:
+        """Create or replace the config of a score name (admin scope): its type ("number",
+        "boolean", "category"), a number's range, a category's list."""
+        body: dict[str, Any] = {"data_type": data_type, "min": min, "max": max,
+                                "categories": list(categories) if categories else None,
+                                "description": description}
+        return ScoreConfig.from_json(self._json(
+            "PUT", f"/score-configs/{name}",
+            json={k: v for k, v in body.items() if v is not None}))
+
+    def delete_score_config(self, name: str) -> None:
+        self._send("DELETE", f"/score-configs/{name}")
 
     # --- replay and regression -------------------------------------------------------------
 

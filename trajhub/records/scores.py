@@ -141,3 +141,43 @@ SCORE_SORT_PREFIX = "score:"
 def score_sort_name(sort: str) -> str | None:
     """The score name of a `score:<name>` sort, else None."""
     return sort[len(SCORE_SORT_PREFIX):] if sort.startswith(SCORE_SORT_PREFIX) else None
+
+
+# ----------------------------------------------------------------------------- score configs
+
+#: a score config (a row of `GET /api/v1/score-configs`, of the `score_configs` table): the
+#: type, range or categories a project's score of that name must have. A score of a name with
+#: no config is not checked.
+SCORE_CONFIG = Record("ScoreConfig", "What a project's scores of one name must be.", (
+    Field("name", str, "the score's name", written_by="key", example="correctness",
+          cli=Cli("NAME")),
+    Field("data_type", Literal["number", "boolean", "category"], "the value's type",
+          example="number", cli=Cli("TYPE")),
+    Field("min", float | None, "the least number allowed (number only)", column="min_value",
+          example=0.0, cli=Cli("MIN", "value", right=True)),
+    Field("max", float | None, "the greatest number allowed (number only)",
+          column="max_value", example=1.0, cli=Cli("MAX", "value", right=True)),
+    Field("categories", list[str] | None, "the categories allowed (category only)",
+          example=None, cli=Cli("CATEGORIES")),
+    Field("description", str, "what it measures, for people", example="the answer is right",
+          cli=Cli("DESCRIPTION", "clip")),
+))
+
+
+def outside_config(data_type: str | None, value: Any, config: Any) -> str | None:
+    """Why a value does not fit a score config (a mapping of SCORE_CONFIG's fields), or None
+    when it does."""
+    expected = config["data_type"]
+    if data_type != expected:
+        return f"its config takes a {expected}, and {value!r} is a {data_type}"
+    if expected == "number":
+        low, high = config["min"], config["max"]
+        if (low is not None and value < low) or (high is not None and value > high):
+            bounds = (f"{low} to {high}" if low is not None and high is not None
+                      else f"at least {low}" if low is not None else f"at most {high}")
+            return f"{value!r} is outside its config's range ({bounds})"
+    if expected == "category" and config["categories"] is not None \
+            and value not in config["categories"]:
+        return (f"{value!r} is not one of its config's categories "
+                f"({', '.join(config['categories'])})")
+    return None
