@@ -1,6 +1,7 @@
 """Scores on the trajectory page, in a real browser (Debian's Chromium via Playwright): the
 run's own scores in the header, a step's next to that step and in its detail, every score in
-the Scores tab. The scores are added over REST with the values written here."""
+the Scores tab; and the trajectory list filtered by a score. The scores are added over REST
+with the values written here."""
 
 from __future__ import annotations
 
@@ -76,4 +77,34 @@ def test_the_trajectory_page_shows_every_score_and_a_steps_on_that_step(
         assert cells[3].nth(3).inner_text() == "evaluator llm_judge"
         assert cells[2].nth(3).inner_text() == "human (alice)"
         ui.shot("02-scores-tab")
+        ui.assert_clean()
+
+
+def test_the_trajectory_list_filters_by_a_score(server: ServerProcess, project: str) -> None:
+    from playwright.sync_api import expect
+
+    good, _ = agent_run(server, project, 1_700_000_000_000_000_000)
+    bad, _ = agent_run(server, project, 1_700_000_001_000_000_000)
+    with httpx.Client(base_url=server.http + "/api/v1",
+                      headers={"trajhub-project": project}) as api:
+        for trace_id, value in ((good, 0.9), (bad, 0.1)):
+            assert api.post(f"/trajectories/{trace_id}/scores",
+                            json={"name": "quality", "value": value}).status_code == 201
+
+    with browser_page(server.http, artifacts_dir("scores")) as ui:
+        page = ui.page
+        ui.open(f"#/trajectories?project={project}")
+        expect(page.locator("#trajectory-table tbody tr")).to_have_count(2)
+        page.locator("#f-score").fill("quality<=0.5")
+        page.get_by_role("button", name="Apply").click()
+        rows = page.locator("#trajectory-table tbody tr")
+        expect(rows).to_have_count(1)
+        assert rows.first.get_attribute("data-trace-id") == bad
+        # and sorted by it, from the address
+        ui.open(f"#/trajectories?project={project}&sort=score:quality&order=asc")
+        expect(page.locator("#trajectory-table tbody tr")).to_have_count(2)
+        ids = [page.locator("#trajectory-table tbody tr").nth(i).get_attribute("data-trace-id")
+               for i in range(2)]
+        assert ids == [bad, good]
+        ui.shot("03-list-by-score")
         ui.assert_clean()
