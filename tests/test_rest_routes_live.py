@@ -218,6 +218,9 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
         "name": "x", "value": 1, "step_id": "0" * 16}))  # 400: no such step
     r("post", "/api/v1/trajectories/{trace_id}/scores", c.post(scores, json={
         "name": "x", "value": [1]}))  # 422: not a number, boolean or category
+    res = r("post", "/api/v1/trajectories/{trace_id}/scores", c.post(scores, json={
+        "name": "x", "value": 1, "author": "mallory"}))  # with a key, the key is the author
+    assert res.status_code == 400 and "set from the API key" in res.text, res.text
     res = r("get", "/api/v1/trajectories/{trace_id}/scores", c.get(scores))
     # the evaluations above judged a_id too (expected_agents_tools), twice
     assert [s["name"] for s in res.json()["scores"]] == [

@@ -14,8 +14,8 @@ import {loadScores, runScores, scoreChip, scoreTable} from "../scores.js";
 
 const REFRESH_MS = 2000;
 const TABS = [["timeline", "Timeline"], ["playback", "Playback"], ["contract", "Contract"],
-  ["cost", "Cost"], ["spans", "Span tree"], ["explain", "Explanation"], ["revisions", "Revisions"],
-  ["scores", "Scores"]];
+  ["cost", "Cost"], ["spans", "Span tree"], ["explain", "Explanation"], ["scores", "Scores"],
+  ["revisions", "Revisions"]];
 
 async function fetchTrajectory(id, etag) {
   const response = await request(`/api/v1/trajectories/${enc(id)}`,
