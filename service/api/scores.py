@@ -275,12 +275,15 @@ async def delete_score(trace_id: TraceIdPath, score_id: ScoreId, rt: Rt,
 
 # ----------------------------------------------------------------------------- score configs
 
-ScoreConfig = response_model(SCORE_CONFIG)
+class ScoreConfig(response_model(SCORE_CONFIG)):  # type: ignore[misc]
+    """The declared record's model (SCORE_CONFIG), with its example: PUT answers it alone."""
+
+    model_config = example_config(SCORE_CONFIG.example())
 
 
 class ScoreConfigList(BaseModel):
     model_config = example_config({"configs": [SCORE_CONFIG.example()]})
-    configs: list[ScoreConfig] = Field(description="by name")  # type: ignore[valid-type]
+    configs: list[ScoreConfig] = Field(description="by name")
 
 
 Finite = Annotated[StrictFloat, AllowInfNan(False)]
