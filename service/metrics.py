@@ -10,7 +10,9 @@ counted in the parent, where the work's results come back:
 - derivation time and the derivation workers' database errors: each derivation worker sends a
   small message per round through its own pipe, which the parent reads in its supervision loop;
 - the derivation backlog (the change queue) and the age of its oldest entry: a query at scrape
-  time, because the queue lives in PostgreSQL and several replicas share it.
+  time, because the queue lives in PostgreSQL and several replicas share it; so are the online
+  evaluation rules' queue and its oldest run's age;
+- rule runs by outcome: by the rule worker, a task of the parent (service/workers/rules.py).
 """
 
 from __future__ import annotations
@@ -66,8 +68,25 @@ DERIVATION_SECONDS = Histogram(
 TRACES_DERIVED = Counter("trajhub_traces_derived", "Traces whose trajectory was (re)derived")
 DATABASE_ERRORS = Counter("trajhub_database_errors",
                           "Operations that failed because the database was unreachable or "
-                          "refused for a transient reason, by where (ingest, api, derivation)",
+                          "refused for a transient reason, by where (ingest, api, derivation, "
+                          "rules)",
                           ["where"])
+# online evaluation rules (service/workers/rules.py, docs/rules.md): counted by the rule
+# worker, a task of the main process; the queue is read at scrape time
+RULE_RUNS = Counter(
+    "trajhub_rule_runs", "Online evaluation rule runs ended or put back, by outcome: scored, "
+    "error (an error score: the evaluator failed or the judge's verdict was malformed), "
+    "skipped (no longer matching, superseded by a newer revision, or gone), retried (the judge "
+    "was unreachable: queued again after a backoff), postponed (the rule's judge-call cap), "
+    "lost_claim (another worker took the run over)",
+    ["outcome"])
+RULE_RUN_SECONDS = Histogram(
+    "trajhub_rule_run_duration_seconds", "Time one rule run took, a judge's answer included",
+    buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 120))
+RULE_QUEUE = Gauge("trajhub_rule_queue", "Rule runs queued (due now or later)")
+RULE_QUEUE_AGE = Gauge("trajhub_rule_queue_oldest_seconds",
+                       "Age of the oldest queued rule run (0 when none)")
+RULE_OUTCOMES = ("scored", "error", "skipped", "retried", "postponed", "lost_claim")
 
 
 def outcome(status: int) -> str:
@@ -94,11 +113,16 @@ async def exposition(db: asyncpg.Pool) -> tuple[bytes, str]:
     async with db.acquire(timeout=5) as conn:
         row = await conn.fetchrow("SELECT count(*) AS n, min(received_at) AS oldest "
                                   "FROM trace_changes")
-    assert row is not None
+        rules = await conn.fetchrow(
+            "SELECT count(*) AS n, coalesce(extract(epoch FROM now() - min(enqueued_at)), 0) "
+            "AS oldest FROM rule_runs")
+    assert row is not None and rules is not None
     DERIVATION_BACKLOG.set(row["n"])
     oldest = row["oldest"]
     DERIVATION_BACKLOG_AGE.set(
         0 if oldest is None else max(0.0, (datetime.now(UTC) - oldest).total_seconds()))
+    RULE_QUEUE.set(rules["n"])
+    RULE_QUEUE_AGE.set(max(0.0, float(rules["oldest"])))
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
 
 
@@ -106,12 +130,16 @@ async def exposition(db: asyncpg.Pool) -> tuple[bytes, str]:
 for _transport in TRANSPORTS:
     IN_FLIGHT.labels(_transport)
     REQUEST_SECONDS.labels(_transport)
-for _where in ("ingest", "api", "derivation"):
+for _where in ("ingest", "api", "derivation", "rules"):
     DATABASE_ERRORS.labels(_where)
+for _outcome in RULE_OUTCOMES:
+    RULE_RUNS.labels(_outcome)
 
 __all__ = [
     "DATABASE_ERRORS",
     "DERIVATION_SECONDS",
+    "RULE_RUNS",
+    "RULE_RUN_SECONDS",
     "INGEST_DEFERRED",
     "INGEST_SATURATED",
     "IN_FLIGHT",

@@ -29,6 +29,7 @@ from trajhub.service.ingest.grpc import create_server
 from trajhub.service.ingest.pool import IngestPool
 from trajhub.service.runtime import Runtime
 from trajhub.service.supervision import Backoff
+from trajhub.service.workers import rules as rule_worker
 from trajhub.service.workers.derivation import DerivationProcesses
 from trajhub.storage import evaluations
 from trajhub.storage import retention as storage_retention
@@ -184,6 +185,9 @@ async def serve(settings: Settings) -> None:
         gate.db = db
         rt = Runtime(settings=settings, db=db, ingest=ingest)
         metrics.watch_ingest_queue(lambda: ingest.inflight, settings.max_inflight_requests)
+        # online evaluation rules (docs/rules.md): what a killed server held runs again
+        await rule_worker.release_claims(db)
+        supervisors.append(rule_worker.start(db, settings, lambda: bool(ingest.saturated.value)))
         # always running: a project may have a retention of its own while the default is off
         supervisors.append(asyncio.create_task(retention.run(
             db, settings.retention_days, settings.retention_interval_seconds,

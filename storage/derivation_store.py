@@ -199,11 +199,29 @@ async def store(conn: Connection, traces: Sequence[TraceWrite],
                                [trajectory_args(_searched(t)) for t in trajectories])
 
 
+# Online evaluation rules (migration 0055, docs/rules.md): each trajectory that becomes final is
+# queued for every enabled rule of its project whose sample takes it, in the statement that
+# makes it final. Its filter is checked when the run runs (storage/rules.py), with the list's
+# own conditions. A project without enabled rules joins nothing (the partial index
+# rules_enabled), so finalizing costs it no more than before.
+QUEUE_RULE_RUNS = (
+    "INSERT INTO rule_runs (rule_id, project, trace_id, revision) "
+    "SELECT r.id, f.project, f.trace_id, f.revision FROM finalized f "
+    "JOIN rules r ON r.project = f.project AND r.enabled "
+    "WHERE {SAMPLED}")
+#: a rule's sample: a fixed share of trace ids per rule, so that every revision of a sampled
+#: trajectory is sampled too
+SAMPLED = ("((hashtextextended({rule}::bigint::text || '/' || {trace_id}, 0) & 4294967295)::float8 "
+           "/ 4294967296.0 < {rate})")
+QUEUE_RULE_RUNS = QUEUE_RULE_RUNS.replace(
+    "{SAMPLED}", SAMPLED.format(rule="r.id", trace_id="f.trace_id", rate="r.sample_rate"))
+
+
 async def finalize_settled(conn: Connection, max_open_seconds: float) -> int:
     """Open trajectories whose root has ended and whose settle time has passed become final;
     so does one left open (root never ended) for `max_open_seconds` past settling. A trace with
     queued changes waits: it is about to be re-derived."""
-    result = await conn.execute(
+    result = await conn.fetchval(
         f"""
         WITH settled AS (
             SELECT o.project, o.trace_id FROM open_trajectories o
@@ -219,12 +237,17 @@ async def finalize_settled(conn: Connection, max_open_seconds: float) -> int:
             DELETE FROM open_trajectories o USING settled s
             WHERE o.project = s.project AND o.trace_id = s.trace_id
             RETURNING o.project, o.trace_id
+        ), finalized AS (
+            UPDATE trajectories t SET status = 'final' FROM taken
+            WHERE t.project = taken.project AND t.trace_id = taken.trace_id
+            RETURNING t.project, t.trace_id, t.revision
+        ), queued AS (
+            {QUEUE_RULE_RUNS}
         )
-        UPDATE trajectories t SET status = 'final' FROM taken
-        WHERE t.project = taken.project AND t.trace_id = taken.trace_id
+        SELECT count(*) FROM finalized
         """,
         max_open_seconds)
-    return int(result.split()[-1])
+    return int(result)
 
 
 async def queue_rederive(conn: Connection, project: str | None, since_ns: int | None,

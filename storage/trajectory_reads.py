@@ -157,6 +157,14 @@ def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params, str]:
     return where, arg, sort
 
 
+def where_clause(project: str, f: TrajectoryFilter) -> tuple[list[str], Params]:
+    """The conditions of `f`'s filters over `trajectories` (unqualified columns, `$1` the
+    project) and their arguments, to which a caller may add its own: what an online
+    evaluation rule's filter matches is exactly what the list shows (storage/rules.py)."""
+    where, arg, _ = _where(project, replace(f, cursor=None))
+    return where, arg
+
+
 async def list_trajectories(conn: Connection, project: str, f: TrajectoryFilter
                             ) -> list[TrajectorySummaryRow]:
     where, arg, sort = _where(project, f)

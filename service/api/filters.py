@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import HTTPException
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trajhub.records.scores import parse_score_condition, score_sort_name
 from trajhub.records.trajectories import SORT_PATTERN, TRAJECTORY_FILTER, TRAJECTORY_SORTS
@@ -79,3 +79,27 @@ class TrajectoryListQuery(TrajectoryQuery):
         return self.to_filter(sort=self.sort, descending=self.order == "desc",
                               cursor=decode_cursor(self.cursor, (kind, str)),
                               limit=self.limit)
+
+
+def stored_filter(raw: Any) -> tuple[dict[str, Any], trajectory_reads.TrajectoryFilter]:
+    """An online evaluation rule's filter (the list's query parameters by name, as JSON): the
+    values as they are stored (checked and typed), and the storage filter. ValueError names
+    what does not parse: an unknown filter, a value of the wrong type, a bad time or score."""
+    if not isinstance(raw, dict):
+        raise ValueError("filter must be an object of the trajectory list's filters by name")
+    unknown = sorted(set(raw) - set(TRAJECTORY_FILTER.names()))
+    if unknown:
+        raise ValueError(f"filter: unknown filter {unknown[0]!r} (known: "
+                         f"{', '.join(TRAJECTORY_FILTER.names())})")
+    try:
+        query = TrajectoryQuery.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ValueError(f"filter.{where}: {first['msg']}") from None
+    try:
+        values = query.filter_values()
+    except HTTPException as exc:
+        raise ValueError(f"filter: {exc.detail}") from None
+    stored = query.model_dump(exclude_none=True)
+    return stored, trajectory_reads.TrajectoryFilter(values=values, limit=1)

@@ -65,6 +65,11 @@ def _same_endpoint(a: str, b: str) -> bool:
     return bool(b) and _chat_url(a) == _chat_url(b)
 
 
+class JudgeUnavailable(JudgeResponseError):
+    """The judge could not be reached, or answered that it cannot serve now (HTTP 429 or 5xx):
+    worth trying again later (online rules retry with backoff, docs/rules.md)."""
+
+
 class JudgeClient:
     """One HTTP client for an evaluation run's judge requests."""
 
@@ -78,7 +83,10 @@ class JudgeClient:
         try:
             response = await self._client.post(connection.url, json=request, headers=headers)
         except httpx.HTTPError as exc:
-            raise JudgeResponseError(f"judge unreachable: {exc!r}") from None
+            raise JudgeUnavailable(f"judge unreachable: {exc!r}") from None
+        if response.status_code == 429 or response.status_code >= 500:
+            raise JudgeUnavailable(
+                f"judge answered HTTP {response.status_code}: {response.text[:300]}")
         if response.status_code != 200:
             raise JudgeResponseError(
                 f"judge answered HTTP {response.status_code}: {response.text[:300]}")

@@ -68,6 +68,8 @@ SCORE = Record("Score", "A score of a trajectory, or of one step of it.", (
           example=None),
     Field("evaluation_id", int | None, "the dataset evaluation run that gave it, if one did",
           example=None),
+    Field("rule_id", int | None, "the online evaluation rule that gave it, if one did "
+          "(docs/rules.md)", example=None),
     Field("author", str | None, "the name of the API key that created it (its id when the "
           "key has no name); the given `author` when the server runs without keys",
           example="alice", cli=Cli("AUTHOR")),

@@ -1,0 +1,264 @@
+"""REST: online evaluation rules — create, list, read, edit (switch on and off), delete, and
+backfill a rule over the trajectories already stored (docs/rules.md).
+
+The record is declared once in trajhub.records.rules; this module checks what a client sends:
+the evaluator and its config (as a dataset evaluation checks them), the filter (the trajectory
+list's own parameters and checks), the sample rate. Changing rules takes an admin key; reading
+them a read key (the key scopes of docs and /openapi.json's `x-trajhub-scope`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Annotated, Any
+
+import asyncpg
+from fastapi import APIRouter, HTTPException, Path, Response
+from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, StrictFloat, StrictInt
+
+from trajhub.evaluators import ConfigError, Expectations
+from trajhub.records.rules import BACKFILL, NAME_MAX, RULE
+from trajhub.records.scores import NAME_PATTERN
+from trajhub.service.api.common import (
+    INT64_MAX,
+    ROUTER_CHECKS,
+    Project,
+    Rt,
+    TimeText,
+    model_response,
+    needs,
+    storable_json,
+    time_ns,
+)
+from trajhub.service.api.evaluations import EvaluatorName
+from trajhub.service.api.filters import stored_filter
+from trajhub.service.api.models import BODY_CONFIG, ERRORS, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.records import answer, response_model
+from trajhub.service.auth import ADMIN
+from trajhub.service.config import Settings
+from trajhub.service.workers.rules import check_evaluator
+from trajhub.storage import rules as rule_store
+
+router = APIRouter(prefix="/api/v1", tags=["rules"], dependencies=ROUTER_CHECKS,
+                   responses=ERRORS)
+
+RuleId = Annotated[int, Path(ge=1, le=INT64_MAX, description="the rule's `id`")]
+BackfillId = Annotated[int, Path(ge=1, le=INT64_MAX, description="the backfill's `id`")]
+RuleName = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=NAME_PATTERN,
+                                description=f"unique in the project: up to {NAME_MAX} "
+                                "letters, digits and `_.:/-`")]
+SampleRate = Annotated[StrictFloat | StrictInt, AllowInfNan(False),
+                       Field(ge=0, le=1, description="the share of matching trajectories "
+                             "it runs on, 0 to 1")]
+JudgeCap = Annotated[int, Field(ge=1, le=1_000_000, description="LLM judges: at most this "
+                                "many judge calls a minute; null for no cap")]
+
+_BAD = {400: {"model": ErrorDetail, "description": "an unknown evaluator, a bad option, a "
+              "filter that does not parse, bad expectations (the message names it)"}}
+_TAKEN = {409: {"model": ErrorDetail, "description": "the project has a rule of that name"}}
+
+
+class RuleCreate(BaseModel):
+    """A new rule."""
+
+    model_config = ConfigDict(**BODY_CONFIG)
+    name: RuleName
+    evaluator: EvaluatorName = Field(description="the evaluator, as `POST /api/v1/evaluations` "
+                                     "names it (the LLM judges included)")
+    config: dict[str, Any] = Field({}, description="the evaluator's options")
+    expectations: dict[str, Any] | None = Field(
+        None, description="what each trajectory should have done, as an evaluation item's "
+        "expectations (for evaluators that compare against them)")
+    filter: dict[str, Any] = Field(
+        {}, description="the trajectory list's filters (`GET /api/v1/trajectories` query "
+        "parameters) by name, e.g. {\"agent\": \"planner\", \"has_error\": false}")
+    sample_rate: SampleRate = 1.0
+    enabled: bool = True
+    max_judge_calls_per_minute: JudgeCap | None = None
+
+
+class RulePatch(BaseModel):
+    """The fields to change; the others stay."""
+
+    model_config = ConfigDict(**BODY_CONFIG)
+    name: RuleName | None = None
+    evaluator: EvaluatorName | None = None
+    config: dict[str, Any] | None = None
+    expectations: dict[str, Any] | None = None
+    filter: dict[str, Any] | None = None
+    sample_rate: SampleRate | None = None
+    enabled: bool | None = Field(None, description="false switches the rule off (its queued "
+                                 "runs wait), true on again")
+    max_judge_calls_per_minute: JudgeCap | None = None
+
+
+class Rule(response_model(RULE)):  # type: ignore[misc]
+    """The declared record's model (trajhub.records.rules), with its example."""
+
+    model_config = example_config(RULE.example())
+
+
+class RuleList(BaseModel):
+    model_config = example_config({"rules": [RULE.example()]})
+    rules: list[Rule] = Field(description="oldest first")
+
+
+class RuleBackfill(response_model(BACKFILL)):  # type: ignore[misc]
+    model_config = example_config(BACKFILL.example())
+
+
+class BackfillList(BaseModel):
+    model_config = example_config({"backfills": [BACKFILL.example()]})
+    backfills: list[RuleBackfill] = Field(description="newest first")
+
+
+class BackfillRequest(BaseModel):
+    model_config = BODY_CONFIG
+    since: TimeText | None = Field(None, description="only trajectories starting at or after "
+                                   "(RFC 3339 or Unix ns), besides the rule's filter")
+
+
+def checked(values: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """A rule's columns checked as a whole (the evaluator with its config, the expectations,
+    the filter); 400 naming the problem."""
+    try:
+        check_evaluator(values["evaluator"], values["config"], settings)
+    except (ConfigError, ValueError) as exc:
+        raise HTTPException(400, str(exc)) from None
+    if values.get("expectations") is not None:
+        try:
+            Expectations.from_dict(values["expectations"])
+        except ValueError as exc:
+            raise HTTPException(400, f"expectations: {exc}") from None
+    try:
+        values["filter"], _ = stored_filter(values["filter"])
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+    for column in ("config", "expectations", "filter"):
+        if values.get(column) is not None:
+            # as jsonb text: a 422 for what jsonb cannot hold, integers beyond 64 bits kept
+            values[column] = storable_json(values[column], column)
+    if "sample_rate" in values:
+        values["sample_rate"] = float(values["sample_rate"])
+    return values
+
+
+def _no_rule(rule_id: int, project: str) -> HTTPException:
+    return HTTPException(404, f"no rule {rule_id} in project {project!r}")
+
+
+@router.post("/rules", status_code=201, response_model=Rule, openapi_extra=needs(ADMIN),
+             summary="Create an online evaluation rule", responses={**_BAD, **_TAKEN})
+async def create_rule(rt: Rt, project: Project, body: RuleCreate) -> Response:
+    """From now on, each trajectory of the project that becomes final, matches `filter` and
+    falls in the sample is judged by the evaluator; the verdict is a score named after the
+    evaluator (source `evaluator`, with this rule's `rule_id`). Trajectories already stored are
+    judged only by a backfill (`POST /api/v1/rules/{id}/backfills`)."""
+    values = checked(body.model_dump(), rt.settings)
+    async with rt.db.acquire() as conn:
+        row = await rule_store.create(conn, project, values)
+    if row is None:
+        raise HTTPException(409, f"project {project!r} has a rule named {body.name!r}")
+    return model_response(Rule, answer(RULE, row), 201)
+
+
+@router.get("/rules", response_model=RuleList, summary="The project's rules, oldest first")
+async def list_rules(rt: Rt, project: Project) -> Response:
+    async with rt.db.acquire() as conn:
+        rows = await rule_store.list_rules(conn, project)
+    return model_response(RuleList, {"rules": [answer(RULE, r) for r in rows]})
+
+
+@router.get("/rules/{rule_id}", response_model=Rule, summary="One rule",
+            responses=NOT_FOUND)
+async def get_rule(rule_id: RuleId, rt: Rt, project: Project) -> Response:
+    async with rt.db.acquire() as conn:
+        row = await rule_store.get(conn, project, rule_id)
+    if row is None:
+        raise _no_rule(rule_id, project)
+    return model_response(Rule, answer(RULE, row))
+
+
+@router.patch("/rules/{rule_id}", response_model=Rule, openapi_extra=needs(ADMIN),
+              summary="Edit a rule, or switch it off (`enabled: false`) and on",
+              responses={**NOT_FOUND, **_BAD, **_TAKEN})
+async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) -> Response:
+    """Only the fields given change. Runs already queued run with the rule as it is when they
+    run; a rule switched off keeps its queued runs until it is on again."""
+    given = body.model_dump(include=body.model_fields_set)
+    for column in ("name", "evaluator", "config", "filter", "sample_rate", "enabled"):
+        if column in given and given[column] is None:
+            raise HTTPException(400, f"{column} cannot be null")
+    async with rt.db.acquire() as conn:
+        row = await rule_store.get(conn, project, rule_id)
+        if row is None:
+            raise _no_rule(rule_id, project)
+        current = answer(RULE, row)
+        merged = checked({**{c: current[c] for c in ("evaluator", "config", "expectations",
+                                                     "filter")}, **given}, rt.settings)
+        changes = {c: merged[c] for c in given}
+        try:
+            updated = await rule_store.update(conn, project, rule_id, changes)
+        except asyncpg.UniqueViolationError:
+            raise HTTPException(409, f"project {project!r} has a rule named "
+                                     f"{given.get('name')!r}") from None
+    if updated is None:
+        raise _no_rule(rule_id, project)
+    return model_response(Rule, answer(RULE, updated))
+
+
+@router.delete("/rules/{rule_id}", status_code=204, responses=NOT_FOUND,
+               summary="Delete a rule and its queued runs (its scores stay)")
+async def delete_rule(rule_id: RuleId, rt: Rt, project: Project) -> Response:
+    async with rt.db.acquire() as conn:
+        deleted = await rule_store.delete(conn, project, rule_id)
+    if not deleted:
+        raise _no_rule(rule_id, project)
+    return Response(status_code=204)
+
+
+@router.post("/rules/{rule_id}/backfills", status_code=202, response_model=RuleBackfill,
+             openapi_extra=needs(ADMIN), responses={**NOT_FOUND, **_BAD},
+             summary="Run a rule over the stored final trajectories that match its filter")
+async def start_backfill(rule_id: RuleId, rt: Rt, project: Project,
+                         body: BackfillRequest) -> Response:
+    """Queues one run per final trajectory matching the rule's filter and in its sample, and
+    answers at once: follow `done` against `total` with
+    `GET /api/v1/rules/{id}/backfills/{backfill_id}`. The runs go through the same queue as
+    the new trajectories' (a switched-off rule's wait until it is on)."""
+    async with rt.db.acquire() as conn:
+        row = await rule_store.get(conn, project, rule_id)
+        if row is None:
+            raise _no_rule(rule_id, project)
+        try:
+            _, trajectory_filter = stored_filter(answer(RULE, row)["filter"])
+        except ValueError as exc:
+            raise HTTPException(400, str(exc)) from None
+        since = time_ns(body.since, "since")
+        if since is not None:
+            start = max(since, trajectory_filter.values.get("start") or since)
+            trajectory_filter = replace(trajectory_filter,
+                                        values={**trajectory_filter.values, "start": start})
+        job = await rule_store.backfill(conn, project, rule_id, trajectory_filter)
+    return model_response(RuleBackfill, answer(BACKFILL, job), 202)
+
+
+@router.get("/rules/{rule_id}/backfills", response_model=BackfillList, responses=NOT_FOUND,
+            summary="A rule's backfills, newest first, with their progress")
+async def list_backfills(rule_id: RuleId, rt: Rt, project: Project) -> Response:
+    async with rt.db.acquire() as conn:
+        if await rule_store.get(conn, project, rule_id) is None:
+            raise _no_rule(rule_id, project)
+        rows = await rule_store.backfills(conn, project, rule_id)
+    return model_response(BackfillList, {"backfills": [answer(BACKFILL, r) for r in rows]})
+
+
+@router.get("/rules/{rule_id}/backfills/{backfill_id}", response_model=RuleBackfill,
+            responses=NOT_FOUND, summary="One backfill's progress")
+async def get_backfill(rule_id: RuleId, backfill_id: BackfillId, rt: Rt,
+                       project: Project) -> Response:
+    async with rt.db.acquire() as conn:
+        row = await rule_store.get_backfill(conn, project, rule_id, backfill_id)
+    if row is None:
+        raise HTTPException(404, f"rule {rule_id} has no backfill {backfill_id} in project "
+                                 f"{project!r}")
+    return model_response(RuleBackfill, answer(BACKFILL, row))

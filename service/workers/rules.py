@@ -1,0 +1,220 @@
+"""The online evaluation rules' worker: runs the queued rule runs (storage/rules.py) and stores
+each verdict as a score (docs/rules.md).
+
+It is an asyncio task of `trajhub serve`'s main process, next to the HTTP server, not a
+derivation worker: a run is mostly waiting (for the database, or for a judge's answer, seconds
+long), the parent is where /metrics counts, and the derivation workers stay free for
+derivation. It never blocks ingest or derivation: ingest runs in the ingest worker processes and
+derivation in its own; the runs it claims are rows of their own table, and while the ingest pool
+is saturated it steps back as the derivation workers do.
+
+Nothing about one run can stop the worker: an evaluator that raises, a judge that answers
+nonsense or a filter that no longer reads becomes that run's error score. An unreachable judge
+(or one answering 429 or 5xx) leaves the run queued, due again after a backoff; after
+MAX_ATTEMPTS the run ends with an error score saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+import orjson
+
+from trajhub.evaluators import JUDGES, ConfigError, Expectations, JudgeContext
+from trajhub.evaluators import evaluate as run_evaluator
+from trajhub.records.scores import COMMENT_MAX
+from trajhub.service import metrics
+from trajhub.service.api.filters import stored_filter
+from trajhub.service.config import Settings
+from trajhub.service.workers.evaluations import parse_evaluators
+from trajhub.service.workers.judge_client import JudgeClient, JudgeUnavailable
+from trajhub.storage import rules as rule_store
+from trajhub.storage.database import TRANSIENT_ERRORS
+
+log = logging.getLogger("trajhub.rules")
+
+#: runs claimed per round
+BATCH = 50
+#: runs evaluated at once (only judges' HTTP calls make this matter)
+CONCURRENCY = 8
+#: how long a claim holds a run: longer than a judge call may take (judge_client's timeout)
+LEASE_SECONDS = 180.0
+#: an unreachable judge: the first retry after this long, doubling up to MAX_BACKOFF_SECONDS
+BACKOFF_SECONDS = 1.0
+MAX_BACKOFF_SECONDS = 300.0
+#: attempts to reach a judge before the run ends with an error score
+MAX_ATTEMPTS = 8
+#: how long the worker waits when nothing was due
+IDLE_SECONDS = 0.5
+
+
+def backoff_seconds(attempts: int) -> float:
+    """The wait before the next attempt after `attempts` failed ones (1 s, 2 s, 4 s, …)."""
+    return float(min(MAX_BACKOFF_SECONDS, BACKOFF_SECONDS * 2 ** max(0, attempts - 1)))
+
+
+def check_evaluator(name: str, config: Any, settings: Settings) -> None:
+    """ConfigError naming the problem: an unknown evaluator, a bad option, a judge with no
+    endpoint or model. The same check a dataset evaluation's evaluators pass."""
+    parse_evaluators([{"name": name, "config": config}], settings)
+
+
+class RuleWorker:
+    def __init__(self, pool: asyncpg.Pool, settings: Settings,
+                 saturated: Callable[[], bool] | None = None) -> None:
+        self.pool = pool
+        self.settings = settings
+        self.saturated = saturated
+        self._judge: JudgeClient | None = None
+        self._limit = asyncio.Semaphore(CONCURRENCY)
+
+    def judge(self) -> JudgeClient:
+        if self._judge is None:
+            self._judge = JudgeClient()
+        return self._judge
+
+    async def run(self) -> None:
+        """Run queued runs until cancelled."""
+        try:
+            while True:
+                if self.saturated is not None and self.saturated():
+                    await asyncio.sleep(IDLE_SECONDS)
+                    continue
+                try:
+                    done = await self.round()
+                except TRANSIENT_ERRORS as exc:
+                    metrics.DATABASE_ERRORS.labels("rules").inc()
+                    log.warning("database unavailable, retrying: %s", exc)
+                    done = 0
+                    await asyncio.sleep(1)
+                except Exception:  # a bug: logged, and the worker lives on
+                    log.exception("rule round failed")
+                    done = 0
+                    await asyncio.sleep(1)
+                if done < BATCH:
+                    await asyncio.sleep(IDLE_SECONDS)
+        finally:
+            if self._judge is not None:
+                await self._judge.aclose()
+
+    async def round(self) -> int:
+        """Claim and run one batch of due runs; returns how many were claimed."""
+        async with self.pool.acquire() as conn:
+            claimed = await rule_store.claim(conn, BATCH, LEASE_SECONDS)
+        if claimed:
+            await asyncio.gather(*(self._guarded(run) for run in claimed))
+        return len(claimed)
+
+    async def _guarded(self, run: rule_store.ClaimedRun) -> None:
+        async with self._limit:
+            started = time.perf_counter()
+            try:
+                outcome = await self.run_one(run)
+            except TRANSIENT_ERRORS:
+                raise
+            except Exception as exc:  # a bug: logged, and the run ends with an error score
+                log.exception("rule run %s failed", run.id)
+                outcome = await self._end(run, error=f"internal error: {type(exc).__name__}: "
+                                                     f"{exc}")
+            metrics.RULE_RUNS.labels(outcome).inc()
+            metrics.RULE_RUN_SECONDS.observe(time.perf_counter() - started)
+
+    async def run_one(self, run: rule_store.ClaimedRun) -> str:
+        """Run one claimed run; returns its outcome (a label of trajhub_rule_runs)."""
+        try:
+            _, trajectory_filter = stored_filter(run.filter)
+        except ValueError as exc:
+            return await self._end(run, error=f"the rule's filter does not read: {exc}")
+        async with self.pool.acquire() as conn:
+            target = await rule_store.target(conn, run, trajectory_filter)
+        if target is None:
+            return await self._end(run, skip=True)  # gone (retention)
+        if target.revision != run.revision or target.status != "final":
+            # a newer revision: it is queued (or will be, once final) in its own run
+            return await self._end(run, skip=True)
+        if not target.matches:
+            return await self._end(run, skip=True)
+        if target.document is None:
+            return await self._end(run, error="the trajectory could not be derived")
+        try:
+            expectations = Expectations.from_dict(run.expectations or {})
+            evaluator = parse_evaluators([{"name": run.evaluator, "config": run.config}],
+                                         self.settings)[0]
+        except (ConfigError, ValueError) as exc:
+            return await self._end(run, error=f"the rule's evaluator does not read: {exc}")
+        document = orjson.loads(target.document)
+        if evaluator.judge is None:
+            try:
+                result = run_evaluator(run.evaluator, document, expectations, evaluator.config)
+            except Exception as exc:  # the evaluator's failure is this run's error score
+                return await self._end(run, error=str(exc) or type(exc).__name__)
+            return await self._end(run, number=result.score, comment=result.explain())
+        return await self._judge_run(run, evaluator, document, expectations)
+
+    async def _judge_run(self, run: rule_store.ClaimedRun, evaluator: Any,
+                         document: Any, expectations: Expectations) -> str:
+        async with self.pool.acquire() as conn:
+            wait = await rule_store.judge_slot(conn, run.rule_id)
+            if wait > 0:
+                await rule_store.postpone(conn, run, wait)
+                return "postponed"
+        spec = JUDGES[run.evaluator]
+        context = JudgeContext(input=None, reference_output=None, reference_trajectory=None)
+        try:
+            request = spec.build_request(document, context, expectations, evaluator.config,
+                                         evaluator.judge.model)
+            body = await self.judge().complete(evaluator.judge, request)
+        except JudgeUnavailable as exc:
+            if run.attempts + 1 >= MAX_ATTEMPTS:
+                return await self._end(
+                    run, error=f"the judge could not be reached in {MAX_ATTEMPTS} attempts; "
+                    f"the last: {exc}")
+            async with self.pool.acquire() as conn:
+                await rule_store.retry_later(conn, run, backoff_seconds(run.attempts + 1),
+                                             str(exc)[:COMMENT_MAX])
+            return "retried"
+        except Exception as exc:  # any other refusal: the run's error score
+            return await self._end(run, error=str(exc) or type(exc).__name__)
+        try:
+            result = spec.parse_response(body, document, context, expectations,
+                                         evaluator.config)
+        except Exception as exc:  # a malformed verdict: an error score with its reason
+            return await self._end(run, error=f"malformed verdict: {exc}")
+        return await self._end(run, number=result.score, comment=result.explain())
+
+    async def _end(self, run: rule_store.ClaimedRun, *, skip: bool = False,
+                   number: float | None = None, comment: str | None = None,
+                   error: str | None = None) -> str:
+        score = None if skip else rule_store.score_columns(
+            run, number=number, comment=comment[:COMMENT_MAX] if comment else None,
+            error=error[:COMMENT_MAX] if error is not None else None)
+        if score is not None and error is None and number is None:
+            score = rule_store.score_columns(run, number=None, comment=None,
+                                             error="the evaluator gave no score")
+        async with self.pool.acquire() as conn:
+            finished = await rule_store.finish(conn, run, score)
+        if not finished:
+            return "lost_claim"
+        if skip:
+            return "skipped"
+        return "error" if score is not None and score["error"] is not None else "scored"
+
+
+async def release_claims(pool: asyncpg.Pool) -> None:
+    """At start: the runs a killed server held are due now."""
+    async with pool.acquire() as conn:
+        released = await rule_store.release_claims(conn)
+    if released:
+        log.warning("released %d rule run(s) claimed before a restart", released)
+
+
+def start(pool: asyncpg.Pool, settings: Settings,
+          saturated: Callable[[], bool] | None = None) -> asyncio.Task[None]:
+    """The worker as a task of the running loop (cancel it to stop)."""
+    return asyncio.create_task(RuleWorker(pool, settings, saturated).run(), name="rules")
+

@@ -1,0 +1,319 @@
+"""SQL of online evaluation rules (migration 0055, docs/rules.md): the rules, their durable
+queue of runs, and backfills. The columns are those trajhub.records.rules declares.
+
+The queue: finalizing a trajectory queues one run per enabled rule whose sample takes it
+(storage/derivation_store.py, finalize_settled). A worker claims due runs with
+`FOR UPDATE SKIP LOCKED`, giving each a fresh claim token and a lease (`next_attempt_at` moves
+to the lease's end, so a claimant that dies leaves the run due again when the lease is out).
+`finish` inserts the verdict's score and deletes the run in one transaction, and only while the
+run still carries the claimant's token: however often a run is claimed, it scores once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from trajhub.records.rules import BACKFILL, RULE
+from trajhub.storage import scores as score_store
+from trajhub.storage.database import Connection
+from trajhub.storage.derivation_store import SAMPLED
+from trajhub.storage.rows import RecordRow
+from trajhub.storage import trajectory_reads
+from trajhub.storage.trajectory_reads import TrajectoryFilter, where_clause
+
+
+class RuleRow(RecordRow):
+    """A stored rule, as trajhub.records.rules declares it."""
+
+    __slots__ = ()
+    record = RULE
+
+    @property
+    def id(self) -> int:
+        return int(self["id"])
+
+
+class BackfillRow(RecordRow):
+    __slots__ = ()
+    record = BACKFILL
+
+
+_WRITTEN = RULE.write_columns("service")
+#: JSON columns travel as text and are cast on write
+_JSON = {"config", "expectations", "filter"}
+
+
+def _placeholder(column: str, index: int) -> str:
+    return f"${index}::jsonb" if column in _JSON else f"${index}"
+
+
+def _json(column: str, value: Any) -> Any:
+    """A JSON column's value as text (given as text already, or as a value to encode)."""
+    if column in _JSON and value is not None and not isinstance(value, str):
+        return orjson.dumps(value).decode()
+    return value
+
+
+async def create(conn: Connection, project: str, values: Mapping[str, Any]) -> RuleRow | None:
+    """A new rule (values by column); None when the project has one of that name."""
+    columns = [c for c in _WRITTEN if c in values]
+    row = await conn.fetchrow(
+        f"INSERT INTO rules (project, {', '.join(columns)}) VALUES ($1, "
+        + ", ".join(_placeholder(c, i) for i, c in enumerate(columns, 2))
+        + f") ON CONFLICT (project, name) DO NOTHING RETURNING {RULE.select_list()}",
+        project, *(_json(c, values[c]) for c in columns))
+    return RuleRow.from_record(row) if row is not None else None
+
+
+async def update(conn: Connection, project: str, rule_id: int, values: Mapping[str, Any]
+                 ) -> RuleRow | None:
+    """Change the given columns; None when the project has no such rule. A name another rule
+    has raises asyncpg's UniqueViolationError."""
+    columns = [c for c in _WRITTEN if c in values]
+    sets = [f"{c} = {_placeholder(c, i)}" for i, c in enumerate(columns, 3)]
+    sets.append("updated_ns = (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000")
+    row = await conn.fetchrow(
+        f"UPDATE rules SET {', '.join(sets)} WHERE project = $1 AND id = $2 "
+        f"RETURNING {RULE.select_list()}",
+        project, rule_id, *(_json(c, values[c]) for c in columns))
+    return RuleRow.from_record(row) if row is not None else None
+
+
+async def list_rules(conn: Connection, project: str) -> list[RuleRow]:
+    return RuleRow.from_records(await conn.fetch(
+        f"SELECT {RULE.select_list()} FROM rules WHERE project = $1 ORDER BY id", project))
+
+
+async def get(conn: Connection, project: str, rule_id: int) -> RuleRow | None:
+    row = await conn.fetchrow(
+        f"SELECT {RULE.select_list()} FROM rules WHERE project = $1 AND id = $2",
+        project, rule_id)
+    return RuleRow.from_record(row) if row is not None else None
+
+
+async def delete(conn: Connection, project: str, rule_id: int) -> bool:
+    """Delete a rule, its queued runs and its backfills; its scores stay."""
+    status = await conn.execute("DELETE FROM rules WHERE project = $1 AND id = $2",
+                                project, rule_id)
+    return bool(status != "DELETE 0")
+
+
+# ------------------------------------------------------------------------------- backfills
+
+async def backfill(conn: Connection, project: str, rule_id: int, f: TrajectoryFilter
+                   ) -> BackfillRow:
+    """Queue the rule over the project's final trajectories that match `f` (the rule's filter)
+    and its sample, as one backfill job counting them."""
+    async with conn.transaction():
+        job = await conn.fetchval(
+            "INSERT INTO rule_backfills (rule_id, total_count) VALUES ($1, 0) RETURNING id",
+            rule_id)
+        rule = await conn.fetchrow("SELECT sample_rate FROM rules WHERE id = $1", rule_id)
+        assert rule is not None
+        where, arg = where_clause(project, f)
+        sampled = SAMPLED.format(rule=arg(rule_id), trace_id="trace_id",
+                                 rate=f"{arg(float(rule['sample_rate']))}::float8")
+        rule_param, job_param = arg(rule_id), arg(job)
+        queued = await conn.execute(
+            "INSERT INTO rule_runs (rule_id, project, trace_id, revision, backfill_id) "
+            f"SELECT {rule_param}, project, trace_id, revision, {job_param} FROM trajectories "
+            f"WHERE {' AND '.join(where)} AND status = 'final' AND {sampled}",
+            *arg.values)
+        total = int(queued.split()[-1])
+        row = await conn.fetchrow(
+            f"UPDATE rule_backfills SET total_count = $2 WHERE id = $1 "
+            f"RETURNING {BACKFILL.select_list()}", job, total)
+    assert row is not None
+    return BackfillRow.from_record(row)
+
+
+async def backfills(conn: Connection, project: str, rule_id: int) -> list[BackfillRow]:
+    return BackfillRow.from_records(await conn.fetch(
+        f"SELECT {BACKFILL.select_list('b')} FROM rule_backfills b JOIN rules r "
+        "ON r.id = b.rule_id WHERE r.project = $1 AND b.rule_id = $2 ORDER BY b.id DESC",
+        project, rule_id))
+
+
+async def get_backfill(conn: Connection, project: str, rule_id: int, backfill_id: int
+                       ) -> BackfillRow | None:
+    row = await conn.fetchrow(
+        f"SELECT {BACKFILL.select_list('b')} FROM rule_backfills b JOIN rules r "
+        "ON r.id = b.rule_id WHERE r.project = $1 AND b.rule_id = $2 AND b.id = $3",
+        project, rule_id, backfill_id)
+    return BackfillRow.from_record(row) if row is not None else None
+
+
+# ---------------------------------------------------------------------------------- the queue
+
+@dataclass(frozen=True)
+class ClaimedRun:
+    """A run a worker holds: the rule as it is now, and the trajectory revision to judge."""
+
+    id: int
+    claim: uuid.UUID
+    rule_id: int
+    project: str
+    trace_id: str
+    revision: int
+    attempts: int
+    evaluator: str
+    config: dict[str, Any]
+    expectations: dict[str, Any] | None
+    filter: dict[str, Any]
+    max_judge_calls_per_minute: int | None
+
+
+async def claim(conn: Connection, limit: int, lease_seconds: float) -> list[ClaimedRun]:
+    """Take up to `limit` due runs, oldest due first, each with a new token and a lease of
+    `lease_seconds`. Runs of a rule switched off meanwhile are left queued (they run when it is
+    switched on again, or go with the rule when it is deleted)."""
+    token = uuid.uuid4()
+    rows = await conn.fetch(
+        """
+        WITH due AS (
+            SELECT q.id FROM rule_runs q JOIN rules r ON r.id = q.rule_id AND r.enabled
+            WHERE q.next_attempt_at <= now()
+            ORDER BY q.next_attempt_at, q.id LIMIT $1
+            FOR UPDATE OF q SKIP LOCKED
+        )
+        UPDATE rule_runs q SET claim = $2,
+            next_attempt_at = now() + make_interval(secs => $3)
+        FROM due, rules r WHERE q.id = due.id AND r.id = q.rule_id
+        RETURNING q.id, q.claim, q.rule_id, q.project, q.trace_id, q.revision, q.attempts,
+                  r.evaluator, r.config::text AS config, r.expectations::text AS expectations,
+                  r.filter::text AS filter, r.max_judge_calls_per_minute
+        """, limit, token, lease_seconds)
+    return [ClaimedRun(
+        r["id"], r["claim"], r["rule_id"], r["project"], r["trace_id"], r["revision"],
+        r["attempts"], r["evaluator"], orjson.loads(r["config"]),
+        orjson.loads(r["expectations"]) if r["expectations"] is not None else None,
+        orjson.loads(r["filter"]), r["max_judge_calls_per_minute"]) for r in rows]
+
+
+async def release_claims(conn: Connection) -> int:
+    """Make every claimed run due now (at start: the runs a killed server held). A run another
+    live server still holds may then be evaluated twice, but is scored once (`finish`)."""
+    result = await conn.execute(
+        "UPDATE rule_runs SET next_attempt_at = now(), claim = NULL WHERE claim IS NOT NULL")
+    return int(result.split()[-1])
+
+
+@dataclass(frozen=True)
+class Target:
+    """The trajectory a run judges, as it is now."""
+
+    revision: int
+    status: str
+    document: str | None
+    matches: bool
+
+
+async def target(conn: Connection, run: ClaimedRun, f: TrajectoryFilter) -> Target | None:
+    """The run's trajectory now, and whether it matches the rule's filter (the list's own
+    conditions); None when the project no longer has it."""
+    row = await trajectory_reads.trajectory(conn, run.project, run.trace_id)
+    if row is None:
+        return None
+    where, arg = where_clause(run.project, f)
+    matches = await conn.fetchval(
+        f"SELECT EXISTS (SELECT 1 FROM trajectories WHERE {' AND '.join(where)} "
+        f"AND trace_id = {arg(run.trace_id)})", *arg.values)
+    return Target(row.revision, row.status, row.document, bool(matches))
+
+
+async def finish(conn: Connection, run: ClaimedRun, score: Mapping[str, Any] | None) -> bool:
+    """End a run: store its score (the columns of storage/scores.py's WRITTEN, None for a run
+    that scores nothing) and take it off the queue, counting it on its backfill; all in one
+    transaction, and only while the run still carries this claim (False otherwise: another
+    claimant has it, or had it and finished)."""
+    async with conn.transaction():
+        backfill = await conn.fetchrow(
+            "DELETE FROM rule_runs WHERE id = $1 AND claim = $2 RETURNING backfill_id",
+            run.id, run.claim)
+        if backfill is None:
+            return False
+        if score is not None:
+            await score_store.add(conn, run.project, [score])
+        if backfill["backfill_id"] is not None:
+            await conn.execute("UPDATE rule_backfills SET done_count = done_count + 1 "
+                               "WHERE id = $1", backfill["backfill_id"])
+    return True
+
+
+async def retry_later(conn: Connection, run: ClaimedRun, delay_seconds: float, error: str
+                      ) -> None:
+    """An attempt that could not reach the judge: the run stays queued, due after
+    `delay_seconds`, with the attempt counted."""
+    await conn.execute(
+        "UPDATE rule_runs SET attempts = attempts + 1, last_error = $3, claim = NULL, "
+        "next_attempt_at = now() + make_interval(secs => $4) WHERE id = $1 AND claim = $2",
+        run.id, run.claim, error, delay_seconds)
+
+
+async def postpone(conn: Connection, run: ClaimedRun, delay_seconds: float) -> None:
+    """A run held back by its rule's judge-call cap: due again after `delay_seconds`, no
+    attempt counted."""
+    await conn.execute(
+        "UPDATE rule_runs SET claim = NULL, next_attempt_at = now() + "
+        "make_interval(secs => $3) WHERE id = $1 AND claim = $2",
+        run.id, run.claim, delay_seconds)
+
+
+async def judge_slot(conn: Connection, rule_id: int) -> float:
+    """Take one judge call of the rule's cap for this minute: 0 when taken (or the rule has no
+    cap), else the seconds until the current minute ends. One fixed window per rule, in the
+    rule's row, so every server sharing the database shares the cap."""
+    row = await conn.fetchrow(
+        """UPDATE rules SET
+               window_calls = CASE WHEN window_start <= now() - interval '1 minute' THEN 1
+                                   ELSE window_calls + 1 END,
+               window_start = CASE WHEN window_start <= now() - interval '1 minute' THEN now()
+                                   ELSE window_start END
+           WHERE id = $1 AND (max_judge_calls_per_minute IS NULL
+                              OR window_start <= now() - interval '1 minute'
+                              OR window_calls < max_judge_calls_per_minute)
+           RETURNING 0""", rule_id)
+    if row is not None:
+        return 0.0
+    wait = await conn.fetchval(
+        "SELECT greatest(0.1, extract(epoch FROM window_start + interval '1 minute' - now())) "
+        "FROM rules WHERE id = $1", rule_id)
+    return float(wait) if wait is not None else 1.0
+
+
+@dataclass(frozen=True)
+class QueueState:
+    pending: int
+    due: int
+    oldest_seconds: float
+
+
+async def queue_state(conn: Connection) -> QueueState:
+    """Every project's queued runs, those due now, and the age of the oldest."""
+    row = await conn.fetchrow(
+        "SELECT count(*) AS pending, count(*) FILTER (WHERE next_attempt_at <= now()) AS due, "
+        "coalesce(extract(epoch FROM now() - min(enqueued_at)), 0) AS oldest FROM rule_runs")
+    assert row is not None
+    return QueueState(int(row["pending"]), int(row["due"]), float(row["oldest"]))
+
+
+def score_columns(run: ClaimedRun, *, number: float | None, comment: str | None,
+                  error: str | None) -> dict[str, Any]:
+    """A run's verdict as score columns (storage/scores.py WRITTEN): named after the
+    evaluator, on the whole trajectory; its revision is the trajectory's, which `finish`'s
+    caller checked is the run's."""
+    return {
+        "trace_id": run.trace_id, "step_id": None, "name": run.evaluator,
+        "value_type": None if error is not None else "number",
+        "number_value": None if error is not None else number,
+        "category_value": None, "comment": comment, "source": "evaluator",
+        "evaluator": run.evaluator, "evaluator_config": orjson.dumps(run.config).decode(),
+        "evaluation_id": None, "rule_id": run.rule_id, "author": None, "error": error,
+    }
+
+

@@ -1,0 +1,387 @@
+"""Online evaluation rules (issue 21, docs/rules.md): a rule scores each trajectory that becomes
+final and matches its filter (and its sample), again for a new revision with the old score
+kept; bad input is a 4xx naming the problem; edit, switch off and delete; a backfill over the
+stored trajectories with progress; the durable queue survives kill -9 (every pending run scores
+exactly once after the restart); an unreachable judge is retried with backoff, a malformed
+verdict is an error score, a rule's judge-call cap holds runs back; /metrics counts runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+
+from tests.harness import (
+    ServerProcess,
+    TestDatabase,
+    final_trajectory,
+    run,
+    separate_database,
+    wait_for,
+)
+from tests.otlp_builders import new_span_id, new_trace_id, request, span
+
+PB = {"content-type": "application/x-protobuf"}
+T0 = 1_700_000_000_000_000_000
+
+
+def send_run(base: str, project: str, agent: str = "weather", wait: bool = True,
+             tid: bytes | None = None, start: int = T0, root: bytes | None = None) -> str:
+    """One agent run (an agent step, a model call, a tool call); waits for its final
+    trajectory when `wait`. Returns the trace id."""
+    tid = tid or new_trace_id()
+    root, chat, tool = root or new_span_id(), new_span_id(), new_span_id()
+    spans = [
+        span(tid, f"invoke_agent {agent}", span_id=root, start=start, duration=10_000_000,
+             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}),
+        span(tid, "chat gpt", parent=root, span_id=chat, start=start + 1_000_000,
+             attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                         "gen_ai.usage.input_tokens": 5, "gen_ai.usage.output_tokens": 2}),
+        span(tid, "execute_tool get_weather", parent=root, span_id=tool,
+             start=start + 3_000_000,
+             attributes={"gen_ai.operation.name": "execute_tool",
+                         "gen_ai.tool.name": "get_weather"}),
+    ]
+    with httpx.Client(timeout=30) as c:
+        r = c.post(f"{base}/v1/traces", content=request(spans).SerializeToString(),
+                   headers={**PB, "trajhub-project": project})
+        assert r.status_code == 200, r.text
+        if wait:
+            final_trajectory(c, base, project, tid.hex())
+    return tid.hex()
+
+
+@pytest.fixture
+def api(server: ServerProcess, project: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.http + "/api/v1", timeout=30,
+                      headers={"trajhub-project": project}) as client:
+        yield client
+
+
+def scores_of(api: httpx.Client, trace_id: str) -> list[dict[str, Any]]:
+    r = api.get(f"/trajectories/{trace_id}/scores")
+    assert r.status_code == 200, r.text
+    return list(r.json()["scores"])
+
+
+def add_rule(api: httpx.Client, **body: Any) -> dict[str, Any]:
+    r = api.post("/rules", json=body)
+    assert r.status_code == 201, r.text
+    return dict(r.json())
+
+
+def drained(api: httpx.Client) -> bool:
+    return all(r["pending_runs"] == 0 for r in api.get("/rules").json()["rules"])
+
+
+def test_a_rule_scores_each_new_final_trajectory_that_matches_its_filter(
+        server: ServerProcess, project: str, api: httpx.Client) -> None:
+    # efficiency with a budget of 10 steps: the run has 2 (a model and a tool step), so 1.0
+    rule = add_rule(api, name="steps", evaluator="efficiency", config={"max_steps": 10},
+                    filter={"agent": "weather", "has_error": False})
+    assert (rule["evaluator"], rule["config"], rule["filter"], rule["sample_rate"],
+            rule["enabled"], rule["pending_runs"]) == (
+        "efficiency", {"max_steps": 10}, {"agent": "weather", "has_error": False}, 1.0, True, 0)
+    other = add_rule(api, name="planner-only", evaluator="efficiency",
+                     config={"max_steps": 1}, filter={"agent": "planner"})
+    never = add_rule(api, name="sampled-out", evaluator="efficiency",
+                     config={"max_steps": 1}, sample_rate=0)
+    off = add_rule(api, name="off", evaluator="efficiency", config={"max_steps": 1},
+                   enabled=False)
+
+    trace_id = send_run(server.http, project)
+    scored = wait_for(lambda: scores_of(api, trace_id), what="the rule's score")
+    wait_for(lambda: drained(api), what="the queue to drain")
+    scored = scores_of(api, trace_id)
+    assert [(s["name"], s["value"], s["source"], s["evaluator"], s["evaluator_config"],
+             s["rule_id"], s["revision"], s["error"]) for s in scored] == [
+        ("efficiency", 1.0, "evaluator", "efficiency", {"max_steps": 10}, rule["id"], 1, None)]
+    assert {other["id"], never["id"], off["id"]}.isdisjoint(s["rule_id"] for s in scored)
+
+    # the planner-only rule does score a planner's run: its budget of 1 step is not met, 0.0
+    planner = send_run(server.http, project, agent="planner")
+    wait_for(lambda: scores_of(api, planner), what="the planner's score")
+    wait_for(lambda: drained(api), what="the queue to drain")
+    assert sorted((s["rule_id"], s["value"]) for s in scores_of(api, planner)) == [
+        (other["id"], 0.0)]
+
+
+def test_a_new_revision_is_scored_again_and_the_old_score_stays(
+        server: ServerProcess, project: str, api: httpx.Client) -> None:
+    rule = add_rule(api, name="steps", evaluator="efficiency", config={"max_steps": 2})
+    tid, root = new_trace_id(), new_span_id()
+    trace_id = send_run(server.http, project, tid=tid, root=root)
+    wait_for(lambda: scores_of(api, trace_id), what="revision 1's score")
+    # another model call of the same trace: a third step, over the budget of 2
+    extra = span(tid, "chat gpt", parent=root, span_id=new_span_id(), start=T0 + 5_000_000,
+                 attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"})
+    with httpx.Client(timeout=30) as c:
+        r = c.post(f"{server.http}/v1/traces", content=request([extra]).SerializeToString(),
+                   headers={**PB, "trajhub-project": project})
+        assert r.status_code == 200, r.text
+    wait_for(lambda: len(scores_of(api, trace_id)) == 2, what="revision 2's score")
+    wait_for(lambda: drained(api), what="the queue to drain")
+    assert [(s["revision"], s["rule_id"]) for s in scores_of(api, trace_id)] == [
+        (1, rule["id"]), (2, rule["id"])]
+    assert [s["value"] for s in scores_of(api, trace_id)] == [1.0, 0.0]
+
+
+BUDGET = {"max_steps": 10}
+
+
+def test_bad_rules_get_a_4xx_naming_the_problem(api: httpx.Client) -> None:
+    assert api.post("/rules", json={"name": "a", "evaluator": "efficiency"}).json() == {
+        "detail": "efficiency: configure at least one budget"}
+    cases: list[tuple[dict[str, Any], int, str]] = [
+        ({"name": "a", "evaluator": "no_such_evaluator"}, 400, "no_such_evaluator"),
+        ({"name": "a", "evaluator": "efficiency", "config": {"max_stepz": 1}}, 400,
+         "max_stepz"),
+        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "filter": {"agnt": "x"}}, 400, "agnt"),
+        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "filter": {"score": "correctness>>1"}}, 400,
+         "score"),
+        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "filter": {"start": "yesterday"}}, 400,
+         "start"),
+        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "filter": {"min_tokens": "many"}}, 400,
+         "min_tokens"),
+        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "sample_rate": 1.5}, 422, "sample_rate"),
+        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "sample_rate": -0.1}, 422, "sample_rate"),
+        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "expectations": {"agents": 3}}, 400,
+         "agents"),
+        ({"name": "bad name!", "evaluator": "efficiency", "config": BUDGET}, 422, "name"),
+    ]
+    for body, status, named in cases:
+        r = api.post("/rules", json=body)
+        assert r.status_code == status, (body, r.text)
+        assert named in r.text, (body, r.text)
+    assert api.post("/rules", json={"name": "a", "evaluator": "efficiency", "config": BUDGET}).status_code == 201
+    taken = api.post("/rules", json={"name": "a", "evaluator": "efficiency", "config": BUDGET})
+    assert taken.status_code == 409 and "'a'" in taken.text
+    (rule,) = api.get("/rules").json()["rules"]
+    bad_patch = api.patch(f"/rules/{rule['id']}", json={"filter": {"agnt": "x"}})
+    assert bad_patch.status_code == 400 and "agnt" in bad_patch.text
+    assert api.patch(f"/rules/{rule['id']}", json={"enabled": None}).status_code == 400
+    assert api.get("/rules/999999999").status_code == 404
+
+
+def test_rules_are_edited_switched_off_and_deleted(
+        server: ServerProcess, project: str, api: httpx.Client) -> None:
+    rule = add_rule(api, name="steps", evaluator="efficiency", config={"max_steps": 10})
+    edited = api.patch(f"/rules/{rule['id']}", json={"config": {"max_steps": 1},
+                                                     "sample_rate": 0.5, "name": "tight"})
+    assert edited.status_code == 200, edited.text
+    assert (edited.json()["name"], edited.json()["config"], edited.json()["sample_rate"],
+            edited.json()["filter"]) == ("tight", {"max_steps": 1}, 0.5, {})
+    off = api.patch(f"/rules/{rule['id']}", json={"enabled": False})
+    assert off.json()["enabled"] is False
+    trace_id = send_run(server.http, project)
+    time.sleep(1.5)  # a rule switched off queues nothing: no score comes
+    assert scores_of(api, trace_id) == []
+    assert api.get(f"/rules/{rule['id']}").json()["pending_runs"] == 0
+    assert api.delete(f"/rules/{rule['id']}").status_code == 204
+    assert api.get(f"/rules/{rule['id']}").status_code == 404
+    assert api.get("/rules").json()["rules"] == []
+
+
+def test_a_backfill_runs_a_rule_over_stored_trajectories_with_progress(
+        server: ServerProcess, project: str, api: httpx.Client) -> None:
+    weather = [send_run(server.http, project, start=T0 + i) for i in range(3)]
+    planner = send_run(server.http, project, agent="planner")
+    rule = add_rule(api, name="steps", evaluator="efficiency", config={"max_steps": 10},
+                    filter={"agent": "weather"})
+    time.sleep(0.5)
+    assert all(scores_of(api, t) == [] for t in weather)  # already final: not queued
+    started = api.post(f"/rules/{rule['id']}/backfills", json={})
+    assert started.status_code == 202, started.text
+    job = started.json()
+    assert (job["rule_id"], job["total"]) == (rule["id"], 3)
+
+    def done() -> dict[str, Any] | None:
+        now = api.get(f"/rules/{rule['id']}/backfills/{job['id']}").json()
+        return now if now["status"] == "done" else None
+
+    finished = wait_for(done, what="the backfill")
+    assert (finished["done"], finished["total"]) == (3, 3)
+    assert [len(scores_of(api, t)) for t in weather] == [1, 1, 1]
+    assert scores_of(api, planner) == []
+    listed = api.get(f"/rules/{rule['id']}/backfills").json()["backfills"]
+    assert [b["id"] for b in listed] == [job["id"]]
+
+
+# ------------------------------------------------------------------------------------ judges
+
+class Judge:
+    """An OpenAI-compatible judge on its own port: fails the first `unavailable` requests with
+    503, answers chatter instead of a verdict while `malformed` is set, waits `delay` seconds
+    per answer, and records when each request came."""
+
+    def __init__(self, unavailable: int = 0, delay: float = 0.0) -> None:
+        self.times: list[float] = []
+        outer = self
+        self.unavailable = unavailable
+        self.malformed = False
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                outer.times.append(time.monotonic())
+                if len(outer.times) <= outer.unavailable:
+                    self._send(503, b'{"error": "overloaded"}')
+                    return
+                time.sleep(delay)
+                content = ("I'd say it went fine." if outer.malformed
+                           else json.dumps({"score": 0.8, "passed": True, "reason": "ok"}))
+                self._send(200, json.dumps({
+                    "id": "x", "object": "chat.completion", "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": content}}],
+                }).encode())
+
+            def _send(self, status: int, payload: bytes) -> None:
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                with_suppressed_reset(self.wfile.write, payload)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def config(self) -> dict[str, Any]:
+        return {"endpoint": self.url, "model": "judge-model"}
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+
+
+def with_suppressed_reset(write: Any, payload: bytes) -> None:
+    try:
+        write(payload)
+    except (BrokenPipeError, ConnectionResetError):  # the server asking was killed
+        pass
+
+
+def test_an_unreachable_judge_is_retried_with_backoff_and_a_malformed_verdict_is_an_error(
+        server: ServerProcess, project: str, api: httpx.Client) -> None:
+    judge = Judge(unavailable=2)
+    try:
+        rule = add_rule(api, name="judge", evaluator="llm_judge", config=judge.config())
+        trace_id = send_run(server.http, project)
+        (score,) = wait_for(lambda: scores_of(api, trace_id), timeout=30,
+                            what="the judge's score")
+        assert (score["value"], score["rule_id"], score["error"]) == (0.8, rule["id"], None)
+        # two 503s, then the answer: waits of about 1 s, then 2 s (backoff_seconds)
+        assert len(judge.times) == 3
+        first, second = judge.times[1] - judge.times[0], judge.times[2] - judge.times[1]
+        assert 0.9 <= first < 1.9 and 1.9 <= second < 3.5, (first, second)
+
+        judge.malformed = True
+        chatty = send_run(server.http, project)
+        (bad,) = wait_for(lambda: scores_of(api, chatty), timeout=30, what="an error score")
+        assert bad["value"] is None and bad["error"].startswith("malformed verdict"), bad
+    finally:
+        judge.close()
+
+
+def test_a_rule_caps_its_judge_calls_per_minute(
+        server: ServerProcess, project: str, api: httpx.Client) -> None:
+    judge = Judge()
+    try:
+        rule = add_rule(api, name="judge", evaluator="llm_judge", config=judge.config(),
+                        max_judge_calls_per_minute=2)
+        traces = [send_run(server.http, project, start=T0 + i, wait=False) for i in range(4)]
+        wait_for(lambda: sum(len(scores_of(api, t)) for t in traces) >= 2
+                 if all(api.get(f"/trajectories/{t}").status_code == 200 for t in traces)
+                 else None, timeout=30, what="two scores")
+        time.sleep(2)
+        assert sum(len(scores_of(api, t)) for t in traces) == 2
+        assert len(judge.times) == 2
+        assert api.get(f"/rules/{rule['id']}").json()["pending_runs"] == 2
+        text = httpx.get(f"{server.http}/metrics").text
+        assert 'trajhub_rule_runs_total{outcome="postponed"}' in text
+        assert "trajhub_rule_queue_oldest_seconds" in text
+    finally:
+        judge.close()
+
+
+# ------------------------------------------------------------------------- the durable queue
+
+def _counts(url: str, project: str) -> list[tuple[str, int, int]]:
+    async def query() -> list[tuple[str, int, int]]:
+        conn = await asyncpg.connect(url)
+        try:
+            rows = await conn.fetch(
+                "SELECT trace_id, rule_id, count(*) AS n FROM scores WHERE project = $1 "
+                "GROUP BY trace_id, rule_id ORDER BY trace_id, rule_id", project)
+            return [(r["trace_id"], r["rule_id"], r["n"]) for r in rows]
+        finally:
+            await conn.close()
+    return list(run(query()))
+
+
+def _pending(url: str, claimed: bool = False) -> int:
+    """Queued runs (only those a worker had claimed, when `claimed`)."""
+    async def query() -> int:
+        conn = await asyncpg.connect(url)
+        try:
+            return int(await conn.fetchval(
+                "SELECT count(*) FROM rule_runs WHERE claim IS NOT NULL OR NOT $1", claimed))
+        finally:
+            await conn.close()
+    return int(run(query()))
+
+
+def test_pending_runs_run_exactly_once_after_kill_9(
+        database: TestDatabase, tmp_path: Path) -> None:
+    """kill -9 with runs queued, claimed and judged mid-way; after a restart on the same
+    database every trajectory has exactly one score per rule."""
+    judge = Judge(delay=0.5)
+    project = "t-" + uuid.uuid4().hex[:12]
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+    with separate_database(database) as url:
+        first = ServerProcess.start(url, tmp_path / "one", settle_seconds=0.3)
+        try:
+            with httpx.Client(base_url=first.http + "/api/v1", timeout=30,
+                              headers={"trajhub-project": project}) as c:
+                judged = add_rule(c, name="judge", evaluator="llm_judge",
+                                  config=judge.config())
+                coded = add_rule(c, name="steps", evaluator="efficiency",
+                                 config={"max_steps": 10})
+                traces = [send_run(first.http, project, start=T0 + i, wait=False)
+                          for i in range(24)]
+                # some judged, most not: 24 runs at 8 at once and 0.5 s each take 1.5 s
+                wait_for(lambda: 0 < len([c for c in _counts(url, project)
+                                          if c[1] == judged["id"]]) < 24,
+                         timeout=30, interval=0.02, what="some judge scores")
+        finally:
+            os.kill(first.process.pid, signal.SIGKILL)
+            first.process.wait()
+        # runs were left queued, some of them claimed (being judged) when the server died
+        assert _pending(url) > 0 and _pending(url, claimed=True) > 0
+        second = ServerProcess.start(url, tmp_path / "two", settle_seconds=0.3)
+        try:
+            wait_for(lambda: _pending(url) == 0 and len(_counts(url, project)) == 48,
+                     timeout=60, what="every run to finish")
+            time.sleep(1)
+            counts = _counts(url, project)
+            assert counts == sorted((t, r, 1) for t in traces
+                                    for r in (judged["id"], coded["id"])), counts
+        finally:
+            second.stop()
+            judge.close()
