@@ -79,35 +79,55 @@ class RuleWorker:
         return self._judge
 
     async def run(self) -> None:
-        """Run queued runs until cancelled."""
+        """Run queued runs until cancelled: up to BATCH runs held at once (CONCURRENCY of them
+        evaluating), more claimed as soon as some end, so one slow judge does not hold back
+        the runs behind it."""
+        inflight: set[asyncio.Task[None]] = set()
         try:
             while True:
                 if self.saturated is not None and self.saturated():
                     await asyncio.sleep(IDLE_SECONDS)
                     continue
+                claimed = 0
                 try:
-                    done = await self.round()
+                    claimed = await self.claim_into(inflight)
                 except TRANSIENT_ERRORS as exc:
                     metrics.DATABASE_ERRORS.labels("rules").inc()
                     log.warning("database unavailable, retrying: %s", exc)
-                    done = 0
                     await asyncio.sleep(1)
                 except Exception:  # a bug: logged, and the worker lives on
-                    log.exception("rule round failed")
-                    done = 0
+                    log.exception("claiming rule runs failed")
                     await asyncio.sleep(1)
-                if done < BATCH:
+                if inflight and (claimed == 0 or len(inflight) >= BATCH):
+                    await asyncio.wait(inflight, timeout=IDLE_SECONDS,
+                                       return_when=asyncio.FIRST_COMPLETED)
+                elif not inflight:
                     await asyncio.sleep(IDLE_SECONDS)
         finally:
+            for task in inflight:
+                task.cancel()
+            await asyncio.gather(*inflight, return_exceptions=True)
             if self._judge is not None:
                 await self._judge.aclose()
 
+    async def claim_into(self, inflight: set[asyncio.Task[None]]) -> int:
+        """Claim up to the free places of `inflight` and start each run; how many."""
+        free = BATCH - len(inflight)
+        if free <= 0:
+            return 0
+        async with self.pool.acquire() as conn:
+            claimed = await rule_store.claim(conn, free, LEASE_SECONDS)
+        for run in claimed:
+            task = asyncio.create_task(self._guarded(run))
+            inflight.add(task)
+            task.add_done_callback(inflight.discard)
+        return len(claimed)
+
     async def round(self) -> int:
-        """Claim and run one batch of due runs; returns how many were claimed."""
+        """Claim one batch of due runs and run them all (benchmarks and tests); how many."""
         async with self.pool.acquire() as conn:
             claimed = await rule_store.claim(conn, BATCH, LEASE_SECONDS)
-        if claimed:
-            await asyncio.gather(*(self._guarded(run) for run in claimed))
+        await asyncio.gather(*(self._guarded(run) for run in claimed))
         return len(claimed)
 
     async def _guarded(self, run: rule_store.ClaimedRun) -> None:
@@ -115,8 +135,11 @@ class RuleWorker:
             started = time.perf_counter()
             try:
                 outcome = await self.run_one(run)
-            except TRANSIENT_ERRORS:
-                raise
+            except TRANSIENT_ERRORS as exc:
+                # the run's claim lapses after its lease, and it runs again
+                metrics.DATABASE_ERRORS.labels("rules").inc()
+                log.warning("database unavailable during rule run %s: %s", run.id, exc)
+                return
             except Exception as exc:  # a bug: logged, and the run ends with an error score
                 log.exception("rule run %s failed", run.id)
                 outcome = await self._end(run, error=f"internal error: {type(exc).__name__}: "
