@@ -22,8 +22,8 @@ from trajhub.service.api import keys as routes_keys
 from trajhub.service.api import regressions as routes_regressions
 from trajhub.service.api import replay as routes_replay
 from trajhub.service.api import retention as routes_retention
-from trajhub.service.api import rules as routes_rules
 from trajhub.service.api import revisions as routes_revisions
+from trajhub.service.api import rules as routes_rules
 from trajhub.service.api import schema as routes_schema
 from trajhub.service.api import scores as routes_scores
 from trajhub.service.api import traces as routes_traces

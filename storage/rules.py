@@ -20,10 +20,10 @@ import orjson
 
 from trajhub.records.rules import BACKFILL, RULE
 from trajhub.storage import scores as score_store
+from trajhub.storage import trajectory_reads
 from trajhub.storage.database import Connection
 from trajhub.storage.derivation_store import SAMPLED
 from trajhub.storage.rows import RecordRow
-from trajhub.storage import trajectory_reads
 from trajhub.storage.trajectory_reads import TrajectoryFilter, where_clause
 
 

@@ -8,9 +8,12 @@ verdict is an error score, a rule's judge-call cap holds runs back; /metrics cou
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -32,6 +35,7 @@ from tests.harness import (
     wait_for,
 )
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from trajhub.client import ApiError, TrajhubClient
 
 PB = {"content-type": "application/x-protobuf"}
 T0 = 1_700_000_000_000_000_000
@@ -144,29 +148,26 @@ BUDGET = {"max_steps": 10}
 def test_bad_rules_get_a_4xx_naming_the_problem(api: httpx.Client) -> None:
     assert api.post("/rules", json={"name": "a", "evaluator": "efficiency"}).json() == {
         "detail": "efficiency: configure at least one budget"}
+    base = {"name": "a", "evaluator": "efficiency", "config": BUDGET}
     cases: list[tuple[dict[str, Any], int, str]] = [
-        ({"name": "a", "evaluator": "no_such_evaluator"}, 400, "no_such_evaluator"),
-        ({"name": "a", "evaluator": "efficiency", "config": {"max_stepz": 1}}, 400,
-         "max_stepz"),
-        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "filter": {"agnt": "x"}}, 400, "agnt"),
-        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "filter": {"score": "correctness>>1"}}, 400,
-         "score"),
-        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "filter": {"start": "yesterday"}}, 400,
-         "start"),
-        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "filter": {"min_tokens": "many"}}, 400,
-         "min_tokens"),
-        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "sample_rate": 1.5}, 422, "sample_rate"),
-        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "sample_rate": -0.1}, 422, "sample_rate"),
-        ({"name": "a", "evaluator": "efficiency", "config": BUDGET, "expectations": {"agents": 3}}, 400,
-         "agents"),
-        ({"name": "bad name!", "evaluator": "efficiency", "config": BUDGET}, 422, "name"),
+        ({**base, "evaluator": "no_such_evaluator"}, 400, "no_such_evaluator"),
+        ({**base, "config": {"max_stepz": 1}}, 400, "max_stepz"),
+        ({**base, "filter": {"agnt": "x"}}, 400, "agnt"),
+        ({**base, "filter": {"score": "correctness>>1"}}, 400, "score"),
+        ({**base, "filter": {"start": "yesterday"}}, 400, "start"),
+        ({**base, "filter": {"min_tokens": "many"}}, 400, "min_tokens"),
+        ({**base, "sample_rate": 1.5}, 422, "sample_rate"),
+        ({**base, "sample_rate": -0.1}, 422, "sample_rate"),
+        ({**base, "expectations": {"agents": 3}}, 400, "agents"),
+        ({**base, "name": "bad name!"}, 422, "name"),
+        ({**base, "evaluator": "llm_judge", "config": {}}, 400, "TRAJHUB_JUDGE_URL"),
     ]
     for body, status, named in cases:
         r = api.post("/rules", json=body)
         assert r.status_code == status, (body, r.text)
         assert named in r.text, (body, r.text)
-    assert api.post("/rules", json={"name": "a", "evaluator": "efficiency", "config": BUDGET}).status_code == 201
-    taken = api.post("/rules", json={"name": "a", "evaluator": "efficiency", "config": BUDGET})
+    assert api.post("/rules", json=base).status_code == 201
+    taken = api.post("/rules", json=base)
     assert taken.status_code == 409 and "'a'" in taken.text
     (rule,) = api.get("/rules").json()["rules"]
     bad_patch = api.patch(f"/rules/{rule['id']}", json={"filter": {"agnt": "x"}})
@@ -270,10 +271,9 @@ class Judge:
 
 
 def with_suppressed_reset(write: Any, payload: bytes) -> None:
-    try:
+    # the server asking may have been killed meanwhile
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
         write(payload)
-    except (BrokenPipeError, ConnectionResetError):  # the server asking was killed
-        pass
 
 
 def test_an_unreachable_judge_is_retried_with_backoff_and_a_malformed_verdict_is_an_error(
@@ -385,3 +385,46 @@ def test_pending_runs_run_exactly_once_after_kill_9(
         finally:
             second.stop()
             judge.close()
+
+
+# -------------------------------------------------------------------------- client and CLI
+
+def cli(server: ServerProcess, project: str, *argv: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "trajhub", "rules", *argv, "--url",
+                           server.http, "--project", project],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_client_and_the_cli_cover_rules(server: ServerProcess, project: str) -> None:
+    with TrajhubClient(server.http, project=project) as hub:
+        rule = hub.add_rule("steps", "efficiency", config={"max_steps": 10},
+                            filter={"agent": "weather"}, sample_rate=0.5)
+        assert (rule.name, rule.filter, rule.sample_rate, rule.enabled) == (
+            "steps", {"agent": "weather"}, 0.5, True)
+        assert hub.enable_rule(rule.id, False).enabled is False
+        assert [r.id for r in hub.list_rules()] == [rule.id]
+        with pytest.raises(ApiError) as bad:
+            hub.add_rule("x", "no_such_evaluator")
+        assert bad.value.status == 400 and "no_such_evaluator" in str(bad.value)
+
+    added = cli(server, project, "add", "cli-rule", "efficiency", "--config",
+                '{"max_steps": 3}', "--filter", '{"tool": "get_weather"}', "--sample", "1")
+    assert "cli-rule" in added and "created" in added
+    listed = cli(server, project, "list")
+    assert "cli-rule" in listed and "steps" in listed and "efficiency" in listed
+    (cli_rule,) = [r for r in json.loads(cli(server, project, "list", "--json"))["rules"]
+                   if r["name"] == "cli-rule"]
+    assert (cli_rule["config"], cli_rule["filter"], cli_rule["enabled"]) == (
+        {"max_steps": 3}, {"tool": "get_weather"}, True)
+    assert "switched off" in cli(server, project, "disable", str(cli_rule["id"]))
+    assert "switched on" in cli(server, project, "enable", str(cli_rule["id"]))
+    assert "changed" in cli(server, project, "edit", str(cli_rule["id"]), "--sample", "0.25")
+    send_run(server.http, project)
+    out = cli(server, project, "backfill", str(cli_rule["id"]), "--wait")
+    # the one run: in the sample of 0.25 or not, the backfill says how many it queued and ends
+    assert "done:" in out
+    assert "deleted rule" in cli(server, project, "delete", str(cli_rule["id"]))
+    with TrajhubClient(server.http, project=project) as hub:
+        assert [r.name for r in hub.list_rules()] == ["steps"]

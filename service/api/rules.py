@@ -52,9 +52,11 @@ SampleRate = Annotated[StrictFloat | StrictInt, AllowInfNan(False),
 JudgeCap = Annotated[int, Field(ge=1, le=1_000_000, description="LLM judges: at most this "
                                 "many judge calls a minute; null for no cap")]
 
-_BAD = {400: {"model": ErrorDetail, "description": "an unknown evaluator, a bad option, a "
-              "filter that does not parse, bad expectations (the message names it)"}}
-_TAKEN = {409: {"model": ErrorDetail, "description": "the project has a rule of that name"}}
+_BAD: dict[int | str, dict[str, Any]] = {400: {
+    "model": ErrorDetail, "description": "an unknown evaluator, a bad option, a filter that "
+    "does not parse, bad expectations (the message names it)"}}
+_TAKEN: dict[int | str, dict[str, Any]] = {409: {
+    "model": ErrorDetail, "description": "the project has a rule of that name"}}
 
 
 class RuleCreate(BaseModel):

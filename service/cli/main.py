@@ -16,6 +16,7 @@ from trajhub.service.cli import keys as cli_keys
 from trajhub.service.cli import reads as cli_reads
 from trajhub.service.cli import replay as cli_replay
 from trajhub.service.cli import retention as cli_retention
+from trajhub.service.cli import rules as cli_rules
 from trajhub.service.cli import scores as cli_scores
 from trajhub.service.cli.common import USAGE_ERROR, ArgumentParser, CliError
 from trajhub.service.client.api import TrajhubError
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_keys.register(sub)
     cli_retention.register(sub)
     cli_scores.register(sub)
+    cli_rules.register(sub)
     return parser
 
 

@@ -34,6 +34,8 @@ from trajhub.service.client.models import (
     ImportResult,
     Page,
     Project,
+    Rule,
+    RuleBackfill,
     RunEvents,
     Score,
     ScoreConfig,
@@ -308,6 +310,55 @@ class TrajhubClient:
 
     def delete_score_config(self, name: str) -> None:
         self._send("DELETE", f"/score-configs/{name}")
+
+    # --- online evaluation rules (docs/rules.md) ---------------------------------------------
+
+    def list_rules(self) -> list[Rule]:
+        """The project's online evaluation rules, oldest first."""
+        return [Rule.from_json(r) for r in self._json("GET", "/rules")["rules"]]
+
+    def get_rule(self, rule_id: int) -> Rule:
+        return Rule.from_json(self._json("GET", f"/rules/{rule_id}"))
+
+    def add_rule(self, name: str, evaluator: str, *, config: Mapping[str, Any] | None = None,
+                 filter: Mapping[str, Any] | None = None, sample_rate: float = 1.0,
+                 enabled: bool = True, expectations: Mapping[str, Any] | None = None,
+                 max_judge_calls_per_minute: int | None = None) -> Rule:
+        """Create a rule (admin scope): `evaluator` with its `config` runs on each new final
+        trajectory matching `filter` (the trajectory list's filters by name, e.g.
+        {"agent": "planner"}) and in the `sample_rate`."""
+        body = {"name": name, "evaluator": evaluator, "config": dict(config or {}),
+                "filter": dict(filter or {}), "sample_rate": sample_rate, "enabled": enabled,
+                "expectations": dict(expectations) if expectations is not None else None,
+                "max_judge_calls_per_minute": max_judge_calls_per_minute}
+        return Rule.from_json(self._json("POST", "/rules", json=body))
+
+    def edit_rule(self, rule_id: int, **changes: Any) -> Rule:
+        """Change the given fields of a rule (admin scope): name, evaluator, config, filter,
+        sample_rate, enabled, expectations, max_judge_calls_per_minute."""
+        return Rule.from_json(self._json("PATCH", f"/rules/{rule_id}", json=changes))
+
+    def enable_rule(self, rule_id: int, enabled: bool = True) -> Rule:
+        """Switch a rule on (or off with enabled=False)."""
+        return self.edit_rule(rule_id, enabled=enabled)
+
+    def delete_rule(self, rule_id: int) -> None:
+        self._send("DELETE", f"/rules/{rule_id}")
+
+    def backfill_rule(self, rule_id: int, since: str | None = None) -> RuleBackfill:
+        """Queue the rule over the stored final trajectories matching its filter (those
+        starting at or after `since` only, when given); follow it with `get_backfill`."""
+        body = {"since": since} if since is not None else {}
+        return RuleBackfill.from_json(self._json("POST", f"/rules/{rule_id}/backfills",
+                                                 json=body))
+
+    def get_backfill(self, rule_id: int, backfill_id: int) -> RuleBackfill:
+        return RuleBackfill.from_json(
+            self._json("GET", f"/rules/{rule_id}/backfills/{backfill_id}"))
+
+    def list_backfills(self, rule_id: int) -> list[RuleBackfill]:
+        return [RuleBackfill.from_json(b) for b in
+                self._json("GET", f"/rules/{rule_id}/backfills")["backfills"]]
 
     # --- replay and regression -------------------------------------------------------------
 

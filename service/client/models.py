@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from trajhub.records import Field, Record, empty_value, is_optional
 from trajhub.records.evaluations import EVALUATION_RESULT
+from trajhub.records.rules import BACKFILL, RULE
 from trajhub.records.scores import SCORE, SCORE_CONFIG
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
@@ -104,6 +105,8 @@ if TYPE_CHECKING:
     EvaluationResult = RecordModel
     Score = RecordModel
     ScoreConfig = RecordModel
+    Rule = RecordModel
+    RuleBackfill = RecordModel
 else:
     #: a row of the trace list (trajhub.records.traces)
     TraceSummary = record_model(TRACE_SUMMARY)
@@ -115,6 +118,10 @@ else:
     Score = record_model(SCORE)
     #: what a project's scores of one name must be (trajhub.records.scores)
     ScoreConfig = record_model(SCORE_CONFIG)
+    #: an online evaluation rule (trajhub.records.rules)
+    Rule = record_model(RULE)
+    #: a rule's backfill and its progress (trajhub.records.rules)
+    RuleBackfill = record_model(BACKFILL)
 
 
 @dataclass(frozen=True)

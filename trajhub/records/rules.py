@@ -58,9 +58,9 @@ RULE = Record("Rule", "An online evaluation rule: an evaluator run on every new 
 
 BACKFILL = Record("RuleBackfill", "A rule run over the existing trajectories matching its "
                   "filter: how far it is.", (
+    Field("rule_id", int, "the rule", written_by="key", example=3),
     Field("id", int, "the backfill's id", written_by="database", example=5,
           cli=Cli("ID", right=True)),
-    Field("rule_id", int, "the rule", written_by="key", example=3),
     Field("status", Literal["running", "done"], "running until every queued run is done",
           column=None, select="(CASE WHEN done_count >= total_count THEN 'done' "
           "ELSE 'running' END)", written_by="", example="running", cli=Cli("STATUS")),

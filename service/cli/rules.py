@@ -1,0 +1,178 @@
+"""`trajhub rules list|add|edit|enable|disable|delete|backfill`: online evaluation rules from the
+command line (docs/rules.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict
+from typing import Any
+
+from trajhub.records.rules import RULE
+from trajhub.service.cli.common import CliError, connect, print_json, server_options
+from trajhub.service.cli.reads import record_table
+
+
+def _object(raw: str | None, what: str) -> dict[str, Any] | None:
+    """A JSON object given on the command line (None when not given)."""
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise CliError(f"{what} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise CliError(f"{what} must be a JSON object, e.g. '{{\"agent\": \"planner\"}}'")
+    return value
+
+
+def _list(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        rules = hub.list_rules()
+    if args.json:
+        print_json({"rules": [asdict(r) for r in rules]})
+    elif not rules:
+        print("no rules: `trajhub rules add NAME EVALUATOR` creates one")
+    else:
+        print(record_table(RULE, rules))
+    return 0
+
+
+def _say(rule: Any, verb: str) -> None:
+    state = "on" if rule.enabled else "off"
+    print(f"rule {rule.id} ({rule.name}) {verb}: {rule.evaluator}, filter "
+          f"{json.dumps(rule.filter)}, sample {rule.sample_rate}, {state}")
+
+
+def _add(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        rule = hub.add_rule(args.name, args.evaluator,
+                            config=_object(args.config, "--config") or {},
+                            filter=_object(args.filter, "--filter") or {},
+                            sample_rate=args.sample, enabled=not args.off,
+                            expectations=_object(args.expectations, "--expectations"),
+                            max_judge_calls_per_minute=args.max_judge_calls)
+    if args.json:
+        print_json(asdict(rule))
+    else:
+        _say(rule, "created")
+    return 0
+
+
+def _edit(args: argparse.Namespace) -> int:
+    changes: dict[str, Any] = {}
+    for key, value in (("name", args.rename), ("evaluator", args.evaluator),
+                       ("config", _object(args.config, "--config")),
+                       ("filter", _object(args.filter, "--filter")),
+                       ("sample_rate", args.sample),
+                       ("expectations", _object(args.expectations, "--expectations")),
+                       ("max_judge_calls_per_minute", args.max_judge_calls)):
+        if value is not None:
+            changes[key] = value
+    if not changes:
+        raise CliError("nothing to change: give at least one option")
+    with connect(args) as hub:
+        rule = hub.edit_rule(args.rule_id, **changes)
+    _say(rule, "changed")
+    return 0
+
+
+def _switch(enabled: bool) -> Any:
+    def switch(args: argparse.Namespace) -> int:
+        with connect(args) as hub:
+            rule = hub.enable_rule(args.rule_id, enabled)
+        _say(rule, "switched " + ("on" if enabled else "off"))
+        return 0
+    return switch
+
+
+def _delete(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        hub.delete_rule(args.rule_id)
+    print(f"deleted rule {args.rule_id} (its scores stay)")
+    return 0
+
+
+def _backfill(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        job = hub.backfill_rule(args.rule_id, since=args.since)
+        print(f"backfill {job.id}: {job.total} trajectories queued")
+        while args.wait and job.status != "done":
+            time.sleep(0.5)
+            job = hub.get_backfill(args.rule_id, job.id)
+            print(f"  {job.done}/{job.total} done", flush=True)
+    if args.wait:
+        print(f"backfill {job.id} done: {job.done} of {job.total}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add `rules` to the `trajhub` subcommands."""
+    common = server_options()
+    rules = sub.add_parser("rules", help="online evaluation rules",
+                           description="A rule runs an evaluator on every new final "
+                                       "trajectory of the project that matches its filter, and "
+                                       "stores the verdict as a score (docs/rules.md).")
+    rc = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
+
+    p = rc.add_parser("list", parents=[common], help="the project's rules")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_list)
+
+    def options(p: argparse.ArgumentParser, editing: bool) -> None:
+        p.add_argument("--config", metavar="JSON", help="the evaluator's options, a JSON object")
+        p.add_argument("--filter", metavar="JSON",
+                       help="the trajectory list's filters by name, a JSON object, e.g. "
+                            "'{\"agent\": \"planner\", \"has_error\": false}'")
+        p.add_argument("--sample", type=float, default=None if editing else 1.0,
+                       metavar="RATE", help="the share of matching trajectories, 0 to 1")
+        p.add_argument("--expectations", metavar="JSON",
+                       help="what each trajectory should have done (an item's expectations)")
+        p.add_argument("--max-judge-calls", type=int, metavar="N",
+                       help="LLM judges: at most N judge calls a minute")
+
+    p = rc.add_parser("add", parents=[common], help="create a rule (admin)",
+                      description="Create a rule: EVALUATOR (any of `POST /api/v1/evaluations`'"
+                                  " evaluators, the LLM judges included) runs on each new "
+                                  "final trajectory matching --filter.")
+    p.add_argument("name")
+    p.add_argument("evaluator")
+    options(p, editing=False)
+    p.add_argument("--off", action="store_true", help="create it switched off")
+    p.add_argument("--json", action="store_true", help="print the rule as JSON")
+    p.set_defaults(func=_add)
+
+    p = rc.add_parser("edit", parents=[common], help="change a rule (admin)",
+                      description="Change the options given; the others stay.")
+    p.add_argument("rule_id", type=int)
+    p.add_argument("--rename", metavar="NAME", help="a new name")
+    p.add_argument("--evaluator", help="another evaluator")
+    options(p, editing=True)
+    p.set_defaults(func=_edit)
+
+    p = rc.add_parser("enable", parents=[common], help="switch a rule on (admin)")
+    p.add_argument("rule_id", type=int)
+    p.set_defaults(func=_switch(True))
+
+    p = rc.add_parser("disable", parents=[common], help="switch a rule off (admin)",
+                      description="Switch a rule off: new trajectories are not queued for it, "
+                                  "and its queued runs wait until it is on again.")
+    p.add_argument("rule_id", type=int)
+    p.set_defaults(func=_switch(False))
+
+    p = rc.add_parser("delete", parents=[common], help="delete a rule (admin)",
+                      description="Delete a rule and its queued runs; its scores stay.")
+    p.add_argument("rule_id", type=int)
+    p.set_defaults(func=_delete)
+
+    p = rc.add_parser("backfill", parents=[common],
+                      help="run a rule over the stored trajectories matching its filter",
+                      description="Queue the rule over the stored final trajectories that "
+                                  "match its filter and sample, and (with --wait) follow its "
+                                  "progress.")
+    p.add_argument("rule_id", type=int)
+    p.add_argument("--since", metavar="TIME",
+                   help="only trajectories starting at or after (RFC 3339 or Unix ns)")
+    p.add_argument("--wait", action="store_true", help="print progress until it is done")
+    p.set_defaults(func=_backfill)
