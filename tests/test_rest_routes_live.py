@@ -253,6 +253,47 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     r("delete", "/api/v1/score-configs/{name}",
       c.delete("/api/v1/score-configs/correctness"))  # 404
 
+    # ------------------------------------------------- online evaluation rules (rules.md)
+    res = r("post", "/api/v1/rules", c.post("/api/v1/rules", json={
+        "name": "steps", "evaluator": "efficiency", "config": {"max_steps": 50},
+        "filter": {"agent": "nobody-runs-this"}}))
+    assert res.status_code == 201, res.text
+    rule = res.json()["id"]
+    r("post", "/api/v1/rules", c.post("/api/v1/rules", json={
+        "name": "steps", "evaluator": "efficiency", "config": {"max_steps": 5}}))  # 409
+    res = r("post", "/api/v1/rules", c.post("/api/v1/rules", json={
+        "name": "x", "evaluator": "efficiency", "config": {"max_steps": 5},
+        "filter": {"score": "x~1"}}))  # 400: the filter does not parse
+    assert res.status_code == 400 and "score" in res.text, res.text
+    res = r("get", "/api/v1/rules", c.get("/api/v1/rules"))
+    assert [x["name"] for x in res.json()["rules"]] == ["steps"]
+    r("get", "/api/v1/rules/{rule_id}", c.get(f"/api/v1/rules/{rule}"))
+    r("get", "/api/v1/rules/{rule_id}", c.get("/api/v1/rules/999999999"))  # 404
+    # the filter now takes every trajectory: a backfill judges a_id among them
+    res = r("patch", "/api/v1/rules/{rule_id}", c.patch(f"/api/v1/rules/{rule}", json={
+        "filter": {}, "enabled": True}))
+    assert res.status_code == 200 and res.json()["filter"] == {}, res.text
+    r("patch", "/api/v1/rules/{rule_id}", c.patch(f"/api/v1/rules/{rule}", json={
+        "evaluator": "no_such_evaluator"}))  # 400
+    res = r("post", "/api/v1/rules/{rule_id}/backfills",
+            c.post(f"/api/v1/rules/{rule}/backfills", json={}))
+    assert res.status_code == 202 and res.json()["total"] >= 1, res.text
+    backfill = res.json()["id"]
+    done = wait_for(lambda: (lambda b: b if b["status"] == "done" else None)(
+        c.get(f"/api/v1/rules/{rule}/backfills/{backfill}").json()), what="the backfill")
+    assert done["done"] == done["total"]
+    r("get", "/api/v1/rules/{rule_id}/backfills/{backfill_id}",
+      c.get(f"/api/v1/rules/{rule}/backfills/{backfill}"))
+    r("get", "/api/v1/rules/{rule_id}/backfills/{backfill_id}",
+      c.get(f"/api/v1/rules/{rule}/backfills/999999999"))  # 404
+    r("get", "/api/v1/rules/{rule_id}/backfills", c.get(f"/api/v1/rules/{rule}/backfills"))
+    judged = [x for x in c.get(scores).json()["scores"] if x["rule_id"] == rule]
+    assert [(x["name"], x["source"], x["value"]) for x in judged] == [
+        ("efficiency", "evaluator", 1.0)], judged
+    res = r("delete", "/api/v1/rules/{rule_id}", c.delete(f"/api/v1/rules/{rule}"))
+    assert res.status_code == 204, res.text
+    r("delete", "/api/v1/rules/{rule_id}", c.delete(f"/api/v1/rules/{rule}"))  # 404
+
     # ----------------------------------------------------------- retention and keys
     r("get", "/api/v1/retention", c.get("/api/v1/retention"))
     r("put", "/api/v1/retention", c.put("/api/v1/retention", json={"days": 30}))
