@@ -13,7 +13,15 @@ from typing import Annotated, Any
 
 import asyncpg
 from fastapi import APIRouter, HTTPException, Path, Response
-from pydantic import AllowInfNan, BaseModel, ConfigDict, Field, StrictFloat, StrictInt
+from pydantic import (
+    AllowInfNan,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+)
 
 from trajhub.evaluators import ConfigError, Expectations
 from trajhub.records.rules import BACKFILL, NAME_MAX, RULE
@@ -28,6 +36,7 @@ from trajhub.service.api.common import (
     needs,
     storable_json,
     time_ns,
+    whole_number,
 )
 from trajhub.service.api.evaluations import EvaluatorName
 from trajhub.service.api.filters import stored_filter
@@ -50,7 +59,8 @@ SampleRate = Annotated[StrictFloat | StrictInt, AllowInfNan(False),
                        Field(ge=0, le=1, description="the share of matching trajectories "
                              "it runs on, 0 to 1")]
 JudgeCap = Annotated[int, Field(ge=1, le=1_000_000, description="LLM judges: at most this "
-                                "many judge calls a minute; null for no cap")]
+                                "many judge calls a minute; null for no cap"),
+                     BeforeValidator(whole_number)]
 
 _BAD: dict[int | str, dict[str, Any]] = {400: {
     "model": ErrorDetail, "description": "an unknown evaluator, a bad option, a filter that "
@@ -79,7 +89,8 @@ class RuleCreate(BaseModel):
 
 
 class RulePatch(BaseModel):
-    """The fields to change; the others stay."""
+    """The fields to change; the others stay. A null leaves a field as it is, but for
+    `expectations` and `max_judge_calls_per_minute`, where null means none."""
 
     model_config = ConfigDict(**BODY_CONFIG)
     name: RuleName | None = None
@@ -189,7 +200,7 @@ async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) 
     given = body.model_dump(include=body.model_fields_set)
     for column in ("name", "evaluator", "config", "filter", "sample_rate", "enabled"):
         if column in given and given[column] is None:
-            raise HTTPException(400, f"{column} cannot be null")
+            del given[column]  # a null: unchanged (these fields always have a value)
     async with rt.db.acquire() as conn:
         row = await rule_store.get(conn, project, rule_id)
         if row is None:
