@@ -253,7 +253,7 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     r("delete", "/api/v1/score-configs/{name}",
       c.delete("/api/v1/score-configs/correctness"))  # 404
 
-    # ------------------------------------------------- online evaluation rules (rules.md)
+    # ------------------------------------------- online evaluation rules (docs/rules.md)
     res = r("post", "/api/v1/rules", c.post("/api/v1/rules", json={
         "name": "steps", "evaluator": "efficiency", "config": {"max_steps": 50},
         "filter": {"agent": "nobody-runs-this"}}))

@@ -98,6 +98,13 @@ def config_toml(secured: Secured, ci: bool) -> str:
         # runs"); the document gives them in prose, so generated options are mostly a 400
         # naming one
         "checks.positive_data_acceptance.enabled = false",
+        "",
+        "[[operations]]",
+        'include-path-regex = "^/api/v1/rules(/[^/]+)?$"',
+        'include-method-regex = "^(POST|PATCH)$"',
+        # a rule's evaluator checks its options as an evaluation's does (above), and its
+        # filter takes the list's parameters with their own checks (docs/rules.md §1)
+        "checks.positive_data_acceptance.enabled = false",
     ]
     return "\n".join(lines) + "\n"
 
