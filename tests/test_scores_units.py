@@ -103,8 +103,8 @@ def test_the_cli_refuses_a_value_not_of_the_type_asked() -> None:
 def test_the_written_columns_come_from_the_declaration() -> None:
     assert score_store.WRITTEN == (
         "trace_id", "step_id", "name", "value_type", "number_value", "category_value",
-        "comment", "source", "evaluator", "evaluator_config", "evaluation_id", "author",
-        "error")
+        "comment", "source", "evaluator", "evaluator_config", "evaluation_id", "rule_id",
+        "author", "error")
     served = [f.name for f in SCORE.served]
     assert served[:5] == ["trace_id", "id", "step_id", "name", "value"]
     assert "number_value" not in served and "category_value" not in served

@@ -6,6 +6,7 @@ import {renderCompare} from "./pages/compare.js";
 import {renderDataset, renderDatasets} from "./pages/datasets.js";
 import {renderEvaluation, renderEvaluations} from "./pages/evaluations.js";
 import {renderRegressions} from "./pages/regressions.js";
+import {renderRules} from "./pages/rules.js";
 import {renderTrajectories} from "./pages/trajectories.js";
 import {renderTrajectory} from "./pages/trajectory.js";
 import {currentRoute, link, navigate} from "./router.js";
@@ -20,6 +21,7 @@ const ROUTES = [
   [/^\/evaluations\/?$/, renderEvaluations, "evaluations"],
   [/^\/evaluations\/(\d+)$/, renderEvaluation, "evaluations"],
   [/^\/regressions\/?$/, renderRegressions, "evaluations"],
+  [/^\/rules\/?$/, renderRules, "rules"],
 ];
 
 let generation = 0;

@@ -1,0 +1,123 @@
+// Online evaluation rules (docs/rules.md): the project's rules with their switch and queued
+// runs, and a form to create one. Creating, switching and deleting need an admin key; the
+// server's 4xx message (an unknown evaluator, a filter that does not parse) is shown as is.
+
+import {ApiError, del, get, patch, post} from "../api.js";
+import {append, clear, fmtInt, fmtTime, h, notice} from "../dom.js";
+
+/** The evaluators a rule may name, as /openapi.json lists them (RuleCreate.evaluator). */
+async function evaluatorNames() {
+  try {
+    const response = await fetch(new URL("openapi.json", document.baseURI));
+    const doc = await response.json();
+    const names = doc.components.schemas.RuleCreate.properties.evaluator.enum;
+    return Array.isArray(names) ? names : [];
+  } catch {
+    return [];
+  }
+}
+
+function jsonObject(text, what) {
+  if (!text.trim()) return {};
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${what} is not JSON: ${error.message}`);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new Error(`${what} must be a JSON object`);
+  }
+  return value;
+}
+
+export async function renderRules(ctx) {
+  const {main} = ctx;
+  main.append(h("h1", null, "Online evaluation rules"),
+    h("p", {class: "muted"}, "Each rule that is on judges every new final trajectory matching " +
+      "its filter, and stores the verdict as a score on it."));
+  const status = h("div", {id: "rule-status", role: "status"});
+  const body = h("tbody");
+  const table = h("table", {class: "grid", id: "rule-table"},
+    h("caption", {class: "sr-only"}, "Rules, oldest first"),
+    h("thead", null, h("tr", null, ["Name", "Evaluator", "Filter", "Sample", "On", "Queued",
+      "Created", ""].map((c) => h("th", {scope: "col"}, c)))), body);
+
+  const draw = async () => {
+    const {rules} = await get("/api/v1/rules");
+    if (!ctx.alive()) return;
+    clear(body);
+    if (!rules.length) {
+      body.append(h("tr", null, h("td", {colspan: 8, class: "muted"},
+        "No rule yet. Create one below, or with `trajhub rules add`.")));
+    }
+    for (const rule of rules) {
+      const toggle = h("button", {type: "button", class: "rule-toggle",
+        "aria-pressed": rule.enabled ? "true" : "false",
+        "aria-label": `${rule.enabled ? "Switch off" : "Switch on"} rule ${rule.name}`,
+        onclick: () => act(() => patch(`/api/v1/rules/${rule.id}`, {enabled: !rule.enabled}),
+          `Rule ${rule.name} switched ${rule.enabled ? "off" : "on"}.`)},
+      rule.enabled ? "on" : "off");
+      const remove = h("button", {type: "button", class: "rule-delete",
+        "aria-label": `Delete rule ${rule.name}`,
+        onclick: () => act(() => del(`/api/v1/rules/${rule.id}`),
+          `Rule ${rule.name} deleted (its scores stay).`)}, "Delete");
+      body.append(h("tr", {dataset: {ruleId: String(rule.id)}},
+        h("td", null, rule.name),
+        h("td", null, rule.evaluator),
+        h("td", {class: "mono small"}, JSON.stringify(rule.filter)),
+        h("td", {class: "num"}, String(rule.sample_rate)),
+        h("td", null, toggle),
+        h("td", {class: "num"}, fmtInt(rule.pending_runs)),
+        h("td", null, fmtTime(rule.created_time)),
+        h("td", null, remove)));
+    }
+  };
+
+  const act = async (call, done) => {
+    try {
+      await call();
+      clear(status).append(notice(done));
+    } catch (error) {
+      clear(status).append(notice(error instanceof ApiError ? error.message : String(error),
+        "error"));
+    }
+    await draw();
+  };
+
+  const names = await evaluatorNames();
+  if (!ctx.alive()) return;
+  const name = h("input", {id: "rule-name", name: "name", required: true, placeholder: "budget"});
+  const evaluator = names.length
+    ? h("select", {id: "rule-evaluator", name: "evaluator"},
+      names.map((n) => h("option", {value: n, selected: n === "efficiency"}, n)))
+    : h("input", {id: "rule-evaluator", name: "evaluator", required: true});
+  const config = h("textarea", {id: "rule-config", name: "config", rows: 2,
+    placeholder: "{\"max_steps\": 20}"});
+  const filter = h("textarea", {id: "rule-filter", name: "filter", rows: 2,
+    placeholder: "{\"agent\": \"planner\"}"});
+  const sample = h("input", {id: "rule-sample", name: "sample_rate", type: "number", min: "0",
+    max: "1", step: "any", value: "1"});
+  const form = h("form", {class: "filters", id: "rule-form", "aria-label": "New rule",
+    onsubmit: (event) => {
+      event.preventDefault();
+      act(async () => {
+        await post("/api/v1/rules", {
+          name: name.value, evaluator: evaluator.value,
+          config: jsonObject(config.value, "Config"), filter: jsonObject(filter.value, "Filter"),
+          sample_rate: Number(sample.value)});
+        form.reset();
+      }, `Rule ${name.value} created.`);
+    }},
+  h("h2", null, "New rule"),
+  h("div", {class: "field"}, h("label", {for: "rule-name"}, "Name"), name),
+  h("div", {class: "field"}, h("label", {for: "rule-evaluator"}, "Evaluator"), evaluator),
+  h("div", {class: "field"}, h("label", {for: "rule-config"}, "Config (JSON)"), config),
+  h("div", {class: "field"}, h("label", {for: "rule-filter"},
+    "Filter (the trajectory list's filters, JSON)"), filter),
+  h("div", {class: "field"}, h("label", {for: "rule-sample"}, "Sample rate (0–1)"), sample),
+  h("div", {class: "field buttons"}, h("button", {type: "submit", class: "primary"},
+    "Create rule")));
+  append(main, [status, table, form]);
+  await draw();
+}
