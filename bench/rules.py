@@ -2,13 +2,14 @@
 
     .venv/bin/python bench/rules.py [--requests 20] [--evaluator efficiency] [--config JSON]
 
-In one process, no server: a fresh embedded PostgreSQL gets `--requests` loadgen requests (512
-spans, 64 whole traces each, from the reference load generator; `--shared DIR` points
+In one process, no server: a fresh embedded PostgreSQL gets `--requests` loadgen requests
+(512 spans, 64 whole traces each, from the reference load generator; `--shared DIR` points
 elsewhere) stored and made final as ingest does it, then one rule with the evaluator is
-backfilled over every trajectory, and the rule worker (trajhub/service/workers/rules.py) runs the queue dry with its own claiming loop
-(BATCH runs held, CONCURRENCY evaluating). It prints runs/s over the whole drain, and the CPU
-seconds per 1,000 runs of this process (the evaluator and the worker's Python) and of
-PostgreSQL's backends. The figures move with the machine's other work.
+backfilled over every trajectory, and the rule worker (trajhub/service/workers/rules.py) runs
+the queue dry with its own claiming loop (BATCH runs held, CONCURRENCY evaluating). It prints
+runs/s over the whole drain, and the CPU seconds per 1,000 runs of this process (the evaluator
+and the worker's Python) and of PostgreSQL's backends. The figures move with the machine's
+other work.
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from trajhub.service.ingest.grpc import create_server
 from trajhub.service.ingest.pool import IngestPool
 from trajhub.service.runtime import Runtime
 from trajhub.service.supervision import Backoff
+from trajhub.service.workers import evaluations as evaluation_worker
 from trajhub.service.workers import rules as rule_worker
 from trajhub.service.workers.derivation import DerivationProcesses
 from trajhub.storage import evaluations
@@ -188,6 +189,11 @@ async def serve(settings: Settings) -> None:
         # online evaluation rules (docs/rules.md): what a killed server held runs again
         await rule_worker.release_claims(db)
         supervisors.append(rule_worker.start(db, settings, lambda: bool(ingest.saturated.value)))
+        # dataset evaluations, from their queue (migration 0056)
+        async with db.acquire() as conn:
+            await evaluations.release_claims(conn)
+        supervisors.append(asyncio.create_task(evaluation_worker.run_queue(db, settings),
+                                               name="evaluations"))
         # always running: a project may have a retention of its own while the default is off
         supervisors.append(asyncio.create_task(retention.run(
             db, settings.retention_days, settings.retention_interval_seconds,

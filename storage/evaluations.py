@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -51,9 +52,16 @@ async def create_evaluation(conn: Connection, project: str, dataset: int,
 
 
 async def record_results(conn: Connection, evaluation: int, rows: Sequence[ResultRow]
-                         ) -> None:
-    """Store one item's results and count the item as done, atomically."""
+                         ) -> bool:
+    """Store one item's results and count the item as done, atomically; False (and nothing
+    stored) when the item has results already: an evaluation resumed after a restart
+    (evaluation_jobs, migration 0056) stores each item once. Inside the caller's transaction
+    when it has one, so that the item's scores go with it."""
     async with conn.transaction():
+        if rows and await conn.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM evaluation_results WHERE evaluation_id = $1 "
+                "AND item_id = $2)", evaluation, rows[0].item_id):
+            return False
         await conn.executemany(
             """INSERT INTO evaluation_results (evaluation_id, item_id, evaluator, seq, trace_id,
                    score, passed, error, reason, explanation)
@@ -64,6 +72,7 @@ async def record_results(conn: Connection, evaluation: int, rows: Sequence[Resul
         await conn.execute(
             "UPDATE evaluations SET done_items = done_items + 1, updated_at = now() "
             "WHERE id = $1", evaluation)
+    return True
 
 
 async def finish(conn: Connection, evaluation: int, error: str | None) -> None:
@@ -78,7 +87,9 @@ async def fail_abandoned(conn: Connection, idle_seconds: float) -> int:
     result = await conn.execute(
         """UPDATE evaluations SET status = 'failed', finished_at = now(),
                error = 'interrupted: the server running it stopped without finishing it'
-           WHERE status = 'running' AND updated_at < now() - make_interval(secs => $1)""",
+           WHERE status = 'running' AND updated_at < now() - make_interval(secs => $1)
+             -- a queued one is resumed, not failed (migration 0056)
+             AND id NOT IN (SELECT evaluation_id FROM evaluation_jobs)""",
         idle_seconds)
     return int(result.split()[-1])
 
@@ -151,14 +162,91 @@ async def live_traces(conn: Connection, project: str, run_name: str,
     return {r["item_id"]: r["trace_id"] for r in rows}
 
 
-async def items_for_run(conn: Connection, dataset: int, after_seq: int, limit: int
-                        ) -> list[RunItemRow]:
+async def items_for_run(conn: Connection, dataset: int, after_seq: int, limit: int,
+                        evaluation: int | None = None) -> list[RunItemRow]:
     """A page of a set's items with what evaluators need (the snapshot included), in set
-    order; paged so a large set is never held in memory at once."""
+    order; paged so a large set is never held in memory at once. With `evaluation`, only the
+    items it has no result for yet (a resumed evaluation)."""
     return RunItemRow.from_records(await conn.fetch(
         f"""SELECT {RunItemRow.columns()}
-            FROM dataset_items WHERE dataset_id = $1 AND seq > $2 ORDER BY seq LIMIT $3""",
-        dataset, after_seq, limit))
+            FROM dataset_items i WHERE dataset_id = $1 AND seq > $2
+              AND ($4::bigint IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM evaluation_results r
+                  WHERE r.evaluation_id = $4 AND r.item_id = i.id))
+            ORDER BY seq LIMIT $3""",
+        dataset, after_seq, limit, evaluation))
+
+
+# ------------------------------------------------------------------- the durable queue (0056)
+
+@dataclass(frozen=True)
+class Job:
+    """A claimed evaluation: what the worker needs to run it."""
+
+    evaluation: int
+    claim: uuid.UUID
+    project: str
+    dataset: int | None
+    target: str
+    run_name: str | None
+    evaluators: str  # JSON text: [{"name", "config"}]
+
+
+async def enqueue(conn: Connection, evaluation: int) -> None:
+    await conn.execute("INSERT INTO evaluation_jobs (evaluation_id) VALUES ($1)", evaluation)
+
+
+async def claim_job(conn: Connection, lease_seconds: float) -> Job | None:
+    """Take the oldest due evaluation, with a new claim token and a lease."""
+    token = uuid.uuid4()
+    row = await conn.fetchrow(
+        """WITH due AS (
+               SELECT evaluation_id FROM evaluation_jobs WHERE next_attempt_at <= now()
+               ORDER BY next_attempt_at, evaluation_id LIMIT 1 FOR UPDATE SKIP LOCKED)
+           UPDATE evaluation_jobs j SET claim = $1,
+               next_attempt_at = now() + make_interval(secs => $2)
+           FROM due, evaluations e
+           WHERE j.evaluation_id = due.evaluation_id AND e.id = j.evaluation_id
+           RETURNING e.id, e.project, e.dataset_id, e.target, e.run_name,
+                     e.evaluators::text AS evaluators""", token, lease_seconds)
+    if row is None:
+        return None
+    return Job(row["id"], token, row["project"], row["dataset_id"], row["target"],
+               row["run_name"], row["evaluators"])
+
+
+async def extend_job(conn: Connection, job: Job, lease_seconds: float) -> bool:
+    """Extend the lease; False when the job is no longer this claimant's."""
+    status = await conn.execute(
+        "UPDATE evaluation_jobs SET next_attempt_at = now() + make_interval(secs => $3) "
+        "WHERE evaluation_id = $1 AND claim = $2", job.evaluation, job.claim, lease_seconds)
+    return bool(status != "UPDATE 0")
+
+
+async def release_job(conn: Connection, job: Job) -> None:
+    """Put the job back, due now (this server is stopping: another, or the next, goes on)."""
+    await conn.execute(
+        "UPDATE evaluation_jobs SET claim = NULL, next_attempt_at = now() "
+        "WHERE evaluation_id = $1 AND claim = $2", job.evaluation, job.claim)
+
+
+async def finish_job(conn: Connection, job: Job, error: str | None) -> None:
+    """Take the job off the queue and record the evaluation's end, atomically, if the job is
+    still this claimant's."""
+    async with conn.transaction():
+        status = await conn.execute(
+            "DELETE FROM evaluation_jobs WHERE evaluation_id = $1 AND claim = $2",
+            job.evaluation, job.claim)
+        if status != "DELETE 0":
+            await finish(conn, job.evaluation, error)
+
+
+async def release_claims(conn: Connection) -> int:
+    """At start: every claimed evaluation is due now (its claimant may have been killed)."""
+    status = await conn.execute(
+        "UPDATE evaluation_jobs SET claim = NULL, next_attempt_at = now() "
+        "WHERE claim IS NOT NULL")
+    return int(status.split()[-1])
 
 
 async def trajectories_of(conn: Connection, project: str, trace_ids: Sequence[str]

@@ -432,3 +432,54 @@ def test_the_client_and_the_cli_cover_rules(server: ServerProcess, project: str)
     assert "deleted rule" in cli(server, project, "delete", str(cli_rule["id"]))
     with TrajhubClient(server.http, project=project) as hub:
         assert [r.name for r in hub.list_rules()] == ["steps"]
+
+
+def test_a_dataset_evaluation_resumes_after_kill_9_and_stores_each_item_once(
+        database: TestDatabase, tmp_path: Path) -> None:
+    """Dataset evaluations go through their durable queue too: kill -9 mid-way, restart on the
+    same database, and the evaluation finishes with one result and one score per item."""
+    judge = Judge(delay=0.4)
+    project = "t-" + uuid.uuid4().hex[:12]
+    items = 16
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+    with separate_database(database) as url:
+        first = ServerProcess.start(url, tmp_path / "one", settle_seconds=0.3)
+        try:
+            with httpx.Client(base_url=first.http + "/api/v1", timeout=30,
+                              headers={"trajhub-project": project}) as c:
+                traces = [send_run(first.http, project, start=T0 + i, wait=False)
+                          for i in range(items)]
+                for t in traces:
+                    final_trajectory(c, first.http, project, t)
+                assert c.post("/datasets", json={"name": "set"}).status_code == 201
+                filled = c.post("/datasets/set/fill", json={"trace_ids": traces})
+                assert filled.status_code == 200 and filled.json()["added"] == items, filled.text
+                started = c.post("/evaluations", json={
+                    "dataset": "set", "evaluators": [
+                        {"name": "llm_judge", "config": judge.config()}]})
+                assert started.status_code == 202, started.text
+                evaluation = started.json()["id"]
+                # 16 items, 8 at once, 0.4 s each: kill once some are stored, not all
+                wait_for(lambda: 0 < c.get(f"/evaluations/{evaluation}").json()[
+                    "done_items"] < items, timeout=30, interval=0.02, what="some items")
+        finally:
+            os.kill(first.process.pid, signal.SIGKILL)
+            first.process.wait()
+        second = ServerProcess.start(url, tmp_path / "two", settle_seconds=0.3)
+        try:
+            with httpx.Client(base_url=second.http + "/api/v1", timeout=30,
+                              headers={"trajhub-project": project}) as c:
+                done = wait_for(lambda: (lambda e: e if e["status"] != "running" else None)(
+                    c.get(f"/evaluations/{evaluation}").json()), timeout=60,
+                    what="the evaluation to finish")
+                assert (done["status"], done["done_items"], done["item_count"]) == (
+                    "done", items, items), done
+                results = c.get(f"/evaluations/{evaluation}/results").json()["items"]
+                assert sorted(r["trace_id"] for r in results) == sorted(traces)
+                per_trace = [[s for s in scores_of(c, t) if s["evaluation_id"] == evaluation]
+                             for t in traces]
+                assert [len(s) for s in per_trace] == [1] * items
+        finally:
+            second.stop()
+            judge.close()

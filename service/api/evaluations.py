@@ -119,12 +119,13 @@ async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) ->
             raise HTTPException(404, f"no evaluation set {body.dataset!r} in project "
                                      f"{project!r}")
         count = await evaluations.item_count(conn, dataset)
-        evaluation = await evaluations.create_evaluation(
-            conn, project, dataset, body.dataset, body.target, body.run,
-            storable_json([r.to_dict() for r in runs], "evaluators"), count)
+        async with conn.transaction():
+            evaluation = await evaluations.create_evaluation(
+                conn, project, dataset, body.dataset, body.target, body.run,
+                storable_json([r.to_dict() for r in runs], "evaluators"), count)
+            # the server's evaluation worker takes it from the queue (migration 0056)
+            await evaluations.enqueue(conn, evaluation)
         row = await evaluations.get_evaluation(conn, project, evaluation)
-    evaluation_runner.start(rt.db, rt.settings, project, evaluation, dataset,
-                            evaluation_runner.Target(body.target, body.run), runs)
     assert row is not None
     return model_response(Evaluation, evaluation_json(row), 202)
 

@@ -1,8 +1,10 @@
 """Running an evaluation: each item's trajectory through each requested evaluator.
 
-Runs as a background task (an LLM judge takes seconds per item); progress and results are
-written as they come, so a client can poll. Nothing about one item can fail the run: a missing
-trajectory, a bad expectation or a judge that answers nonsense becomes that item's error entry.
+Runs from a durable queue in PostgreSQL (migration 0056, `run_queue`: a task of `trajhub
+serve`, as the online evaluation rules' worker is), so a restart resumes it; an LLM judge takes
+seconds per item, and progress and results are written as they come, so a client can poll.
+Nothing about one item can fail the run: a missing trajectory, a bad expectation or a judge
+that answers nonsense becomes that item's error entry.
 """
 
 from __future__ import annotations
@@ -38,8 +40,6 @@ _PAGE = 100
 #: items evaluated at once; only the judges' HTTP calls make this matter
 _CONCURRENCY = 8
 
-#: strong references: the event loop keeps only weak ones to tasks
-_TASKS: set[asyncio.Task[None]] = set()
 
 
 @dataclass(frozen=True)
@@ -95,18 +95,81 @@ class Target:
     run_name: str | None
 
 
-def start(pool: asyncpg.Pool, settings: Settings, project: str, evaluation: int, dataset: int,
-          target: Target, runs: Sequence[EvaluatorRun]) -> None:
-    """Run the evaluation in the background; its row goes from `running` to `done` or
-    `failed`."""
-    task = asyncio.create_task(_run(pool, settings, project, evaluation, dataset, target, runs),
-                               name=f"evaluation-{evaluation}")
-    _TASKS.add(task)
-    task.add_done_callback(_TASKS.discard)
+#: evaluations one server runs at once (more wait in the queue)
+JOBS = 4
+#: how long a claim holds an evaluation, and how often the running server extends it
+LEASE_SECONDS = 60.0
+HEARTBEAT_SECONDS = 15.0
+#: how long the queue loop waits when nothing was due
+IDLE_SECONDS = 0.5
+
+
+async def run_queue(pool: asyncpg.Pool, settings: Settings) -> None:
+    """Run queued evaluations (storage/evaluations.py, migration 0056) until cancelled, up to
+    JOBS at once. A server that stops puts its evaluations back in the queue; one that is
+    killed leaves them claimed until the next server starts (or the lease runs out), which
+    goes on with the items that have no result yet."""
+    running: set[asyncio.Task[None]] = set()
+    try:
+        while True:
+            job = None
+            if len(running) < JOBS:
+                try:
+                    async with pool.acquire() as conn:
+                        job = await evaluations.claim_job(conn, LEASE_SECONDS)
+                except Exception as exc:  # the database: try again shortly
+                    log.warning("claiming an evaluation failed: %r", exc)
+            if job is not None:
+                task = asyncio.create_task(_run_job(pool, settings, job),
+                                           name=f"evaluation-{job.evaluation}")
+                running.add(task)
+                task.add_done_callback(running.discard)
+                continue
+            await asyncio.sleep(IDLE_SECONDS)
+    finally:
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+
+
+async def _run_job(pool: asyncpg.Pool, settings: Settings, job: evaluations.Job) -> None:
+    try:
+        runs = parse_evaluators(orjson.loads(job.evaluators), settings)
+    except (ConfigError, ValueError) as exc:  # e.g. the judge's settings changed meanwhile
+        async with pool.acquire() as conn:
+            await evaluations.finish_job(conn, job, f"the evaluators no longer read: {exc}")
+        return
+    if job.dataset is None:
+        async with pool.acquire() as conn:
+            await evaluations.finish_job(conn, job, "the evaluation set was deleted")
+        return
+    work = asyncio.create_task(_run(pool, settings, job.project, job.evaluation, job.dataset,
+                                    Target(job.target, job.run_name), runs))
+    try:
+        while not work.done():
+            await asyncio.wait([work], timeout=HEARTBEAT_SECONDS)
+            if work.done():
+                break
+            async with pool.acquire() as conn:
+                if not await evaluations.extend_job(conn, job, LEASE_SECONDS):
+                    work.cancel()  # another server has it now
+        error = await work
+    except asyncio.CancelledError:
+        work.cancel()
+        await asyncio.gather(work, return_exceptions=True)
+        try:
+            async with pool.acquire() as conn:
+                await evaluations.release_job(conn, job)
+        except Exception:  # the pool may be closing at shutdown; the lease runs out instead
+            log.warning("could not put evaluation %s back in the queue", job.evaluation)
+        raise
+    async with pool.acquire() as conn:
+        await evaluations.finish_job(conn, job, error)
 
 
 async def _run(pool: asyncpg.Pool, settings: Settings, project: str, evaluation: int,
-               dataset: int, target: Target, runs: Sequence[EvaluatorRun]) -> None:
+               dataset: int, target: Target, runs: Sequence[EvaluatorRun]) -> str | None:
+    """Evaluate the items with no result yet; the error that failed the run, if any."""
     judge = JudgeClient() if any(r.judge is not None for r in runs) else None
     error: str | None = None
     try:
@@ -114,7 +177,7 @@ async def _run(pool: asyncpg.Pool, settings: Settings, project: str, evaluation:
         limit = asyncio.Semaphore(_CONCURRENCY)
         while True:
             async with pool.acquire() as conn:
-                items = await evaluations.items_for_run(conn, dataset, after, _PAGE)
+                items = await evaluations.items_for_run(conn, dataset, after, _PAGE, evaluation)
                 docs = await _documents(conn, project, target, items)
             if not items:
                 break
@@ -123,20 +186,13 @@ async def _run(pool: asyncpg.Pool, settings: Settings, project: str, evaluation:
             await asyncio.gather(*(
                 _evaluate_and_record(pool, project, evaluation, item, docs[item["id"]], runs,
                                      judge, limit) for item in items))
-    except asyncio.CancelledError:
-        error = "interrupted: the server shut down during the evaluation"
-        raise
     except Exception as exc:  # a bug or the database: the run failed, say so on the run
         log.exception("evaluation %s failed", evaluation)
         error = f"{type(exc).__name__}: {exc}"
     finally:
         if judge is not None:
             await judge.aclose()
-        try:
-            async with pool.acquire() as conn:
-                await evaluations.finish(conn, evaluation, error)
-        except Exception:  # the pool may be closing at shutdown; nothing more to do
-            log.warning("could not record the end of evaluation %s", evaluation)
+    return error
 
 
 async def _evaluate_and_record(pool: asyncpg.Pool, project: str, evaluation: int,
@@ -144,9 +200,11 @@ async def _evaluate_and_record(pool: asyncpg.Pool, project: str, evaluation: int
                                judge: JudgeClient | None, limit: asyncio.Semaphore) -> None:
     async with limit:
         rows, judged = await _evaluate_item(item, doc, runs, judge)
-    async with pool.acquire() as conn:
-        await evaluations.record_results(conn, evaluation, rows)
-        if judged and doc.trace_id is not None:
+    async with pool.acquire() as conn, conn.transaction():
+        # the item's results and scores together, once (a resumed evaluation skips an item
+        # stored before the restart)
+        stored = await evaluations.record_results(conn, evaluation, rows)
+        if stored and judged and doc.trace_id is not None:
             await score_store.add(conn, project, verdict_scores(evaluation, doc.trace_id,
                                                                 rows, runs))
 
