@@ -26,6 +26,7 @@ import asyncpg
 import httpx
 import pytest
 
+from tests.conftest import Secured
 from tests.harness import (
     ServerProcess,
     TestDatabase,
@@ -483,3 +484,26 @@ def test_a_dataset_evaluation_resumes_after_kill_9_and_stores_each_item_once(
         finally:
             second.stop()
             judge.close()
+
+
+def test_changing_rules_takes_an_admin_key_and_reading_them_a_read_key(
+        secured: Secured) -> None:
+    base = secured.server.http + "/api/v1"
+    with httpx.Client(base_url=base, timeout=30) as c:
+        made = c.post("/keys", headers=secured.headers, json={"scope": "read", "name": "r"})
+        assert made.status_code == 201, made.text
+        reader = {"authorization": f"Bearer {made.json()['key']}"}
+        body = {"name": "scoped", "evaluator": "efficiency", "config": {"max_steps": 5}}
+        refused = c.post("/rules", headers=reader, json=body)
+        assert refused.status_code == 403 and "admin" in refused.text, refused.text
+        assert c.get("/rules", headers=reader).status_code == 200
+        assert c.post("/rules", json=body).status_code == 401  # no key at all
+        created = c.post("/rules", headers=secured.headers, json=body)
+        assert created.status_code == 201, created.text
+        rule = created.json()["id"]
+        assert c.patch(f"/rules/{rule}", headers=reader,
+                       json={"enabled": False}).status_code == 403
+        assert c.delete(f"/rules/{rule}", headers=reader).status_code == 403
+        assert c.post(f"/rules/{rule}/backfills", headers=reader, json={}).status_code == 403
+        assert c.get(f"/rules/{rule}", headers=reader).json()["enabled"] is True
+        assert c.delete(f"/rules/{rule}", headers=secured.headers).status_code == 204
