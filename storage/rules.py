@@ -237,7 +237,13 @@ async def finish(conn: Connection, run: ClaimedRun, score: Mapping[str, Any] | N
             run.id, run.claim)
         if backfill is None:
             return False
-        if score is not None:
+        # the score is the judged revision's: a trajectory re-derived meanwhile gets a run of
+        # its own when final again (the row lock holds a re-derivation back for this
+        # transaction's few milliseconds)
+        current = await conn.fetchval(
+            "SELECT revision FROM trajectories WHERE project = $1 AND trace_id = $2 "
+            "FOR SHARE", run.project, run.trace_id)
+        if score is not None and current == run.revision:
             await score_store.add(conn, run.project, [score])
         if backfill["backfill_id"] is not None:
             await conn.execute("UPDATE rule_backfills SET done_count = done_count + 1 "
