@@ -507,3 +507,25 @@ def test_changing_rules_takes_an_admin_key_and_reading_them_a_read_key(
         assert c.post(f"/rules/{rule}/backfills", headers=reader, json={}).status_code == 403
         assert c.get(f"/rules/{rule}", headers=reader).json()["enabled"] is True
         assert c.delete(f"/rules/{rule}", headers=secured.headers).status_code == 204
+
+
+def test_a_sample_takes_the_same_trajectories_when_they_become_final_and_in_a_backfill(
+        server: ServerProcess, project: str, api: httpx.Client) -> None:
+    rule = add_rule(api, name="half", evaluator="efficiency", config={"max_steps": 10},
+                    sample_rate=0.5)
+    traces = [send_run(server.http, project, start=T0 + i, wait=False) for i in range(16)]
+    for t in traces:
+        with httpx.Client(timeout=30) as c:
+            final_trajectory(c, server.http, project, t)
+    wait_for(lambda: drained(api), what="the queue to drain")
+    time.sleep(0.5)
+    wait_for(lambda: drained(api), what="the queue to drain")
+    sampled = {t for t in traces if scores_of(api, t)}
+    # 16 draws at one half: all or none would be a broken sample
+    assert 0 < len(sampled) < 16
+    job = api.post(f"/rules/{rule['id']}/backfills", json={}).json()
+    assert job["total"] == len(sampled)
+    wait_for(lambda: api.get(f"/rules/{rule['id']}/backfills/{job['id']}").json()[
+        "status"] == "done", what="the backfill")
+    assert {t: len(scores_of(api, t)) for t in traces} == {
+        t: 2 if t in sampled else 0 for t in traces}
