@@ -54,21 +54,23 @@ async def create_evaluation(conn: Connection, project: str, dataset: int,
 async def record_results(conn: Connection, evaluation: int, rows: Sequence[ResultRow]
                          ) -> bool:
     """Store one item's results and count the item as done, atomically; False (and nothing
-    stored) when the item has results already: an evaluation resumed after a restart
-    (evaluation_jobs, migration 0056) stores each item once. Inside the caller's transaction
-    when it has one, so that the item's scores go with it."""
+    counted) when the item has its results already: an evaluation resumed after a restart
+    (evaluation_jobs, migration 0056), or run by two servers for a moment, stores each item
+    once (the results' primary key decides which transaction stores them). Inside the
+    caller's transaction when it has one, so that the item's scores go with it."""
     async with conn.transaction():
-        if rows and await conn.fetchval(
-                "SELECT EXISTS (SELECT 1 FROM evaluation_results WHERE evaluation_id = $1 "
-                "AND item_id = $2)", evaluation, rows[0].item_id):
-            return False
-        await conn.executemany(
+        inserted = await conn.fetch(
             """INSERT INTO evaluation_results (evaluation_id, item_id, evaluator, seq, trace_id,
                    score, passed, error, reason, explanation)
-               VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10)
-               ON CONFLICT (evaluation_id, item_id, evaluator) DO NOTHING""",
-            [(evaluation, r.item_id, r.evaluator, r.seq, r.trace_id, r.score, r.passed, r.error,
-              r.reason, r.explanation) for r in rows])
+               SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[],
+                   $6::float8[], $7::boolean[], $8::text[], $9::jsonb[], $10::text[])
+               ON CONFLICT (evaluation_id, item_id, evaluator) DO NOTHING RETURNING 1""",
+            evaluation, [r.item_id for r in rows], [r.evaluator for r in rows],
+            [r.seq for r in rows], [r.trace_id for r in rows], [r.score for r in rows],
+            [r.passed for r in rows], [r.error for r in rows], [r.reason for r in rows],
+            [r.explanation for r in rows])
+        if not inserted:
+            return False
         await conn.execute(
             "UPDATE evaluations SET done_items = done_items + 1, updated_at = now() "
             "WHERE id = $1", evaluation)
