@@ -192,29 +192,34 @@ class Job:
     target: str
     run_name: str | None
     evaluators: str  # JSON text: [{"name", "config"}]
+    attempts: int = 0
 
 
 async def enqueue(conn: Connection, evaluation: int) -> None:
     await conn.execute("INSERT INTO evaluation_jobs (evaluation_id) VALUES ($1)", evaluation)
 
 
-async def claim_job(conn: Connection, lease_seconds: float) -> Job | None:
-    """Take the oldest due evaluation, with a new claim token and a lease."""
+async def claim_job(conn: Connection, lease_seconds: float,
+                    skip: Sequence[int] = ()) -> Job | None:
+    """Take the oldest due evaluation (but those of `skip`), with a new claim token and a
+    lease."""
     token = uuid.uuid4()
     row = await conn.fetchrow(
         """WITH due AS (
                SELECT evaluation_id FROM evaluation_jobs WHERE next_attempt_at <= now()
+                 AND evaluation_id <> ALL($3::bigint[])
                ORDER BY next_attempt_at, evaluation_id LIMIT 1 FOR UPDATE SKIP LOCKED)
            UPDATE evaluation_jobs j SET claim = $1,
                next_attempt_at = now() + make_interval(secs => $2)
            FROM due, evaluations e
            WHERE j.evaluation_id = due.evaluation_id AND e.id = j.evaluation_id
            RETURNING e.id, e.project, e.dataset_id, e.target, e.run_name,
-                     e.evaluators::text AS evaluators""", token, lease_seconds)
+                     e.evaluators::text AS evaluators, j.attempts""", token, lease_seconds,
+        list(skip))
     if row is None:
         return None
     return Job(row["id"], token, row["project"], row["dataset_id"], row["target"],
-               row["run_name"], row["evaluators"])
+               row["run_name"], row["evaluators"], row["attempts"])
 
 
 async def extend_job(conn: Connection, job: Job, lease_seconds: float) -> bool:
@@ -230,6 +235,17 @@ async def release_job(conn: Connection, job: Job) -> None:
     await conn.execute(
         "UPDATE evaluation_jobs SET claim = NULL, next_attempt_at = now() "
         "WHERE evaluation_id = $1 AND claim = $2", job.evaluation, job.claim)
+
+
+async def postpone_job(conn: Connection, job: Job, delay_seconds: float) -> int:
+    """Put the job back, due after `delay_seconds`, counting an attempt (this server cannot run
+    its evaluators: another, configured for them, may); the attempts so far."""
+    attempts = await conn.fetchval(
+        "UPDATE evaluation_jobs SET claim = NULL, attempts = attempts + 1, "
+        "next_attempt_at = now() + make_interval(secs => $3) "
+        "WHERE evaluation_id = $1 AND claim = $2 RETURNING attempts",
+        job.evaluation, job.claim, delay_seconds)
+    return int(attempts or 0)
 
 
 async def finish_job(conn: Connection, job: Job, error: str | None) -> None:

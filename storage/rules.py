@@ -12,7 +12,7 @@ run still carries the claimant's token: however often a run is claimed, it score
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,7 +168,8 @@ class ClaimedRun:
     max_judge_calls_per_minute: int | None
 
 
-async def claim(conn: Connection, limit: int, lease_seconds: float) -> list[ClaimedRun]:
+async def claim(conn: Connection, limit: int, lease_seconds: float,
+                skip_rules: Sequence[int] = ()) -> list[ClaimedRun]:
     """Take up to `limit` due runs, oldest due first, each with a new token and a lease of
     `lease_seconds`. Runs of a rule switched off meanwhile are left queued (they run when it is
     switched on again, or go with the rule when it is deleted)."""
@@ -177,7 +178,7 @@ async def claim(conn: Connection, limit: int, lease_seconds: float) -> list[Clai
         """
         WITH due AS (
             SELECT q.id FROM rule_runs q JOIN rules r ON r.id = q.rule_id AND r.enabled
-            WHERE q.next_attempt_at <= now()
+            WHERE q.next_attempt_at <= now() AND q.rule_id <> ALL($4::bigint[])
             ORDER BY q.next_attempt_at, q.id LIMIT $1
             FOR UPDATE OF q SKIP LOCKED
         )
@@ -187,7 +188,7 @@ async def claim(conn: Connection, limit: int, lease_seconds: float) -> list[Clai
         RETURNING q.id, q.claim, q.rule_id, q.project, q.trace_id, q.revision, q.attempts,
                   r.evaluator, r.config::text AS config, r.expectations::text AS expectations,
                   r.filter::text AS filter, r.max_judge_calls_per_minute
-        """, limit, token, lease_seconds)
+        """, limit, token, lease_seconds, list(skip_rules))
     return [ClaimedRun(
         r["id"], r["claim"], r["rule_id"], r["project"], r["trace_id"], r["revision"],
         r["attempts"], r["evaluator"], orjson.loads(r["config"]),

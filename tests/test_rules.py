@@ -529,3 +529,35 @@ def test_a_sample_takes_the_same_trajectories_when_they_become_final_and_in_a_ba
         "status"] == "done", what="the backfill")
     assert {t: len(scores_of(api, t)) for t in traces} == {
         t: 2 if t in sampled else 0 for t in traces}
+
+
+def test_a_server_without_the_judges_settings_leaves_a_rules_runs_to_one_with_them(
+        database: TestDatabase, tmp_path: Path) -> None:
+    """Two servers share a database; only one has TRAJHUB_JUDGE_URL. A judge rule's runs end
+    as scores from the server that can reach the judge, none as an error."""
+    judge = Judge()
+    project = "t-" + uuid.uuid4().hex[:12]
+    for name in ("bare", "judged"):
+        (tmp_path / name).mkdir()
+    with separate_database(database) as url:
+        bare = ServerProcess.start(url, tmp_path / "bare", settle_seconds=0.3)
+        judged = ServerProcess.start(url, tmp_path / "judged", settle_seconds=0.3, extra_env={
+            "TRAJHUB_JUDGE_URL": judge.url, "TRAJHUB_JUDGE_MODEL": "judge-model"})
+        try:
+            with httpx.Client(base_url=judged.http + "/api/v1", timeout=30,
+                              headers={"trajhub-project": project}) as c:
+                rule = add_rule(c, name="judge", evaluator="llm_judge")
+                traces = [send_run(bare.http, project, start=T0 + i, wait=False)
+                          for i in range(6)]
+                wait_for(lambda: all(scores_of(c, t) for t in traces
+                                     if c.get(f"/trajectories/{t}").status_code == 200)
+                         and len(_counts(url, project)) == 6, timeout=60,
+                         what="every run's score")
+                scored = [s for t in traces for s in scores_of(c, t)]
+                assert [(s["rule_id"], s["value"], s["error"]) for s in scored] == [
+                    (rule["id"], 0.8, None)] * 6
+                assert len(judge.times) == 6
+        finally:
+            bare.stop()
+            judged.stop()
+            judge.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -102,6 +103,10 @@ LEASE_SECONDS = 60.0
 HEARTBEAT_SECONDS = 15.0
 #: how long the queue loop waits when nothing was due
 IDLE_SECONDS = 0.5
+#: times an evaluation is put back by servers that cannot run its evaluators before it fails,
+#: and how long such a server leaves it to the others each time
+UNRUNNABLE_ATTEMPTS = 10
+UNRUNNABLE_SKIP_SECONDS = 10.0
 
 
 async def run_queue(pool: asyncpg.Pool, settings: Settings) -> None:
@@ -110,17 +115,24 @@ async def run_queue(pool: asyncpg.Pool, settings: Settings) -> None:
     killed leaves them claimed until the next server starts (or the lease runs out), which
     goes on with the items that have no result yet."""
     running: set[asyncio.Task[None]] = set()
+    #: evaluation id → until when this server leaves it to others (it cannot run it)
+    unrunnable: dict[int, float] = {}
     try:
         while True:
             job = None
             if len(running) < JOBS:
+                now = time.monotonic()
+                for evaluation, until in list(unrunnable.items()):
+                    if until <= now:
+                        del unrunnable[evaluation]
                 try:
                     async with pool.acquire() as conn:
-                        job = await evaluations.claim_job(conn, LEASE_SECONDS)
+                        job = await evaluations.claim_job(conn, LEASE_SECONDS,
+                                                          list(unrunnable))
                 except Exception as exc:  # the database: try again shortly
                     log.warning("claiming an evaluation failed: %r", exc)
             if job is not None:
-                task = asyncio.create_task(_run_job(pool, settings, job),
+                task = asyncio.create_task(_run_job(pool, settings, job, unrunnable),
                                            name=f"evaluation-{job.evaluation}")
                 running.add(task)
                 task.add_done_callback(running.discard)
@@ -132,13 +144,27 @@ async def run_queue(pool: asyncpg.Pool, settings: Settings) -> None:
         await asyncio.gather(*running, return_exceptions=True)
 
 
-async def _run_job(pool: asyncpg.Pool, settings: Settings, job: evaluations.Job) -> None:
+async def _run_job(pool: asyncpg.Pool, settings: Settings, job: evaluations.Job,
+                   unrunnable: dict[int, float] | None = None) -> None:
     try:
         runs = parse_evaluators(orjson.loads(job.evaluators), settings)
-    except (ConfigError, ValueError) as exc:  # e.g. the judge's settings changed meanwhile
+    except (ConfigError, ValueError) as exc:
+        # checked when the evaluation was created, so this server's settings lack what the
+        # creating server had (a judge's URL, model or key variable): another server sharing
+        # the database may run it; after UNRUNNABLE_ATTEMPTS the evaluation fails, saying why
         async with pool.acquire() as conn:
-            await evaluations.finish_job(conn, job, f"the evaluators no longer read: {exc}")
+            if job.attempts + 1 >= UNRUNNABLE_ATTEMPTS:
+                await evaluations.finish_job(conn, job, f"no server could run its evaluators:"
+                                                        f" {exc}")
+            else:
+                # due now for the others; this server leaves it alone for a while
+                await evaluations.postpone_job(conn, job, 0)
+                if unrunnable is not None:
+                    unrunnable[job.evaluation] = time.monotonic() + UNRUNNABLE_SKIP_SECONDS
+                log.info("evaluation %s put back: this server cannot run it (%s)",
+                         job.evaluation, exc)
         return
+    log.info("running evaluation %s", job.evaluation)
     if job.dataset is None:
         async with pool.acquire() as conn:
             await evaluations.finish_job(conn, job, "the evaluation set was deleted")
@@ -165,6 +191,7 @@ async def _run_job(pool: asyncpg.Pool, settings: Settings, job: evaluations.Job)
         raise
     async with pool.acquire() as conn:
         await evaluations.finish_job(conn, job, error)
+    log.info("evaluation %s finished%s", job.evaluation, f": {error}" if error else "")
 
 
 async def _run(pool: asyncpg.Pool, settings: Settings, project: str, evaluation: int,

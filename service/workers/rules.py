@@ -51,6 +51,9 @@ MAX_BACKOFF_SECONDS = 300.0
 MAX_ATTEMPTS = 8
 #: how long the worker waits when nothing was due
 IDLE_SECONDS = 0.5
+#: how long a server that cannot run a rule's evaluator (no judge settings) leaves its runs to
+#: the other servers sharing the database
+UNRUNNABLE_SKIP_SECONDS = 10.0
 
 
 def backoff_seconds(attempts: int) -> float:
@@ -71,6 +74,8 @@ class RuleWorker:
         self.settings = settings
         self.saturated = saturated
         self._judge: JudgeClient | None = None
+        #: rule id → until when this server leaves its runs to others (it cannot run them)
+        self._unrunnable: dict[int, float] = {}
         self._limit = asyncio.Semaphore(CONCURRENCY)
 
     def judge(self) -> JudgeClient:
@@ -115,8 +120,12 @@ class RuleWorker:
         free = BATCH - len(inflight)
         if free <= 0:
             return 0
+        now = time.monotonic()
+        for rule, until in list(self._unrunnable.items()):
+            if until <= now:
+                del self._unrunnable[rule]
         async with self.pool.acquire() as conn:
-            claimed = await rule_store.claim(conn, free, LEASE_SECONDS)
+            claimed = await rule_store.claim(conn, free, LEASE_SECONDS, list(self._unrunnable))
         for run in claimed:
             task = asyncio.create_task(self._guarded(run))
             inflight.add(task)
@@ -166,10 +175,19 @@ class RuleWorker:
             return await self._end(run, error="the trajectory could not be derived")
         try:
             expectations = Expectations.from_dict(run.expectations or {})
+        except ValueError as exc:
+            return await self._end(run, error=f"the rule's expectations do not read: {exc}")
+        try:
             evaluator = parse_evaluators([{"name": run.evaluator, "config": run.config}],
                                          self.settings)[0]
         except (ConfigError, ValueError) as exc:
-            return await self._end(run, error=f"the rule's evaluator does not read: {exc}")
+            # checked when the rule was saved, so this server's settings lack what that one
+            # had (a judge's URL, model or key variable): the run goes back, due now for the
+            # other servers, while this one leaves the rule's runs alone for a while; after
+            # MAX_ATTEMPTS of that it ends with an error score
+            self._unrunnable[run.rule_id] = time.monotonic() + UNRUNNABLE_SKIP_SECONDS
+            return await self._retry_or_fail(run, f"the rule's evaluator does not run here: "
+                                                  f"{exc}", delay=0.0)
         document = orjson.loads(target.document)
         if evaluator.judge is None:
             try:
@@ -193,14 +211,7 @@ class RuleWorker:
                                          evaluator.judge.model)
             body = await self.judge().complete(evaluator.judge, request)
         except JudgeUnavailable as exc:
-            if run.attempts + 1 >= MAX_ATTEMPTS:
-                return await self._end(
-                    run, error=f"the judge could not be reached in {MAX_ATTEMPTS} attempts; "
-                    f"the last: {exc}")
-            async with self.pool.acquire() as conn:
-                await rule_store.retry_later(conn, run, backoff_seconds(run.attempts + 1),
-                                             str(exc)[:COMMENT_MAX])
-            return "retried"
+            return await self._retry_or_fail(run, str(exc))
         except Exception as exc:  # any other refusal: the run's error score
             return await self._end(run, error=str(exc) or type(exc).__name__)
         try:
@@ -209,6 +220,18 @@ class RuleWorker:
         except Exception as exc:  # a malformed verdict: an error score with its reason
             return await self._end(run, error=f"malformed verdict: {exc}")
         return await self._end(run, number=result.score, comment=result.explain())
+
+    async def _retry_or_fail(self, run: rule_store.ClaimedRun, why: str,
+                             delay: float | None = None) -> str:
+        """Queue the run again after `delay` (a backoff when None), or end it with an error
+        score once it has had MAX_ATTEMPTS."""
+        if run.attempts + 1 >= MAX_ATTEMPTS:
+            return await self._end(run, error=f"no judgement in {MAX_ATTEMPTS} attempts; the "
+                                              f"last: {why}")
+        wait = backoff_seconds(run.attempts + 1) if delay is None else delay
+        async with self.pool.acquire() as conn:
+            await rule_store.retry_later(conn, run, wait, why[:COMMENT_MAX])
+        return "retried"
 
     async def _end(self, run: rule_store.ClaimedRun, *, skip: bool = False,
                    number: float | None = None, comment: str | None = None,

@@ -7,6 +7,8 @@ CREATE TABLE evaluation_jobs (
     evaluation_id   bigint      PRIMARY KEY REFERENCES evaluations (id) ON DELETE CASCADE,
     enqueued_at     timestamptz NOT NULL DEFAULT now(),
     next_attempt_at timestamptz NOT NULL DEFAULT now(),
+    -- times a server put it back because it could not run its evaluators (no judge settings)
+    attempts        integer     NOT NULL DEFAULT 0,
     claim           uuid
 );
 CREATE INDEX evaluation_jobs_due ON evaluation_jobs (next_attempt_at);
