@@ -38,7 +38,9 @@ from tests.test_cozeloop_ingest import native_span
 ADMIN_ONLY = {("post", "/api/v1/trajectories/rederive"), ("get", "/api/v1/keys"),
               ("post", "/api/v1/keys"),
               # a shorter retention deletes data
-              ("put", "/api/v1/retention")}
+              ("put", "/api/v1/retention"),
+              # a config decides which scores every other key may write
+              ("put", "/api/v1/score-configs/{name}")}
 
 #: routes that stay open with auth on
 OPEN = ["/healthz", "/readyz", "/", "/ui/js/api.js", "/docs", "/redoc", "/openapi.json"]
@@ -149,9 +151,10 @@ def fill(world: World, path: str, existing: bool = True) -> str:
     """The path with A's objects in it (or names nothing has, when not `existing`)."""
     values = {"trace_id": world.trace_id, "span_id": world.span_id, "key": world.file_key,
               "name": world.dataset, "item_id": world.item_id, "evaluation_id": "1",
-              "key_id": "000000000000"}
+              "key_id": "000000000000", "score_id": "1"}
     if not existing:
-        values.update(name="no-such-set", item_id="999999999", key="no-such-file")
+        values.update(name="no-such-set", item_id="999999999", key="no-such-file",
+                      score_id="999999999")
     for name, value in values.items():
         path = path.replace("{" + name + "}", value).replace("{" + name + ":path}", value)
     assert "{" not in path, f"no value for a parameter of {path}: add one to fill()"
