@@ -98,7 +98,8 @@ def test_invoke_workflow_is_a_graph_grouping_its_agents() -> None:
 
 
 def test_invoke_agent_internal_is_an_agent_named_by_gen_ai_agent_name() -> None:
-    root = agent("a1", "", "Math Tutor", 0, 50, **{"gen_ai.agent.id": "asst_5j66UpCpwteGg4YSxUnt7lPY"})
+    root = agent("a1", "", "Math Tutor", 0, 50,
+                 **{"gen_ai.agent.id": "asst_5j66UpCpwteGg4YSxUnt7lPY"})
     trajectory = derive([root, chat("c1", "a1", 1, 49)]).trajectory
     tutor = entry(trajectory, "Math Tutor")
     assert tutor.metadata["agent_id"] == "asst_5j66UpCpwteGg4YSxUnt7lPY"
@@ -135,7 +136,7 @@ def test_a_remote_a2a_agent_is_an_agent_whose_inner_steps_are_missing() -> None:
     assert weather.metadata["remote_protocol"] == "a2a"
     assert weather.metadata["session_id"] == "conv_5j66UpCpwteGg4YSxUnt7lPY"
     # the nested agent step carries the same marks
-    nested = [s for s in entry(trajectory, "travel-agent").steps if s.type == "agent"][0]
+    nested = next(s for s in entry(trajectory, "travel-agent").steps if s.type == "agent")
     assert nested.metadata["inner_steps"] == "missing"
 
 
@@ -180,8 +181,9 @@ def test_execute_tool_is_a_tool_with_its_name_id_and_structured_arguments() -> N
 
 
 def _mcp_tool_call(status: int = 0, error: str = "") -> list[Span]:
-    """The MCP conventions, "Stdio transport / Tool call": the agent, a model call, the MCP client span s3,
-    the MCP server span s4 under it, and a second model call; attribute values from its tables."""
+    """The MCP conventions, "Stdio transport / Tool call": the agent, a model call, the MCP
+    client span s3, the MCP server span s4 under it, and a second model call; attribute values
+    from its tables."""
     mcp: dict[str, AttributeValue] = {
         OP: "execute_tool",
         "gen_ai.tool.name": "get-weather",
