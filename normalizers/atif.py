@@ -468,7 +468,8 @@ class _Importer:
             recorded = to_whole(info.get(record_key))
             return recorded if recorded is not None else to_whole(value)
 
-        self.add(f"chat {model}".strip(), parent, start, end, _CLIENT, {
+        name = to_str(record.get("name")) or f"chat {model}".strip()
+        self.add(name, parent, start, end, _CLIENT, {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": model,
             "gen_ai.response.model": model,
