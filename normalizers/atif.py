@@ -436,6 +436,11 @@ class _Importer:
                     self.subagent(ref, parent, embedded, result, f"{path}.observation")
                 continue
             call = by_call.get(to_str(result.get("source_call_id")), {})
+            if not call and not to_dict(result.get("extra")).get(EXTRA_KEY):
+                # feedback that answers no call of this step (a system event, the environment's
+                # output): part of the conversation, not a tool call
+                conversation.append({"role": "user", "content": _text(result.get("content"))})
+                continue
             self.tool(call, result, parent, conversation, f"{path}.observation.results[{index}]")
         answered = {to_str(r.get("source_call_id")) for r in results}
         if not is_model:

@@ -245,6 +245,27 @@ def test_a_document_from_another_producer_imports_as_the_run_it_describes() -> N
     assert model.basic_info.started_at == str(int(step_time.timestamp()) * 1000)
 
 
+def test_feedback_that_answers_no_tool_call_is_no_tool_step() -> None:
+    """ATIF observations also carry system events and environment feedback (no
+    `source_call_id`): they are part of the conversation the next model call sees."""
+    document = {
+        "schema_version": "ATIF-v1.8",
+        "agent": {"name": "terminus", "version": "2.0", "model_name": "m"},
+        "steps": [
+            {"step_id": 1, "source": "user", "message": "Fix the build"},
+            {"step_id": 2, "source": "system", "message": "Environment ready",
+             "observation": {"results": [{"content": "tests: 3 failing"}]}},
+            {"step_id": 3, "source": "agent", "message": "Looking at the failures.",
+             "metrics": {"prompt_tokens": 50, "completion_tokens": 5}},
+        ],
+    }
+    atif.Trajectory.model_validate(document)
+    trajectory = reimported(document)
+    (agent,) = trajectory.agent_steps
+    assert [(s.type, s.name) for s in agent.steps] == [("model", "chat m")]
+    assert "tests: 3 failing" in agent.steps[0].input
+
+
 def test_importing_the_same_document_twice_gives_the_same_trace() -> None:
     document = to_atif(stored(run()))
     first, _ = from_atif(document, START_NS)
