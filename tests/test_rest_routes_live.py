@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
+import atif
 import httpx
 import jsonschema
 import orjson
@@ -187,6 +188,8 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     # the two filled runs and the hand-made item, each one ATIF trajectory
     assert [d["schema_version"] for d in lines] == ["ATIF-v1.8"] * 3, atif_export.text
     assert {d["agent"]["name"] for d in lines} == {"planner", "reference"}
+    for line in lines:  # valid ATIF v1.8, the item-only one included
+        atif.Trajectory.model_validate(line)
 
     # -------------------------------------------------------------------------- ATIF
     res = r("get", "/api/v1/trajectories/{trace_id}/atif",
@@ -194,6 +197,7 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     assert res.status_code == 200, res.text
     document = res.json()
     assert document["agent"]["name"] == "planner"
+    atif.Trajectory.model_validate(document)
     model_step = next(s for s in document["steps"] if s["source"] == "agent")
     assert model_step["metrics"]["prompt_tokens"] == 120
     r("get", "/api/v1/trajectories/{trace_id}/atif",
