@@ -381,6 +381,13 @@ class GenAI:
                 if any(MCP_METHOD_KEY not in c.attributes and "a2a.method.name" in c.attributes
                        for c in trace.children(span)):
                     metadata["remote_protocol"] = "a2a"
+                # the remote agent's own usage report: its model calls are not in this trace, so
+                # the count is kept where a reader sees it, not added to the run's totals
+                for key, attr in (("remote_input_tokens", "gen_ai.usage.input_tokens"),
+                                  ("remote_output_tokens", "gen_ai.usage.output_tokens")):
+                    count = get_int(attrs, attr)
+                    if count is not None:
+                        metadata[key] = str(count)
         elif kind is StepKind.GRAPH:
             name = get_str(attrs, "gen_ai.workflow.name") or span.name
         provider = get_str(attrs, "gen_ai.provider.name", "gen_ai.system")

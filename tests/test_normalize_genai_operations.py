@@ -115,7 +115,8 @@ def test_a_remote_a2a_agent_is_an_agent_whose_inner_steps_are_missing() -> None:
     plan_call = chat("c1", "a1", 1, 20)
     remote = agent("r1", "a1", "weather-agent", 21, 80, kind=CLIENT,
                    **{"server.address": "weather.example.com", "server.port": 443,
-                      "gen_ai.conversation.id": "conv_5j66UpCpwteGg4YSxUnt7lPY"})
+                      "gen_ai.conversation.id": "conv_5j66UpCpwteGg4YSxUnt7lPY",
+                      "gen_ai.usage.input_tokens": 300, "gen_ai.usage.output_tokens": 40})
     send = span("s1", "r1", "SendMessage", 22, 79,
                 {"a2a.method.name": "SendMessage", "a2a.task.id": "task-5f2a7c7d9f8e4d2a",
                  "server.address": "weather.example.com", "server.port": 443}, kind=CLIENT)
@@ -135,6 +136,10 @@ def test_a_remote_a2a_agent_is_an_agent_whose_inner_steps_are_missing() -> None:
     assert weather.metadata["server_address"] == "weather.example.com:443"
     assert weather.metadata["remote_protocol"] == "a2a"
     assert weather.metadata["session_id"] == "conv_5j66UpCpwteGg4YSxUnt7lPY"
+    # the remote agent's usage report is kept, not added to the run's model tokens (10 + 10)
+    assert (weather.metadata["remote_input_tokens"], weather.metadata["remote_output_tokens"]) \
+        == ("300", "40")
+    assert trajectory.root_step.metrics_info.input_tokens == 20
     # the nested agent step carries the same marks
     nested = next(s for s in entry(trajectory, "travel-agent").steps if s.type == "agent")
     assert nested.metadata["inner_steps"] == "missing"
