@@ -131,7 +131,8 @@ def apply(
 def _remote_agent(reading: SpanReading, has_steps: bool) -> SpanReading:
     """A remote agent's inner steps are missing when nothing of the trace ran inside it. One
     with steps inside and nothing else saying it is remote (no server address, no A2A call) is
-    an in-process agent: the GenAI conventions up to v1.36 made every `invoke_agent` CLIENT."""
+    an in-process agent: earlier GenAI conventions had one `invoke_agent` span, of kind
+    CLIENT, for every agent."""
     metadata = reading.metadata
     if reading.kind is not StepKind.AGENT or metadata.get("remote_agent") != "true":
         return reading

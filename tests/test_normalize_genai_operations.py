@@ -156,7 +156,7 @@ def test_a_remote_agent_service_without_children_is_remote_with_missing_steps() 
 
 
 def test_a_client_agent_with_its_steps_inside_and_no_address_is_in_process() -> None:
-    """The GenAI conventions up to v1.36 made every `invoke_agent` CLIENT: one with its own model
+    """Earlier GenAI conventions made every `invoke_agent` CLIENT: one with its own model
     and tool calls inside and nothing naming a remote service ran in process."""
     root = agent("a1", "", "Math Tutor", 0, 50, kind=CLIENT)
     tool = span("t1", "a1", "execute_tool add", 20, 30,
