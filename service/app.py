@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from trajhub import __version__
 from trajhub.service import metrics
 from trajhub.service.access import AccessMiddleware
+from trajhub.service.api import atif as routes_atif
 from trajhub.service.api import datasets as routes_datasets
 from trajhub.service.api import docs
 from trajhub.service.api import evaluations as routes_evaluations
@@ -154,6 +155,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_traces.router)
     app.include_router(routes_replay.router)  # before /trajectories/{trace_id}: /compare
     app.include_router(routes_trajectories.router)
+    app.include_router(routes_atif.router)
     app.include_router(routes_datasets.router)
     app.include_router(routes_evaluations.router)
     app.include_router(routes_regressions.router)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
+import atif
 import httpx
 import jsonschema
 import orjson
@@ -181,6 +182,41 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     r("post", "/api/v1/datasets/{name}/import", c.post(
         "/api/v1/datasets/copy/import", params={"create": "true"}, content=export.content,
         headers={"content-type": "application/x-ndjson"}))
+    atif_export = r("get", "/api/v1/datasets/{name}/export",
+                    c.get(f"/api/v1/datasets/{name}/export", params={"format": "atif"}))
+    lines = [orjson.loads(line) for line in atif_export.content.splitlines()]
+    # the two filled runs and the hand-made item, each one ATIF trajectory
+    assert [d["schema_version"] for d in lines] == ["ATIF-v1.8"] * 3, atif_export.text
+    assert {d["agent"]["name"] for d in lines} == {"planner", "reference"}
+    for line in lines:  # valid ATIF v1.8, the item-only one included
+        atif.Trajectory.model_validate(line)
+
+    # -------------------------------------------------------------------------- ATIF
+    res = r("get", "/api/v1/trajectories/{trace_id}/atif",
+            c.get(f"/api/v1/trajectories/{a_id}/atif"))
+    assert res.status_code == 200, res.text
+    document = res.json()
+    assert document["agent"]["name"] == "planner"
+    atif.Trajectory.model_validate(document)
+    model_step = next(s for s in document["steps"] if s["source"] == "agent")
+    assert model_step["metrics"]["prompt_tokens"] == 120
+    r("get", "/api/v1/trajectories/{trace_id}/atif",
+      c.get(f"/api/v1/trajectories/{'0' * 31}2/atif"))  # 404
+    res = r("post", "/api/v1/trajectories/import/atif",
+            c.post("/api/v1/trajectories/import/atif", json=document))
+    assert res.status_code == 201, res.text
+    imported = res.json()["trace_id"]
+    wait_for(lambda: c.get(f"/api/v1/trajectories/{imported}").headers.get(
+        "x-trajectory-status") == "final" or None, timeout=60, what=f"imported {imported}")
+    again = c.get(f"/api/v1/trajectories/{imported}").json()
+    original = c.get(f"/api/v1/trajectories/{a_id}").json()
+    assert [(a["name"], [(s["type"], s["name"]) for s in a["steps"]])
+            for a in again["agent_steps"]] == [
+        (a["name"], [(s["type"], s["name"]) for s in a["steps"]])
+        for a in original["agent_steps"]]
+    assert again["root_step"]["metrics_info"]["input_tokens"] == 120
+    r("post", "/api/v1/trajectories/import/atif", c.post(
+        "/api/v1/trajectories/import/atif", json={"schema_version": "ATIF-v9", "steps": []}))
 
     # --------------------------------------------------------------------- evaluations
     evaluations = []

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from trajhub import __version__
 from trajhub.service import config, logs
+from trajhub.service.cli import atif as cli_atif
 from trajhub.service.cli import datasets as cli_datasets
 from trajhub.service.cli import keys as cli_keys
 from trajhub.service.cli import reads as cli_reads
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_keys.register(sub)
     cli_retention.register(sub)
     cli_scores.register(sub)
+    cli_atif.register(sub)
     return parser
 
 

@@ -250,6 +250,17 @@ class TrajhubClient:
             trace_id, self._decode(response), response.headers.get("x-trajectory-status", ""),
             int(response.headers.get("x-trajectory-revision", "0")))
 
+    def trajectory_atif(self, trace_id: str) -> dict[str, Any]:
+        """The trajectory as one ATIF-v1.8 document (docs/atif.md)."""
+        document: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/atif")
+        return document
+
+    def import_atif(self, document: Any) -> dict[str, Any]:
+        """Store an ATIF trajectory (a parsed JSON object) in the project; answers
+        `{project, trace_id, spans}` once its spans are committed."""
+        stored: dict[str, Any] = self._json("POST", "/trajectories/import/atif", json=document)
+        return stored
+
     def explain_trajectory(self, trace_id: str) -> dict[str, Any]:
         """For every span: its classification, the rule that decided it, kept or dropped."""
         out: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/explain")
@@ -425,7 +436,7 @@ class TrajhubClient:
 
     @contextlib.contextmanager
     def export_dataset(self, dataset: str, format: str = "jsonl") -> Iterator[ExportStream]:
-        """Stream the set as jsonl, csv or agentevals:
+        """Stream the set as jsonl, csv, agentevals or atif:
 
             with hub.export_dataset("react") as export:
                 for chunk in export.iter_bytes(): ...
