@@ -42,6 +42,9 @@ ADMIN_ONLY = {("post", "/api/v1/trajectories/rederive"), ("get", "/api/v1/keys")
               # a config decides which scores every other key may write
               ("put", "/api/v1/score-configs/{name}")}
 
+#: routes that write spans, as OTLP does: the ingest scope (an admin key has it too)
+INGEST_ROUTES = {("post", "/api/v1/trajectories/import/atif")}
+
 #: routes that stay open with auth on
 OPEN = ["/healthz", "/readyz", "/", "/ui/js/api.js", "/docs", "/redoc", "/openapi.json"]
 
@@ -211,6 +214,16 @@ def test_every_rest_route_refuses_too_small_a_scope(world: World) -> None:
     with httpx.Client(timeout=30) as c:
         for method, template in operations(world):
             path = fill(world, template)
+            if (method, template) in INGEST_ROUTES:
+                # the ingest key passes the door, a read key does not
+                r = call(c, world, method, path, world.ingest)
+                assert r.status_code not in (401, 403), (method, path, r.text)
+                r = call(c, world, method, path, world.read)
+                assert r.status_code == 403, (method, path, r.text)
+                assert "needs 'ingest'" in r.json()["detail"], r.text
+                r = call(c, world, method, path, world.admin)
+                assert r.status_code not in (401, 403), (method, path, r.text)
+                continue
             # an ingest key reads nothing
             r = call(c, world, method, path, world.ingest)
             assert r.status_code == 403, (method, path, r.text)
@@ -235,7 +248,8 @@ def test_openapi_declares_the_scope_of_every_operation(world: World) -> None:
         if not path.startswith("/api/"):
             continue
         for method, op in ops.items():
-            expected = "admin" if method == "delete" or (method, path) in ADMIN_ONLY else "read"
+            expected = ("ingest" if (method, path) in INGEST_ROUTES else
+                        "admin" if method == "delete" or (method, path) in ADMIN_ONLY else "read")
             assert op["x-trajhub-scope"] == expected, (method, path)
             assert {"HTTPBearer": []} in op["security"], (method, path)
 
