@@ -488,7 +488,9 @@ def _shadowed(request: Request) -> str:
     if not isinstance(route, APIRoute):
         return ""
     allow, templates = allowed_methods(request.app, request.url.path)
-    return allow if templates and route.path not in templates else ""
+    # path_format: the template without its convertors (`{key:path}` → `{key}`), as
+    # /openapi.json writes it
+    return allow if templates and route.path_format not in templates else ""
 
 
 async def parameter_error(request: Request, exc: Exception) -> Response:

@@ -16,6 +16,7 @@ from trajhub.service.cli import keys as cli_keys
 from trajhub.service.cli import reads as cli_reads
 from trajhub.service.cli import replay as cli_replay
 from trajhub.service.cli import retention as cli_retention
+from trajhub.service.cli import sessions as cli_sessions
 from trajhub.service.cli.common import USAGE_ERROR, ArgumentParser, CliError
 from trajhub.service.client.api import TrajhubError
 
@@ -89,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     rederive.set_defaults(func=_rederive)
 
     cli_reads.register(sub)
+    cli_sessions.register(sub)
     cli_datasets.register(sub)
     cli_replay.register(sub)
     cli_keys.register(sub)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from trajhub.records import Field, Record, empty_value, is_optional
 from trajhub.records.evaluations import EVALUATION_RESULT
+from trajhub.records.sessions import SESSION_SUMMARY, SESSION_TURN
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 
@@ -101,6 +102,8 @@ if TYPE_CHECKING:
     TraceSummary = RecordModel
     TrajectorySummary = RecordModel
     EvaluationResult = RecordModel
+    SessionSummary = RecordModel
+    SessionTurn = RecordModel
 else:
     #: a row of the trace list (trajhub.records.traces)
     TraceSummary = record_model(TRACE_SUMMARY)
@@ -108,6 +111,27 @@ else:
     TrajectorySummary = record_model(TRAJECTORY_SUMMARY)
     #: one evaluator's result for one item (trajhub.records.evaluations)
     EvaluationResult = record_model(EVALUATION_RESULT)
+    #: a row of the session list (trajhub.records.sessions), with its `cost`
+    SessionSummary = record_model(SESSION_SUMMARY)
+    #: one turn of a session: the user's text, the answer, status, tokens and cost
+    SessionTurn = record_model(SESSION_TURN)
+
+
+@dataclass(frozen=True)
+class Session:
+    """One session (`GET /sessions/{id}`): its summary and its turns, oldest first; `truncated`
+    when it has more turns than were asked for."""
+
+    session_id: str
+    summary: SessionSummary
+    turns: list[SessionTurn]
+    truncated: bool = False
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Session:
+        return cls(str(data["session_id"]), SessionSummary.from_json(data["summary"]),
+                   [SessionTurn.from_json(t) for t in data.get("turns", [])],
+                   bool(data.get("truncated", False)))
 
 
 @dataclass(frozen=True)
