@@ -98,6 +98,10 @@ def test_a_captured_two_turn_conversation_is_one_session_of_two_turns_in_order(
     # each turn is one of the captured traces (the others, e.g. Traceloop's create_agent side
     # trace, carry no session id)
     assert {t["trace_id"] for t in turns} <= trace_ids and len({t["trace_id"] for t in turns}) == 2
+    # the list's first input is the user's text of the first turn, not its message JSON
+    assert summary["first_input_preview"] == expected[0]["question"]
+    assert summary["first_trace_id"] == turns[0]["trace_id"]
+    assert detail["summary"]["first_input_preview"] == expected[0]["question"]
     assert parsed(detail["summary"]["start_time"]) == parsed(turns[0]["start_time"])
     assert parsed(detail["summary"]["last_turn_time"]) == parsed(turns[1]["start_time"])
 

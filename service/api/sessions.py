@@ -17,6 +17,7 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from trajhub.evaluators.pricing import PriceTable, usage_cost
 from trajhub.normalizers.item_fields import turn_texts
+from trajhub.normalizers.run_context import preview
 from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY, SESSION_TURN
 from trajhub.service.api.common import (
     MAX_TEXT,
@@ -35,7 +36,6 @@ from trajhub.service.api.records import answer, query_model, response_model
 from trajhub.service.prices import cost_json, summary_cost, table_for
 from trajhub.storage import session_reads
 from trajhub.storage.session_reads import MAX_TURNS
-
 
 
 class _AnyText(Convertor[str]):
@@ -178,12 +178,23 @@ async def list_sessions(rt: Rt, project: Project,
     f = query.list_filter()
     async with rt.db.acquire() as conn:
         rows = await session_reads.list_sessions(conn, project, f)
+        firsts = await session_reads.documents(conn, project,
+                                               [str(r["first_trace_id"]) for r in rows])
     converters = _converters(table_for(rt.settings))
     next_cursor = (encode_cursor(rows[-1].last_turn_ns, rows[-1].session_id)
                    if len(rows) == f.limit else None)
-    return model_response(SessionPage, {
-        "items": [answer(SESSION_SUMMARY, r, converters) for r in rows],
-        "next_cursor": next_cursor})
+    items = [answer(SESSION_SUMMARY, r, converters) for r in rows]
+    await run_in_threadpool(_first_inputs, items, firsts)
+    return model_response(SessionPage, {"items": items, "next_cursor": next_cursor})
+
+
+def _first_inputs(items: list[dict[str, Any]], documents: Mapping[str, str]) -> None:
+    """Each session's `first_input_preview`: the start of the user's text in its first turn,
+    from that turn's document (the stored preview stays when it has none)."""
+    for item in items:
+        document = documents.get(item["first_trace_id"])
+        if document is not None:
+            item["first_input_preview"] = preview(turn_texts(orjson.loads(document))[0] or "")
 
 
 def _turns(rows: list[session_reads.SessionTurnRow], converters: Mapping[str, Any]
@@ -216,6 +227,8 @@ async def get_session(
     converters = _converters(table_for(rt.settings))
     turns = await run_in_threadpool(_turns, rows, converters)
     doc = answer(SESSION_SUMMARY, summary, converters)
+    if turns and turns[0]["trace_id"] == doc["first_trace_id"]:
+        doc["first_input_preview"] = preview(turns[0]["input"] or "")
     return model_response(SessionDetail, {
         "session_id": summary.session_id, "summary": doc, "turns": turns,
         "truncated": doc["turns"] > len(turns)})

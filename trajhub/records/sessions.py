@@ -49,7 +49,12 @@ SESSION_SUMMARY = Record("SessionSummary", "A session as the session list shows 
                0, cli=Cli("FAILED", right=True, order=2)),
     _aggregate("open_turns", int, "turns still open (spans may still arrive)",
                "count(*) FILTER (WHERE status = 'open')", 0),
-    _aggregate("first_input_preview", str | None, "the start of its first turn's input",
+    _aggregate("first_trace_id", str, "the trajectory of its first turn",
+               "(array_agg(trace_id ORDER BY start_ns, trace_id))[1]", TRACE_ID),
+    # the stored preview of the first turn's run input; the API puts the start of the user's
+    # text there instead, read from that turn's document (as a turn's `input` is)
+    _aggregate("first_input_preview", str | None, "the start of the user's text in its first "
+               "turn (200 characters at most)",
                "(array_agg(input_preview ORDER BY start_ns, trace_id))[1]",
                "what is the weather in sf", cli=Cli("FIRST INPUT", "clip", order=3)),
     # JSON texts: each turn's token usage per model, summed and priced on read
