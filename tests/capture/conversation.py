@@ -12,7 +12,8 @@ the new question. Every run carries LangGraph's `configurable.thread_id` and the
 records of them (tests/capture/README.md, "Sessions"). cozeloop Python records neither: the
 application tags the thread (`tags={"thread_id": ...}`), as Coze Loop's docs have it.
 
-`--all` captures every client, then writes the ground truth (ground_truth.conversation()).
+`--all` captures every client, the JS one too (js/conversation.mjs, @cozeloop/langchain), then
+writes the ground truth (ground_truth.conversation()).
 """
 
 from __future__ import annotations
@@ -158,6 +159,11 @@ def main() -> int:
         failed = [c for c in CLIENTS if subprocess.run(
             [sys.executable, "-m", "tests.capture.conversation", "--instr", c], cwd=REPO,
             env=env).returncode]
+        # the JS twin (js/conversation.mjs; js/ set up as ../README.md, "JS setup", says)
+        script.write_json()
+        if subprocess.run(["node", "conversation.mjs"], cwd=REPO / "tests" / "capture" / "js",
+                          env=env).returncode:
+            failed.append("cozeloop_js")
         print("ground truth:", write_ground_truth().relative_to(REPO))
         if failed:
             print("FAILED:", *failed)

@@ -240,6 +240,8 @@ CONVERSATION_SESSION_BY_CLIENT = {
     # records only the thread id, as gen_ai.conversation.id
     "otel_genai": script.CONVERSATION_THREAD_ID,
     "cozeloop_python": script.CONVERSATION_THREAD_ID,  # the application's thread_id tag
+    # session.id, which the application sets (the JS callback handler records no id itself)
+    "cozeloop_js": script.CONVERSATION_SESSION_ID,
 }
 
 
