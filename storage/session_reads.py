@@ -1,9 +1,10 @@
 """Reads of sessions: the trajectories of a project sharing a session id, aggregated with plain
 SQL over the `trajectories` table when read (trajhub.records.sessions declares the aggregates).
 
-The session index (project, session_id, start_ns DESC, trace_id DESC; migration 0014, one per
-time partition since migration 0021) serves both reads: the list groups the project's runs
-that have a session id, and one session is an index range read in its turns' order."""
+Two indexes serve the reads (one per time partition, migration 0021): the list walks
+trajectories_session_latest (project, start_ns DESC, session_id DESC, runs with a session only;
+migration 0030), and a session's turns are a range of trajectories_session (project,
+session_id, start_ns DESC, trace_id DESC; migration 0014)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ from trajhub.storage.database import Connection
 from trajhub.storage.rows import RecordRow
 from trajhub.storage.sql import Params
 from trajhub.storage.stored_documents import DOCUMENT, unpack
-from trajhub.storage.trajectory_reads import conditions
 
 #: the turns of one session `get_session` reads at most
 MAX_TURNS = 5000
@@ -66,19 +66,88 @@ class SessionTurnRow(RecordRow):
         return unpack(self["document"])
 
 
+#: the sessions of the project ($1) having a turn `s` that matches (the condition follows)
+_HAVING_TURN = ("SELECT DISTINCT s.session_id FROM trajectories s WHERE s.project = $1 "
+                "AND s.session_id IS NOT NULL AND ")
+#: a condition on each session's count of turns follows
+_COUNTED = ("SELECT s.session_id FROM trajectories s WHERE s.project = $1 "
+            "AND s.session_id IS NOT NULL GROUP BY s.session_id HAVING ")
+
+
+@dataclass
+class _Conditions:
+    """The given filters (trajhub.records.sessions says how each is written), sorted by what
+    they are conditions on."""
+
+    latest: list[str] = field(default_factory=list)  # on the session's latest turn `t`
+    within: list[str] = field(default_factory=list)  # sets the session must be in
+    without: list[str] = field(default_factory=list)  # sets it must not be in
+
+
+def _conditions(values: Mapping[str, Any], arg: Params) -> _Conditions:
+    out = _Conditions()
+    for p in SESSION_FILTER.params:
+        value = values.get(p.name)
+        if value is None:
+            continue
+        if p.type is bool:
+            # true: some turn matches; false (`NOT …`): none does
+            assert p.negated == f"NOT {p.condition}", p.name
+            (out.within if value else out.without).append(_HAVING_TURN + p.condition)
+            continue
+        condition = p.condition.format(arg(value))
+        if condition.startswith("t."):
+            out.latest.append(condition)
+        elif condition.startswith("count("):
+            out.within.append(_COUNTED + condition)
+        else:
+            out.within.append(_HAVING_TURN + condition)
+    return out
+
+
 async def list_sessions(conn: Connection, project: str, f: SessionFilter
                         ) -> list[SessionSummaryRow]:
     """The sessions matching `f`, the one with the latest turn first (ties by session id,
-    descending), after the cursor."""
+    descending), after the cursor.
+
+    Two steps in one query: find the page's sessions, then aggregate just their turns. The
+    page's sessions are found one of two ways, so that a page costs the rows that lead to it,
+    not an aggregate of every session of the project:
+    - a filter a session matches by having some turn (a user, an agent, a failure, a turn
+      before a time, a count of turns): the set of matching sessions first, through the index
+      of what it matches, and then the newest of those;
+    - otherwise: walk the project's runs with a session id newest first
+      (trajectories_session_latest, migration 0030) and keep each run that is its session's
+      latest turn (none of its session after it) and not in a set the filters exclude (no
+      failed turn); the first `limit` of those."""
     arg = Params(project)
-    having = conditions(SESSION_FILTER, f.values, arg, {})
+    c = _conditions(f.values, arg)
+    latest = list(c.latest)
+    latest += [f"t.session_id NOT IN ({without})" for without in c.without]
     if f.cursor is not None:
-        having.append(f"(max(start_ns), session_id) < ({arg(f.cursor[0])}::bigint, "
+        latest.append(f"(t.start_ns, t.session_id) < ({arg(f.cursor[0])}::bigint, "
                       f"{arg(f.cursor[1])}::text)")
-    sql = (f"SELECT {SESSION_SUMMARY.select_list()} FROM trajectories "
-           "WHERE project = $1 AND session_id IS NOT NULL GROUP BY session_id "
-           f"HAVING {' AND '.join(having) or 'true'} "
-           f"ORDER BY max(start_ns) DESC, session_id DESC LIMIT {arg(f.limit)}")
+    if c.within:
+        # each matching session's latest turn through the session index (LATERAL: one index
+        # read per session, whatever the planner guesses of the set's size)
+        source = (f"WITH matching AS MATERIALIZED ({' INTERSECT '.join(c.within)}), "
+                  "page AS (SELECT t.session_id FROM matching m CROSS JOIN LATERAL "
+                  "(SELECT m.session_id, max(s.start_ns) AS start_ns FROM trajectories s "
+                  "WHERE s.project = $1 AND s.session_id = m.session_id) t WHERE ")
+    else:
+        source = ("WITH page AS (SELECT t.session_id FROM trajectories t "
+                  "WHERE t.project = $1 AND t.session_id IS NOT NULL AND "
+                  # t is its session's latest turn (ties by trace id)
+                  "NOT EXISTS (SELECT 1 FROM trajectories n WHERE n.project = t.project "
+                  "AND n.session_id = t.session_id AND n.start_ns >= t.start_ns "
+                  "AND (n.start_ns, n.trace_id) > (t.start_ns, t.trace_id)) AND ")
+    sql = (f"{source}{' AND '.join(['true', *latest])} "
+           f"ORDER BY t.start_ns DESC, t.session_id DESC LIMIT {arg(f.limit)}) "
+           # the page's sessions, each aggregated from its own turns (the session index)
+           "SELECT a.* FROM page p CROSS JOIN LATERAL "
+           f"(SELECT {SESSION_SUMMARY.select_list()} FROM trajectories "
+           "WHERE project = $1 AND session_id = p.session_id GROUP BY session_id) a "
+           "ORDER BY a.last_turn_time DESC, a.session_id DESC")
     return SessionSummaryRow.from_records(await conn.fetch(sql, *arg.values))
 
 

@@ -22,11 +22,19 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import asyncpg
 import httpx
 import pytest
 
 from tests.captures import Capture, replay
-from tests.harness import ServerProcess, final_trajectory, get_json
+from tests.harness import (
+    ServerProcess,
+    TestDatabase,
+    final_trajectory,
+    get_json,
+    run,
+    separate_database,
+)
 from tests.normalize_support import load_file
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.service.client.api import ApiError, TrajhubClient
@@ -313,3 +321,108 @@ def test_cli_lists_sessions_and_shows_one_as_a_transcript(server: ServerProcess,
     missing = trajhub("sessions", "show", "no-such-session", *where)
     assert missing.returncode == 2 and "no-such-session" in missing.stderr
     assert len(missing.stderr.strip().splitlines()) == 1
+
+
+# ----------------------------------------------------------------- the list at scale
+
+def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
+        database: TestDatabase) -> None:
+    """With a few thousand runs in 1,000 sessions and statistics gathered, the list's query
+    reads indexes, never a filled partition whole (without a filter that names a set of
+    sessions, migration 0030's walk of each session's latest turn), and for every filter its
+    pages hold exactly the sessions that an aggregate of every run, computed here, gives, in
+    its order."""
+    import random
+    from datetime import UTC
+    from datetime import datetime as dt
+
+    from trajhub.records import write_values
+    from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+    from trajhub.storage import derivation_store, session_reads
+    from trajhub.storage.migrate import migrate
+
+    rng = random.Random(21)
+    runs = []
+    for i in range(3000):
+        runs.append({"trace_id": f"{i:032x}", "start_ns": T0 + rng.randrange(10**6) * 1000,
+                     "session_id": f"s{i % 1000:04d}" if i < 2600 else None,
+                     "user_id": f"u{i % 7}", "agent_names": [f"A{i % 5}"],
+                     "has_error": i % 53 == 0})
+
+    def expected(keep: Any) -> list[str]:
+        sessions: dict[str, list[dict[str, Any]]] = {}
+        for r in runs:
+            if r["session_id"] is not None:
+                sessions.setdefault(r["session_id"], []).append(r)
+        chosen = [(max(t["start_ns"] for t in turns), sid) for sid, turns in sessions.items()
+                  if keep(turns)]
+        return [sid for _, sid in sorted(chosen, reverse=True)]
+
+    cases: list[tuple[dict[str, Any], Any]] = [
+        ({}, lambda ts: True),
+        ({"user_id": "u3"}, lambda ts: any(t["user_id"] == "u3" for t in ts)),
+        ({"agent": "a2"}, lambda ts: any(t["agent_names"] == ["A2"] for t in ts)),
+        ({"has_error": True}, lambda ts: any(t["has_error"] for t in ts)),
+        ({"has_error": False}, lambda ts: not any(t["has_error"] for t in ts)),
+        ({"min_turns": 3}, lambda ts: len(ts) >= 3),
+        ({"start": T0 + 900_000_000}, lambda ts: max(t["start_ns"] for t in ts)
+         >= T0 + 900_000_000),
+        ({"end": T0 + 100_000_000, "user_id": "u1"},
+         lambda ts: min(t["start_ns"] for t in ts) < T0 + 100_000_000
+         and any(t["user_id"] == "u1" for t in ts)),
+    ]
+
+    class Captured:
+        async def fetch(self, sql: str, *args: Any) -> list[Any]:
+            self.sql, self.args = sql, args
+            return []
+
+    async def check(url: str) -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await migrate(conn)
+            rows = [derivation_store.TrajectoryWrite(
+                project="p", trace_id=r["trace_id"], settle_at=dt.now(UTC), root_ended=True,
+                document=None, explanation=None, warnings=[], values=write_values(
+                    TRAJECTORY_SUMMARY, None, {
+                        "normalizer_version": "test", "start_ns": r["start_ns"],
+                        "session_id": r["session_id"], "user_id": r["user_id"],
+                        "agent_names": r["agent_names"], "has_error": r["has_error"]}))
+                for r in runs]
+            for i in range(0, len(rows), 100):
+                async with conn.transaction():
+                    await derivation_store.store(conn, [], rows[i:i + 100])
+            await conn.execute("ANALYZE trajectories")
+            filled = {r["relname"] for r in await conn.fetch(
+                "SELECT c.relname FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid "
+                "WHERE h.inhparent = 'trajectories'::regclass AND c.reltuples > 0")}
+            assert filled
+            for values, keep in cases:
+                seen: list[str] = []
+                cursor = None
+                while True:
+                    page = await session_reads.list_sessions(conn, "p", session_reads.SessionFilter(
+                        values=values, cursor=cursor, limit=97))
+                    seen += [r.session_id for r in page]
+                    if len(page) < 97:
+                        break
+                    cursor = (page[-1].last_turn_ns, page[-1].session_id)
+                assert seen == expected(keep), values
+                cap = Captured()
+                await session_reads.list_sessions(cap, "p", session_reads.SessionFilter(  # type: ignore[arg-type]
+                    values=values))
+                plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + cap.sql,
+                                                                *cap.args))
+                # the walk, when no filter names a set of sessions to start from
+                if set(values) <= {"start"} or values.get("has_error") is False:
+                    assert "trajectories_session_latest" in plan, (values, plan)
+                # min_turns counts every session's turns: a scan of the session index at
+                # scale, of the few rows themselves here
+                if "min_turns" not in values:
+                    assert not any(f"Seq Scan on {name} " in plan for name in filled), \
+                        (values, plan)
+        finally:
+            await conn.close()
+
+    with separate_database(database) as url:
+        run(check(url))

@@ -2,7 +2,8 @@
 read by convention in normalizers/run_context.py; docs/conventions.md, "Which id is the
 session"). A session is not stored: it is aggregated from the `trajectories` table when read
 (storage/session_reads.py), so every field below is an aggregate over the session's turns
-(`Field.select`), and each filter is a condition on those aggregates (SQL `HAVING`).
+(`Field.select`), and each filter is a condition on the session's turns, checked on its latest
+turn as the list walks them.
 
 Declared once here (`trajhub.records`) for the REST API (`GET /api/v1/sessions`,
 `GET /api/v1/sessions/{session_id}`), the Python client and `trajhub sessions list|show`.
@@ -96,17 +97,22 @@ SESSION_TURN = Record("SessionTurn", "One turn of a session: one run (trajectory
           column=None, select="model_usage", convert="cost", written_by=""),
 ))
 
+_FAILED = "(s.has_error OR s.derivation_error IS NOT NULL)"
+
+#: How storage/session_reads.py uses each condition: `t.…` is a condition on the session's
+#: latest turn `t`; `s.…` is a condition on any one turn `s` (the session has such a turn, or,
+#: for a bool's negation `NOT …`, has none); `count(*) …` is a condition on how many turns it has.
 SESSION_FILTER = Filter("SessionQuery", "Filters over sessions; every one given must match. "
                         "Each is a condition on the session as a whole (any of its turns).", (
+    # a turn at or after the time: the latest turn is one
     Param("start", str, "has a turn started at or after this (RFC 3339 or Unix ns)",
-          "max(start_ns) >= {}", convert="time"),
+          "t.start_ns >= {}", convert="time"),
     Param("end", str, "has a turn started before this (RFC 3339 or Unix ns)",
-          "min(start_ns) < {}", convert="time"),
-    Param("user_id", str, "a turn recorded this user id", "bool_or(user_id = {})"),
+          "s.start_ns < {}", convert="time"),
+    Param("user_id", str, "a turn recorded this user id", "s.user_id = {}"),
     Param("agent", str, "a turn has an agent (or graph) step of this name (case-insensitive)",
-          "bool_or(trajhub_lower_all(agent_names) @> ARRAY[lower({})])"),
-    Param("has_error", bool, "some turn failed (true) or none did (false)",
-          "bool_or(has_error OR derivation_error IS NOT NULL)",
-          "NOT bool_or(has_error OR derivation_error IS NOT NULL)", metavar="true|false"),
+          "trajhub_lower_all(s.agent_names) @> ARRAY[lower({})]"),
+    Param("has_error", bool, "some turn failed (true) or none did (false)", _FAILED,
+          f"NOT {_FAILED}", metavar="true|false"),
     Param("min_turns", int, "has at least this many turns", "count(*) >= {}"),
 ))
