@@ -451,7 +451,14 @@ def measure(url: str, project: str, case: Case, n: int) -> dict[str, Any]:
 
 
 class _Captured:
-    """Stands in for a connection: keeps the SQL a storage read would run."""
+    """Stands in for a connection: keeps the SQL a storage read would run (what it counts
+    first, the session list's set sizes, is counted on `conn`)."""
+
+    def __init__(self, conn: Any = None) -> None:
+        self.conn = conn
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        return await self.conn.fetchval(sql, *args)
 
     async def fetch(self, sql: str, *args: Any) -> list[Any]:
         self.sql, self.args = sql, args
@@ -471,7 +478,7 @@ async def explain(database_url: str, project: str, cs: list[Case]) -> dict[str, 
         for case in cs:
             if case.group not in ("trajectory list", "trace list", "session list"):
                 continue
-            params, cap = case.params(0), _Captured()
+            params, cap = case.params(0), _Captured(conn)
             if case.group == "session list":
                 from trajhub.service.api.sessions import SessionListQuery
                 from trajhub.storage import session_reads

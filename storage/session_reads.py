@@ -20,6 +20,9 @@ from trajhub.storage.stored_documents import DOCUMENT, unpack
 
 #: the turns of one session `get_session` reads at most
 MAX_TURNS = 5000
+#: a set of sessions the list's filters name is read session by session up to this size, and
+#: looked up while walking the project's sessions when larger (`list_sessions`)
+SMALL_SET = 1000
 
 
 @dataclass(frozen=True)
@@ -113,29 +116,40 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
     Two steps in one query: find the page's sessions, then aggregate just their turns. The
     page's sessions are found one of two ways, so that a page costs the rows that lead to it,
     not an aggregate of every session of the project:
-    - a filter a session matches by having some turn (a user, an agent, a failure, a turn
-      before a time, a count of turns): the set of matching sessions first, through the index
-      of what it matches, and then the newest of those;
-    - otherwise: walk the project's runs with a session id newest first
-      (trajectories_session_latest, migration 0030) and keep each run that is its session's
-      latest turn (none of its session after it) and not in a set the filters exclude (no
-      failed turn); the first `limit` of those."""
+    - walk the project's runs with a session id newest first (trajectories_session_latest,
+      migration 0030) and keep each run that is its session's latest turn (none of its
+      session after it) and whose session is in the sets the filters name (it has a turn of
+      this user, this agent, a failure, …) and not in those they exclude (no failed turn);
+      the first `limit` of those;
+    - but when the filters name a set of at most SMALL_SET sessions (a rare user, say), the
+      walk could pass most of the project's sessions before it finds a page: take that set's
+      sessions instead, each one's latest turn through the session index, and the newest of
+      those. How large the set is is counted first (up to SMALL_SET + 1), through the index
+      of what it matches."""
     arg = Params(project)
     c = _conditions(f.values, arg)
+    matching = " INTERSECT ".join(c.within)
+    small = bool(c.within) and int(await conn.fetchval(
+        f"SELECT count(*) FROM (SELECT 1 FROM ({matching}) m LIMIT {SMALL_SET + 1}) n",
+        *arg.values)) <= SMALL_SET
     latest = list(c.latest)
     latest += [f"t.session_id NOT IN ({without})" for without in c.without]
     if f.cursor is not None:
         latest.append(f"(t.start_ns, t.session_id) < ({arg(f.cursor[0])}::bigint, "
                       f"{arg(f.cursor[1])}::text)")
-    if c.within:
+    if small:
         # each matching session's latest turn through the session index (LATERAL: one index
         # read per session, whatever the planner guesses of the set's size)
-        source = (f"WITH matching AS MATERIALIZED ({' INTERSECT '.join(c.within)}), "
+        source = (f"WITH matching AS MATERIALIZED ({matching}), "
                   "page AS (SELECT t.session_id FROM matching m CROSS JOIN LATERAL "
                   "(SELECT m.session_id, max(s.start_ns) AS start_ns FROM trajectories s "
                   "WHERE s.project = $1 AND s.session_id = m.session_id) t WHERE ")
     else:
-        source = ("WITH page AS (SELECT t.session_id FROM trajectories t "
+        if c.within:
+            # a large set: a hash of it, which each walked session is looked up in
+            latest.append("t.session_id IN (SELECT session_id FROM matching)")
+        source = ((f"WITH matching AS MATERIALIZED ({matching}), " if c.within else "WITH ")
+                  + "page AS (SELECT t.session_id FROM trajectories t "
                   "WHERE t.project = $1 AND t.session_id IS NOT NULL AND "
                   # t is its session's latest turn (ties by trace id)
                   "NOT EXISTS (SELECT 1 FROM trajectories n WHERE n.project = t.project "
