@@ -159,7 +159,8 @@ def main() -> int:
         failed = [c for c in CLIENTS if subprocess.run(
             [sys.executable, "-m", "tests.capture.conversation", "--instr", c], cwd=REPO,
             env=env).returncode]
-        # the JS twin (js/conversation.mjs; js/ set up as ../README.md, "JS setup", says)
+        # the JS twin (js/conversation.mjs; js/ set up as tests/capture/README.md, "JS setup",
+        # says)
         script.write_json()
         if subprocess.run(["node", "conversation.mjs"], cwd=REPO / "tests" / "capture" / "js",
                           env=env).returncode:

@@ -7,7 +7,7 @@
 // callback handler records no session, conversation or thread id (it declares the `session.id`
 // attribute but never sets it, and takes no tags), so the application sets it: a subclass puts
 // the run's metadata `session_id` on the root span of each run as `session.id`, the attribute
-// the library declares for it (../README.md, "Sessions").
+// the library declares for it (tests/capture/README.md, "Sessions").
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 
