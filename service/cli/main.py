@@ -70,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="run the receivers, the REST API and the derivation worker",
         description="Receive OTLP over gRPC and HTTP and the Coze Loop ingest API, store every "
                     "span in PostgreSQL, derive trajectories, and serve the REST API "
-                    "(/api/v1, docs at /docs). Every setting below can also be set through "
+                    "(/api/v1, docs at /docs) and the web UI (at /; its address is printed "
+                    "when the server is ready). Every setting below can also be set through "
                     "the environment variable named with it; a flag wins over the variable.")
     config.add_arguments(serve)
     serve.set_defaults(func=_serve)
