@@ -85,26 +85,30 @@ class _Conditions:
     latest: list[str] = field(default_factory=list)  # on the session's latest turn `t`
     within: list[str] = field(default_factory=list)  # sets the session must be in
     without: list[str] = field(default_factory=list)  # sets it must not be in
+    #: the query arguments the `within` sets use (they take theirs first: $1 … $n)
+    within_args: list[Any] = field(default_factory=list)
 
 
 def _conditions(values: Mapping[str, Any], arg: Params) -> _Conditions:
     out = _Conditions()
-    for p in SESSION_FILTER.params:
-        value = values.get(p.name)
-        if value is None:
-            continue
+    given = [(p, values[p.name]) for p in SESSION_FILTER.params
+             if values.get(p.name) is not None]
+    for p, value in given:  # the sets a session must be in, first
         if p.type is bool:
             # true: some turn matches; false (`NOT …`): none does
             assert p.negated == f"NOT {p.condition}", p.name
-            (out.within if value else out.without).append(_HAVING_TURN + p.condition)
-            continue
-        condition = p.condition.format(arg(value))
-        if condition.startswith("t."):
-            out.latest.append(condition)
-        elif condition.startswith("count("):
-            out.within.append(_COUNTED + condition)
-        else:
-            out.within.append(_HAVING_TURN + condition)
+            if value:
+                out.within.append(_HAVING_TURN + p.condition)
+        elif p.condition.startswith("count("):
+            out.within.append(_COUNTED + p.condition.format(arg(value)))
+        elif not p.condition.startswith("t."):
+            out.within.append(_HAVING_TURN + p.condition.format(arg(value)))
+    out.within_args = list(arg.values)
+    for p, value in given:
+        if p.type is bool and not value:
+            out.without.append(_HAVING_TURN + p.condition)
+        elif p.type is not bool and p.condition.startswith("t."):
+            out.latest.append(p.condition.format(arg(value)))
     return out
 
 
@@ -131,7 +135,7 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
     matching = " INTERSECT ".join(c.within)
     small = bool(c.within) and int(await conn.fetchval(
         f"SELECT count(*) FROM (SELECT 1 FROM ({matching}) m LIMIT {SMALL_SET + 1}) n",
-        *arg.values)) <= SMALL_SET
+        *c.within_args)) <= SMALL_SET
     latest = list(c.latest)
     latest += [f"t.session_id NOT IN ({without})" for without in c.without]
     if f.cursor is not None:

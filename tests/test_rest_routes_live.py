@@ -161,7 +161,8 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     assert [s["session_id"] for s in page["items"]] == ["chat/1"], page
     assert page["items"][0]["turns"] == 2
     r("get", "/api/v1/sessions", c.get("/api/v1/sessions", params={
-        "cursor": page["next_cursor"], "has_error": "false", "start": "2020-01-01T00:00:00Z"}))
+        "cursor": page["next_cursor"], "has_error": "false", "start": "2020-01-01T00:00:00Z",
+        "agent": "planner", "min_turns": 1}))
     r("get", "/api/v1/sessions", c.get("/api/v1/sessions", params={"cursor": "bad"}))
     detail = r("get", "/api/v1/sessions/{session_id}",
                c.get(f"/api/v1/sessions/{quote('chat/1', safe='')}")).json()

@@ -198,6 +198,8 @@ def test_each_filter_is_a_condition_on_the_whole_session(server: ServerProcess,
     assert _ids(server, p, start=str(T0 + 15 * SECOND)) == [ODD, "s-c"]
     assert _ids(server, p, end=iso(T0 + 6 * SECOND).isoformat()) == ["s-a", "s-b"]
     assert _ids(server, p, min_turns=2, user_id="u1") == ["s-c", "s-a"]
+    assert _ids(server, p, start=str(T0 + 8 * SECOND), user_id="u1", has_error="false") \
+        == ["s-c"]
     assert _ids(server, p, user_id="nobody") == []
 
 
@@ -367,6 +369,13 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
         ({"min_turns": 3}, lambda ts: len(ts) >= 3),
         ({"start": T0 + 900_000_000}, lambda ts: max(t["start_ns"] for t in ts)
          >= T0 + 900_000_000),
+        # every kind at once: a condition on the latest turn, sets in and out, a count
+        ({"start": T0 + 300_000_000, "user_id": "u2", "agent": "a4", "has_error": False,
+          "min_turns": 2},
+         lambda ts: max(t["start_ns"] for t in ts) >= T0 + 300_000_000
+         and any(t["user_id"] == "u2" for t in ts) and any(t["agent_names"] == ["A4"]
+                                                            for t in ts)
+         and not any(t["has_error"] for t in ts) and len(ts) >= 2),
         ({"end": T0 + 100_000_000, "user_id": "u1"},
          lambda ts: min(t["start_ns"] for t in ts) < T0 + 100_000_000
          and any(t["user_id"] == "u1" for t in ts)),
