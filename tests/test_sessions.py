@@ -333,7 +333,7 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
     reads indexes, never a filled partition whole (without a filter that names a set of
     sessions, migration 0030's walk of each session's latest turn), and for every filter its
     pages hold exactly the sessions that an aggregate of every run, computed here, gives, in
-    its order."""
+    its order (for fixed filters, and 25 combinations drawn at random)."""
     import random
     from datetime import UTC
     from datetime import datetime as dt
@@ -381,6 +381,36 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
          and any(t["user_id"] == "u1" for t in ts)),
     ]
 
+    # and 25 combinations drawn at random (seeded), each filter with a value or absent
+    pool: dict[str, list[Any]] = {
+        "start": [T0 + 200_000_000, T0 + 700_000_000], "end": [T0 + 50_000_000, T0 + 600_000_000],
+        "user_id": ["u0", "u5"], "agent": ["a1", "A3"], "has_error": [True, False],
+        "min_turns": [2, 3]}
+
+    def keeps(values: dict[str, Any]) -> Any:
+        def keep(ts: list[dict[str, Any]]) -> bool:
+            ok = True
+            if "start" in values:
+                ok &= max(t["start_ns"] for t in ts) >= values["start"]
+            if "end" in values:
+                ok &= min(t["start_ns"] for t in ts) < values["end"]
+            if "user_id" in values:
+                ok &= any(t["user_id"] == values["user_id"] for t in ts)
+            if "agent" in values:
+                ok &= any(t["agent_names"][0].lower() == values["agent"].lower() for t in ts)
+            if "has_error" in values:
+                ok &= any(t["has_error"] for t in ts) == values["has_error"]
+            if "min_turns" in values:
+                ok &= len(ts) >= values["min_turns"]
+            return ok
+        return keep
+
+    fixed = len(cases)  # the plans of these are checked too
+    for _ in range(25):
+        drawn = {name: rng.choice(options) for name, options in pool.items()
+                 if rng.random() < 0.5}
+        cases.append((drawn, keeps(drawn)))
+
     class Captured:
         """Keeps the list's query; the size of a set of sessions is counted for real."""
 
@@ -416,8 +446,9 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
             assert filled
             # both ways of finding a page: a named set read session by session (every set
             # here is under 1,000 sessions), and the walk that looks each session up in it
-            for small_set, values, keep in [(n, v, k) for n in (session_reads.SMALL_SET, 10)
-                                            for v, k in cases]:
+            for small_set, index, (values, keep) in [
+                    (n, i, case) for n in (session_reads.SMALL_SET, 10)
+                    for i, case in enumerate(cases)]:
                 session_reads.SMALL_SET = small_set
                 seen: list[str] = []
                 cursor = None
@@ -429,7 +460,7 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
                         break
                     cursor = (page[-1].last_turn_ns, page[-1].session_id)
                 assert seen == expected(keep), (small_set, values)
-                if small_set == 10:
+                if small_set == 10 or index >= fixed:
                     # forced: with a few thousand rows the planner rightly reads them whole
                     continue
                 cap = Captured(conn)

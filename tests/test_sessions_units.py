@@ -98,3 +98,25 @@ def test_session_times_follow_the_time_vocabulary() -> None:
 ])
 def test_the_web_ui_address_serve_prints(host: str, address: str) -> None:
     assert ui_address(host, 4318) == address
+
+
+def test_the_documented_time_pattern_holds_exactly_the_dates_that_exist() -> None:
+    """A time filter's pattern in /openapi.json (the sessions' `start` and `end` among them)
+    promises only dates that exist, so a generated "2007-02-29" is no schema-valid request that
+    the API must then refuse; February 29th of leap years stays (1680-2261, the whole range)."""
+    import datetime
+    import re
+
+    from trajhub.service.api.common import TIME_PATTERN
+
+    pattern = re.compile(TIME_PATTERN)
+    for year in range(1680, 2262):
+        for month, day in ((2, 28), (2, 29), (4, 30), (4, 31), (12, 31)):
+            try:
+                datetime.date(year, month, day)
+                exists = True
+            except ValueError:
+                exists = False
+            text = f"{year:04d}-{month:02d}-{day:02d}T12:00:00.5+01:00"
+            assert bool(pattern.match(text)) is exists, text
+    assert pattern.match("1700000000000000000") and not pattern.match("1679-01-01T00:00:00Z")
