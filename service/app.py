@@ -26,6 +26,7 @@ from trajhub.service.api import retention as routes_retention
 from trajhub.service.api import revisions as routes_revisions
 from trajhub.service.api import schema as routes_schema
 from trajhub.service.api import scores as routes_scores
+from trajhub.service.api import sessions as routes_sessions
 from trajhub.service.api import traces as routes_traces
 from trajhub.service.api import trajectories as routes_trajectories
 from trajhub.service.api.common import (
@@ -156,6 +157,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_replay.router)  # before /trajectories/{trace_id}: /compare
     app.include_router(routes_trajectories.router)
     app.include_router(routes_atif.router)
+    app.include_router(routes_sessions.router)
     app.include_router(routes_datasets.router)
     app.include_router(routes_evaluations.router)
     app.include_router(routes_regressions.router)

@@ -40,8 +40,10 @@ class Recorder:
         return response
 
 
-def _run(agent: str, tool: str, model: str) -> tuple[str, str, list[Any]]:
-    """One agent run: an agent span, a model call and a tool call."""
+def _run(agent: str, tool: str, model: str, session: str | None = None
+         ) -> tuple[str, str, list[Any]]:
+    """One agent run: an agent span (in `session`, when given), a model call and a tool
+    call."""
     tid, root = new_trace_id(), new_span_id()
     t0 = time.time_ns()
     spans = [
@@ -49,7 +51,8 @@ def _run(agent: str, tool: str, model: str) -> tuple[str, str, list[Any]]:
              attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
                          "gen_ai.input.messages": '[{"role": "user", "content": "weather?"}]',
                          "gen_ai.output.messages":
-                             '[{"role": "assistant", "content": "sunny"}]'}),
+                             '[{"role": "assistant", "content": "sunny"}]',
+                         **({"gen_ai.conversation.id": session} if session else {})}),
         span(tid, f"chat {model}", parent=root, start=t0 + 1000, duration=1_000_000,
              attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
                          "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 30}),
@@ -80,8 +83,8 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     r = rec.record
 
     # ------------------------------------------------------------------------------ ingest
-    a_id, a_root, a_spans = _run("planner", "get_weather", "gpt-4o-mini")
-    b_id, _, b_spans = _run("planner", "get_forecast", "gpt-4o-mini")
+    a_id, a_root, a_spans = _run("planner", "get_weather", "gpt-4o-mini", "chat/1")
+    b_id, _, b_spans = _run("planner", "get_forecast", "gpt-4o-mini", "chat/1")
     c_id, _, c_spans = _run("writer", "search", "gpt-4o")
     res = r("post", "/v1/traces", c.post("/v1/traces", content=request(a_spans)
                                          .SerializeToString(), headers=PB))
@@ -150,6 +153,26 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
                                           headers=PB))
     r("post", "/api/v1/normalize", c.post("/api/v1/normalize", content=b"x",
                                           headers={"content-type": "text/plain"}))
+
+    # ------------------------------------------------------------------------ sessions
+    page = r("get", "/api/v1/sessions", c.get("/api/v1/sessions", params={
+        "agent": "planner", "user_id": "nobody"})).json()
+    assert page["items"] == []
+    page = r("get", "/api/v1/sessions", c.get("/api/v1/sessions", params={"limit": 1})).json()
+    assert [s["session_id"] for s in page["items"]] == ["chat/1"], page
+    assert page["items"][0]["turns"] == 2
+    r("get", "/api/v1/sessions", c.get("/api/v1/sessions", params={
+        "cursor": page["next_cursor"], "has_error": "false", "start": "2020-01-01T00:00:00Z",
+        "agent": "planner", "min_turns": 1}))
+    r("get", "/api/v1/sessions", c.get("/api/v1/sessions", params={"cursor": "bad"}))
+    detail = r("get", "/api/v1/sessions/{session_id}",
+               c.get(f"/api/v1/sessions/{quote('chat/1', safe='')}")).json()
+    assert [t["trace_id"] for t in detail["turns"]] == [a_id, b_id]
+    assert [t["input"] for t in detail["turns"]] == ["weather?", "weather?"]
+    r("get", "/api/v1/sessions/{session_id}", c.get("/api/v1/sessions/chat/1",
+                                                      params={"limit": 1}))
+    r("get", "/api/v1/sessions/{session_id}", c.get("/api/v1/sessions/no-such-session"))
+    r("get", "/api/v1/sessions/{session_id}", c.get("/api/v1/sessions/a%00b"))
 
     # ------------------------------------------------------------------------ datasets
     name = "weather-set"

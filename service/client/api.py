@@ -18,12 +18,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
 import orjson
 
 from trajhub import __version__
 from trajhub.records import Filter
+from trajhub.records.sessions import SESSION_FILTER
 from trajhub.records.trajectories import TRAJECTORY_FILTER
 from trajhub.service.client.models import (
     Dataset,
@@ -37,6 +39,8 @@ from trajhub.service.client.models import (
     RunEvents,
     Score,
     ScoreConfig,
+    Session,
+    SessionSummary,
     StoredTrajectory,
     TraceSummary,
     TrajectorySummary,
@@ -243,6 +247,34 @@ class TrajhubClient:
     if list_trajectories.__doc__:
         list_trajectories.__doc__ = list_trajectories.__doc__.replace(
             "{filters}", _filter_doc(TRAJECTORY_FILTER))
+
+    # --- sessions ------------------------------------------------------------------------
+
+    def list_sessions(self, *, limit: int = 50, cursor: str | None = None,
+                      **filters: Any) -> Page[SessionSummary]:
+        """Sessions (the runs sharing a session id), the one with the latest turn first. The
+        keyword arguments are GET /sessions' filters (an unknown name is a TypeError):
+
+{filters}
+        """
+        checked_filters(SESSION_FILTER, filters)
+        return self._page("/sessions", SessionSummary.from_json,
+                          {**filters, "limit": limit, "cursor": cursor})
+
+    if list_sessions.__doc__:
+        list_sessions.__doc__ = list_sessions.__doc__.replace(
+            "{filters}", _filter_doc(SESSION_FILTER))
+
+    def iter_sessions(self, **filters: Any) -> Iterator[SessionSummary]:
+        """Every matching session, page after page."""
+        return self._all(lambda cursor: self.list_sessions(cursor=cursor, **filters))
+
+    def get_session(self, session_id: str, *, limit: int | None = None) -> Session:
+        """One session's turns in order: each turn's trace id, the user's text, the answer,
+        status, tokens and cost (`limit`: at most this many turns, the first ones)."""
+        params = {"limit": limit} if limit is not None else {}
+        return Session.from_json(self._json(
+            "GET", f"/sessions/{quote(session_id, safe='')}", params=params))
 
     def get_trajectory(self, trace_id: str) -> StoredTrajectory:
         response = self._send("GET", f"/trajectories/{trace_id}")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 from trajhub.records import Field, Record, empty_value, is_optional
 from trajhub.records.evaluations import EVALUATION_RESULT
 from trajhub.records.scores import SCORE, SCORE_CONFIG
+from trajhub.records.sessions import SESSION_SUMMARY, SESSION_TURN
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 
@@ -104,6 +105,8 @@ if TYPE_CHECKING:
     EvaluationResult = RecordModel
     Score = RecordModel
     ScoreConfig = RecordModel
+    SessionSummary = RecordModel
+    SessionTurn = RecordModel
 else:
     #: a row of the trace list (trajhub.records.traces)
     TraceSummary = record_model(TRACE_SUMMARY)
@@ -115,6 +118,27 @@ else:
     Score = record_model(SCORE)
     #: what a project's scores of one name must be (trajhub.records.scores)
     ScoreConfig = record_model(SCORE_CONFIG)
+    #: a row of the session list (trajhub.records.sessions), with its `cost`
+    SessionSummary = record_model(SESSION_SUMMARY)
+    #: one turn of a session: the user's text, the answer, status, tokens and cost
+    SessionTurn = record_model(SESSION_TURN)
+
+
+@dataclass(frozen=True)
+class Session:
+    """One session (`GET /sessions/{id}`): its summary and its turns, oldest first; `truncated`
+    when it has more turns than were asked for."""
+
+    session_id: str
+    summary: SessionSummary
+    turns: list[SessionTurn]
+    truncated: bool = False
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Session:
+        return cls(str(data["session_id"]), SessionSummary.from_json(data["summary"]),
+                   [SessionTurn.from_json(t) for t in data.get("turns", [])],
+                   bool(data.get("truncated", False)))
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import {renderCompare} from "./pages/compare.js";
 import {renderDataset, renderDatasets} from "./pages/datasets.js";
 import {renderEvaluation, renderEvaluations} from "./pages/evaluations.js";
 import {renderRegressions} from "./pages/regressions.js";
+import {renderSession, renderSessions} from "./pages/sessions.js";
 import {renderTrajectories} from "./pages/trajectories.js";
 import {renderTrajectory} from "./pages/trajectory.js";
 import {currentRoute, link, navigate} from "./router.js";
@@ -15,6 +16,8 @@ const ROUTES = [
   [/^\/trajectories\/?$/, renderTrajectories, "trajectories"],
   [/^\/trajectories\/([^/]+)$/, renderTrajectory, "trajectories"],
   [/^\/compare\/?$/, renderCompare, "trajectories"],
+  [/^\/sessions\/?$/, renderSessions, "sessions"],
+  [/^\/sessions\/(.+)$/, renderSession, "sessions"],
   [/^\/datasets\/?$/, renderDatasets, "datasets"],
   [/^\/datasets\/(.+)$/, renderDataset, "datasets"],
   [/^\/evaluations\/?$/, renderEvaluations, "evaluations"],
