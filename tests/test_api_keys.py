@@ -154,7 +154,7 @@ def fill(world: World, path: str, existing: bool = True) -> str:
     """The path with A's objects in it (or names nothing has, when not `existing`)."""
     values = {"trace_id": world.trace_id, "span_id": world.span_id, "key": world.file_key,
               "name": world.dataset, "item_id": world.item_id, "evaluation_id": "1",
-              "key_id": "000000000000", "score_id": "1"}
+              "key_id": "000000000000", "score_id": "1", "session_id": "no-such-session"}
     if not existing:
         values.update(name="no-such-set", item_id="999999999", key="no-such-file",
                       score_id="999999999")

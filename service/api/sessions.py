@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
 
-from trajhub.evaluators.pricing import PriceTable, usage_cost
+from trajhub.evaluators.pricing import Prices, usage_cost
 from trajhub.normalizers.item_fields import turn_texts
 from trajhub.normalizers.run_context import preview
 from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY, SESSION_TURN
@@ -33,7 +33,7 @@ from trajhub.service.api.common import (
 )
 from trajhub.service.api.models import ERRORS, NOT_FOUND, example_config
 from trajhub.service.api.records import answer, query_model, response_model
-from trajhub.service.prices import cost_json, summary_cost, table_for
+from trajhub.service.prices import cost_json, prices_for, summary_cost
 from trajhub.storage import session_reads
 from trajhub.storage.session_reads import MAX_TURNS
 
@@ -143,10 +143,11 @@ SessionIdPath = Annotated[str, Path(description="the session id (URL-encoded); a
                           AfterValidator(no_nul), AfterValidator(_utf8)]
 
 
-def _usage_sum(usages: list[Any]) -> dict[str, dict[str, int]]:
+def _usage_sum(usages: list[Any]) -> dict[str, dict[str, Any]]:
     """The turns' token usage per model (JSON texts of normalizers.playback.model_usage),
-    summed per model; an unreadable count is 0, as in pricing's usage_cost."""
-    total: dict[str, dict[str, int]] = {}
+    summed per model, and their model calls together (each call is priced on its own: tiers
+    and dates); an unreadable count is 0, as in pricing's usage_cost."""
+    total: dict[str, dict[str, Any]] = {}
     for usage in usages:
         doc = orjson.loads(usage) if isinstance(usage, str | bytes) else usage
         if not isinstance(doc, Mapping):
@@ -155,13 +156,21 @@ def _usage_sum(usages: list[Any]) -> dict[str, dict[str, int]]:
             if not isinstance(counts, Mapping):
                 continue
             into = total.setdefault(str(model), {})
+            if not isinstance(counts.get("calls"), list):
+                # a turn stored before model calls were kept: one call of its totals
+                into["calls"] = [*into.get("calls", []), [
+                    counts.get(k, 0) for k in ("input_tokens", "output_tokens",
+                                               "cached_input_tokens", "cache_write_tokens",
+                                               "reasoning_tokens")] + [0]]
             for key, value in counts.items():
-                if isinstance(value, int) and not isinstance(value, bool):
+                if key == "calls" and isinstance(value, list):
+                    into["calls"] = [*into.get("calls", []), *value]
+                elif isinstance(value, int) and not isinstance(value, bool):
                     into[key] = into.get(key, 0) + value
     return total
 
 
-def _converters(prices: PriceTable) -> dict[str, Callable[[Any], Any]]:
+def _converters(prices: Prices) -> dict[str, Callable[[Any], Any]]:
     return {"cost": lambda usage: summary_cost(prices, usage),
             "cost_of_turns": lambda usages: cost_json(usage_cost(prices, _usage_sum(usages)),
                                                       prices)}
@@ -180,7 +189,7 @@ async def list_sessions(rt: Rt, project: Project,
         rows = await session_reads.list_sessions(conn, project, f)
         firsts = await session_reads.documents(conn, project,
                                                [str(r["first_trace_id"]) for r in rows])
-    converters = _converters(table_for(rt.settings))
+    converters = _converters(prices_for(rt.settings))
     next_cursor = (encode_cursor(rows[-1].last_turn_ns, rows[-1].session_id)
                    if len(rows) == f.limit else None)
     items = [answer(SESSION_SUMMARY, r, converters) for r in rows]
@@ -224,7 +233,7 @@ async def get_session(
         if summary is None:
             raise HTTPException(404, f"no session {session_id[:200]!r} in project {project!r}")
         rows = await session_reads.session_turns(conn, project, session_id, limit)
-    converters = _converters(table_for(rt.settings))
+    converters = _converters(prices_for(rt.settings))
     turns = await run_in_threadpool(_turns, rows, converters)
     doc = answer(SESSION_SUMMARY, summary, converters)
     if turns and turns[0]["trace_id"] == doc["first_trace_id"]:
