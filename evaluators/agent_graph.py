@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Literal
 
 from trajhub.evaluators.trajectory_view import (
@@ -185,7 +186,7 @@ def add_trajectory(graph: AgentGraph, trajectory: Trajectory, *, keep_steps: boo
         if groups:
             for visit in groups[0]:
                 count_edge((own, visit.key, "enter"), len(groups[0]) > 1)
-        for before, after in zip(groups, groups[1:], strict=False):
+        for before, after in pairwise(groups):
             parallel = len(before) > 1 or len(after) > 1
             for a in before:
                 for b in after:

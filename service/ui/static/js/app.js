@@ -5,6 +5,7 @@ import {clear, h, notice} from "./dom.js";
 import {renderCompare} from "./pages/compare.js";
 import {renderDataset, renderDatasets} from "./pages/datasets.js";
 import {renderEvaluation, renderEvaluations} from "./pages/evaluations.js";
+import {renderGraph} from "./pages/graph.js";
 import {renderRegressions} from "./pages/regressions.js";
 import {renderTrajectories} from "./pages/trajectories.js";
 import {renderTrajectory} from "./pages/trajectory.js";
@@ -15,6 +16,7 @@ const ROUTES = [
   [/^\/trajectories\/?$/, renderTrajectories, "trajectories"],
   [/^\/trajectories\/([^/]+)$/, renderTrajectory, "trajectories"],
   [/^\/compare\/?$/, renderCompare, "trajectories"],
+  [/^\/graph\/?$/, renderGraph, "trajectories"],
   [/^\/datasets\/?$/, renderDatasets, "datasets"],
   [/^\/datasets\/(.+)$/, renderDataset, "datasets"],
   [/^\/evaluations\/?$/, renderEvaluations, "evaluations"],

@@ -7,11 +7,12 @@ import {costNode} from "../cost.js";
 import {contractView, costView, loadContract, loadCost, loadEvents, playbackView} from "../replay.js";
 import {link, navigate, replaceParams} from "../router.js";
 import {append, badge, clear, fmtInt, fmtMs, fmtTime, h, notice, pre, truncate} from "../dom.js";
+import {graphBox, graphLegend, markNode} from "../graph.js";
 import {asText, payload} from "../payload.js";
 import {layout, stepDuration, stepError, stepLabel, stepStart, timeline} from "../timeline.js";
 
 const REFRESH_MS = 2000;
-const TABS = [["timeline", "Timeline"], ["playback", "Playback"], ["contract", "Contract"],
+const TABS = [["timeline", "Timeline"], ["graph", "Graph"], ["playback", "Playback"], ["contract", "Contract"],
   ["cost", "Cost"], ["spans", "Span tree"], ["explain", "Explanation"], ["revisions", "Revisions"]];
 
 async function fetchTrajectory(id, etag) {
@@ -202,6 +203,38 @@ class TrajectoryView {
     }
   }
 
+  /** The agent graph; clicking a node selects its steps in the step table and lanes below. */
+  graphTab(graph) {
+    this.detail = h("aside", {class: "detail", id: "step-detail", "aria-label": "Selected step",
+      tabindex: "-1"}, h("p", {class: "muted"},
+      "Click a node of the graph to select its steps, or a step to see its payloads."));
+    const status = h("p", {class: "small", id: "graph-selection", role: "status"},
+      `${graph.nodes.length} nodes · ${graph.edges.length} edges · laid out by ${graph.layout}`);
+    const select = (step) => this.select(step.id, true);
+    const {svg, el} = graphBox(graph, (node, element) => {
+      markNode(svg, element);
+      const ids = node.step_ids.filter((id) => this.stepById.has(id));
+      for (const marked of this.panel.querySelectorAll(".in-node")) marked.classList.remove("in-node");
+      for (const id of ids) {
+        for (const row of this.panel.querySelectorAll(`[data-step-id="${CSS.escape(id)}"]`)) {
+          row.classList.add("in-node");
+        }
+      }
+      status.textContent = `${node.kind === "agent" ? "Agent" : "Node"} ${node.label}` +
+        `${node.kind === "agent" ? "" : ` of ${node.agent}`}: ${ids.length} ` +
+        `${ids.length === 1 ? "step" : "steps"} selected`;
+      if (ids.length) {
+        this.select(ids[0], true);
+        this.panel.querySelector(`#step-table [data-step-id="${CSS.escape(ids[0])}"]`)
+          ?.scrollIntoView({block: "nearest"});
+      }
+    });
+    return h("div", {class: "timeline-layout"},
+      h("div", {class: "timeline-main"}, el, graphLegend(), status,
+        this.model.lanes.length ? timeline(this.model, select) : null, this.stepTable(select)),
+      this.detail);
+  }
+
   timelineTab() {
     this.detail = h("aside", {class: "detail", id: "step-detail", "aria-label": "Selected step",
       tabindex: "-1"}, h("p", {class: "muted"},
@@ -334,6 +367,7 @@ function stepDetail(step, lane, view) {
 // ---------------------------------------------------------------- the other tabs
 
 const TAB_LOADERS = {
+  graph: (id) => get(`/api/v1/trajectories/${enc(id)}/graph`),
   playback: loadEvents,
   contract: loadContract,
   cost: loadCost,
@@ -342,7 +376,7 @@ const TAB_LOADERS = {
   revisions: (id) => get(`/api/v1/trajectories/${enc(id)}/revisions`),
 };
 
-const TAB_RENDERERS = {playback: playbackView, contract: contractView, cost: costView,
+const TAB_RENDERERS = {graph: (data, view) => view.graphTab(data), playback: playbackView, contract: contractView, cost: costView,
   spans: spanTree, explain: explanation, revisions: revisionTable};
 
 function spanNode(span) {
