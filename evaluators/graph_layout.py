@@ -32,7 +32,9 @@ def _label(key: NodeKey) -> str:
 
 
 def _width(key: NodeKey) -> int:
-    return max(MIN_WIDTH, round(len(_label(key)) * CHAR_WIDTH) + 24)
+    # the label, and under it in a smaller font "<agent> · ×<visits>"
+    sub = 0.85 * (len(key[1] if key[0] == "step" else "agent") + 8)
+    return max(MIN_WIDTH, round(max(len(_label(key)), sub) * CHAR_WIDTH) + 24)
 
 
 def _order_key(key: NodeKey) -> tuple[str, str, str]:
@@ -63,9 +65,18 @@ def place(graph: AgentGraph) -> dict[str, Any]:
                 round(y * (NODE_HEIGHT + LAYER_GAP) + NODE_HEIGHT / 2 + MARGIN, 1)]
 
     centres = [point(c[0], c[1]) for c in coords]
-    bends = {pair: [point(float(p[0]), float(p[1])) for p in (routing[i] if i < len(routing)
-                                                           else [])]
-             for i, pair in enumerate(sorted(set(laid)))}
+    bends: dict[tuple[int, int], list[list[float]]] = {}
+    for i, (a, b) in enumerate(sorted(set(laid))):
+        points = [point(float(p[0]), float(p[1])) for p in (routing[i] if i < len(routing)
+                                                             else [])]
+        # an edge the layout reversed (to break a cycle) lists its bends from the target's
+        # end: order them from the source's layer to the target's
+        downward = centres[a][1] <= centres[b][1]
+        # only the bends on the layers between the two ends (a reversed edge's routing can
+        # end on its own endpoint)
+        low, high = sorted((centres[a][1], centres[b][1]))
+        bends[(a, b)] = sorted((p for p in points if low < p[1] < high),
+                               key=lambda p: p[1] if downward else -p[1])
     ids = {key: f"n{i}" for i, key in enumerate(keys)}
     nodes = []
     for i, key in enumerate(keys):
@@ -83,7 +94,8 @@ def place(graph: AgentGraph) -> dict[str, Any]:
             "id": f"e{n}", "source": ids[source], "target": ids[target], "kind": kind,
             "count": taken.count, "parallel": taken.parallel, "runs": taken.runs,
             "points": [centres[a], *bends.get((a, b), []), centres[b]] if a != b else []})
-    width = max((c[0] + w / 2 for c, w in zip(centres, widths, strict=True)), default=0)
+    width = max([c[0] + w / 2 for c, w in zip(centres, widths, strict=True)]
+                + [p[0] for route in bends.values() for p in route], default=0)
     height = max((c[1] + NODE_HEIGHT / 2 for c in centres), default=0)
     paths = sorted(graph.paths.items(), key=lambda item: (-item[1], item[0]))[:MAX_PATHS]
     return {

@@ -61,15 +61,27 @@ function edgePath(edge, byId, offset) {
       (p[1] + q[1]) / 2 + ((q[0] - p[0]) / len) * offset];
     const start = clip(a, c);
     const end = clip(b, c);
-    return {d: `M${start} Q${c} ${end}`, mid: [(start[0] + 2 * c[0] + end[0]) / 4,
-      (start[1] + 2 * c[1] + end[1]) / 4]};
+    const mid = [(start[0] + 2 * c[0] + end[0]) / 4, (start[1] + 2 * c[1] + end[1]) / 4];
+    // the label on the outer side of the bend, so two edges between one pair keep apart
+    return {d: `M${start} Q${c} ${end}`, mid, anchor: mid[0] < (p[0] + q[0]) / 2 ? "end" : "start"};
   }
   const start = clip(a, pts[1]);
   const end = clip(b, pts[pts.length - 2]);
   const line = [start, ...pts.slice(1, -1), end];
   const m = Math.floor((line.length - 1) / 2);
-  return {d: `M${line.map((p) => p.join(",")).join(" L")}`,
-    mid: [(line[m][0] + line[m + 1][0]) / 2, (line[m][1] + line[m + 1][1]) / 2]};
+  const mid = [(line[m][0] + line[m + 1][0]) / 2, (line[m][1] + line[m + 1][1]) / 2];
+  if (line.length === 2) return {d: `M${start} L${end}`, mid};
+  // through the layout's bends as a smooth curve (Catmull-Rom as cubic Béziers)
+  let d = `M${line[0]}`;
+  for (let i = 0; i < line.length - 1; i++) {
+    const p0 = line[Math.max(i - 1, 0)];
+    const [p1, p2] = [line[i], line[i + 1]];
+    const p3 = line[Math.min(i + 2, line.length - 1)];
+    const c1 = [p1[0] + (p2[0] - p0[0]) / 6, p1[1] + (p2[1] - p0[1]) / 6];
+    const c2 = [p2[0] - (p3[0] - p1[0]) / 6, p2[1] - (p3[1] - p1[1]) / 6];
+    d += ` C${c1} ${c2} ${p2}`;
+  }
+  return {d, mid: line.length % 2 ? line[m] : mid};
 }
 
 /**
@@ -102,13 +114,14 @@ export function graphSvg(graph, onNode) {
     s("path", {d: "M0,0 L10,5 L0,10 z"})))));
   const edgeLayer = s("g", {class: "edges"});
   for (const edge of graph.edges) {
-    const {d, mid} = edgePath(edge, byId, offsets.get(edge.id));
+    const {d, mid, anchor = "start"} = edgePath(edge, byId, offsets.get(edge.id));
     edgeLayer.append(s("g", {class: `graph-edge edge-${edge.kind}${edge.parallel ? " parallel" : ""}`,
       "data-source": edge.source, "data-target": edge.target, "data-kind": edge.kind,
       "data-count": edge.count, "data-parallel": edge.parallel},
     s("title", null, edgeTitle(edge, byId)),
     s("path", {d, "marker-end": `url(#arrow-${edge.kind})`}),
-    s("text", {x: mid[0] + 4, y: mid[1] - 3, class: "edge-label"}, edgeLabel(edge))));
+    s("text", {x: mid[0] + (anchor === "end" ? -4 : 4), y: mid[1] - 3, "text-anchor": anchor,
+      class: "edge-label"}, edgeLabel(edge))));
   }
   const nodeLayer = s("g", {class: "nodes"});
   for (const node of graph.nodes) {
