@@ -28,10 +28,10 @@ a sub-agent activation started from it):
 
 Parallel branches: visits of one activation in the same LangGraph super-step
 (`metadata.langgraph_step`, e.g. the tool calls of one turn, or sub-agents fanned out with
-`Send`), or, where no super-step is recorded, visits whose times overlap, form one parallel
-group; every edge into or out of a group of two or more is counted in `parallel` as well as in
-`count`, and so is each visit of a node made in such a group. A node whose step (or activation)
-failed counts the visit in `failed`.
+`Send`), or, where no super-step is recorded, visits whose times overlap or that started in the
+same millisecond, form one parallel group; every edge into or out of a group of two or more
+is counted in `parallel` as well as in `count`, and so is each visit of a node made in such a
+group. A node whose step (or activation) failed counts the visit in `failed`.
 """
 
 from __future__ import annotations
@@ -256,8 +256,11 @@ def _parallel_groups(visits: list[_Visit]) -> list[list[_Visit]]:
                 together = last.superstep == visit.superstep and not (
                     last.task and last.task == visit.task)
             else:
-                together = (visit.start is not None and group_end is not None
-                            and visit.start < group_end)
+                # started before the group ended, or in the same millisecond as the previous
+                # visit (Eino starts parallel tool calls together; a 0 ms one has ended)
+                together = visit.start is not None and (
+                    (group_end is not None and visit.start < group_end)
+                    or visit.start == last.start)
             if together:
                 groups[-1].append(visit)
                 if visit.end is not None and (group_end is None or visit.end > group_end):

@@ -178,6 +178,25 @@ def test_parallel_tool_calls_are_parallel_branches() -> None:
         ("assistant/tools", "assistant/agent", "transition", 3, 3)}
 
 
+@pytest.mark.parametrize("source", ["cozeloop_ingest_*.json", "apmplus_otlp.json"])
+def test_eino_parallel_tool_calls_without_super_steps(source: str) -> None:
+    # tests/fixtures/eino/E1 (SOURCES.md): the Eino ReAct agent calls its model, then get_time
+    # and get_weather in parallel (parallelRunToolCall), then its model; Eino records no
+    # LangGraph node, so step nodes are `model` and the tools by name
+    folder = FIXTURES / "eino" / "E1"
+    traces = load_traces(sorted(folder.glob(source)))
+    (spans,) = traces.values()
+    view = place(graph_of(json.loads(trajectory_to_json(derive(spans).trajectory))))
+    assert nodes_of(view) == {"ReActAgent": 1, "ReActAgent/model": 2,
+                              "ReActAgent/get_time": 1, "ReActAgent/get_weather": 1}
+    assert edges_of(view) == {
+        ("ReActAgent", "ReActAgent/model", "enter", 1, 0),
+        ("ReActAgent/model", "ReActAgent/get_time", "transition", 1, 1),
+        ("ReActAgent/model", "ReActAgent/get_weather", "transition", 1, 1),
+        ("ReActAgent/get_time", "ReActAgent/model", "transition", 1, 1),
+        ("ReActAgent/get_weather", "ReActAgent/model", "transition", 1, 1)}
+
+
 def test_failed_nodes_are_counted() -> None:
     # script.py run_error: get_weather succeeds, book_flight raises and the run raises
     view = place(graph_of(capture("openinference", "run_error.prebuilt.stream")))
