@@ -11,6 +11,7 @@ import pytest
 
 from tests.graph_support import SHAPES, replay_folder
 from tests.harness import ServerProcess, final_trajectory
+from trajhub.client import TrajhubClient
 
 
 @pytest.fixture
@@ -71,6 +72,14 @@ def test_the_graph_of_a_filter_adds_up_its_runs(server: ServerProcess, project: 
         assert c.get("/api/v1/graph").json()["runs"] == len(SHAPES)
         none = c.get("/api/v1/graph", params={"agent": "nobody"}).json()
         assert (none["runs"], none["nodes"], none["edges"], none["paths"]) == (0, [], [], [])
+    # the Python client reads the same two routes
+    with TrajhubClient(server.http, project=project, timeout=30) as client:
+        assert client.agent_graph(agent="weather_agent", limit=500)["runs"] == 3
+        swarm = client.trajectory_graph(replayed["swarm"])
+        assert (len(swarm["nodes"]), len(swarm["edges"])) == (SHAPES["swarm"].nodes,
+                                                              SHAPES["swarm"].edges)
+        with pytest.raises(TypeError, match="unknown filter"):
+            client.agent_graph(agnet="weather_agent")
 
 
 def test_bad_input_is_a_4xx_naming_the_problem(server: ServerProcess, project: str) -> None:
