@@ -82,6 +82,13 @@ def test_send_fan_out_marks_parallel_branches_and_a_click_selects_steps(
         page.keyboard.press("Enter")
         expect(page.locator("#step-table tr.in-node")).to_have_count(1)
         ui.shot("send-selected")
+        # the same agent's runs as one graph: here the one run, drawn the same
+        page.locator("#agent-runs-graph").click()
+        expect(page.locator("#graph-summary")).to_contain_text("1 run ·")
+        expect(page.locator("svg#agent-graph .graph-node")).to_have_count(SHAPES["send"].nodes)
+        expect(page.locator("svg#agent-graph .graph-edge")).to_have_count(SHAPES["send"].edges)
+        expect(page.locator("#path-table tbody tr")).to_contain_text(
+            "research_team → researcher → researcher → researcher")
         ui.assert_clean()
 
 

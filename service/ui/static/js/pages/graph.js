@@ -53,7 +53,7 @@ export async function renderGraph(ctx) {
       if (node.kind === "agent") navigate("/trajectories", {...listParams, agent: node.agent});
     });
     body.append(h("p", {class: "summary", id: "graph-summary"},
-      `${fmtInt(graph.runs)} runs · ${graph.nodes.length} nodes · ${graph.edges.length} edges · ` +
+      `${fmtInt(graph.runs)} ${graph.runs === 1 ? "run" : "runs"} · ${graph.nodes.length} nodes · ${graph.edges.length} edges · ` +
       `laid out by ${graph.layout}. Counts add up over the runs; click an agent for its runs.`),
     el, graphLegend(), pathTable(graph));
   } catch (error) {

@@ -1,5 +1,6 @@
-// One trajectory: totals, the timeline, the steps with their payloads, and tabs for the playback,
-// the run contract, the cost, the raw span tree, the explanation and the revision history;
+// One trajectory: totals, the timeline, the steps with their payloads, and tabs for the agent
+// graph, the playback, the run contract, the cost, the raw span tree, the explanation and the
+// revision history;
 // "Add to dataset" with editable expectations; "Compare with…" another run.
 
 import {ApiError, enc, get, patch, post, request} from "../api.js";
@@ -229,8 +230,11 @@ class TrajectoryView {
           ?.scrollIntoView({block: "nearest"});
       }
     });
+    const first = this.model.lanes[0]?.agent.name;
+    const many = first ? h("p", {class: "small"}, h("a", {id: "agent-runs-graph",
+      href: link("/graph", {agent: first})}, `The graph of ${first}'s last 500 runs`)) : null;
     return h("div", {class: "timeline-layout"},
-      h("div", {class: "timeline-main"}, el, graphLegend(), status,
+      h("div", {class: "timeline-main"}, el, graphLegend(), status, many,
         this.model.lanes.length ? timeline(this.model, select) : null, this.stepTable(select)),
       this.detail);
   }
