@@ -1,8 +1,8 @@
 """Places an agent graph (`agent_graph`) for drawing: igraph's Sugiyama layered layout.
 
-The layout is igraph's (`Graph.layout_sugiyama`: cycles broken by an approximate feedback arc
-set, longest-path layering, barycenter crossing reduction, dummy vertices on long edges), not
-trajhub's: the result gives every node a box and every edge the polyline it is drawn along, so
+The layout is igraph's (`Graph.feedback_arc_set` to break cycles, then `Graph.layout_sugiyama`:
+layering, barycenter crossing reduction, dummy vertices on long edges; docs/agent-graph.md §4),
+not trajhub's: the result gives every node a box and every edge the polyline it is drawn along, so
 the web UI only draws SVG. Why igraph: README.md, "The agent graph".
 
 No I/O; the output is plain JSON-able data in the shape of the API's `AgentGraphView`.
@@ -24,6 +24,9 @@ MARGIN = 20
 #: an estimate of the label's width in the UI's 12 px font, for the box width
 CHAR_WIDTH = 7.2
 MIN_WIDTH = 70
+#: up to this many edges the feedback arc set is exact (integer programming, NP-hard); above,
+#: Eades' greedy heuristic, linear in the edges
+EXACT_FAS_EDGES = 60
 LAYOUT_NAME = f"igraph {igraph.__version__} Sugiyama"
 
 
@@ -51,13 +54,31 @@ def place(graph: AgentGraph) -> dict[str, Any]:
         graph.edges, key=lambda e: (index[e[0]], index[e[1]], e[2]))
     # self-loops (a node visited twice in a row) have no place in a layering: drawn as loops
     laid = [(index[s], index[t]) for s, t, _ in edge_keys if s != t]
-    g = igraph.Graph(n=len(keys), edges=sorted(set(laid)), directed=True)
-    layout = g.layout_sugiyama(hgap=1, vgap=1) if keys else None
+    pairs = sorted(set(laid))
+    # Breaking a cycle reverses the lightest edges: an edge first taken earlier in the run (the
+    # builder's insertion order) weighs more, so a loop's way back (tools → agent) is the one
+    # drawn upwards and the run reads top to bottom
+    first: dict[tuple[int, int], int] = {}
+    for order, (s, t, _) in enumerate(graph.edges):
+        first.setdefault((index[s], index[t]), order)
+    weights = [len(graph.edges) - first[pair] for pair in pairs]
+    g = igraph.Graph(n=len(keys), edges=pairs, directed=True)
+    layout = None
+    if keys:
+        # igraph's minimum-weight feedback arc set (exact for the usual tens of edges), the
+        # layers of the rest as igraph's Sugiyama layering gives them, then the whole graph
+        # laid out on those layers
+        dag = g.copy()
+        method = "ip" if len(pairs) <= EXACT_FAS_EDGES else "eades"
+        dag.delete_edges(g.feedback_arc_set(weights=weights, method=method))
+        layers = [round(y) for _, y in dag.layout_sugiyama().coords]
+        layout = g.layout_sugiyama(layers=layers, hgap=1, vgap=1)
     coords: list[list[float]] = [list(c) for c in layout.coords] if layout is not None else []
     routing: list[Any] = list(getattr(layout, "edge_routing", None) or [])
     widths = [_width(key) for key in keys]
     column = max(widths, default=MIN_WIDTH) + BOX_GAP
-    xs = [c[0] for c in coords] or [0.0]
+    # the leftmost node or bend (a reversed edge's bends can lie left of every node)
+    xs = [c[0] for c in coords] + [float(p[0]) for route in routing for p in route] or [0.0]
     min_x = min(xs)
 
     def point(x: float, y: float) -> list[float]:
@@ -66,7 +87,7 @@ def place(graph: AgentGraph) -> dict[str, Any]:
 
     centres = [point(c[0], c[1]) for c in coords]
     bends: dict[tuple[int, int], list[list[float]]] = {}
-    for i, (a, b) in enumerate(sorted(set(laid))):
+    for i, (a, b) in enumerate(pairs):
         points = [point(float(p[0]), float(p[1])) for p in (routing[i] if i < len(routing)
                                                              else [])]
         # an edge the layout reversed (to break a cycle) lists its bends from the target's
