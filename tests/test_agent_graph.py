@@ -273,9 +273,15 @@ def test_layout_places_every_node_apart_and_routes_edges_between_them() -> None:
     for edge in view["edges"]:
         assert edge["points"][0] == centres[edge["source"]]
         assert edge["points"][-1] == centres[edge["target"]]
-    # layered: an agent's enter edge goes down a layer (the layout's layers are rows)
-    enter = next(e for e in view["edges"] if e["kind"] == "enter")
-    assert centres[enter["target"]][1] > centres[enter["source"]][1]
+    # the run reads top to bottom: the team above the supervisor above its model node above
+    # its tools node (the ReAct loop's way back, tools → agent, is the edge drawn upwards)
+    y = {name(n): n["y"] for n in view["nodes"]}
+    assert y["supervisor_team"] < y["supervisor"] < y["supervisor/agent"] \
+        < y["supervisor/tools"]
+    assert y["weather_agent/agent"] < y["weather_agent/tools"]
+    for edge in view["edges"]:
+        if edge["kind"] == "enter":
+            assert centres[edge["target"]][1] > centres[edge["source"]][1], edge
 
 
 @pytest.mark.parametrize("doc", [None, {}, {"agent_steps": "x"}, [], "text"])
