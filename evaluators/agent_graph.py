@@ -40,7 +40,6 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Literal
 
 from trajhub.evaluators.trajectory_view import (
     META_GRAPH_CHECKPOINT_NS,
@@ -52,8 +51,6 @@ from trajhub.normalizers.trajectory import AgentStep, Step, Trajectory
 
 META_HANDOFF_TO = "handoff_to"
 
-NodeKind = Literal["agent", "step"]
-EdgeKind = Literal["enter", "transition", "handoff", "tool"]
 #: (kind, agent, label): an agent node is ("agent", name, name)
 NodeKey = tuple[str, str, str]
 EdgeKey = tuple[NodeKey, NodeKey, str]

@@ -180,7 +180,7 @@ def test_parallel_tool_calls_are_parallel_branches() -> None:
 
 @pytest.mark.parametrize("source", ["cozeloop_ingest_*.json", "apmplus_otlp.json"])
 def test_eino_parallel_tool_calls_without_super_steps(source: str) -> None:
-    # tests/fixtures/eino/E1 (SOURCES.md): the Eino ReAct agent calls its model, then get_time
+    # tests/fixtures/eino/E1/SOURCES.md: the Eino ReAct agent calls its model, then get_time
     # and get_weather in parallel (parallelRunToolCall), then its model; Eino records no
     # LangGraph node, so step nodes are `model` and the tools by name
     folder = FIXTURES / "eino" / "E1"
