@@ -13,8 +13,9 @@ import {asText, payload} from "../payload.js";
 import {layout, stepDuration, stepError, stepLabel, stepStart, timeline} from "../timeline.js";
 
 const REFRESH_MS = 2000;
-const TABS = [["timeline", "Timeline"], ["graph", "Graph"], ["playback", "Playback"], ["contract", "Contract"],
-  ["cost", "Cost"], ["spans", "Span tree"], ["explain", "Explanation"], ["revisions", "Revisions"]];
+const TABS = [["timeline", "Timeline"], ["playback", "Playback"], ["graph", "Graph"],
+  ["contract", "Contract"], ["cost", "Cost"], ["spans", "Span tree"], ["explain", "Explanation"],
+  ["revisions", "Revisions"]];
 
 async function fetchTrajectory(id, etag) {
   const response = await request(`/api/v1/trajectories/${enc(id)}`,
