@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from trajhub import __version__
 from trajhub.service import metrics
 from trajhub.service.access import AccessMiddleware
+from trajhub.service.api import atif as routes_atif
 from trajhub.service.api import datasets as routes_datasets
 from trajhub.service.api import docs
 from trajhub.service.api import evaluations as routes_evaluations
@@ -25,6 +26,7 @@ from trajhub.service.api import replay as routes_replay
 from trajhub.service.api import retention as routes_retention
 from trajhub.service.api import revisions as routes_revisions
 from trajhub.service.api import schema as routes_schema
+from trajhub.service.api import scores as routes_scores
 from trajhub.service.api import traces as routes_traces
 from trajhub.service.api import trajectories as routes_trajectories
 from trajhub.service.api.common import (
@@ -154,11 +156,13 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_traces.router)
     app.include_router(routes_replay.router)  # before /trajectories/{trace_id}: /compare
     app.include_router(routes_trajectories.router)
+    app.include_router(routes_atif.router)
     app.include_router(routes_datasets.router)
     app.include_router(routes_evaluations.router)
     app.include_router(routes_regressions.router)
     app.include_router(routes_revisions.router)
     app.include_router(routes_graph.router)
+    app.include_router(routes_scores.router)
     app.include_router(routes_retention.router)
     app.include_router(routes_item_drafts.router)
     app.include_router(routes_schema.router)

@@ -77,6 +77,10 @@ WITH e AS (
 ), gone_revisions AS (
     DELETE FROM trajectory_revisions r USING e
     WHERE r.project = e.project AND r.trace_id = e.trace_id AND r.first_seen = ANY($3)
+), gone_scores AS (
+    -- scores are not partitioned (migration 0035): they go with their trajectory here
+    DELETE FROM scores x USING e
+    WHERE x.project = e.project AND x.trace_id = e.trace_id
 ), gone_open AS (
     DELETE FROM open_trajectories o USING e
     WHERE o.project = e.project AND o.trace_id = e.trace_id
@@ -207,6 +211,11 @@ async def drop_partition(conn: Connection, part: TimePartition,
                 await conn.execute(
                     f"DELETE FROM open_trajectories o USING {part.name('trajectories')} t "
                     "WHERE o.project = t.project AND o.trace_id = t.trace_id")
+                # scores are not partitioned (migration 0035): they go with the partition's
+                # trajectories
+                await conn.execute(
+                    f"DELETE FROM scores x USING {part.name('trajectories')} t "
+                    "WHERE x.project = t.project AND x.trace_id = t.trace_id")
     except _Kept:
         return False
     for table in PARTITIONED:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trajhub.records import Filter
+from trajhub.records.scores import ScoreCondition, score_sort_name
 from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SORTS
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import (
@@ -70,8 +71,52 @@ def _text(value: Any, arg: Params) -> list[str]:
     return [substring]  # no word to look up (punctuation only): a scan
 
 
+# A trajectory's score of a name, for the `score` filter and the `score:<name>` sort: its
+# latest whole-run score of that name (a newer revision's, or a corrected one, replaces the
+# older ones; those stay listed on the trajectory with their revision).
+def _latest_scores(name: str) -> str:
+    return ("(SELECT DISTINCT ON (s.trace_id) s.trace_id, s.value_type, s.number_value, "
+            "s.category_value FROM scores s "
+            f"WHERE s.project = $1 AND s.name = {name} AND s.step_id IS NULL "
+            "ORDER BY s.trace_id, s.id DESC)")
+
+
+def _score(value: Any, arg: Params) -> list[str]:
+    assert isinstance(value, ScoreCondition)
+    if value.op in (">=", "<="):
+        test = f"l.value_type = 'number' AND l.number_value {value.op} {arg(value.number)}"
+    else:
+        # a category as written; and a number or boolean when the text reads as one
+        same = [f"l.value_type = 'category' AND l.category_value = {arg(value.text)}"]
+        if value.number is not None:
+            same.append(f"l.value_type = 'number' AND l.number_value = {arg(value.number)}")
+        if value.boolean is not None:
+            same.append(f"l.value_type = 'boolean' AND l.number_value = "
+                        f"{arg(1.0 if value.boolean else 0.0)}")
+        test = " OR ".join(f"({c})" for c in same)
+        if value.op == "!=":
+            test = f"l.value_type IS NOT NULL AND NOT ({test})"
+    return [f"trace_id IN (SELECT l.trace_id FROM {_latest_scores(arg(value.name))} l "
+            f"WHERE {test})"]
+
+
+def _score_sort(name: str, arg: Params) -> tuple[str, str]:
+    """The sort expression of `score:<name>`, and the condition keeping the trajectories that
+    have such a score (a NULL sort value would fall out of the keyset cursor's comparison)."""
+    placeholder = arg(name)
+    value = ("(SELECT s.number_value FROM scores s WHERE s.project = trajectories.project "
+             f"AND s.trace_id = trajectories.trace_id AND s.name = {placeholder} "
+             "AND s.step_id IS NULL ORDER BY s.id DESC LIMIT 1)")
+    # the trajectories with any such score first (the index of migration 0035), then those
+    # whose latest one has a number or boolean value
+    having = (f"trace_id IN (SELECT s.trace_id FROM scores s WHERE s.project = $1 "
+              f"AND s.name = {placeholder} AND s.step_id IS NULL) AND {value} IS NOT NULL")
+    return value, having
+
+
 #: the filters whose condition is not a template (`Param.custom`), by name
-_CUSTOM: dict[str, Callable[[Any, Params], list[str]]] = {"status": _status, "q": _text}
+_CUSTOM: dict[str, Callable[[Any, Params], list[str]]] = {"status": _status, "q": _text,
+                                                          "score": _score}
 _missing = {p.name for p in TRAJECTORY_FILTER.params if p.custom} - set(_CUSTOM)
 assert not _missing, f"custom trajectory filters without a condition: {_missing}"
 
@@ -94,22 +139,28 @@ def conditions(filter_: Filter, values: Mapping[str, Any], arg: Params,
     return where
 
 
-def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params]:
+def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params, str]:
+    """The conditions, their arguments, and the sort expression."""
     arg = Params(project)
     where = ["project = $1", *conditions(TRAJECTORY_FILTER, f.values, arg, _CUSTOM)]
+    score_name = score_sort_name(f.sort)
+    if score_name is not None:
+        sort, having = _score_sort(score_name, arg)
+        where.append(having)
+    else:
+        sort = SORTS[f.sort]
     if f.trace_ids is not None:
         where.append(f"trace_id = ANY({arg(list(f.trace_ids))}::text[])")
     if f.cursor is not None:
         op = "<" if f.descending else ">"
-        where.append(f"({SORTS[f.sort]}, trace_id) {op} ({arg(f.cursor[0])}, {arg(f.cursor[1])})")
-    return where, arg
+        where.append(f"({sort}, trace_id) {op} ({arg(f.cursor[0])}, {arg(f.cursor[1])})")
+    return where, arg, sort
 
 
 async def list_trajectories(conn: Connection, project: str, f: TrajectoryFilter
                             ) -> list[TrajectorySummaryRow]:
-    where, arg = _where(project, f)
+    where, arg, sort = _where(project, f)
     order = "DESC" if f.descending else "ASC"
-    sort = SORTS[f.sort]
     sql = (f"SELECT {TrajectorySummaryRow.columns(sort=sort)} FROM trajectories "
            f"WHERE {' AND '.join(where)} ORDER BY {sort} {order}, trace_id {order} "
            f"LIMIT {arg(f.limit)}")
@@ -119,7 +170,7 @@ async def list_trajectories(conn: Connection, project: str, f: TrajectoryFilter
 async def count_trajectories(conn: Connection, project: str, f: TrajectoryFilter
                              ) -> int:
     """How many trajectories match the filter (the cursor and limit aside)."""
-    where, arg = _where(project, replace(f, cursor=None))
+    where, arg, _ = _where(project, replace(f, cursor=None))
     return int(await conn.fetchval(
         f"SELECT count(*) FROM trajectories WHERE {' AND '.join(where)}", *arg.values))
 
@@ -127,7 +178,7 @@ async def count_trajectories(conn: Connection, project: str, f: TrajectoryFilter
 async def trajectory_documents(conn: Connection, project: str, f: TrajectoryFilter
                                ) -> list[TrajectoryDocumentRow]:
     """Like list_trajectories, with the documents (for filling evaluation sets)."""
-    where, arg = _where(project, f)
+    where, arg, _ = _where(project, f)
     sql = (f"SELECT {TrajectoryDocumentRow.columns()} FROM trajectories "
            f"WHERE {' AND '.join(where)} AND {HAS_DOCUMENT} "
            f"ORDER BY start_ns DESC, trace_id DESC LIMIT {arg(f.limit)}")

@@ -190,12 +190,20 @@ def test_retention_drops_whole_partitions_only_when_every_project_allows(
     assert not query(url, "SELECT 1 FROM trace_keys WHERE project = $1 AND trace_id IN ($2, $3)",
                      short, s.hex(), a.hex())
 
+    # a score of the kept trace (scores are not partitioned: migration 0035) goes with it
+    scores = f"{server.http}/api/v1/trajectories/{k.hex()}/scores"
+    wait_for(lambda: httpx.get(scores, params={"project": kept}).status_code == 200 or None,
+             what="the kept trajectory")
+    assert httpx.post(scores, params={"project": kept},
+                      json={"name": "q", "value": 1}).status_code == 201
+
     # back to the default retention: now every project allows it, and the partition goes
     assert httpx.delete(f"{server.http}/api/v1/retention",
                         params={"project": kept}).status_code == 200
     wait_for(lambda: not any(exists(t) for t in shared_tables) or None,
              timeout=RETENTION_SECONDS + 30, what="the shared partition dropped")
     assert not any(rows_of(url, kept, k.hex()).values())
+    assert not query(url, "SELECT 1 FROM scores WHERE project = $1", kept)
 
     # a span of a dropped trace sent again is a new trace, in the current partition
     send(server, alone, [span(a, "agent")])

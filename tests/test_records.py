@@ -16,6 +16,7 @@ import pytest
 
 from tests.harness import ServerProcess, TestDatabase
 from trajhub.records import Cli, Field, Param, Record, write_values
+from trajhub.records.scores import SCORE, SCORE_CONFIG
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SUMMARY
 
@@ -41,7 +42,7 @@ _WITH_A_NEW_FIELD = textwrap.dedent('''
     import dataclasses
 
     openapi = create_app(Runtime(Settings(), None, None)).openapi()
-    where, _ = trajectory_reads._where("p", trajectory_reads.TrajectoryFilter(
+    where, _, _ = trajectory_reads._where("p", trajectory_reads.TrajectoryFilter(
         values={"min_retries": 3}))
     print(json.dumps({
         "schema": openapi["components"]["schemas"]["TrajectorySummary"],
@@ -214,6 +215,7 @@ def test_every_declared_column_exists_in_the_migrated_database(
             await conn.close()
         return {r["column_name"] for r in rows}
 
-    for table, record in (("trajectories", TRAJECTORY_SUMMARY), ("traces", TRACE_SUMMARY)):
+    for table, record in (("trajectories", TRAJECTORY_SUMMARY), ("traces", TRACE_SUMMARY),
+                          ("scores", SCORE), ("score_configs", SCORE_CONFIG)):
         stored = {f.stored_column for f in record.fields if f.stored_column is not None}
         assert stored - asyncio.run(columns(table)) == set(), table

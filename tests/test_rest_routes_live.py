@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
+import atif
 import httpx
 import jsonschema
 import orjson
@@ -189,6 +190,41 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     r("post", "/api/v1/datasets/{name}/import", c.post(
         "/api/v1/datasets/copy/import", params={"create": "true"}, content=export.content,
         headers={"content-type": "application/x-ndjson"}))
+    atif_export = r("get", "/api/v1/datasets/{name}/export",
+                    c.get(f"/api/v1/datasets/{name}/export", params={"format": "atif"}))
+    lines = [orjson.loads(line) for line in atif_export.content.splitlines()]
+    # the two filled runs and the hand-made item, each one ATIF trajectory
+    assert [d["schema_version"] for d in lines] == ["ATIF-v1.8"] * 3, atif_export.text
+    assert {d["agent"]["name"] for d in lines} == {"planner", "reference"}
+    for line in lines:  # valid ATIF v1.8, the item-only one included
+        atif.Trajectory.model_validate(line)
+
+    # -------------------------------------------------------------------------- ATIF
+    res = r("get", "/api/v1/trajectories/{trace_id}/atif",
+            c.get(f"/api/v1/trajectories/{a_id}/atif"))
+    assert res.status_code == 200, res.text
+    document = res.json()
+    assert document["agent"]["name"] == "planner"
+    atif.Trajectory.model_validate(document)
+    model_step = next(s for s in document["steps"] if s["source"] == "agent")
+    assert model_step["metrics"]["prompt_tokens"] == 120
+    r("get", "/api/v1/trajectories/{trace_id}/atif",
+      c.get(f"/api/v1/trajectories/{'0' * 31}2/atif"))  # 404
+    res = r("post", "/api/v1/trajectories/import/atif",
+            c.post("/api/v1/trajectories/import/atif", json=document))
+    assert res.status_code == 201, res.text
+    imported = res.json()["trace_id"]
+    wait_for(lambda: c.get(f"/api/v1/trajectories/{imported}").headers.get(
+        "x-trajectory-status") == "final" or None, timeout=60, what=f"imported {imported}")
+    again = c.get(f"/api/v1/trajectories/{imported}").json()
+    original = c.get(f"/api/v1/trajectories/{a_id}").json()
+    assert [(a["name"], [(s["type"], s["name"]) for s in a["steps"]])
+            for a in again["agent_steps"]] == [
+        (a["name"], [(s["type"], s["name"]) for s in a["steps"]])
+        for a in original["agent_steps"]]
+    assert again["root_step"]["metrics_info"]["input_tokens"] == 120
+    r("post", "/api/v1/trajectories/import/atif", c.post(
+        "/api/v1/trajectories/import/atif", json={"schema_version": "ATIF-v9", "steps": []}))
 
     # --------------------------------------------------------------------- evaluations
     evaluations = []
@@ -209,6 +245,57 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
         "candidate": {"evaluation": evaluations[1]}}))
     r("post", "/api/v1/regressions", c.post("/api/v1/regressions", json={
         "baseline": {"evaluation": 2**86}, "candidate": {"evaluation": 1}}))
+
+    # -------------------------------------------------------------------------- scores
+    scores = f"/api/v1/trajectories/{a_id}/scores"
+    res = r("post", "/api/v1/trajectories/{trace_id}/scores", c.post(scores, json={
+        "name": "correctness", "value": 0.8, "comment": "right city"}))
+    assert res.status_code == 201, res.text
+    # the author is the name of the key that wrote it (tests/conftest.py: `secured`)
+    assert res.json()["scores"][0]["author"] == "contract tests"
+    res = r("post", "/api/v1/trajectories/{trace_id}/scores", c.post(scores, json={"scores": [
+        {"name": "tool_ok", "value": True, "step_id": a_root, "source": "human"},
+        {"name": "verdict", "value": "pass"}]}))
+    assert res.status_code == 201, res.text
+    step_score = res.json()["scores"][0]["id"]
+    r("post", "/api/v1/trajectories/{trace_id}/scores", c.post(scores, json={
+        "name": "x", "value": 1, "step_id": "0" * 16}))  # 400: no such step
+    r("post", "/api/v1/trajectories/{trace_id}/scores", c.post(scores, json={
+        "name": "x", "value": [1]}))  # 422: not a number, boolean or category
+    res = r("post", "/api/v1/trajectories/{trace_id}/scores", c.post(scores, json={
+        "name": "x", "value": 1, "author": "mallory"}))  # with a key, the key is the author
+    assert res.status_code == 400 and "set from the API key" in res.text, res.text
+    res = r("get", "/api/v1/trajectories/{trace_id}/scores", c.get(scores))
+    # the evaluations above judged a_id too (expected_agents_tools), twice
+    assert [s["name"] for s in res.json()["scores"]] == [
+        "expected_agents_tools", "expected_agents_tools", "correctness", "tool_ok", "verdict"]
+    r("get", "/api/v1/trajectories/{trace_id}/scores",
+      c.get(f"/api/v1/trajectories/{'0' * 31}1/scores"))  # 404
+    res = r("get", "/api/v1/trajectories", c.get("/api/v1/trajectories", params={
+        "score": "correctness>=0.5", "sort": "score:correctness"}))
+    assert [t["trace_id"] for t in res.json()["items"]] == [a_id], res.text
+    r("get", "/api/v1/trajectories", c.get("/api/v1/trajectories", params={"score": "x~1"}))
+    res = r("delete", "/api/v1/trajectories/{trace_id}/scores/{score_id}",
+            c.delete(f"{scores}/{step_score}"))
+    assert res.status_code == 204, res.text
+    r("delete", "/api/v1/trajectories/{trace_id}/scores/{score_id}",
+      c.delete(f"{scores}/{step_score}"))  # 404
+    res = r("put", "/api/v1/score-configs/{name}", c.put("/api/v1/score-configs/correctness",
+                                                          json={"data_type": "number",
+                                                                "min": 0, "max": 1}))
+    assert res.status_code == 200, res.text
+    r("put", "/api/v1/score-configs/{name}", c.put("/api/v1/score-configs/x", json={
+        "data_type": "number", "min": 2, "max": 1}))  # 400
+    res = r("post", "/api/v1/trajectories/{trace_id}/scores", c.post(scores, json={
+        "name": "correctness", "value": 2}))
+    assert res.status_code == 400 and "outside its config" in res.text, res.text
+    res = r("get", "/api/v1/score-configs", c.get("/api/v1/score-configs"))
+    assert [x["name"] for x in res.json()["configs"]] == ["correctness"]
+    res = r("delete", "/api/v1/score-configs/{name}",
+            c.delete("/api/v1/score-configs/correctness"))
+    assert res.status_code == 204, res.text
+    r("delete", "/api/v1/score-configs/{name}",
+      c.delete("/api/v1/score-configs/correctness"))  # 404
 
     # ----------------------------------------------------------- retention and keys
     r("get", "/api/v1/retention", c.get("/api/v1/retention"))

@@ -85,6 +85,13 @@ def config_toml(secured: Secured, ci: bool) -> str:
         "checks.positive_data_acceptance.enabled = false",
         "",
         "[[operations]]",
+        'include-path = "/api/v1/score-configs/{name}"',
+        'include-method = "PUT"',
+        # a range's min must not be above its max: a rule across two fields that JSON Schema
+        # cannot state (the route answers 400 naming both)
+        "checks.positive_data_acceptance.enabled = false",
+        "",
+        "[[operations]]",
         'include-path = "/api/v1/evaluations"',
         'include-method = "POST"',
         # each evaluator checks its own options (evaluators/, README's "Evaluation sets and

@@ -1,7 +1,7 @@
 """Retention, watched as it happens: a server with a retention of a few seconds deletes the
-expired traces with their spans, summaries, trajectories and revisions; a project's own setting
-(set through the CLI or REST) wins over the default; dataset items keep their snapshot; a
-re-sent span is still stored once.
+expired traces with their spans, summaries, trajectories, revisions and scores; a project's own
+setting (set through the CLI or REST) wins over the default; dataset items keep their snapshot;
+a re-sent span is still stored once.
 
 The server here has a database of its own: a global retention of seconds would otherwise
 delete the other tests' data in the shared one."""
@@ -55,7 +55,8 @@ def counts(url: str, project: str, trace_id: str) -> dict[str, int]:
             return {table: await conn.fetchval(
                 f"SELECT count(*) FROM {table} WHERE project = $1 AND trace_id = $2",
                 project, trace_id)
-                for table in ("spans", "traces", "trajectories", "trajectory_revisions")}
+                for table in ("spans", "traces", "trajectories", "trajectory_revisions",
+                              "scores")}
         finally:
             await conn.close()
 
@@ -89,8 +90,11 @@ def test_expired_traces_go_and_overrides_and_dataset_items_stay(
     trace_cli = send_run(server, kept_cli)
     trace_rest = send_run(server, kept_rest)
     trace = send_run(server, expiring)
+    with TrajhubClient(server.http, project=expiring) as hub:
+        hub.add_score(trace, "correctness", 1.0)  # goes with its trajectory
     before = counts(url, expiring, trace)
     assert before["spans"] > 0 and before["traces"] == before["trajectories"] == 1
+    assert before["scores"] == 1
     assert before["trajectory_revisions"] >= 1
 
     with TrajhubClient(server.http, project=expiring, timeout=30) as hub:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field
 
-from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SORTS
+from trajhub.records.scores import parse_score_condition, score_sort_name
+from trajhub.records.trajectories import SORT_PATTERN, TRAJECTORY_FILTER, TRAJECTORY_SORTS
 from trajhub.service.api.common import Text, decode_cursor, time_ns
 from trajhub.service.api.records import query_model
 from trajhub.storage import trajectory_reads
@@ -22,18 +23,20 @@ class TrajectoryQueryBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     def filter_values(self) -> dict[str, Any]:
-        """The given filters by name, times as Unix ns; a bad time is a 400 naming its
-        parameter."""
+        """The given filters by name, times as Unix ns, a score condition parsed; a bad one is
+        a 400 naming its parameter."""
         values: dict[str, Any] = {}
         for param in TRAJECTORY_FILTER.params:
             value = getattr(self, param.name)
             if value is None:
                 continue
-            if param.convert == "time":
-                try:
+            try:
+                if param.convert == "time":
                     value = time_ns(value, param.name)
-                except ValueError as exc:
-                    raise HTTPException(400, str(exc)) from None
+                elif param.convert == "score":
+                    value = parse_score_condition(value)
+            except ValueError as exc:
+                raise HTTPException(400, str(exc)) from None
             values[param.name] = value
         return values
 
@@ -49,10 +52,8 @@ class TrajectoryQueryBase(BaseModel):
 # the generated model's fields are not known statically: type checkers see the base
 if TYPE_CHECKING:
     TrajectoryQuery = TrajectoryQueryBase
-    SortName = str
 else:
     TrajectoryQuery = query_model(TRAJECTORY_FILTER, TrajectoryQueryBase)
-    SortName = Literal[tuple(TRAJECTORY_SORTS)]
 
 
 class TrajectoryListQuery(TrajectoryQuery):
@@ -60,7 +61,10 @@ class TrajectoryListQuery(TrajectoryQuery):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    sort: SortName = "start_time"
+    sort: str = Field("start_time", pattern=SORT_PATTERN, description=(
+        f"{', '.join(TRAJECTORY_SORTS)}, or `score:<name>`: by the latest whole-run score of "
+        "that name (a boolean as 1 or 0), listing only the trajectories that have one with a "
+        "number or boolean value"))
     order: Literal["desc", "asc"] = "desc"
     # a plain int: the bounds of an Annotated Int32 would override these
     limit: int = Field(50, ge=1, le=1000)
@@ -69,7 +73,9 @@ class TrajectoryListQuery(TrajectoryQuery):
                         "cursor aside)")
 
     def list_filter(self) -> trajectory_reads.TrajectoryFilter:
-        # the sort value is an integer for every sort (start ns, ms, tokens, steps)
+        # the sort value is an integer for the summary's sorts (start ns, ms, tokens, steps),
+        # a number for a score
+        kind = float if score_sort_name(self.sort) is not None else int
         return self.to_filter(sort=self.sort, descending=self.order == "desc",
-                              cursor=decode_cursor(self.cursor, (int, str)),
+                              cursor=decode_cursor(self.cursor, (kind, str)),
                               limit=self.limit)

@@ -6,13 +6,15 @@ change to this module."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, create_model
+import orjson
+from pydantic import AfterValidator, BaseModel, ConfigDict, create_model
 from pydantic import Field as PydanticField
 
 from trajhub.records import Field, Filter, Param, Record
-from trajhub.service.api.common import Int64, Text, TimeText
+from trajhub.records.scores import SCORE_CONDITION_PATTERN
+from trajhub.service.api.common import MAX_TEXT, Int64, Text, TimeText, no_nul
 from trajhub.service.stored_spans import iso_time
 
 #: the models built so far, by record (a nested record is built once and shared)
@@ -20,9 +22,18 @@ _MODELS: dict[Record, type[BaseModel]] = {}
 
 #: how a stored value becomes the served one (`Field.convert`); the API adds its own
 #: converters per request (the price table's "cost")
+def _score_value(text: str) -> Any:
+    """A score's value (trajhub.records.scores), read as JSON text: a number as a float
+    (PostgreSQL's JSON writes 1.0 as 1), a boolean or a category as is."""
+    value = orjson.loads(text)
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "time": iso_time,
     "ns_text": str,
+    "json": orjson.loads,
+    "score_value": _score_value,
 }
 
 
@@ -69,9 +80,18 @@ def answer(record: Record, row: Mapping[str, Any],
     return out
 
 
+#: a score condition (trajhub.records.scores): the pattern documents it, the API's own check
+#: (api/filters.py) names what is wrong
+ScoreConditionText = Annotated[str, PydanticField(
+    max_length=MAX_TEXT, json_schema_extra={"pattern": SCORE_CONDITION_PATTERN}),
+    AfterValidator(no_nul)]
+
+
 def _param_annotation(param: Param) -> Any:
     if param.convert == "time":
         return TimeText
+    if param.convert == "score":
+        return ScoreConditionText
     if param.type is str:
         return Text
     if param.type is int:

@@ -11,11 +11,13 @@ from pathlib import Path
 
 from trajhub import __version__
 from trajhub.service import config, logs
+from trajhub.service.cli import atif as cli_atif
 from trajhub.service.cli import datasets as cli_datasets
 from trajhub.service.cli import keys as cli_keys
 from trajhub.service.cli import reads as cli_reads
 from trajhub.service.cli import replay as cli_replay
 from trajhub.service.cli import retention as cli_retention
+from trajhub.service.cli import scores as cli_scores
 from trajhub.service.cli.common import USAGE_ERROR, ArgumentParser, CliError
 from trajhub.service.client.api import TrajhubError
 
@@ -93,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_replay.register(sub)
     cli_keys.register(sub)
     cli_retention.register(sub)
+    cli_scores.register(sub)
+    cli_atif.register(sub)
     return parser
 
 

@@ -4,6 +4,7 @@ server's stored traces and trajectories, as tables for people and `--json` for m
 from __future__ import annotations
 
 import argparse
+import re
 from dataclasses import asdict
 from typing import Any
 
@@ -11,7 +12,13 @@ from trajhub.normalizers.document import parse_document
 from trajhub.normalizers.trajectory import BasicInfo, ModelInfo
 from trajhub.records import Cli, Field, Filter, Param, Record
 from trajhub.records.traces import TRACE_SUMMARY
-from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SORTS, TRAJECTORY_SUMMARY
+from trajhub.records.trajectories import (
+    SCORE_SORT,
+    SORT_PATTERN,
+    TRAJECTORY_FILTER,
+    TRAJECTORY_SORTS,
+    TRAJECTORY_SUMMARY,
+)
 from trajhub.service.cli.common import (
     clip,
     connect,
@@ -39,6 +46,9 @@ def _cell(item: Any, f: Field, cli: Cli) -> Any:
         return clip(value, 40)
     if cli.format == "sum":
         return value + sum(getattr(item, other) for other in cli.plus)
+    if cli.format == "value":
+        return str(value).lower() if isinstance(value, bool) else \
+            f"{value:g}" if isinstance(value, float) else value
     return value
 
 
@@ -217,6 +227,13 @@ def _bool(raw: str) -> bool:
     raise argparse.ArgumentTypeError(f"{raw!r} is not true or false")
 
 
+def _sort(raw: str) -> str:
+    if re.fullmatch(SORT_PATTERN, raw) is None:
+        raise argparse.ArgumentTypeError(
+            f"{raw!r} is not one of {', '.join(TRAJECTORY_SORTS)} or {SCORE_SORT}")
+    return raw
+
+
 def _paging(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
     p.add_argument("--cursor", help="the `more: --cursor …` of the previous page")
@@ -270,7 +287,9 @@ def register(sub: Any) -> None:
                       description="Trajectory summaries; the flags are the filters of "
                                   "GET /api/v1/trajectories.")
     add_filter_flags(p, TRAJECTORY_FILTER)
-    p.add_argument("--sort", choices=tuple(TRAJECTORY_SORTS))
+    p.add_argument("--sort", type=_sort, metavar="|".join((*TRAJECTORY_SORTS, SCORE_SORT)),
+                   help="sort by this (score:<name>: by that score, listing only the "
+                        "trajectories that have it)")
     p.add_argument("--order", choices=("desc", "asc"))
     p.add_argument("--count", action="store_true",
                    help="also print how many trajectories match in all")

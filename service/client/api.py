@@ -35,6 +35,8 @@ from trajhub.service.client.models import (
     Page,
     Project,
     RunEvents,
+    Score,
+    ScoreConfig,
     StoredTrajectory,
     TraceSummary,
     TrajectorySummary,
@@ -228,8 +230,8 @@ class TrajhubClient:
     def list_trajectories(self, *, limit: int = 50, cursor: str | None = None,
                           **filters: Any) -> Page[TrajectorySummary]:
         """Summaries. The keyword arguments are GET /trajectories' query parameters: `sort`
-        (start_time, duration, tokens, steps), `order` (desc, asc), `count` (True adds
-        `total`), and these filters (an unknown name is a TypeError):
+        (start_time, duration, tokens, steps, or score:<name>), `order` (desc, asc), `count`
+        (True adds `total`), and these filters (an unknown name is a TypeError):
 
 {filters}
         """
@@ -247,6 +249,17 @@ class TrajhubClient:
         return StoredTrajectory(
             trace_id, self._decode(response), response.headers.get("x-trajectory-status", ""),
             int(response.headers.get("x-trajectory-revision", "0")))
+
+    def trajectory_atif(self, trace_id: str) -> dict[str, Any]:
+        """The trajectory as one ATIF-v1.8 document (docs/atif.md)."""
+        document: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/atif")
+        return document
+
+    def import_atif(self, document: Any) -> dict[str, Any]:
+        """Store an ATIF trajectory (a parsed JSON object) in the project; answers
+        `{project, trace_id, spans}` once its spans are committed."""
+        stored: dict[str, Any] = self._json("POST", "/trajectories/import/atif", json=document)
+        return stored
 
     def explain_trajectory(self, trace_id: str) -> dict[str, Any]:
         """For every span: its classification, the rule that decided it, kept or dropped."""
@@ -271,6 +284,54 @@ class TrajhubClient:
         checked_filters(TRAJECTORY_FILTER, filters, ())
         out: dict[str, Any] = self._json("GET", "/graph", params={**filters, "limit": limit})
         return out
+
+    # --- scores ----------------------------------------------------------------------------
+
+    def list_scores(self, trace_id: str) -> list[Score]:
+        """A trajectory's scores, its steps' included, oldest first (each with its revision)."""
+        return [Score.from_json(s) for s in
+                self._json("GET", f"/trajectories/{trace_id}/scores")["scores"]]
+
+    def add_score(self, trace_id: str, name: str, value: bool | float | str | None = None,
+                  **fields: Any) -> Score:
+        """Score a trajectory, or one step of it with `step_id=`. `value` is a number, a
+        boolean or a category (a string); the other fields are the API's: comment, step_id,
+        data_type, source (api, human, evaluator), evaluator, evaluator_config, error,
+        author."""
+        body = {"name": name, "value": value, **fields}
+        return Score.from_json(self._json(
+            "POST", f"/trajectories/{trace_id}/scores",
+            json={k: v for k, v in body.items() if v is not None})["scores"][0])
+
+    def add_scores(self, trace_id: str, scores: Sequence[Mapping[str, Any]]) -> list[Score]:
+        """Several scores of one trajectory at once (each a dict of `add_score`'s fields,
+        `name` and `value` included); stored all or none."""
+        body = self._json("POST", f"/trajectories/{trace_id}/scores",
+                          json={"scores": [dict(s) for s in scores]})
+        return [Score.from_json(s) for s in body["scores"]]
+
+    def delete_score(self, trace_id: str, score_id: int) -> None:
+        self._send("DELETE", f"/trajectories/{trace_id}/scores/{score_id}")
+
+    def list_score_configs(self) -> list[ScoreConfig]:
+        """The project's score configs: what its scores of each name must be."""
+        return [ScoreConfig.from_json(c) for c in
+                self._json("GET", "/score-configs")["configs"]]
+
+    def set_score_config(self, name: str, data_type: str, *, min: float | None = None,
+                         max: float | None = None, categories: Sequence[str] | None = None,
+                         description: str = "") -> ScoreConfig:
+        """Create or replace the config of a score name (admin scope): its type ("number",
+        "boolean", "category"), a number's range, a category's list."""
+        body: dict[str, Any] = {"data_type": data_type, "min": min, "max": max,
+                                "categories": list(categories) if categories else None,
+                                "description": description}
+        return ScoreConfig.from_json(self._json(
+            "PUT", f"/score-configs/{name}",
+            json={k: v for k, v in body.items() if v is not None}))
+
+    def delete_score_config(self, name: str) -> None:
+        self._send("DELETE", f"/score-configs/{name}")
 
     # --- replay and regression -------------------------------------------------------------
 
@@ -388,7 +449,7 @@ class TrajhubClient:
 
     @contextlib.contextmanager
     def export_dataset(self, dataset: str, format: str = "jsonl") -> Iterator[ExportStream]:
-        """Stream the set as jsonl, csv or agentevals:
+        """Stream the set as jsonl, csv, agentevals or atif:
 
             with hub.export_dataset("react") as export:
                 for chunk in export.iter_bytes(): ...

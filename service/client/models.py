@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from trajhub.records import Field, Record, empty_value, is_optional
 from trajhub.records.evaluations import EVALUATION_RESULT
+from trajhub.records.scores import SCORE, SCORE_CONFIG
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 
@@ -101,6 +102,8 @@ if TYPE_CHECKING:
     TraceSummary = RecordModel
     TrajectorySummary = RecordModel
     EvaluationResult = RecordModel
+    Score = RecordModel
+    ScoreConfig = RecordModel
 else:
     #: a row of the trace list (trajhub.records.traces)
     TraceSummary = record_model(TRACE_SUMMARY)
@@ -108,6 +111,10 @@ else:
     TrajectorySummary = record_model(TRAJECTORY_SUMMARY)
     #: one evaluator's result for one item (trajhub.records.evaluations)
     EvaluationResult = record_model(EVALUATION_RESULT)
+    #: a score of a trajectory or of one of its steps (trajhub.records.scores)
+    Score = record_model(SCORE)
+    #: what a project's scores of one name must be (trajhub.records.scores)
+    ScoreConfig = record_model(SCORE_CONFIG)
 
 
 @dataclass(frozen=True)

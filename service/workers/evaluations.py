@@ -25,9 +25,11 @@ from trajhub.evaluators import (
     JudgeContext,
     evaluate,
 )
+from trajhub.records.scores import COMMENT_MAX
 from trajhub.service.config import Settings
 from trajhub.service.workers.judge_client import JudgeClient, JudgeConnection, resolve
 from trajhub.storage import evaluations
+from trajhub.storage import scores as score_store
 from trajhub.storage.database import Connection
 
 log = logging.getLogger("trajhub.evaluations")
@@ -119,8 +121,8 @@ async def _run(pool: asyncpg.Pool, settings: Settings, project: str, evaluation:
             after = items[-1]["seq"]
 
             await asyncio.gather(*(
-                _evaluate_and_record(pool, evaluation, item, docs[item["id"]], runs, judge,
-                                     limit) for item in items))
+                _evaluate_and_record(pool, project, evaluation, item, docs[item["id"]], runs,
+                                     judge, limit) for item in items))
     except asyncio.CancelledError:
         error = "interrupted: the server shut down during the evaluation"
         raise
@@ -137,13 +139,35 @@ async def _run(pool: asyncpg.Pool, settings: Settings, project: str, evaluation:
             log.warning("could not record the end of evaluation %s", evaluation)
 
 
-async def _evaluate_and_record(pool: asyncpg.Pool, evaluation: int, item: Mapping[str, Any],
-                               doc: _Doc, runs: Sequence[EvaluatorRun], judge: JudgeClient | None,
-                               limit: asyncio.Semaphore) -> None:
+async def _evaluate_and_record(pool: asyncpg.Pool, project: str, evaluation: int,
+                               item: Mapping[str, Any], doc: _Doc, runs: Sequence[EvaluatorRun],
+                               judge: JudgeClient | None, limit: asyncio.Semaphore) -> None:
     async with limit:
-        rows = await _evaluate_item(item, doc, runs, judge)
+        rows, judged = await _evaluate_item(item, doc, runs, judge)
     async with pool.acquire() as conn:
         await evaluations.record_results(conn, evaluation, rows)
+        if judged and doc.trace_id is not None:
+            await score_store.add(conn, project, verdict_scores(evaluation, doc.trace_id,
+                                                                rows, runs))
+
+
+def verdict_scores(evaluation: int, trace_id: str, rows: Sequence[evaluations.ResultRow],
+                   runs: Sequence[EvaluatorRun]) -> list[dict[str, Any]]:
+    """Each evaluator's verdict on a trajectory, as a score on it (trajhub.records.scores):
+    named after the evaluator, its value the evaluator's score (0 to 1), its comment the
+    readable reason, or its error when the evaluator failed on this trajectory. (storage
+    keeps it only while the project has that trajectory.)"""
+    configs = {r.name: r.to_dict()["config"] for r in runs}
+    return [{
+        "trace_id": trace_id, "step_id": None, "name": r.evaluator,
+        "value_type": "number" if r.error is None else None,
+        "number_value": r.score if r.error is None else None,
+        "comment": r.explanation[:COMMENT_MAX] if r.explanation else None,
+        "source": "evaluator", "evaluator": r.evaluator,
+        "evaluator_config": orjson.dumps(configs.get(r.evaluator, {})).decode(),
+        "evaluation_id": evaluation,
+        "error": (r.error or "failed")[:COMMENT_MAX] if r.error is not None else None,
+    } for r in rows if r.error is not None or r.score is not None]
 
 
 @dataclass(frozen=True)
@@ -186,7 +210,10 @@ async def _documents(conn: Connection, project: str, target: Target,
 
 
 async def _evaluate_item(item: Mapping[str, Any], doc: _Doc, runs: Sequence[EvaluatorRun],
-                         judge: JudgeClient | None) -> list[evaluations.ResultRow]:
+                         judge: JudgeClient | None
+                         ) -> tuple[list[evaluations.ResultRow], bool]:
+    """Each evaluator's result on the item, and whether they judged its trajectory (False when
+    there was none to judge, or the item's expectations did not read)."""
     def row(name: str, result: EvaluatorOutput | None, error: str | None
             ) -> evaluations.ResultRow:
         data = result.to_dict() if result is not None else None
@@ -197,11 +224,11 @@ async def _evaluate_item(item: Mapping[str, Any], doc: _Doc, runs: Sequence[Eval
             explanation=data["explanation"] if data else None)
 
     if doc.problem is not None or doc.document is None:
-        return [row(r.name, None, doc.problem) for r in runs]
+        return [row(r.name, None, doc.problem) for r in runs], False
     try:
         expectations = Expectations.from_dict(orjson.loads(item["expectations"]))
     except ValueError as exc:
-        return [row(r.name, None, f"bad expectations: {exc}") for r in runs]
+        return [row(r.name, None, f"bad expectations: {exc}") for r in runs], False
     trajectory = orjson.loads(doc.document)
     context = JudgeContext(input=_loads(item["input"]),
                            reference_output=_loads(item["reference_output"]),
@@ -223,7 +250,7 @@ async def _evaluate_item(item: Mapping[str, Any], doc: _Doc, runs: Sequence[Eval
             rows.append(row(run.name, None, str(exc) or type(exc).__name__))
         else:
             rows.append(row(run.name, result, None))
-    return rows
+    return rows, True
 
 
 def _loads(text: str | None) -> Any:

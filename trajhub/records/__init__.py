@@ -43,7 +43,8 @@ class Cli:
 
     header: str
     #: "" as is; "when" a timestamp, local and short; "duration" ms as 1.2s; "yes" a flag as
-    #: yes/blank; "clip" cut to 40 characters; "sum" the field plus `plus`
+    #: yes/blank; "clip" cut to 40 characters; "sum" the field plus `plus`; "value" a
+    #: number in full (not rounded), a boolean as true/false
     format: str = ""
     right: bool = False
     #: for format "sum": the other fields added to this one
@@ -261,7 +262,8 @@ class Param:
     #: condition for true and `negated` the one for false.
     condition: str = ""
     negated: str = ""
-    #: "time": RFC 3339 or Unix ns, compared as ns; "" as given
+    #: "time": RFC 3339 or Unix ns, compared as ns; "score": a score condition
+    #: (trajhub.records.scores, `parse_score_condition`); "" as given
     convert: str = ""
     #: the condition is built by the storage layer (a named special case, e.g. free text)
     custom: bool = False

@@ -145,6 +145,13 @@ TRAJECTORY_FILTER = Filter("TrajectoryQuery", "Filters over trajectory summaries
           "duration_ms >= {}"),
     Param("max_duration_ms", int, "lasted at most this many milliseconds",
           "duration_ms <= {}"),
+    # parsed by the API (trajhub.records.scores: parse_score_condition), a 400 when it does
+    # not read; its condition is storage's (storage/trajectory_reads.py)
+    Param("score", str, "its latest whole-run score of a name compares so: "
+          "`<name><op><value>`, op one of >=, <= (numbers), =, != (a number, true/false, or "
+          "a category as written); e.g. `correctness>=0.5`, `verdict=pass`. A trajectory "
+          "without that score matches none of them", custom=True, convert="score",
+          metavar="NAME<OP>VALUE"),
     Param("q", str, _TEXT, custom=True, metavar="TEXT",
           cli_help="text in the run's input or output (each of its words must begin a word "
                    "there; see the API's `q`)"),
@@ -157,3 +164,9 @@ TRAJECTORY_SORTS = {
     "tokens": "(input_tokens + output_tokens)",
     "steps": "step_count",
 }
+#: and `score:<name>`: by the latest whole-run score of that name (a number, or a boolean as 1
+#: or 0); the list then holds only the trajectories that have one, so that the keyset cursor
+#: (score, trace id) orders every row it pages over (storage/trajectory_reads.py)
+SCORE_SORT = "score:<name>"
+SORT_PATTERN = ("^(" + "|".join(TRAJECTORY_SORTS)
+                + r"|score:[A-Za-z0-9][A-Za-z0-9_.:/-]{0,99})$")

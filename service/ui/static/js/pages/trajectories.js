@@ -37,7 +37,8 @@ function toLocal(iso) {
 function apiQuery(params) {
   const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);
   const query = {limit, count: "true"};
-  for (const key of ["start", "end", "agent", "tool", "model", "status", "q", "cursor"]) {
+  for (const key of ["start", "end", "agent", "tool", "model", "status", "q", "cursor",
+    "score", "sort", "order"]) {
     if (params.get(key)) query[key] = params.get(key);
   }
   const errors = params.get("errors");
@@ -74,6 +75,10 @@ function filterForm(params) {
       h("option", {value, selected: (params.get("errors") || "") === value}, text)))),
   field("f-q", "Text in input or output", h("input", {id: "f-q", name: "q", type: "search",
     size: 22, value: params.get("q") || ""})),
+  // a score condition as the API takes it (README "Scores"): correctness>=0.5, verdict=pass
+  field("f-score", "Score", h("input", {id: "f-score", name: "score", type: "text", size: 16,
+    spellcheck: "false", placeholder: "name>=0.5", value: params.get("score") || "",
+    title: "<name><op><value>, op one of >=, <=, =, !="})),
   h("div", {class: "field buttons"},
     h("button", {type: "submit", class: "primary"}, "Apply"),
     h("a", {href: link("/trajectories"), class: "button"}, "Clear"),

@@ -1,6 +1,6 @@
-// One trajectory: totals, the timeline, the steps with their payloads, and tabs for the agent
-// graph, the playback, the run contract, the cost, the raw span tree, the explanation and the
-// revision history;
+// One trajectory: totals, the timeline, the steps with their payloads, and tabs for the playback,
+// the agent graph, the run contract, the cost, the raw span tree, the explanation, the revision
+// history and the scores (the run's in the header, a step's next to that step);
 // "Add to dataset" with editable expectations; "Compare with…" another run.
 
 import {ApiError, enc, get, patch, post, request} from "../api.js";
@@ -11,11 +11,12 @@ import {append, badge, clear, fmtInt, fmtMs, fmtTime, h, notice, pre, truncate} 
 import {graphBox, graphLegend, markNode} from "../graph.js";
 import {asText, payload} from "../payload.js";
 import {layout, stepDuration, stepError, stepLabel, stepStart, timeline} from "../timeline.js";
+import {loadScores, runScores, scoreChip, scoreTable} from "../scores.js";
 
 const REFRESH_MS = 2000;
 const TABS = [["timeline", "Timeline"], ["playback", "Playback"], ["graph", "Graph"],
   ["contract", "Contract"], ["cost", "Cost"], ["spans", "Span tree"], ["explain", "Explanation"],
-  ["revisions", "Revisions"]];
+  ["scores", "Scores"], ["revisions", "Revisions"]];
 
 async function fetchTrajectory(id, etag) {
   const response = await request(`/api/v1/trajectories/${enc(id)}`,
@@ -97,7 +98,31 @@ class TrajectoryView {
     clear(this.el).append(this.header(), this.tabBar(), this.panel = h("div", {class: "tab-panel",
       role: "tabpanel", id: "tab-panel", "aria-labelledby": `tab-${this.tab}`}));
     this.renderTab();
+    this.showScores();
     performance.measure("trajhub:render", "trajhub:render-start");
+  }
+
+  /** The scores, once loaded: the run's in the header, each step's next to it. */
+  async showScores() {
+    try {
+      this.scores = await loadScores(this.traceId);
+    } catch (error) {
+      this.scores = null;
+      document.getElementById("run-scores")?.replaceChildren(`unavailable (${error.message})`);
+      return;
+    }
+    if (!this.ctx.alive()) return;
+    document.getElementById("run-scores")?.replaceChildren(...[runScores(this.scores)].flat());
+    this.showStepScores();
+  }
+
+  showStepScores() {
+    if (!this.scores) return;
+    for (const cell of this.panel.querySelectorAll(".step-scores")) {
+      cell.replaceChildren(...this.scores.filter((s) => s.step_id === cell.dataset.scoresOf)
+        .map(scoreChip));
+    }
+    if (this.selected && this.detail?.isConnected) this.select(this.selected, false);
   }
 
   header() {
@@ -139,7 +164,8 @@ class TrajectoryView {
         fact("Tool time", fmtMs(metrics.tool_duration)),
         fact("Failed steps", failed.length
           ? h("span", {class: "failed-text"}, String(failed.length)) : "0"),
-        fact("Revision", `${this.meta.revision ?? "?"} · normalizer ${this.meta.normalizer ?? "?"}`)),
+        fact("Revision", `${this.meta.revision ?? "?"} · normalizer ${this.meta.normalizer ?? "?"}`),
+        fact("Scores", h("span", {id: "run-scores"}, "…"))),
       rootError ? h("p", {class: "error-box", role: "note"},
         h("strong", null, "The run failed: "), rootError.msg || `code ${rootError.code}`) : null,
       h("div", {class: "actions"},
@@ -193,6 +219,7 @@ class TrajectoryView {
     if (key === "timeline") {
       this.panel.append(this.timelineTab());
       if (this.selected && this.stepById.has(this.selected)) this.select(this.selected, false);
+      this.showStepScores();
       return;
     }
     this.panel.append(h("p", {class: "muted"}, "Loading…"));
@@ -273,7 +300,8 @@ class TrajectoryView {
       body.append(h("tr", {class: "group"}, h("th", {colspan: 7, scope: "rowgroup"},
         "↳ ".repeat(lane.depth), agent.name, h("span", {class: "muted"},
           ` · ${(agent.steps || []).length} steps · ${fmtMs(stepDuration(agent))} · ` +
-          `${fmtInt(lane.inputTokens)} → ${fmtInt(lane.outputTokens)} tokens`))));
+          `${fmtInt(lane.inputTokens)} → ${fmtInt(lane.outputTokens)} tokens`),
+        h("span", {class: "step-scores", dataset: {scoresOf: agent.id}}))));
       (agent.steps || []).forEach((step, i) => {
         const error = stepError(step);
         const nested = step.type === "agent" || step.type === "graph";
@@ -284,7 +312,8 @@ class TrajectoryView {
           h("td", null, h("span", {class: `type type-${step.type}`}, step.type)),
           h("td", null, h("button", {type: "button", class: "link step-button",
             "aria-label": stepLabel(step), onclick: () => onSelect(step)}, step.name || "(unnamed)"),
-          nested ? h("span", {class: "muted small"}, " (nested agent, own lane)") : ""),
+          nested ? h("span", {class: "muted small"}, " (nested agent, own lane)") : "",
+          h("span", {class: "step-scores", dataset: {scoresOf: step.id}})),
           h("td", {class: "num"}, `+${fmtMs(stepStart(step) - t0)}`),
           h("td", {class: "num"}, fmtMs(stepDuration(step))),
           h("td", {class: "num"}, tokens),
@@ -318,6 +347,11 @@ class TrajectoryView {
       el.classList.add("selected");
     }
     append(clear(this.detail), stepDetail(found.step, found.lane, this));
+    const scores = (this.scores || []).filter((s) => s.step_id === stepId);
+    if (scores.length) {
+      this.detail.insertBefore(h("div", {class: "step-detail-scores", id: "step-detail-scores"},
+        h("h3", null, "Scores"), scores.map(scoreChip)), this.detail.children[2] || null);
+    }
   }
 }
 
@@ -379,10 +413,12 @@ const TAB_LOADERS = {
   spans: (id) => get(`/api/v1/traces/${enc(id)}`, {view: "tree"}),
   explain: (id) => get(`/api/v1/trajectories/${enc(id)}/explain`),
   revisions: (id) => get(`/api/v1/trajectories/${enc(id)}/revisions`),
+  scores: loadScores,
 };
 
-const TAB_RENDERERS = {graph: (data, view) => view.graphTab(data), playback: playbackView, contract: contractView, cost: costView,
-  spans: spanTree, explain: explanation, revisions: revisionTable};
+const TAB_RENDERERS = {graph: (data, view) => view.graphTab(data), playback: playbackView,
+  contract: contractView, cost: costView, spans: spanTree, explain: explanation,
+  revisions: revisionTable, scores: scoreTable};
 
 function spanNode(span) {
   const failed = span.status?.code === "error";

@@ -1,0 +1,179 @@
+"""One very large trace (issue 20): how long after its last span its trajectory is final, what
+reading it costs, and how much trajhub's processes grow.
+
+The trace is what a long-running OpenInference-traced agent sends: one root AGENT span, then
+per turn one LLM span (model step) and two TOOL spans (tool steps), each with ~1 KB input and
+output, all children of the root. `--spans 30000` gives 10,000 model steps and 20,000 tool
+steps (issue 20's shape); the root is sent last, as an SDK exports it when the run ends. The
+spans go over OTLP/HTTP in requests of 512, one at a time.
+
+Reported: seconds from the last acknowledgement to the trajectory being final; time and bytes
+of GET /api/v1/trajectories/{id}, GET /api/v1/traces/{id} and GET
+/api/v1/trajectories/{id}/events; the resident memory of trajhub's processes (the server, its
+ingest and derivation workers; PostgreSQL not included) before, at its peak while sending and
+reading (sampled every 0.2 s), and after.
+
+    .venv/bin/python bench/large_trace.py --spans 30000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import random
+import sys
+import threading
+import time
+from pathlib import Path
+
+import asyncpg
+import httpx
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _common import Server, _kv, _text  # noqa: E402
+
+BATCH = 512
+
+
+def build_spans(n: int, rng: random.Random) -> tuple[bytes, list[Span]]:
+    trace_id = os.urandom(16)
+    root_id = os.urandom(8)
+    t0 = time.time_ns() - 3_600_000_000_000
+    spans: list[Span] = []
+    clock = t0
+    turn = 0
+    while len(spans) < n - 1:
+        turn += 1
+        kinds = ["LLM", "TOOL", "TOOL"][: n - 1 - len(spans)]
+        for kind in kinds:
+            attrs = {"openinference.span.kind": kind,
+                     "input.value": _text(rng, 1000), "output.value": _text(rng, 1000)}
+            if kind == "LLM":
+                attrs.update({"llm.model_name": "gpt-4o-mini", "llm.token_count.prompt": 900,
+                              "llm.token_count.completion": 120})
+                name = "ChatOpenAI"
+            else:
+                attrs["tool.name"] = f"tool_{turn % 7}"
+                name = attrs["tool.name"]
+            spans.append(Span(
+                trace_id=trace_id, span_id=os.urandom(8), parent_span_id=root_id, name=name,
+                kind=Span.SPAN_KIND_INTERNAL, start_time_unix_nano=clock,
+                end_time_unix_nano=clock + 5_000_000,
+                attributes=[_kv(k, v) for k, v in attrs.items()],
+                status=Status(code=Status.STATUS_CODE_OK)))
+            clock += 6_000_000
+    spans.append(Span(
+        trace_id=trace_id, span_id=root_id, name="agent", kind=Span.SPAN_KIND_INTERNAL,
+        start_time_unix_nano=t0, end_time_unix_nano=clock,
+        attributes=[_kv("openinference.span.kind", "AGENT"),
+                    _kv("input.value", _text(rng, 1000)), _kv("output.value", _text(rng, 1000))],
+        status=Status(code=Status.STATUS_CODE_OK)))
+    return trace_id, spans
+
+
+def body(spans: list[Span]) -> bytes:
+    rs = ResourceSpans()
+    rs.resource.attributes.extend([_kv("service.name", "large-trace-agent")])
+    ss = rs.scope_spans.add()
+    ss.scope.name = "openinference.instrumentation.langchain"
+    ss.spans.extend(spans)
+    return ExportTraceServiceRequest(resource_spans=[rs]).SerializeToString()
+
+
+class RssSampler:
+    """The summed resident memory of trajhub's processes, every 0.2 s, and its peak."""
+
+    def __init__(self, server: Server) -> None:
+        import psutil
+
+        self.root = psutil.Process(server.proc.pid)
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def now(self) -> int:
+        total = 0
+        for p in (self.root, *self.root.children(recursive=True)):
+            with contextlib.suppress(Exception):  # a process that just exited
+                total += p.memory_info().rss
+        return total
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            self.peak = max(self.peak, self.now())
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+async def wait_final(url: str, trace_id: str) -> int:
+    """Waits until the trajectory is final; returns its revision (how often it was derived)."""
+    conn = await asyncpg.connect(url)
+    try:
+        while True:
+            row = await conn.fetchrow(
+                "SELECT status, revision FROM trajectories WHERE trace_id = $1", trace_id)
+            if row is not None and row["status"] == "final":
+                return int(row["revision"])
+            await asyncio.sleep(0.1)
+    finally:
+        await conn.close()
+
+
+def timed_get(client: httpx.Client, url: str) -> tuple[float, int, int]:
+    started = time.perf_counter()
+    r = client.get(url)
+    return time.perf_counter() - started, len(r.content), r.status_code
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--spans", type=int, default=30_000)
+    ap.add_argument("--database-url", default="")
+    args = ap.parse_args()
+    rng = random.Random(20)
+    trace_id, spans = build_spans(args.spans, rng)
+    bodies = [body(spans[i:i + BATCH]) for i in range(0, len(spans), BATCH)]
+    server = Server(args.database_url, {"TRAJHUB_LOG_LEVEL": "warning"})
+    try:
+        with RssSampler(server) as rss, httpx.Client(base_url=server.http_url,
+                                                       timeout=120) as client:
+            before = rss.now()
+            for b in bodies:
+                r = client.post("/v1/traces", content=b,
+                                headers={"Content-Type": "application/x-protobuf"})
+                r.raise_for_status()
+            last_ack = time.perf_counter()
+            tid = trace_id.hex()
+            revision = asyncio.run(wait_final(server.database_url, tid))
+            final_after = time.perf_counter() - last_ack
+            reads = {
+                "GET trajectory": timed_get(client, f"/api/v1/trajectories/{tid}"),
+                "GET trace": timed_get(client, f"/api/v1/traces/{tid}"),
+                "GET events": timed_get(client, f"/api/v1/trajectories/{tid}/events"),
+            }
+            after = rss.now()
+        print(f"{args.spans:,} spans in {len(bodies)} requests: final {final_after:.1f} s "
+              f"after the last ack, derived {revision} times")
+        for name, (seconds, size, status) in reads.items():
+            print(f"  {name:<15} {seconds * 1000:8.0f} ms  {size / 2**20:8.1f} MiB  "
+                  f"HTTP {status}")
+        print(f"  trajhub RSS: before {before / 2**20:,.0f} MiB, peak {rss.peak / 2**20:,.0f} "
+              f"MiB (+{(rss.peak - before) / 2**20:,.0f}), after {after / 2**20:,.0f} MiB")
+    finally:
+        server.stop_and_report()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+-- Score configs (issue 21, ahead of issue 22's review queues): what a project's scores of one
+-- name must be — their type, and a number's range or a category's list. Declared in
+-- trajhub/records/scores.py (SCORE_CONFIG); a score of a name with no config is not checked.
+CREATE TABLE score_configs (
+    project     text             NOT NULL,
+    name        text             NOT NULL,
+    data_type   text             NOT NULL CHECK (data_type IN ('number', 'boolean', 'category')),
+    min_value   double precision,
+    max_value   double precision,
+    categories  text[],
+    description text             NOT NULL DEFAULT '',
+    PRIMARY KEY (project, name),
+    CHECK (data_type = 'number' OR (min_value IS NULL AND max_value IS NULL)),
+    CHECK (data_type = 'category' OR categories IS NULL),
+    CHECK (min_value IS NULL OR max_value IS NULL OR min_value <= max_value)
+);
