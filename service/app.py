@@ -18,6 +18,7 @@ from trajhub.service.api import atif as routes_atif
 from trajhub.service.api import datasets as routes_datasets
 from trajhub.service.api import docs
 from trajhub.service.api import evaluations as routes_evaluations
+from trajhub.service.api import graph as routes_graph
 from trajhub.service.api import item_drafts as routes_item_drafts
 from trajhub.service.api import keys as routes_keys
 from trajhub.service.api import regressions as routes_regressions
@@ -162,6 +163,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_evaluations.router)
     app.include_router(routes_regressions.router)
     app.include_router(routes_revisions.router)
+    app.include_router(routes_graph.router)
     app.include_router(routes_scores.router)
     app.include_router(routes_retention.router)
     app.include_router(routes_item_drafts.router)

@@ -141,9 +141,17 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     r("get", "/api/v1/trajectories", c.get("/api/v1/trajectories", params={"start": "soon"}))
     r("get", "/api/v1/trajectories/{trace_id}", c.get(f"/api/v1/trajectories/{a_id}"))
     for suffix in ("explain", "item-draft", "revisions", "cost", "contract", "events",
-                   "tool-results"):
+                   "tool-results", "graph"):
         r("get", f"/api/v1/trajectories/{{trace_id}}/{suffix}",
           c.get(f"/api/v1/trajectories/{a_id}/{suffix}"))
+    # the agent graph: one run's (above), the planner's runs (a and b), a 404 and bad input
+    graph = r("get", "/api/v1/graph", c.get("/api/v1/graph", params={"agent": "planner",
+                                                                   "limit": 500})).json()
+    assert graph["runs"] == 2, graph
+    r("get", "/api/v1/graph", c.get("/api/v1/graph", params={"limit": 0}))
+    r("get", "/api/v1/graph", c.get("/api/v1/graph", params={"start": "soon"}))
+    r("get", "/api/v1/trajectories/{trace_id}/graph",
+      c.get(f"/api/v1/trajectories/{'0' * 31}1/graph"))
     r("get", "/api/v1/trajectories/compare",
       c.get("/api/v1/trajectories/compare", params={"a": a_id, "b": b_id}))
     r("post", "/api/v1/trajectories/rederive",

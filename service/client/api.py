@@ -304,6 +304,19 @@ class TrajhubClient:
                           json={"since": since, "outdated": outdated})
         return int(body["queued"])
 
+    def trajectory_graph(self, trace_id: str) -> dict[str, Any]:
+        """The run's agent graph, laid out: nodes, edges with counts, paths
+        (docs/agent-graph.md)."""
+        out: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/graph")
+        return out
+
+    def agent_graph(self, *, limit: int = 500, **filters: Any) -> dict[str, Any]:
+        """The agent graph of the newest `limit` runs the filters select (the filters of
+        `list_trajectories`), with the agent paths taken and how often."""
+        checked_filters(TRAJECTORY_FILTER, filters, ())
+        out: dict[str, Any] = self._json("GET", "/graph", params={**filters, "limit": limit})
+        return out
+
     # --- scores ----------------------------------------------------------------------------
 
     def list_scores(self, trace_id: str) -> list[Score]:

@@ -5,6 +5,7 @@ import {clear, h, notice} from "./dom.js";
 import {renderCompare} from "./pages/compare.js";
 import {renderDataset, renderDatasets} from "./pages/datasets.js";
 import {renderEvaluation, renderEvaluations} from "./pages/evaluations.js";
+import {renderGraph} from "./pages/graph.js";
 import {renderRegressions} from "./pages/regressions.js";
 import {renderSession, renderSessions} from "./pages/sessions.js";
 import {renderTrajectories} from "./pages/trajectories.js";
@@ -18,6 +19,7 @@ const ROUTES = [
   [/^\/compare\/?$/, renderCompare, "trajectories"],
   [/^\/sessions\/?$/, renderSessions, "sessions"],
   [/^\/sessions\/(.+)$/, renderSession, "sessions"],
+  [/^\/graph\/?$/, renderGraph, "trajectories"],
   [/^\/datasets\/?$/, renderDatasets, "datasets"],
   [/^\/datasets\/(.+)$/, renderDataset, "datasets"],
   [/^\/evaluations\/?$/, renderEvaluations, "evaluations"],

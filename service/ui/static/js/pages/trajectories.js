@@ -88,7 +88,11 @@ function filterForm(params) {
       "Traceloop's create_agent, have no steps"}, "Show runs without steps")),
   h("div", {class: "field buttons"},
     h("button", {type: "submit", class: "primary"}, "Apply"),
-    h("a", {href: link("/trajectories"), class: "button"}, "Clear")));
+    h("a", {href: link("/trajectories"), class: "button"}, "Clear"),
+    // the same filters over the newest runs, as one agent graph (pages/graph.js)
+    h("a", {href: link("/graph", Object.fromEntries([...params.entries()]
+      .filter(([k]) => k !== "cursor" && k !== "project" && k !== "limit"))),
+    class: "button", id: "graph-link"}, "Agent graph")));
   return form;
 }
 
