@@ -17,6 +17,7 @@ from trajhub.storage.database import Connection
 from trajhub.storage.rows import RecordRow
 from trajhub.storage.sql import Params
 from trajhub.storage.stored_documents import DOCUMENT, unpack
+from trajhub.storage.trajectory_reads import score_condition
 
 #: the turns of one session `get_session` reads at most
 MAX_TURNS = 5000
@@ -94,7 +95,9 @@ def _conditions(values: Mapping[str, Any], arg: Params) -> _Conditions:
     given = [(p, values[p.name]) for p in SESSION_FILTER.params
              if values.get(p.name) is not None]
     for p, value in given:  # the sets a session must be in, first
-        if p.type is bool:
+        if p.custom:  # `score`: a turn whose latest whole-run score of the name compares so
+            out.within.append(_HAVING_TURN + score_condition(value, arg, "s.trace_id"))
+        elif p.type is bool:
             # true: some turn matches; false (`NOT …`): none does
             assert p.negated == f"NOT {p.condition}", p.name
             if value:
@@ -105,6 +108,8 @@ def _conditions(values: Mapping[str, Any], arg: Params) -> _Conditions:
             out.within.append(_HAVING_TURN + p.condition.format(arg(value)))
     out.within_args = list(arg.values)
     for p, value in given:
+        if p.custom:
+            continue
         if p.type is bool and not value:
             out.without.append(_HAVING_TURN + p.condition)
         elif p.type is not bool and p.condition.startswith("t."):

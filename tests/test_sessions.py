@@ -234,6 +234,53 @@ def test_a_session_sums_its_turns(server: ServerProcess, built: Built) -> None:
     assert items["s-b"]["user_ids"] == ["u2"] and items["s-b"]["failed_turns"] == 0
 
 
+def test_scores_of_turns_are_averaged_filtered_on_and_shown_per_turn(
+        server: ServerProcess) -> None:
+    project = "session-scores-" + new_trace_id().hex()[:10]
+    with httpx.Client() as c:
+        x1, x2, y1 = (_post_turn(c, server, project, t) for t in (
+            Turn("s-x", 0), Turn("s-x", 10), Turn("s-y", 20)))
+        for trace_id in (x1, x2, y1):
+            final_trajectory(c, server.http, project, trace_id)
+
+        def score(trace_id: str, name: str, value: Any) -> None:
+            r = c.post(f"{server.http}/api/v1/trajectories/{trace_id}/scores",
+                       json={"name": name, "value": value}, headers={"trajhub-project": project})
+            assert r.status_code in (200, 201), r.text
+
+        score(x1, "correctness", 1.0)
+        score(x1, "correctness", 0.0)  # the newer score of a name is the turn's
+        score(x1, "ok", True)
+        score(x2, "correctness", 0.5)
+        score(x2, "verdict", "pass")
+        # a step's score is not the turn's: it counts in no mean and no filter
+        chat = next(s["span_id"] for s in get_json(
+            c, f"{server.http}/api/v1/traces/{x2}", project=project, view="flat")["spans"]
+            if s["name"].startswith("chat "))
+        r = c.post(f"{server.http}/api/v1/trajectories/{x2}/scores",
+                   json={"name": "correctness", "value": 0.0, "step_id": chat},
+                   headers={"trajhub-project": project})
+        assert r.status_code in (200, 201), r.text
+        score(y1, "correctness", 0.9)
+        listed = {s["session_id"]: s for s in get_json(
+            c, f"{server.http}/api/v1/sessions", project=project)["items"]}
+        detail = get_json(c, f"{server.http}/api/v1/sessions/s-x", project=project)
+        bad = c.get(f"{server.http}/api/v1/sessions", params={"score": "=oops"},
+                    headers={"trajhub-project": project})
+    # means over the turns that have the name: (0.0 + 0.5) / 2; a boolean counts 1; a category
+    # has no mean
+    assert listed["s-x"]["scores"] == {"correctness": pytest.approx(0.25), "ok": 1.0}
+    assert listed["s-y"]["scores"] == {"correctness": pytest.approx(0.9)}
+    assert _ids(server, project, score="correctness>=0.8") == ["s-y"]
+    assert _ids(server, project, score="correctness<=0.1") == ["s-x"]
+    assert _ids(server, project, score="verdict=pass") == ["s-x"]
+    assert _ids(server, project, score="ok=false") == []
+    assert [t["scores"] for t in detail["turns"]] == [
+        {"correctness": 0.0, "ok": True}, {"correctness": 0.5, "verdict": "pass"}]
+    assert detail["summary"]["scores"] == listed["s-x"]["scores"]
+    assert bad.status_code == 400 and "score" in bad.text
+
+
 def test_one_session_gives_its_turns_in_order(server: ServerProcess, built: Built) -> None:
     with httpx.Client() as c:
         doc = get_json(c, f"{server.http}/api/v1/sessions/s-a", project=built.project)
@@ -284,7 +331,7 @@ def test_the_client_lists_pages_and_reads_a_session(server: ServerProcess, built
         assert session.session_id == ODD and session.summary.turns == 1
         assert [t.trace_id for t in session.turns] == [built.traces[6]]
         with pytest.raises(TypeError, match="unknown filter"):
-            hub.list_sessions(score=1)
+            hub.list_sessions(colour=1)
         with pytest.raises(ApiError) as missing:
             hub.get_session("no-such-session")
         assert missing.value.status == 404

@@ -63,6 +63,11 @@ def test_sessions_tab_and_a_session_read_as_a_transcript(server: ServerProcess,
     with httpx.Client() as c:
         turns = get_json(c, f"{server.http}/api/v1/sessions/{quote(session_id, safe='')}",
                          project=project)["turns"]
+        for turn, value in zip(turns, (1.0, 0.5), strict=True):
+            r = c.post(f"{server.http}/api/v1/trajectories/{turn['trace_id']}/scores",
+                       json={"name": "correctness", "value": value},
+                       headers={"trajhub-project": project})
+            assert r.status_code in (200, 201), r.text
     with browser_page(server.http, artifacts_dir("sessions")) as ui:
         page = ui.page
         ui.open(f"#/trajectories?project={project}")
@@ -77,6 +82,8 @@ def test_sessions_tab_and_a_session_read_as_a_transcript(server: ServerProcess,
         expect(row.locator("td").last).to_have_text(TRUTH["turns"][0]["question"])
         expect(page.locator(f'#session-table tr[data-session-id="{SLASHED}"]')) \
             .to_contain_text("1 failed turn")
+        # the mean of the turns' scores, (1.0 + 0.5) / 2
+        expect(row.locator("td.scores")).to_have_text("correctness 0.75")
         ui.shot("01-sessions")
 
         row.get_by_role("link", name=session_id).click()
@@ -89,11 +96,21 @@ def test_sessions_tab_and_a_session_read_as_a_transcript(server: ServerProcess,
                 .to_have_text(truth["answer"])
             expect(transcript.nth(i)).to_have_attribute("data-trace-id", turns[i]["trace_id"])
         expect(page.locator("#session-summary")).to_contain_text("2 turns")
+        expect(page.locator("#session-summary")).to_contain_text("correctness 0.75")
+        expect(transcript.nth(0).locator(".turn-scores")).to_have_text("correctness 1")
+        expect(transcript.nth(1).locator(".turn-scores")).to_have_text("correctness 0.5")
         ui.shot("02-session-transcript")
 
         transcript.nth(1).get_by_role("link", name="Turn 2").click()
         expect(page.locator("h1")).to_contain_text("assistant")
         assert f"#/trajectories/{turns[1]['trace_id']}" in page.url
+
+        # the score filter: a session with a turn scored 0.9 or more
+        ui.open(f"#/sessions?project={project}")
+        page.locator("#s-score").fill("correctness>=0.9")
+        page.get_by_role("button", name="Apply").click()
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_attribute("data-session-id", session_id)
 
         # a session id with a slash and a space: its link and page work
         ui.open(f"#/sessions?project={project}")

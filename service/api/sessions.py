@@ -29,10 +29,9 @@ from trajhub.service.api.common import (
     encode_cursor,
     model_response,
     no_nul,
-    time_ns,
 )
 from trajhub.service.api.models import ERRORS, NOT_FOUND, example_config
-from trajhub.service.api.records import answer, query_model, response_model
+from trajhub.service.api.records import answer, filter_values, query_model, response_model
 from trajhub.service.prices import cost_json, prices_for, summary_cost
 from trajhub.storage import session_reads
 from trajhub.storage.session_reads import MAX_TURNS
@@ -91,19 +90,9 @@ class SessionQueryBase(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     def filter_values(self) -> dict[str, Any]:
-        """The given filters by name, times as Unix ns; a bad time is a 400 naming it."""
-        values: dict[str, Any] = {}
-        for param in SESSION_FILTER.params:
-            value = getattr(self, param.name)
-            if value is None:
-                continue
-            if param.convert == "time":
-                try:
-                    value = time_ns(value, param.name)
-                except ValueError as exc:
-                    raise HTTPException(400, str(exc)) from None
-            values[param.name] = value
-        return values
+        """The given filters by name, times as Unix ns, a score condition parsed; a bad one
+        is a 400 naming its parameter."""
+        return filter_values(SESSION_FILTER, self)
 
 
 if TYPE_CHECKING:

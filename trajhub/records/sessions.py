@@ -25,6 +25,28 @@ def _aggregate(name: str, type_: Any, description: str, select: str, example: An
                  written_by="", example=example, cli=cli)
 
 
+#: each score name's mean over the session's turns (their latest whole-run score of it); an
+#: aggregate over the outer query's rows (the session's turns), evaluated at that level
+_MEAN_SCORES = (
+    "(SELECT coalesce(jsonb_object_agg(m.name, m.mean), '{}'::jsonb) FROM "
+    # the outer query's aggregates, taken in a select list (not allowed in a WHERE)
+    "(SELECT array_agg(trace_id) AS ids, min(project) AS project) turns CROSS JOIN LATERAL ("
+    "SELECT l.name, avg(l.number_value) AS mean FROM ("
+    "SELECT DISTINCT ON (sc.trace_id, sc.name) sc.name, sc.number_value FROM scores sc "
+    "WHERE sc.project = turns.project AND sc.trace_id = ANY(turns.ids) "
+    "AND sc.step_id IS NULL ORDER BY sc.trace_id, sc.name, sc.id DESC) l "
+    "WHERE l.number_value IS NOT NULL GROUP BY l.name) m)")
+
+#: a turn's latest whole-run score of each name: a number, a boolean or a category
+_TURN_SCORES = (
+    "(SELECT coalesce(jsonb_object_agg(l.name, l.value), '{}'::jsonb) FROM ("
+    "SELECT DISTINCT ON (sc.name) sc.name, CASE sc.value_type "
+    "WHEN 'number' THEN to_jsonb(sc.number_value) "
+    "WHEN 'boolean' THEN to_jsonb(sc.number_value = 1) "
+    "ELSE to_jsonb(sc.category_value) END AS value FROM scores sc "
+    "WHERE sc.project = trajectories.project AND sc.trace_id = trajectories.trace_id "
+    "AND sc.step_id IS NULL ORDER BY sc.name, sc.id DESC) l WHERE l.value IS NOT NULL)")
+
 SESSION_SUMMARY = Record("SessionSummary", "A session as the session list shows it: an "
                          "aggregate of its turns (the trajectories sharing its session id).", (
     Field("session_id", str, "the session (conversation, thread) id its turns share",
@@ -58,6 +80,12 @@ SESSION_SUMMARY = Record("SessionSummary", "A session as the session list shows 
                "turn (200 characters at most)",
                "(array_agg(input_preview ORDER BY start_ns, trace_id))[1]",
                "what is the weather in sf", cli=Cli("FIRST INPUT", "clip", order=3)),
+    # the latest whole-run score of each name of each turn (storage/trajectory_reads.py reads
+    # the same one for the list's filter), averaged over the turns that have one
+    _aggregate("scores", dict[str, float], "per score name, the mean over its turns of each "
+               "turn's latest whole-run score of that name (a boolean counts 1 or 0; "
+               "categories and errors are left out)", _MEAN_SCORES, {"correctness": 0.75},
+               convert="json"),
     # JSON texts: each turn's token usage per model, summed and priced on read
     _aggregate("cost", COST, "tokens, and money where the price table lists the models "
                "(TRAJHUB_PRICES), over all its turns", "array_agg(model_usage)", None,
@@ -95,6 +123,9 @@ SESSION_TURN = Record("SessionTurn", "One turn of a session: one run (trajectory
     Field("output_tokens", int, written_by="", example=19),
     Field("cost", COST, "tokens, and money where the price table lists the models",
           column=None, select="model_usage", convert="cost", written_by=""),
+    Field("scores", dict[str, float | bool | str], "its latest whole-run score of each name "
+          "(docs/scores.md)", column=None, select=_TURN_SCORES, convert="json",
+          written_by="", example={"correctness": 1.0, "verdict": "pass"}),
 ))
 
 _FAILED = "(s.has_error OR s.derivation_error IS NOT NULL)"
@@ -115,4 +146,9 @@ SESSION_FILTER = Filter("SessionQuery", "Filters over sessions; every one given 
     Param("has_error", bool, "some turn failed (true) or none did (false)", _FAILED,
           f"NOT {_FAILED}", metavar="true|false"),
     Param("min_turns", int, "has at least this many turns", "count(*) >= {}"),
+    # parsed by the API (trajhub.records.scores: parse_score_condition); its condition is
+    # the trajectory list's, on each turn (storage/session_reads.py)
+    Param("score", str, "some turn's latest whole-run score of a name compares so: "
+          "`<name><op><value>`, as the trajectory list's `score` filter",
+          custom=True, convert="score", metavar="NAME<OP>VALUE"),
 ))

@@ -6,6 +6,7 @@ import {enc, get} from "../api.js";
 import {costNode} from "../cost.js";
 import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, truncate} from "../dom.js";
 import {link, navigate} from "../router.js";
+import {namedScores} from "../scores.js";
 
 const PAGE = 50;
 const ERRORS = [["", "any"], ["true", "with a failed turn"], ["false", "without failures"]];
@@ -30,7 +31,7 @@ function toLocal(iso) {
 function apiQuery(params) {
   const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);
   const query = {limit};
-  for (const key of ["start", "end", "user_id", "agent", "has_error", "cursor"]) {
+  for (const key of ["start", "end", "user_id", "agent", "has_error", "score", "cursor"]) {
     if (params.get(key)) query[key] = params.get(key);
   }
   return query;
@@ -59,6 +60,10 @@ function filterForm(params) {
   field("s-has_error", "Failures", h("select", {id: "s-has_error", name: "has_error"},
     ERRORS.map(([value, text]) =>
       h("option", {value, selected: (params.get("has_error") || "") === value}, text)))),
+  // a score condition as the trajectory list takes it, on any turn: correctness>=0.5
+  field("s-score", "A turn's score", h("input", {id: "s-score", name: "score", type: "text",
+    size: 16, spellcheck: "false", placeholder: "name>=0.5", value: params.get("score") || "",
+    title: "<name><op><value>, op one of >=, <=, =, !="})),
   h("div", {class: "field buttons"},
     h("button", {type: "submit", class: "primary"}, "Apply"),
     h("a", {href: link("/sessions"), class: "button"}, "Clear")));
@@ -79,6 +84,7 @@ function sessionRow(item) {
       `${failed} failed ${failed === 1 ? "turn" : "turns"}`) : h("span", {class: "muted"}, "—"),
     item.open_turns ? [" ", badge(`${item.open_turns} open`, "open")] : null),
     h("td", null, (item.user_ids || []).join(", ") || h("span", {class: "muted"}, "—")),
+    h("td", {class: "scores"}, namedScores(item.scores, "the mean over its turns")),
     h("td", {class: "preview"}, truncate(item.first_input_preview ?? "", 120)));
 }
 
@@ -92,7 +98,7 @@ export async function renderSessions(ctx) {
   const table = h("table", {class: "grid", id: "session-table"},
     h("caption", {class: "sr-only"}, "Sessions, latest turn first"),
     h("thead", null, h("tr", null, ["Session", "Turns", "First turn", "Last turn",
-      "Tokens (in → out)", "Cost", "Failures", "Users", "First input"].map((c) =>
+      "Tokens (in → out)", "Cost", "Failures", "Users", "Mean scores", "First input"].map((c) =>
       h("th", {scope: "col"}, c)))), body);
   const pager = h("nav", {class: "pager", "aria-label": "Pages"});
   main.append(summary, table, pager);
@@ -104,7 +110,7 @@ export async function renderSessions(ctx) {
   if (!ctx.alive()) return;
   body.append(...page.items.map(sessionRow));
   summary.textContent = `${page.items.length} sessions on this page`;
-  if (!page.items.length) body.append(h("tr", null, h("td", {colspan: 9, class: "muted"},
+  if (!page.items.length) body.append(h("tr", null, h("td", {colspan: 10, class: "muted"},
     "No session matches these filters. A run is in a session when its instrumentation " +
     "recorded a session, conversation or thread id.")));
   const stack = previousCursors.get(filterKey) || [];
@@ -141,7 +147,10 @@ function turnView(turn, index) {
     h("span", {title: "input → output tokens"},
       `${fmtInt(turn.input_tokens)} → ${fmtInt(turn.output_tokens)} tokens`),
     " · ", costNode(turn.cost),
-    (turn.agent_names || []).length ? [" · ", turn.agent_names.join(", ")] : null);
+    (turn.agent_names || []).length ? [" · ", turn.agent_names.join(", ")] : null,
+    Object.keys(turn.scores || {}).length
+      ? [" · ", h("span", {class: "turn-scores"},
+        namedScores(turn.scores, "its latest score of that name"))] : null);
   return h("li", {class: `turn${failed ? " failed" : ""}`, dataset: {traceId: turn.trace_id}},
     meta,
     message("user", "User", turn.input, turn.user_id ? ` (${turn.user_id})` : ""),
@@ -164,7 +173,9 @@ export async function renderSession(ctx) {
     costNode(s.cost),
     s.failed_turns ? [" · ", h("span", {class: "failed-text"},
       `${s.failed_turns} failed ${s.failed_turns === 1 ? "turn" : "turns"}`)] : null,
-    (s.user_ids || []).length ? ` · users: ${s.user_ids.join(", ")}` : ""));
+    (s.user_ids || []).length ? ` · users: ${s.user_ids.join(", ")}` : "",
+    Object.keys(s.scores || {}).length
+      ? [" · mean scores: ", namedScores(s.scores, "the mean over its turns")] : null));
   main.append(h("ol", {class: "transcript", id: "transcript", "aria-label": "Turns, oldest first"},
     doc.turns.map(turnView)));
   if (doc.truncated) {
