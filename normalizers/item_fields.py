@@ -190,5 +190,13 @@ def message_text(value: Any) -> str | None:
 def turn_texts(document: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """(the user's text, the answer) of one run as a conversation turn: the request and the
     final answer `item_fields` takes for an evaluation item, as text."""
-    fields = item_fields(document)
-    return message_text(fields.input), message_text(fields.reference_output)
+    root = parse_document(document).root_step
+    return run_texts(root.input, root.output)
+
+
+def run_texts(raw_input: str, raw_output: str) -> tuple[str | None, str | None]:
+    """`turn_texts` from the root step's raw input and output (what a trajectory's summary
+    keeps, so the list's previews need no document)."""
+    request, _ = _request(_value(state_input(raw_input)))
+    answer, _ = _answer(_value(state_output(raw_output)))
+    return message_text(request), message_text(answer)

@@ -190,16 +190,3 @@ async def session_turns(conn: Connection, project: str, session_id: str,
         "WHERE project = $1 AND session_id = $2 ORDER BY start_ns, trace_id LIMIT $3",
         project, session_id, limit)
     return SessionTurnRow.from_records(rows)
-
-
-async def documents(conn: Connection, project: str, trace_ids: list[str]) -> dict[str, str]:
-    """The trajectory documents' text of these traces (those that have one), by trace id."""
-    rows = await conn.fetch(
-        f"SELECT trace_id, {DOCUMENT} AS document FROM trajectories "
-        "WHERE project = $1 AND trace_id = ANY($2::text[])", project, trace_ids)
-    out: dict[str, str] = {}
-    for row in rows:
-        text = unpack(row["document"])
-        if text is not None:
-            out[str(row["trace_id"])] = text
-    return out

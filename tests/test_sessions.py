@@ -94,6 +94,12 @@ def test_a_captured_two_turn_conversation_is_one_session_of_two_turns_in_order(
         assert summary["output_tokens"] == TRUTH["session"]["output_tokens"]
         detail = get_json(c, f"{server.http}/api/v1/sessions/{quote(expected_id, safe='')}",
                           project=project)
+        # the trajectory list's Input and Output columns: the user's text and the answer, not
+        # the message JSON (the script's questions and answers are short: no cut)
+        listed_runs = get_json(c, f"{server.http}/api/v1/trajectories", project=project,
+                               session_id=expected_id)["items"]
+    assert sorted((t["input_preview"], t["output_preview"]) for t in listed_runs) == sorted(
+        (t["question"], t["answer"]) for t in expected)
     turns = detail["turns"]
     assert detail["session_id"] == expected_id and detail["truncated"] is False
     assert [t["input"] for t in turns] == [t["question"] for t in expected]

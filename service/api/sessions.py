@@ -17,7 +17,6 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from trajhub.evaluators.pricing import Prices, usage_cost
 from trajhub.normalizers.item_fields import turn_texts
-from trajhub.normalizers.run_context import preview
 from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY, SESSION_TURN
 from trajhub.service.api.common import (
     MAX_TEXT,
@@ -176,23 +175,11 @@ async def list_sessions(rt: Rt, project: Project,
     f = query.list_filter()
     async with rt.db.acquire() as conn:
         rows = await session_reads.list_sessions(conn, project, f)
-        firsts = await session_reads.documents(conn, project,
-                                               [str(r["first_trace_id"]) for r in rows])
     converters = _converters(prices_for(rt.settings))
     next_cursor = (encode_cursor(rows[-1].last_turn_ns, rows[-1].session_id)
                    if len(rows) == f.limit else None)
     items = [answer(SESSION_SUMMARY, r, converters) for r in rows]
-    await run_in_threadpool(_first_inputs, items, firsts)
     return model_response(SessionPage, {"items": items, "next_cursor": next_cursor})
-
-
-def _first_inputs(items: list[dict[str, Any]], documents: Mapping[str, str]) -> None:
-    """Each session's `first_input_preview`: the start of the user's text in its first turn,
-    from that turn's document (the stored preview stays when it has none)."""
-    for item in items:
-        document = documents.get(item["first_trace_id"])
-        if document is not None:
-            item["first_input_preview"] = preview(turn_texts(orjson.loads(document))[0] or "")
 
 
 def _turns(rows: list[session_reads.SessionTurnRow], converters: Mapping[str, Any]
@@ -225,8 +212,6 @@ async def get_session(
     converters = _converters(prices_for(rt.settings))
     turns = await run_in_threadpool(_turns, rows, converters)
     doc = answer(SESSION_SUMMARY, summary, converters)
-    if turns and turns[0]["trace_id"] == doc["first_trace_id"]:
-        doc["first_input_preview"] = preview(turns[0]["input"] or "")
     return model_response(SessionDetail, {
         "session_id": summary.session_id, "summary": doc, "turns": turns,
         "truncated": doc["turns"] > len(turns)})

@@ -74,8 +74,8 @@ SESSION_SUMMARY = Record("SessionSummary", "A session as the session list shows 
                "count(*) FILTER (WHERE status = 'open')", 0),
     _aggregate("first_trace_id", str, "the trajectory of its first turn",
                "(array_agg(trace_id ORDER BY start_ns, trace_id))[1]", TRACE_ID),
-    # the stored preview of the first turn's run input; the API puts the start of the user's
-    # text there instead, read from that turn's document (as a turn's `input` is)
+    # the stored preview of the first turn's input: the start of the user's text
+    # (service/derivation.py, normalizers/item_fields.py `run_texts`)
     _aggregate("first_input_preview", str | None, "the start of the user's text in its first "
                "turn (200 characters at most)",
                "(array_agg(input_preview ORDER BY start_ns, trace_id))[1]",
