@@ -69,7 +69,7 @@ RARE = {"service": "ledger-agent", "user": "user-rare-7", "model": "o1-preview-r
         "tool": "convert_currency", "agent": "auditor", "word": "zanzibar"}
 SHARED_SESSION = "session-shared-000001"
 TARGETS_MS = {"trajectory": 20.0, "trajectory list": 100.0, "trace list": 100.0,
-              "trace": 50.0}
+              "trace": 50.0, "session list": 100.0, "session": 100.0}
 
 
 @dataclass
@@ -409,6 +409,22 @@ def cases(sent: list[Sent], project: str, now_ns: int, rng: random.Random) -> li
         trace(f"service={RARE['service']} (few)", service=RARE["service"]),
         trace("has_error=true", has_error="true"),
     ]
+    def sess(name: str, **p: Any) -> Case:
+        return Case("session list", name, lambda _i: "/api/v1/sessions", const(**p))
+
+    out += [  # sessions (issue 21): most runs have a session of their own, a quarter share one
+        sess("no filter"),
+        sess("start: last 3 h (many)", start=str(now_ns - 3 * HOUR_NS)),
+        sess("user_id=user-3 (many)", user_id="user-3"),
+        sess(f"user_id={RARE['user']} (few)", user_id=RARE["user"]),
+        sess(f"agent={RARE['agent']} (few)", agent=RARE["agent"]),
+        sess("has_error=true", has_error="true"),
+        sess("min_turns=2 (one)", min_turns=2),
+        Case("session", "GET /sessions/{shared} (many turns)",
+             lambda _i: f"/api/v1/sessions/{SHARED_SESSION}", const(limit=50)),
+        Case("session", "GET /sessions/{unique} (one turn)",
+             lambda i: f"/api/v1/sessions/{sessions[i % len(sessions)]}", const()),
+    ]
     if not rare_ids:
         print("  (no rare request in this project: the 'few' cases match nothing)")
     return out
@@ -435,7 +451,14 @@ def measure(url: str, project: str, case: Case, n: int) -> dict[str, Any]:
 
 
 class _Captured:
-    """Stands in for a connection: keeps the SQL a storage read would run."""
+    """Stands in for a connection: keeps the SQL a storage read would run (what it counts
+    first, the session list's set sizes, is counted on `conn`)."""
+
+    def __init__(self, conn: Any = None) -> None:
+        self.conn = conn
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        return await self.conn.fetchval(sql, *args)
 
     async def fetch(self, sql: str, *args: Any) -> list[Any]:
         self.sql, self.args = sql, args
@@ -453,10 +476,16 @@ async def explain(database_url: str, project: str, cs: list[Case]) -> dict[str, 
     out = {}
     try:
         for case in cs:
-            if case.group not in ("trajectory list", "trace list"):
+            if case.group not in ("trajectory list", "trace list", "session list"):
                 continue
-            params, cap = case.params(0), _Captured()
-            if case.group == "trajectory list":
+            params, cap = case.params(0), _Captured(conn)
+            if case.group == "session list":
+                from trajhub.service.api.sessions import SessionListQuery
+                from trajhub.storage import session_reads
+
+                await session_reads.list_sessions(  # type: ignore[arg-type]
+                    cap, project, SessionListQuery(**params).list_filter())
+            elif case.group == "trajectory list":
                 f = TrajectoryListQuery(**params).list_filter()
                 await trajectory_reads.list_trajectories(cap, project, f)  # type: ignore[arg-type]
             else:

@@ -12,6 +12,12 @@ also set it with non-standard values (LangSmith, Traceloop) are detected before 
   the other spellings of the cache counts (`CACHE_READ_KEYS`, `CACHE_WRITE_KEYS`).
 - First-chunk latency `gen_ai.response.time_to_first_chunk` is in **seconds**; the trajectory
   wants milliseconds.
+
+Operations (docs/conventions.md §1.5): `invoke_workflow` is a graph; `invoke_agent` an agent (a
+CLIENT one is a remote agent, `metadata.remote_agent`); `execute_tool`, MCP `tools/call`,
+`retrieval` and the memory record operations are tools (`metadata.operation` says which); a
+`plan` span is agent-internal: its model call is a model step marked `metadata.phase = "plan"`;
+`create_agent`, `embeddings` and the memory store lifecycle are not steps.
 """
 
 from __future__ import annotations
@@ -42,6 +48,23 @@ CACHE_WRITE_KEYS = (
     "gen_ai.usage.cache_write_tokens",
 )
 MODEL_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
+#: the memory record operations (the GenAI registry's `gen_ai.memory.client` span): tool steps.
+#: The store lifecycle (`create_memory_store`, `delete_memory_store`) is set-up, not a step.
+MEMORY_OPERATIONS = frozenset(
+    {"create_memory", "search_memory", "update_memory", "upsert_memory", "delete_memory"}
+)
+#: operations that are a step of their own: a plan's model call stops looking above these
+_STEP_OPERATIONS = frozenset(
+    {"invoke_agent", "invoke_workflow", "execute_tool", "retrieval", *MODEL_OPERATIONS,
+     *MEMORY_OPERATIONS}
+)
+MCP_METHOD_KEY = "mcp.method.name"
+_MCP_TOOL_CALL = "tools/call"
+#: OTLP span kinds (opentelemetry.proto.trace.v1.Span.SpanKind)
+_KIND_SERVER = 2
+_KIND_CLIENT = 3
+#: how far up a model span looks for the plan span it belongs to
+_MAX_PLAN_DEPTH = 16
 _DETAILS_EVENT = "gen_ai.client.inference.operation.details"
 _MESSAGE_EVENTS = {
     "gen_ai.system.message": "system",
@@ -126,34 +149,206 @@ def _event_content(span: Span) -> tuple[str, str]:
     return (dumps(inputs) if inputs else "", dumps(outputs) if outputs else "")
 
 
+def _server_address(attrs: Attributes) -> str:
+    """`server.address`, with `:server.port` when recorded; "" when absent."""
+    address = get_str(attrs, "server.address") or ""
+    port = get_str(attrs, "server.port")
+    return f"{address}:{port}" if address and port else address
+
+
+def _service_name(span: Span) -> str:
+    return get_str(span.resource, "service.name") or ""
+
+
+def _is_mcp_tool_call(span: Span) -> bool:
+    return get_str(span.attributes, MCP_METHOD_KEY) == _MCP_TOOL_CALL
+
+
+def _mcp_metadata(span: Span, trace: TraceView) -> dict[str, str]:
+    """What an MCP `tools/call` span says about the server that ran the tool (docs/conventions.md
+    §1.5): `mcp_server` is the MCP server's own name (the `service.name` of its SERVER span, a
+    child of the client span when the server is traced too, or of this span when it is the
+    server's), else the address the client called."""
+    attrs = span.attributes
+    metadata: dict[str, str] = {"mcp_method": _MCP_TOOL_CALL}
+    address = _server_address(attrs)
+    if address:
+        metadata["server_address"] = address
+    server = ""
+    if span.kind == _KIND_SERVER:
+        server = _service_name(span)
+    else:
+        for child in trace.children(span):
+            if child.kind == _KIND_SERVER and _is_mcp_tool_call(child):
+                server = _service_name(child)
+                break
+    if server or address:
+        metadata["mcp_server"] = server or address
+    for key, attr in (("mcp_session_id", "mcp.session.id"),
+                      ("mcp_protocol_version", "mcp.protocol.version")):
+        value = get_str(attrs, attr)
+        if value:
+            metadata[key] = value
+    return metadata
+
+
+def _mcp_server_side_of_client(span: Span, trace: TraceView) -> bool:
+    """An MCP SERVER span under the client span of the same call: the call is the client's
+    step, the server span is its far end (counting both would count one call twice)."""
+    parent = trace.parent(span)
+    return (
+        span.kind == _KIND_SERVER
+        and parent is not None
+        and parent.kind != _KIND_SERVER
+        and _is_mcp_tool_call(parent)
+    )
+
+
+def _in_plan(span: Span, trace: TraceView) -> Span | None:
+    """The `plan` span a model call runs inside (the GenAI agent spans: "the LLM call that
+    generates the plan SHOULD be a child of the plan span"), looking up through spans that are
+    not steps of their own; None when it is not part of a plan."""
+    current = trace.parent(span)
+    for _ in range(_MAX_PLAN_DEPTH):
+        if current is None:
+            return None
+        operation = get_str(current.attributes, OPERATION_KEY)
+        if operation == "plan":
+            return current
+        if operation in _STEP_OPERATIONS:
+            return None
+        current = trace.parent(current)
+    return None
+
+
+def _has_model_call_below(span: Span, trace: TraceView) -> bool:
+    stack = list(trace.children(span))
+    seen = 0
+    while stack and seen < 10_000:
+        child = stack.pop()
+        seen += 1
+        if get_str(child.attributes, OPERATION_KEY) in MODEL_OPERATIONS:
+            return True
+        stack.extend(trace.children(child))
+    return False
+
+
+def _records_usage(attrs: Attributes) -> bool:
+    return get_int(attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens") is not None
+
+
+def _object_text(fields: dict[str, Any]) -> str:
+    """The present fields as one JSON object (a tool step's input is its arguments object)."""
+    present = {k: v for k, v in fields.items() if v not in (None, "")}
+    return dumps(present) if present else ""
+
+
+def _structured_text(attrs: Attributes, key: str) -> str:
+    value = _json_value(attrs, key)
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else dumps(value)
+
+
+def _retrieval(attrs: Attributes) -> tuple[str, str, str, dict[str, str]]:
+    """A `retrieval` span (GenAI `gen_ai.retrieval.client`): name, input, output, metadata."""
+    source = get_str(attrs, "gen_ai.data_source.id") or ""
+    input_text = _object_text({
+        "query": get_str(attrs, "gen_ai.retrieval.query.text"),
+        "top_k": get_int(attrs, "gen_ai.request.top_k"),
+    })
+    output_text = _structured_text(attrs, "gen_ai.retrieval.documents")
+    metadata = {"operation": "retrieval"}
+    if source:
+        metadata["data_source_id"] = source
+    # the span name the registry gives it: `{gen_ai.operation.name} {gen_ai.data_source.id}`
+    return (f"retrieval {source}" if source else "retrieval"), input_text, output_text, metadata
+
+
+def _memory(operation: str, attrs: Attributes) -> tuple[str, str, str, dict[str, str]]:
+    """A memory record operation (GenAI `gen_ai.memory.client`): name, input, output, metadata.
+    Records are what `search_memory` returns and what the other operations write."""
+    records = _json_value(attrs, "gen_ai.memory.records")
+    query = get_str(attrs, "gen_ai.memory.query.text")
+    record_id = get_str(attrs, "gen_ai.memory.record.id")
+    writes = operation != "search_memory"
+    input_text = _object_text({
+        "query": query,
+        "record_id": record_id,
+        "records": records if writes else None,
+    })
+    output_text = ""
+    if not writes and records is not None:
+        output_text = records if isinstance(records, str) else dumps(records)
+    metadata = {"operation": operation}
+    for key, attr in (("memory_store_id", "gen_ai.memory.store.id"),
+                      ("memory_record_id", "gen_ai.memory.record.id"),
+                      ("memory_record_count", "gen_ai.memory.record.count")):
+        value = get_str(attrs, attr)
+        if value:
+            metadata[key] = value
+    # the span name the registry gives it: `{gen_ai.operation.name}`
+    return operation, input_text, output_text, metadata
+
+
 class GenAI:
     name = "genai"
 
     def detect(self, span: Span) -> bool:
-        return OPERATION_KEY in span.attributes
+        # MCP spans set `gen_ai.operation.name` only for tool calls, and only as "Recommended":
+        # an MCP `tools/call` span without it is still a tool call
+        return OPERATION_KEY in span.attributes or MCP_METHOD_KEY in span.attributes
+
+    def _kind(self, span: Span, operation: str, trace: TraceView) -> tuple[StepKind, str]:
+        """The step kind and the rule that decided it (docs/conventions.md §1.5)."""
+        attrs = span.attributes
+        rule = f"{OPERATION_KEY}={operation}" if operation else ""
+        if MCP_METHOD_KEY in attrs:
+            method = get_str(attrs, MCP_METHOD_KEY) or ""
+            mcp_rule = f"{MCP_METHOD_KEY}={method}" + (f", {rule}" if rule else "")
+            if method != _MCP_TOOL_CALL:
+                return StepKind.OTHER, f"{mcp_rule}: an MCP exchange that is not a tool call"
+            if _mcp_server_side_of_client(span, trace):
+                return StepKind.OTHER, f"{mcp_rule}: the server side of its client's tool call"
+            return StepKind.TOOL, mcp_rule
+        if operation in MODEL_OPERATIONS:
+            return StepKind.MODEL, rule
+        if operation in ("execute_tool", "retrieval") or operation in MEMORY_OPERATIONS:
+            return StepKind.TOOL, rule
+        if operation == "invoke_agent":
+            return StepKind.AGENT, rule
+        if operation == "invoke_workflow":
+            return StepKind.GRAPH, rule
+        if operation == "plan":
+            if _records_usage(attrs) and not _has_model_call_below(span, trace):
+                return StepKind.MODEL, f"{rule}: a plan that records its own model usage"
+            return StepKind.OTHER, f"{rule}: agent-internal; its model call is marked phase=plan"
+        return StepKind.OTHER, rule
 
     def read(self, span: Span, trace: TraceView) -> SpanReading:
         attrs = span.attributes
         operation = get_str(attrs, OPERATION_KEY) or ""
-        rule = f"{OPERATION_KEY}={operation}"
-        kind = StepKind.OTHER
-        if operation in MODEL_OPERATIONS:
-            kind = StepKind.MODEL
-        elif operation == "execute_tool":
-            kind = StepKind.TOOL
-        elif operation == "invoke_agent":
-            kind = StepKind.AGENT
-        elif operation == "invoke_workflow":
-            kind = StepKind.GRAPH
+        kind, rule = self._kind(span, operation, trace)
 
         warnings: list[str] = []
-        metadata: dict[str, str] = {"span_type": operation}
+        metadata: dict[str, str] = {"span_type": operation or get_str(attrs, MCP_METHOD_KEY) or ""}
         name = span.name
         usage = None
-        if kind is StepKind.TOOL:
+        if kind is StepKind.TOOL and operation == "retrieval":
+            name, input_text, output_text, extra = _retrieval(attrs)
+            metadata.update(extra)
+        elif kind is StepKind.TOOL and operation in MEMORY_OPERATIONS:
+            name, input_text, output_text, extra = _memory(operation, attrs)
+            metadata.update(extra)
+        elif kind is StepKind.TOOL:
             input_text = get_str(attrs, "gen_ai.tool.call.arguments") or ""
             output_text = get_str(attrs, "gen_ai.tool.call.result") or ""
-            name = get_str(attrs, "gen_ai.tool.name") or span.name.removeprefix("execute_tool ")
+            name = (
+                get_str(attrs, "gen_ai.tool.name")
+                or span.name.removeprefix("execute_tool ").removeprefix(f"{_MCP_TOOL_CALL} ")
+            )
+            if _is_mcp_tool_call(span):
+                metadata.update(_mcp_metadata(span, trace))
             call_id = get_str(attrs, "gen_ai.tool.call.id")
             if call_id:
                 metadata["tool_call_id"] = call_id
@@ -169,8 +364,30 @@ class GenAI:
             model = model_name(attrs)
             if model:
                 metadata["model_name"] = model
+            plan = span if operation == "plan" else _in_plan(span, trace)
+            if plan is not None:
+                metadata["phase"] = "plan"
+                metadata["plan_span_id"] = plan.span_id
         if kind is StepKind.AGENT:
             name = get_str(attrs, "gen_ai.agent.name") or span.name
+            if span.kind == _KIND_CLIENT:
+                # "Describes GenAI agent invocation over a remote service" (the GenAI agent
+                # spans); whether its inner steps are missing is decided over the kept tree
+                # (normalizers/multiagent.py)
+                metadata["remote_agent"] = "true"
+                address = _server_address(attrs)
+                if address:
+                    metadata["server_address"] = address
+                if any(MCP_METHOD_KEY not in c.attributes and "a2a.method.name" in c.attributes
+                       for c in trace.children(span)):
+                    metadata["remote_protocol"] = "a2a"
+                # the remote agent's own usage report: its model calls are not in this trace, so
+                # the count is kept where a reader sees it, not added to the run's totals
+                for key, attr in (("remote_input_tokens", "gen_ai.usage.input_tokens"),
+                                  ("remote_output_tokens", "gen_ai.usage.output_tokens")):
+                    count = get_int(attrs, attr)
+                    if count is not None:
+                        metadata[key] = str(count)
         elif kind is StepKind.GRAPH:
             name = get_str(attrs, "gen_ai.workflow.name") or span.name
         provider = get_str(attrs, "gen_ai.provider.name", "gen_ai.system")

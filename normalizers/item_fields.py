@@ -23,6 +23,7 @@ derived the document.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,3 +171,32 @@ def item_fields(
         answer, rest = _answer(run_output)
         metadata.update(rest)
     return ItemFields(input=request, reference_output=answer, metadata=metadata)
+
+
+def message_text(value: Any) -> str | None:
+    """A message content (or a payload) as text a person reads: a string as it is, a list of
+    content parts as their text parts joined by newlines, anything else as its JSON; None for
+    None (nothing recorded)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = [part["text"] for part in value
+                 if isinstance(part, Mapping) and isinstance(part.get("text"), str)]
+        if texts and len(texts) == len(value):
+            return "\n".join(texts)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def turn_texts(document: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(the user's text, the answer) of one run as a conversation turn: the request and the
+    final answer `item_fields` takes for an evaluation item, as text."""
+    root = parse_document(document).root_step
+    return run_texts(root.input, root.output)
+
+
+def run_texts(raw_input: str, raw_output: str) -> tuple[str | None, str | None]:
+    """`turn_texts` from the root step's raw input and output (what a trajectory's summary
+    keeps, so the list's previews need no document)."""
+    request, _ = _request(_value(state_input(raw_input)))
+    answer, _ = _answer(_value(state_output(raw_output)))
+    return message_text(request), message_text(answer)

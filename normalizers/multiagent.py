@@ -15,7 +15,10 @@ readings of the kept spans with their nearest kept parents and returns corrected
 - when the run ended in an error that only a step recorded (the root has no error and no output,
   and the run's last call failed), the root carries that error (`metadata.error_from_step`);
 - a root whose status says OK but which recorded an `exception` event, while the run's last agent
-  or model step failed, carries the event's error (`metadata.error_from_exception_event`).
+  or model step failed, carries the event's error (`metadata.error_from_exception_event`);
+- a remote agent (`metadata.remote_agent`, set by a convention for an agent invoked over a remote
+  service) with no kept step inside it is marked `metadata.inner_steps = "missing"`: it ran
+  elsewhere and its own steps were not traced here (docs/conventions.md §1.5).
 """
 
 from __future__ import annotations
@@ -104,6 +107,9 @@ def apply(
     for kids in children.values():
         kids.sort(key=lambda i: (spans[i].start_ns, spans[i].end_ns, i))
 
+    for span_id in parent_of:
+        out[span_id] = _remote_agent(out[span_id], bool(children[span_id]))
+
     # an activation that ended by handing off "failed" with the handoff's control flow, which
     # LangGraph.js records without a message: its last own step is the handoff that succeeded
     for span_id in parent_of:
@@ -120,6 +126,21 @@ def apply(
 
     out[root_id] = _root_error(out, spans, parent_of, root_id)
     return out
+
+
+def _remote_agent(reading: SpanReading, has_steps: bool) -> SpanReading:
+    """A remote agent's inner steps are missing when nothing of the trace ran inside it. One
+    with steps inside and nothing else saying it is remote (no server address, no A2A call) is
+    an in-process agent: earlier GenAI conventions had one `invoke_agent` span, of kind
+    CLIENT, for every agent."""
+    metadata = reading.metadata
+    if reading.kind is not StepKind.AGENT or metadata.get("remote_agent") != "true":
+        return reading
+    if not has_steps:
+        return _with_metadata(reading, inner_steps="missing")
+    if "server_address" in metadata or "remote_protocol" in metadata:
+        return reading
+    return replace(reading, metadata={k: v for k, v in metadata.items() if k != "remote_agent"})
 
 
 def _root_error(

@@ -12,16 +12,30 @@ from dataclasses import dataclass
 from trajhub.normalizers.model import AttributeValue, Span
 
 #: Attribute keys that carry the session (conversation, thread) id, by convention
-#: (docs/conventions.md, "Session, user and LangGraph position"; docs/coze-loop.md §2).
-SESSION_KEYS = (
-    "session.id",                                   # OpenInference, CozeLoop OTel
-    "gen_ai.session.id",                            # Eino apmplus
-    "gen_ai.conversation.id",                       # Traceloop (configurable.thread_id)
-    "langsmith.metadata.session_id",                # LangSmith
-    "langsmith.metadata.thread_id",
-    "traceloop.association.properties.session_id",  # Traceloop metadata
-    "traceloop.association.properties.thread_id",
-    "thread_id",                                    # CozeLoop native tag
+#: (docs/conventions.md, "Session, user and LangGraph position"; docs/coze-loop.md §2), in
+#: order of precedence, best first (docs/conventions.md, "Which id is the session"): an id the
+#: application named a session, then a conversation id, then a thread id. A trace is read rank
+#: by rank: a session id on any of its spans beats a conversation id on its root.
+SESSION_KEYS: tuple[tuple[str, ...], ...] = (
+    (                                               # 1. the application's session id
+        "session.id",                               # OpenInference, CozeLoop OTel
+        "gen_ai.session.id",                        # Eino apmplus
+        "langsmith.metadata.session_id",            # LangSmith
+        "traceloop.association.properties.session_id",  # Traceloop metadata
+        "session_id",                               # CozeLoop native tag
+    ),
+    (                                               # 2. the conversation id
+        "gen_ai.conversation.id",                   # OTel GenAI (the official LangChain
+                                                    # instrumentation: the thread id), Traceloop
+                                                    # (configurable.thread_id)
+        "langsmith.metadata.conversation_id",       # LangSmith
+        "traceloop.association.properties.conversation_id",
+    ),
+    (                                               # 3. the thread id (LangGraph's thread_id)
+        "langsmith.metadata.thread_id",             # LangSmith
+        "traceloop.association.properties.thread_id",  # Traceloop metadata
+        "thread_id",                                # CozeLoop native tag
+    ),
 )
 USER_KEYS = (
     "user.id",                                      # OpenInference, CozeLoop OTel
@@ -69,7 +83,8 @@ def run_context(spans: Sequence[Span]) -> RunContext:
     ordered = sorted(spans, key=lambda s: (s.parent_span_id in ids, s.start_ns, s.span_id))
     return RunContext(
         service=_first(ordered, SERVICE_KEYS, resource=True),
-        session_id=_first(ordered, SESSION_KEYS, resource=True),
+        session_id=next((found for keys in SESSION_KEYS
+                         if (found := _first(ordered, keys, resource=True)) is not None), None),
         user_id=_first(ordered, USER_KEYS, resource=True),
     )
 

@@ -18,6 +18,7 @@ import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
 from trajhub.normalizers import NORMALIZER_VERSION, derive, root_ended
+from trajhub.normalizers.item_fields import run_texts
 from trajhub.normalizers.model import STATUS_ERROR, Span
 from trajhub.normalizers.playback import model_usage
 from trajhub.normalizers.run_context import RunContext, preview, run_context
@@ -100,6 +101,7 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
         return failed_trajectory(project, trace_id, settle_at, exc, root_ended(spans),
                                  min(s.start_ns for s in spans), context)
     s = d.summary
+    user_text, answer = run_texts(s.root_input, s.root_output)
     explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
     return TrajectoryWrite(
         project=project, trace_id=trace_id, settle_at=settle_at, root_ended=root_ended(spans),
@@ -109,8 +111,9 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
             "normalizer_version": NORMALIZER_VERSION, "derivation_error": None,
             "model_usage": orjson.dumps(model_usage(d.trajectory)).decode(),
             "service": context.service, "session_id": context.session_id,
-            "user_id": context.user_id, "input_preview": preview(s.root_input),
-            "output_preview": preview(s.root_output)}))
+            "user_id": context.user_id,
+            # what a person reads: the user's text and the answer, not the message JSON
+            "input_preview": preview(user_text or ""), "output_preview": preview(answer or "")}))
 
 
 def derive_trace(project: str, trace_id: str, rows: Sequence[RowMapping],

@@ -46,6 +46,15 @@ ABANDONED_EVALUATION_SECONDS = 600.0
 EMBEDDED_WATCH_SECONDS = 1.0
 
 
+def ui_address(host: str, port: int) -> str:
+    """The web UI's address for a person to open: a wildcard host (all interfaces) is reached
+    on this machine's loopback address; an IPv6 address is bracketed."""
+    shown = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}/"
+
+
 def require_upb() -> None:
     """The pure-Python protobuf backend is ~190× slower: refuse to run on it."""
     from google.protobuf.internal import api_implementation
@@ -219,6 +228,8 @@ async def serve(settings: Settings) -> None:
                  "required" if auth_enabled(settings) else "off")
         # one machine-readable line for scripts and tests that asked for port 0
         print(f"trajhub ready http_port={http_port} grpc_port={grpc_port}", flush=True)
+        # and one for people: where to open the web UI (service/ui serves it at `/`)
+        print(f"trajhub: web UI at {ui_address(settings.host, http_port)}", flush=True)
 
         await asyncio.wait([asyncio.create_task(stop.wait()), http_task],
                            return_when=asyncio.FIRST_COMPLETED)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from trajhub.records import Field, is_optional
@@ -82,30 +81,6 @@ async def for_trajectories(conn: Connection, project: str, trace_ids: Sequence[s
         project, list(trace_ids)))
     order = {t: i for i, t in enumerate(trace_ids)}
     return sorted(rows, key=lambda r: (order.get(r.trace_id, len(order)), r.id))
-
-
-@dataclass(frozen=True)
-class ScoreMean:
-    """One score name over a set of trajectories: the mean of each trajectory's latest
-    whole-run score of that name (a boolean counts 1 or 0), over the `count` trajectories that
-    have one with a number or boolean value."""
-
-    name: str
-    mean: float
-    count: int
-
-
-async def means(conn: Connection, project: str, trace_ids: Sequence[str]) -> list[ScoreMean]:
-    """Per score name, by name: the mean over the trajectories (ScoreMean). Categories, errors
-    and step scores are left out."""
-    rows = await conn.fetch(
-        """SELECT name, avg(number_value) AS mean, count(*) AS count FROM (
-               SELECT DISTINCT ON (trace_id, name) name, number_value FROM scores
-               WHERE project = $1 AND trace_id = ANY($2::text[]) AND step_id IS NULL
-               ORDER BY trace_id, name, id DESC) latest
-           WHERE number_value IS NOT NULL
-           GROUP BY name ORDER BY name""", project, list(trace_ids))
-    return [ScoreMean(r["name"], float(r["mean"]), int(r["count"])) for r in rows]
 
 
 async def delete(conn: Connection, project: str, trace_id: str, score_id: int) -> bool:

@@ -82,6 +82,12 @@ def _latest_scores(name: str) -> str:
 
 
 def _score(value: Any, arg: Params) -> list[str]:
+    return [score_condition(value, arg)]
+
+
+def score_condition(value: Any, arg: Params, trace_id: str = "trace_id") -> str:
+    """The trajectory whose trace id is `trace_id` has a latest whole-run score that
+    satisfies `value` (a ScoreCondition): the list's `score` filter, and a session's."""
     assert isinstance(value, ScoreCondition)
     if value.op in (">=", "<="):
         test = f"l.value_type = 'number' AND l.number_value {value.op} {arg(value.number)}"
@@ -96,8 +102,8 @@ def _score(value: Any, arg: Params) -> list[str]:
         test = " OR ".join(f"({c})" for c in same)
         if value.op == "!=":
             test = f"l.value_type IS NOT NULL AND NOT ({test})"
-    return [f"trace_id IN (SELECT l.trace_id FROM {_latest_scores(arg(value.name))} l "
-            f"WHERE {test})"]
+    return (f"{trace_id} IN (SELECT l.trace_id FROM {_latest_scores(arg(value.name))} l "
+            f"WHERE {test})")
 
 
 def _score_sort(name: str, arg: Params) -> tuple[str, str]:

@@ -3,6 +3,7 @@ SCHEMATHESIS_HOOKS): what the command needs to send and judge requests of this A
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -17,7 +18,10 @@ def ndjson(ctx: schemathesis.SerializationContext, value: Any) -> bytes:
     JSON value as one line of it."""
     if isinstance(value, str):
         return value.encode("utf-8", "surrogatepass")
-    return orjson.dumps(value) + b"\n"
+    try:
+        return orjson.dumps(value) + b"\n"
+    except TypeError:  # an integer beyond 64 bits, which orjson refuses and JSON allows
+        return json.dumps(value).encode("utf-8", "surrogatepass") + b"\n"
 
 
 #: a cursor of the shape each route issues (common.encode_cursor): (seq) or (sort value, id)
@@ -25,6 +29,7 @@ _CURSORS = {"/api/v1/datasets/{name}/items": encode_cursor(0),
             "/api/v1/evaluations": encode_cursor(0),
             "/api/v1/traces": encode_cursor(0, ""),
             "/api/v1/trajectories": encode_cursor(0, ""),
+            "/api/v1/sessions": encode_cursor(0, ""),
             "/api/v1/evaluations/{evaluation_id}/results": encode_cursor(0, "")}
 
 

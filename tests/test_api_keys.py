@@ -38,7 +38,12 @@ from tests.test_cozeloop_ingest import native_span
 ADMIN_ONLY = {("post", "/api/v1/trajectories/rederive"), ("get", "/api/v1/keys"),
               ("post", "/api/v1/keys"),
               # a shorter retention deletes data
-              ("put", "/api/v1/retention")}
+              ("put", "/api/v1/retention"),
+              # a config decides which scores every other key may write
+              ("put", "/api/v1/score-configs/{name}")}
+
+#: routes that write spans, as OTLP does: the ingest scope (an admin key has it too)
+INGEST_ROUTES = {("post", "/api/v1/trajectories/import/atif")}
 
 #: routes that stay open with auth on
 OPEN = ["/healthz", "/readyz", "/", "/ui/js/api.js", "/docs", "/redoc", "/openapi.json"]
@@ -149,9 +154,10 @@ def fill(world: World, path: str, existing: bool = True) -> str:
     """The path with A's objects in it (or names nothing has, when not `existing`)."""
     values = {"trace_id": world.trace_id, "span_id": world.span_id, "key": world.file_key,
               "name": world.dataset, "item_id": world.item_id, "evaluation_id": "1",
-              "key_id": "000000000000"}
+              "key_id": "000000000000", "score_id": "1", "session_id": "no-such-session"}
     if not existing:
-        values.update(name="no-such-set", item_id="999999999", key="no-such-file")
+        values.update(name="no-such-set", item_id="999999999", key="no-such-file",
+                      score_id="999999999")
     for name, value in values.items():
         path = path.replace("{" + name + "}", value).replace("{" + name + ":path}", value)
     assert "{" not in path, f"no value for a parameter of {path}: add one to fill()"
@@ -208,6 +214,16 @@ def test_every_rest_route_refuses_too_small_a_scope(world: World) -> None:
     with httpx.Client(timeout=30) as c:
         for method, template in operations(world):
             path = fill(world, template)
+            if (method, template) in INGEST_ROUTES:
+                # the ingest key passes the door, a read key does not
+                r = call(c, world, method, path, world.ingest)
+                assert r.status_code not in (401, 403), (method, path, r.text)
+                r = call(c, world, method, path, world.read)
+                assert r.status_code == 403, (method, path, r.text)
+                assert "needs 'ingest'" in r.json()["detail"], r.text
+                r = call(c, world, method, path, world.admin)
+                assert r.status_code not in (401, 403), (method, path, r.text)
+                continue
             # an ingest key reads nothing
             r = call(c, world, method, path, world.ingest)
             assert r.status_code == 403, (method, path, r.text)
@@ -232,7 +248,8 @@ def test_openapi_declares_the_scope_of_every_operation(world: World) -> None:
         if not path.startswith("/api/"):
             continue
         for method, op in ops.items():
-            expected = "admin" if method == "delete" or (method, path) in ADMIN_ONLY else "read"
+            expected = ("ingest" if (method, path) in INGEST_ROUTES else
+                        "admin" if method == "delete" or (method, path) in ADMIN_ONLY else "read")
             assert op["x-trajhub-scope"] == expected, (method, path)
             assert {"HTTPBearer": []} in op["security"], (method, path)
 

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -121,6 +122,39 @@ def test_trajectories_show(server: ServerProcess, runs: Runs) -> None:
     explained = json.loads(trajhub("trajectories", "show", runs.react, "--explain",
                                    url=server.http, project=runs.project).stdout)
     assert explained["trace_id"] == runs.react and explained["spans"]
+
+
+def test_atif_export_then_import_into_another_project_keeps_the_run(
+        server: ServerProcess, runs: Runs, tmp_path: Path) -> None:
+    """The ReAct run (model, get_weather, add → divide fails, model …, 530+73 tokens) exported
+    as an ATIF file and imported into a fresh project is the same run there."""
+    path = tmp_path / "react.atif.json"
+    done = trajhub("atif", "export", runs.react, "-o", str(path), url=server.http,
+                   project=runs.project)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(path.read_text())["schema_version"] == "ATIF-v1.8"
+    target = runs.project + "-atif"
+    done = trajhub("atif", "import", str(path), url=server.http, project=target)
+    assert done.returncode == 0, done.stderr
+    trace_id = done.stdout.split()[2]
+    assert done.stdout.startswith(f"{path}: trace {trace_id} in project {target} (")
+    with httpx.Client() as c:
+        original = final_trajectory(c, server.http, runs.project, runs.react).json()
+        imported = final_trajectory(c, server.http, target, trace_id).json()
+
+    def steps(doc: dict[str, Any]) -> list[tuple[str, str, bool]]:
+        return [(s["type"], s["name"], "error" in s["basic_info"])
+                for a in doc["agent_steps"] for s in a["steps"]]
+
+    assert steps(imported) == steps(original)
+    assert [t for t, _, _ in steps(imported)] == ["model", "tool", "tool", "model", "tool",
+                                                  "model"]
+    metrics = imported["root_step"]["metrics_info"]
+    assert (metrics["input_tokens"], metrics["output_tokens"]) == (530, 73)
+    assert [name for _, name, failed in steps(imported) if failed] == ["divide"]
+    # the same file again is the same trajectory, stored once
+    again = trajhub("atif", "import", str(path), url=server.http, project=target)
+    assert again.stdout.split()[2] == trace_id
 
 
 def test_traces_list_and_show(server: ServerProcess, runs: Runs) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote
 
+import atif
 import httpx
 import jsonschema
 import orjson
@@ -39,8 +40,10 @@ class Recorder:
         return response
 
 
-def _run(agent: str, tool: str, model: str) -> tuple[str, str, list[Any]]:
-    """One agent run: an agent span, a model call and a tool call."""
+def _run(agent: str, tool: str, model: str, session: str | None = None
+         ) -> tuple[str, str, list[Any]]:
+    """One agent run: an agent span (in `session`, when given), a model call and a tool
+    call."""
     tid, root = new_trace_id(), new_span_id()
     t0 = time.time_ns()
     spans = [
@@ -48,7 +51,8 @@ def _run(agent: str, tool: str, model: str) -> tuple[str, str, list[Any]]:
              attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
                          "gen_ai.input.messages": '[{"role": "user", "content": "weather?"}]',
                          "gen_ai.output.messages":
-                             '[{"role": "assistant", "content": "sunny"}]'}),
+                             '[{"role": "assistant", "content": "sunny"}]',
+                         **({"gen_ai.conversation.id": session} if session else {})}),
         span(tid, f"chat {model}", parent=root, start=t0 + 1000, duration=1_000_000,
              attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
                          "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 30}),
@@ -79,8 +83,8 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     r = rec.record
 
     # ------------------------------------------------------------------------------ ingest
-    a_id, a_root, a_spans = _run("planner", "get_weather", "gpt-4o-mini")
-    b_id, _, b_spans = _run("planner", "get_forecast", "gpt-4o-mini")
+    a_id, a_root, a_spans = _run("planner", "get_weather", "gpt-4o-mini", "chat/1")
+    b_id, _, b_spans = _run("planner", "get_forecast", "gpt-4o-mini", "chat/1")
     c_id, _, c_spans = _run("writer", "search", "gpt-4o")
     res = r("post", "/v1/traces", c.post("/v1/traces", content=request(a_spans)
                                          .SerializeToString(), headers=PB))
@@ -137,9 +141,17 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     r("get", "/api/v1/trajectories", c.get("/api/v1/trajectories", params={"start": "soon"}))
     r("get", "/api/v1/trajectories/{trace_id}", c.get(f"/api/v1/trajectories/{a_id}"))
     for suffix in ("explain", "item-draft", "revisions", "cost", "contract", "events",
-                   "tool-results"):
+                   "tool-results", "graph"):
         r("get", f"/api/v1/trajectories/{{trace_id}}/{suffix}",
           c.get(f"/api/v1/trajectories/{a_id}/{suffix}"))
+    # the agent graph: one run's (above), the planner's runs (a and b), a 404 and bad input
+    graph = r("get", "/api/v1/graph", c.get("/api/v1/graph", params={"agent": "planner",
+                                                                   "limit": 500})).json()
+    assert graph["runs"] == 2, graph
+    r("get", "/api/v1/graph", c.get("/api/v1/graph", params={"limit": 0}))
+    r("get", "/api/v1/graph", c.get("/api/v1/graph", params={"start": "soon"}))
+    r("get", "/api/v1/trajectories/{trace_id}/graph",
+      c.get(f"/api/v1/trajectories/{'0' * 31}1/graph"))
     r("get", "/api/v1/trajectories/compare",
       c.get("/api/v1/trajectories/compare", params={"a": a_id, "b": b_id}))
     r("post", "/api/v1/trajectories/rederive",
@@ -149,6 +161,26 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
                                           headers=PB))
     r("post", "/api/v1/normalize", c.post("/api/v1/normalize", content=b"x",
                                           headers={"content-type": "text/plain"}))
+
+    # ------------------------------------------------------------------------ sessions
+    page = r("get", "/api/v1/sessions", c.get("/api/v1/sessions", params={
+        "agent": "planner", "user_id": "nobody"})).json()
+    assert page["items"] == []
+    page = r("get", "/api/v1/sessions", c.get("/api/v1/sessions", params={"limit": 1})).json()
+    assert [s["session_id"] for s in page["items"]] == ["chat/1"], page
+    assert page["items"][0]["turns"] == 2
+    r("get", "/api/v1/sessions", c.get("/api/v1/sessions", params={
+        "cursor": page["next_cursor"], "has_error": "false", "start": "2020-01-01T00:00:00Z",
+        "agent": "planner", "min_turns": 1}))
+    r("get", "/api/v1/sessions", c.get("/api/v1/sessions", params={"cursor": "bad"}))
+    detail = r("get", "/api/v1/sessions/{session_id}",
+               c.get(f"/api/v1/sessions/{quote('chat/1', safe='')}")).json()
+    assert [t["trace_id"] for t in detail["turns"]] == [a_id, b_id]
+    assert [t["input"] for t in detail["turns"]] == ["weather?", "weather?"]
+    r("get", "/api/v1/sessions/{session_id}", c.get("/api/v1/sessions/chat/1",
+                                                      params={"limit": 1}))
+    r("get", "/api/v1/sessions/{session_id}", c.get("/api/v1/sessions/no-such-session"))
+    r("get", "/api/v1/sessions/{session_id}", c.get("/api/v1/sessions/a%00b"))
 
     # ------------------------------------------------------------------------ datasets
     name = "weather-set"
@@ -181,6 +213,41 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     r("post", "/api/v1/datasets/{name}/import", c.post(
         "/api/v1/datasets/copy/import", params={"create": "true"}, content=export.content,
         headers={"content-type": "application/x-ndjson"}))
+    atif_export = r("get", "/api/v1/datasets/{name}/export",
+                    c.get(f"/api/v1/datasets/{name}/export", params={"format": "atif"}))
+    lines = [orjson.loads(line) for line in atif_export.content.splitlines()]
+    # the two filled runs and the hand-made item, each one ATIF trajectory
+    assert [d["schema_version"] for d in lines] == ["ATIF-v1.8"] * 3, atif_export.text
+    assert {d["agent"]["name"] for d in lines} == {"planner", "reference"}
+    for line in lines:  # valid ATIF v1.8, the item-only one included
+        atif.Trajectory.model_validate(line)
+
+    # -------------------------------------------------------------------------- ATIF
+    res = r("get", "/api/v1/trajectories/{trace_id}/atif",
+            c.get(f"/api/v1/trajectories/{a_id}/atif"))
+    assert res.status_code == 200, res.text
+    document = res.json()
+    assert document["agent"]["name"] == "planner"
+    atif.Trajectory.model_validate(document)
+    model_step = next(s for s in document["steps"] if s["source"] == "agent")
+    assert model_step["metrics"]["prompt_tokens"] == 120
+    r("get", "/api/v1/trajectories/{trace_id}/atif",
+      c.get(f"/api/v1/trajectories/{'0' * 31}2/atif"))  # 404
+    res = r("post", "/api/v1/trajectories/import/atif",
+            c.post("/api/v1/trajectories/import/atif", json=document))
+    assert res.status_code == 201, res.text
+    imported = res.json()["trace_id"]
+    wait_for(lambda: c.get(f"/api/v1/trajectories/{imported}").headers.get(
+        "x-trajectory-status") == "final" or None, timeout=60, what=f"imported {imported}")
+    again = c.get(f"/api/v1/trajectories/{imported}").json()
+    original = c.get(f"/api/v1/trajectories/{a_id}").json()
+    assert [(a["name"], [(s["type"], s["name"]) for s in a["steps"]])
+            for a in again["agent_steps"]] == [
+        (a["name"], [(s["type"], s["name"]) for s in a["steps"]])
+        for a in original["agent_steps"]]
+    assert again["root_step"]["metrics_info"]["input_tokens"] == 120
+    r("post", "/api/v1/trajectories/import/atif", c.post(
+        "/api/v1/trajectories/import/atif", json={"schema_version": "ATIF-v9", "steps": []}))
 
     # --------------------------------------------------------------------- evaluations
     evaluations = []

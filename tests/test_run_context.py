@@ -63,3 +63,32 @@ def test_preview_collapses_whitespace_and_truncates() -> None:
     assert preview("what  is\n the weather") == "what is the weather"
     long = preview("word " * 200)
     assert long is not None and len(long) == PREVIEW_CHARS and long.endswith("…")
+
+
+# ----------------------------------------------- which id is the session (docs/conventions.md)
+def test_a_session_id_beats_a_conversation_id_which_beats_a_thread_id() -> None:
+    root = _span("1" * 16, **{"gen_ai.conversation.id": "conversation-1",
+                              "traceloop.association.properties.thread_id": "thread-1"})
+    child = _span("2" * 16, parent="1" * 16, start=1,
+                  **{"traceloop.association.properties.session_id": "session-1"})
+    # the session id wins even though only a child span carries it
+    assert run_context([root, child]).session_id == "session-1"
+    assert run_context([root]).session_id == "conversation-1"
+    thread_only = _span("1" * 16, **{"langsmith.metadata.thread_id": "thread-2"})
+    assert run_context([thread_only]).session_id == "thread-2"
+    both = _span("1" * 16, **{"langsmith.metadata.thread_id": "thread-3",
+                              "langsmith.metadata.session_id": "session-3"})
+    assert run_context([both]).session_id == "session-3"
+
+
+def test_cozeloop_native_session_tag_beats_its_thread_tag() -> None:
+    span = span_from_cozeloop({
+        "trace_id": TRACE, "span_id": "1" * 16, "parent_id": "0", "span_name": "agent",
+        "started_at_micros": 1, "duration_micros": 1,
+        "tags_string": {"thread_id": "thread-9", "session_id": "session-9"}})
+    assert run_context([span]).session_id == "session-9"
+
+
+def test_an_empty_session_id_falls_through_to_the_next_rank() -> None:
+    span = _span("1" * 16, **{"session.id": "  ", "gen_ai.conversation.id": "conversation-2"})
+    assert run_context([span]).session_id == "conversation-2"

@@ -2,7 +2,7 @@
 the wrong type, an unknown source, a step the trajectory lacks, a bad name: a 4xx naming it);
 kept through re-derivation on the same step; filtering and sorting the trajectory list; a
 dataset evaluation's verdicts appearing as scores on the trajectories they judged; and the
-storage functions a session's page uses (the scores of a set of trajectories, per-name means).
+storage function that lists the scores of a set of trajectories.
 """
 
 from __future__ import annotations
@@ -226,7 +226,7 @@ def test_the_trajectory_list_filters_and_sorts_by_a_score(
     assert r.status_code == 400 and "sort" in r.json()["detail"]
 
 
-def test_storage_lists_scores_of_a_set_and_their_means_per_name(
+def test_storage_lists_the_scores_of_a_set_of_trajectories_in_the_order_asked(
         server: ServerProcess, database: TestDatabase, project: str, api: httpx.Client) -> None:
     (a, steps), (b, _), (c, _) = (agent_run(server, project, T0 + i) for i in range(3))
     for trace_id, body in ((a, [{"name": "q", "value": 0.2}, {"name": "q", "value": 0.4},
@@ -238,22 +238,17 @@ def test_storage_lists_scores_of_a_set_and_their_means_per_name(
         assert api.post(f"/trajectories/{trace_id}/scores",
                         json={"scores": body}).status_code == 201
 
-    async def read() -> tuple[list[score_store.ScoreRow], list[score_store.ScoreMean]]:
+    async def read() -> list[score_store.ScoreRow]:
         conn = await asyncpg.connect(database.url)
         try:
-            return (await score_store.for_trajectories(conn, project, [b, a]),
-                    await score_store.means(conn, project, [a, b]))
+            return await score_store.for_trajectories(conn, project, [b, a])
         finally:
             await conn.close()
 
-    rows, means = asyncio.run(read())
+    rows = asyncio.run(read())
     # b's first (the order asked for), then a's, each oldest first; c not asked for
     assert [(r.trace_id, r["name"]) for r in rows] == [
         (b, "q"), (b, "ok"), (b, "v"), (a, "q"), (a, "q"), (a, "ok"), (a, "q")]
-    # q: a's latest whole-run q is 0.4 (its step score aside), b's 0.8 → 0.6 over 2;
-    # ok: true (1) and false (0) → 0.5 over 2; v is a category: no mean
-    assert [(m.name, round(m.mean, 9), m.count) for m in means] == [
-        ("ok", 0.5, 2), ("q", 0.6, 2)]
 
 
 def test_a_dataset_evaluation_stores_its_verdicts_as_scores_on_the_trajectories(

@@ -85,9 +85,15 @@ Int32 = Annotated[int, Field(ge=0, le=INT32_MAX)]
 #: offset, in the years a signed 64-bit count of nanoseconds reaches (1678-2262; the pattern
 #: keeps to 1680-2261). Written out so /openapi.json tells a client which texts are times.
 TIME_PATTERN = (
-    r"^(-?([0-9]{1,18}|[1-8][0-9]{18}|9[01][0-9]{17}|92[01][0-9]{16}|922[0-2][0-9]{15})|(1(6[89][0-9]|[7-9][0-9]{2})|2([01][0-9]{2}|2[0-5][0-9]|26[01]))-"
+    r"^(-?([0-9]{1,18}|[1-8][0-9]{18}|9[01][0-9]{17}|92[01][0-9]{16}|922[0-2][0-9]{15})|"
+    r"((1(6[89][0-9]|[7-9][0-9]{2})|2([01][0-9]{2}|2[0-5][0-9]|26[01]))-"
     r"((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
-    r"02-(0[1-9]|1[0-9]|2[0-9]))[T ]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+    r"02-(0[1-9]|1[0-9]|2[0-8]))|"
+    # February 29th of the leap years (1680-2261: every fourth year but 1700, 1800, 1900,
+    # 2100 and 2200), so that a date that does not exist is not a time the document promises
+    r"(16(8[048]|9[26])|1[7-9](0[48]|[2468][048]|[13579][26])|"
+    r"2[01](0[48]|[2468][048]|[13579][26])|2000|22(0[48]|[24][048]|[135][26]|60))-02-29)"
+    r"[T ]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
     r"(\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))$")
 _TIME = re.compile(TIME_PATTERN)
 
@@ -488,7 +494,9 @@ def _shadowed(request: Request) -> str:
     if not isinstance(route, APIRoute):
         return ""
     allow, templates = allowed_methods(request.app, request.url.path)
-    return allow if templates and route.path not in templates else ""
+    # path_format: the template without its convertors (`{key:path}` → `{key}`), as
+    # /openapi.json writes it
+    return allow if templates and route.path_format not in templates else ""
 
 
 async def parameter_error(request: Request, exc: Exception) -> Response:

@@ -4,6 +4,9 @@
 - `csv`: one row per item, lists and objects as JSON in their cells, for spreadsheets.
 - `agentevals`: one line per item with the reference trajectory as OpenAI chat messages (with
   `tool_calls`), the form agentevals' trajectory evaluators take as `reference_outputs`.
+- `atif`: one ATIF trajectory per item (docs/atif.md): the item's stored trajectory, or for an
+  item without one its input and reference output as a user and an agent step; the item itself
+  (id, expectations, tags, metadata) in `extra.trajhub.item`.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ from trajhub.evaluators import (
     parse_trajectory,
     to_agentevals_messages,
 )
+from trajhub.normalizers.atif import EXTRA_KEY, SCHEMA_VERSION, to_atif
+from trajhub.normalizers.document import parse_document
 from trajhub.storage.datasets import NewItem, json_text
 
-FORMATS = ("jsonl", "csv", "agentevals")
+FORMATS = ("jsonl", "csv", "agentevals", "atif")
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8",
-               "agentevals": "application/x-ndjson"}
+               "agentevals": "application/x-ndjson", "atif": "application/x-ndjson"}
 CSV_COLUMNS = ("id", "input", "reference_output", "expected_agents", "expected_tools",
                "expected_tool_order", "expectations", "tool_calls", "source_trace_id", "tags",
                "metadata")
@@ -84,6 +89,25 @@ def agentevals_line(row: Mapping[str, Any]) -> bytes:
                      "reference_output": item["reference_output"],
                      "expectations": expectations, "item_metadata": item["metadata"]},
     }) + b"\n"
+
+
+def atif_line(row: Mapping[str, Any]) -> bytes:
+    item = item_json(row, "")
+    item_record = {key: item[key] for key in ("id", "input", "reference_output", "expectations",
+                                              "tags", "metadata", "source_trace_id")}
+    if row["trajectory"]:
+        document = to_atif(parse_document(orjson.loads(row["trajectory"])))
+    else:
+        steps: list[dict[str, Any]] = [{"step_id": 1, "source": "user",
+                                        "message": _text(item["input"])}]
+        if item["reference_output"] is not None:
+            steps.append({"step_id": 2, "source": "agent",
+                          "message": _text(item["reference_output"])})
+        document = {"schema_version": SCHEMA_VERSION, "trajectory_id": str(item["id"]),
+                    "agent": {"name": "reference", "version": "unknown"}, "steps": steps}
+    extra = document.setdefault("extra", {})
+    extra.setdefault(EXTRA_KEY, {})["item"] = item_record
+    return orjson.dumps(document) + b"\n"
 
 
 def messages_from_expectations(item_input: Any, output: Any, expectations: Mapping[str, Any]

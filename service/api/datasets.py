@@ -401,26 +401,30 @@ async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillReques
 
 
 @router.get(
-    "/datasets/{name}/export", summary="Export the set as JSONL, CSV or agentevals messages",
+    "/datasets/{name}/export",
+    summary="Export the set as JSONL, CSV, agentevals messages or ATIF trajectories",
     response_class=StreamingResponse,
     responses={**NOT_FOUND, 200: {"content": {
         "application/x-ndjson": {"schema": {"type": "string", "description": "one item per "
-                                            "line (jsonl: an item; agentevals: its messages)"}},
+                                            "line (jsonl: an item; agentevals: its messages; "
+                                            "atif: its ATIF trajectory)"}},
         "text/csv": {"schema": {"type": "string", "description": "a header, then one row per "
                                 "item"}}},
         "description": "the items, streamed; `X-Item-Count` gives their number"}})
 async def export_dataset(
     rt: Rt, project: Project, name: SetName,
-    format: Annotated[Literal["jsonl", "csv", "agentevals"], Query(
+    format: Annotated[Literal["jsonl", "csv", "agentevals", "atif"], Query(
         description="jsonl: trajhub's own format (re-importable); csv; agentevals: "
-                    "OpenAI-style message lists with tool calls")] = "jsonl",
+                    "OpenAI-style message lists with tool calls; atif: one ATIF-v1.8 "
+                    "trajectory per item (docs/atif.md)")] = "jsonl",
 ) -> StreamingResponse:
     dataset = await _dataset_id(rt, project, name)
     async with rt.db.acquire() as conn:
         row = await datasets.get_dataset(conn, project, name)
     count = row.item_count if row is not None else 0
     line = {"jsonl": dataset_formats.jsonl_line, "csv": dataset_formats.csv_line,
-            "agentevals": dataset_formats.agentevals_line}[format]
+            "agentevals": dataset_formats.agentevals_line,
+            "atif": dataset_formats.atif_line}[format]
 
     async def stream() -> AsyncIterator[bytes]:
         if format == "csv":

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from fastapi import HTTPException
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from trajhub.records.scores import parse_score_condition, score_sort_name
+from trajhub.records.scores import score_sort_name
 from trajhub.records.trajectories import SORT_PATTERN, TRAJECTORY_FILTER, TRAJECTORY_SORTS
-from trajhub.service.api.common import Text, decode_cursor, time_ns
-from trajhub.service.api.records import query_model
+from trajhub.service.api.common import Text, decode_cursor
+from trajhub.service.api.records import filter_values, query_model
 from trajhub.storage import trajectory_reads
 
 
@@ -25,20 +25,7 @@ class TrajectoryQueryBase(BaseModel):
     def filter_values(self) -> dict[str, Any]:
         """The given filters by name, times as Unix ns, a score condition parsed; a bad one is
         a 400 naming its parameter."""
-        values: dict[str, Any] = {}
-        for param in TRAJECTORY_FILTER.params:
-            value = getattr(self, param.name)
-            if value is None:
-                continue
-            try:
-                if param.convert == "time":
-                    value = time_ns(value, param.name)
-                elif param.convert == "score":
-                    value = parse_score_condition(value)
-            except ValueError as exc:
-                raise HTTPException(400, str(exc)) from None
-            values[param.name] = value
-        return values
+        return filter_values(TRAJECTORY_FILTER, self)
 
     def to_filter(self, *, sort: str = "start_time", descending: bool = True,
                   cursor: tuple[object, str] | None = None, limit: int = 50

@@ -9,12 +9,13 @@ from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 import orjson
+from fastapi import HTTPException
 from pydantic import AfterValidator, BaseModel, ConfigDict, create_model
 from pydantic import Field as PydanticField
 
 from trajhub.records import Field, Filter, Param, Record
-from trajhub.records.scores import SCORE_CONDITION_PATTERN
-from trajhub.service.api.common import MAX_TEXT, Int64, Text, TimeText, no_nul
+from trajhub.records.scores import SCORE_CONDITION_PATTERN, parse_score_condition
+from trajhub.service.api.common import MAX_TEXT, Int64, Text, TimeText, no_nul, time_ns
 from trajhub.service.stored_spans import iso_time
 
 #: the models built so far, by record (a nested record is built once and shared)
@@ -64,6 +65,25 @@ def response_model(record: Record, config: ConfigDict | None = None) -> type[Bas
         record.name, __config__=config, __doc__=record.description, **fields)
     _MODELS[record] = model
     return model
+
+
+def filter_values(filter_: Filter, query: BaseModel) -> dict[str, Any]:
+    """A query model's given filters by name, times as Unix ns, a score condition parsed; a
+    bad one is a 400 naming its parameter."""
+    values: dict[str, Any] = {}
+    for param in filter_.params:
+        value = getattr(query, param.name)
+        if value is None:
+            continue
+        try:
+            if param.convert == "time":
+                value = time_ns(value, param.name)
+            elif param.convert == "score":
+                value = parse_score_condition(value)
+        except ValueError as exc:
+            raise HTTPException(400, str(exc)) from None
+        values[param.name] = value
+    return values
 
 
 def answer(record: Record, row: Mapping[str, Any],

@@ -21,7 +21,7 @@ from trajhub.service.client.api import ApiError, TrajhubClient
 from trajhub.service.client.models import Evaluation, EvaluationResult
 
 #: record terminator per export format, to count items for the progress bar as bytes stream in
-_TERMINATOR = {"jsonl": b"\n", "agentevals": b"\n", "csv": b"\r\n"}
+_TERMINATOR = {"jsonl": b"\n", "agentevals": b"\n", "atif": b"\n", "csv": b"\r\n"}
 
 
 def _value(raw: str) -> Any:
@@ -268,8 +268,9 @@ def register(sub: Any) -> None:
     p = ds.add_parser("export", parents=[common], help="export a set to a file")
     p.add_argument("name")
     p.add_argument("-o", "--output", required=True, help="the file to write; - for stdout")
-    p.add_argument("--format", choices=("jsonl", "csv", "agentevals"), default="jsonl",
-                   help="jsonl (re-importable), csv, or agentevals message lists")
+    p.add_argument("--format", choices=("jsonl", "csv", "agentevals", "atif"), default="jsonl",
+                   help="jsonl (re-importable), csv, agentevals message lists, or atif "
+                        "(one ATIF-v1.8 trajectory per item, docs/atif.md)")
     p.set_defaults(func=_export)
 
     p = ds.add_parser("import", parents=[common], help="import items from trajhub JSONL")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from trajhub import __version__
 from trajhub.service import config, logs
+from trajhub.service.cli import atif as cli_atif
 from trajhub.service.cli import datasets as cli_datasets
 from trajhub.service.cli import keys as cli_keys
 from trajhub.service.cli import reads as cli_reads
@@ -18,6 +19,7 @@ from trajhub.service.cli import replay as cli_replay
 from trajhub.service.cli import retention as cli_retention
 from trajhub.service.cli import rules as cli_rules
 from trajhub.service.cli import scores as cli_scores
+from trajhub.service.cli import sessions as cli_sessions
 from trajhub.service.cli.common import USAGE_ERROR, ArgumentParser, CliError
 from trajhub.service.client.api import TrajhubError
 
@@ -71,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
         "serve", help="run the receivers, the REST API and the derivation worker",
         description="Receive OTLP over gRPC and HTTP and the Coze Loop ingest API, store every "
                     "span in PostgreSQL, derive trajectories, and serve the REST API "
-                    "(/api/v1, docs at /docs). Every setting below can also be set through "
+                    "(/api/v1, docs at /docs) and the web UI (at /; its address is printed "
+                    "when the server is ready). Every setting below can also be set through "
                     "the environment variable named with it; a flag wins over the variable.")
     config.add_arguments(serve)
     serve.set_defaults(func=_serve)
@@ -91,11 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
     rederive.set_defaults(func=_rederive)
 
     cli_reads.register(sub)
+    cli_sessions.register(sub)
     cli_datasets.register(sub)
     cli_replay.register(sub)
     cli_keys.register(sub)
     cli_retention.register(sub)
     cli_scores.register(sub)
+    cli_atif.register(sub)
     cli_rules.register(sub)
     return parser
 

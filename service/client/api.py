@@ -18,12 +18,14 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
 import orjson
 
 from trajhub import __version__
 from trajhub.records import Filter
+from trajhub.records.sessions import SESSION_FILTER
 from trajhub.records.trajectories import TRAJECTORY_FILTER
 from trajhub.service.client.models import (
     Dataset,
@@ -39,6 +41,8 @@ from trajhub.service.client.models import (
     RunEvents,
     Score,
     ScoreConfig,
+    Session,
+    SessionSummary,
     StoredTrajectory,
     TraceSummary,
     TrajectorySummary,
@@ -246,11 +250,50 @@ class TrajhubClient:
         list_trajectories.__doc__ = list_trajectories.__doc__.replace(
             "{filters}", _filter_doc(TRAJECTORY_FILTER))
 
+    # --- sessions ------------------------------------------------------------------------
+
+    def list_sessions(self, *, limit: int = 50, cursor: str | None = None,
+                      **filters: Any) -> Page[SessionSummary]:
+        """Sessions (the runs sharing a session id), the one with the latest turn first. The
+        keyword arguments are GET /sessions' filters (an unknown name is a TypeError):
+
+{filters}
+        """
+        checked_filters(SESSION_FILTER, filters)
+        return self._page("/sessions", SessionSummary.from_json,
+                          {**filters, "limit": limit, "cursor": cursor})
+
+    if list_sessions.__doc__:
+        list_sessions.__doc__ = list_sessions.__doc__.replace(
+            "{filters}", _filter_doc(SESSION_FILTER))
+
+    def iter_sessions(self, **filters: Any) -> Iterator[SessionSummary]:
+        """Every matching session, page after page."""
+        return self._all(lambda cursor: self.list_sessions(cursor=cursor, **filters))
+
+    def get_session(self, session_id: str, *, limit: int | None = None) -> Session:
+        """One session's turns in order: each turn's trace id, the user's text, the answer,
+        status, tokens and cost (`limit`: at most this many turns, the first ones)."""
+        params = {"limit": limit} if limit is not None else {}
+        return Session.from_json(self._json(
+            "GET", f"/sessions/{quote(session_id, safe='')}", params=params))
+
     def get_trajectory(self, trace_id: str) -> StoredTrajectory:
         response = self._send("GET", f"/trajectories/{trace_id}")
         return StoredTrajectory(
             trace_id, self._decode(response), response.headers.get("x-trajectory-status", ""),
             int(response.headers.get("x-trajectory-revision", "0")))
+
+    def trajectory_atif(self, trace_id: str) -> dict[str, Any]:
+        """The trajectory as one ATIF-v1.8 document (docs/atif.md)."""
+        document: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/atif")
+        return document
+
+    def import_atif(self, document: Any) -> dict[str, Any]:
+        """Store an ATIF trajectory (a parsed JSON object) in the project; answers
+        `{project, trace_id, spans}` once its spans are committed."""
+        stored: dict[str, Any] = self._json("POST", "/trajectories/import/atif", json=document)
+        return stored
 
     def explain_trajectory(self, trace_id: str) -> dict[str, Any]:
         """For every span: its classification, the rule that decided it, kept or dropped."""
@@ -262,6 +305,19 @@ class TrajhubClient:
         body = self._json("POST", "/trajectories/rederive",
                           json={"since": since, "outdated": outdated})
         return int(body["queued"])
+
+    def trajectory_graph(self, trace_id: str) -> dict[str, Any]:
+        """The run's agent graph, laid out: nodes, edges with counts, paths
+        (docs/agent-graph.md)."""
+        out: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/graph")
+        return out
+
+    def agent_graph(self, *, limit: int = 500, **filters: Any) -> dict[str, Any]:
+        """The agent graph of the newest `limit` runs the filters select (the filters of
+        `list_trajectories`), with the agent paths taken and how often."""
+        checked_filters(TRAJECTORY_FILTER, filters, ())
+        out: dict[str, Any] = self._json("GET", "/graph", params={**filters, "limit": limit})
+        return out
 
     # --- scores ----------------------------------------------------------------------------
 
@@ -476,7 +532,7 @@ class TrajhubClient:
 
     @contextlib.contextmanager
     def export_dataset(self, dataset: str, format: str = "jsonl") -> Iterator[ExportStream]:
-        """Stream the set as jsonl, csv or agentevals:
+        """Stream the set as jsonl, csv, agentevals or atif:
 
             with hub.export_dataset("react") as export:
                 for chunk in export.iter_bytes(): ...

@@ -16,6 +16,7 @@ from trajhub.records import Field, Record, empty_value, is_optional
 from trajhub.records.evaluations import EVALUATION_RESULT
 from trajhub.records.rules import BACKFILL, RULE
 from trajhub.records.scores import SCORE, SCORE_CONFIG
+from trajhub.records.sessions import SESSION_SUMMARY, SESSION_TURN
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 
@@ -105,6 +106,8 @@ if TYPE_CHECKING:
     EvaluationResult = RecordModel
     Score = RecordModel
     ScoreConfig = RecordModel
+    SessionSummary = RecordModel
+    SessionTurn = RecordModel
     Rule = RecordModel
     RuleBackfill = RecordModel
 else:
@@ -122,6 +125,27 @@ else:
     Rule = record_model(RULE)
     #: a rule's backfill and its progress (trajhub.records.rules)
     RuleBackfill = record_model(BACKFILL)
+    #: a row of the session list (trajhub.records.sessions), with its `cost`
+    SessionSummary = record_model(SESSION_SUMMARY)
+    #: one turn of a session: the user's text, the answer, status, tokens and cost
+    SessionTurn = record_model(SESSION_TURN)
+
+
+@dataclass(frozen=True)
+class Session:
+    """One session (`GET /sessions/{id}`): its summary and its turns, oldest first; `truncated`
+    when it has more turns than were asked for."""
+
+    session_id: str
+    summary: SessionSummary
+    turns: list[SessionTurn]
+    truncated: bool = False
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Session:
+        return cls(str(data["session_id"]), SessionSummary.from_json(data["summary"]),
+                   [SessionTurn.from_json(t) for t in data.get("turns", [])],
+                   bool(data.get("truncated", False)))
 
 
 @dataclass(frozen=True)

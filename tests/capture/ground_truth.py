@@ -230,6 +230,44 @@ def build(shape: str) -> dict[str, Any]:
     return doc
 
 
+#: the session id each client's capture of the conversation lands under, by the precedence of
+#: docs/conventions.md ("Which id is the session"): the application's session id where the
+#: instrumentation records it (metadata `session_id`), else the conversation or thread id
+CONVERSATION_SESSION_BY_CLIENT = {
+    "openinference": script.CONVERSATION_SESSION_ID,  # session.id (metadata session_id)
+    "traceloop": script.CONVERSATION_SESSION_ID,      # association property session_id
+    "langsmith": script.CONVERSATION_SESSION_ID,      # langsmith.metadata.session_id
+    # records only the thread id, as gen_ai.conversation.id
+    "otel_genai": script.CONVERSATION_THREAD_ID,
+    "cozeloop_python": script.CONVERSATION_THREAD_ID,  # the application's thread_id tag
+    # session.id, which the application sets (the JS callback handler records no id itself)
+    "cozeloop_js": script.CONVERSATION_SESSION_ID,
+}
+
+
+def conversation() -> dict[str, Any]:
+    """The ground truth of the two-turn conversation (script.CONVERSATION): one session of two
+    turns, in order, each with the user's question, the final answer, its tools and tokens."""
+    spec = script.CONVERSATION
+    turns = []
+    for i, t in enumerate(spec["turns"]):
+        turns.append({
+            "index": i, "question": t["question"], "answer": t["models"][-1]["content"],
+            "tools": [c["name"] for m in t["models"] for c in m["tool_calls"]],
+            "input_tokens": sum(m["usage"]["input"] for m in t["models"]),
+            "output_tokens": sum(m["usage"]["output"] for m in t["models"]),
+            "failed": False})
+    return {"format_version": FORMAT_VERSION, "agent": spec["agent"],
+            "description": "create_react_agent 'assistant' with a checkpointer, invoked twice on "
+                           "one thread; the second invocation sends only its new question",
+            "user_id": script.CONVERSATION_USER_ID,
+            "session_id_by_client": CONVERSATION_SESSION_BY_CLIENT,
+            "turns": turns,
+            "session": {"turns": len(turns),
+                        "input_tokens": sum(t["input_tokens"] for t in turns),
+                        "output_tokens": sum(t["output_tokens"] for t in turns),
+                        "failed_turns": 0}}
+
 def write_all() -> list[Path]:
     OUT.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -159,6 +159,25 @@ SHAPES: dict[str, dict[str, Any]] = {
 }
 
 
+# A two-turn conversation (issue 21, sessions): one create_react_agent "assistant" with a
+# checkpointer, run twice on the same thread; the second run sends only the new question and
+# the checkpointer supplies the first turn. Its ids are its own, apart from the shapes', so a
+# conversation capture never joins another capture's session.
+CONVERSATION_SESSION_ID = "conversation-session-1"
+CONVERSATION_THREAD_ID = "conversation-thread-1"
+CONVERSATION_USER_ID = "user-7"
+CONVERSATION: dict[str, Any] = {
+    "agent": "assistant",
+    "turns": [
+        {"question": "What's the weather in Paris?",
+         "models": [turn("", (40, 10), ("get_weather", {"city": "Paris"}, "call_weather_1")),
+                    turn("It is sunny and 22C in Paris.", (70, 9))]},
+        {"question": "And what is 2+3?",
+         "models": [turn("", (95, 12), ("add", {"a": 2, "b": 3}, "call_add_1")),
+                    turn("2 + 3 = 5.", (120, 6))]},
+    ],
+}
+
 def write_json() -> Path:
     """script.json: the same scripts for the JS agents."""
     path = HERE / "js" / "script.json"
@@ -166,7 +185,10 @@ def write_json() -> Path:
            "user_id": USER_ID, "results": {"weather": WEATHER_RESULT, "tokyo": TOKYO_RESULT,
                                            "flaky_error": FLAKY_ERROR,
                                            "booking_error": BOOKING_ERROR},
-           "shapes": SHAPES}
+           "shapes": SHAPES,
+           "conversation": {"session_id": CONVERSATION_SESSION_ID,
+                            "thread_id": CONVERSATION_THREAD_ID,
+                            "user_id": CONVERSATION_USER_ID, **CONVERSATION}}
     path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     return path
 

@@ -137,6 +137,10 @@ TRAJECTORY_FILTER = Filter("TrajectoryQuery", "Filters over trajectory summaries
           "failed_model_steps > 0", "failed_model_steps = 0", metavar="true|false"),
     Param("has_error", bool, "the root or any step failed (true) or none did (false)",
           "has_error", "NOT has_error", metavar="true|false"),
+    # the web UI hides runs without steps by default (README "Web UI")
+    Param("has_steps", bool, "has at least one step (true) or none (false): an "
+          "instrumentation's side traces, such as Traceloop's `create_agent`, have none",
+          "step_count > 0", "step_count = 0", metavar="true|false"),
     Param("min_tokens", int, "at least this many input + output tokens",
           "input_tokens + output_tokens >= {}"),
     Param("max_tokens", int, "at most this many input + output tokens",

@@ -7,7 +7,7 @@ import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage } from "@langcha
 import { ChatGenerationChunk } from "@langchain/core/outputs";
 import { tool } from "@langchain/core/tools";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
-import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { Annotation, END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { ToolNode, createReactAgent } from "@langchain/langgraph/prebuilt";
 import { createSupervisor } from "@langchain/langgraph-supervisor";
 import { createHandoffTool, createSwarm } from "@langchain/langgraph-swarm";
@@ -237,4 +237,34 @@ export async function run(graph, shape, stream, callbacks) {
     if (mode === "values" && namespace.length === 0) last = data;
   }
   return last;
+}
+
+// ---------------------------------------------------------------------------- a conversation
+// The two-turn conversation of ../conversation.py (script.CONVERSATION): one agent with a
+// checkpointer, invoked twice on one thread, the second time with only its new question.
+export function buildConversation() {
+  const spec = SCRIPT.conversation;
+  const llm = new ScriptedChatModel({ agent: spec.agent,
+                                      turns: spec.turns.flatMap((t) => t.models) });
+  return createReactAgent({ llm, tools: new ToolNode([getWeather, add]),
+                            prompt: `You are ${spec.agent}. Use tools.`, name: spec.agent,
+                            checkpointer: new MemorySaver() });
+}
+
+export async function runConversation(graph, callbacks) {
+  const spec = SCRIPT.conversation;
+  const config = {
+    configurable: { thread_id: spec.thread_id },
+    metadata: { session_id: spec.session_id, user_id: spec.user_id },
+    tags: ["trajhub-capture"],
+    callbacks,
+  };
+  const answers = [];
+  for (const [i, turn] of spec.turns.entries()) {
+    const out = await graph.invoke(
+      { messages: [new HumanMessage({ content: turn.question, id: `human-${i + 1}` })] }, config);
+    answers.push(out.messages.at(-1).content);
+    await sleep(50); // the turns start apart, as a person's do
+  }
+  return answers;
 }

@@ -5,8 +5,10 @@ import {clear, h, notice} from "./dom.js";
 import {renderCompare} from "./pages/compare.js";
 import {renderDataset, renderDatasets} from "./pages/datasets.js";
 import {renderEvaluation, renderEvaluations} from "./pages/evaluations.js";
+import {renderGraph} from "./pages/graph.js";
 import {renderRegressions} from "./pages/regressions.js";
 import {renderRules} from "./pages/rules.js";
+import {renderSession, renderSessions} from "./pages/sessions.js";
 import {renderTrajectories} from "./pages/trajectories.js";
 import {renderTrajectory} from "./pages/trajectory.js";
 import {currentRoute, link, navigate} from "./router.js";
@@ -16,6 +18,9 @@ const ROUTES = [
   [/^\/trajectories\/?$/, renderTrajectories, "trajectories"],
   [/^\/trajectories\/([^/]+)$/, renderTrajectory, "trajectories"],
   [/^\/compare\/?$/, renderCompare, "trajectories"],
+  [/^\/sessions\/?$/, renderSessions, "sessions"],
+  [/^\/sessions\/(.+)$/, renderSession, "sessions"],
+  [/^\/graph\/?$/, renderGraph, "trajectories"],
   [/^\/datasets\/?$/, renderDatasets, "datasets"],
   [/^\/datasets\/(.+)$/, renderDataset, "datasets"],
   [/^\/evaluations\/?$/, renderEvaluations, "evaluations"],

@@ -31,6 +31,21 @@ export function scoreChip(score) {
     h("strong", {class: "score-value"}, truncate(scoreValue(score), 40)));
 }
 
+/** Scores given as {name: value} (a session's means, a turn's latest scores) as chips; `what`
+ * says what each value is, in its title. */
+export function namedScores(map, what) {
+  const names = Object.keys(map || {}).sort();
+  if (!names.length) return h("span", {class: "muted"}, "—");
+  return names.map((name) => {
+    const value = map[name];
+    const text = typeof value === "number" ? String(Number(value.toPrecision(4))) : String(value);
+    return h("span", {class: `score-chip score-${typeof value === "number" ? "number" :
+      typeof value === "boolean" ? "boolean" : "category"}`, title: `${name}: ${what}`,
+    dataset: {scoreName: name}}, h("span", {class: "score-name"}, name), " ",
+    h("strong", {class: "score-value"}, truncate(text, 40)));
+  });
+}
+
 /** The trajectory's own scores (not a step's) for the header; "none" when it has none. */
 export function runScores(scores) {
   const own = scores.filter((s) => !s.step_id);

@@ -44,6 +44,8 @@ function apiQuery(params) {
   const errors = params.get("errors");
   if (errors === "no_error") query.has_error = "false";
   else if (errors) query[errors] = "true";
+  // runs without steps (an instrumentation's side traces) only when asked for
+  if (params.get("empty") !== "show") query.has_steps = "true";
   return query;
 }
 
@@ -79,9 +81,18 @@ function filterForm(params) {
   field("f-score", "Score", h("input", {id: "f-score", name: "score", type: "text", size: 16,
     spellcheck: "false", placeholder: "name>=0.5", value: params.get("score") || "",
     title: "<name><op><value>, op one of >=, <=, =, !="})),
+  h("div", {class: "field check"},
+    h("input", {id: "f-empty", name: "empty", type: "checkbox", value: "show",
+      checked: params.get("empty") === "show"}),
+    h("label", {for: "f-empty", title: "side traces of an instrumentation, such as " +
+      "Traceloop's create_agent, have no steps"}, "Show runs without steps")),
   h("div", {class: "field buttons"},
     h("button", {type: "submit", class: "primary"}, "Apply"),
-    h("a", {href: link("/trajectories"), class: "button"}, "Clear")));
+    h("a", {href: link("/trajectories"), class: "button"}, "Clear"),
+    // the same filters over the newest runs, as one agent graph (pages/graph.js)
+    h("a", {href: link("/graph", Object.fromEntries([...params.entries()]
+      .filter(([k]) => k !== "cursor" && k !== "project" && k !== "limit"))),
+    class: "button", id: "graph-link"}, "Agent graph")));
   return form;
 }
 
@@ -114,7 +125,8 @@ function row(item) {
     h("td", {class: "num"}, fmtMs(item.duration_ms)),
     statusCell(item),
     h("td", {class: "nowrap"}, fmtTime(item.start_time)),
-    h("td", {class: "preview"}, truncate(item.input_preview ?? "", 120)));
+    h("td", {class: "preview"}, truncate(item.input_preview ?? "", 120)),
+    h("td", {class: "preview"}, truncate(item.output_preview ?? "", 120)));
 }
 
 export async function renderTrajectories(ctx) {
@@ -124,7 +136,7 @@ export async function renderTrajectories(ctx) {
   const table = h("table", {class: "grid", id: "trajectory-table"},
     h("caption", {class: "sr-only"}, "Trajectories, newest first"),
     h("thead", null, h("tr", null, ["Root", "Agents", "Steps", "Tokens (in → out)", "Cost",
-      "Duration", "Status", "Started", "Input"].map((c) => h("th", {scope: "col"}, c)))));
+      "Duration", "Status", "Started", "Input", "Output"].map((c) => h("th", {scope: "col"}, c)))));
   const body = h("tbody");
   table.append(body);
   const pager = h("nav", {class: "pager", "aria-label": "Pages"});

@@ -1,6 +1,6 @@
 // One trajectory: totals, the timeline, the steps with their payloads, and tabs for the playback,
-// the run contract, the cost, the raw span tree, the explanation, the revision history and the
-// scores (the run's in the header, a step's next to that step);
+// the agent graph, the run contract, the cost, the raw span tree, the explanation, the revision
+// history and the scores (the run's in the header, a step's next to that step);
 // "Add to dataset" with editable expectations; "Compare with…" another run.
 
 import {ApiError, enc, get, patch, post, request} from "../api.js";
@@ -8,14 +8,15 @@ import {costNode} from "../cost.js";
 import {contractView, costView, loadContract, loadCost, loadEvents, playbackView} from "../replay.js";
 import {link, navigate, replaceParams} from "../router.js";
 import {append, badge, clear, fmtInt, fmtMs, fmtTime, h, notice, pre, truncate} from "../dom.js";
+import {graphBox, graphLegend, markNode} from "../graph.js";
 import {asText, payload} from "../payload.js";
 import {layout, stepDuration, stepError, stepLabel, stepStart, timeline} from "../timeline.js";
 import {loadScores, runScores, scoreChip, scoreTable} from "../scores.js";
 
 const REFRESH_MS = 2000;
-const TABS = [["timeline", "Timeline"], ["playback", "Playback"], ["contract", "Contract"],
-  ["cost", "Cost"], ["spans", "Span tree"], ["explain", "Explanation"], ["scores", "Scores"],
-  ["revisions", "Revisions"]];
+const TABS = [["timeline", "Timeline"], ["playback", "Playback"], ["graph", "Graph"],
+  ["contract", "Contract"], ["cost", "Cost"], ["spans", "Span tree"], ["explain", "Explanation"],
+  ["scores", "Scores"], ["revisions", "Revisions"]];
 
 async function fetchTrajectory(id, etag) {
   const response = await request(`/api/v1/trajectories/${enc(id)}`,
@@ -231,6 +232,41 @@ class TrajectoryView {
     }
   }
 
+  /** The agent graph; clicking a node selects its steps in the step table and lanes below. */
+  graphTab(graph) {
+    this.detail = h("aside", {class: "detail", id: "step-detail", "aria-label": "Selected step",
+      tabindex: "-1"}, h("p", {class: "muted"},
+      "Click a node of the graph to select its steps, or a step to see its payloads."));
+    const status = h("p", {class: "small", id: "graph-selection", role: "status"},
+      `${graph.nodes.length} nodes · ${graph.edges.length} edges · laid out by ${graph.layout}`);
+    const select = (step) => this.select(step.id, true);
+    const {svg, el} = graphBox(graph, (node, element) => {
+      markNode(svg, element);
+      const ids = node.step_ids.filter((id) => this.stepById.has(id));
+      for (const marked of this.panel.querySelectorAll(".in-node")) marked.classList.remove("in-node");
+      for (const id of ids) {
+        for (const row of this.panel.querySelectorAll(`[data-step-id="${CSS.escape(id)}"]`)) {
+          row.classList.add("in-node");
+        }
+      }
+      status.textContent = `${node.kind === "agent" ? "Agent" : "Node"} ${node.label}` +
+        `${node.kind === "agent" ? "" : ` of ${node.agent}`}: ${ids.length} ` +
+        `${ids.length === 1 ? "step" : "steps"} selected`;
+      if (ids.length) {
+        this.select(ids[0], true);
+        this.panel.querySelector(`#step-table [data-step-id="${CSS.escape(ids[0])}"]`)
+          ?.scrollIntoView({block: "nearest"});
+      }
+    });
+    const first = this.model.lanes[0]?.agent.name;
+    const many = first ? h("p", {class: "small"}, h("a", {id: "agent-runs-graph",
+      href: link("/graph", {agent: first})}, `The graph of ${first}'s last 500 runs`)) : null;
+    return h("div", {class: "timeline-layout"},
+      h("div", {class: "timeline-main"}, el, graphLegend(), status, many,
+        this.model.lanes.length ? timeline(this.model, select) : null, this.stepTable(select)),
+      this.detail);
+  }
+
   timelineTab() {
     this.detail = h("aside", {class: "detail", id: "step-detail", "aria-label": "Selected step",
       tabindex: "-1"}, h("p", {class: "muted"},
@@ -370,6 +406,7 @@ function stepDetail(step, lane, view) {
 // ---------------------------------------------------------------- the other tabs
 
 const TAB_LOADERS = {
+  graph: (id) => get(`/api/v1/trajectories/${enc(id)}/graph`),
   playback: loadEvents,
   contract: loadContract,
   cost: loadCost,
@@ -379,8 +416,9 @@ const TAB_LOADERS = {
   scores: loadScores,
 };
 
-const TAB_RENDERERS = {playback: playbackView, contract: contractView, cost: costView,
-  spans: spanTree, explain: explanation, revisions: revisionTable, scores: scoreTable};
+const TAB_RENDERERS = {graph: (data, view) => view.graphTab(data), playback: playbackView,
+  contract: contractView, cost: costView, spans: spanTree, explain: explanation,
+  revisions: revisionTable, scores: scoreTable};
 
 function spanNode(span) {
   const failed = span.status?.code === "error";

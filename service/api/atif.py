@@ -1,0 +1,131 @@
+"""REST: trajectories as ATIF (docs/atif.md) — export one trajectory, import an ATIF file.
+
+The conversion is `normalizers.atif` (pure); an import is written through the ingest workers like
+any OTLP request, so the imported run is stored, derived and served as an ingested one is.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, HTTPException, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from trajhub.normalizers.atif import SCHEMA_VERSION, AtifError, from_atif, to_atif
+from trajhub.normalizers.document import parse_document
+from trajhub.service.api.common import (
+    ROUTER_CHECKS,
+    Project,
+    Rt,
+    TraceIdPath,
+    model_response,
+    needs,
+    trace_id_param,
+)
+from trajhub.service.api.models import ERRORS, NOT_FOUND, ErrorDetail
+from trajhub.service.auth import INGEST
+from trajhub.service.errors import IngestError
+from trajhub.service.ingest.bodies import read_body, require_media
+from trajhub.service.ingest.decode import decompress
+from trajhub.service.ingest.worker import KIND_OTLP_PROTOBUF, IngestJob
+from trajhub.storage import trajectory_reads
+
+router = APIRouter(prefix="/api/v1", tags=["atif"], dependencies=ROUTER_CHECKS, responses=ERRORS)
+
+_EXAMPLE: dict[str, Any] = {
+    "schema_version": SCHEMA_VERSION, "session_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+    "trajectory_id": "00f067aa0ba902b7", "agent": {"name": "weather_agent", "version": "unknown"},
+    "steps": [{"step_id": 1, "source": "user", "message": "what is the weather in sf"},
+              {"step_id": 2, "source": "agent", "message": "It is sunny in sf.",
+               "llm_call_count": 1, "metrics": {"prompt_tokens": 21, "completion_tokens": 7}}]}
+
+
+class AtifTrajectory(BaseModel):
+    """An ATIF trajectory (Harbor's RFC 0001, `ATIF-v1.8`; docs/atif.md): the fields named here,
+    and the optional ones ATIF defines (`final_metrics`, `notes`, `extra`,
+    `subagent_trajectories`, …)."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [_EXAMPLE]})
+    schema_version: str = Field(description="`ATIF-v1.0` … `ATIF-v1.8`; exports write "
+                                            f"`{SCHEMA_VERSION}`")
+    agent: dict[str, Any] = Field(description="the agent: `name`, `version`, `model_name`, …")
+    steps: list[dict[str, Any]] = Field(min_length=1, description="the steps, `step_id` from 1")
+
+
+class AtifImported(BaseModel):
+    """Where an imported ATIF file was stored."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "project": "default", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "spans": 6}]})
+    project: str
+    trace_id: str = Field(description="the stored trajectory's trace id (a hash of the file: "
+                                      "the same file imported again is stored once)")
+    spans: int = Field(description="the spans written for it")
+
+
+@router.get(
+    "/trajectories/{trace_id}/atif", response_model=AtifTrajectory,
+    summary="One trajectory as ATIF (Agent Trajectory Interchange Format)",
+    responses={**NOT_FOUND,
+               422: {"model": ErrorDetail, "description": "The trace's spans could not be "
+                     "turned into a trajectory (the message says why)"}})
+async def export_atif(trace_id: TraceIdPath, rt: Rt, project: Project) -> Response:
+    """The stored trajectory as one `ATIF-v1.8` document (docs/atif.md): model steps as agent
+    steps with their tool calls and results, sub-agents as embedded trajectories, and trajhub's
+    own record of each step in `extra.trajhub`."""
+    trace_id = trace_id_param(trace_id)
+    async with rt.db.acquire() as conn:
+        row = await trajectory_reads.trajectory(conn, project, trace_id)
+    if row is None:
+        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
+                                 "(yet)")
+    if row.document is None:
+        raise HTTPException(422, f"trajectory could not be derived: {row.derivation_error}")
+    document = to_atif(parse_document(orjson.loads(row.document)))
+    return model_response(AtifTrajectory, document)
+
+
+@router.post(
+    "/trajectories/import/atif", response_model=AtifImported, status_code=201,
+    summary="Import an ATIF file as a stored trajectory",
+    openapi_extra={**needs(INGEST), "requestBody": {"required": True, "content": {
+        "application/json": {"schema": {"type": "object", "description":
+                             "one ATIF trajectory (`ATIF-v1.0` … `ATIF-v1.8`)"},
+                             "example": _EXAMPLE}}}},
+    responses={400: {"model": ErrorDetail, "description": "not an ATIF trajectory; the "
+                     "message names the field"},
+               413: {"model": ErrorDetail, "description": "body over the size limit"},
+               415: {"model": ErrorDetail, "description": "not application/json"}})
+async def import_atif(request: Request, rt: Rt, project: Project) -> Response:
+    """The file becomes the OTel GenAI spans of one trace (docs/atif.md) and is stored through
+    the ingest path, so it is derived, listed, viewed, compared and evaluated like an ingested
+    run. Needs the `ingest` scope. The answer comes once the spans are committed."""
+    try:
+        require_media(request.headers.get("content-type", ""), "application/json")
+        limit = rt.settings.max_request_bytes
+        body = decompress(await read_body(request, limit),
+                          request.headers.get("content-encoding", ""), limit)
+    except IngestError as error:
+        raise HTTPException(error.http_status, error.message) from None
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise HTTPException(400, f"body is not valid JSON: {exc}") from None
+    try:
+        trace_id, otlp = await run_in_threadpool(from_atif, document, time.time_ns())
+    except AtifError as exc:
+        raise HTTPException(400, f"not an ATIF trajectory: {exc}") from None
+    spans = sum(len(ss.spans) for rs in otlp.resource_spans for ss in rs.scope_spans)
+    job = IngestJob(KIND_OTLP_PROTOBUF, otlp.SerializeToString(), "", project, limit)
+    try:
+        result = await rt.ingest.submit(job)
+    except IngestError as error:
+        raise HTTPException(error.http_status, error.message) from None
+    if result.rejected:
+        raise HTTPException(400, f"not an ATIF trajectory trajhub can store: "
+                                 f"{result.error_message}")
+    return model_response(AtifImported, {"project": project, "trace_id": trace_id,
+                                          "spans": spans}, 201)

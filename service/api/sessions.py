@@ -1,0 +1,217 @@
+"""REST: sessions — the trajectories of a project sharing a session id (trajhub.records.sessions).
+
+`GET /api/v1/sessions` lists them, the one with the latest turn first, with keyset paging;
+`GET /api/v1/sessions/{session_id}` gives one session's turns in order, each with the user's
+text and the answer, as a conversation reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any
+
+import orjson
+from fastapi import APIRouter, HTTPException, Path, Query, Response
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
+
+from trajhub.evaluators.pricing import Prices, usage_cost
+from trajhub.normalizers.item_fields import turn_texts
+from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY, SESSION_TURN
+from trajhub.service.api.common import (
+    MAX_TEXT,
+    ROUTER_CHECKS,
+    Project,
+    Rt,
+    Text,
+    decode_cursor,
+    encode_cursor,
+    model_response,
+    no_nul,
+)
+from trajhub.service.api.models import ERRORS, NOT_FOUND, example_config
+from trajhub.service.api.records import answer, filter_values, query_model, response_model
+from trajhub.service.prices import cost_json, prices_for, summary_cost
+from trajhub.storage import session_reads
+from trajhub.storage.session_reads import MAX_TURNS
+
+
+class _AnyText(Convertor[str]):
+    """A path parameter of any text, `/` and newlines included: Starlette's `path` convertor
+    stops at a newline, and its route pattern's `$` would then match before a trailing one
+    (`/sessions/a%0A` would read session `a`)."""
+
+    regex = "(?s:.+)"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("anytext", _AnyText())
+
+router = APIRouter(prefix="/api/v1", tags=["sessions"], dependencies=ROUTER_CHECKS,
+                   responses=ERRORS)
+
+if TYPE_CHECKING:
+    SessionSummary = BaseModel
+    SessionTurn = BaseModel
+else:
+    #: a session list row, as trajhub.records.sessions declares it
+    SessionSummary = response_model(SESSION_SUMMARY)
+    #: one turn of a session, as trajhub.records.sessions declares it
+    SessionTurn = response_model(SESSION_TURN)
+
+
+class SessionPage(BaseModel):
+    model_config = example_config({"items": [SESSION_SUMMARY.example()], "next_cursor": None})
+    items: list[SessionSummary]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
+                                                "the last")
+
+
+class SessionDetail(BaseModel):
+    model_config = example_config({"session_id": SESSION_SUMMARY.example()["session_id"],
+                                   "summary": SESSION_SUMMARY.example(),
+                                   "turns": [SESSION_TURN.example()], "truncated": False})
+    session_id: str
+    summary: SessionSummary
+    turns: list[SessionTurn] = Field(description="in the order they started (ties by trace id)")
+    truncated: bool = Field(description="true when the session has more turns than `limit`: "
+                                        "`turns` holds the first `limit`")
+
+
+class SessionQueryBase(BaseModel):
+    """What the generated query model does with its parameters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def filter_values(self) -> dict[str, Any]:
+        """The given filters by name, times as Unix ns, a score condition parsed; a bad one
+        is a 400 naming its parameter."""
+        return filter_values(SESSION_FILTER, self)
+
+
+if TYPE_CHECKING:
+    SessionQuery = SessionQueryBase
+else:
+    SessionQuery = query_model(SESSION_FILTER, SessionQueryBase)
+
+
+class SessionListQuery(SessionQuery):
+    """The query parameters of `GET /api/v1/sessions`: the filters, then paging."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    limit: int = Field(50, ge=1, le=1000)
+    cursor: Text | None = Field(None, description="`next_cursor` of the previous page")
+
+    def list_filter(self) -> session_reads.SessionFilter:
+        cursor = decode_cursor(self.cursor, (int, str))
+        return session_reads.SessionFilter(
+            values=self.filter_values(), limit=self.limit,
+            cursor=(int(cursor[0]), str(cursor[1])) if cursor is not None else None)
+
+
+def _utf8(value: str) -> str:
+    # a lone surrogate (from a path that was not UTF-8) can be neither stored nor looked up
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        raise ValueError("must be UTF-8 text") from None
+    return value
+
+
+#: a session id in a path: any text but NUL, at most MAX_TEXT characters (a `/` is part of it)
+SessionIdPath = Annotated[str, Path(description="the session id (URL-encoded); any text but "
+                                                f"NUL, at most {MAX_TEXT} characters",
+                                    min_length=1, max_length=MAX_TEXT),
+                          AfterValidator(no_nul), AfterValidator(_utf8)]
+
+
+def _usage_sum(usages: list[Any]) -> dict[str, dict[str, Any]]:
+    """The turns' token usage per model (JSON texts of normalizers.playback.model_usage),
+    summed per model, and their model calls together (each call is priced on its own: tiers
+    and dates); an unreadable count is 0, as in pricing's usage_cost."""
+    total: dict[str, dict[str, Any]] = {}
+    for usage in usages:
+        doc = orjson.loads(usage) if isinstance(usage, str | bytes) else usage
+        if not isinstance(doc, Mapping):
+            continue
+        for model, counts in doc.items():
+            if not isinstance(counts, Mapping):
+                continue
+            into = total.setdefault(str(model), {})
+            if not isinstance(counts.get("calls"), list):
+                # a turn stored before model calls were kept: one call of its totals
+                into["calls"] = [*into.get("calls", []), [
+                    counts.get(k, 0) for k in ("input_tokens", "output_tokens",
+                                               "cached_input_tokens", "cache_write_tokens",
+                                               "reasoning_tokens")] + [0]]
+            for key, value in counts.items():
+                if key == "calls" and isinstance(value, list):
+                    into["calls"] = [*into.get("calls", []), *value]
+                elif isinstance(value, int) and not isinstance(value, bool):
+                    into[key] = into.get(key, 0) + value
+    return total
+
+
+def _converters(prices: Prices) -> dict[str, Callable[[Any], Any]]:
+    return {"cost": lambda usage: summary_cost(prices, usage),
+            "cost_of_turns": lambda usages: cost_json(usage_cost(prices, _usage_sum(usages)),
+                                                      prices)}
+
+
+@router.get("/sessions", summary="List sessions (the runs sharing a session id), newest "
+            "first", response_model=SessionPage)
+async def list_sessions(rt: Rt, project: Project,
+                        query: Annotated[SessionListQuery, Query()]) -> Response:
+    """A session is the set of the project's trajectories that share a session id (read from
+    `session_id`, `gen_ai.conversation.id`, LangGraph's `thread_id` or Coze Loop's thread and
+    session tags; docs/conventions.md says which wins). Sessions come with the one whose latest
+    turn started last first; every filter is a condition on the session as a whole."""
+    f = query.list_filter()
+    async with rt.db.acquire() as conn:
+        rows = await session_reads.list_sessions(conn, project, f)
+    converters = _converters(prices_for(rt.settings))
+    next_cursor = (encode_cursor(rows[-1].last_turn_ns, rows[-1].session_id)
+                   if len(rows) == f.limit else None)
+    items = [answer(SESSION_SUMMARY, r, converters) for r in rows]
+    return model_response(SessionPage, {"items": items, "next_cursor": next_cursor})
+
+
+def _turns(rows: list[session_reads.SessionTurnRow], converters: Mapping[str, Any]
+           ) -> list[dict[str, Any]]:
+    out = []
+    for row in rows:
+        turn = answer(SESSION_TURN, row, converters)
+        document = row.document
+        if document is not None:
+            turn["input"], turn["output"] = turn_texts(orjson.loads(document))
+        out.append(turn)
+    return out
+
+
+@router.get("/sessions/{session_id:anytext}", summary="One session: its turns in order",
+            response_model=SessionDetail, responses=NOT_FOUND)
+async def get_session(
+    session_id: SessionIdPath, rt: Rt, project: Project,
+    limit: Annotated[int, Query(ge=1, le=MAX_TURNS, description="at most this many turns, "
+                                "the first ones")] = 1000,
+) -> Response:
+    """Each turn is one run: the user's text (the last user message of its input), the answer
+    (the last assistant message of its output), its status, tokens and cost, and the trace id of
+    its trajectory."""
+    async with rt.db.acquire() as conn:
+        summary = await session_reads.session_summary(conn, project, session_id)
+        if summary is None:
+            raise HTTPException(404, f"no session {session_id[:200]!r} in project {project!r}")
+        rows = await session_reads.session_turns(conn, project, session_id, limit)
+    converters = _converters(prices_for(rt.settings))
+    turns = await run_in_threadpool(_turns, rows, converters)
+    doc = answer(SESSION_SUMMARY, summary, converters)
+    return model_response(SessionDetail, {
+        "session_id": summary.session_id, "summary": doc, "turns": turns,
+        "truncated": doc["turns"] > len(turns)})

@@ -1,0 +1,101 @@
+"""`trajhub sessions list|show`: a running server's sessions (the runs sharing a session id),
+as a table and as a transcript for people, and `--json` for machines."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import Any
+
+from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY
+from trajhub.service.cli.common import connect, duration, print_json, server_options, when
+from trajhub.service.cli.reads import add_filter_flags, record_table
+
+
+def _usd(cost: Any) -> str:
+    """A session's or turn's money as the CLI prints it: `$0.000123`, or `unknown` when a
+    model had no price."""
+    if cost is None or cost.usd is None:
+        return "cost unknown" + (f" (no price for {', '.join(cost.unpriced_models)})"
+                                 if cost is not None and cost.unpriced_models else "")
+    text = f"${cost.usd:.6f}"
+    return text if cost.complete else f"{text} + unknown (no price for " \
+                                      f"{', '.join(cost.unpriced_models)})"
+
+
+def _list(args: argparse.Namespace) -> int:
+    filters = {name: getattr(args, name) for name in SESSION_FILTER.names()
+               if getattr(args, name) is not None}
+    with connect(args) as hub:
+        page = hub.list_sessions(limit=args.limit, cursor=args.cursor, **filters)
+    if args.json:
+        print_json({"items": [asdict(s) for s in page.items], "next_cursor": page.next_cursor})
+        return 0
+    if not page.items:
+        print("no sessions match")
+        return 0
+    print(record_table(SESSION_SUMMARY, page.items))
+    if page.next_cursor:
+        print(f"\nmore: --cursor {page.next_cursor}")
+    return 0
+
+
+def _indented(who: str, text: str | None) -> list[str]:
+    if text is None:
+        return [f"  {who}: (not recorded)"]
+    lines = text.splitlines() or [""]
+    return [f"  {who}: {lines[0]}", *(f"  {' ' * len(who)}  {line}" for line in lines[1:])]
+
+
+def _show(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        session = hub.get_session(args.session_id, limit=args.limit)
+    if args.json:
+        print_json({"session_id": session.session_id, "summary": asdict(session.summary),
+                    "turns": [asdict(t) for t in session.turns],
+                    "truncated": session.truncated})
+        return 0
+    s = session.summary
+    print(f"session {session.session_id}: {s.turns} turn{'s' if s.turns != 1 else ''}, "
+          f"{when(s.start_time)} to {when(s.end_time)}, "
+          f"{s.input_tokens}+{s.output_tokens} tokens, {_usd(s.cost)}, "
+          f"{s.failed_turns} failed")
+    for number, turn in enumerate(session.turns, 1):
+        failed = ", FAILED" if turn.has_error or turn.derivation_error else ""
+        print(f"\nturn {number}  {when(turn.start_time)}  {turn.status}{failed}  "
+              f"{duration(turn.duration_ms)}  {turn.input_tokens}+{turn.output_tokens} tokens  "
+              f"{_usd(turn.cost)}  trace {turn.trace_id}")
+        print("\n".join(_indented("user", turn.input)))
+        print("\n".join(_indented("assistant", turn.output)))
+        if turn.derivation_error:
+            print(f"  not derived: {turn.derivation_error}")
+    if session.truncated:
+        print(f"\n(the first {len(session.turns)} of {s.turns} turns: --limit shows more)")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add `sessions list|show` to the `trajhub` subcommands."""
+    common = server_options()
+    sessions = sub.add_parser("sessions", help="list sessions and read one as a transcript",
+                              description="Sessions: the runs (trajectories) of a project that "
+                                          "share a session, conversation or thread id.")
+    ss = sessions.add_subparsers(dest="sessions_command", required=True, metavar="ACTION")
+    p = ss.add_parser("list", parents=[common], help="sessions, latest turn first",
+                      description="Sessions, the one whose latest turn started last first; the "
+                                  "flags are the filters of GET /api/v1/sessions.")
+    add_filter_flags(p, SESSION_FILTER)
+    p.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
+    p.add_argument("--cursor", help="the `more: --cursor …` of the previous page")
+    p.add_argument("--json", action="store_true",
+                   help="print the page as JSON ({items, next_cursor})")
+    p.set_defaults(func=_list)
+    p = ss.add_parser("show", parents=[common], help="one session as a transcript",
+                      description="One session's turns in order: for each, the user's text and "
+                                  "the answer, its status, tokens, cost and trace id.")
+    p.add_argument("session_id")
+    p.add_argument("--limit", type=int, help="at most this many turns, the first ones "
+                   "(default: the server's, 1000)")
+    p.add_argument("--json", action="store_true",
+                   help="the session as JSON ({session_id, summary, turns, truncated})")
+    p.set_defaults(func=_show)
