@@ -40,7 +40,10 @@ ADMIN_ONLY = {("post", "/api/v1/trajectories/rederive"), ("get", "/api/v1/keys")
               # a shorter retention deletes data
               ("put", "/api/v1/retention"),
               # a config decides which scores every other key may write
-              ("put", "/api/v1/score-configs/{name}")}
+              ("put", "/api/v1/score-configs/{name}"),
+              # a rule writes scores on every new trajectory, and may call a paid judge
+              ("post", "/api/v1/rules"), ("patch", "/api/v1/rules/{rule_id}"),
+              ("post", "/api/v1/rules/{rule_id}/backfills")}
 
 #: routes that write spans, as OTLP does: the ingest scope (an admin key has it too)
 INGEST_ROUTES = {("post", "/api/v1/trajectories/import/atif")}
@@ -154,10 +157,11 @@ def fill(world: World, path: str, existing: bool = True) -> str:
     """The path with A's objects in it (or names nothing has, when not `existing`)."""
     values = {"trace_id": world.trace_id, "span_id": world.span_id, "key": world.file_key,
               "name": world.dataset, "item_id": world.item_id, "evaluation_id": "1",
-              "key_id": "000000000000", "score_id": "1", "session_id": "no-such-session"}
+              "key_id": "000000000000", "score_id": "1", "session_id": "no-such-session",
+              "rule_id": "1", "backfill_id": "1"}
     if not existing:
         values.update(name="no-such-set", item_id="999999999", key="no-such-file",
-                      score_id="999999999")
+                      score_id="999999999", rule_id="999999999", backfill_id="999999999")
     for name, value in values.items():
         path = path.replace("{" + name + "}", value).replace("{" + name + ":path}", value)
     assert "{" not in path, f"no value for a parameter of {path}: add one to fill()"
