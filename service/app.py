@@ -24,6 +24,7 @@ from trajhub.service.api import keys as routes_keys
 from trajhub.service.api import regressions as routes_regressions
 from trajhub.service.api import replay as routes_replay
 from trajhub.service.api import retention as routes_retention
+from trajhub.service.api import review as routes_review
 from trajhub.service.api import revisions as routes_revisions
 from trajhub.service.api import schema as routes_schema
 from trajhub.service.api import scores as routes_scores
@@ -165,6 +166,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_revisions.router)
     app.include_router(routes_graph.router)
     app.include_router(routes_scores.router)
+    app.include_router(routes_review.router)
     app.include_router(routes_retention.router)
     app.include_router(routes_item_drafts.router)
     app.include_router(routes_schema.router)
