@@ -40,7 +40,9 @@ ADMIN_ONLY = {("post", "/api/v1/trajectories/rederive"), ("get", "/api/v1/keys")
               # a shorter retention deletes data
               ("put", "/api/v1/retention"),
               # a config decides which scores every other key may write
-              ("put", "/api/v1/score-configs/{name}")}
+              ("put", "/api/v1/score-configs/{name}"),
+              # a queue decides what reviewers must score
+              ("post", "/api/v1/review-queues")}
 
 #: routes that write spans, as OTLP does: the ingest scope (an admin key has it too)
 INGEST_ROUTES = {("post", "/api/v1/trajectories/import/atif")}
