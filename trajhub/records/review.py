@@ -65,10 +65,10 @@ REVIEW_QUEUE = Record("ReviewQueue", "An annotation queue: trajectories for peop
 ))
 
 REVIEW_ITEM = Record("ReviewItem", "A trajectory in an annotation queue, and its review.", (
-    Field("id", int, "the item's id in the queue (for completing or skipping it)",
-          written_by="database", example=7, cli=Cli("ID", right=True)),
     Field("trace_id", str, "the trajectory to review", written_by="key", example=TRACE_ID,
           cli=Cli("TRACE")),
+    Field("id", int, "the item's id in the queue (for completing or skipping it)",
+          written_by="database", example=7, cli=Cli("ID", right=True)),
     Field("status", Literal["pending", "done", "skipped"], "pending (not reviewed yet), done "
           "(completed) or skipped", example="pending", cli=Cli("STATUS")),
     Field("reviewer", str | None, "who holds or held it: the API key's name (the given "
