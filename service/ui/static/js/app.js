@@ -7,6 +7,7 @@ import {renderDataset, renderDatasets} from "./pages/datasets.js";
 import {renderEvaluation, renderEvaluations} from "./pages/evaluations.js";
 import {renderGraph} from "./pages/graph.js";
 import {renderRegressions} from "./pages/regressions.js";
+import {renderReview, renderReviewQueues} from "./pages/review.js";
 import {renderSession, renderSessions} from "./pages/sessions.js";
 import {renderTrajectories} from "./pages/trajectories.js";
 import {renderTrajectory} from "./pages/trajectory.js";
@@ -25,6 +26,8 @@ const ROUTES = [
   [/^\/evaluations\/?$/, renderEvaluations, "evaluations"],
   [/^\/evaluations\/(\d+)$/, renderEvaluation, "evaluations"],
   [/^\/regressions\/?$/, renderRegressions, "evaluations"],
+  [/^\/review\/?$/, renderReviewQueues, "review"],
+  [/^\/review\/(.+)$/, renderReview, "review"],
 ];
 
 let generation = 0;
