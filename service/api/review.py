@@ -16,7 +16,7 @@ import dataclasses
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Body, HTTPException, Path, Query, Response
+from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from trajhub.records.review import (
@@ -356,11 +356,10 @@ async def list_items(
 @router.post("/review-queues/{name}/next", response_model=ReviewNext, responses=NOT_FOUND,
              summary="Take the next item to review: it is held by you for a lease")
 async def next_item(name: QueuePath, rt: Rt, project: Project, key: Key,
-                    body: Annotated[NextRequest | None, Body()] = None) -> Response:
+                    body: NextRequest) -> Response:
     """The item you hold already (its lease renewed: call again to keep it), else the first
     pending item nobody holds. Two reviewers are never given the same item while its lease
     runs; when it runs out, the item is free for anyone."""
-    body = body or NextRequest.model_validate({})
     async with rt.db.acquire() as conn:
         queue = await _queue(conn, project, name)
         reviewer = await _reviewer(conn, key, body.author)
@@ -416,8 +415,7 @@ async def complete_item(name: QueuePath, item_id: ItemIdPath, rt: Rt, project: P
              responses={**NOT_FOUND, 409: {"model": ErrorDetail, "description": "you do not "
                                            "hold the item"}})
 async def skip_item(name: QueuePath, item_id: ItemIdPath, rt: Rt, project: Project,
-                    key: Key, body: Annotated[SkipRequest | None, Body()] = None) -> Response:
-    body = body or SkipRequest.model_validate({})
+                    key: Key, body: SkipRequest) -> Response:
     async with rt.db.acquire() as conn:
         queue = await _queue(conn, project, name)
         reviewer = await _reviewer(conn, key, body.author)

@@ -9,9 +9,9 @@ from dataclasses import asdict
 from typing import Any
 
 from trajhub.records.review import REVIEW_QUEUE
+from trajhub.records.trajectories import TRAJECTORY_FILTER
 from trajhub.service.cli.common import CliError, connect, print_json, server_options
 from trajhub.service.cli.reads import add_filter_flags, record_table
-from trajhub.records.trajectories import TRAJECTORY_FILTER
 
 
 def _list(args: argparse.Namespace) -> int:
