@@ -256,3 +256,50 @@ def test_two_keys_never_hold_the_same_item(secured: Secured) -> None:
         assert sorted(seen) == sorted(runs)
         progress = alice.get(f"{base}/api/v1/review-queues/{queue}").json()
         assert [progress[k] for k in ("total", "done", "skipped", "in_review")] == [4, 2, 2, 0]
+
+
+def test_the_cli_and_the_client_make_fill_review_and_export_a_queue(
+        server: ServerProcess, project: str, api: httpx.Client) -> None:
+    from tests.test_cli import one_line_error, trajhub
+    from trajhub.client import TrajhubClient
+
+    configure(api)
+    with httpx.Client(timeout=30) as c:
+        runs = [send_run(c, server.http, project, agent, T0 + i * 1_000_000_000)
+                for i, agent in enumerate(["support", "billing"])]
+    at = {"url": server.http, "project": project}
+    done = trajhub("review", "create", "cli", "--score", "correct", "--description", "d", **at)
+    assert done.returncode == 0, done.stderr
+    assert "review queue cli created (reviewers give: correct)" in done.stdout
+    assert "no score config named nope" in one_line_error(
+        trajhub("review", "create", "other", "--score", "nope", **at))
+    done = trajhub("review", "add", "cli", "--agent", "support", **at)
+    assert done.returncode == 0 and "added 1, already queued 0, not found 0" in done.stdout, \
+        done.stderr
+    done = trajhub("review", "add", "cli", runs[1], runs[0], **at)
+    assert "added 1, already queued 1, not found 0" in done.stdout, done.stderr
+    assert "give trace ids or filters" in one_line_error(
+        trajhub("review", "add", "cli", runs[0], "--agent", "x", **at))
+
+    with TrajhubClient(server.http, project=project, timeout=30) as hub:
+        item = hub.next_review_item("cli", author="ann")
+        assert item is not None and item.trace_id == runs[0] and item.reviewer == "ann"
+        reviewed, scores = hub.complete_review_item(
+            "cli", item.id, [{"name": "correct", "value": True}], comment="ok", author="ann")
+        assert (reviewed.status, [(s.name, s.value, s.source) for s in scores]) == (
+            "done", [("correct", True, "human")])
+        second = hub.next_review_item("cli", author="ann")
+        assert second is not None and second.trace_id == runs[1]
+        assert hub.skip_review_item("cli", second.id, author="ann").status == "skipped"
+        assert hub.next_review_item("cli", author="ann") is None
+        queue = hub.review_queue("cli")
+        assert (queue.total, queue.done, queue.skipped, queue.in_review) == (2, 1, 1, 0)
+        assert [q.name for q in hub.list_review_queues()] == ["cli"]
+        assert [i.trace_id for i in hub.review_items("cli", "skipped")] == [runs[1]]
+        out = hub.export_review_queue("cli", "from-cli")
+        assert (out["added"], out["skipped_duplicates"]) == (1, 0)
+
+    done = trajhub("review", "progress", "cli", **at)
+    assert "cli: 1 done, 1 skipped, 0 in review, 0 waiting, of 2" in done.stdout, done.stderr
+    done = trajhub("review", "list", **at)
+    assert done.returncode == 0 and "cli" in done.stdout and "IN REVIEW" in done.stdout
