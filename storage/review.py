@@ -106,10 +106,10 @@ async def add_items(conn: Connection, project: str, queue: str, trace_ids: Seque
         "SELECT trace_id FROM trajectories WHERE project = $1 AND trace_id = ANY($2::text[])",
         project, wanted)}
     inserted = {r["trace_id"] for r in await conn.fetch(
-        "INSERT INTO review_items (queue_id, trace_id) "
-        "SELECT $1, t FROM unnest($2::text[]) WITH ORDINALITY AS v(t, n) ORDER BY v.n "
+        "INSERT INTO review_items (queue_id, project, trace_id) "
+        "SELECT $1, $3, t FROM unnest($2::text[]) WITH ORDINALITY AS v(t, n) ORDER BY v.n "
         "ON CONFLICT (queue_id, trace_id) DO NOTHING RETURNING trace_id",
-        queue_id, [t for t in wanted if t in known])}
+        queue_id, [t for t in wanted if t in known], project)}
     out = Added()
     for trace_id in wanted:
         if trace_id not in known:

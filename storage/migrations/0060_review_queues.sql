@@ -15,10 +15,13 @@ CREATE TABLE review_queues (
 
 -- An item is a trajectory in a queue (once). A pending item is held by `reviewer` until
 -- `lease_until_ns`; `next` claims one with FOR UPDATE SKIP LOCKED, so two reviewers never
--- hold the same item.
+-- hold the same item. Like scores (migration 0035) the table is not partitioned: retention
+-- deletes a trajectory's items with it (storage/retention.py), by project and trace id.
 CREATE TABLE review_items (
     id             bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     queue_id       bigint NOT NULL REFERENCES review_queues (id) ON DELETE CASCADE,
+    -- the queue's project (retention finds a trajectory's items by project and trace id)
+    project        text   NOT NULL,
     trace_id       text   NOT NULL,
     status         text   NOT NULL DEFAULT 'pending'
         CHECK (status IN ('pending', 'done', 'skipped')),
@@ -34,3 +37,5 @@ CREATE TABLE review_items (
 
 -- `next`: a queue's pending items in order
 CREATE INDEX review_items_pending ON review_items (queue_id, id) WHERE status = 'pending';
+-- retention: a trajectory's items
+CREATE INDEX review_items_by_trajectory ON review_items (project, trace_id);
