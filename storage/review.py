@@ -163,12 +163,13 @@ async def claim_next(conn: Connection, queue_id: int, reviewer: str, lease_secon
 
 async def held_by(conn: Connection, queue_id: int, item_id: int, reviewer: str
                   ) -> ItemRow | None:
-    """The item, locked for this transaction, if `reviewer` holds it now (pending, their
-    lease not run out)."""
+    """The item, locked for this transaction, if `reviewer` took it last and it is still
+    pending: their lease keeps others off it, and once it has run out they may still finish
+    it as long as nobody else has taken it (a claim sets `reviewer`, under the same lock)."""
     row = await conn.fetchrow(
         f"SELECT {REVIEW_ITEM.select_list()} FROM review_items WHERE queue_id = $1 "
-        f"AND id = $2 AND status = 'pending' AND reviewer = $3 AND lease_until_ns > {NOW_NS} "
-        "FOR UPDATE", queue_id, item_id, reviewer)
+        "AND id = $2 AND status = 'pending' AND reviewer = $3 FOR UPDATE",
+        queue_id, item_id, reviewer)
     return ItemRow.from_record(row) if row is not None else None
 
 

@@ -4,20 +4,23 @@ the next item (held by them), scores it (source `human`, author the reviewer; a 
 its config or a missing one is a 400 naming it), comments, corrects the expectations, and
 completes or skips it; the queue's progress counts them; the completed items flow into a
 dataset with their corrected expectations. Two reviewers (two keys) never hold the same item,
-also when they claim at the same moment.
+also when they claim at the same moment; a lease that ran out frees the item for another. The
+CLI and the client drive the same routes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
 from tests.conftest import Secured
-from tests.harness import ServerProcess, final_trajectory
+from tests.harness import ServerProcess, TestDatabase, final_trajectory
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 
 PB = {"content-type": "application/x-protobuf"}
@@ -303,3 +306,44 @@ def test_the_cli_and_the_client_make_fill_review_and_export_a_queue(
     assert "cli: 1 done, 1 skipped, 0 in review, 0 waiting, of 2" in done.stdout, done.stderr
     done = trajhub("review", "list", **at)
     assert done.returncode == 0 and "cli" in done.stdout and "IN REVIEW" in done.stdout
+
+
+def _expire_leases(url: str, project: str) -> None:
+    """Make every lease of the project's queues run out (a lease is at least 30 s)."""
+    async def run() -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute("UPDATE review_items SET lease_until_ns = 1 WHERE project = $1",
+                               project)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+def test_a_lease_run_out_frees_the_item_for_another_reviewer(
+        server: ServerProcess, database: TestDatabase, project: str,
+        api: httpx.Client) -> None:
+    with httpx.Client(timeout=30) as c:
+        runs = [send_run(c, server.http, project, "a", T0 + i * 1_000_000_000)
+                for i in range(2)]
+    assert api.post("/review-queues", json={"name": "lease"}).status_code == 201
+    api.post("/review-queues/lease/items", json={"trace_ids": runs})
+    lease = api.post("/review-queues/lease/next", json={"author": "alice",
+                                                        "lease_seconds": 30}).json()["item"]
+    assert lease["trace_id"] == runs[0]
+    bob = api.post("/review-queues/lease/next", json={"author": "bob"}).json()["item"]
+    assert bob["trace_id"] == runs[1]
+    _expire_leases(database.url, project)
+    assert api.get("/review-queues/lease").json()["in_review"] == 0
+    # alice's lease ran out: carol is given her item; alice can no longer complete it
+    carol = api.post("/review-queues/lease/next", json={"author": "carol"}).json()["item"]
+    assert carol["id"] == lease["id"] and carol["reviewer"] == "carol"
+    r = api.post(f"/review-queues/lease/items/{lease['id']}/complete",
+                 json={"author": "alice"})
+    assert r.status_code == 409 and "'alice'" in r.json()["detail"], r.text
+    # bob's ran out too, but nobody took his item: he may still finish it
+    r = api.post(f"/review-queues/lease/items/{bob['id']}/complete", json={"author": "bob"})
+    assert r.status_code == 200 and r.json()["item"]["status"] == "done", r.text
+    r = api.post(f"/review-queues/lease/items/{carol['id']}/complete", json={"author": "carol"})
+    assert r.status_code == 200, r.text
