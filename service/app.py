@@ -24,6 +24,7 @@ from trajhub.service.api import keys as routes_keys
 from trajhub.service.api import regressions as routes_regressions
 from trajhub.service.api import replay as routes_replay
 from trajhub.service.api import retention as routes_retention
+from trajhub.service.api import review as routes_review
 from trajhub.service.api import revisions as routes_revisions
 from trajhub.service.api import rules as routes_rules
 from trajhub.service.api import schema as routes_schema
@@ -167,6 +168,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     app.include_router(routes_graph.router)
     app.include_router(routes_scores.router)
     app.include_router(routes_rules.router)
+    app.include_router(routes_review.router)
     app.include_router(routes_retention.router)
     app.include_router(routes_item_drafts.router)
     app.include_router(routes_schema.router)

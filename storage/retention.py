@@ -81,6 +81,10 @@ WITH e AS (
     -- scores are not partitioned (migration 0035): they go with their trajectory here
     DELETE FROM scores x USING e
     WHERE x.project = e.project AND x.trace_id = e.trace_id
+), gone_review_items AS (
+    -- so are annotation queues' items (migration 0060)
+    DELETE FROM review_items i USING e
+    WHERE i.project = e.project AND i.trace_id = e.trace_id
 ), gone_open AS (
     DELETE FROM open_trajectories o USING e
     WHERE o.project = e.project AND o.trace_id = e.trace_id
@@ -216,6 +220,9 @@ async def drop_partition(conn: Connection, part: TimePartition,
                 await conn.execute(
                     f"DELETE FROM scores x USING {part.name('trajectories')} t "
                     "WHERE x.project = t.project AND x.trace_id = t.trace_id")
+                await conn.execute(
+                    f"DELETE FROM review_items i USING {part.name('trajectories')} t "
+                    "WHERE i.project = t.project AND i.trace_id = t.trace_id")
     except _Kept:
         return False
     for table in PARTITIONED:

@@ -43,7 +43,9 @@ ADMIN_ONLY = {("post", "/api/v1/trajectories/rederive"), ("get", "/api/v1/keys")
               ("put", "/api/v1/score-configs/{name}"),
               # a rule writes scores on every new trajectory, and may call a paid judge
               ("post", "/api/v1/rules"), ("patch", "/api/v1/rules/{rule_id}"),
-              ("post", "/api/v1/rules/{rule_id}/backfills")}
+              ("post", "/api/v1/rules/{rule_id}/backfills"),
+              # a queue decides what reviewers must score
+              ("post", "/api/v1/review-queues")}
 
 #: routes that write spans, as OTLP does: the ingest scope (an admin key has it too)
 INGEST_ROUTES = {("post", "/api/v1/trajectories/import/atif")}

@@ -360,6 +360,52 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     res = r("delete", "/api/v1/rules/{rule_id}", c.delete(f"/api/v1/rules/{rule}"))
     assert res.status_code == 204, res.text
     r("delete", "/api/v1/rules/{rule_id}", c.delete(f"/api/v1/rules/{rule}"))  # 404
+    # ---------------------------------------------------------------- review queues
+    res = r("put", "/api/v1/score-configs/{name}", c.put("/api/v1/score-configs/review_ok",
+                                                          json={"data_type": "boolean"}))
+    assert res.status_code == 200, res.text
+    q = "/api/v1/review-queues/triage"
+    res = r("post", "/api/v1/review-queues", c.post("/api/v1/review-queues", json={
+        "name": "triage", "description": "planner runs", "score_names": ["review_ok"]}))
+    assert res.status_code == 201, res.text
+    r("post", "/api/v1/review-queues", c.post("/api/v1/review-queues", json={
+        "name": "triage"}))  # 409
+    r("post", "/api/v1/review-queues", c.post("/api/v1/review-queues", json={
+        "name": "other", "score_names": ["no_config"]}))  # 400
+    res = r("post", "/api/v1/review-queues/{name}/items", c.post(f"{q}/items", json={
+        "trace_ids": [c_id]}))
+    assert res.json()["added"] == [c_id], res.text
+    res = r("post", "/api/v1/review-queues/{name}/items", c.post(f"{q}/items", json={
+        "query": {"agent": "planner"}, "limit": 10}))
+    # the planner's runs (a and b, and any other an earlier call made)
+    planned = res.json()["added"]
+    assert {a_id, b_id} <= set(planned), res.text
+    r("get", "/api/v1/review-queues", c.get("/api/v1/review-queues"))
+    res = r("get", "/api/v1/review-queues/{name}", c.get(q))
+    assert res.json()["total"] == 1 + len(planned), res.text
+    r("get", "/api/v1/review-queues/{name}", c.get("/api/v1/review-queues/none"))  # 404
+    res = r("post", "/api/v1/review-queues/{name}/next", c.post(f"{q}/next", json={}))
+    first = res.json()["item"]
+    assert first["reviewer"] == "contract tests", res.text
+    complete = "/api/v1/review-queues/{name}/items/{item_id}/complete"
+    r("post", complete, c.post(f"{q}/items/{first['id']}/complete", json={
+        "scores": [{"name": "review_ok", "value": 3}]}))  # 400: outside its config
+    res = r("post", complete, c.post(f"{q}/items/{first['id']}/complete", json={
+        "scores": [{"name": "review_ok", "value": True}], "comment": "fine",
+        "expectations": {"tools": {"writer": ["search"]}}}))
+    assert res.status_code == 200 and res.json()["item"]["status"] == "done", res.text
+    r("post", complete, c.post(f"{q}/items/{first['id']}/complete", json={
+        "scores": [{"name": "review_ok", "value": True}]}))  # 409: not held any more
+    res = r("post", "/api/v1/review-queues/{name}/next", c.post(f"{q}/next", json={}))
+    second = res.json()["item"]
+    res = r("post", "/api/v1/review-queues/{name}/items/{item_id}/skip",
+            c.post(f"{q}/items/{second['id']}/skip", json={"comment": "unclear"}))
+    assert res.json()["status"] == "skipped", res.text
+    r("get", "/api/v1/review-queues/{name}/items", c.get(f"{q}/items",
+                                                        params={"status": "done"}))
+    res = r("post", "/api/v1/review-queues/{name}/export-to-dataset",
+            c.post(f"{q}/export-to-dataset", json={"dataset": "reviewed"}))
+    assert res.json()["added"] == 1, res.text
 
     # ----------------------------------------------------------- retention and keys
     r("get", "/api/v1/retention", c.get("/api/v1/retention"))
@@ -375,6 +421,9 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
       c.delete(f"/api/v1/datasets/{name}/items/{item_id}"))
     r("delete", "/api/v1/datasets/{name}", c.delete(f"/api/v1/datasets/{name}"))
     r("delete", "/api/v1/datasets/{name}", c.delete(f"/api/v1/datasets/{name}"))  # 404
+    r("delete", "/api/v1/review-queues/{name}", c.delete("/api/v1/review-queues/triage"))
+    r("delete", "/api/v1/review-queues/{name}",
+      c.delete("/api/v1/review-queues/triage"))  # 404
 
 
 def _operation_of(openapi: dict[str, Any], method: str, template: str) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """Retention, watched as it happens: a server with a retention of a few seconds deletes the
-expired traces with their spans, summaries, trajectories, revisions and scores; a project's own
+expired traces with their spans, summaries, trajectories, revisions, scores and annotation
+queue items; a project's own
 setting (set through the CLI or REST) wins over the default; dataset items keep their snapshot;
 a re-sent span is still stored once.
 
@@ -56,7 +57,7 @@ def counts(url: str, project: str, trace_id: str) -> dict[str, int]:
                 f"SELECT count(*) FROM {table} WHERE project = $1 AND trace_id = $2",
                 project, trace_id)
                 for table in ("spans", "traces", "trajectories", "trajectory_revisions",
-                              "scores")}
+                              "scores", "review_items")}
         finally:
             await conn.close()
 
@@ -92,9 +93,11 @@ def test_expired_traces_go_and_overrides_and_dataset_items_stay(
     trace = send_run(server, expiring)
     with TrajhubClient(server.http, project=expiring) as hub:
         hub.add_score(trace, "correctness", 1.0)  # goes with its trajectory
+        hub.create_review_queue("expiring")  # and so does its review item
+        assert hub.add_review_items("expiring", [trace])["added"] == [trace]
     before = counts(url, expiring, trace)
     assert before["spans"] > 0 and before["traces"] == before["trajectories"] == 1
-    assert before["scores"] == 1
+    assert before["scores"] == before["review_items"] == 1
     assert before["trajectory_revisions"] >= 1
 
     with TrajhubClient(server.http, project=expiring, timeout=30) as hub:

@@ -18,6 +18,7 @@ from trajhub.service.cli import reads as cli_reads
 from trajhub.service.cli import replay as cli_replay
 from trajhub.service.cli import retention as cli_retention
 from trajhub.service.cli import rules as cli_rules
+from trajhub.service.cli import review as cli_review
 from trajhub.service.cli import scores as cli_scores
 from trajhub.service.cli import sessions as cli_sessions
 from trajhub.service.cli.common import USAGE_ERROR, ArgumentParser, CliError
@@ -100,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_keys.register(sub)
     cli_retention.register(sub)
     cli_scores.register(sub)
+    cli_review.register(sub)
     cli_atif.register(sub)
     cli_rules.register(sub)
     return parser

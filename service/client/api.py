@@ -38,6 +38,8 @@ from trajhub.service.client.models import (
     Project,
     Rule,
     RuleBackfill,
+    ReviewItem,
+    ReviewQueue,
     RunEvents,
     Score,
     ScoreConfig,
@@ -415,6 +417,83 @@ class TrajhubClient:
     def list_backfills(self, rule_id: int) -> list[RuleBackfill]:
         return [RuleBackfill.from_json(b) for b in
                 self._json("GET", f"/rules/{rule_id}/backfills")["backfills"]]
+    # --- review (annotation queues: docs/review.md) ----------------------------------------
+
+    def list_review_queues(self) -> list[ReviewQueue]:
+        """The project's annotation queues, each with its progress."""
+        return [ReviewQueue.from_json(q) for q in
+                self._json("GET", "/review-queues")["queues"]]
+
+    def review_queue(self, name: str) -> ReviewQueue:
+        """One queue and its progress (total, done, skipped, in_review, pending)."""
+        return ReviewQueue.from_json(self._json("GET", f"/review-queues/{quote(name)}"))
+
+    def create_review_queue(self, name: str, score_names: Sequence[str] = (),
+                            description: str = "") -> ReviewQueue:
+        """Create a queue (admin scope); `score_names` are score configs' names."""
+        return ReviewQueue.from_json(self._json(
+            "POST", "/review-queues", json={"name": name, "description": description,
+                                            "score_names": list(score_names)}))
+
+    def delete_review_queue(self, name: str) -> None:
+        self._send("DELETE", f"/review-queues/{quote(name)}")
+
+    def add_review_items(self, name: str, trace_ids: Sequence[str] | None = None, *,
+                         limit: int = 100, **filters: Any) -> dict[str, list[str]]:
+        """Add trajectories to a queue: these trace ids, or the newest `limit` the filters of
+        `list_trajectories` select. Returns the trace ids added, already_queued, not_found."""
+        if trace_ids is not None:
+            body: dict[str, Any] = {"trace_ids": list(trace_ids)}
+        else:
+            checked_filters(TRAJECTORY_FILTER, filters, ())
+            body = {"query": filters, "limit": limit}
+        out: dict[str, list[str]] = self._json(
+            "POST", f"/review-queues/{quote(name)}/items", json=body)
+        return out
+
+    def review_items(self, name: str, status: str | None = None) -> list[ReviewItem]:
+        """A queue's items in the order they were added (only those of `status`)."""
+        params = {"status": status} if status else {}
+        return [ReviewItem.from_json(i) for i in self._json(
+            "GET", f"/review-queues/{quote(name)}/items", params=params)["items"]]
+
+    def next_review_item(self, name: str, *, author: str | None = None,
+                         lease_seconds: int | None = None) -> ReviewItem | None:
+        """Take the next item (held by you for the lease; the one you hold, renewed); None
+        when no item is free. `author` only when the server runs without keys."""
+        body = {k: v for k, v in (("author", author), ("lease_seconds", lease_seconds))
+                if v is not None}
+        item = self._json("POST", f"/review-queues/{quote(name)}/next", json=body)["item"]
+        return ReviewItem.from_json(item) if item is not None else None
+
+    def complete_review_item(self, name: str, item_id: int,
+                             scores: Sequence[Mapping[str, Any]], *,
+                             comment: str | None = None,
+                             expectations: Mapping[str, Any] | None = None,
+                             author: str | None = None) -> tuple[ReviewItem, list[Score]]:
+        """Complete an item you hold: its scores (dicts of name, value, and step_id or
+        comment), a comment, the corrected expectations."""
+        body: dict[str, Any] = {"scores": [dict(s) for s in scores], "comment": comment,
+                                "expectations": dict(expectations) if expectations else None,
+                                "author": author}
+        out = self._json("POST", f"/review-queues/{quote(name)}/items/{item_id}/complete",
+                         json={k: v for k, v in body.items() if v is not None})
+        return ReviewItem.from_json(out["item"]), [Score.from_json(s) for s in out["scores"]]
+
+    def skip_review_item(self, name: str, item_id: int, *, comment: str | None = None,
+                         author: str | None = None) -> ReviewItem:
+        body = {k: v for k, v in (("comment", comment), ("author", author)) if v is not None}
+        return ReviewItem.from_json(self._json(
+            "POST", f"/review-queues/{quote(name)}/items/{item_id}/skip", json=body))
+
+    def export_review_queue(self, name: str, dataset: str,
+                            tags: Sequence[str] = ()) -> dict[str, Any]:
+        """The completed items into an evaluation set (created when missing), with their
+        corrected expectations: {dataset, added, skipped_duplicates, item_ids}."""
+        out: dict[str, Any] = self._json(
+            "POST", f"/review-queues/{quote(name)}/export-to-dataset",
+            json={"dataset": dataset, "tags": list(tags)})
+        return out
 
     # --- replay and regression -------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 from trajhub.records import Field, Record, empty_value, is_optional
 from trajhub.records.evaluations import EVALUATION_RESULT
 from trajhub.records.rules import BACKFILL, RULE
+from trajhub.records.review import REVIEW_ITEM, REVIEW_QUEUE
 from trajhub.records.scores import SCORE, SCORE_CONFIG
 from trajhub.records.sessions import SESSION_SUMMARY, SESSION_TURN
 from trajhub.records.traces import TRACE_SUMMARY
@@ -110,6 +111,8 @@ if TYPE_CHECKING:
     SessionTurn = RecordModel
     Rule = RecordModel
     RuleBackfill = RecordModel
+    ReviewQueue = RecordModel
+    ReviewItem = RecordModel
 else:
     #: a row of the trace list (trajhub.records.traces)
     TraceSummary = record_model(TRACE_SUMMARY)
@@ -129,6 +132,10 @@ else:
     SessionSummary = record_model(SESSION_SUMMARY)
     #: one turn of a session: the user's text, the answer, status, tokens and cost
     SessionTurn = record_model(SESSION_TURN)
+    #: an annotation queue and its progress (trajhub.records.review)
+    ReviewQueue = record_model(REVIEW_QUEUE)
+    #: a trajectory in an annotation queue, and its review (trajhub.records.review)
+    ReviewItem = record_model(REVIEW_ITEM)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import {renderEvaluation, renderEvaluations} from "./pages/evaluations.js";
 import {renderGraph} from "./pages/graph.js";
 import {renderRegressions} from "./pages/regressions.js";
 import {renderRules} from "./pages/rules.js";
+import {renderReview, renderReviewQueues} from "./pages/review.js";
 import {renderSession, renderSessions} from "./pages/sessions.js";
 import {renderTrajectories} from "./pages/trajectories.js";
 import {renderTrajectory} from "./pages/trajectory.js";
@@ -27,6 +28,8 @@ const ROUTES = [
   [/^\/evaluations\/(\d+)$/, renderEvaluation, "evaluations"],
   [/^\/regressions\/?$/, renderRegressions, "evaluations"],
   [/^\/rules\/?$/, renderRules, "rules"],
+  [/^\/review\/?$/, renderReviewQueues, "review"],
+  [/^\/review\/(.+)$/, renderReview, "review"],
 ];
 
 let generation = 0;

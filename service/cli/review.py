@@ -1,0 +1,101 @@
+"""`trajhub review list|create|add|progress`: the project's annotation queues (docs/review.md).
+Reviewing itself is the web UI's review screen (or the client's `next_review_item` and
+`complete_review_item`)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from typing import Any
+
+from trajhub.records.review import REVIEW_QUEUE
+from trajhub.records.trajectories import TRAJECTORY_FILTER
+from trajhub.service.cli.common import CliError, connect, print_json, server_options
+from trajhub.service.cli.reads import add_filter_flags, record_table
+
+
+def _list(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        queues = hub.list_review_queues()
+    if args.json:
+        print_json({"queues": [asdict(q) for q in queues]})
+    elif not queues:
+        print("no review queues")
+    else:
+        print(record_table(REVIEW_QUEUE, queues))
+    return 0
+
+
+def _create(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        queue = hub.create_review_queue(args.name, args.score or (), args.description)
+    scores = ", ".join(queue.score_names) or "no scores"
+    print(f"review queue {queue.name} created (reviewers give: {scores})")
+    return 0
+
+
+def _add(args: argparse.Namespace) -> int:
+    filters = {p.name: getattr(args, p.name) for p in TRAJECTORY_FILTER.params
+               if getattr(args, p.name, None) is not None}
+    if args.trace_id and filters:
+        raise CliError("give trace ids or filters, not both")
+    if not args.trace_id and not filters:
+        raise CliError("give trace ids, or filters selecting trajectories (see --help)")
+    with connect(args) as hub:
+        out = hub.add_review_items(args.name, args.trace_id or None, limit=args.limit,
+                                   **filters)
+    if args.json:
+        print_json(out)
+    else:
+        print(f"added {len(out['added'])}, already queued {len(out['already_queued'])}, "
+              f"not found {len(out['not_found'])}")
+    return 0
+
+
+def _progress(args: argparse.Namespace) -> int:
+    with connect(args) as hub:
+        queue = hub.review_queue(args.name)
+    if args.json:
+        print_json(asdict(queue))
+    else:
+        print(f"{queue.name}: {queue.done} done, {queue.skipped} skipped, {queue.in_review} "
+              f"in review, {queue.pending - queue.in_review} waiting, of {queue.total}")
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add `review` to the `trajhub` subcommands."""
+    common = server_options()
+    review = sub.add_parser("review", help="annotation queues: runs for people to review",
+                            description="Annotation queues: trajectories for people to review "
+                                        "and score (the web UI's Review screen).")
+    rv = review.add_subparsers(dest="review_command", required=True, metavar="ACTION")
+
+    p = rv.add_parser("list", parents=[common], help="the project's queues and progress")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_list)
+
+    p = rv.add_parser("create", parents=[common], help="create a queue (admin key)",
+                      description="Create a queue; each --score names a score config "
+                                  "(`trajhub scores configure`) reviewers must give.")
+    p.add_argument("name")
+    p.add_argument("--score", action="append", metavar="NAME",
+                   help="a score reviewers must give (repeatable)")
+    p.add_argument("--description", default="", help="what reviewers look for")
+    p.set_defaults(func=_create)
+
+    p = rv.add_parser("add", parents=[common], help="add trajectories to a queue",
+                      description="Add trajectories by trace id, or the newest --limit that "
+                                  "the trajectory list's filters select.")
+    p.add_argument("name")
+    p.add_argument("trace_id", nargs="*", help="trace ids to add")
+    p.add_argument("--limit", type=int, default=100,
+                   help="with filters: add at most this many (default 100)")
+    add_filter_flags(p, TRAJECTORY_FILTER)
+    p.add_argument("--json", action="store_true", help="print what was added as JSON")
+    p.set_defaults(func=_add)
+
+    p = rv.add_parser("progress", parents=[common], help="a queue's progress")
+    p.add_argument("name")
+    p.add_argument("--json", action="store_true", help="print the queue as JSON")
+    p.set_defaults(func=_progress)
