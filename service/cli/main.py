@@ -17,8 +17,8 @@ from trajhub.service.cli import keys as cli_keys
 from trajhub.service.cli import reads as cli_reads
 from trajhub.service.cli import replay as cli_replay
 from trajhub.service.cli import retention as cli_retention
-from trajhub.service.cli import rules as cli_rules
 from trajhub.service.cli import review as cli_review
+from trajhub.service.cli import rules as cli_rules
 from trajhub.service.cli import scores as cli_scores
 from trajhub.service.cli import sessions as cli_sessions
 from trajhub.service.cli.common import USAGE_ERROR, ArgumentParser, CliError

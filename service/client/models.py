@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from trajhub.records import Field, Record, empty_value, is_optional
 from trajhub.records.evaluations import EVALUATION_RESULT
-from trajhub.records.rules import BACKFILL, RULE
 from trajhub.records.review import REVIEW_ITEM, REVIEW_QUEUE
+from trajhub.records.rules import BACKFILL, RULE
 from trajhub.records.scores import SCORE, SCORE_CONFIG
 from trajhub.records.sessions import SESSION_SUMMARY, SESSION_TURN
 from trajhub.records.traces import TRACE_SUMMARY
