@@ -11,6 +11,7 @@ run still carries the claimant's token: however often a run is claimed, it score
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any
 import orjson
 
 from trajhub.records.rules import BACKFILL, RULE
+from trajhub.storage import review as review_store
 from trajhub.storage import scores as score_store
 from trajhub.storage import trajectory_reads
 from trajhub.storage.database import Connection
@@ -166,6 +168,9 @@ class ClaimedRun:
     expectations: dict[str, Any] | None
     filter: dict[str, Any]
     max_judge_calls_per_minute: int | None
+    #: where its failures go (docs/rules.md §9), and what a failure is
+    review_queue: str | None = None
+    fail_below: float = 1.0
 
 
 async def claim(conn: Connection, limit: int, lease_seconds: float,
@@ -187,13 +192,15 @@ async def claim(conn: Connection, limit: int, lease_seconds: float,
         FROM due, rules r WHERE q.id = due.id AND r.id = q.rule_id
         RETURNING q.id, q.claim, q.rule_id, q.project, q.trace_id, q.revision, q.attempts,
                   r.evaluator, r.config::text AS config, r.expectations::text AS expectations,
-                  r.filter::text AS filter, r.max_judge_calls_per_minute
+                  r.filter::text AS filter, r.max_judge_calls_per_minute, r.review_queue,
+                  r.fail_below
         """, limit, token, lease_seconds, list(skip_rules))
     return [ClaimedRun(
         r["id"], r["claim"], r["rule_id"], r["project"], r["trace_id"], r["revision"],
         r["attempts"], r["evaluator"], orjson.loads(r["config"]),
         orjson.loads(r["expectations"]) if r["expectations"] is not None else None,
-        orjson.loads(r["filter"]), r["max_judge_calls_per_minute"]) for r in rows]
+        orjson.loads(r["filter"]), r["max_judge_calls_per_minute"], r["review_queue"],
+        float(r["fail_below"])) for r in rows]
 
 
 async def release_claims(conn: Connection) -> int:
@@ -246,10 +253,23 @@ async def finish(conn: Connection, run: ClaimedRun, score: Mapping[str, Any] | N
             "FOR SHARE", run.project, run.trace_id)
         if score is not None and current == run.revision:
             await score_store.add(conn, run.project, [score])
+            if run.review_queue is not None and failed(run, score):
+                # a person looks at it: the rule's queue, if the project still has it
+                with contextlib.suppress(KeyError):
+                    await review_store.add_items(conn, run.project, run.review_queue,
+                                                 [run.trace_id])
         if backfill["backfill_id"] is not None:
             await conn.execute("UPDATE rule_backfills SET done_count = done_count + 1 "
                                "WHERE id = $1", backfill["backfill_id"])
     return True
+
+
+def failed(run: ClaimedRun, score: Mapping[str, Any]) -> bool:
+    """The run's score is a failure: an error, or a number below the rule's `fail_below`."""
+    if score["error"] is not None:
+        return True
+    number = score["number_value"]
+    return number is not None and float(number) < run.fail_below
 
 
 async def retry_later(conn: Connection, run: ClaimedRun, delay_seconds: float, error: str

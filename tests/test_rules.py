@@ -123,6 +123,32 @@ def test_a_rule_scores_each_new_final_trajectory_that_matches_its_filter(
         (other["id"], 0.0)]
 
 
+def test_a_rules_failures_join_its_annotation_queue(
+        server: ServerProcess, project: str, api: httpx.Client) -> None:
+    r = api.post("/rules", json={"name": "x", "evaluator": "efficiency",
+                                 "config": {"max_steps": 10}, "review_queue": "nope"})
+    assert r.status_code == 400 and "review_queue" in r.text and "nope" in r.text, r.text
+    assert api.post("/review-queues", json={"name": "triage"}).status_code == 201
+    # a budget of 1 step: a run of 2 steps scores 0.0, a failure; of 10 steps: 1.0, a pass
+    add_rule(api, name="tight", evaluator="efficiency", config={"max_steps": 1},
+             filter={"agent": "planner"}, review_queue="triage")
+    roomy = add_rule(api, name="roomy", evaluator="efficiency", config={"max_steps": 10},
+                     filter={"agent": "weather"}, review_queue="triage")
+    assert roomy["review_queue"] == "triage" and roomy["fail_below"] == 1.0
+    failed = send_run(server.http, project, agent="planner")
+    passed = send_run(server.http, project, agent="weather")
+    for trace_id in (failed, passed):
+        wait_for(lambda t=trace_id: scores_of(api, t), what="the rules' scores")
+    wait_for(lambda: drained(api), what="the queue to drain")
+    items = api.get("/review-queues/triage/items").json()["items"]
+    assert [i["trace_id"] for i in items] == [failed]
+    # the bar is a score: at most 1; and the queue must be one the project has
+    r = api.patch(f"/rules/{roomy['id']}", json={"fail_below": 1.01})
+    assert r.status_code == 422, r.text  # at most 1
+    r = api.patch(f"/rules/{roomy['id']}", json={"review_queue": "missing"})
+    assert r.status_code == 400 and "missing" in r.text, r.text
+
+
 def test_a_new_revision_is_scored_again_and_the_old_score_stays(
         server: ServerProcess, project: str, api: httpx.Client) -> None:
     rule = add_rule(api, name="steps", evaluator="efficiency", config={"max_steps": 2})

@@ -45,7 +45,9 @@ from trajhub.service.api.records import answer, response_model
 from trajhub.service.auth import ADMIN
 from trajhub.service.config import Settings
 from trajhub.service.workers.rules import check_evaluator
+from trajhub.storage import review as review_store
 from trajhub.storage import rules as rule_store
+from trajhub.storage.database import Connection
 
 router = APIRouter(prefix="/api/v1", tags=["rules"], dependencies=ROUTER_CHECKS,
                    responses=ERRORS)
@@ -61,6 +63,12 @@ SampleRate = Annotated[StrictFloat | StrictInt, AllowInfNan(False),
 JudgeCap = Annotated[int, Field(ge=1, le=1_000_000, description="LLM judges: at most this "
                                 "many judge calls a minute; null for no cap"),
                      BeforeValidator(whole_number)]
+
+FailBelow = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False, description="a score "
+                     "below this is a failure (for `review_queue`); 1.0: short of a full "
+                     "score")]
+QueueName = Annotated[str, Field(min_length=1, max_length=200, description="an annotation "
+                      "queue's name (docs/review.md)")]
 
 _BAD: dict[int | str, dict[str, Any]] = {400: {
     "model": ErrorDetail, "description": "an unknown evaluator, a bad option, a filter that "
@@ -86,6 +94,9 @@ class RuleCreate(BaseModel):
     sample_rate: SampleRate = 1.0
     enabled: bool = True
     max_judge_calls_per_minute: JudgeCap | None = None
+    review_queue: QueueName | None = Field(None, description="the annotation queue its "
+                                           "failures go to (it must exist); null for none")
+    fail_below: FailBelow = 1.0
 
 
 class RulePatch(BaseModel):
@@ -102,6 +113,9 @@ class RulePatch(BaseModel):
     enabled: bool | None = Field(None, description="false switches the rule off (its queued "
                                  "runs wait), true on again")
     max_judge_calls_per_minute: JudgeCap | None = None
+    review_queue: QueueName | None = Field(None, description="the annotation queue its "
+                                           "failures go to; null for none")
+    fail_below: FailBelow | None = None
 
 
 class Rule(response_model(RULE)):  # type: ignore[misc]
@@ -155,6 +169,13 @@ def checked(values: dict[str, Any], settings: Settings) -> dict[str, Any]:
     return values
 
 
+async def _queue_exists(conn: Connection, project: str, name: str | None) -> None:
+    """A rule's `review_queue` names one of the project's annotation queues: 400 otherwise."""
+    if name is not None and await review_store.queue(conn, project, name) is None:
+        raise HTTPException(400, f"review_queue: project {project!r} has no annotation queue "
+                                 f"named {name!r} (create it with POST /api/v1/review-queues)")
+
+
 def _no_rule(rule_id: int, project: str) -> HTTPException:
     return HTTPException(404, f"no rule {rule_id} in project {project!r}")
 
@@ -168,6 +189,7 @@ async def create_rule(rt: Rt, project: Project, body: RuleCreate) -> Response:
     judged only by a backfill (`POST /api/v1/rules/{id}/backfills`)."""
     values = checked(body.model_dump(), rt.settings)
     async with rt.db.acquire() as conn:
+        await _queue_exists(conn, project, values.get("review_queue"))
         row = await rule_store.create(conn, project, values)
     if row is None:
         raise HTTPException(409, f"project {project!r} has a rule named {body.name!r}")
@@ -198,7 +220,8 @@ async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) 
     """Only the fields given change. Runs already queued run with the rule as it is when they
     run; a rule switched off keeps its queued runs until it is on again."""
     given = body.model_dump(include=body.model_fields_set)
-    for column in ("name", "evaluator", "config", "filter", "sample_rate", "enabled"):
+    for column in ("name", "evaluator", "config", "filter", "sample_rate", "enabled",
+                   "fail_below"):
         if column in given and given[column] is None:
             del given[column]  # a null: unchanged (these fields always have a value)
     async with rt.db.acquire() as conn:
@@ -209,6 +232,7 @@ async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) 
         merged = checked({**{c: current[c] for c in ("evaluator", "config", "expectations",
                                                      "filter")}, **given}, rt.settings)
         changes = {c: merged[c] for c in given}
+        await _queue_exists(conn, project, changes.get("review_queue"))
         try:
             updated = await rule_store.update(conn, project, rule_id, changes)
         except asyncpg.UniqueViolationError:

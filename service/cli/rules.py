@@ -52,7 +52,9 @@ def _add(args: argparse.Namespace) -> int:
                             filter=_object(args.filter, "--filter") or {},
                             sample_rate=args.sample, enabled=not args.off,
                             expectations=_object(args.expectations, "--expectations"),
-                            max_judge_calls_per_minute=args.max_judge_calls)
+                            max_judge_calls_per_minute=args.max_judge_calls,
+                            review_queue=args.review_queue,
+                            fail_below=1.0 if args.fail_below is None else args.fail_below)
     if args.json:
         print_json(asdict(rule))
     else:
@@ -67,7 +69,8 @@ def _edit(args: argparse.Namespace) -> int:
                        ("filter", _object(args.filter, "--filter")),
                        ("sample_rate", args.sample),
                        ("expectations", _object(args.expectations, "--expectations")),
-                       ("max_judge_calls_per_minute", args.max_judge_calls)):
+                       ("max_judge_calls_per_minute", args.max_judge_calls),
+                       ("review_queue", args.review_queue), ("fail_below", args.fail_below)):
         if value is not None:
             changes[key] = value
     if not changes:
@@ -131,6 +134,10 @@ def register(sub: Any) -> None:
                        help="what each trajectory should have done (an item's expectations)")
         p.add_argument("--max-judge-calls", type=int, metavar="N",
                        help="LLM judges: at most N judge calls a minute")
+        p.add_argument("--review-queue", metavar="QUEUE",
+                       help="the annotation queue its failures go to (docs/review.md)")
+        p.add_argument("--fail-below", type=float, metavar="SCORE",
+                       help="a score below this is a failure (default 1.0: short of full)")
 
     p = rc.add_parser("add", parents=[common], help="create a rule (admin)",
                       description="Create a rule: EVALUATOR (any of `POST /api/v1/evaluations`'"

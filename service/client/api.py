@@ -381,19 +381,23 @@ class TrajhubClient:
     def add_rule(self, name: str, evaluator: str, *, config: Mapping[str, Any] | None = None,
                  filter: Mapping[str, Any] | None = None, sample_rate: float = 1.0,
                  enabled: bool = True, expectations: Mapping[str, Any] | None = None,
-                 max_judge_calls_per_minute: int | None = None) -> Rule:
+                 max_judge_calls_per_minute: int | None = None,
+                 review_queue: str | None = None, fail_below: float = 1.0) -> Rule:
         """Create a rule (admin scope): `evaluator` with its `config` runs on each new final
         trajectory matching `filter` (the trajectory list's filters by name, e.g.
-        {"agent": "planner"}) and in the `sample_rate`."""
+        {"agent": "planner"}) and in the `sample_rate`; a trajectory it scores below
+        `fail_below` (or with an error) goes to the annotation queue `review_queue`."""
         body = {"name": name, "evaluator": evaluator, "config": dict(config or {}),
                 "filter": dict(filter or {}), "sample_rate": sample_rate, "enabled": enabled,
                 "expectations": dict(expectations) if expectations is not None else None,
-                "max_judge_calls_per_minute": max_judge_calls_per_minute}
+                "max_judge_calls_per_minute": max_judge_calls_per_minute,
+                "review_queue": review_queue, "fail_below": fail_below}
         return Rule.from_json(self._json("POST", "/rules", json=body))
 
     def edit_rule(self, rule_id: int, **changes: Any) -> Rule:
         """Change the given fields of a rule (admin scope): name, evaluator, config, filter,
-        sample_rate, enabled, expectations, max_judge_calls_per_minute."""
+        sample_rate, enabled, expectations, max_judge_calls_per_minute, review_queue,
+        fail_below."""
         return Rule.from_json(self._json("PATCH", f"/rules/{rule_id}", json=changes))
 
     def enable_rule(self, rule_id: int, enabled: bool = True) -> Rule:

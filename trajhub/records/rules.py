@@ -45,6 +45,11 @@ RULE = Record("Rule", "An online evaluation rule: an evaluator run on every new 
           cli=Cli("ON", "yes")),
     Field("max_judge_calls_per_minute", int | None, "LLM judges: at most this many judge "
           "calls a minute for this rule (runs beyond wait); null for no cap", example=None),
+    Field("review_queue", str | None, "the annotation queue (docs/review.md) its failures go "
+          "to: a trajectory whose score from this rule is an error or below `fail_below`; null "
+          "for none", example="triage"),
+    Field("fail_below", float, "a score below this is a failure (for `review_queue`); 1.0: "
+          "anything short of a full score", example=1.0),
     Field("created_time", str, "RFC 3339: when it was created", column="created_ns",
           stored_type=int, convert="time", written_by="database",
           example="2026-11-22T10:00:00Z"),
