@@ -43,10 +43,10 @@ def test_a_filter_that_does_not_parse_is_a_value_error_naming_it(raw: object,
 def test_the_rule_records_serve_their_fields_in_order() -> None:
     assert [f.name for f in RULE.served] == [
         "id", "name", "evaluator", "config", "expectations", "filter", "sample_rate",
-        "enabled", "max_judge_calls_per_minute", "created_time", "updated_time",
-        "pending_runs"]
+        "enabled", "max_judge_calls_per_minute", "review_queue", "fail_below", "created_time",
+        "updated_time", "pending_runs"]
     assert RULE.write_columns("service") == (
         "name", "evaluator", "config", "expectations", "filter", "sample_rate", "enabled",
-        "max_judge_calls_per_minute")
+        "max_judge_calls_per_minute", "review_queue", "fail_below")
     assert [f.name for f in BACKFILL.served] == [
         "rule_id", "id", "status", "total", "done", "created_time"]
