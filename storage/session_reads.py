@@ -33,8 +33,11 @@ class SessionFilter:
     (latest turn start ns, session id)."""
 
     values: Mapping[str, Any] = field(default_factory=dict)
-    cursor: tuple[int, str] | None = None
+    cursor: tuple[int | float, str] | None = None
     limit: int = 50
+    #: `sort=score:<name>`: by each session's mean of that score, highest first (the cursor is
+    #: then (mean, session id)); None: latest turn first
+    score_sort: str | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.values) - set(SESSION_FILTER.names())
@@ -56,6 +59,11 @@ class SessionSummaryRow(RecordRow):
     @property
     def last_turn_ns(self) -> int:
         return int(self["last_turn_time"])
+
+    @property
+    def sort_value(self) -> float:
+        """Under a score sort: the session's mean of that score, as the page was ordered."""
+        return float(self["sort_value"])
 
 
 class SessionTurnRow(RecordRow):
@@ -137,6 +145,8 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
       of what it matches."""
     arg = Params(project)
     c = _conditions(f.values, arg)
+    if f.score_sort is not None:
+        return await _by_score(conn, f, c, arg)
     matching = " INTERSECT ".join(c.within)
     small = bool(c.within) and int(await conn.fetchval(
         f"SELECT count(*) FROM (SELECT 1 FROM ({matching}) m LIMIT {SMALL_SET + 1}) n",
@@ -171,6 +181,42 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
            f"(SELECT {SESSION_SUMMARY.select_list()} FROM trajectories "
            "WHERE project = $1 AND session_id = p.session_id GROUP BY session_id) a "
            "ORDER BY a.last_turn_time DESC, a.session_id DESC")
+    return SessionSummaryRow.from_records(await conn.fetch(sql, *arg.values))
+
+
+async def _by_score(conn: Connection, f: SessionFilter, c: _Conditions, arg: Params
+                    ) -> list[SessionSummaryRow]:
+    """`sort=score:<name>`: the sessions with such a score, by the mean over their turns of
+    each turn's latest whole-run score of that name (as the summary's `scores`), highest
+    first, ties by session id. Only sessions that have one are listed: their mean orders
+    every row the cursor pages over. The sessions are found from the scores of that name
+    (their index), not by walking the project's runs."""
+    assert f.score_sort is not None
+    conditions = ["true"]
+    if c.within:
+        conditions.append("s.session_id IN (SELECT session_id FROM matching)")
+    conditions += [f"s.session_id NOT IN ({without})" for without in c.without]
+    # a condition on the latest turn: some turn meets it (the latest is one)
+    conditions += [f"EXISTS (SELECT 1 FROM trajectories t WHERE t.project = $1 "
+                   f"AND t.session_id = s.session_id AND {latest})" for latest in c.latest]
+    if f.cursor is not None:
+        conditions.append(f"(s.mean, s.session_id) < ({arg(float(f.cursor[0]))}::float8, "
+                          f"{arg(f.cursor[1])}::text)")
+    sql = ((f"WITH matching AS MATERIALIZED ({' INTERSECT '.join(c.within)}), "
+            if c.within else "WITH ")
+           + "scored AS (SELECT t.session_id, avg(l.number_value) AS mean FROM "
+           "(SELECT DISTINCT ON (sc.trace_id) sc.trace_id, sc.number_value FROM scores sc "
+           f"WHERE sc.project = $1 AND sc.name = {arg(f.score_sort)} AND sc.step_id IS NULL "
+           "ORDER BY sc.trace_id, sc.id DESC) l "
+           "JOIN trajectories t ON t.project = $1 AND t.trace_id = l.trace_id "
+           "WHERE l.number_value IS NOT NULL AND t.session_id IS NOT NULL "
+           "GROUP BY t.session_id), "
+           f"page AS (SELECT s.session_id, s.mean FROM scored s WHERE {' AND '.join(conditions)} "
+           f"ORDER BY s.mean DESC, s.session_id DESC LIMIT {arg(f.limit)}) "
+           "SELECT a.*, p.mean AS sort_value FROM page p CROSS JOIN LATERAL "
+           f"(SELECT {SESSION_SUMMARY.select_list()} FROM trajectories "
+           "WHERE project = $1 AND session_id = p.session_id GROUP BY session_id) a "
+           "ORDER BY p.mean DESC, a.session_id DESC")
     return SessionSummaryRow.from_records(await conn.fetch(sql, *arg.values))
 
 

@@ -285,6 +285,20 @@ def test_scores_of_turns_are_averaged_filtered_on_and_shown_per_turn(
         {"correctness": 0.0, "ok": True}, {"correctness": 0.5, "verdict": "pass"}]
     assert detail["summary"]["scores"] == listed["s-x"]["scores"]
     assert bad.status_code == 400 and "score" in bad.text
+    # sorted by the mean correctness, highest first; a session without it is not listed
+    assert _ids(server, project, sort="score:correctness") == ["s-y", "s-x"]
+    assert _ids(server, project, sort="score:ok") == ["s-x"]
+    assert _ids(server, project, sort="score:correctness", score="verdict=pass") == ["s-x"]
+    walked, cursor = [], None
+    with httpx.Client() as c:
+        for _ in range(4):
+            page = get_json(c, f"{server.http}/api/v1/sessions", project=project, limit=1,
+                            sort="score:correctness", **({"cursor": cursor} if cursor else {}))
+            walked += [s["session_id"] for s in page["items"]]
+            cursor = page["next_cursor"]
+            if not cursor:
+                break
+    assert walked == ["s-y", "s-x"]
 
 
 def test_one_session_gives_its_turns_in_order(server: ServerProcess, built: Built) -> None:

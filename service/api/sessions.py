@@ -17,6 +17,7 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from trajhub.evaluators.pricing import Prices, usage_cost
 from trajhub.normalizers.item_fields import turn_texts
+from trajhub.records.scores import score_sort_name
 from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY, SESSION_TURN
 from trajhub.service.api.common import (
     MAX_TEXT,
@@ -105,14 +106,19 @@ class SessionListQuery(SessionQuery):
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
+    sort: str | None = Field(
+        None, pattern=r"^score:[A-Za-z0-9][A-Za-z0-9_.:/-]{0,99}$", description="`score:<name>`: "
+        "by the session's mean of that score (its `scores`), highest first; only the sessions "
+        "that have one are listed. Without it: the session with the latest turn first")
     limit: int = Field(50, ge=1, le=1000)
     cursor: Text | None = Field(None, description="`next_cursor` of the previous page")
 
     def list_filter(self) -> session_reads.SessionFilter:
-        cursor = decode_cursor(self.cursor, (int, str))
+        name = score_sort_name(self.sort) if self.sort else None
+        cursor = decode_cursor(self.cursor, (float if name is not None else int, str))
         return session_reads.SessionFilter(
-            values=self.filter_values(), limit=self.limit,
-            cursor=(int(cursor[0]), str(cursor[1])) if cursor is not None else None)
+            values=self.filter_values(), limit=self.limit, score_sort=name,
+            cursor=(cursor[0], str(cursor[1])) if cursor is not None else None)
 
 
 def _utf8(value: str) -> str:
@@ -176,8 +182,9 @@ async def list_sessions(rt: Rt, project: Project,
     async with rt.db.acquire() as conn:
         rows = await session_reads.list_sessions(conn, project, f)
     converters = _converters(prices_for(rt.settings))
-    next_cursor = (encode_cursor(rows[-1].last_turn_ns, rows[-1].session_id)
-                   if len(rows) == f.limit else None)
+    last = rows[-1] if len(rows) == f.limit else None
+    next_cursor = None if last is None else encode_cursor(
+        last.sort_value if f.score_sort is not None else last.last_turn_ns, last.session_id)
     items = [answer(SESSION_SUMMARY, r, converters) for r in rows]
     return model_response(SessionPage, {"items": items, "next_cursor": next_cursor})
 

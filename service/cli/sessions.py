@@ -27,7 +27,8 @@ def _list(args: argparse.Namespace) -> int:
     filters = {name: getattr(args, name) for name in SESSION_FILTER.names()
                if getattr(args, name) is not None}
     with connect(args) as hub:
-        page = hub.list_sessions(limit=args.limit, cursor=args.cursor, **filters)
+        page = hub.list_sessions(limit=args.limit, cursor=args.cursor, sort=args.sort,
+                                 **filters)
     if args.json:
         print_json({"items": [asdict(s) for s in page.items], "next_cursor": page.next_cursor})
         return 0
@@ -85,6 +86,8 @@ def register(sub: Any) -> None:
                       description="Sessions, the one whose latest turn started last first; the "
                                   "flags are the filters of GET /api/v1/sessions.")
     add_filter_flags(p, SESSION_FILTER)
+    p.add_argument("--sort", metavar="score:NAME",
+                   help="by the sessions' mean of a score, highest first (only those with one)")
     p.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
     p.add_argument("--cursor", help="the `more: --cursor …` of the previous page")
     p.add_argument("--json", action="store_true",

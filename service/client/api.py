@@ -255,15 +255,16 @@ class TrajhubClient:
     # --- sessions ------------------------------------------------------------------------
 
     def list_sessions(self, *, limit: int = 50, cursor: str | None = None,
-                      **filters: Any) -> Page[SessionSummary]:
-        """Sessions (the runs sharing a session id), the one with the latest turn first. The
-        keyword arguments are GET /sessions' filters (an unknown name is a TypeError):
+                      sort: str | None = None, **filters: Any) -> Page[SessionSummary]:
+        """Sessions (the runs sharing a session id), the one with the latest turn first, or
+        with `sort="score:<name>"` the highest mean of that score first. The keyword
+        arguments are GET /sessions' filters (an unknown name is a TypeError):
 
 {filters}
         """
         checked_filters(SESSION_FILTER, filters)
         return self._page("/sessions", SessionSummary.from_json,
-                          {**filters, "limit": limit, "cursor": cursor})
+                          {**filters, "limit": limit, "cursor": cursor, "sort": sort})
 
     if list_sessions.__doc__:
         list_sessions.__doc__ = list_sessions.__doc__.replace(

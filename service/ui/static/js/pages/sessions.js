@@ -31,7 +31,9 @@ function toLocal(iso) {
 function apiQuery(params) {
   const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);
   const query = {limit};
-  for (const key of ["start", "end", "user_id", "agent", "has_error", "score", "cursor"]) {
+  // `sort=score:<name>` in the address sorts by a mean score (README "Sessions")
+  for (const key of ["start", "end", "user_id", "agent", "has_error", "score", "sort",
+    "cursor"]) {
     if (params.get(key)) query[key] = params.get(key);
   }
   return query;
