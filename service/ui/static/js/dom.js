@@ -86,3 +86,19 @@ export function notice(text, kind = "info") {
 export function pre(text, cls = "json") {
   return h("pre", {class: cls, tabindex: "0"}, text);
 }
+
+/** datetime-local value → RFC 3339 (UTC) for the API, and back. */
+export function toIso(local) {
+  if (!local) return "";
+  const d = new Date(local);
+  return Number.isNaN(d.getTime()) ? "" : d.toISOString();
+}
+
+export function toLocal(iso) {
+  if (!iso) return "";
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return "";
+  const p = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}` +
+    `T${p(d.getHours())}:${p(d.getMinutes())}`;
+}

@@ -4,7 +4,7 @@
 
 import {enc, get} from "../api.js";
 import {costNode} from "../cost.js";
-import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, truncate} from "../dom.js";
+import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, toIso, toLocal, truncate} from "../dom.js";
 import {link, navigate} from "../router.js";
 import {namedScores} from "../scores.js";
 
@@ -12,21 +12,6 @@ const PAGE = 50;
 const ERRORS = [["", "any"], ["true", "with a failed turn"], ["false", "without failures"]];
 /** cursors of the pages before the current one, per filter set (for "Previous page") */
 const previousCursors = new Map();
-
-function toIso(local) {
-  if (!local) return "";
-  const d = new Date(local);
-  return Number.isNaN(d.getTime()) ? "" : d.toISOString();
-}
-
-function toLocal(iso) {
-  if (!iso) return "";
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return "";
-  const p = (n) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}` +
-    `T${p(d.getHours())}:${p(d.getMinutes())}`;
-}
 
 function apiQuery(params) {
   const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);

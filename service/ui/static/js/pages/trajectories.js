@@ -3,7 +3,7 @@
 import {get} from "../api.js";
 import {link, navigate} from "../router.js";
 import {costNode} from "../cost.js";
-import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, truncate} from "../dom.js";
+import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, toIso, toLocal, truncate} from "../dom.js";
 
 const REFRESH_MS = 2000;
 const PAGE = 50;  // rows per page; `limit=` in the address changes it (1–200)
@@ -17,22 +17,6 @@ const ERRORS = [
 ];
 /** cursors of the pages before the current one, per filter set (for "Previous page") */
 const previousCursors = new Map();
-
-/** datetime-local value → RFC 3339 (UTC) for the API, and back. */
-function toIso(local) {
-  if (!local) return "";
-  const d = new Date(local);
-  return Number.isNaN(d.getTime()) ? "" : d.toISOString();
-}
-
-function toLocal(iso) {
-  if (!iso) return "";
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return "";
-  const p = (n) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}` +
-    `T${p(d.getHours())}:${p(d.getMinutes())}`;
-}
 
 function apiQuery(params) {
   const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);
