@@ -1,5 +1,5 @@
 """The Rules page in a real browser (Debian's Chromium via Playwright): create a rule with the
-form, see the server's message for a filter that does not parse, switch the rule off and on,
+form, see the server's message for a filter that does not parse, edit it, switch it off and on,
 and delete it; REST confirms each change (docs/rules.md)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def _browser() -> None:
     require_browser()
 
 
-def test_the_rules_page_creates_switches_and_deletes_rules(
+def test_the_rules_page_creates_edits_switches_and_deletes_rules(
         server: ServerProcess, project: str) -> None:
     from playwright.sync_api import expect
 
@@ -48,6 +48,23 @@ def test_the_rules_page_creates_switches_and_deletes_rules(
                 rule["enabled"]) == ("budget", {"max_steps": 20}, {"agent": "planner"}, 0.5,
                                      True)
         ui.shot("01-created")
+
+        # edit: the form takes the rule; saving changes what was changed
+        assert api.post("/review-queues", json={"name": "triage"}).status_code == 201
+        row.locator("button.rule-edit").click()
+        expect(page.locator("#rule-name")).to_have_value("budget")
+        expect(page.locator("#rule-form button[type=submit]")).to_have_text("Save rule")
+        page.fill("#rule-config", '{"max_steps": 12}')
+        page.fill("#rule-queue", "triage")
+        page.fill("#rule-fail-below", "0.5")
+        page.click("#rule-form button[type=submit]")
+        expect(page.locator("#rule-status")).to_contain_text("Rule budget saved")
+        edited = api.get(f"/rules/{rule['id']}").json()
+        assert (edited["config"], edited["filter"], edited["sample_rate"],
+                edited["review_queue"], edited["fail_below"]) == (
+            {"max_steps": 12}, {"agent": "planner"}, 0.5, "triage", 0.5)
+        expect(page.locator("#rule-form button[type=submit]")).to_have_text("Create rule")
+        assert len(api.get("/rules").json()["rules"]) == 1
 
         toggle = row.locator("button.rule-toggle")
         toggle.click()

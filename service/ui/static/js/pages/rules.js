@@ -1,6 +1,7 @@
 // Online evaluation rules (docs/rules.md): the project's rules with their switch and queued
-// runs, and a form to create one. Creating, switching and deleting need an admin key; the
-// server's 4xx message (an unknown evaluator, a filter that does not parse) is shown as is.
+// runs, and a form to create one or edit one. Creating, editing, switching and deleting need
+// an admin key; the server's 4xx message (an unknown evaluator, a filter that does not parse)
+// is shown as is.
 
 import {ApiError, del, get, patch, post} from "../api.js";
 import {append, clear, fmtInt, fmtTime, h, notice} from "../dom.js";
@@ -58,6 +59,8 @@ export async function renderRules(ctx) {
         onclick: () => act(() => patch(`/api/v1/rules/${rule.id}`, {enabled: !rule.enabled}),
           `Rule ${rule.name} switched ${rule.enabled ? "off" : "on"}.`)},
       rule.enabled ? "on" : "off");
+      const edit = h("button", {type: "button", class: "rule-edit",
+        "aria-label": `Edit rule ${rule.name}`, onclick: () => startEditing(rule)}, "Edit");
       const remove = h("button", {type: "button", class: "rule-delete",
         "aria-label": `Delete rule ${rule.name}`,
         onclick: () => act(() => del(`/api/v1/rules/${rule.id}`),
@@ -70,7 +73,7 @@ export async function renderRules(ctx) {
         h("td", null, toggle),
         h("td", {class: "num"}, fmtInt(rule.pending_runs)),
         h("td", null, fmtTime(rule.created_time)),
-        h("td", null, remove)));
+        h("td", null, edit, " ", remove)));
     }
   };
 
@@ -98,26 +101,63 @@ export async function renderRules(ctx) {
     placeholder: "{\"agent\": \"planner\"}"});
   const sample = h("input", {id: "rule-sample", name: "sample_rate", type: "number", min: "0",
     max: "1", step: "any", value: "1"});
-  const form = h("form", {class: "filters", id: "rule-form", "aria-label": "New rule",
+  const queue = h("input", {id: "rule-queue", name: "review_queue", placeholder: "triage"});
+  const failBelow = h("input", {id: "rule-fail-below", name: "fail_below", type: "number",
+    min: "0", max: "1", step: "any", value: "1"});
+  // the rule being edited (null: the form creates a new one)
+  let editing = null;
+  const heading = h("h2", null, "New rule");
+  const submit = h("button", {type: "submit", class: "primary"}, "Create rule");
+  const cancel = h("button", {type: "button", hidden: true, onclick: () => stopEditing()},
+    "Cancel");
+  const stopEditing = () => {
+    editing = null;
+    form.reset();
+    heading.textContent = "New rule";
+    submit.textContent = "Create rule";
+    cancel.hidden = true;
+  };
+  const startEditing = (rule) => {
+    editing = rule;
+    name.value = rule.name;
+    evaluator.value = rule.evaluator;
+    config.value = JSON.stringify(rule.config);
+    filter.value = JSON.stringify(rule.filter);
+    sample.value = String(rule.sample_rate);
+    queue.value = rule.review_queue || "";
+    failBelow.value = String(rule.fail_below);
+    heading.textContent = `Edit rule ${rule.name}`;
+    submit.textContent = "Save rule";
+    cancel.hidden = false;
+    name.focus();
+  };
+  const form = h("form", {class: "filters", id: "rule-form", "aria-label": "Rule",
     onsubmit: (event) => {
       event.preventDefault();
+      const fields = {
+        name: name.value, evaluator: evaluator.value,
+        config: jsonObject(config.value, "Config"), filter: jsonObject(filter.value, "Filter"),
+        sample_rate: Number(sample.value), review_queue: queue.value || null,
+        fail_below: Number(failBelow.value)};
+      const rule = editing;
       act(async () => {
-        await post("/api/v1/rules", {
-          name: name.value, evaluator: evaluator.value,
-          config: jsonObject(config.value, "Config"), filter: jsonObject(filter.value, "Filter"),
-          sample_rate: Number(sample.value)});
-        form.reset();
-      }, `Rule ${name.value} created.`);
+        if (rule) await patch(`/api/v1/rules/${rule.id}`, fields);
+        else await post("/api/v1/rules", fields);
+        stopEditing();
+      }, rule ? `Rule ${fields.name} saved.` : `Rule ${fields.name} created.`);
     }},
-  h("h2", null, "New rule"),
+  heading,
   h("div", {class: "field"}, h("label", {for: "rule-name"}, "Name"), name),
   h("div", {class: "field"}, h("label", {for: "rule-evaluator"}, "Evaluator"), evaluator),
   h("div", {class: "field"}, h("label", {for: "rule-config"}, "Config (JSON)"), config),
   h("div", {class: "field"}, h("label", {for: "rule-filter"},
     "Filter (the trajectory list's filters, JSON)"), filter),
   h("div", {class: "field"}, h("label", {for: "rule-sample"}, "Sample rate (0–1)"), sample),
-  h("div", {class: "field buttons"}, h("button", {type: "submit", class: "primary"},
-    "Create rule")));
+  h("div", {class: "field"}, h("label", {for: "rule-queue"},
+    "Review queue for failures (optional)"), queue),
+  h("div", {class: "field"}, h("label", {for: "rule-fail-below"}, "A failure scores below"),
+    failBelow),
+  h("div", {class: "field buttons"}, submit, cancel));
   append(main, [status, table, form]);
   await draw();
 }
