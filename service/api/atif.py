@@ -21,6 +21,7 @@ from trajhub.service.api.common import (
     Project,
     Rt,
     TraceIdPath,
+    derived_document,
     model_response,
     needs,
     trace_id_param,
@@ -31,7 +32,6 @@ from trajhub.service.errors import IngestError
 from trajhub.service.ingest.bodies import read_body, require_media
 from trajhub.service.ingest.decode import decompress
 from trajhub.service.ingest.worker import KIND_OTLP_PROTOBUF, IngestJob
-from trajhub.storage import trajectory_reads
 
 router = APIRouter(prefix="/api/v1", tags=["atif"], dependencies=ROUTER_CHECKS, responses=ERRORS)
 
@@ -76,15 +76,8 @@ async def export_atif(trace_id: TraceIdPath, rt: Rt, project: Project) -> Respon
     """The stored trajectory as one `ATIF-v1.8` document (docs/atif.md): model steps as agent
     steps with their tool calls and results, sub-agents as embedded trajectories, and trajhub's
     own record of each step in `extra.trajhub`."""
-    trace_id = trace_id_param(trace_id)
-    async with rt.db.acquire() as conn:
-        row = await trajectory_reads.trajectory(conn, project, trace_id)
-    if row is None:
-        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
-                                 "(yet)")
-    if row.document is None:
-        raise HTTPException(422, f"trajectory could not be derived: {row.derivation_error}")
-    document = to_atif(parse_document(orjson.loads(row.document)))
+    text = await derived_document(rt, project, trace_id_param(trace_id))
+    document = to_atif(parse_document(orjson.loads(text)))
     return model_response(AtifTrajectory, document)
 
 

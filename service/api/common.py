@@ -39,6 +39,7 @@ from trajhub.service.errors import Forbidden, Unauthenticated, retry_headers
 from trajhub.service.ingest.bodies import media_type
 from trajhub.service.projects import InvalidProject, validate_project
 from trajhub.service.runtime import Runtime, runtime
+from trajhub.storage import trajectory_reads
 
 INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1
@@ -312,6 +313,19 @@ def trace_id_param(trace_id: str, name: str = "trace_id") -> str:
     if not _HEX32.fullmatch(trace_id):
         raise HTTPException(400, f"{name} {trace_id[:80]!r} is not 32 hex digits")
     return trace_id.lower()
+
+
+async def derived_document(rt: Runtime, project: str, trace_id: str) -> str:
+    """The stored trajectory document's JSON text of the trace: 404 when there is no
+    trajectory (yet), 422 when its derivation failed. `trace_id` as `trace_id_param` gives it."""
+    async with rt.db.acquire() as conn:
+        row = await trajectory_reads.trajectory(conn, project, trace_id)
+    if row is None:
+        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
+                                 "(yet)")
+    if row.document is None:
+        raise HTTPException(422, f"trajectory could not be derived: {row.derivation_error}")
+    return row.document
 
 
 def span_id_param(span_id: str) -> str:

@@ -76,7 +76,7 @@ async def _dataset_id(rt: Runtime, project: str, name: str) -> int:
     return found
 
 
-def _expectations(raw: Any) -> str:
+def stored_expectations(raw: Any) -> str:
     try:
         return storable_json(Expectations.from_dict(raw).to_dict(), "expectations")
     except ExpectationsError as exc:
@@ -297,7 +297,7 @@ async def list_items(
 async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate) -> Response:
     dataset = await _dataset_id(rt, project, name)
     if body.expectations is not None:
-        expectations = _expectations(body.expectations)
+        expectations = stored_expectations(body.expectations)
     elif body.trajectory is not None:
         expectations = storable_json(
             expectations_from_trajectory(body.trajectory.model_dump()).to_dict(), "trajectory")
@@ -356,7 +356,7 @@ async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, b
     for key in body.model_fields_set:
         value = getattr(body, key)
         if key == "expectations":
-            changes[key] = _expectations(value if value is not None else {})
+            changes[key] = stored_expectations(value if value is not None else {})
         elif key == "tags":
             changes[key] = value or []
         elif key == "metadata":

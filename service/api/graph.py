@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -21,6 +21,7 @@ from trajhub.service.api.common import (
     Project,
     Rt,
     TraceIdPath,
+    derived_document,
     model_response,
     trace_id_param,
 )
@@ -135,15 +136,8 @@ async def trajectory_graph(trace_id: TraceIdPath, rt: Rt, project: Project) -> R
     """Its agents and the nodes they ran, with hand-offs and transitions counted, parallel
     branches and failed nodes marked, and every node's step ids (to select them). Built from
     the stored trajectory document; an `open` trajectory is drawn as it stands."""
-    trace_id = trace_id_param(trace_id)
-    async with rt.db.acquire() as conn:
-        row = await trajectory_reads.trajectory(conn, project, trace_id)
-    if row is None:
-        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
-                                 "(yet)")
-    if row.document is None:
-        raise HTTPException(422, f"trajectory could not be derived: {row.derivation_error}")
-    return model_response(AgentGraphView, await run_in_threadpool(_single, row.document))
+    text = await derived_document(rt, project, trace_id_param(trace_id))
+    return model_response(AgentGraphView, await run_in_threadpool(_single, text))
 
 
 @router.get(

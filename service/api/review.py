@@ -44,7 +44,7 @@ from trajhub.service.api.common import (
     no_nul,
     trace_id_param,
 )
-from trajhub.service.api.datasets import EXPECTATIONS_SCHEMA, FillQuery, _expectations
+from trajhub.service.api.datasets import EXPECTATIONS_SCHEMA, FillQuery, stored_expectations
 from trajhub.service.api.datasets import Name as DatasetName
 from trajhub.service.api.models import BODY_CONFIG, ERRORS, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.records import answer, response_model
@@ -53,8 +53,8 @@ from trajhub.service.api.scores import (
     ScoreCreate,
     ScoreName,
     ScoreValue,
-    _check_configs,
-    _checked,
+    check_configs,
+    checked_score,
     step_ids,
 )
 from trajhub.service.auth import ADMIN, BOOTSTRAP_KEY_ID
@@ -381,7 +381,7 @@ async def complete_item(name: QueuePath, item_id: ItemIdPath, rt: Rt, project: P
     """The scores are stored on the trajectory with source `human` and the reviewer as author,
     checked as POST /api/v1/trajectories/{trace_id}/scores checks them."""
     given = {s.name for s in body.scores}
-    expectations = _expectations(body.expectations) if body.expectations is not None else None
+    expectations = stored_expectations(body.expectations) if body.expectations is not None else None
     async with rt.db.acquire() as conn:
         queue = await _queue(conn, project, name)
         missing = [n for n in queue.score_names if n not in given]
@@ -401,9 +401,9 @@ async def complete_item(name: QueuePath, item_id: ItemIdPath, rt: Rt, project: P
                 "source": "human", "author": None if key is not None else reviewer})
                 for s in body.scores]
             rows = [{"trace_id": trace_id,
-                     **_checked(c, f"scores[{i}]: ", steps, reviewer, key is not None)}
+                     **checked_score(c, f"scores[{i}]: ", steps, reviewer, key is not None)}
                     for i, c in enumerate(creates)]
-            await _check_configs(conn, project, creates, True)
+            await check_configs(conn, project, creates, True)
             stored = await score_store.add(conn, project, rows)
             done = await review.finish(conn, held.id, "done", body.comment, expectations)
     return model_response(ReviewCompleted, {"item": answer(REVIEW_ITEM, done),

@@ -126,7 +126,7 @@ def _type_of(value: Any) -> str:
     return "number" if isinstance(value, int | float) else "category"
 
 
-def _checked(score: ScoreCreate, at: str, steps: set[str] | None, author: str | None,
+def checked_score(score: ScoreCreate, at: str, steps: set[str] | None, author: str | None,
              keyed: bool) -> dict[str, Any]:
     """The stored columns of one score; a 400 naming what is wrong (`at` says which score of
     a batch)."""
@@ -171,7 +171,7 @@ def _checked(score: ScoreCreate, at: str, steps: set[str] | None, author: str | 
     }
 
 
-async def _check_configs(conn: Any, project: str, given: list[ScoreCreate], batch: bool
+async def check_configs(conn: Any, project: str, given: list[ScoreCreate], batch: bool
                          ) -> None:
     """A score of a name the project has a config for must fit it: 400 naming the score and
     what is wrong."""
@@ -234,10 +234,10 @@ async def add_scores(trace_id: TraceIdPath, rt: Rt, project: Project, key: Key,
                       else await score_store.key_name(conn, key.key_id))
         batch = isinstance(body, ScoreBatch)
         rows = [{"trace_id": trace_id,
-                 **_checked(s, f"scores[{i}]: " if batch else "", steps, author,
+                 **checked_score(s, f"scores[{i}]: " if batch else "", steps, author,
                             key is not None)}
                 for i, s in enumerate(given)]
-        await _check_configs(conn, project, given, batch)
+        await check_configs(conn, project, given, batch)
         stored = await score_store.add(conn, project, rows)
     if len(stored) != len(rows):  # the trajectory went away meanwhile (retention)
         raise _no_trajectory(trace_id, project)
