@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Literal, Self
 
 import asyncpg
 
@@ -188,9 +188,13 @@ class TrajectoryDocumentRow(Row):
     document: str | None = field(metadata=stored_text(DOCUMENT))
 
 
+#: a trajectory is open while spans may still arrive, then final
+TrajectoryStatus = Literal["open", "final"]
+
+
 @dataclass(frozen=True)
 class TrajectoryRow(Row):
-    status: str
+    status: TrajectoryStatus
     revision: int
     normalizer_version: str
     derivation_error: str | None
@@ -199,7 +203,7 @@ class TrajectoryRow(Row):
 
 @dataclass(frozen=True)
 class ExplanationRow(Row):
-    status: str
+    status: TrajectoryStatus
     revision: int
     normalizer_version: str
     warnings: list[str]

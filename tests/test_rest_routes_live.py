@@ -313,7 +313,8 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
         "name": "correctness", "value": 2}))
     assert res.status_code == 400 and "outside its config" in res.text, res.text
     res = r("get", "/api/v1/score-configs", c.get("/api/v1/score-configs"))
-    assert [x["name"] for x in res.json()["configs"]] == ["correctness"]
+    # other test files share this server's project (the `secured` fixture) and add configs too
+    assert "correctness" in [x["name"] for x in res.json()["configs"]], res.text
     res = r("delete", "/api/v1/score-configs/{name}",
             c.delete("/api/v1/score-configs/correctness"))
     assert res.status_code == 204, res.text

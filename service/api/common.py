@@ -40,6 +40,7 @@ from trajhub.service.ingest.bodies import media_type
 from trajhub.service.projects import InvalidProject, validate_project
 from trajhub.service.runtime import Runtime, runtime
 from trajhub.storage import trajectory_reads
+from trajhub.storage.rows import TrajectoryRow
 
 INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1
@@ -315,8 +316,9 @@ def trace_id_param(trace_id: str, name: str = "trace_id") -> str:
     return trace_id.lower()
 
 
-async def derived_document(rt: Runtime, project: str, trace_id: str) -> str:
-    """The stored trajectory document's JSON text of the trace: 404 when there is no
+async def derived_trajectory(rt: Runtime, project: str, trace_id: str
+                             ) -> tuple[TrajectoryRow, str]:
+    """The trace's stored trajectory row and its document's JSON text: 404 when there is no
     trajectory (yet), 422 when its derivation failed. `trace_id` as `trace_id_param` gives it."""
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.trajectory(conn, project, trace_id)
@@ -325,7 +327,13 @@ async def derived_document(rt: Runtime, project: str, trace_id: str) -> str:
                                  "(yet)")
     if row.document is None:
         raise HTTPException(422, f"trajectory could not be derived: {row.derivation_error}")
-    return row.document
+    return row, row.document
+
+
+async def derived_document(rt: Runtime, project: str, trace_id: str) -> str:
+    """The stored trajectory document's JSON text of the trace (404 / 422 as
+    `derived_trajectory`)."""
+    return (await derived_trajectory(rt, project, trace_id))[1]
 
 
 def span_id_param(span_id: str) -> str:

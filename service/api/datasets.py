@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
@@ -161,6 +161,13 @@ class ItemPatch(BaseModel):
                                             "(`null`: empties it)")
 
 
+class FillQuery(TrajectoryQuery):
+    """The filters of `GET /api/v1/trajectories`, in a JSON body: typed strictly, like every
+    body (models.BODY_CONFIG), where the query string's texts are converted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
 def _exactly_one_source(schema: dict[str, Any]) -> None:
     # `trace_ids` or `query`, never both nor neither (JSON Schema: one of them is required,
     # and neither may be null)
@@ -171,15 +178,32 @@ def _exactly_one_source(schema: dict[str, Any]) -> None:
     schema["oneOf"] = [{"required": ["trace_ids"]}, {"required": ["query"]}]
 
 
-class FillQuery(TrajectoryQuery):
-    """The filters of `GET /api/v1/trajectories`, in a JSON body: typed strictly, like every
-    body (models.BODY_CONFIG), where the query string's texts are converted."""
+class TraceSelection(BaseModel):
+    """A body that names trajectories by `trace_ids` or by a `query`, exactly one of them: a
+    dataset fill, and the items added to a review queue."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class FillRequest(BaseModel):
     model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_exactly_one_source)
+    trace_ids: list[TraceIdText] | None = None
+    query: FillQuery | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_null_source(cls, data: Any) -> Any:
+        # the schema gives trace_ids and query no null: leave the other one out instead
+        if isinstance(data, dict):
+            for name in ("trace_ids", "query"):
+                if name in data and data[name] is None:
+                    raise ValueError(f"{name} must not be null (leave it out)")
+        return data
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Self:
+        if (self.trace_ids is None) == (self.query is None):
+            raise ValueError("give exactly one of trace_ids and query")
+        return self
+
+
+class FillRequest(TraceSelection):
     trace_ids: list[TraceIdText] | None = Field(None, description="add these trajectories")
     query: FillQuery | None = Field(
         None, description="add the trajectories matching this query: the filters of "
@@ -196,22 +220,6 @@ class FillRequest(BaseModel):
         None,
         description="JSON pointer (RFC 6901) into the run's output giving the item's "
                     "reference output; default: the last assistant message's content")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_null_source(cls, data: Any) -> Any:
-        # the schema gives trace_ids and query no null: leave the other one out instead
-        if isinstance(data, dict):
-            for name in ("trace_ids", "query"):
-                if name in data and data[name] is None:
-                    raise ValueError(f"{name} must not be null (leave it out)")
-        return data
-
-    @model_validator(mode="after")
-    def _one_source(self) -> FillRequest:
-        if (self.trace_ids is None) == (self.query is None):
-            raise ValueError("give exactly one of trace_ids and query")
-        return self
 
 
 @router.post("/datasets", status_code=201, summary="Create an evaluation set",

@@ -10,13 +10,19 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import orjson
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, TraceIdPath, trace_id_param
+from trajhub.service.api.common import (
+    ROUTER_CHECKS,
+    Project,
+    Rt,
+    TraceIdPath,
+    derived_trajectory,
+    trace_id_param,
+)
 from trajhub.service.api.dataset_fill import item_from_trajectory
 from trajhub.service.api.models import ERRORS, example_config
-from trajhub.storage import trajectory_reads
 
 router = APIRouter(prefix="/api/v1", tags=["datasets"], dependencies=ROUTER_CHECKS,
                    responses=ERRORS)
@@ -57,16 +63,10 @@ class ItemDraft(BaseModel):
                        422: {"description": "The trajectory could not be derived"}})
 async def item_draft(trace_id: TraceIdPath, rt: Rt, project: Project) -> ItemDraft:
     trace_id = trace_id_param(trace_id)
-    async with rt.db.acquire() as conn:
-        row = await trajectory_reads.trajectory(conn, project, trace_id)
-    if row is None:
-        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
-                                 "(yet)")
-    if row["document"] is None:
-        raise HTTPException(422, f"trajectory could not be derived: {row['derivation_error']}")
-    item = item_from_trajectory(trace_id, row["document"], ())
+    row, document = await derived_trajectory(rt, project, trace_id)
+    item = item_from_trajectory(trace_id, document, ())
     return ItemDraft(
-        source_trace_id=trace_id, status=row["status"],
+        source_trace_id=trace_id, status=row.status,
         input=orjson.loads(item.input) if item.input is not None else None,
         reference_output=(orjson.loads(item.reference_output)
                           if item.reference_output is not None else None),

@@ -11,7 +11,7 @@ import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 from pydantic import BaseModel, Field
 
-from trajhub.evaluators.compare import compare
+from trajhub.evaluators.compare import RunMetrics, compare
 from trajhub.evaluators.pricing import Prices, StepCost, run_cost
 from trajhub.normalizers.contract import ContractField, run_contract
 
@@ -257,22 +257,11 @@ class AlignedPairView(BaseModel):
     b: StepRefView | None
 
 
-class RunMetricsView(BaseModel):
-    path_length: int
-    model_steps: int
-    tool_calls: int
-    retries: int
-    input_tokens: int
-    output_tokens: int
-    duration_ms: int
-    failed_steps: int
-
-
 class ComparedRun(BaseModel):
     trace_id: str
     revision: int
     status: str
-    metrics: RunMetricsView
+    metrics: RunMetrics
     cost: CostView
 
 

@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, HTTPException, Path, Query, Response
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, Field
 
 from trajhub.records.review import (
     DESCRIPTION_MAX,
@@ -44,7 +44,12 @@ from trajhub.service.api.common import (
     no_nul,
     trace_id_param,
 )
-from trajhub.service.api.datasets import EXPECTATIONS_SCHEMA, FillQuery, stored_expectations
+from trajhub.service.api.datasets import (
+    EXPECTATIONS_SCHEMA,
+    FillQuery,
+    TraceSelection,
+    stored_expectations,
+)
 from trajhub.service.api.datasets import Name as DatasetName
 from trajhub.service.api.models import BODY_CONFIG, ERRORS, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.records import answer, response_model
@@ -144,17 +149,7 @@ class QueueCreate(BaseModel):
         "project's score configs (PUT /api/v1/score-configs/{name})")
 
 
-def _exactly_one_source(schema: dict[str, Any]) -> None:
-    # `trace_ids` or `query`, never both nor neither (as a dataset fill's body)
-    for name in ("trace_ids", "query"):
-        prop = schema["properties"][name]
-        prop["anyOf"] = [s for s in prop.get("anyOf", []) if s.get("type") != "null"]
-        prop.pop("default", None)
-    schema["oneOf"] = [{"required": ["trace_ids"]}, {"required": ["query"]}]
-
-
-class ItemsAdd(BaseModel):
-    model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_exactly_one_source)
+class ItemsAdd(TraceSelection):
     trace_ids: list[TraceIdText] | None = Field(None, min_length=1, max_length=10_000,
                                                 description="add these trajectories")
     query: FillQuery | None = Field(
@@ -162,21 +157,6 @@ class ItemsAdd(BaseModel):
         "(GET /api/v1/trajectories), newest first")
     limit: JsonInt = Field(100, ge=1, le=10_000, description="with `query`: add at most this "
                            "many")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_null_source(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            for name in ("trace_ids", "query"):
-                if name in data and data[name] is None:
-                    raise ValueError(f"{name} must not be null (leave it out)")
-        return data
-
-    @model_validator(mode="after")
-    def _one_source(self) -> ItemsAdd:
-        if (self.trace_ids is None) == (self.query is None):
-            raise ValueError("give exactly one of trace_ids and query")
-        return self
 
 
 class NextRequest(BaseModel):
