@@ -8,6 +8,10 @@ Every test belongs to exactly one tier, given here unless the test (or its modul
   `pytest.mark.integration`;
 - `unit`: the rest. They run in this process alone: a unit test that starts a process fails.
 `slow` (fuzzers, soak tests, several servers) is given explicitly, on top of the tier.
+
+The files with a `slow` test run first: pytest-xdist (`--dist loadfile`) hands out whole files in
+collection order, so a long file collected last would run alone at the end while the other
+workers idle.
 """
 
 from __future__ import annotations
@@ -80,6 +84,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if not any(m.name in TIERS for m in item.iter_markers()):
             item.add_marker(tier_of(item))
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: files stay in order
     problems = tier_problems(items)
     if problems:
         raise pytest.UsageError("each test needs exactly one tier marker of "

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Secured
 
 #: generated cases per operation and phase: ~80 operations in well under two minutes (about 40 s
@@ -110,6 +112,7 @@ def config_toml(secured: Secured, ci: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.slow  # a fuzzer over every operation
 def test_schemathesis_finds_no_failure_with_every_check(secured: Secured,
                                                         tmp_path: Path) -> None:
     ci = bool(os.environ.get("CI"))

@@ -377,6 +377,7 @@ def _pending(url: str, claimed: bool = False) -> int:
     return int(run(query()))
 
 
+@pytest.mark.slow  # several servers
 def test_pending_runs_run_exactly_once_after_kill_9(
         database: TestDatabase, tmp_path: Path) -> None:
     """kill -9 with runs queued, claimed and judged mid-way; after a restart on the same
@@ -461,6 +462,7 @@ def test_the_client_and_the_cli_cover_rules(server: ServerProcess, project: str)
         assert [r.name for r in hub.list_rules()] == ["steps"]
 
 
+@pytest.mark.slow  # several servers
 def test_a_dataset_evaluation_resumes_after_kill_9_and_stores_each_item_once(
         database: TestDatabase, tmp_path: Path) -> None:
     """Dataset evaluations go through their durable queue too: kill -9 mid-way, restart on the
@@ -557,6 +559,7 @@ def test_a_sample_takes_the_same_trajectories_when_they_become_final_and_in_a_ba
         t: 2 if t in sampled else 0 for t in traces}
 
 
+@pytest.mark.slow  # several servers
 def test_a_server_without_the_judges_settings_leaves_a_rules_runs_to_one_with_them(
         database: TestDatabase, tmp_path: Path) -> None:
     """Two servers share a database; only one has TRAJHUB_JUDGE_URL. A judge rule's runs end
