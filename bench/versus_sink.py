@@ -1,7 +1,7 @@
 """trajhub against the reference "raw" sink, side by side in one sitting.
 
     .venv/bin/python bench/versus_sink.py [--rounds 3] [--spans 100000] [--concurrency 4]
-        [--measure burst|pipeline|both] [--derive-at-ingest auto|true|false]
+        [--measure burst|pipeline|both] [--derive-at-ingest auto|true|false] [--probe range|like]
 
 Two ratios (../shared/bench/README.md, "Two ratios"), each against the sink's durable rate of
 the same round:
@@ -182,10 +182,29 @@ def measured_run(shared: Path, target: str, protocol: str, dsn: str, sql: str,
     return run
 
 
-SPANS_SQL = "select count(*) from spans where trace_id like '{prefix}%'"
-#: loadgen sends 8 spans per trace, whole: a final trajectory stands for 8 spans
-PIPELINE_SQL = ("select 8*count(*) from trajectories where status = 'final' "
-                "and trace_id like '{prefix}%'")
+# The probes loadgen polls every 0.2 s to count what is durable. `like`, as
+# ../shared/bench/README.md writes them, scans the whole table on each poll: trace_id is not
+# the first key column of trajhub's tables, and under the C.UTF-8 collation LIKE uses no
+# index on either side. On a store that keeps every round's rows, each poll of trajhub's
+# `spans` costs more than the last (142 ms over 3 processes at 300k spans, bench/README.md),
+# and the sink resets its table each round: the probe, not the server, slowed later rounds.
+# `range` asks for the same rows (loadgen's trace ids are its 8-hex-digit prefix followed by
+# lowercase hex, and C.UTF-8 compares by code point, so "starts with P" is P <= id < P || 'g')
+# through each side's primary key: trajhub's is (project, trace_id, ...), and loadgen sends
+# without a project header, so its spans are in project `default`; the sink's is
+# (trace_id, span_id).
+_RANGE = "trace_id >= '{prefix}' and trace_id < '{prefix}g'"
+PROBES = {
+    "like": {"spans": "select count(*) from spans where trace_id like '{prefix}%'",
+             # loadgen sends 8 spans per trace, whole: a final trajectory stands for 8 spans
+             "pipeline": ("select 8*count(*) from trajectories where status = 'final' "
+                          "and trace_id like '{prefix}%'"),
+             "sink": "select count(*) from spans where trace_id like '{prefix}%'"},
+    "range": {"spans": f"select count(*) from spans where project = 'default' and {_RANGE}",
+              "pipeline": ("select 8*count(*) from trajectories where project = 'default' "
+                           f"and status = 'final' and {_RANGE}"),
+              "sink": f"select count(*) from spans where {_RANGE}"},
+}
 
 
 def trajhub_round(shared: Path, data_dir: Path, args: argparse.Namespace, index: int
@@ -197,8 +216,9 @@ def trajhub_round(shared: Path, data_dir: Path, args: argparse.Namespace, index:
     try:
         out: dict[str, Any] = {}
         runs = [("http", server.http_url), ("grpc", server.grpc_target)]
-        measures = {"burst": [("", SPANS_SQL)], "pipeline": [("pipeline_", PIPELINE_SQL)],
-                    "both": [("", SPANS_SQL), ("pipeline_", PIPELINE_SQL)]}[args.measure]
+        spans_sql, pipeline_sql = PROBES[args.probe]["spans"], PROBES[args.probe]["pipeline"]
+        measures = {"burst": [("", spans_sql)], "pipeline": [("pipeline_", pipeline_sql)],
+                    "both": [("", spans_sql), ("pipeline_", pipeline_sql)]}[args.measure]
         for protocol, target in runs if index % 2 == 0 else runs[::-1]:
             for prefix, sql in measures:
                 name = prefix + protocol
@@ -241,8 +261,8 @@ def sink_round(shared: Path, data_dir: Path, args: argparse.Namespace) -> dict[s
             if sink.poll() is not None:
                 raise SystemExit(f"raw_sink.py exited: {log_path.read_text()[-2000:]}")
             run = measured_run(shared, f"http://127.0.0.1:{SINK_PORT}", "http", dsn,
-                               "select count(*) from spans where trace_id like '{prefix}%'",
-                               args, lambda: sink_cpu(sink.pid, data_dir / "pgdata"))
+                               PROBES[args.probe]["sink"], args,
+                               lambda: sink_cpu(sink.pid, data_dir / "pgdata"))
             run["disk_bytes"] = disk_bytes(dsn)  # raw_sink.py --reset: this run's rows only
             return run
         finally:
@@ -283,6 +303,9 @@ def main() -> int:
     ap.add_argument("--measure", choices=("burst", "pipeline", "both"), default="both",
                     help="burst: spans durable per second; pipeline: spans with a final "
                          "trajectory per second; both: one run of each per protocol")
+    ap.add_argument("--probe", choices=tuple(PROBES), default="range",
+                    help="how loadgen counts durable rows: range (each side's primary key) or "
+                         "like (a scan, as ../shared/bench/README.md writes it)")
     ap.add_argument("--json", type=Path, help="write every round's figures here")
     args = ap.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="trajhub-versus-sink-"))
