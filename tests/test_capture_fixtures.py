@@ -19,13 +19,19 @@ from tests.capture import ground_truth, script
 from tests.captures import CAPTURES, capture_runs
 
 GROUND_TRUTH = CAPTURES / "ground_truth"
-CLIENTS = ("cozeloop_python", "cozeloop_js", "openinference", "traceloop", "langsmith")
+CLIENTS = ("cozeloop_python", "cozeloop_js", "openinference", "traceloop", "langsmith",
+           "otel_genai", "openinference_genai")
 MODES = ("stream", "invoke")
 #: client → shape → why that shape cannot be captured under it (see tests/capture/README.md)
 IMPOSSIBLE: dict[str, dict[str, str]] = {}
+#: client → shape → why it is not captured yet (tests/capture/README.md, "Shapes not captured")
+_JS_PENDING = "the JS agents of the shapes added for issue 23 come from the JS capture work"
+NOT_YET: dict[str, dict[str, str]] = {
+    "cozeloop_js": dict.fromkeys(("react_agent", "model_failure", "send_fanout"), _JS_PENDING),
+}
 RUNS = {f"{client}/{shape}.{spec['graph']}.{mode}": (client, shape)
         for client in CLIENTS for shape, spec in script.SHAPES.items() for mode in MODES
-        if shape not in IMPOSSIBLE.get(client, {})}
+        if shape not in IMPOSSIBLE.get(client, {}) and shape not in NOT_YET.get(client, {})}
 
 
 def test_every_shape_is_captured_under_every_client_in_both_modes() -> None:
@@ -101,11 +107,14 @@ def test_ground_truth_is_well_formed(shape: str) -> None:
 
 def test_ground_truth_readme_describes_every_field() -> None:
     readme = (GROUND_TRUTH / "README.md").read_text()
-    doc = _load("agent_in_tool")
-    fields = set(doc) | set(doc["root"]) | set(doc["activations"][0])
-    for act in doc["activations"]:
-        for step in act["steps"]:
-            fields |= set(step)
+    fields: set[str] = set()
+    for shape in script.SHAPES:
+        doc = _load(shape)
+        fields |= set(doc) | set(doc["root"])
+        for act in doc["activations"]:
+            fields |= set(act)
+            for step in act["steps"]:
+                fields |= set(step)
     assert not [f for f in fields if f"`{f}`" not in readme]
 
 
