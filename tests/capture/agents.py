@@ -23,6 +23,8 @@ from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.graph import MessagesState
+from langgraph.types import Send
 
 from tests.capture import script
 
@@ -30,11 +32,24 @@ warnings.filterwarnings("ignore")  # create_react_agent's deprecation notice
 TOKEN_DELAY_S = 0.002
 
 
-def _usage(turn: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
-    """(LangChain usage_metadata, OpenAI-style token_usage) of a scripted turn."""
-    inp, out = turn["usage"]["input"], turn["usage"]["output"]
-    return ({"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out},
-            {"prompt_tokens": inp, "completion_tokens": out, "total_tokens": inp + out})
+def _usage(turn: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(LangChain usage_metadata, OpenAI-style token_usage) of a scripted turn; the token
+    details only where the script has them (the older shapes' captures carry none)."""
+    u = turn["usage"]
+    inp, out = u["input"], u["output"]
+    lc: dict[str, Any] = {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
+    oa: dict[str, Any] = {"prompt_tokens": inp, "completion_tokens": out,
+                          "total_tokens": inp + out}
+    if "cache_read" in u:
+        lc["input_token_details"] = {"cache_read": u["cache_read"],
+                                     "cache_creation": u["cache_write"]}
+        lc["output_token_details"] = {"reasoning": u["reasoning"]}
+        oa["prompt_tokens_details"] = {"cached_tokens": u["cache_read"]}
+        oa["completion_tokens_details"] = {"reasoning_tokens": u["reasoning"]}
+    return lc, oa
+
+
+_ERRORS: dict[str, type[Exception]] = {"RuntimeError": RuntimeError}
 
 
 class ScriptedChatModel(GenericFakeChatModel):
@@ -46,11 +61,13 @@ class ScriptedChatModel(GenericFakeChatModel):
     model_name: str = script.MODEL_NAME
     temperature: float = 0.0
     _idx: int = 0
+    _played: Any = None
     _lock: Any = None
 
     def model_post_init(self, __context: Any) -> None:
         object.__setattr__(self, "_lock", threading.Lock())
         object.__setattr__(self, "_idx", 0)
+        object.__setattr__(self, "_played", frozenset())
 
     @classmethod
     def is_lc_serializable(cls) -> bool:
@@ -79,13 +96,25 @@ class ScriptedChatModel(GenericFakeChatModel):
                    **kwargs: Any) -> Any:
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
-    def _next(self) -> tuple[str, dict[str, Any]]:
+    def _next(self, messages: list[BaseMessage]) -> tuple[str, dict[str, Any]]:
+        """The next turn to play (its message id and the turn); raises a scripted error."""
         with self._lock:
-            i = self._idx
-            object.__setattr__(self, "_idx", i + 1)
+            if any("key" in t for t in self.turns):
+                # keyed turns (send_fanout): the next unplayed turn of this run's key
+                first = next(str(m.content) for m in messages if isinstance(m, HumanMessage))
+                played = self._played
+                i = next((j for j, t in enumerate(self.turns) if j not in played
+                          and t["key"] in first), len(self.turns))
+                object.__setattr__(self, "_played", played | {i})
+            else:
+                i = self._idx
+                object.__setattr__(self, "_idx", i + 1)
         if i >= len(self.turns):
             raise RuntimeError(f"script of {self.agent} exhausted")
-        return f"{self.agent}-{i + 1}", self.turns[i]
+        turn = self.turns[i]
+        if turn.get("error"):
+            raise _ERRORS[turn["error"]["type"]](turn["error"]["message"])
+        return f"{self.agent}-{i + 1}", turn
 
     def _message(self, msg_id: str, turn: dict[str, Any]) -> AIMessage:
         finish = "tool_calls" if turn["tool_calls"] else "stop"
@@ -98,7 +127,7 @@ class ScriptedChatModel(GenericFakeChatModel):
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
                   run_manager: CallbackManagerForLLMRun | None = None,
                   **kwargs: Any) -> ChatResult:
-        msg_id, turn = self._next()
+        msg_id, turn = self._next(messages)
         time.sleep(TOKEN_DELAY_S * 4)
         finish = "tool_calls" if turn["tool_calls"] else "stop"
         return ChatResult(
@@ -110,7 +139,7 @@ class ScriptedChatModel(GenericFakeChatModel):
     def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                 run_manager: CallbackManagerForLLMRun | None = None,
                 **kwargs: Any) -> Iterator[ChatGenerationChunk]:
-        msg_id, turn = self._next()
+        msg_id, turn = self._next(messages)
         time.sleep(TOKEN_DELAY_S * 2)  # time to first token
         chunks = [ChatGenerationChunk(message=AIMessageChunk(content=tok, id=msg_id,
                                                              name=self.agent))
@@ -155,6 +184,14 @@ def add(a: int, b: int) -> int:
 def book_flight(city: str) -> str:
     """Book a flight to a city."""
     raise ValueError(script.BOOKING_ERROR)
+
+
+@tool
+def divide(a: float, b: float) -> float:
+    """Divide a by b."""
+    if b == 0:
+        raise ZeroDivisionError(script.DIVIDE_ERROR.split(": ", 1)[1])
+    return a / b
 
 
 def flaky_weather_tool() -> Any:
@@ -247,6 +284,42 @@ def _agent_in_tool() -> Any:
     return _react(shape, "assistant", [ask_researcher])
 
 
+class FanoutState(MessagesState):
+    """send_fanout's state (module level: LangGraph resolves the nodes' type hints by name)."""
+
+    cities: list[str]
+
+
+def _send_fanout() -> Any:
+    from langgraph.graph import END, START, StateGraph
+
+    shape = "send_fanout"
+    lead = model(shape, "research_team")
+    researcher = _react(shape, "researcher", [get_weather])
+
+    def plan(state: FanoutState) -> dict[str, Any]:
+        reply = lead.invoke(state["messages"])
+        return {"cities": json.loads(str(reply.content))}
+
+    def fan_out(state: FanoutState) -> list[Send]:
+        return [Send("researcher", {"messages": [HumanMessage(script.fanout_question(city),
+                                                              id=f"send-human-{city}")]})
+                for city in state["cities"]]
+
+    def summarize(state: FanoutState) -> dict[str, Any]:
+        return {"messages": [lead.invoke(state["messages"])]}
+
+    g = StateGraph(FanoutState)
+    g.add_node("plan", plan)
+    g.add_node("researcher", researcher)
+    g.add_node("summarize", summarize)
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", fan_out, ["researcher"])
+    g.add_edge("researcher", "summarize")
+    g.add_edge("summarize", END)
+    return g.compile(name="research_team")
+
+
 def build(shape: str) -> Any:
     if shape == "supervisor_subgraphs":
         return _supervisor_subgraphs()
@@ -262,6 +335,12 @@ def build(shape: str) -> Any:
         return _react(shape, "assistant", [flaky_weather_tool()])
     if shape == "run_error":
         return _react(shape, "assistant", [get_weather, book_flight], handle_errors=False)
+    if shape == "react_agent":
+        return _react(shape, "assistant", [get_weather, add, divide])
+    if shape == "model_failure":
+        return _react(shape, "assistant", [get_weather])
+    if shape == "send_fanout":
+        return _send_fanout()
     raise ValueError(f"unknown shape {shape}")
 
 

@@ -14,12 +14,17 @@ from typing import Any
 from tests.capture import script
 
 OUT = Path(__file__).parent.parent / "fixtures" / "real-clients" / "ground_truth"
-FORMAT_VERSION = 1
+#: 2 added the token details (cache read / cache write / reasoning), `error` of a model step and
+#: `parallel_group` of an agent step; every field of 1 is unchanged, so captures checked
+#: against 1 hold against 2
+FORMAT_VERSION = 2
+DETAILS = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 
 #: what each tool call returns, by (tool, canonical JSON of its arguments)
 RESULTS: dict[tuple[str, str], str] = {
     ("get_weather", '{"city":"Paris"}'): script.WEATHER_RESULT,
     ("get_weather", '{"city":"Tokyo"}'): script.TOKYO_RESULT,
+    ("get_weather", '{"city":"Lima"}'): "Sunny, 22C in Lima",
     ("add", '{"a":2,"b":3}'): "5",
     ("flaky_weather", '{"city":"Paris"}'): script.WEATHER_RESULT,
     ("transfer_to_weather_agent", "{}"): "Successfully transferred to weather_agent",
@@ -39,17 +44,25 @@ class Activation:
         self.index = len(doc["activations"])
         self.body: dict[str, Any] = {"index": self.index, "agent": agent, "parent": parent,
                                      "via_tool": via_tool, "input_tokens": 0,
-                                     "output_tokens": 0, "steps": []}
+                                     "output_tokens": 0, **dict.fromkeys(DETAILS, 0),
+                                     "steps": []}
         doc["activations"].append(self.body)
 
     def model(self, turn: dict[str, Any]) -> None:
-        self.body["input_tokens"] += turn["usage"]["input"]
-        self.body["output_tokens"] += turn["usage"]["output"]
+        usage = turn["usage"]
+        details = {"cache_read_tokens": usage.get("cache_read", 0),
+                   "cache_write_tokens": usage.get("cache_write", 0),
+                   "reasoning_tokens": usage.get("reasoning", 0)}
+        self.body["input_tokens"] += usage["input"]
+        self.body["output_tokens"] += usage["output"]
+        for k, v in details.items():
+            self.body[k] += v
         self.body["steps"].append({
-            "type": "model", "input_tokens": turn["usage"]["input"],
-            "output_tokens": turn["usage"]["output"], "content": turn["content"],
+            "type": "model", "input_tokens": usage["input"],
+            "output_tokens": usage["output"], **details, "content": turn["content"],
             "tool_calls": [{"id": c["id"], "name": c["name"], "arguments": c["args"]}
-                           for c in turn["tool_calls"]]})
+                           for c in turn["tool_calls"]],
+            "error": turn.get("error")})
 
     def tools(self, turn: dict[str, Any], errors: dict[str, dict[str, str]] | None = None,
               outputs: dict[str, str] | None = None) -> list[dict[str, Any]]:
@@ -70,9 +83,10 @@ class Activation:
             self.body["steps"].append(step)
         return steps
 
-    def agent(self, child: Activation) -> None:
+    def agent(self, child: Activation, parallel_group: int | None = None) -> None:
         self.body["steps"].append({"type": "agent", "agent": child.body["agent"],
-                                   "activation": child.index})
+                                   "activation": child.index,
+                                   "parallel_group": parallel_group})
 
 
 def _react(act: Activation, turns: list[dict[str, Any]],
@@ -216,8 +230,63 @@ def run_error() -> dict[str, Any]:
     return doc
 
 
+def react_agent() -> dict[str, Any]:
+    kind, message = script.DIVIDE_ERROR.split(": ", 1)
+    doc = _single("react_agent",
+                  "create_react_agent 'assistant' (ToolNode(handle_tool_errors=True)): "
+                  "get_weather and add in one turn, in parallel, then divide(1, 0), which fails "
+                  "and is caught, then the answer. The model turns report cache read, cache "
+                  "write and reasoning tokens.",
+                  errors={"call_div_1": {"type": kind, "message": message}})
+    doc["notes"] += [
+        "The scripted run of the older single-agent `react` scenario (tests/fixtures/README.md), "
+        "as an agent named 'assistant'.",
+        "input_tokens includes the cache read and cache write tokens (LangChain's "
+        "usage_metadata counts them in input_tokens); reasoning tokens are part of "
+        "output_tokens.",
+    ]
+    return doc
+
+
+def model_failure() -> dict[str, Any]:
+    doc = _single("model_failure",
+                  "create_react_agent 'assistant': the model asks for get_weather, which "
+                  "succeeds; the model's second call raises RuntimeError and the run raises.")
+    doc["final_answer"] = None
+    doc["root"]["error"] = script.SHAPES["model_failure"]["models"]["assistant"][1]["error"]
+    doc["notes"].append("The failed model call is a model step with `error` and no tokens (the "
+                        "call reported no usage).")
+    return doc
+
+
+def send_fanout() -> dict[str, Any]:
+    doc = _doc("send_fanout",
+               "StateGraph 'research_team': its plan node's model lists three cities; the node "
+               "fans out one Send('researcher', ...) per city; the three create_react_agent "
+               "'researcher' runs (one super-step, in parallel) each call get_weather for their "
+               "city and answer; the summarize node's model answers.")
+    m = script.SHAPES["send_fanout"]["models"]
+    root = Activation(doc, "research_team", None)
+    root.model(m["research_team"][0])
+    group = root.index * 100 + 1
+    for city in script.FANOUT_CITIES:
+        child = Activation(doc, "researcher", root.index)
+        root.agent(child, parallel_group=group)
+        _react(child, [t for t in m["researcher"] if t["key"] == city])
+    root.model(m["research_team"][1])
+    doc["final_answer"] = m["research_team"][1]["content"]
+    doc["notes"] += [
+        "The root graph's plan and summarize nodes are plain nodes calling the root's model: "
+        "their calls are the root's own model steps.",
+        "The three researcher activations ran concurrently (agent steps of one parallel_group):"
+        " they may appear in any order among themselves. They are listed in Send order "
+        "(Paris, Tokyo, Lima); tell them apart by their tool calls.",
+    ]
+    return doc
+
+
 BUILDERS = [supervisor_subgraphs, supervisor_handoff, swarm_handoff, agent_in_tool,
-            parallel_tools, tool_retry, run_error]
+            parallel_tools, tool_retry, run_error, react_agent, model_failure, send_fanout]
 
 
 def build(shape: str) -> dict[str, Any]:
@@ -226,7 +295,8 @@ def build(shape: str) -> dict[str, Any]:
     acts = doc["activations"]
     doc["root"] = {"name": acts[0]["agent"], "error": doc["root"].get("error"),
                    "input_tokens": sum(a["input_tokens"] for a in acts),
-                   "output_tokens": sum(a["output_tokens"] for a in acts)}
+                   "output_tokens": sum(a["output_tokens"] for a in acts),
+                   **{k: sum(a[k] for a in acts) for k in DETAILS}}
     return doc
 
 

@@ -4,8 +4,14 @@ script.json) and the ground truth (ground_truth.py).
 
 A shape's `models` maps an agent name to its model's turns, in call order. A turn has the
 assistant `content`, its `tool_calls` ({"name", "args", "id"}) and its scripted token `usage`
-({"input", "output"}). Each agent has its own scripted model, so the turns do not depend on
-how the agents interleave.
+({"input", "output"}, and where scripted "cache_read", "cache_write" and "reasoning": the
+LangChain usage_metadata `input_token_details.cache_read` / `.cache_creation` and
+`output_token_details.reasoning`; `input` includes the cached tokens, as LangChain counts them).
+A turn with an `error` ({"type", "message"}) is a model call that raises that exception instead
+of answering. A turn with a `key` belongs to the activation whose user message contains that key
+(`send_fanout`: three activations of one agent run in parallel, so the order of their calls is
+not fixed; each plays the turns of its own city, in order). Otherwise each agent has its own
+scripted model, so the turns do not depend on how the agents interleave.
 """
 
 from __future__ import annotations
@@ -25,15 +31,32 @@ WEATHER_RESULT = "Sunny, 22C in Paris"
 TOKYO_RESULT = "Cloudy, 18C in Tokyo"
 FLAKY_ERROR = "ConnectionError: weather service unavailable (simulated)"
 BOOKING_ERROR = "booking service rejected the request (simulated)"
+DIVIDE_ERROR = "ZeroDivisionError: division by zero"
+MODEL_ERROR = "RuntimeError: upstream model returned HTTP 500 (simulated)"
+FANOUT_CITIES = ["Paris", "Tokyo", "Lima"]
 
 
-def turn(content: str, usage: tuple[int, int], *calls: tuple[str, dict[str, Any], str]
-         ) -> dict[str, Any]:
-    return {
+def turn(content: str, usage: tuple[int, ...], *calls: tuple[str, dict[str, Any], str],
+         key: str | None = None) -> dict[str, Any]:
+    """usage: (input, output) or (input, output, cache_read, cache_write, reasoning)."""
+    counts = {"input": usage[0], "output": usage[1]}
+    if len(usage) == 5:
+        counts.update(cache_read=usage[2], cache_write=usage[3], reasoning=usage[4])
+    out: dict[str, Any] = {
         "content": content,
         "tool_calls": [{"name": n, "args": a, "id": i} for n, a, i in calls],
-        "usage": {"input": usage[0], "output": usage[1]},
+        "usage": counts,
     }
+    if key is not None:
+        out["key"] = key
+    return out
+
+
+def failing_turn(error: str) -> dict[str, Any]:
+    """A model call that raises `error` ("Type: message") and reports no usage."""
+    kind, message = error.split(": ", 1)
+    return {"content": "", "tool_calls": [], "usage": {"input": 0, "output": 0},
+            "error": {"type": kind, "message": message}}
 
 
 def route(target: str, usage: tuple[int, int]) -> dict[str, Any]:
@@ -156,7 +179,68 @@ SHAPES: dict[str, dict[str, Any]] = {
             ],
         },
     },
+    # a single ReAct agent (the older single-agent `react` scenario, tests/fixtures/README.md,
+    # as a named agent): two tools in parallel, then divide(1, 0), which fails and which the
+    # ToolNode catches, then the answer. Its model turns report cache read / cache write /
+    # reasoning tokens.
+    "react_agent": {
+        "graph": "prebuilt",
+        "question": "What's the weather in Paris, what is 2+3, and what is 1/0?",
+        "models": {
+            "assistant": [
+                turn("", (120, 30, 64, 16, 12),
+                     ("get_weather", {"city": "Paris"}, "call_weather_1"),
+                     ("add", {"a": 2, "b": 3}, "call_add_1")),
+                turn("", (180, 18, 96, 0, 4), ("divide", {"a": 1, "b": 0}, "call_div_1")),
+                turn("Paris: sunny, 22C. 2 + 3 = 5. 1/0 is undefined (division by zero).",
+                     (230, 25, 128, 8, 6)),
+            ],
+        },
+    },
+    # the model answers once (get_weather), then its second call raises: the run raises
+    "model_failure": {
+        "graph": "prebuilt",
+        "question": "What's the weather in Paris?",
+        "models": {
+            "assistant": [
+                turn("", (45, 10, 32, 8, 3), ("get_weather", {"city": "Paris"}, "call_weather_1")),
+                failing_turn(MODEL_ERROR),
+            ],
+        },
+    },
+    # a StateGraph "research_team": its plan node asks its model for the cities, and fans out one
+    # Send("researcher", ...) per city; the three create_react_agent "researcher" runs (one
+    # super-step, in parallel) each call get_weather for their city; then the summarize node
+    # calls the model once more and answers
+    "send_fanout": {
+        "graph": "stategraph",
+        "question": "Compare the weather in Paris, Tokyo and Lima.",
+        "models": {
+            "research_team": [
+                turn(json.dumps(FANOUT_CITIES), (40, 12, 0, 32, 0)),
+                turn("Paris is sunny (22C), Tokyo cloudy (18C), Lima sunny (22C).",
+                     (150, 20, 32, 0, 5)),
+            ],
+            "researcher": [
+                t
+                for i, city in enumerate(FANOUT_CITIES)
+                for t in (
+                    turn("", (30 + i, 10, 16, 0, 2),
+                         ("get_weather", {"city": city}, f"call_weather_{city.lower()}"),
+                         key=city),
+                    turn(f"{city}: " + (TOKYO_RESULT if city == "Tokyo"
+                                        else f"Sunny, 22C in {city}"),
+                         (55 + i, 9 + i, 16, 0, 0), key=city),
+                )
+            ],
+        },
+    },
 }
+
+
+def fanout_question(city: str) -> str:
+    """The user message of the `send_fanout` researcher run for `city` (its turns' `key`)."""
+    return f"What is the weather in {city}?"
 
 
 # A two-turn conversation (issue 21, sessions): one create_react_agent "assistant" with a
@@ -184,7 +268,11 @@ def write_json() -> Path:
     doc = {"model_name": MODEL_NAME, "thread_id": THREAD_ID, "session_id": SESSION_ID,
            "user_id": USER_ID, "results": {"weather": WEATHER_RESULT, "tokyo": TOKYO_RESULT,
                                            "flaky_error": FLAKY_ERROR,
-                                           "booking_error": BOOKING_ERROR},
+                                           "booking_error": BOOKING_ERROR,
+                                           "divide_error": DIVIDE_ERROR,
+                                           "model_error": MODEL_ERROR},
+           "fanout_cities": FANOUT_CITIES,
+           "fanout_question": fanout_question("{city}"),
            "shapes": SHAPES,
            "conversation": {"session_id": CONVERSATION_SESSION_ID,
                             "thread_id": CONVERSATION_THREAD_ID,
