@@ -233,6 +233,20 @@ def _has_model_call_below(span: Span, trace: TraceView) -> bool:
     return False
 
 
+def _wraps_one_agent(span: Span, trace: TraceView) -> bool:
+    """An `invoke_agent` span whose one and only child is another `invoke_agent` span, and that
+    records no usage of its own: a wrapper around that agent, not an agent. langgraph-supervisor
+    runs each member through a `call_agent` function node, which opentelemetry-instrumentation-
+    genai-langchain reports as `invoke_agent call_agent` around the member's own `invoke_agent`
+    (docs/conventions.md §1.5); counted as an agent, every member would run twice, nested."""
+    children = trace.children(span)
+    return (
+        len(children) == 1
+        and get_str(children[0].attributes, OPERATION_KEY) == "invoke_agent"
+        and not _records_usage(span.attributes)
+    )
+
+
 def _records_usage(attrs: Attributes) -> bool:
     return get_int(attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens") is not None
 
@@ -316,6 +330,9 @@ class GenAI:
         if operation in ("execute_tool", "retrieval") or operation in MEMORY_OPERATIONS:
             return StepKind.TOOL, rule
         if operation == "invoke_agent":
+            if _wraps_one_agent(span, trace):
+                return StepKind.OTHER, (f"{rule}: a wrapper whose only child is the agent it "
+                                        "invokes, not an activation of its own")
             return StepKind.AGENT, rule
         if operation == "invoke_workflow":
             return StepKind.GRAPH, rule

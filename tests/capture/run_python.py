@@ -24,7 +24,10 @@ from typing import Any
 from tests.capture import agents, script
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "real-clients"
-OTEL_CLIENTS = ("openinference", "traceloop", "langsmith")
+#: `otel_genai` is the official OpenTelemetry LangChain instrumentation
+#: (opentelemetry-instrumentation-genai-langchain); `openinference_genai` is OpenInference with
+#: its OTel GenAI dual-write on (each span carries both conventions)
+OTEL_CLIENTS = ("openinference", "traceloop", "langsmith", "otel_genai", "openinference_genai")
 CLIENTS = (*OTEL_CLIENTS, "cozeloop_python")
 WORKSPACE_ID = "7480000000000000001"
 TOKEN = "pat_dummy_offline_token"
@@ -67,6 +70,23 @@ def _instrument(name: str, provider: Any, endpoint: str) -> None:
         from openinference.instrumentation.langchain import LangChainInstrumentor
 
         LangChainInstrumentor().instrument(tracer_provider=provider)
+    elif name == "openinference_genai":
+        # TraceConfig.enable_genai_semconv (env OPENINFERENCE_ENABLE_GENAI_SEMCONV): at the end
+        # of each span, OpenInference adds the gen_ai.* attributes its own ones map to
+        from openinference.instrumentation import TraceConfig
+        from openinference.instrumentation.langchain import LangChainInstrumentor
+
+        LangChainInstrumentor().instrument(tracer_provider=provider,
+                                           config=TraceConfig(enable_genai_semconv=True))
+    elif name == "otel_genai":
+        # message content on the spans, in the current GenAI conventions (as conversation.py)
+        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+        os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+        from opentelemetry.instrumentation.genai.langchain import (
+            LangChainInstrumentor as GenAiInstrumentor,
+        )
+
+        GenAiInstrumentor().instrument(tracer_provider=provider)
     elif name == "traceloop":
         os.environ["TRACELOOP_TRACE_CONTENT"] = "true"
         from opentelemetry.instrumentation.langchain import LangchainInstrumentor
