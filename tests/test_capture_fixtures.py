@@ -107,11 +107,14 @@ def test_ground_truth_is_well_formed(shape: str) -> None:
 
 def test_ground_truth_readme_describes_every_field() -> None:
     readme = (GROUND_TRUTH / "README.md").read_text()
-    doc = _load("agent_in_tool")
-    fields = set(doc) | set(doc["root"]) | set(doc["activations"][0])
-    for act in doc["activations"]:
-        for step in act["steps"]:
-            fields |= set(step)
+    fields: set[str] = set()
+    for shape in script.SHAPES:
+        doc = _load(shape)
+        fields |= set(doc) | set(doc["root"])
+        for act in doc["activations"]:
+            fields |= set(act)
+            for step in act["steps"]:
+                fields |= set(step)
     assert not [f for f in fields if f"`{f}`" not in readme]
 
 

@@ -374,3 +374,27 @@ def test_a_tool_named_transfer_to_is_a_handoff_only_to_an_agent() -> None:
     ]
     (tool,) = [s for s in derive(spans).trajectory.agent_steps[0].steps if s.type == "tool"]
     assert "handoff" not in tool.metadata  # no agent called "savings" ran: a banking tool
+
+
+DUAL_WRITE = sorted(c for c, _ in CASES if c.startswith("openinference_genai/"))
+
+
+@pytest.mark.parametrize("capture", DUAL_WRITE)
+def test_dual_written_model_spans_carry_both_conventions(capture: str) -> None:
+    """The openinference_genai captures do write each model call's tokens twice (so the token
+    tests above, which want each call's count once, test the dual write), and are read as
+    OpenInference."""
+    spans = [s for spans in load_traces(CAPTURES[capture]).values() for s in spans]
+    models = [s for s in spans if s.attributes.get("openinference.span.kind") == "LLM"]
+    assert models
+    for span in models:
+        if "llm.token_count.prompt" not in span.attributes:
+            continue  # the failed call of model_failure reported no usage
+        assert span.attributes["gen_ai.usage.input_tokens"] == span.attributes[
+            "llm.token_count.prompt"]
+        assert span.attributes.get("gen_ai.operation.name") == "chat"
+    trajectory = _run(CAPTURES[capture])
+    assert all(
+        s.metadata.get("span_type") == "LLM"
+        for agent in trajectory.agent_steps for s in agent.steps if s.type == "model"
+    )

@@ -315,3 +315,35 @@ def test_deriving_at_ingest_and_in_the_trajectory_worker_give_the_same_trajector
                 assert documents[0] == documents[1], run
     finally:
         assert queued.stop() == 0
+
+
+#: one run per client added for issue 23, through the server: the official OTel GenAI LangChain
+#: instrumentation on langgraph-supervisor (its `call_agent` wrapper spans), and OpenInference
+#: with its GenAI dual-write on the ReAct run whose model turns report cache and reasoning tokens
+NEW_CLIENT_RUNS = ("otel_genai/supervisor_handoff.langgraph_supervisor.stream",
+                   "openinference_genai/react_agent.prebuilt.stream")
+
+
+@pytest.mark.parametrize("run", NEW_CLIENT_RUNS)
+def test_a_new_clients_run_gives_its_ground_truth_over_rest(server: ServerProcess, project: str,
+                                                           run: str) -> None:
+    truth = orjson.loads((Path(__file__).parent / "fixtures" / "real-clients" / "ground_truth"
+                          / f"{run.split('/')[1].split('.')[0]}.json").read_bytes())
+    trace_id = ingest_run(server, project, run)
+    with httpx.Client() as c:
+        doc = final_trajectory(c, server.http, project, trace_id).json()
+    jsonschema.validate(doc, SCHEMA)
+    agents = doc["agent_steps"]
+    assert [a["name"] for a in agents] == [a["agent"] for a in truth["activations"]]
+    assert [(a["metrics_info"]["input_tokens"], a["metrics_info"]["output_tokens"])
+            for a in agents] == [(a["input_tokens"], a["output_tokens"])
+                                 for a in truth["activations"]]
+    models = [s["model_info"] for a in agents for s in a["steps"] if s["type"] == "model"]
+    assert (sum(m["input_read_cached_tokens"] for m in models),
+            sum(m["input_creation_cached_tokens"] for m in models),
+            sum(m["reasoning_tokens"] for m in models)) == (
+        truth["root"]["cache_read_tokens"], truth["root"]["cache_write_tokens"],
+        truth["root"]["reasoning_tokens"])
+    failed = [s["name"] for a in agents for s in a["steps"] if s["basic_info"].get("error")]
+    assert failed == [s["name"] for a in truth["activations"] for s in a["steps"]
+                      if s.get("error")]

@@ -18,6 +18,8 @@ OUT = Path(__file__).parent.parent / "fixtures" / "real-clients" / "ground_truth
 #: `parallel_group` of an agent step; every field of 1 is unchanged, so captures checked
 #: against 1 hold against 2
 FORMAT_VERSION = 2
+#: the conversation's ground truth (sessions) has its own format, unchanged
+CONVERSATION_FORMAT_VERSION = 1
 DETAILS = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 
 #: what each tool call returns, by (tool, canonical JSON of its arguments)
@@ -327,7 +329,7 @@ def conversation() -> dict[str, Any]:
             "input_tokens": sum(m["usage"]["input"] for m in t["models"]),
             "output_tokens": sum(m["usage"]["output"] for m in t["models"]),
             "failed": False})
-    return {"format_version": FORMAT_VERSION, "agent": spec["agent"],
+    return {"format_version": CONVERSATION_FORMAT_VERSION, "agent": spec["agent"],
             "description": "create_react_agent 'assistant' with a checkpointer, invoked twice on "
                            "one thread; the second invocation sends only its new question",
             "user_id": script.CONVERSATION_USER_ID,
