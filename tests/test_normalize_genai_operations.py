@@ -107,6 +107,30 @@ def test_invoke_agent_internal_is_an_agent_named_by_gen_ai_agent_name() -> None:
     assert [(s.type, s.name) for s in tutor.steps] == [("model", "chat gpt-4")]
 
 
+def test_an_invoke_agent_that_only_wraps_one_agent_is_not_an_agent_of_its_own() -> None:
+    """§1.5: langgraph-supervisor's `call_agent` node function, which the official LangChain
+    instrumentation reports as `invoke_agent call_agent` around each member's own span."""
+    spans = [
+        span("w", "", "invoke_workflow team", 0, 100,
+             {OP: "invoke_workflow", "gen_ai.workflow.name": "team"}),
+        agent("s", "w", "supervisor", 1, 20), chat("c1", "s", 2, 19),
+        agent("wrap", "w", "call_agent", 21, 60),
+        agent("m", "wrap", "math_agent", 22, 59), chat("c2", "m", 23, 58),
+    ]
+    trajectory = derive(spans).trajectory
+    assert [a.name for a in trajectory.agent_steps] == ["team", "supervisor", "math_agent"]
+    math = entry(trajectory, "math_agent")
+    assert math.parent_id == "w" and [s.type for s in math.steps] == ["model"]
+    # an agent that calls one sub-agent and its own model is an agent; so is one that records
+    # usage of its own
+    with_model = [*spans[:5], chat("c0", "wrap", 21.5, 21.9)]
+    assert "call_agent" in [a.name for a in derive(with_model).trajectory.agent_steps]
+    counted = replace(spans[3], attributes={**spans[3].attributes,
+                                            "gen_ai.usage.input_tokens": 7})
+    assert "call_agent" in [
+        a.name for a in derive([*spans[:3], counted, *spans[4:]]).trajectory.agent_steps]
+
+
 def test_a_remote_a2a_agent_is_an_agent_whose_inner_steps_are_missing() -> None:
     """The A2A trace example "Agent invocation": `invoke_agent weather-agent` (CLIENT) →
     `SendMessage` (A2A client) → `POST /message:send` (HTTP client); the remote agent's own steps

@@ -263,6 +263,8 @@ def test_root_error(capture: str, shape: str) -> None:
     error = trajectory.root_step.basic_info.error
     if truth["root"]["error"] is None:
         assert error is None
+        # nor did any agent fail (a handoff's ParentCommand is routing, not an error)
+        assert [a.name for a in trajectory.agent_steps if a.basic_info.error is not None] == []
     else:
         assert error is not None
         assert truth["root"]["error"]["message"] in error.msg
