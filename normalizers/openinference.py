@@ -10,6 +10,11 @@ Detected by `openinference.span.kind` (docs/conventions.md §1.1 row 2). Peculia
 - CHAIN spans whose input has `messages` also carry `llm.input_messages.*`, so those keys say
   nothing about the kind; model content is reassembled from them only on LLM spans.
 - Tool spans carry no tool-call id; it is inside the output ToolMessage JSON.
+- OpenInference JS (@arizeai/openinference-instrumentation-langchain 4.x) fills
+  `llm.output_messages.N.message.tool_calls` only from a message's `additional_kwargs.tool_calls`
+  (OpenAI's wire form), which a LangChain 1.x message built from `tool_calls` does not have. Its
+  `output.value` (LangChain's generations) still holds them, so a model step whose indexed output
+  has no tool calls takes its output from there when that has some.
 - No first-token latency attribute exists.
 """
 
@@ -33,6 +38,7 @@ from trajhub.normalizers.langgraph import (
     tool_call_id_from_tool_message,
 )
 from trajhub.normalizers.model import Span
+from trajhub.normalizers.payloads import model_output
 from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
 
 KIND_KEY = "openinference.span.kind"
@@ -74,6 +80,11 @@ def messages(span: Span, prefix: str) -> list[dict[str, Any]] | None:
             ]
         out.append(message)
     return out or None
+
+
+def _has_tool_calls(canonical_output: str) -> bool:
+    message = parse_json(canonical_output)
+    return isinstance(message, dict) and bool(message.get("tool_calls"))
 
 
 class OpenInference:
@@ -125,7 +136,10 @@ class OpenInference:
             out_messages = messages(span, "llm.output_messages")
             if in_messages is not None:
                 input_text = dumps(in_messages)
-            if out_messages is not None:
+            if out_messages is not None and (
+                any(m.get("tool_calls") for m in out_messages)
+                or not _has_tool_calls(model_output(output_text))
+            ):
                 output_text = dumps(out_messages)
             usage = ModelUsage(
                 input_tokens=get_int(attrs, "llm.token_count.prompt"),
