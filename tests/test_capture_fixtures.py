@@ -20,7 +20,7 @@ from tests.captures import CAPTURES, capture_runs
 
 GROUND_TRUTH = CAPTURES / "ground_truth"
 CLIENTS = ("cozeloop_python", "cozeloop_js", "openinference", "traceloop", "langsmith",
-           "otel_genai", "openinference_genai")
+           "otel_genai", "openinference_genai", "openinference_js", "traceloop_js")
 MODES = ("stream", "invoke")
 #: client → shape → why that shape cannot be captured under it (see tests/capture/README.md)
 IMPOSSIBLE: dict[str, dict[str, str]] = {}

@@ -57,6 +57,9 @@ def _gaps(capture: str) -> frozenset[str]:
     client, run = capture.split("/")[:2]
     return DETAIL_GAPS.get(client, frozenset()) | DETAIL_GAPS.get(
         f"{client}/{run.rsplit('.', 1)[-1]}", frozenset())
+#: clients whose spans of one run are not one trace (Traceloop JS sends each span as a trace of
+#: its own: tests/capture/README.md, "Known gaps"); tests/test_traceloop_js.py checks them
+UNLINKED = frozenset({"traceloop_js"})
 
 
 def canonical(value: Any) -> str:
@@ -69,7 +72,7 @@ def _cases() -> list[tuple[str, str]]:
     out = []
     for name in sorted(CAPTURES):
         parts = name.split("/")
-        if len(parts) == 3 and parts[1].split(".")[0] in shapes:
+        if len(parts) == 3 and parts[1].split(".")[0] in shapes and parts[0] not in UNLINKED:
             out.append((name, parts[1].split(".")[0]))
     return out
 
