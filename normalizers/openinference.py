@@ -171,7 +171,8 @@ class OpenInference:
                 value = get_int(attrs, key)
                 if value is None:
                     found = dig(recorded, *path)
-                    value = found if isinstance(found, int) and not isinstance(found, bool) else None
+                    exact = isinstance(found, int) and not isinstance(found, bool)
+                    value = found if exact else None
                 return value
 
             usage = ModelUsage(

@@ -32,7 +32,7 @@ CAPTURES = capture_sets()
 #: instrumentations of another runtime: the same script, but a different program (LangGraph.js)
 JS_CLIENTS = frozenset({"cozeloop_js", "openinference_js", "traceloop_js"})
 #: clients whose spans of one run are not one trace (each span its own trace: Traceloop JS, see
-#: tests/capture/README.md "Known gaps"), so no run can be compared; test_traceloop_js.py checks them
+#: tests/capture/README.md "Known gaps"), so no run can be compared (test_traceloop_js.py)
 UNLINKED = frozenset({"traceloop_js"})
 
 # --- the scripted run (tests/fake_agent.py) -----------------------------------------------------
