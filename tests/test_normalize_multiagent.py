@@ -48,6 +48,9 @@ DETAIL_GAPS: dict[str, frozenset[str]] = {
     "openinference_genai/invoke": _OPENAI_USAGE,
     # the same for cozeloop's LangChain callback (its span has no input_creation_cached_tokens)
     "cozeloop_python/invoke": _OPENAI_USAGE,
+    # @cozeloop/langchain 0.0.3 reads only llmOutput.tokenUsage's prompt, completion and total
+    # counts (its parseUsage): no token details at all
+    "cozeloop_js": frozenset(DETAILS),
     # its LangChain callback records no reasoning count at all (tests/fixtures/README.md)
     "traceloop": frozenset({"reasoning_tokens"}),
 }
