@@ -36,17 +36,19 @@ from trajhub.normalizers.trajectory import AgentStep, Step, Trajectory
 
 CAPTURES = capture_sets()
 GROUND_TRUTH = REAL / "ground_truth"
+#: clients whose spans of one run are not one trace (Traceloop JS sends each span as a trace of
+#: its own: tests/capture/README.md, "Known gaps"); tests/test_traceloop_js.py checks them
+UNLINKED = frozenset({"traceloop_js"})
 DETAILS = ("cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 #: client, or client and mode → the token details its instrumentation does not record
 #: (tests/capture/README.md, "Known gaps"); for these the derived count must be 0 (nothing
 #: invented), not the script's
 _OPENAI_USAGE = frozenset({"cache_write_tokens"})
 DETAIL_GAPS: dict[str, frozenset[str]] = {
-    # without streaming, OpenInference reads the provider's OpenAI-style `token_usage`
-    # (llm_output), which has no cache-write count, before LangChain's usage_metadata
-    "openinference/invoke": _OPENAI_USAGE,
-    "openinference_genai/invoke": _OPENAI_USAGE,
-    # the same for cozeloop's LangChain callback (its span has no input_creation_cached_tokens)
+    # (OpenInference without streaming records no cache-write count either, but the usage_metadata
+    # of its output.value has it, and trajhub reads it from there: normalizers/openinference.py)
+    # without streaming, cozeloop's LangChain callback reads the provider's OpenAI-style
+    # `token_usage`, which has no cache-write count (no input_creation_cached_tokens)
     "cozeloop_python/invoke": _OPENAI_USAGE,
     # @cozeloop/langchain 0.0.3 reads only llmOutput.tokenUsage's prompt, completion and total
     # counts (its parseUsage): no token details at all
@@ -60,9 +62,6 @@ def _gaps(capture: str) -> frozenset[str]:
     client, run = capture.split("/")[:2]
     return DETAIL_GAPS.get(client, frozenset()) | DETAIL_GAPS.get(
         f"{client}/{run.rsplit('.', 1)[-1]}", frozenset())
-#: clients whose spans of one run are not one trace (Traceloop JS sends each span as a trace of
-#: its own: tests/capture/README.md, "Known gaps"); tests/test_traceloop_js.py checks them
-UNLINKED = frozenset({"traceloop_js"})
 
 
 def canonical(value: Any) -> str:
