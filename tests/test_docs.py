@@ -25,9 +25,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
-#: folders never scanned: tooling, caches, and the captured third-party material of
-#: tests/fixtures (copied as received, citing the layout it came from)
-SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", ".mypy_cache",
+#: folders never scanned: tooling, caches (and `.venv-capture`, the capture virtualenv
+#: tests/capture/README.md makes), and the captured third-party material of tests/fixtures
+#: (copied as received, citing the layout it came from)
+SKIP_DIRS = {".git", ".venv", ".venv-capture", "venv", "node_modules", "__pycache__", ".mypy_cache",
              ".ruff_cache", ".pytest_cache", "build", "dist"}
 SKIP_PATHS = {ROOT / "tests" / "fixtures"}
 
