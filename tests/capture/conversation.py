@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.capture import agents, ground_truth, script
-from tests.capture.run_python import TOKEN, WORKSPACE_ID, _otel_provider
+from tests.capture.run_python import TOKEN, WORKSPACE_ID, _instrument, _otel_provider
 
 SESSIONS = Path(__file__).parent.parent / "fixtures" / "sessions"
 #: the official OpenTelemetry LangChain instrumentation (opentelemetry-instrumentation-genai-
@@ -75,32 +75,6 @@ def run(graph: Any, callbacks: list[Any] | None = None) -> list[str]:
         answers.append(str(out["messages"][-1].content))
         time.sleep(0.05)  # the turns start apart, as a person's do
     return answers
-
-
-def _instrument(name: str, provider: Any, endpoint: str) -> None:
-    if name == "openinference":
-        from openinference.instrumentation.langchain import LangChainInstrumentor
-
-        LangChainInstrumentor().instrument(tracer_provider=provider)
-    elif name == "traceloop":
-        os.environ["TRACELOOP_TRACE_CONTENT"] = "true"
-        from opentelemetry.instrumentation.langchain import LangchainInstrumentor
-
-        LangchainInstrumentor().instrument(tracer_provider=provider)
-    elif name == "otel_genai":
-        # message content on the spans, in the current GenAI conventions
-        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
-        os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
-        from opentelemetry.instrumentation.genai.langchain import (
-            LangChainInstrumentor as GenAiInstrumentor,
-        )
-
-        GenAiInstrumentor().instrument(tracer_provider=provider)
-    else:  # langsmith: LangChainTracer → OTel exporter on the global provider, nothing else
-        os.environ.update({"LANGSMITH_TRACING": "true", "LANGSMITH_OTEL_ENABLED": "true",
-                           "LANGSMITH_OTEL_ONLY": "true", "LANGSMITH_API_KEY": "lsv2_dummy_offline",
-                           "LANGSMITH_PROJECT": "trajhub-capture",
-                           "LANGSMITH_ENDPOINT": endpoint})
 
 
 def capture(instr: str) -> Path:
