@@ -41,8 +41,12 @@ def is_graph(span: Span, trace: TraceView, node_of: NodeOf) -> tuple[bool, str]:
 
 def tool_call_id_from_tool_message(output: str) -> str:
     """The id LangGraph's ToolNode put on the ToolMessage a tool returned: plain, in LangChain's
-    `lc` constructor form (`kwargs`, as @cozeloop/langchain serialises it), or under `data`."""
+    `lc` constructor form (`kwargs`, as @cozeloop/langchain serialises it), or under `data`; each
+    also inside a callback's `{"output": ...}` envelope (OpenInference JS records a tool's output
+    as `{"output": <ToolMessage in lc form>}`)."""
     value = parse_json(output)
+    if isinstance(value, dict) and set(value) == {"output"}:
+        value = value["output"]
     for path in (("data", "tool_call_id"), ("tool_call_id",), ("kwargs", "tool_call_id")):
         found = dig(value, *path)
         if isinstance(found, str) and found:

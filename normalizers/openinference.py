@@ -10,6 +10,16 @@ Detected by `openinference.span.kind` (docs/conventions.md §1.1 row 2). Peculia
 - CHAIN spans whose input has `messages` also carry `llm.input_messages.*`, so those keys say
   nothing about the kind; model content is reassembled from them only on LLM spans.
 - Tool spans carry no tool-call id; it is inside the output ToolMessage JSON.
+- OpenInference JS (@arizeai/openinference-instrumentation-langchain 4.x) fills
+  `llm.output_messages.N.message.tool_calls` only from a message's `additional_kwargs.tool_calls`
+  (OpenAI's wire form), which a LangChain 1.x message built from `tool_calls` does not have. Its
+  `output.value` (LangChain's generations) still holds them, so a model step whose indexed output
+  has no tool calls takes its output from there when that has some. Likewise its indexed input
+  messages carry neither the history's tool calls nor the tool messages' call ids, which
+  `input.value` has: a model step whose indexed input lacks them takes its input from there.
+- OpenInference JS 4.x records `prompt_details.cache_read` and `completion_details.reasoning` but
+  not the cache write (`usage_metadata.input_token_details.cache_creation`); a token count the
+  attributes lack is read from the `usage_metadata` of the message in `output.value`.
 - No first-token latency attribute exists.
 """
 
@@ -33,6 +43,7 @@ from trajhub.normalizers.langgraph import (
     tool_call_id_from_tool_message,
 )
 from trajhub.normalizers.model import Span
+from trajhub.normalizers.payloads import model_input, model_output
 from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
 
 KIND_KEY = "openinference.span.kind"
@@ -74,6 +85,28 @@ def messages(span: Span, prefix: str) -> list[dict[str, Any]] | None:
             ]
         out.append(message)
     return out or None
+
+
+def _usage_metadata(output_value: str) -> dict[str, Any]:
+    """LangChain's `usage_metadata` of the first generation's message in an LLM span's
+    `output.value` (`{"generations": [[{"message": ...}]]}`, the message plain or in `lc` form)."""
+    first = dig(parse_json(output_value), "generations", 0, 0, "message")
+    if isinstance(first, dict) and isinstance(first.get("kwargs"), dict):
+        first = first["kwargs"]
+    found = first.get("usage_metadata") if isinstance(first, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def _links_tools(messages: object) -> bool:
+    """Whether chat messages carry tool calls or tool-call ids."""
+    return isinstance(messages, list) and any(
+        isinstance(m, dict) and (m.get("tool_calls") or m.get("tool_call_id")) for m in messages
+    )
+
+
+def _has_tool_calls(canonical_output: str) -> bool:
+    message = parse_json(canonical_output)
+    return isinstance(message, dict) and bool(message.get("tool_calls"))
 
 
 class OpenInference:
@@ -123,16 +156,43 @@ class OpenInference:
             # serialised call
             in_messages = messages(span, "llm.input_messages")
             out_messages = messages(span, "llm.output_messages")
-            if in_messages is not None:
+            if in_messages is not None and (
+                _links_tools(in_messages) or not _links_tools(parse_json(model_input(input_text)))
+            ):
                 input_text = dumps(in_messages)
-            if out_messages is not None:
+            if out_messages is not None and (
+                any(m.get("tool_calls") for m in out_messages)
+                or not _has_tool_calls(model_output(output_text))
+            ):
                 output_text = dumps(out_messages)
+            recorded = _usage_metadata(get_str(attrs, "output.value") or "")
+
+            def count(key: str, *path: str) -> int | None:
+                value = get_int(attrs, key)
+                if value is None:
+                    found = dig(recorded, *path)
+                    exact = isinstance(found, int) and not isinstance(found, bool)
+                    value = found if exact else None
+                return value
+
             usage = ModelUsage(
-                input_tokens=get_int(attrs, "llm.token_count.prompt"),
-                output_tokens=get_int(attrs, "llm.token_count.completion"),
-                reasoning_tokens=get_int(attrs, "llm.token_count.completion_details.reasoning"),
-                cache_read_tokens=get_int(attrs, "llm.token_count.prompt_details.cache_read"),
-                cache_write_tokens=get_int(attrs, "llm.token_count.prompt_details.cache_write"),
+                input_tokens=count("llm.token_count.prompt", "input_tokens"),
+                output_tokens=count("llm.token_count.completion", "output_tokens"),
+                reasoning_tokens=count(
+                    "llm.token_count.completion_details.reasoning",
+                    "output_token_details",
+                    "reasoning",
+                ),
+                cache_read_tokens=count(
+                    "llm.token_count.prompt_details.cache_read",
+                    "input_token_details",
+                    "cache_read",
+                ),
+                cache_write_tokens=count(
+                    "llm.token_count.prompt_details.cache_write",
+                    "input_token_details",
+                    "cache_creation",
+                ),
             )
             model = get_str(
                 attrs, "llm.response.model_name", "llm.model_name", "llm.request.model_name"

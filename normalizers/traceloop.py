@@ -13,6 +13,11 @@ model span of some versions carry no `traceloop.*` key (docs/conventions.md §1.
 - `create_agent` spans (graph construction, a separate trace) and tasks are other.
 - Tool content is the callback's `{input_str, tags, metadata, ...}` / `{output: <ToolMessage>}`
   envelope; the argument string and the ToolMessage content are taken out of it.
+- Traceloop JS (@traceloop/instrumentation-langchain 0.27) records a tool's input as
+  `{"args": ["<argument JSON>"]}` and its output as the bare ToolMessage (or the handoff's
+  `Command`), and names the tool span after the tool's class (`DynamicStructuredTool`): the
+  tool's name is the one on the ToolMessage it returned (for a handoff, on the tool message its
+  Command adds). It sends every span as a trace of its own (no parent span ids).
 - No reasoning tokens are recorded by the LangChain instrumentation (other traceloop packages use
   `gen_ai.usage.reasoning_tokens`, read when present). Successful spans stay UNSET; a failed task
   may only say `gen_ai.task.status=failure`.
@@ -54,15 +59,37 @@ def _entity_output(span: Span) -> str:
 
 def _tool_input(text: str) -> str:
     """The tool's argument string out of the callback envelope (Python-repr dict text)."""
-    value = dig(parse_json(text), "input_str")
+    parsed = parse_json(text)
+    value = dig(parsed, "input_str")
+    if not isinstance(value, str):
+        args = dig(parsed, "args")  # Traceloop JS: {"args": [<the argument string>]}
+        value = args[0] if isinstance(args, list) and len(args) == 1 else None
     return value if isinstance(value, str) else text
 
 
 def _tool_message(text: str) -> Any:
-    """The ToolMessage kwargs of `{"output": <lc-serialised ToolMessage>}`, or None."""
-    output = dig(parse_json(text), "output")
+    """The ToolMessage kwargs of `{"output": <lc-serialised ToolMessage>}` (Python) or of the
+    bare lc-serialised ToolMessage (JS), or None."""
+    value = parse_json(text)
+    output = dig(value, "output") if isinstance(value, dict) and "output" in value else value
     kwargs = dig(output, "kwargs")
-    return kwargs if isinstance(kwargs, dict) else None
+    if isinstance(kwargs, dict) and dig(output, "id", -1) == "ToolMessage":
+        return kwargs
+    return None
+
+
+#: what Traceloop JS names a tool span after: the class of a tool made with LangChain's `tool()`
+_TOOL_CLASSES = frozenset({"DynamicStructuredTool", "DynamicTool", "StructuredTool", "Tool"})
+
+
+def _command_tool_message(text: str) -> Any:
+    """The kwargs of the last tool message of a handoff `Command` a tool returned (JS), or None."""
+    messages = dig(parse_json(text), "update", "messages")
+    for message in reversed(messages if isinstance(messages, list) else []):
+        kwargs = dig(message, "kwargs")
+        if dig(message, "id", -1) == "ToolMessage" and isinstance(kwargs, dict):
+            return kwargs
+    return None
 
 
 class Traceloop:
@@ -134,9 +161,13 @@ class Traceloop:
             raw_out = get_str(attrs, "gen_ai.tool.call.result") or output_text
             input_text = _tool_input(raw_in)
             message = _tool_message(raw_out)
+            if name in _TOOL_CLASSES:
+                named = message if message is not None else _command_tool_message(raw_out)
+                name = (to_str(named.get("name")) if named is not None else "") or name
             output_text = to_str(message.get("content")) if message is not None else raw_out
+            returned = message if message is not None else _command_tool_message(raw_out)
             call_id = get_str(attrs, "gen_ai.tool.call.id") or (
-                to_str(message.get("tool_call_id")) if message is not None else ""
+                to_str(returned.get("tool_call_id")) if returned is not None else ""
             )
             if not call_id and parent is not None:
                 # a failed tool returns no ToolMessage; its `tools` task input has the call

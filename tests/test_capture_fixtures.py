@@ -20,15 +20,12 @@ from tests.captures import CAPTURES, capture_runs
 
 GROUND_TRUTH = CAPTURES / "ground_truth"
 CLIENTS = ("cozeloop_python", "cozeloop_js", "openinference", "traceloop", "langsmith",
-           "otel_genai", "openinference_genai")
+           "otel_genai", "openinference_genai", "openinference_js", "traceloop_js")
 MODES = ("stream", "invoke")
 #: client → shape → why that shape cannot be captured under it (see tests/capture/README.md)
 IMPOSSIBLE: dict[str, dict[str, str]] = {}
 #: client → shape → why it is not captured yet (tests/capture/README.md, "Shapes not captured")
-_JS_PENDING = "the JS agents of the shapes added for issue 23 come from the JS capture work"
-NOT_YET: dict[str, dict[str, str]] = {
-    "cozeloop_js": dict.fromkeys(("react_agent", "model_failure", "send_fanout"), _JS_PENDING),
-}
+NOT_YET: dict[str, dict[str, str]] = {}
 RUNS = {f"{client}/{shape}.{spec['graph']}.{mode}": (client, shape)
         for client in CLIENTS for shape, spec in script.SHAPES.items() for mode in MODES
         if shape not in IMPOSSIBLE.get(client, {}) and shape not in NOT_YET.get(client, {})}

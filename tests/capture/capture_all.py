@@ -3,8 +3,8 @@
   python -m tests.capture.capture_all [--clients openinference,...] [--shapes parallel_tools,...]
 
 Runs each Python capture in its own process (tests.capture.run_python), the JS captures through
-node (tests/capture/js/run.mjs) when the JS client is asked for, and rewrites the ground truth
-from the scripts.
+node (tests/capture/js/run.mjs) when a JS client (cozeloop_js, openinference_js, traceloop_js) is
+asked for, and rewrites the ground truth from the scripts.
 """
 
 from __future__ import annotations
@@ -21,23 +21,25 @@ from tests.capture.run_python import CLIENTS
 REPO = Path(__file__).parent.parent.parent
 JS = Path(__file__).parent / "js"
 MODES = ("stream", "invoke")
+#: the JS clients (tests/capture/js/run.mjs <shape> <mode> <client>)
+JS_CLIENTS = ("cozeloop_js", "openinference_js", "traceloop_js")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--clients", default=",".join((*CLIENTS, "cozeloop_js")))
+    parser.add_argument("--clients", default=",".join((*CLIENTS, *JS_CLIENTS)))
     parser.add_argument("--shapes", default=",".join(script.SHAPES))
     args = parser.parse_args()
     clients, shapes = args.clients.split(","), args.shapes.split(",")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     failed = []
     for client in clients:
-        if client == "cozeloop_js":
+        if client in JS_CLIENTS:
             script.write_json()
             for shape in shapes:
                 for mode in MODES:
-                    cmd = ["node", str(JS / "run.mjs"), shape, mode]
+                    cmd = ["node", str(JS / "run.mjs"), shape, mode, client]
                     if subprocess.run(cmd, cwd=JS, env=env).returncode:
                         failed.append(f"{client} {shape} {mode}")
             continue

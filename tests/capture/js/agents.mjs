@@ -7,7 +7,8 @@ import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage } from "@langcha
 import { ChatGenerationChunk } from "@langchain/core/outputs";
 import { tool } from "@langchain/core/tools";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
-import { Annotation, END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { Annotation, END, MemorySaver, MessagesAnnotation, START, Send, StateGraph }
+  from "@langchain/langgraph";
 import { ToolNode, createReactAgent } from "@langchain/langgraph/prebuilt";
 import { createSupervisor } from "@langchain/langgraph-supervisor";
 import { createHandoffTool, createSwarm } from "@langchain/langgraph-swarm";
@@ -24,10 +25,23 @@ export class ValueError extends Error {
 class ConnectionError extends Error {
   name = "ConnectionError";
 }
+class ZeroDivisionError extends Error {
+  name = "ZeroDivisionError";
+}
+class RuntimeError extends Error {
+  name = "RuntimeError";
+}
+const ERRORS = { RuntimeError };
 
+/** LangChain usage_metadata of a turn; the token details only where the script has them. */
 function usage(turn) {
-  const { input, output } = turn.usage;
-  return { input_tokens: input, output_tokens: output, total_tokens: input + output };
+  const u = turn.usage;
+  const out = { input_tokens: u.input, output_tokens: u.output, total_tokens: u.input + u.output };
+  if ("cache_read" in u) {
+    out.input_token_details = { cache_read: u.cache_read, cache_creation: u.cache_write };
+    out.output_token_details = { reasoning: u.reasoning };
+  }
+  return out;
 }
 
 /** Plays one agent's turns from the script; supports tools, usage and streaming. */
@@ -37,6 +51,7 @@ class ScriptedChatModel extends BaseChatModel {
     this.agent = agent;
     this.turns = turns;
     this.index = 0;
+    this.played = new Set();
     this.model = SCRIPT.model_name;
     this.temperature = 0;
   }
@@ -63,14 +78,26 @@ class ScriptedChatModel extends BaseChatModel {
     return this.withConfig({ tools: tools.map((t) => convertToOpenAITool(t)), ...rest });
   }
 
-  next() {
-    const i = this.index++;
+  /** The next turn to play (its message id and the turn); throws a scripted error. */
+  next(messages) {
+    let i;
+    if (this.turns.some((t) => "key" in t)) {
+      // keyed turns (send_fanout): the next unplayed turn of this run's key
+      const first = `${messages.find((m) => m.getType() === "human")?.content ?? ""}`;
+      i = this.turns.findIndex((t, j) => !this.played.has(j) && first.includes(t.key));
+      if (i < 0) i = this.turns.length;
+      this.played.add(i);
+    } else {
+      i = this.index++;
+    }
     if (i >= this.turns.length) throw new Error(`script of ${this.agent} exhausted`);
-    return [`${this.agent}-${i + 1}`, this.turns[i]];
+    const turn = this.turns[i];
+    if (turn.error) throw new ERRORS[turn.error.type](turn.error.message);
+    return [`${this.agent}-${i + 1}`, turn];
   }
 
   async _generate(messages, options, runManager) {
-    const [id, turn] = this.next();
+    const [id, turn] = this.next(messages);
     await sleep(TOKEN_DELAY_MS * 4);
     const finish = turn.tool_calls.length ? "tool_calls" : "stop";
     const message = new AIMessage({
@@ -88,7 +115,7 @@ class ScriptedChatModel extends BaseChatModel {
   }
 
   async *_streamResponseChunks(messages, options, runManager) {
-    const [id, turn] = this.next();
+    const [id, turn] = this.next(messages);
     await sleep(TOKEN_DELAY_MS * 2); // time to first token
     const finish = turn.tool_calls.length ? "tool_calls" : "stop";
     const chunks = turn.content.split(/(\s)/).filter((t) => t).map((text) =>
@@ -131,6 +158,12 @@ const add = tool(async ({ a, b }) => `${a + b}`,
 const bookFlight = tool(async () => { throw new ValueError(SCRIPT.results.booking_error); },
   { name: "book_flight", description: "Book a flight to a city.",
     schema: z.object({ city: z.string() }) });
+
+const divide = tool(async ({ a, b }) => {
+  if (b === 0) throw new ZeroDivisionError(SCRIPT.results.divide_error.split(": ").slice(1).join(": "));
+  return `${a / b}`;
+}, { name: "divide", description: "Divide a by b.",
+     schema: z.object({ a: z.number(), b: z.number() }) });
 
 function flakyWeather() {
   let calls = 0;
@@ -205,6 +238,31 @@ function agentInTool() {
   return react(shape, "assistant", [askResearcher]);
 }
 
+function sendFanout() {
+  const shape = "send_fanout";
+  const lead = model(shape, "research_team");
+  const researcher = react(shape, "researcher", [getWeather]);
+  const State = Annotation.Root({ ...MessagesAnnotation.spec, cities: Annotation() });
+  const plan = async (state) => {
+    const reply = await lead.invoke(state.messages);
+    return { cities: JSON.parse(reply.content) };
+  };
+  const fanOut = (state) => state.cities.map((city) => new Send("researcher", {
+    messages: [new HumanMessage({ content: SCRIPT.fanout_question.replace("{city}", city),
+                                  id: `send-human-${city}` })],
+  }));
+  const summarize = async (state) => ({ messages: [await lead.invoke(state.messages)] });
+  return new StateGraph(State)
+    .addNode("plan", plan)
+    .addNode("researcher", researcher)
+    .addNode("summarize", summarize)
+    .addEdge(START, "plan")
+    .addConditionalEdges("plan", fanOut, ["researcher"])
+    .addEdge("researcher", "summarize")
+    .addEdge("summarize", END)
+    .compile({ name: "research_team" });
+}
+
 export function build(shape) {
   switch (shape) {
     case "supervisor_subgraphs": return supervisorSubgraphs();
@@ -214,6 +272,9 @@ export function build(shape) {
     case "parallel_tools": return react(shape, "assistant", [getWeather, add]);
     case "tool_retry": return react(shape, "assistant", [flakyWeather()]);
     case "run_error": return react(shape, "assistant", [getWeather, bookFlight], false);
+    case "react_agent": return react(shape, "assistant", [getWeather, add, divide]);
+    case "model_failure": return react(shape, "assistant", [getWeather]);
+    case "send_fanout": return sendFanout();
     default: throw new Error(`unknown shape ${shape}`);
   }
 }

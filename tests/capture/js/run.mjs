@@ -1,8 +1,14 @@
-// Capture one shape under @cozeloop/langchain (OTLP/JSON to /v1/loop/opentelemetry/v1/traces).
+// Capture one shape under one JS client.
 //
-//   node run.mjs <shape> <stream|invoke>
+//   node run.mjs <shape> <stream|invoke> [cozeloop_js|openinference_js|traceloop_js]
 //
-// Writes ../../fixtures/real-clients/cozeloop_js/<shape>.<graph>.<mode>/http_NNN_*.{bin,json},
+// cozeloop_js (the default): @cozeloop/langchain's callback handler, OTLP/JSON to
+// /v1/loop/opentelemetry/v1/traces. openinference_js: @arizeai/openinference-instrumentation-langchain;
+// traceloop_js: @traceloop/instrumentation-langchain; both patch @langchain/core's CallbackManager
+// and export through the OTel JS SDK 2.x (NodeTracerProvider, BatchSpanProcessor) and its OTLP
+// exporter, protobuf over HTTP, gzip, to /v1/traces.
+//
+// Writes ../../fixtures/real-clients/<client>/<shape>.<graph>.<mode>/http_NNN_*.{bin,json},
 // the request bodies exactly as sent (gzip: OTEL_EXPORTER_OTLP_COMPRESSION) and their headers.
 // Trace and span ids come from the OTel SDK's RandomIdGenerator, which draws on Math.random:
 // Math.random is seeded from the capture's name first, so re-running gives the same ids and no
@@ -10,9 +16,10 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 
-const [shape, mode] = process.argv.slice(2);
-if (!shape || !["stream", "invoke"].includes(mode)) {
-  console.error("usage: node run.mjs <shape> <stream|invoke>");
+const CLIENTS = ["cozeloop_js", "openinference_js", "traceloop_js"];
+const [shape, mode, client = "cozeloop_js"] = process.argv.slice(2);
+if (!shape || !["stream", "invoke"].includes(mode) || !CLIENTS.includes(client)) {
+  console.error(`usage: node run.mjs <shape> <stream|invoke> [${CLIENTS.join("|")}]`);
   process.exit(2);
 }
 
@@ -29,9 +36,9 @@ function seededRandom(text) {
 
 const { SCRIPT, build, run } = await import("./agents.mjs");
 const runName = `${shape}.${SCRIPT.shapes[shape].graph}.${mode}`;
-Math.random = seededRandom(`cozeloop_js/${runName}`);
+Math.random = seededRandom(`${client}/${runName}`);
 process.env.OTEL_EXPORTER_OTLP_COMPRESSION = "gzip";
-const outdir = new URL(`../../fixtures/real-clients/cozeloop_js/${runName}/`, import.meta.url);
+const outdir = new URL(`../../fixtures/real-clients/${client}/${runName}/`, import.meta.url);
 rmSync(outdir, { recursive: true, force: true });
 mkdirSync(outdir, { recursive: true });
 
@@ -60,20 +67,54 @@ await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
 const endpoint = `http://127.0.0.1:${server.address().port}`;
 
 // ---------------------------------------------------------------- the traced run
-const { CozeloopCallbackHandler } = await import("./vendor/cozeloop-langchain.mjs");
-const handler = new CozeloopCallbackHandler({
-  spanExporter: { workspaceId: "7480000000000000001", token: "pat_dummy_offline_token",
-                  traceEndpoint: `${endpoint}/v1/loop/opentelemetry/v1/traces` },
-});
+/** The client's callbacks to pass to the run (none: it patches LangChain) and its flush. */
+async function setUp() {
+  if (client === "cozeloop_js") {
+    const { CozeloopCallbackHandler } = await import("./vendor/cozeloop-langchain.mjs");
+    const handler = new CozeloopCallbackHandler({
+      spanExporter: { workspaceId: "7480000000000000001", token: "pat_dummy_offline_token",
+                      traceEndpoint: `${endpoint}/v1/loop/opentelemetry/v1/traces` },
+    });
+    return { callbacks: [handler],
+             finish: async () => { await handler.flush(); await handler.shutdown(); } };
+  }
+  const { NodeTracerProvider, BatchSpanProcessor } = await import("otel2-sdk-trace-node");
+  const { resourceFromAttributes } = await import("otel2-resources");
+  const { OTLPTraceExporter } = await import("otel2-exporter-trace-otlp-proto");
+  const exporter = new OTLPTraceExporter({ url: `${endpoint}/v1/traces`, compression: "gzip" });
+  const provider = new NodeTracerProvider({
+    resource: resourceFromAttributes({ "service.name": `capture-${client}`,
+                                       "service.version": "0.0.1",
+                                       "deployment.environment": "offline-test" }),
+    spanProcessors: [new BatchSpanProcessor(exporter)],
+  });
+  provider.register();
+  // both patch this module's CallbackManager, the one agents.mjs's @langchain/core uses
+  const CallbackManagerModule = await import("@langchain/core/callbacks/manager");
+  if (client === "openinference_js") {
+    const { LangChainInstrumentation } = await import(
+      "@arizeai/openinference-instrumentation-langchain");
+    new LangChainInstrumentation({ tracerProvider: provider })
+      .manuallyInstrument(CallbackManagerModule);
+  } else {
+    const { LangChainInstrumentation } = await import("@traceloop/instrumentation-langchain");
+    const instrumentation = new LangChainInstrumentation({ traceContent: true });
+    instrumentation.setTracerProvider(provider);
+    instrumentation.manuallyInstrument({ callbackManagerModule: CallbackManagerModule });
+  }
+  return { callbacks: undefined,
+           finish: async () => { await provider.forceFlush(); await provider.shutdown(); } };
+}
+
+const { callbacks, finish } = await setUp();
 try {
-  const out = await run(build(shape), shape, mode === "stream", [handler]);
+  const out = await run(build(shape), shape, mode === "stream", callbacks);
   console.log("final answer:", out.messages.at(-1).content);
 } catch (e) {
   console.log("run raised:", e.name, e.message);
 }
-await handler.flush();
-await handler.shutdown();
+await finish();
 await new Promise((resolve) => setTimeout(resolve, 300));
 server.close();
-console.log(`cozeloop_js/${runName}: ${count} requests`);
+console.log(`${client}/${runName}: ${count} requests`);
 process.exit(count ? 0 : 1);
