@@ -1,7 +1,7 @@
 """The captures the agent graph's tests replay, with the node and edge counts each must give.
 
 The counts come from each capture's script (tests/capture/script.py and the wiring in
-tests/capture/agents.py; tests/capture/send_fanout.py) by the rules of docs/agent-graph.md;
+tests/capture/agents.py) by the rules of docs/agent-graph.md;
 tests/test_agent_graph.py spells out every node and edge of the same captures.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 
 from tests.captures import KEPT_HEADERS
-from tests.normalize_support import FIXTURES, REAL, load_file
+from tests.normalize_support import REAL, load_file
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ SHAPES = {
     "agent_in_tool": Shape(REAL / "openinference" / "agent_in_tool.prebuilt.stream",
                            nodes=6, edges=7, agents=2, tool_edges=1),
     # plan, three researchers sent in one super-step, summarize
-    "send": Shape(FIXTURES / "graph" / "send_fanout.openinference", nodes=6, edges=6,
+    "send": Shape(REAL / "openinference" / "send_fanout.stategraph.stream", nodes=6, edges=6,
                   agents=2, parallel_edges=2),
 }
 

@@ -2,7 +2,7 @@
 (evaluators/graph_layout.py), on real captures of the four multi-agent shapes.
 
 The expected nodes and edges are written from each capture's script (tests/capture/script.py and
-the wiring in tests/capture/agents.py; tests/capture/send_fanout.py for the `Send` fan-out) and
+the wiring in tests/capture/agents.py, the `Send` fan-out included) and
 the rules of docs/agent-graph.md, never from trajhub's output: each case says how it follows.
 Nodes are written `agent` for an agent node and `agent/label` for a step node; edges as
 (source, target, kind, count, parallel count).
@@ -22,7 +22,7 @@ from trajhub.evaluators.graph_layout import place
 from trajhub.normalizers import derive
 from trajhub.normalizers.trajectory import trajectory_to_json
 
-SEND_FANOUT = FIXTURES / "graph" / "send_fanout.openinference"
+SEND_FANOUT = REAL / "openinference" / "send_fanout.stategraph.stream"
 
 Edge = tuple[str, str, str, int, int]
 
@@ -151,8 +151,8 @@ def test_agent_run_inside_a_tool() -> None:
 
 
 def test_parallel_sub_agents_fanned_out_with_send() -> None:
-    # send_fanout.py: `plan` (one model call), three `researcher` runs sent in one super-step,
-    # each model → get_weather → model, then `summarize` (one model call)
+    # script.py send_fanout: `plan` (one model call), three `researcher` runs sent in one
+    # super-step, each model → get_weather → model, then `summarize` (one model call)
     view = place(graph_of(document(SEND_FANOUT)))
     assert nodes_of(view) == {
         "research_team": 1, "researcher": 3, "research_team/plan": 1,
