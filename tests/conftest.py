@@ -9,9 +9,10 @@ Every test belongs to exactly one tier, given here unless the test (or its modul
 - `unit`: the rest. They run in this process alone: a unit test that starts a process fails.
 `slow` (fuzzers, soak tests, several servers) is given explicitly, on top of the tier.
 
-The files with a `slow` test run first: pytest-xdist (`--dist loadfile`) hands out whole files in
-collection order, so a long file collected last would run alone at the end while the other
-workers idle.
+The files with a `slow` test run first: pytest-xdist (`--dist loadfile --no-loadscope-reorder`)
+hands out whole files in collection order (its default order, most tests first, put the
+one-test schemathesis file last), so a long file collected last would run alone at the end
+while the other workers idle.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import contextlib
 import os
 import re
 import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +37,13 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.harness import ServerProcess, TestDatabase
+
+# The suite caches bytecode (`__pycache__`, git-ignored) even where PYTHONDONTWRITEBYTECODE is
+# set, for itself and for every process it starts: without it, each `trajhub serve` process
+# (and each of its spawned workers) compiles trajhub's modules again (~0.4 s each), and each
+# pytest process rewrites the asserts of every test module again (~6 s of its collection).
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # CI explores the same examples on every run (a red run must be reproducible); a developer's
 # runs explore new ones each time.
