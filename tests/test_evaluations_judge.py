@@ -10,10 +10,8 @@ import json
 import re
 import subprocess
 import sys
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +21,13 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from tests.fake_judge import FakeJudge
 from tests.harness import ServerProcess, TestDatabase
 from tests.test_datasets_support import ingest_all, wait_evaluation
 from tests.test_evaluations_live import calculator
 from trajhub.client import run_dataset
 
 ROOT = Path(__file__).parent.parent
-Request = tuple[dict[str, str], dict[str, Any]]
 
 
 def verdict_for(body: dict[str, Any]) -> tuple[int, Any]:
@@ -64,60 +62,17 @@ def verdict_for(body: dict[str, Any]) -> tuple[int, Any]:
     return 400, "unknown judge prompt"
 
 
-class ScriptedJudge:
-    """A judge server on its own port, recording (headers, body) of every request."""
-
-    def __init__(self) -> None:
-        self.requests: list[Request] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                outer.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                if self.path != "/v1/chat/completions":
-                    self._send(404, b"{}")
-                    return
-                status, content = verdict_for(body)
-                if status != 200:
-                    self._send(status, json.dumps({"error": content}).encode())
-                    return
-                text = content if isinstance(content, str) else json.dumps(content)
-                self._send(200, json.dumps({
-                    "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": text}}],
-                }).encode())
-
-            def _send(self, status: int, payload: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-
-
 @pytest.fixture(scope="module")
-def judges() -> Iterator[tuple[ScriptedJudge, ScriptedJudge]]:
+def judges() -> Iterator[tuple[FakeJudge, FakeJudge]]:
     """(the server-wide judge, another one an evaluation names)"""
-    default, other = ScriptedJudge(), ScriptedJudge()
+    default, other = FakeJudge(verdict_for), FakeJudge(verdict_for)
     yield default, other
     default.close()
     other.close()
 
 
 @pytest.fixture(scope="module")
-def judged_server(database: TestDatabase, judges: tuple[ScriptedJudge, ScriptedJudge],
+def judged_server(database: TestDatabase, judges: tuple[FakeJudge, FakeJudge],
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc = ServerProcess.start(database.url, Path(tmp_path_factory.mktemp("judged")),
                                extra_env={"TRAJHUB_JUDGE_URL": judges[0].url,
@@ -160,7 +115,7 @@ def evaluate(api: httpx.Client, server: ServerProcess, project: str, name: str,
 
 
 def test_llm_judge_verdicts_and_a_malformed_answer(
-        judged_server: ServerProcess, judges: tuple[ScriptedJudge, ScriptedJudge],
+        judged_server: ServerProcess, judges: tuple[FakeJudge, FakeJudge],
         judged_set: tuple[httpx.Client, str, str, str]) -> None:
     api, project, name, bad = judged_set
     default, _ = judges
@@ -188,7 +143,7 @@ def test_llm_judge_verdicts_and_a_malformed_answer(
 
 
 def test_trajectory_and_tool_choice_judges_with_per_evaluation_settings(
-        judged_server: ServerProcess, judges: tuple[ScriptedJudge, ScriptedJudge],
+        judged_server: ServerProcess, judges: tuple[FakeJudge, FakeJudge],
         judged_set: tuple[httpx.Client, str, str, str]) -> None:
     api, project, name, bad = judged_set
     default, other = judges

@@ -14,18 +14,17 @@ import csv
 import io
 import json
 import re
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 import pytest
 
 from tests.captures import replay_run
 from tests.fake_agent import USER_QUESTION, react_script
+from tests.fake_judge import FakeJudge
 from tests.harness import ServerProcess, TestDatabase, final_trajectory
 from tests.test_datasets_support import wait_evaluation
 
@@ -41,49 +40,27 @@ def sections(prompt: str) -> dict[str, str]:
     return {m[0]: m[1] for m in re.findall(r"<([^<>/\n]+)>\n(.*?)\n</\1>", prompt, re.S)}
 
 
-class CheckingJudge(BaseHTTPRequestHandler):
-    """POST /v1/chat/completions: passes when the prompt's question, answer and reference are
-    the expected ones and three different texts; fails naming what it got otherwise."""
-
-    prompts: ClassVar[list[str]] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        prompt = body["messages"][-1]["content"]
-        CheckingJudge.prompts.append(prompt)
-        got = sections(prompt)
-        seen = (got.get("Input"), got.get("Agent's final answer"), got.get("Reference output"))
-        ok = seen == (QUESTION, ANSWER, REFERENCE)
-        verdict = {"score": 1.0 if ok else 0.0, "passed": ok, "reason": json.dumps(seen)}
-        answer = json.dumps({
-            "id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": json.dumps(verdict)}}],
-        }).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+def checking_verdict(body: dict[str, Any]) -> tuple[int, Any]:
+    """Passes when the prompt's question, answer and reference are the expected ones and three
+    different texts; fails naming what it got otherwise."""
+    got = sections(body["messages"][-1]["content"])
+    seen = (got.get("Input"), got.get("Agent's final answer"), got.get("Reference output"))
+    ok = seen == (QUESTION, ANSWER, REFERENCE)
+    return 200, {"score": 1.0 if ok else 0.0, "passed": ok, "reason": json.dumps(seen)}
 
 
 @pytest.fixture(scope="module")
-def judge_url() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), CheckingJudge)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
+def judge() -> Iterator[FakeJudge]:
+    judge = FakeJudge(checking_verdict)
+    yield judge
+    judge.close()
 
 
 @pytest.fixture(scope="module")
-def judged_server(database: TestDatabase, judge_url: str,
+def judged_server(database: TestDatabase, judge: FakeJudge,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     proc = ServerProcess.start(database.url, Path(tmp_path_factory.mktemp("item-fields")),
-                               extra_env={"TRAJHUB_JUDGE_URL": judge_url,
+                               extra_env={"TRAJHUB_JUDGE_URL": judge.url,
                                           "TRAJHUB_JUDGE_MODEL": "judge-model"})
     yield proc
     proc.stop()
@@ -150,20 +127,20 @@ def test_fill_pointers(api: httpx.Client, run_trace_id: str) -> None:
     assert r.status_code == 422 and "JSON pointer" in r.text
 
 
-def test_judge_sees_question_answer_and_reference_apart(api: httpx.Client,
-                                                        judged_server: ServerProcess) -> None:
+def test_judge_sees_question_answer_and_reference_apart(
+        api: httpx.Client, judged_server: ServerProcess, judge: FakeJudge) -> None:
     item = _fill(api, "judged")
     # a human curates the reference: it is no longer the run's own answer
     r = api.patch(f"/datasets/judged/items/{item['id']}", json={"reference_output": REFERENCE})
     assert r.status_code == 200, r.text
-    CheckingJudge.prompts.clear()
+    judge.requests.clear()
     r = api.post("/evaluations", json={"dataset": "judged", "evaluators": [{"name": "llm_judge"}]})
     assert r.status_code == 202, r.text
     run = wait_evaluation(api, judged_server.http, api.headers["trajhub-project"], r.json()["id"])
     (result,) = api.get(f"/evaluations/{run['id']}/results").json()["items"]
     assert result["passed"] is True, result["reason"]
-    (prompt,) = CheckingJudge.prompts
-    got = sections(prompt)
+    ((_, body),) = judge.requests
+    got = sections(body["messages"][-1]["content"])
     assert got["Input"] == QUESTION
     assert got["Agent's final answer"] == ANSWER
     assert got["Reference output"] == REFERENCE

@@ -8,17 +8,14 @@ verdict is an error score, a rule's judge-call cap holds runs back; /metrics cou
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +24,7 @@ import httpx
 import pytest
 
 from tests.conftest import Secured
+from tests.fake_judge import FakeJudge
 from tests.harness import (
     ServerProcess,
     TestDatabase,
@@ -253,58 +251,24 @@ def test_a_backfill_runs_a_rule_over_stored_trajectories_with_progress(
 
 # ------------------------------------------------------------------------------------ judges
 
-class Judge:
-    """An OpenAI-compatible judge on its own port: fails the first `unavailable` requests with
-    503, answers chatter instead of a verdict while `malformed` is set, waits `delay` seconds
-    per answer, and records when each request came."""
+class Judge(FakeJudge):
+    """A judge that fails the first `unavailable` requests with 503, answers chatter instead of
+    a verdict while `malformed` is set, and waits `delay` seconds per answer."""
 
     def __init__(self, unavailable: int = 0, delay: float = 0.0) -> None:
-        self.times: list[float] = []
-        outer = self
         self.unavailable = unavailable
         self.malformed = False
+        super().__init__(self.answer, delay)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                outer.times.append(time.monotonic())
-                if len(outer.times) <= outer.unavailable:
-                    self._send(503, b'{"error": "overloaded"}')
-                    return
-                time.sleep(delay)
-                content = ("I'd say it went fine." if outer.malformed
-                           else json.dumps({"score": 0.8, "passed": True, "reason": "ok"}))
-                self._send(200, json.dumps({
-                    "id": "x", "object": "chat.completion", "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": content}}],
-                }).encode())
-
-            def _send(self, status: int, payload: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                with_suppressed_reset(self.wfile.write, payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+    def answer(self, body: dict[str, Any]) -> tuple[int, Any]:
+        if len(self.times) <= self.unavailable:
+            return 503, "overloaded"
+        if self.malformed:
+            return 200, "I'd say it went fine."
+        return 200, {"score": 0.8, "passed": True, "reason": "ok"}
 
     def config(self) -> dict[str, Any]:
         return {"endpoint": self.url, "model": "judge-model"}
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-
-
-def with_suppressed_reset(write: Any, payload: bytes) -> None:
-    # the server asking may have been killed meanwhile
-    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-        write(payload)
 
 
 def test_an_unreachable_judge_is_retried_with_backoff_and_a_malformed_verdict_is_an_error(
