@@ -1,5 +1,6 @@
 """One very large trace (issue 20): how long after its last span its trajectory is final, what
-reading it costs, and how much trajhub's processes grow.
+reading it costs, paged and whole, how much trajhub's processes grow, and how soon the web UI
+shows it.
 
 The trace is what a long-running OpenInference-traced agent sends: one root AGENT span, then
 per turn one LLM span (model step) and two TOOL spans (tool steps), each with ~1 KB input and
@@ -7,13 +8,20 @@ output, all children of the root. `--spans 30000` gives 10,000 model steps and 2
 steps (issue 20's shape); the root is sent last, as an SDK exports it when the run ends. The
 spans go over OTLP/HTTP in requests of 512, one at a time.
 
-Reported: seconds from the last acknowledgement to the trajectory being final; time and bytes
-of GET /api/v1/trajectories/{id}, GET /api/v1/traces/{id} and GET
-/api/v1/trajectories/{id}/events; the resident memory of trajhub's processes (the server, its
-ingest and derivation workers; PostgreSQL not included) before, at its peak while sending and
-reading (sampled every 0.2 s), and after.
+Reported:
+- seconds from the last acknowledgement to the trajectory being final;
+- first page (100 items) of each paged endpoint, median of --runs: GET
+  /api/v1/trajectories/{id}/steps, /api/v1/traces/{id}/spans, /api/v1/trajectories/{id}/events
+  ?limit=100; and the last page of steps (offset total-100);
+- the exports, once each: GET /api/v1/trajectories/{id} (the whole document), GET
+  /api/v1/traces/{id} and GET /api/v1/trajectories/{id}/events (all events);
+- the resident memory of trajhub's processes (the server, its ingest and derivation workers;
+  PostgreSQL not included) before, at its peak while sending and reading (sampled every 0.2 s),
+  and after;
+- with --browser (Debian's Chromium via Playwright): the web UI's first screen, navigation to
+  the trajectory page -> its first step rows and lanes drawn, median of --runs.
 
-    .venv/bin/python bench/large_trace.py --spans 30000
+    .venv/bin/python bench/large_trace.py --spans 30000 --browser
 """
 
 from __future__ import annotations
@@ -23,6 +31,8 @@ import asyncio
 import contextlib
 import os
 import random
+import shutil
+import statistics
 import sys
 import threading
 import time
@@ -136,18 +146,58 @@ def timed_get(client: httpx.Client, url: str) -> tuple[float, int, int]:
     return time.perf_counter() - started, len(r.content), r.status_code
 
 
+def median_get(client: httpx.Client, url: str, runs: int) -> tuple[float, int, int]:
+    results = [timed_get(client, url) for _ in range(runs)]
+    return statistics.median(r[0] for r in results), results[0][1], results[-1][2]
+
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+#: the first screen: the step table's first rows and the lane drawn
+FIRST_SCREEN = ("() => document.querySelectorAll('#step-table tbody tr[data-step-id]').length "
+                ">= 10 && document.querySelector('.timeline .lane-track') !== null")
+
+
+def first_screen(base: str, trace_id: str, runs: int) -> list[float]:
+    """Milliseconds from navigation start to the trajectory page's first screen, per run."""
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        raise SystemExit("no Chromium on PATH (apt-get install chromium)")
+    times = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        for _ in range(runs):
+            context = browser.new_context(viewport={"width": 1400, "height": 900})
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))  # noqa: B023
+            page.goto(f"{base}/#/trajectories/{trace_id}")
+            page.wait_for_function(FIRST_SCREEN, polling="raf", timeout=120_000)
+            times.append(page.evaluate("performance.now()"))
+            if errors:
+                raise SystemExit(f"JavaScript errors: {errors}")
+            context.close()
+        browser.close()
+    return times
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--spans", type=int, default=30_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--browser", action="store_true", help="also the web UI's first screen")
     ap.add_argument("--database-url", default="")
     args = ap.parse_args()
     rng = random.Random(20)
     trace_id, spans = build_spans(args.spans, rng)
     bodies = [body(spans[i:i + BATCH]) for i in range(0, len(spans), BATCH)]
+    del spans
     server = Server(args.database_url, {"TRAJHUB_LOG_LEVEL": "warning"})
     try:
         with RssSampler(server) as rss, httpx.Client(base_url=server.http_url,
-                                                       timeout=120) as client:
+                                                       timeout=300) as client:
             before = rss.now()
             for b in bodies:
                 r = client.post("/v1/traces", content=b,
@@ -157,19 +207,44 @@ def main() -> int:
             tid = trace_id.hex()
             revision = asyncio.run(wait_final(server.database_url, tid))
             final_after = time.perf_counter() - last_ack
-            reads = {
+            total = client.get(f"/api/v1/trajectories/{tid}/steps?limit=1").json()["total"]
+            pages = {
+                "steps, first 100": median_get(
+                    client, f"/api/v1/trajectories/{tid}/steps?limit=100", args.runs),
+                "steps, last 100": median_get(
+                    client, f"/api/v1/trajectories/{tid}/steps?limit=100&offset={total - 100}",
+                    args.runs),
+                "spans, first 100": median_get(
+                    client, f"/api/v1/traces/{tid}/spans?limit=100", args.runs),
+                "events, first 100": median_get(
+                    client, f"/api/v1/trajectories/{tid}/events?limit=100", args.runs),
+            }
+            paged_peak = rss.peak
+            exports = {
                 "GET trajectory": timed_get(client, f"/api/v1/trajectories/{tid}"),
                 "GET trace": timed_get(client, f"/api/v1/traces/{tid}"),
                 "GET events": timed_get(client, f"/api/v1/trajectories/{tid}/events"),
             }
+            screens = first_screen(server.http_url, tid, args.runs) if args.browser else []
             after = rss.now()
-        print(f"{args.spans:,} spans in {len(bodies)} requests: final {final_after:.1f} s "
-              f"after the last ack, derived {revision} times")
-        for name, (seconds, size, status) in reads.items():
-            print(f"  {name:<15} {seconds * 1000:8.0f} ms  {size / 2**20:8.1f} MiB  "
+        print(f"{args.spans:,} spans in {len(bodies)} requests ({total:,} steps): final "
+              f"{final_after:.1f} s after the last ack, derived {revision} times")
+        print(f"  first pages (median of {args.runs}):")
+        for name, (seconds, size, status) in pages.items():
+            print(f"    {name:<18} {seconds * 1000:8.1f} ms  {size / 2**10:8.0f} KiB  "
                   f"HTTP {status}")
-        print(f"  trajhub RSS: before {before / 2**20:,.0f} MiB, peak {rss.peak / 2**20:,.0f} "
-              f"MiB (+{(rss.peak - before) / 2**20:,.0f}), after {after / 2**20:,.0f} MiB")
+        print("  exports (once):")
+        for name, (seconds, size, status) in exports.items():
+            print(f"    {name:<18} {seconds * 1000:8.0f} ms  {size / 2**20:8.1f} MiB  "
+                  f"HTTP {status}")
+        print(f"  trajhub RSS: before {before / 2**20:,.0f} MiB, peak while ingesting, deriving "
+              f"and paging {paged_peak / 2**20:,.0f} MiB (+{(paged_peak - before) / 2**20:,.0f}),"
+              f" peak with the exports {rss.peak / 2**20:,.0f} MiB "
+              f"(+{(rss.peak - before) / 2**20:,.0f}), after {after / 2**20:,.0f} MiB")
+        if screens:
+            print(f"  web UI first screen (Chromium, navigation -> first rows and lanes): median "
+                  f"{statistics.median(screens):,.0f} ms, min {min(screens):,.0f}, "
+                  f"max {max(screens):,.0f}")
     finally:
         server.stop_and_report()
     return 0

@@ -221,7 +221,8 @@ def _model_info(value: object) -> ModelInfo | None:
     )
 
 
-def _step(raw: Mapping[str, Any]) -> Step:
+def parse_step(raw: Mapping[str, Any]) -> Step:
+    """One step entry of a stored document (an `agent_steps[].steps[]` object)."""
     return Step(
         id=to_str(raw.get("id")),
         parent_id=to_str(raw.get("parent_id")),
@@ -244,6 +245,6 @@ def _agent(raw: Mapping[str, Any]) -> AgentStep:
         output=to_str(raw.get("output")),
         basic_info=_basic_info(raw.get("basic_info")),
         metrics_info=_metrics_info(raw.get("metrics_info")),
-        steps=[_step(step) for step in to_list(raw.get("steps")) if isinstance(step, Mapping)],
+        steps=[parse_step(step) for step in to_list(raw.get("steps")) if isinstance(step, Mapping)],
         metadata=_metadata(raw.get("metadata")),
     )

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from trajhub.normalizers.document import execution_order, parse_document
-from trajhub.normalizers.trajectory import StepError, Trajectory
+from trajhub.normalizers.document import PlacedStep, execution_order, parse_document
+from trajhub.normalizers.trajectory import Step, StepError, Trajectory
 
 #: step types that are events
 EVENT_TYPES = ("agent", "graph", "model", "tool")
@@ -122,29 +122,41 @@ def run_duration_ms(document: Mapping[str, Any]) -> int:
 def step_events(document: Mapping[str, Any]) -> list[StepEvent]:
     """The trajectory's steps as events, in start order (ties: the order they ran). A projection
     of `normalizers.document`: unknown times and token counts are 0 here."""
-    placed = [p for p in execution_order(parse_document(document))
-              if p.step.type in EVENT_TYPES]
+    return trajectory_events(parse_document(document))
+
+
+def event_order(trajectory: Trajectory) -> list[PlacedStep]:
+    """The steps that are events, in playback order: start order, ties in the order they ran."""
+    placed = [p for p in execution_order(trajectory) if p.step.type in EVENT_TYPES]
     ordered = sorted(enumerate(placed), key=lambda e: (e[1].step.started_at_ms or 0, e[0]))
-    events = []
-    for seq, (_, p) in enumerate(ordered):
-        step = p.step
-        is_model, is_tool = step.type == "model", step.type == "tool"
-        info = step.model_info
-        events.append(StepEvent(
-            seq=seq, step_id=step.id, parent_id=step.parent_id, type=step.type, name=step.name,
-            agent=p.agent.name, agent_step_id=p.agent.id, agent_path=p.agent_path,
-            started_at_ms=step.started_at_ms or 0, duration_ms=step.duration_ms or 0,
-            input=step.input, output=step.output, error=step.error,
-            model=step.model if is_model else None,
-            tokens=(Tokens(input=info.input_tokens, output=info.output_tokens,
-                           reasoning=info.reasoning_tokens,
-                           cached_input=info.input_read_cached_tokens,
-                           cache_write=info.input_creation_cached_tokens)
-                    if is_model and info is not None else None),
-            tool_call_id=step.tool_call_id if is_tool else None,
-            arguments_hash=arguments_hash(parse_arguments(step.input)) if is_tool else None,
-            metadata=step.metadata))
-    return events
+    return [p for _, p in ordered]
+
+
+def trajectory_events(trajectory: Trajectory) -> list[StepEvent]:
+    """`step_events` of a trajectory already read."""
+    return [step_event(seq, p.step, p.agent.name, p.agent.id, p.agent_path)
+            for seq, p in enumerate(event_order(trajectory))]
+
+
+def step_event(seq: int, step: Step, agent: str, agent_step_id: str,
+               agent_path: tuple[str, ...]) -> StepEvent:
+    """One step as the event at position `seq` of its run, in the activation named."""
+    is_model, is_tool = step.type == "model", step.type == "tool"
+    info = step.model_info
+    return StepEvent(
+        seq=seq, step_id=step.id, parent_id=step.parent_id, type=step.type, name=step.name,
+        agent=agent, agent_step_id=agent_step_id, agent_path=agent_path,
+        started_at_ms=step.started_at_ms or 0, duration_ms=step.duration_ms or 0,
+        input=step.input, output=step.output, error=step.error,
+        model=step.model if is_model else None,
+        tokens=(Tokens(input=info.input_tokens, output=info.output_tokens,
+                       reasoning=info.reasoning_tokens,
+                       cached_input=info.input_read_cached_tokens,
+                       cache_write=info.input_creation_cached_tokens)
+                if is_model and info is not None else None),
+        tool_call_id=step.tool_call_id if is_tool else None,
+        arguments_hash=arguments_hash(parse_arguments(step.input)) if is_tool else None,
+        metadata=step.metadata)
 
 
 def tool_results(events: list[StepEvent]) -> list[ToolResult]:

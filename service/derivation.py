@@ -20,9 +20,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 from trajhub.normalizers import NORMALIZER_VERSION, derive, root_ended
 from trajhub.normalizers.item_fields import run_texts
 from trajhub.normalizers.model import STATUS_ERROR, Span
+from trajhub.normalizers.pages import PAGED_FROM, split
 from trajhub.normalizers.playback import model_usage
 from trajhub.normalizers.run_context import RunContext, preview, run_context
-from trajhub.normalizers.trajectory import trajectory_to_json
+from trajhub.normalizers.trajectory import Trajectory, trajectory_to_dict
 from trajhub.records import Record, write_values
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
@@ -80,12 +81,22 @@ def failed_trajectory(project: str, trace_id: str, settle_at: datetime, error: B
                       context: RunContext | None = None) -> TrajectoryWrite:
     """The row recording that this trace's trajectory could not be derived, and why."""
     context = context or RunContext(None, None, None)
-    return TrajectoryWrite(project, trace_id, settle_at, ended, None, None, [], _written(
+    return TrajectoryWrite(project, trace_id, settle_at, ended, None, None, [], (), _written(
         TRAJECTORY_SUMMARY, None, {
             "normalizer_version": NORMALIZER_VERSION,
             "derivation_error": pg_text(f"{type(error).__name__}: {error}")[:2000],
             "start_ns": start_ns, "service": context.service,
             "session_id": context.session_id, "user_id": context.user_id}))
+
+
+def _chunks(document: dict[str, Any], trajectory: Trajectory) -> list[bytes]:
+    """A large trajectory's head and step chunks as stored (normalizers/pages.py), each as
+    the document is: deterministic JSON (trajectory_to_json's), fit for PostgreSQL text."""
+    if sum(len(a.steps) for a in trajectory.agent_steps) < PAGED_FROM:
+        return []
+    parts = split(document, trajectory)
+    return [pack(pg_text(orjson.dumps(part, option=orjson.OPT_SORT_KEYS).decode())) or b""
+            for part in (parts.head, *parts.chunks)]
 
 
 def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at: datetime
@@ -103,10 +114,12 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
     s = d.summary
     user_text, answer = run_texts(s.root_input, s.root_output)
     explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
+    document = trajectory_to_dict(d.trajectory)
     return TrajectoryWrite(
         project=project, trace_id=trace_id, settle_at=settle_at, root_ended=root_ended(spans),
-        document=pack(pg_text(trajectory_to_json(d.trajectory).decode())),
+        document=pack(pg_text(orjson.dumps(document, option=orjson.OPT_SORT_KEYS).decode())),
         explanation=pack(pg_text(explanation)), warnings=pg_texts(d.warnings),
+        chunks=_chunks(document, d.trajectory),
         values=_written(TRAJECTORY_SUMMARY, s, {
             "normalizer_version": NORMALIZER_VERSION, "derivation_error": None,
             "model_usage": orjson.dumps(model_usage(d.trajectory)).decode(),

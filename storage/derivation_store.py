@@ -116,6 +116,9 @@ class TrajectoryWrite(NamedTuple):
     document: bytes | None
     explanation: bytes | None
     warnings: Sequence[str]
+    #: a large trajectory's head and step chunks, compressed (normalizers/pages.py, migration
+    #: 0061); empty for the others, which are paged from their document
+    chunks: Sequence[bytes]
     #: every written column of TRAJECTORY_SUMMARY by name (`trajhub.records.write_values`)
     values: Mapping[str, Any]
 
@@ -123,7 +126,9 @@ class TrajectoryWrite(NamedTuple):
 _TRACE_VALUES = TRACE_SUMMARY.write_columns()
 _TRACE_COLUMNS: tuple[str, ...] = ("project", "trace_id", *_TRACE_VALUES)
 _TRAJECTORY_VALUES = TRAJECTORY_SUMMARY.write_columns()
-TRAJECTORY_COLUMNS: tuple[str, ...] = (*TrajectoryWrite._fields[:-1], *_TRAJECTORY_VALUES)
+#: the row's own columns: every field but the chunks (their own table) and the summary values
+_OWN = tuple(f for f in TrajectoryWrite._fields if f not in ("chunks", "values"))
+TRAJECTORY_COLUMNS: tuple[str, ...] = (*_OWN, *_TRAJECTORY_VALUES)
 
 
 def _trace_args(row: TraceWrite) -> tuple[Any, ...]:
@@ -132,7 +137,7 @@ def _trace_args(row: TraceWrite) -> tuple[Any, ...]:
 
 def trajectory_args(row: TrajectoryWrite) -> tuple[Any, ...]:
     """The row's values in the order of TRAJECTORY_COLUMNS."""
-    return (*row[:-1], *(row.values[c] for c in _TRAJECTORY_VALUES))
+    return (*(getattr(row, f) for f in _OWN), *(row.values[c] for c in _TRAJECTORY_VALUES))
 
 
 def _upsert(table: str, columns: Sequence[str], key: str, extra_insert: str = "",
@@ -190,6 +195,16 @@ _UPSERT_TRAJECTORY = (
     "SET settle_at = EXCLUDED.settle_at, root_ended = EXCLUDED.root_ended")
 
 
+# A trajectory's chunks are replaced with its document (migration 0061): the old ones go (one
+# statement for the batch, a probe of an empty index for most), the new ones come in one more.
+_DELETE_CHUNKS = (
+    "DELETE FROM trajectory_chunks c USING unnest($1::text[], $2::text[]) AS k(project, trace_id) "
+    "WHERE c.project = k.project AND c.trace_id = k.trace_id")
+_INSERT_CHUNKS = (
+    "INSERT INTO trajectory_chunks (project, trace_id, chunk, body) "
+    "SELECT * FROM unnest($1::text[], $2::text[], $3::integer[], $4::bytea[])")
+
+
 async def store(conn: Connection, traces: Sequence[TraceWrite],
                 trajectories: Sequence[TrajectoryWrite]) -> None:
     if traces:
@@ -197,6 +212,12 @@ async def store(conn: Connection, traces: Sequence[TraceWrite],
     if trajectories:
         await conn.executemany(_UPSERT_TRAJECTORY,
                                [trajectory_args(_searched(t)) for t in trajectories])
+        await conn.execute(_DELETE_CHUNKS, [t.project for t in trajectories],
+                           [t.trace_id for t in trajectories])
+        chunked = [(t.project, t.trace_id, n, body) for t in trajectories
+                   for n, body in enumerate(t.chunks)]
+        if chunked:
+            await conn.execute(_INSERT_CHUNKS, *(list(c) for c in zip(*chunked, strict=True)))
 
 
 # Online evaluation rules (migration 0055, docs/rules.md): each trajectory that becomes final is

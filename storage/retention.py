@@ -85,6 +85,10 @@ WITH e AS (
     -- so are annotation queues' items (migration 0060)
     DELETE FROM review_items i USING e
     WHERE i.project = e.project AND i.trace_id = e.trace_id
+), gone_chunks AS (
+    -- and a large trajectory's chunks (migration 0061)
+    DELETE FROM trajectory_chunks c USING e
+    WHERE c.project = e.project AND c.trace_id = e.trace_id
 ), gone_open AS (
     DELETE FROM open_trajectories o USING e
     WHERE o.project = e.project AND o.trace_id = e.trace_id
@@ -223,6 +227,9 @@ async def drop_partition(conn: Connection, part: TimePartition,
                 await conn.execute(
                     f"DELETE FROM review_items i USING {part.name('trajectories')} t "
                     "WHERE i.project = t.project AND i.trace_id = t.trace_id")
+                await conn.execute(
+                    f"DELETE FROM trajectory_chunks c USING {part.name('trajectories')} t "
+                    "WHERE c.project = t.project AND c.trace_id = t.trace_id")
     except _Kept:
         return False
     for table in PARTITIONED:

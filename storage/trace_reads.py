@@ -23,6 +23,26 @@ async def trace_spans(conn: Connection, project: str, trace_id: str
         project, trace_id))
 
 
+async def trace_span_page(conn: Connection, project: str, trace_id: str,
+                          after: tuple[int, int, str] | None, limit: int
+                          ) -> tuple[int, list[SpanRow]]:
+    """How many spans the trace has, and a page of them in start order (start, end, span id)
+    after the keyset `after`, read in one snapshot."""
+    arg = Params(project, trace_id)
+    where = f"s.project = $1 AND s.trace_id = $2 AND {in_trace_partition('s.')}"
+    if after is not None:
+        where += (f" AND (s.start_ns, s.end_ns, s.span_id) > "
+                  f"({arg(after[0])}, {arg(after[1])}, {arg(after[2])})")
+    async with conn.transaction(isolation="repeatable_read", readonly=True):
+        total = await conn.fetchval(
+            "SELECT count(*) FROM spans s WHERE s.project = $1 AND s.trace_id = $2 "
+            f"AND {in_trace_partition('s.')}", project, trace_id)
+        rows = await conn.fetch(
+            f"SELECT {SPAN_FIELDS} FROM spans s WHERE {where} "
+            f"ORDER BY s.start_ns, s.end_ns, s.span_id LIMIT {arg(limit)}", *arg.values)
+    return int(total), SpanRow.from_records(rows)
+
+
 async def span(conn: Connection, project: str, trace_id: str, span_id: str
                ) -> SpanRow | None:
     row = await conn.fetchrow(

@@ -8,6 +8,7 @@ import base64
 import logging
 import math
 import re
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import cache
 from typing import Annotated, Any
@@ -39,7 +40,7 @@ from trajhub.service.errors import Forbidden, Unauthenticated, retry_headers
 from trajhub.service.ingest.bodies import media_type
 from trajhub.service.projects import InvalidProject, validate_project
 from trajhub.service.runtime import Runtime, runtime
-from trajhub.storage import trajectory_reads
+from trajhub.storage import step_chunks, trajectory_reads
 from trajhub.storage.rows import TrajectoryRow
 
 INT64_MAX = 2**63 - 1
@@ -334,6 +335,29 @@ async def derived_document(rt: Runtime, project: str, trace_id: str) -> str:
     """The stored trajectory document's JSON text of the trace (404 / 422 as
     `derived_trajectory`)."""
     return (await derived_trajectory(rt, project, trace_id))[1]
+
+
+#: the largest page of steps or events, and the default
+MAX_PAGE = 1000
+DEFAULT_PAGE = 100
+Offset = Annotated[int, Query(ge=0, le=INT32_MAX, description="the position of the first "
+                              "item of the page (0: the first); `next_offset` of the previous "
+                              "page")]
+
+
+async def paged_read(rt: Runtime, project: str, trace_id: str,
+                     wanted: Callable[[dict[str, Any]], Iterable[int]]
+                     ) -> step_chunks.PagedRead:
+    """The trajectory's row and what a page of it needs (storage/step_chunks.py): 404 when
+    there is none yet, 422 when it could not be derived."""
+    async with rt.db.acquire() as conn:
+        read = await step_chunks.read(conn, project, trace_id, wanted)
+    if read is None:
+        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
+                                 "(yet)")
+    if not read.derived:
+        raise HTTPException(422, f"trajectory could not be derived: {read.derivation_error}")
+    return read
 
 
 def span_id_param(span_id: str) -> str:

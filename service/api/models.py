@@ -257,6 +257,78 @@ class TrajectoryDocument(BaseModel):
     agent_steps: list[dict[str, Any]]
 
 
+_STEP_EXAMPLE = {"id": SPAN_ID, "parent_id": "17346b4501eaf614", "type": "model",
+                 "name": "ChatOpenAI", "input": "[]", "output": "[]", "metadata": {},
+                 "basic_info": {"started_at": "1700000000000", "duration": "5"},
+                 "offset": 0, "agent_step_id": "17346b4501eaf614"}
+
+
+class PagedAgent(BaseModel):
+    """An entry of the document's `agent_steps` without its `steps`: where they are in the flat
+    order instead."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    name: str
+    step_offset: int = Field(description="the offset of this agent's first step")
+    step_count: int = Field(description="how many steps its `steps` list holds")
+    step_types: dict[str, int] = Field(description="how many of them of each type")
+    failed_steps: int = Field(description="how many of them failed")
+    models: list[str] = Field(description="the distinct models of its model steps (their "
+                              "`metadata.model_name`, else their name), in order")
+
+
+class PagedStep(BaseModel):
+    """A step of the document (`agent_steps[].steps[]`, in the format of `GET
+    /api/v1/schema/trajectory`), with its place."""
+
+    model_config = ConfigDict(extra="allow")
+    offset: int = Field(description="its position in the flat order")
+    agent_step_id: str = Field(description="the agent entry whose `steps` hold it")
+    id: str
+    type: str
+    name: str
+
+
+class TrajectoryStepPage(BaseModel):
+    """A page of a trajectory's steps, with everything of the document but the other steps.
+    The steps of all agents, flattened in document order (the steps of `agent_steps[0]`, then
+    those of `agent_steps[1]`, …), are numbered by offset from 0."""
+
+    model_config = example_config({
+        "trace_id": TRACE_ID, "status": "final", "revision": 1, "normalizer_version": "1",
+        "root_step": {"id": "17346b4501eaf614", "name": "LangGraph"},
+        "agent_steps": [{"id": "17346b4501eaf614", "name": "LangGraph", "step_offset": 0,
+                         "step_count": 2, "step_types": {"model": 1, "tool": 1},
+                         "failed_steps": 0, "models": ["gpt-4o-mini"]}],
+        "total": 2, "offset": 0, "limit": 1, "steps": [_STEP_EXAMPLE], "next_offset": 1})
+    trace_id: str
+    status: str = Field(description="open (spans may still arrive) or final")
+    revision: int = Field(description="the revision the page comes from; a later page of "
+                          "another revision may place steps differently")
+    normalizer_version: str
+    root_step: dict[str, Any]
+    agent_steps: list[PagedAgent]
+    total: int = Field(description="how many steps the trajectory has")
+    offset: int
+    limit: int
+    steps: list[PagedStep]
+    next_offset: int | None = Field(description="pass as `offset` for the next page; null on "
+                                    "the last")
+
+
+class TraceSpanPage(BaseModel):
+    """A page of a trace's spans in start order (start, end, span id)."""
+
+    model_config = example_config({"trace_id": TRACE_ID, "total": 1, "items": [SPAN_EXAMPLE],
+                                   "next_cursor": None})
+    trace_id: str
+    total: int = Field(description="how many spans the trace has")
+    items: list[SpanView]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
+                                    "the last")
+
+
 class SpanExplanation(BaseModel):
     span_id: str
     name: str

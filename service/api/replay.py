@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from trajhub.evaluators.compare import RunMetrics, compare
 from trajhub.evaluators.pricing import Prices, StepCost, run_cost
+from trajhub.normalizers import pages
 from trajhub.normalizers.contract import ContractField, run_contract
 
 # the step events' parts are the normalizer's own dataclasses (one definition each)
@@ -25,11 +26,14 @@ from trajhub.normalizers.playback import (
 )
 from trajhub.normalizers.trajectory import StepError
 from trajhub.service.api.common import (
+    MAX_PAGE,
     ROUTER_CHECKS,
+    Offset,
     Project,
     Rt,
     TraceIdPath,
     TraceIdQuery,
+    paged_read,
     trace_id_param,
 )
 from trajhub.service.api.models import ERRORS, NOT_FOUND, CostView, example_config
@@ -314,6 +318,9 @@ class ComparisonView(BaseModel):
 
 # ------------------------------------------------------------------------------ helpers
 
+#: `offset` without `limit`: every event from there on
+MAX_OFFSET = 2**31
+
 
 class LoadedRun:
     def __init__(self, trace_id: str, row: Any, document: dict[str, Any]) -> None:
@@ -449,22 +456,59 @@ async def contract(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
 
 @router.get(
     "/trajectories/{trace_id}/events",
-    summary="Playback: the run's steps as ordered, append-only events (NDJSON)",
+    summary="Playback: the run's steps as ordered, append-only events (NDJSON), whole or a page",
     response_class=NDJSONResponse,
     responses={200: {"model": StepEventView,
                      "description": "One StepEventView per line, in the order the steps "
                      "started. Headers: `ETag` / `X-Trajectory-Revision` (the trajectory "
-                     "revision the events come from), `X-Trajectory-Status`."},
+                     "revision the events come from), `X-Trajectory-Status`; with `limit`, "
+                     "also `X-Total-Count` (the run's events) and, unless this is the last "
+                     "page, `X-Next-Offset` (pass as `offset` for the next page).",
+                     "headers": {
+                         "X-Total-Count": {"description": "with `limit`: how many events the "
+                                           "run has", "schema": {"type": "integer"}},
+                         "X-Next-Offset": {"description": "with `limit`, unless the page is "
+                                           "the last: the `offset` of the next page",
+                                           "schema": {"type": "integer"}}}},
                404: {"description": "No spans of this trace yet"},
                422: {"description": "The trajectory could not be derived"}},
 )
-async def events(trace_id: TraceIdPath, rt: Rt, project: Project) -> NDJSONResponse:
+async def events(
+    trace_id: TraceIdPath, rt: Rt, project: Project, offset: Offset = 0,
+    limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE, description="a page of at most this "
+                                       "many events from `offset` (docs/large-traces.md); "
+                                       "without it, every event from `offset` on")] = None,
+) -> NDJSONResponse:
     prices = prices_for(rt.settings)
-    run = await load_run(rt, project, trace_id)
-    costs = run_cost(prices, run.events).steps
-    body = b"".join(orjson.dumps(StepEventView.model_validate(
-        event_json(e, costs, prices)).model_dump()) + b"\n" for e in run.events)
-    return NDJSONResponse(body, headers=_revision_headers(run))
+    if limit is None and offset == 0:
+        run = await load_run(rt, project, trace_id)
+        costs = run_cost(prices, run.events).steps
+        return NDJSONResponse(_ndjson(run.events, costs, prices),
+                              headers=_revision_headers(run))
+    trace_id = trace_id_param(trace_id)
+    count = MAX_OFFSET if limit is None else limit
+
+    def wanted(head: dict[str, Any]) -> set[int]:
+        return pages.event_chunks(head, offset, count)
+
+    read = await paged_read(rt, project, trace_id, wanted)
+    if read.head is not None:
+        total = len(read.head["events"])
+        page = pages.page_events(read.head, read.chunks, offset, count)
+    else:
+        assert read.document is not None
+        every = step_events(read.document)
+        total, page = len(every), every[offset:offset + count]
+    headers = {"ETag": f'"{read.revision}"', "X-Trajectory-Status": read.status,
+               "X-Trajectory-Revision": str(read.revision), "X-Total-Count": str(total)}
+    if offset + len(page) < total:
+        headers["X-Next-Offset"] = str(offset + len(page))
+    return NDJSONResponse(_ndjson(page, run_cost(prices, page).steps, prices), headers=headers)
+
+
+def _ndjson(events: list[StepEvent], costs: dict[str, StepCost], prices: Prices) -> bytes:
+    return b"".join(orjson.dumps(StepEventView.model_validate(
+        event_json(e, costs, prices)).model_dump()) + b"\n" for e in events)
 
 
 @router.get("/trajectories/{trace_id}/tool-results", response_model=ToolResults,

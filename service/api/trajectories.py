@@ -10,12 +10,15 @@ import orjson
 from fastapi import APIRouter, Header, HTTPException, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from trajhub.normalizers import NORMALIZER_VERSION, DerivationError, derive
+from trajhub.normalizers import NORMALIZER_VERSION, DerivationError, derive, pages
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.trajectory import trajectory_to_json
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 from trajhub.service.api.common import (
+    DEFAULT_PAGE,
+    MAX_PAGE,
     ROUTER_CHECKS,
+    Offset,
     Project,
     Rt,
     TraceIdPath,
@@ -23,6 +26,7 @@ from trajhub.service.api.common import (
     json_response,
     model_response,
     needs,
+    paged_read,
     parse_time,
     trace_id_param,
 )
@@ -37,6 +41,7 @@ from trajhub.service.api.models import (
     TrajectoryDocument,
     TrajectoryExplanation,
     TrajectoryPage,
+    TrajectoryStepPage,
 )
 from trajhub.service.api.records import answer
 from trajhub.service.auth import ADMIN
@@ -114,6 +119,52 @@ async def get_trajectory(
     if if_none_match == headers["ETag"]:
         return Response(status_code=304, headers=headers)
     return Response(row.document.encode(), media_type=JSON, headers=headers)
+
+
+@router.get(
+    "/trajectories/{trace_id}/steps",
+    summary="A page of a trajectory's steps, with the rest of the document but the steps",
+    responses={**NOT_FOUND, 200: {"model": TrajectoryStepPage,
+                     "description": "Headers as on `GET /api/v1/trajectories/{trace_id}`: "
+                     "`ETag` (the revision), `X-Trajectory-Status`, `X-Trajectory-Revision`."},
+               304: {"description": "`If-None-Match` names the current revision"},
+               422: {"model": ErrorDetail, "description": "The trace's spans could not be "
+                     "turned into a trajectory (the message says why)"}},
+)
+async def trajectory_steps(
+    trace_id: TraceIdPath, rt: Rt, project: Project, offset: Offset = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = DEFAULT_PAGE,
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """For a large trajectory (docs/large-traces.md): the first page answers in milliseconds
+    whatever the run's size, where `GET /api/v1/trajectories/{trace_id}` (the export) sends the
+    whole document. An offset at or past `total` gives an empty page."""
+    trace_id = trace_id_param(trace_id)
+
+    def wanted(head: dict[str, Any]) -> range:
+        return pages.chunk_range(offset, limit, int(head["step_total"]))
+
+    read = await paged_read(rt, project, trace_id, wanted)
+    headers = {"ETag": _etag(read.revision), "X-Trajectory-Status": read.status,
+               "X-Trajectory-Revision": str(read.revision),
+               "X-Normalizer-Version": read.normalizer_version}
+    if if_none_match == headers["ETag"]:
+        return Response(status_code=304, headers=headers)
+    if read.head is not None:
+        head, chunks = read.head, read.chunks
+    else:
+        assert read.document is not None
+        head, steps = pages.head_and_steps(read.document)
+        chunks = {n: steps[n * pages.CHUNK_STEPS:(n + 1) * pages.CHUNK_STEPS]
+                  for n in pages.chunk_range(offset, limit, len(steps))}
+    total = int(head["step_total"])
+    end = min(offset + limit, total)
+    return model_response(TrajectoryStepPage, {
+        "trace_id": trace_id, "status": read.status, "revision": read.revision,
+        "normalizer_version": read.normalizer_version, "root_step": head["root_step"],
+        "agent_steps": head["agent_steps"], "total": total, "offset": offset, "limit": limit,
+        "steps": pages.page_steps(head, chunks, offset, limit),
+        "next_offset": end if end < total else None}, headers=headers)
 
 
 @router.get("/trajectories/{trace_id}/explain",

@@ -7,14 +7,19 @@ import {fmtInt, fmtMs, h} from "./dom.js";
 import {payload} from "./payload.js";
 
 /** The playback events: one JSON object per NDJSON line. */
+// a large run's playback shows its first events (docs/large-traces.md)
+const EVENTS_SHOWN = 1000;
+
 export async function loadEvents(traceId) {
-  const response = await request(`/api/v1/trajectories/${enc(traceId)}/events`, {raw: true});
+  const response = await request(`/api/v1/trajectories/${enc(traceId)}/events`,
+    {raw: true, query: {limit: EVENTS_SHOWN}});
   if (!response.ok) {
     const body = await response.json().catch(() => ({}));
     throw new ApiError(response.status, body.detail);
   }
   const text = await response.text();
   return {revision: response.headers.get("X-Trajectory-Revision"),
+    total: Number(response.headers.get("X-Total-Count")),
     events: text.split("\n").filter((line) => line.trim()).map((line) => JSON.parse(line))};
 }
 
@@ -85,7 +90,9 @@ export function playbackView(data, view) {
     h("p", {id: "playback-summary"}, `${events.length} events from ${agents} ` +
       `${agents === 1 ? "agent" : "agents"}, in the order they started` +
       (failed ? `; ${failed} failed` : "") + ` (revision ${data.revision ?? "?"}). ` +
-      "Nothing is re-run: this is the recording."),
+      "Nothing is re-run: this is the recording." +
+      (data.total > events.length ? ` The first ${events.length} of ${data.total} events are ` +
+        "shown; GET /api/v1/trajectories/{id}/events gives them all." : "")),
     h("div", {class: "actions"}, filter,
       h("button", {type: "button", onclick: () => toggle(true)}, "Expand all"),
       h("button", {type: "button", onclick: () => toggle(false)}, "Collapse all"),

@@ -45,11 +45,14 @@ export function layout(doc) {
   const lanes = [];
   const visit = (agent, depth, parent) => {
     const steps = agent.steps || [];
-    const models = [...new Set(steps.filter((s) => s.type === "model")
+    // a large trajectory's page (its agents' `steps` not loaded) says these of each agent
+    const paged = agent.step_count !== undefined;
+    const models = paged ? agent.models : [...new Set(steps.filter((s) => s.type === "model")
       .map((s) => s.metadata?.model_name || s.name).filter(Boolean))];
     lanes.push({
       agent, depth, parent, models,
-      failed: steps.filter(stepError).length,
+      stepCount: paged ? agent.step_count : steps.length,
+      failed: paged ? agent.failed_steps : steps.filter(stepError).length,
       inputTokens: num(agent.metrics_info?.input_tokens),
       outputTokens: num(agent.metrics_info?.output_tokens),
     });
@@ -102,6 +105,27 @@ export function stepLabel(step) {
 }
 
 /**
+ * The bars of `steps` on a lane's track (replacing those drawn before): a large trajectory's
+ * lanes show the steps of the rows in view, redrawn as the step table scrolls.
+ */
+export function drawBars(track, steps, range, onSelect) {
+  for (const bar of track.querySelectorAll(".bar")) bar.remove();
+  const rows = packRows(steps);
+  track.style.height = `${Math.max(rows.count, 1) * ROW_PX + 12}px`;
+  for (const step of steps) {
+    const failed = stepError(step);
+    const bar = h("button", {type: "button", tabindex: "-1",
+      class: `bar bar-${step.type}${failed ? " failed" : ""}`,
+      title: stepLabel(step), "aria-label": stepLabel(step),
+      dataset: {stepId: step.id}});
+    place(bar, step, range);
+    bar.style.top = `${6 + rows.of.get(step) * ROW_PX}px`;
+    bar.addEventListener("click", () => onSelect(step));
+    track.append(bar);
+  }
+}
+
+/**
  * The timeline element. `onSelect(step)` is called when a bar is clicked; bars are not in the
  * tab order (the step table below holds the keyboard-reachable buttons).
  */
@@ -122,7 +146,7 @@ export function timeline(model, onSelect) {
         h("strong", null, agent.name || "(agent)")),
       lane.parent ? h("div", {class: "small muted"}, `started by ${lane.parent.name}`) : null,
       h("div", {class: "small"},
-        `${(agent.steps || []).length} steps · ${fmtMs(stepDuration(agent))} · ` +
+        `${lane.stepCount} steps · ${fmtMs(stepDuration(agent))} · ` +
         `${fmtInt(lane.inputTokens)} → ${fmtInt(lane.outputTokens)} tok`,
         lane.failed ? h("span", {class: "failed-text"}, ` · ${lane.failed} failed`) : ""),
       lane.models.length ? h("div", {class: "small muted", title: "models"},
@@ -130,19 +154,8 @@ export function timeline(model, onSelect) {
     label.style.paddingLeft = `${4 + lane.depth * 14}px`;
     const track = h("div", {class: "lane-track"});
     track.append(place(h("div", {class: "agent-span"}), agent, range));
-    const rows = packRows(agent.steps || []);
-    track.style.height = `${Math.max(rows.count, 1) * ROW_PX + 12}px`;
-    for (const step of agent.steps || []) {
-      const failed = stepError(step);
-      const bar = h("button", {type: "button", tabindex: "-1",
-        class: `bar bar-${step.type}${failed ? " failed" : ""}`,
-        title: stepLabel(step), "aria-label": stepLabel(step),
-        dataset: {stepId: step.id}});
-      place(bar, step, range);
-      bar.style.top = `${6 + rows.of.get(step) * ROW_PX}px`;
-      bar.addEventListener("click", () => onSelect(step));
-      track.append(bar);
-    }
+    drawBars(track, agent.steps || [], range, onSelect);
+    lane.track = track;
     return h("div", {class: `lane depth-${Math.min(lane.depth, 4)}`, id: `lane-${agent.id}`,
       dataset: {agentId: agent.id}}, label, track);
   });

@@ -10,7 +10,7 @@ import {link, navigate, replaceParams} from "../router.js";
 import {append, badge, clear, fmtInt, fmtMs, fmtTime, h, notice, pre, truncate} from "../dom.js";
 import {graphBox, graphLegend, markNode} from "../graph.js";
 import {asText, payload} from "../payload.js";
-import {layout, stepDuration, stepError, stepLabel, stepStart, timeline} from "../timeline.js";
+import {drawBars, layout, stepDuration, stepError, stepLabel, stepStart, timeline} from "../timeline.js";
 import {loadScores, runScores, scoreChip, scoreTable} from "../scores.js";
 
 const REFRESH_MS = 2000;
@@ -18,9 +18,18 @@ const TABS = [["timeline", "Timeline"], ["playback", "Playback"], ["graph", "Gra
   ["contract", "Contract"], ["cost", "Cost"], ["spans", "Span tree"], ["explain", "Explanation"],
   ["scores", "Scores"], ["revisions", "Revisions"]];
 
+// A trajectory of up to FIRST_PAGE steps comes in one page and is drawn whole; a larger one
+// (docs/large-traces.md) is drawn from its first page, its step table virtualized (only the rows
+// in view are in the DOM) and its further steps fetched a page of PAGE at a time as it scrolls.
+const FIRST_PAGE = 1000;
+const PAGE = 500;
+const ROW_PX = 28;
+const OVERSCAN = 10;
+
 async function fetchTrajectory(id, etag) {
-  const response = await request(`/api/v1/trajectories/${enc(id)}`,
-    {raw: true, headers: etag ? {"If-None-Match": etag} : {}});
+  const response = await request(`/api/v1/trajectories/${enc(id)}/steps`,
+    {raw: true, query: {offset: 0, limit: FIRST_PAGE},
+      headers: etag ? {"If-None-Match": etag} : {}});
   const meta = {status: response.headers.get("X-Trajectory-Status"),
     revision: response.headers.get("X-Trajectory-Revision"),
     normalizer: response.headers.get("X-Normalizer-Version"),
@@ -28,7 +37,56 @@ async function fetchTrajectory(id, etag) {
   if (response.status === 304) return {meta, unchanged: true};
   const body = await response.json().catch(() => ({}));
   if (!response.ok) throw new ApiError(response.status, body.detail);
-  return {meta, doc: body};
+  return fromPage(id, meta, body);
+}
+
+/** The view's data from the first page: the whole document when it holds every step. */
+function fromPage(traceId, meta, page) {
+  const head = {id: page.trace_id, root_step: page.root_step};
+  if (page.next_offset === null) {
+    // as GET /api/v1/trajectories/{id} sends it
+    const steps = page.steps.map(({offset, agent_step_id: agent, ...step}) => step);
+    head.agent_steps = page.agent_steps.map(({step_offset: from, step_count: count,
+      step_types: types, failed_steps: failed, models, ...agent}) =>
+      ({...agent, steps: steps.slice(from, from + count)}));
+    return {meta, doc: head};
+  }
+  head.agent_steps = page.agent_steps.map((agent) => ({...agent, steps: []}));
+  return {meta, doc: head, store: new StepStore(traceId, page)};
+}
+
+/** The steps of a large trajectory loaded so far, by offset; `ensure` fetches more. */
+class StepStore {
+  constructor(traceId, page) {
+    this.traceId = traceId;
+    this.total = page.total;
+    this.revision = page.revision;
+    this.steps = new Map();
+    this.pending = new Map();
+    this.listeners = [];
+    this.add(page);
+  }
+
+  add(page) {
+    for (const step of page.steps) this.steps.set(step.offset, step);
+    for (const listener of this.listeners) listener(page.steps);
+  }
+
+  get(offset) { return this.steps.get(offset); }
+
+  /** Fetch the pages holding these offsets (each page once). */
+  ensure(offsets) {
+    const pages = new Set(offsets.filter((o) => !this.steps.has(o)).map((o) => Math.floor(o / PAGE)));
+    return Promise.all([...pages].map((n) => {
+      if (!this.pending.has(n)) {
+        this.pending.set(n, get(`/api/v1/trajectories/${enc(this.traceId)}/steps`,
+          {offset: n * PAGE, limit: PAGE})
+          .then((page) => this.add(page))
+          .finally(() => this.pending.delete(n)));
+      }
+      return this.pending.get(n);
+    }));
+  }
 }
 
 export async function renderTrajectory(ctx) {
@@ -86,14 +144,26 @@ class TrajectoryView {
     this.tabCache = new Map();
   }
 
-  show({meta, doc}) {
+  show({meta, doc, store}) {
     // marks for bench/ui.py: how long the layout and the DOM take, apart from the fetch
     performance.mark("trajhub:render-start");
     this.meta = meta;
     this.doc = doc;
+    this.store = store || null;
     this.model = layout(doc);
     this.steps = this.model.lanes.flatMap((lane) => (lane.agent.steps || []).map((step) => ({step, lane})));
     this.stepById = new Map(this.steps.map((s) => [s.step.id, s]));
+    if (this.store) {
+      const laneOf = new Map(this.model.lanes.map((lane) => [lane.agent.id, lane]));
+      const index = (steps) => {
+        for (const step of steps) {
+          const lane = laneOf.get(step.agent_step_id);
+          if (lane) this.stepById.set(step.id, {step, lane});
+        }
+      };
+      index([...this.store.steps.values()]);
+      this.store.listeners.push(index);
+    }
     this.tabCache.clear();
     clear(this.el).append(this.header(), this.tabBar(), this.panel = h("div", {class: "tab-panel",
       role: "tabpanel", id: "tab-panel", "aria-labelledby": `tab-${this.tab}`}));
@@ -128,9 +198,7 @@ class TrajectoryView {
   header() {
     const root = this.doc.root_step || {};
     const metrics = root.metrics_info || {};
-    const failed = this.steps.filter(({step}) => stepError(step));
-    const models = this.steps.filter(({step}) => step.type === "model").length;
-    const tools = this.steps.filter(({step}) => step.type === "tool").length;
+    const {total, failed, models, tools} = this.counts();
     const rootError = root.basic_info?.error;
     const addStatus = h("span", {role: "status", class: "failed-text"});
     const cost = h("span", {id: "total-cost"}, "…");
@@ -157,13 +225,13 @@ class TrajectoryView {
         fact("Started", fmtTime(Number(root.basic_info?.started_at))),
         fact("Duration", fmtMs(root.basic_info?.duration)),
         fact("Agents", String(this.model.lanes.length)),
-        fact("Steps", `${this.steps.length} (${models} model · ${tools} tool)`),
+        fact("Steps", `${total} (${models} model · ${tools} tool)`),
         fact("Tokens", `${fmtInt(metrics.input_tokens)} in → ${fmtInt(metrics.output_tokens)} out`),
         fact("Cost", cost),
         fact("Model time", fmtMs(metrics.llm_duration)),
         fact("Tool time", fmtMs(metrics.tool_duration)),
-        fact("Failed steps", failed.length
-          ? h("span", {class: "failed-text"}, String(failed.length)) : "0"),
+        fact("Failed steps", failed
+          ? h("span", {class: "failed-text"}, String(failed)) : "0"),
         fact("Revision", `${this.meta.revision ?? "?"} · normalizer ${this.meta.normalizer ?? "?"}`),
         fact("Scores", h("span", {id: "run-scores"}, "…"))),
       rootError ? h("p", {class: "error-box", role: "note"},
@@ -180,6 +248,20 @@ class TrajectoryView {
           }},
         h("label", {for: "compare-with"}, "Compare with…"), other, candidates,
         h("button", {type: "submit"}, "Compare"))));
+  }
+
+  /** The run's step counts: from its steps, or a large run's from its agents' counts. */
+  counts() {
+    if (!this.store) {
+      return {total: this.steps.length,
+        failed: this.steps.filter(({step}) => stepError(step)).length,
+        models: this.steps.filter(({step}) => step.type === "model").length,
+        tools: this.steps.filter(({step}) => step.type === "tool").length};
+    }
+    const agents = this.doc.agent_steps;
+    const sum = (f) => agents.reduce((n, agent) => n + (f(agent) || 0), 0);
+    return {total: this.store.total, failed: sum((a) => a.failed_steps),
+      models: sum((a) => a.step_types.model), tools: sum((a) => a.step_types.tool)};
   }
 
   tabBar() {
@@ -224,7 +306,7 @@ class TrajectoryView {
     }
     this.panel.append(h("p", {class: "muted"}, "Loading…"));
     try {
-      if (!this.tabCache.has(key)) this.tabCache.set(key, await TAB_LOADERS[key](this.traceId));
+      if (!this.tabCache.has(key)) this.tabCache.set(key, await TAB_LOADERS[key](this.traceId, this));
       if (!this.ctx.alive() || this.tab !== key) return;
       clear(this.panel).append(TAB_RENDERERS[key](this.tabCache.get(key), this));
     } catch (error) {
@@ -263,7 +345,7 @@ class TrajectoryView {
       href: link("/graph", {agent: first})}, `The graph of ${first}'s last 500 runs`)) : null;
     return h("div", {class: "timeline-layout"},
       h("div", {class: "timeline-main"}, el, graphLegend(), status, many,
-        this.model.lanes.length ? timeline(this.model, select) : null, this.stepTable(select)),
+        this.model.lanes.length ? timeline(this.model, select) : null, this.stepList(select)),
       this.detail);
   }
 
@@ -272,11 +354,9 @@ class TrajectoryView {
       tabindex: "-1"}, h("p", {class: "muted"},
       "Select a step (click a bar or a step name) to see its payloads."));
     const select = (step) => this.select(step.id, true);
-    const table = this.stepTable(select);
+    const lanes = this.model.lanes.length ? timeline(this.model, select) : this.rootOnly();
     return h("div", {class: "timeline-layout"},
-      h("div", {class: "timeline-main"},
-        this.model.lanes.length ? timeline(this.model, select) : this.rootOnly(),
-        legend(), table),
+      h("div", {class: "timeline-main"}, lanes, legend(), this.stepList(select)),
       this.detail);
   }
 
@@ -292,39 +372,49 @@ class TrajectoryView {
       h("h3", null, "Output"), payload(root.output, "messages"));
   }
 
+  /** The step table: whole, or a large run's virtualized. */
+  stepList(onSelect) {
+    return this.store ? this.virtualTable(onSelect) : this.stepTable(onSelect);
+  }
+
+  groupRow(lane) {
+    const agent = lane.agent;
+    return h("tr", {class: "group"}, h("th", {colspan: 7, scope: "rowgroup"},
+      "↳ ".repeat(lane.depth), agent.name, h("span", {class: "muted"},
+        ` · ${lane.stepCount} steps · ${fmtMs(stepDuration(agent))} · ` +
+        `${fmtInt(lane.inputTokens)} → ${fmtInt(lane.outputTokens)} tokens`),
+      h("span", {class: "step-scores", dataset: {scoresOf: agent.id}})));
+  }
+
+  stepRow(step, i, onSelect) {
+    const t0 = this.model.start;
+    const error = stepError(step);
+    const nested = step.type === "agent" || step.type === "graph";
+    const tokens = step.type === "model" && step.model_info
+      ? `${fmtInt(step.model_info.input_tokens)} → ${fmtInt(step.model_info.output_tokens)}` : "";
+    return h("tr", {class: error ? "failed" : null, dataset: {stepId: step.id}},
+      h("td", {class: "num muted"}, String(i + 1)),
+      h("td", null, h("span", {class: `type type-${step.type}`}, step.type)),
+      h("td", null, h("button", {type: "button", class: "link step-button",
+        "aria-label": stepLabel(step), onclick: () => onSelect(step)}, step.name || "(unnamed)"),
+      nested ? h("span", {class: "muted small"}, " (nested agent, own lane)") : "",
+      h("span", {class: "step-scores", dataset: {scoresOf: step.id}})),
+      h("td", {class: "num"}, `+${fmtMs(stepStart(step) - t0)}`),
+      h("td", {class: "num"}, fmtMs(stepDuration(step))),
+      h("td", {class: "num"}, tokens),
+      h("td", null, error ? h("span", {class: "failed-text"},
+        `✗ failed: ${error.msg || `code ${error.code}`}`) : h("span", {class: "muted"}, "ok")));
+  }
+
   stepTable(onSelect) {
     const body = h("tbody");
-    const t0 = this.model.start;
     for (const lane of this.model.lanes) {
-      const agent = lane.agent;
-      body.append(h("tr", {class: "group"}, h("th", {colspan: 7, scope: "rowgroup"},
-        "↳ ".repeat(lane.depth), agent.name, h("span", {class: "muted"},
-          ` · ${(agent.steps || []).length} steps · ${fmtMs(stepDuration(agent))} · ` +
-          `${fmtInt(lane.inputTokens)} → ${fmtInt(lane.outputTokens)} tokens`),
-        h("span", {class: "step-scores", dataset: {scoresOf: agent.id}}))));
-      (agent.steps || []).forEach((step, i) => {
-        const error = stepError(step);
-        const nested = step.type === "agent" || step.type === "graph";
-        const tokens = step.type === "model" && step.model_info
-          ? `${fmtInt(step.model_info.input_tokens)} → ${fmtInt(step.model_info.output_tokens)}` : "";
-        body.append(h("tr", {class: error ? "failed" : null, dataset: {stepId: step.id}},
-          h("td", {class: "num muted"}, String(i + 1)),
-          h("td", null, h("span", {class: `type type-${step.type}`}, step.type)),
-          h("td", null, h("button", {type: "button", class: "link step-button",
-            "aria-label": stepLabel(step), onclick: () => onSelect(step)}, step.name || "(unnamed)"),
-          nested ? h("span", {class: "muted small"}, " (nested agent, own lane)") : "",
-          h("span", {class: "step-scores", dataset: {scoresOf: step.id}})),
-          h("td", {class: "num"}, `+${fmtMs(stepStart(step) - t0)}`),
-          h("td", {class: "num"}, fmtMs(stepDuration(step))),
-          h("td", {class: "num"}, tokens),
-          h("td", null, error ? h("span", {class: "failed-text"},
-            `✗ failed: ${error.msg || `code ${error.code}`}`) : h("span", {class: "muted"}, "ok"))));
-      });
+      body.append(this.groupRow(lane));
+      (lane.agent.steps || []).forEach((step, i) => body.append(this.stepRow(step, i, onSelect)));
     }
     const table = h("table", {class: "grid steps", id: "step-table"},
       h("caption", {class: "sr-only"}, "Steps per agent"),
-      h("thead", null, h("tr", null, ["#", "Type", "Step", "Start", "Duration", "Tokens (in → out)",
-        "Status"].map((c) => h("th", {scope: "col"}, c)))), body);
+      h("thead", null, h("tr", null, STEP_COLUMNS.map((c) => h("th", {scope: "col"}, c)))), body);
     // j / k (or arrow keys on a step button) move through the steps
     table.addEventListener("keydown", (event) => {
       const move = {ArrowDown: 1, ArrowUp: -1, j: 1, k: -1}[event.key];
@@ -335,6 +425,120 @@ class TrajectoryView {
       if (next) { next.focus(); next.click(); }
     });
     return table;
+  }
+
+  /**
+   * A large run's step table: every agent's group row and steps, of which only the rows in
+   * view (and OVERSCAN more each side) are in the DOM, at a fixed row height; steps not loaded
+   * yet are fetched as they come into view. The lanes show the bars of the steps in view.
+   */
+  virtualTable(onSelect) {
+    const lanes = this.model.lanes;
+    const starts = [];
+    let rows = 0;
+    for (const lane of lanes) {
+      starts.push(rows);
+      rows += 1 + lane.stepCount;
+    }
+    /** Row r: its lane, and its step's index in the lane (-1: the lane's group row). */
+    const rowAt = (r) => {
+      let lo = 0;
+      let hi = lanes.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (starts[mid] <= r) lo = mid; else hi = mid - 1;
+      }
+      return {lane: lanes[lo], index: r - starts[lo] - 1};
+    };
+    const columns = () => h("colgroup", null, STEP_WIDTHS.map((w) => h("col", {style: {width: w}})));
+    const head = h("table", {class: "grid steps virtual", "aria-hidden": "true"}, columns(),
+      h("thead", null, h("tr", null, STEP_COLUMNS.map((c) => h("th", {scope: "col"}, c)))));
+    const body = h("tbody");
+    const table = h("table", {class: "grid steps virtual", id: "step-table",
+      "aria-label": `Steps per agent: ${this.store.total} steps; rows load as you scroll`,
+      "aria-rowcount": String(rows)}, columns(), body);
+    const spacer = h("div", {class: "virtual-spacer"});
+    spacer.style.height = `${rows * ROW_PX}px`;
+    const box = h("div", {class: "virtual-steps", id: "step-scroller"}, spacer, table);
+    box.style.height = `${Math.min(rows * ROW_PX + 2, 600)}px`;
+    let queued = false;
+    const draw = () => {
+      queued = false;
+      const height = box.clientHeight || 600;
+      const first = Math.max(0, Math.floor(box.scrollTop / ROW_PX) - OVERSCAN);
+      const last = Math.min(rows, Math.ceil((box.scrollTop + height) / ROW_PX) + OVERSCAN);
+      const out = [];
+      const missing = [];
+      const shown = new Map();
+      for (let r = first; r < last; r++) {
+        const {lane, index} = rowAt(r);
+        let row;
+        if (index < 0) {
+          row = this.groupRow(lane);
+        } else {
+          const step = this.store.get(lane.agent.step_offset + index);
+          if (step) {
+            row = this.stepRow(step, index, onSelect);
+            if (!shown.has(lane)) shown.set(lane, []);
+            shown.get(lane).push(step);
+          } else {
+            missing.push(lane.agent.step_offset + index);
+            row = h("tr", {class: "loading"}, h("td", {class: "num muted"}, String(index + 1)),
+              h("td", {colspan: 6, class: "muted"}, "loading…"));
+          }
+        }
+        row.dataset.row = String(r);
+        row.setAttribute("aria-rowindex", String(r + 1));
+        out.push(row);
+      }
+      body.replaceChildren(...out);
+      table.style.transform = `translateY(${first * ROW_PX}px)`;
+      for (const lane of lanes) {
+        if (lane.track) drawBars(lane.track, shown.get(lane) || [], this.model, onSelect);
+      }
+      if (this.selected) {
+        for (const el of this.panel.querySelectorAll(`[data-step-id="${CSS.escape(this.selected)}"]`)) {
+          el.classList.add("selected");
+        }
+      }
+      this.fillScores(body);
+      if (missing.length) {
+        this.store.ensure(missing).then(() => {
+          if (this.ctx.alive() && box.isConnected) draw();
+        }).catch((error) => console.warn("steps:", error));
+      }
+    };
+    box.addEventListener("scroll", () => {
+      if (!queued) { queued = true; requestAnimationFrame(draw); }
+    });
+    // j / k (or arrow keys on a step button) move through the steps, scrolling as they go
+    table.addEventListener("keydown", (event) => {
+      const move = {ArrowDown: 1, ArrowUp: -1, j: 1, k: -1}[event.key];
+      if (!move || !event.target.classList.contains("step-button")) return;
+      event.preventDefault();
+      let r = Number(event.target.closest("tr").dataset.row) + move;
+      if (r >= 0 && r < rows && rowAt(r).index < 0) r += move;
+      if (r < 0 || r >= rows) return;
+      if (r * ROW_PX < box.scrollTop) box.scrollTop = r * ROW_PX;
+      if ((r + 1) * ROW_PX > box.scrollTop + box.clientHeight) {
+        box.scrollTop = (r + 1) * ROW_PX - box.clientHeight;
+      }
+      draw();
+      const next = body.querySelector(`tr[data-row="${r}"] .step-button`);
+      if (next) { next.focus(); next.click(); }
+    });
+    draw();
+    requestAnimationFrame(() => { if (box.isConnected) draw(); });
+    return h("div", {class: "virtual-table"}, head, box);
+  }
+
+  /** The scores of the rows just drawn. */
+  fillScores(body) {
+    if (!this.scores) return;
+    for (const cell of body.querySelectorAll(".step-scores")) {
+      cell.replaceChildren(...this.scores.filter((s) => s.step_id === cell.dataset.scoresOf)
+        .map(scoreChip));
+    }
   }
 
   select(stepId, fromUser) {
@@ -354,6 +558,9 @@ class TrajectoryView {
     }
   }
 }
+
+const STEP_COLUMNS = ["#", "Type", "Step", "Start", "Duration", "Tokens (in → out)", "Status"];
+const STEP_WIDTHS = ["6%", "8%", "34%", "12%", "10%", "14%", "16%"];
 
 function fact(term, value) {
   return h("div", null, h("dt", null, term), h("dd", null, value));
@@ -410,7 +617,11 @@ const TAB_LOADERS = {
   playback: loadEvents,
   contract: loadContract,
   cost: loadCost,
-  spans: (id) => get(`/api/v1/traces/${enc(id)}`, {view: "tree"}),
+  spans: (id, view) => (view.store
+    // a large trace: its first spans, flat (docs/large-traces.md)
+    ? get(`/api/v1/traces/${enc(id)}/spans`, {limit: FIRST_PAGE})
+      .then((page) => ({spans: page.items, total: page.total}))
+    : get(`/api/v1/traces/${enc(id)}`, {view: "tree"})),
   explain: (id) => get(`/api/v1/trajectories/${enc(id)}/explain`),
   revisions: (id) => get(`/api/v1/trajectories/${enc(id)}/revisions`),
   scores: loadScores,
@@ -442,8 +653,11 @@ function spanNode(span) {
 function spanTree(data) {
   const count = (spans) => spans.reduce((n, s) => n + 1 + count(s.children || []), 0);
   return h("div", {class: "span-tree", id: "span-tree"},
-    h("p", {class: "muted"}, `${count(data.spans)} spans as received, children under their ` +
-      "parents. Open a span for its attributes."),
+    h("p", {class: "muted"}, data.total !== undefined
+      ? `The first ${data.spans.length} of ${data.total} spans as received, in start order. ` +
+        "Open a span for its attributes."
+      : `${count(data.spans)} spans as received, children under their ` +
+        "parents. Open a span for its attributes."),
     h("ul", null, data.spans.map(spanNode)));
 }
 

@@ -1,0 +1,66 @@
+"""Reads of a trajectory in pages (migration 0061, normalizers/pages.py): its row, and either its
+head and the chunks a page needs (a large trajectory) or its whole document (any other)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import orjson
+
+from trajhub.storage.database import Connection
+from trajhub.storage.sql import in_trace_partition
+from trajhub.storage.stored_documents import DOCUMENT, HAS_DOCUMENT, unpack
+
+
+@dataclass(frozen=True)
+class PagedRead:
+    status: str
+    revision: int
+    normalizer_version: str
+    derivation_error: str | None
+    #: false: the derivation failed (`derivation_error` says why); nothing else is read
+    derived: bool
+    #: a large trajectory's head (normalizers/pages.py), else None
+    head: dict[str, Any] | None = None
+    #: the chunks read, by chunk number (0 holds the first CHUNK_STEPS steps)
+    chunks: dict[int, list[Any]] = field(default_factory=dict)
+    #: the whole document, when the trajectory is not stored in chunks
+    document: dict[str, Any] | None = None
+
+
+def _loads(stored: bytes) -> Any:
+    return orjson.loads(unpack(stored) or "null")
+
+
+async def read(conn: Connection, project: str, trace_id: str,
+               wanted: Callable[[dict[str, Any]], Iterable[int]]) -> PagedRead | None:
+    """The trajectory as of one snapshot: its head and the chunks `wanted(head)` names, or its
+    document when it has no chunks. None: no trajectory of this trace."""
+    async with conn.transaction(isolation="repeatable_read", readonly=True):
+        row = await conn.fetchrow(
+            f"SELECT t.status, t.revision, t.normalizer_version, t.derivation_error, "
+            f"{HAS_DOCUMENT} AS derived, c.body AS head FROM trajectories t "
+            "LEFT JOIN trajectory_chunks c ON c.project = t.project "
+            "AND c.trace_id = t.trace_id AND c.chunk = 0 "
+            f"WHERE t.project = $1 AND t.trace_id = $2 AND {in_trace_partition('t.')}",
+            project, trace_id)
+        if row is None:
+            return None
+        base = PagedRead(row["status"], int(row["revision"]), row["normalizer_version"],
+                         row["derivation_error"], bool(row["derived"]))
+        if not base.derived:
+            return base
+        if row["head"] is None:
+            document = await conn.fetchval(
+                f"SELECT {DOCUMENT} FROM trajectories WHERE project = $1 AND trace_id = $2 "
+                f"AND {in_trace_partition()}", project, trace_id)
+            return replace(base, document=_loads(document))
+        head = _loads(row["head"])
+        numbers = sorted(set(wanted(head)))
+        rows = await conn.fetch(
+            "SELECT chunk, body FROM trajectory_chunks WHERE project = $1 AND trace_id = $2 "
+            "AND chunk = ANY($3::integer[])", project, trace_id, [n + 1 for n in numbers])
+    chunks = {int(r["chunk"]) - 1: _loads(r["body"]) for r in rows}
+    return replace(base, head=head, chunks=chunks)
