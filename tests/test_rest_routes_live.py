@@ -132,6 +132,14 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     r("get", "/api/v1/traces/{trace_id}", c.get(f"/api/v1/traces/{'0' * 31}1"))
     r("get", "/api/v1/traces/{trace_id}/spans/{span_id}",
       c.get(f"/api/v1/traces/{a_id}/spans/{a_root}"))
+    # a trace's spans in pages: a first page with a cursor, the next one, a bad cursor
+    page = r("get", "/api/v1/traces/{trace_id}/spans",
+             c.get(f"/api/v1/traces/{a_id}/spans", params={"limit": 2})).json()
+    assert page["next_cursor"], page
+    r("get", "/api/v1/traces/{trace_id}/spans", c.get(
+        f"/api/v1/traces/{a_id}/spans", params={"cursor": page["next_cursor"]}))
+    r("get", "/api/v1/traces/{trace_id}/spans", c.get(
+        f"/api/v1/traces/{a_id}/spans", params={"cursor": "bad"}))
     r("get", "/api/v1/files/{key}", c.get(f"/api/v1/files/{file_key}"))
     r("get", "/api/v1/files/{key}", c.get("/api/v1/files/no-such-file"))
 
@@ -140,6 +148,14 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
                                            params={"count": "true", "agent": "planner"}))
     r("get", "/api/v1/trajectories", c.get("/api/v1/trajectories", params={"start": "soon"}))
     r("get", "/api/v1/trajectories/{trace_id}", c.get(f"/api/v1/trajectories/{a_id}"))
+    # a trajectory's steps and events in pages, and an offset past the end
+    for params in ({"limit": 2}, {"offset": 2, "limit": 2}, {"offset": 99}):
+        r("get", "/api/v1/trajectories/{trace_id}/steps",
+          c.get(f"/api/v1/trajectories/{a_id}/steps", params=params))
+        r("get", "/api/v1/trajectories/{trace_id}/events",
+          c.get(f"/api/v1/trajectories/{a_id}/events", params=params))
+    r("get", "/api/v1/trajectories/{trace_id}/steps",
+      c.get(f"/api/v1/trajectories/{a_id}/steps", params={"limit": 0}))
     for suffix in ("explain", "item-draft", "revisions", "cost", "contract", "events",
                    "tool-results", "graph"):
         r("get", f"/api/v1/trajectories/{{trace_id}}/{suffix}",

@@ -112,5 +112,5 @@ def test_a_trajectory_page_waits_for_a_trace_that_has_not_arrived(server: Server
         finish(server, project, trace, root)
         expect(page.locator(".timeline .lane-name")).to_have_text(["supervisor"],
                                                                   timeout=20_000)
-        ui.assert_clean({(404, f"/api/v1/trajectories/{trace.hex()}"),
+        ui.assert_clean({(404, f"/api/v1/trajectories/{trace.hex()}/steps"),
                          (404, "/api/v1/projects")})

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
 
 from trajhub.evaluators.compare import RunMetrics, compare
 from trajhub.evaluators.pricing import Prices, StepCost, run_cost
@@ -354,7 +355,13 @@ async def load_run(rt: Runtime, project: str, trace_id: str) -> LoadedRun:
     async with rt.db.acquire() as conn:
         rows = await replay_reads.documents(conn, project, [trace_id])
     row = rows.get(trace_id)
-    return LoadedRun(trace_id, row, _usable(trace_id, project, row))
+
+    def parse() -> LoadedRun:
+        return LoadedRun(trace_id, row, _usable(trace_id, project, row))
+
+    # a large run's document takes seconds to parse and play back (docs/large-traces.md): off
+    # the event loop, so that other requests (a first page) are answered meanwhile
+    return await run_in_threadpool(parse)
 
 
 class NDJSONResponse(Response):
@@ -482,9 +489,9 @@ async def events(
     prices = prices_for(rt.settings)
     if limit is None and offset == 0:
         run = await load_run(rt, project, trace_id)
-        costs = run_cost(prices, run.events).steps
-        return NDJSONResponse(_ndjson(run.events, costs, prices),
-                              headers=_revision_headers(run))
+        body = await run_in_threadpool(
+            lambda: _ndjson(run.events, run_cost(prices, run.events).steps, prices))
+        return NDJSONResponse(body, headers=_revision_headers(run))
     trace_id = trace_id_param(trace_id)
     count = MAX_OFFSET if limit is None else limit
 

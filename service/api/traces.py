@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
+from starlette.concurrency import run_in_threadpool
 
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.service import stored_spans
@@ -122,25 +123,34 @@ async def get_trace(
             conn, sorted({r.resource_id for r in rows if r.resource_id is not None}))
         stored = (await trajectory_reads.explanation(conn, project, trace_id)
                   if view == "trajectory" and format == "json" else None)
-    if format == "otlp":
-        return model_response(OtlpTrace, otlp_json(to_otlp_request(rows, envelopes)))
-    if format == "cozeloop":
-        return model_response(CozeLoopTrace, {"spans": [
-            orjson.loads(stored_spans.body(r)) for r in rows if r.format == FORMAT_COZELOOP]})
-    views = [span_view(s) for s in to_model(rows, envelopes)]
-    if view == "trajectory":
+    if view == "trajectory" and format == "json":
         if stored is None:
             raise HTTPException(404, f"no trajectory for trace {trace_id} in project "
                                      f"{project!r} (yet)")
         if stored.explanation is None:
             raise HTTPException(422, "trajectory could not be derived: "
                                      f"{stored.derivation_error}")
-        explanation = orjson.loads(stored.explanation)
-        return model_response(TraceSpans, {"trace_id": trace_id,
-                                           "spans": trajectory_nodes(explanation, views)})
-    if view == "flat":
-        return model_response(TraceSpans, {"trace_id": trace_id, "spans": views})
-    return model_response(TraceSpans, {"trace_id": trace_id, "spans": span_tree(views)})
+
+    def answer_body() -> Response:
+        if format == "otlp":
+            return model_response(OtlpTrace, otlp_json(to_otlp_request(rows, envelopes)))
+        if format == "cozeloop":
+            return model_response(CozeLoopTrace, {"spans": [
+                orjson.loads(stored_spans.body(r)) for r in rows
+                if r.format == FORMAT_COZELOOP]})
+        views = [span_view(s) for s in to_model(rows, envelopes)]
+        if view == "trajectory":
+            assert stored is not None and stored.explanation is not None
+            explanation = orjson.loads(stored.explanation)
+            return model_response(TraceSpans, {"trace_id": trace_id,
+                                               "spans": trajectory_nodes(explanation, views)})
+        if view == "flat":
+            return model_response(TraceSpans, {"trace_id": trace_id, "spans": views})
+        return model_response(TraceSpans, {"trace_id": trace_id, "spans": span_tree(views)})
+
+    # a large trace's spans take seconds to decode and check (docs/large-traces.md): off the
+    # event loop, so that other requests (a first page) are answered meanwhile
+    return await run_in_threadpool(answer_body)
 
 
 @router.get("/traces/{trace_id}/spans", summary="A page of a trace's spans, in start order",

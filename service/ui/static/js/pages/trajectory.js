@@ -202,8 +202,16 @@ class TrajectoryView {
     const rootError = root.basic_info?.error;
     const addStatus = h("span", {role: "status", class: "failed-text"});
     const cost = h("span", {id: "total-cost"}, "…");
-    loadCost(this.traceId).then((data) => cost.replaceChildren(costNode(data.run)))
+    const showCost = () => loadCost(this.traceId)
+      .then((data) => cost.replaceChildren(costNode(data.run)))
       .catch((error) => { cost.textContent = `unavailable (${error.message})`; });
+    if (this.store) {
+      // pricing a large run reads its whole document (seconds): on demand
+      cost.replaceChildren(h("button", {type: "button", class: "link", id: "load-cost",
+        onclick: () => { cost.textContent = "…"; showCost(); }}, "compute"));
+    } else {
+      showCost();
+    }
     const other = h("input", {id: "compare-with", type: "text", size: 34, spellcheck: "false",
       required: true, pattern: "[0-9a-fA-F]{32}", title: "a trace id: 32 hex digits",
       placeholder: "trace id of the other run", list: "compare-candidates"});
