@@ -15,6 +15,7 @@ import pytest
 
 from tests.harness import ServerProcess, final_trajectory
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from trajhub.client import TrajhubClient
 
 PB = {"content-type": "application/x-protobuf"}
 T0 = 1_700_000_000_000_000_000
@@ -223,3 +224,21 @@ def test_unknown_trace_is_a_404(server: ServerProcess, runs: dict[str, Any]) -> 
         assert _get(server, runs, url).status_code == 404
     assert _get(server, runs, f"/api/v1/trajectories/{missing}/events",
                 limit=5).status_code == 404
+
+
+def test_python_client_pages_steps_spans_and_events(server: ServerProcess,
+                                                    runs: dict[str, Any]) -> None:
+    large = runs["large"]
+    with TrajhubClient(server.http, project=runs["project"], timeout=60) as hub:
+        steps = list(hub.iter_trajectory_steps(large["trace_id"], page_size=400))
+        assert [s["id"] for s in steps] == large["steps"]
+        spans = list(hub.iter_trace_spans(large["trace_id"], page_size=700))
+        assert [s["span_id"] for s in spans] == large["spans"]
+        page = hub.events(large["trace_id"], offset=STEPS - 10, limit=50)
+        assert [e["step_id"] for e in page.events] == large["steps"][-10:]
+        assert page.total == STEPS and page.next_offset is None
+        first = hub.events(large["trace_id"], limit=5)
+        assert first.next_offset == 5 and [e["seq"] for e in first.events] == list(range(5))
+        whole = hub.events(runs["small"]["trace_id"])
+        assert [e["step_id"] for e in whole.events] == runs["small"]["steps"]
+        assert whole.total == 3 and whole.next_offset is None

@@ -233,6 +233,18 @@ class TrajhubClient:
                                          params={"view": view, "format": format})
         return out
 
+    def trace_spans(self, trace_id: str, *, limit: int = 100, cursor: str | None = None
+                    ) -> Page[dict[str, Any]]:
+        """A page of the trace's spans in start order (`total`: the trace's span count)."""
+        return self._page(f"/traces/{trace_id}/spans", lambda item: dict(item),
+                          {"limit": limit, "cursor": cursor})
+
+    def iter_trace_spans(self, trace_id: str, *, page_size: int = 1000
+                         ) -> Iterator[dict[str, Any]]:
+        """Every span of the trace in start order, a page at a time."""
+        return self._all(lambda cursor: self.trace_spans(trace_id, limit=page_size,
+                                                         cursor=cursor))
+
     # --- trajectories --------------------------------------------------------------------
 
     def list_trajectories(self, *, limit: int = 50, cursor: str | None = None,
@@ -286,6 +298,24 @@ class TrajhubClient:
         return StoredTrajectory(
             trace_id, self._decode(response), response.headers.get("x-trajectory-status", ""),
             int(response.headers.get("x-trajectory-revision", "0")))
+
+    def trajectory_steps(self, trace_id: str, *, offset: int = 0, limit: int = 100
+                         ) -> dict[str, Any]:
+        """A page of the trajectory's steps with the rest of its document (`root_step`, the
+        agents without their steps, `total`, `next_offset`): docs/large-traces.md."""
+        out: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/steps",
+                                         params={"offset": offset, "limit": limit})
+        return out
+
+    def iter_trajectory_steps(self, trace_id: str, *, page_size: int = 1000
+                              ) -> Iterator[dict[str, Any]]:
+        """Every step of the trajectory in document order, a page at a time (each step with
+        its `offset` and `agent_step_id`)."""
+        offset: int | None = 0
+        while offset is not None:
+            page = self.trajectory_steps(trace_id, offset=offset, limit=page_size)
+            yield from page["steps"]
+            offset = page["next_offset"]
 
     def trajectory_atif(self, trace_id: str) -> dict[str, Any]:
         """The trajectory as one ATIF-v1.8 document (docs/atif.md)."""
@@ -502,14 +532,22 @@ class TrajhubClient:
 
     # --- replay and regression -------------------------------------------------------------
 
-    def events(self, trace_id: str) -> RunEvents:
-        """Playback: the run's step events in the order they happened (NDJSON on the wire)."""
-        response = self._send("GET", f"/trajectories/{trace_id}/events")
+    def events(self, trace_id: str, *, offset: int = 0, limit: int | None = None
+               ) -> RunEvents:
+        """Playback: the run's step events in the order they happened (NDJSON on the wire);
+        with `limit`, a page of them from `offset` (`total`, `next_offset` say where the rest
+        is; docs/large-traces.md)."""
+        params = {"offset": offset, "limit": limit} if limit is not None or offset else {}
+        response = self._send("GET", f"/trajectories/{trace_id}/events",
+                              params={k: v for k, v in params.items() if v is not None})
+        events = [orjson.loads(line) for line in response.content.splitlines() if line.strip()]
+        total = response.headers.get("x-total-count")
+        following = response.headers.get("x-next-offset")
         return RunEvents(
-            trace_id, [orjson.loads(line) for line in response.content.splitlines()
-                       if line.strip()],
-            response.headers.get("x-trajectory-status", ""),
-            int(response.headers.get("x-trajectory-revision", "0")))
+            trace_id, events, response.headers.get("x-trajectory-status", ""),
+            int(response.headers.get("x-trajectory-revision", "0")),
+            int(total) if total is not None else len(events),
+            int(following) if following is not None else None)
 
     def contract(self, trace_id: str) -> dict[str, Any]:
         """What the run was: models, sampling, prompt and tool hashes, versions; each value

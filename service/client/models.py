@@ -164,6 +164,10 @@ class RunEvents:
     events: list[dict[str, Any]]
     status: str
     revision: int
+    #: how many events the run has (more than `events` for a page)
+    total: int = 0
+    #: a page's: the `offset` of the next page; None on the last (or when all were asked for)
+    next_offset: int | None = None
 
 
 @dataclass(frozen=True)
