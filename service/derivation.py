@@ -115,11 +115,13 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
     user_text, answer = run_texts(s.root_input, s.root_output)
     explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
     document = trajectory_to_dict(d.trajectory)
+    text = orjson.dumps(document, option=orjson.OPT_SORT_KEYS)  # trajectory_to_json's bytes
+    chunks = _chunks(document, d.trajectory)
+    del document  # a large run's biggest object: not kept while its text is compressed
     return TrajectoryWrite(
         project=project, trace_id=trace_id, settle_at=settle_at, root_ended=root_ended(spans),
-        document=pack(pg_text(orjson.dumps(document, option=orjson.OPT_SORT_KEYS).decode())),
-        explanation=pack(pg_text(explanation)), warnings=pg_texts(d.warnings),
-        chunks=_chunks(document, d.trajectory),
+        document=pack(pg_text(text.decode())),
+        explanation=pack(pg_text(explanation)), warnings=pg_texts(d.warnings), chunks=chunks,
         values=_written(TRAJECTORY_SUMMARY, s, {
             "normalizer_version": NORMALIZER_VERSION, "derivation_error": None,
             "model_usage": orjson.dumps(model_usage(d.trajectory)).decode(),
