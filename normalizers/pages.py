@@ -7,13 +7,14 @@ of `agent_steps[1]`, and so on; a step's *offset* is its position in that order.
 the document without its steps: `root_step`, each agent entry without `steps` but with
 `step_offset` and `step_count` (where its steps start in the flat order, how many),
 `step_types` (count by type), `failed_steps` and `models` (the model steps' distinct
-models), the flat
-total, and for playback the events' order (`events`: per event, the offset of its step and the
-index of its activation in `activations`, each an [agent step id, agent name, agent path]).
+models), and the flat total. The *playback order* says, per event in playback order, the offset
+of its step (`event_steps`) and its agent activation (`event_activations`, an index into
+`activations`: [agent step id, agent name, agent path]); two lists of integers, not a list per
+event, so that reading it allocates two objects, not one per step.
 
-The derivation stores a large trajectory (`PAGED_FROM` steps or more) as its head and its flat
-steps in chunks of `CHUNK_STEPS` (storage/step_chunks.py), besides the whole document; a
-smaller one is paged from its document by the same functions (`head_and_steps`).
+The derivation stores a large trajectory (`PAGED_FROM` steps or more) as its head, its playback
+order and its flat steps in chunks of `CHUNK_STEPS` (storage/step_chunks.py), besides the whole
+document; a smaller one is paged from its document by the same functions (`head_and_steps`).
 """
 
 from __future__ import annotations
@@ -36,9 +37,11 @@ PAGED_FROM = 1000
 
 @dataclass(frozen=True)
 class Split:
-    """A document as its head and its flat steps in chunks (chunk k: offsets k·CHUNK_STEPS …)."""
+    """A document as its head, its playback order and its flat steps in chunks (chunk k: offsets
+    k·CHUNK_STEPS …)."""
 
     head: dict[str, Any]
+    order: dict[str, Any]
     chunks: list[list[Any]]
 
 
@@ -74,20 +77,22 @@ def head_and_steps(document: Mapping[str, Any]) -> tuple[dict[str, Any], list[An
 
 
 def split(document: Mapping[str, Any], trajectory: Trajectory) -> Split:
-    """`document` (the dict of `trajectory`, `trajectory_to_dict`) as head and chunks, the head
-    with the playback order of `trajectory`'s steps."""
+    """`document` (the dict of `trajectory`, `trajectory_to_dict`) as head, playback order and
+    chunks."""
     head, steps = head_and_steps(document)
     offset = {id(step): n for n, step in
               enumerate(s for agent in trajectory.agent_steps for s in agent.steps)}
     activations: dict[tuple[str, str, tuple[str, ...]], int] = {}
-    events: list[list[int]] = []
+    event_steps: list[int] = []
+    event_activations: list[int] = []
     for placed in event_order(trajectory):
         key = (placed.agent.id, placed.agent.name, placed.agent_path)
-        events.append([offset[id(placed.step)], activations.setdefault(key, len(activations))])
-    head["events"] = events
-    head["activations"] = [[i, name, list(path)] for i, name, path in activations]
+        event_steps.append(offset[id(placed.step)])
+        event_activations.append(activations.setdefault(key, len(activations)))
+    order = {"event_steps": event_steps, "event_activations": event_activations,
+             "activations": [[i, name, list(path)] for i, name, path in activations]}
     chunks = [steps[k:k + CHUNK_STEPS] for k in range(0, len(steps), CHUNK_STEPS)]
-    return Split(head, chunks)
+    return Split(head, order, chunks)
 
 
 def chunk_range(offset: int, limit: int, total: int) -> range:
@@ -117,17 +122,20 @@ def page_steps(head: Mapping[str, Any], chunks: Mapping[int, Sequence[Any]], off
     return out
 
 
-def event_chunks(head: Mapping[str, Any], offset: int, limit: int) -> set[int]:
+def event_chunks(order: Mapping[str, Any], offset: int, limit: int) -> set[int]:
     """The chunks holding the steps of the events at positions [offset, offset + limit)."""
-    return {step // CHUNK_STEPS for step, _ in head["events"][offset:offset + limit]}
+    return {step // CHUNK_STEPS for step in order["event_steps"][offset:offset + limit]}
 
 
-def page_events(head: Mapping[str, Any], chunks: Mapping[int, Sequence[Any]], offset: int,
+def page_events(order: Mapping[str, Any], chunks: Mapping[int, Sequence[Any]], offset: int,
                 limit: int) -> list[StepEvent]:
     """The playback events at positions [offset, offset + limit), as `step_events` of the whole
     document gives them."""
     out = []
-    for seq, (step, activation) in enumerate(head["events"][offset:offset + limit], offset):
-        agent_id, name, path = head["activations"][activation]
+    end = offset + limit
+    pairs = zip(order["event_steps"][offset:end], order["event_activations"][offset:end],
+                strict=True)
+    for seq, (step, activation) in enumerate(pairs, offset):
+        agent_id, name, path = order["activations"][activation]
         out.append(step_event(seq, parse_step(at(chunks, step)), name, agent_id, tuple(path)))
     return out

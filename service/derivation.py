@@ -90,13 +90,14 @@ def failed_trajectory(project: str, trace_id: str, settle_at: datetime, error: B
 
 
 def _chunks(document: dict[str, Any], trajectory: Trajectory) -> list[bytes]:
-    """A large trajectory's head and step chunks as stored (normalizers/pages.py), each as
-    the document is: deterministic JSON (trajectory_to_json's), fit for PostgreSQL text."""
+    """A large trajectory's playback order, head and step chunks as stored (chunks -1, 0, 1, …:
+    storage/step_chunks.py), each as the document is: deterministic JSON (trajectory_to_json's),
+    fit for PostgreSQL text."""
     if sum(len(a.steps) for a in trajectory.agent_steps) < PAGED_FROM:
         return []
     parts = split(document, trajectory)
     return [pack(pg_text(orjson.dumps(part, option=orjson.OPT_SORT_KEYS).decode())) or b""
-            for part in (parts.head, *parts.chunks)]
+            for part in (parts.order, parts.head, *parts.chunks)]
 
 
 def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at: datetime

@@ -116,8 +116,9 @@ class TrajectoryWrite(NamedTuple):
     document: bytes | None
     explanation: bytes | None
     warnings: Sequence[str]
-    #: a large trajectory's head and step chunks, compressed (normalizers/pages.py, migration
-    #: 0061); empty for the others, which are paged from their document
+    #: a large trajectory's playback order, head and step chunks, compressed
+    #: (storage/step_chunks.py, migration 0061); empty for the others, which are paged from
+    #: their document
     chunks: Sequence[bytes]
     #: every written column of TRAJECTORY_SUMMARY by name (`trajhub.records.write_values`)
     values: Mapping[str, Any]
@@ -214,8 +215,9 @@ async def store(conn: Connection, traces: Sequence[TraceWrite],
                                [trajectory_args(_searched(t)) for t in trajectories])
         await conn.execute(_DELETE_CHUNKS, [t.project for t in trajectories],
                            [t.trace_id for t in trajectories])
+        # numbered from -1 (storage/step_chunks.py: the playback order, the head, the steps)
         chunked = [(t.project, t.trace_id, n, body) for t in trajectories
-                   for n, body in enumerate(t.chunks)]
+                   for n, body in enumerate(t.chunks, -1)]
         if chunked:
             await conn.execute(_INSERT_CHUNKS, *(list(c) for c in zip(*chunked, strict=True)))
 

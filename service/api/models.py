@@ -323,7 +323,8 @@ class TraceSpanPage(BaseModel):
     model_config = example_config({"trace_id": TRACE_ID, "total": 1, "items": [SPAN_EXAMPLE],
                                    "next_cursor": None})
     trace_id: str
-    total: int = Field(description="how many spans the trace has")
+    total: int = Field(description="how many spans the trace has: its `span_count` in the "
+                       "trace list, which the derivation updates moments after spans arrive")
     items: list[SpanView]
     next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
                                     "the last")

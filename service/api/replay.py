@@ -495,13 +495,14 @@ async def events(
     trace_id = trace_id_param(trace_id)
     count = MAX_OFFSET if limit is None else limit
 
-    def wanted(head: dict[str, Any]) -> set[int]:
-        return pages.event_chunks(head, offset, count)
+    def wanted(head: object, order: dict[str, Any] | None) -> set[int]:
+        assert order is not None
+        return pages.event_chunks(order, offset, count)
 
-    read = await paged_read(rt, project, trace_id, wanted)
-    if read.head is not None:
-        total = len(read.head["events"])
-        page = pages.page_events(read.head, read.chunks, offset, count)
+    read = await paged_read(rt, project, trace_id, wanted, order=True)
+    if read.order is not None:
+        total = len(read.order["event_steps"])
+        page = pages.page_events(read.order, read.chunks, offset, count)
     else:
         assert read.document is not None
         every = step_events(read.document)

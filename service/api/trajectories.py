@@ -141,7 +141,7 @@ async def trajectory_steps(
     whole document. An offset at or past `total` gives an empty page."""
     trace_id = trace_id_param(trace_id)
 
-    def wanted(head: dict[str, Any]) -> range:
+    def wanted(head: dict[str, Any], order: object) -> range:
         return pages.chunk_range(offset, limit, int(head["step_total"]))
 
     read = await paged_read(rt, project, trace_id, wanted)

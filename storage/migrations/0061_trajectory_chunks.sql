@@ -1,6 +1,6 @@
 -- Large trajectories in pages (issue 20, docs/large-traces.md): a trajectory of many steps is
--- also stored as its head (chunk 0: the document without its steps, and the playback order)
--- and its steps in chunks of 500 (chunk k ≥ 1), each compressed like the document
+-- also stored as its playback order (chunk -1), its head (chunk 0: the document without its
+-- steps) and its steps in chunks of 500 (chunk k ≥ 1), each compressed like the document
 -- (storage/compression.py). A page of steps or events then reads the head and a chunk or two,
 -- not the whole document. The derivation rewrites a trajectory's chunks in the transaction
 -- that stores its document (storage/derivation_store.py), so the two always agree.
