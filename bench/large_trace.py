@@ -96,13 +96,16 @@ def body(spans: list[Span]) -> bytes:
 
 
 class RssSampler:
-    """The summed resident memory of trajhub's processes, every 0.2 s, and its peak."""
+    """The summed resident memory of trajhub's processes, every 0.2 s, and its peak; and each
+    process's own peak above its first sample, by role (bench/memory.py's `role`)."""
 
     def __init__(self, server: Server) -> None:
         import psutil
 
         self.root = psutil.Process(server.proc.pid)
         self.peak = 0
+        self.first: dict[int, int] = {}
+        self.growth: dict[int, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -110,8 +113,18 @@ class RssSampler:
         total = 0
         for p in (self.root, *self.root.children(recursive=True)):
             with contextlib.suppress(Exception):  # a process that just exited
-                total += p.memory_info().rss
+                rss = p.memory_info().rss
+                total += rss
+                first = self.first.setdefault(p.pid, rss)
+                self.growth[p.pid] = max(self.growth.get(p.pid, 0), rss - first)
         return total
+
+    def roles(self) -> str:
+        """The processes that grew most, e.g. `derivation worker +600 MiB`."""
+        from memory import role
+
+        grown = sorted(self.growth.items(), key=lambda g: -g[1])[:4]
+        return ", ".join(f"{role(pid, self.root.pid)} +{g / 2**20:,.0f}" for pid, g in grown)
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
@@ -241,6 +254,7 @@ def main() -> int:
               f"and paging {paged_peak / 2**20:,.0f} MiB (+{(paged_peak - before) / 2**20:,.0f}),"
               f" peak with the exports {rss.peak / 2**20:,.0f} MiB "
               f"(+{(rss.peak - before) / 2**20:,.0f}), after {after / 2**20:,.0f} MiB")
+        print(f"  grew most (MiB, own peak over its first sample): {rss.roles()}")
         if screens:
             print(f"  web UI first screen (Chromium, navigation -> first rows and lanes): median "
                   f"{statistics.median(screens):,.0f} ms, min {min(screens):,.0f}, "

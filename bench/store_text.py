@@ -79,7 +79,8 @@ async def main() -> None:
     rng = random.Random(1)
     rows = []
     for r in records:
-        fixed = len(TrajectoryWrite._fields) - 1  # the columns before the summary's values
+        # the columns before the summary's values (the fields but `values` and `chunks`)
+        fixed = len(TrajectoryWrite._fields) - 2
         values = list(r.values())
         row = TrajectoryWrite(*values[:fixed], values=dict(zip(TRAJECTORY_COLUMNS[fixed:],
                                                                values[fixed:], strict=True)))

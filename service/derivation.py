@@ -30,6 +30,7 @@ from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 from trajhub.service.stored_spans import to_model
 from trajhub.storage import derivation_store, trace_reads
 from trajhub.storage.attribute_keys import trace_attribute_keys
+from trajhub.storage.compression import compress
 from trajhub.storage.database import Connection, RowMapping, is_transient
 from trajhub.storage.derivation_store import TraceWrite, TrajectoryWrite
 from trajhub.storage.pgtext import pg_text, pg_texts
@@ -81,7 +82,7 @@ def failed_trajectory(project: str, trace_id: str, settle_at: datetime, error: B
                       context: RunContext | None = None) -> TrajectoryWrite:
     """The row recording that this trace's trajectory could not be derived, and why."""
     context = context or RunContext(None, None, None)
-    return TrajectoryWrite(project, trace_id, settle_at, ended, None, None, [], (), _written(
+    return TrajectoryWrite(project, trace_id, settle_at, ended, None, None, [], _written(
         TRAJECTORY_SUMMARY, None, {
             "normalizer_version": NORMALIZER_VERSION,
             "derivation_error": pg_text(f"{type(error).__name__}: {error}")[:2000],
@@ -89,14 +90,18 @@ def failed_trajectory(project: str, trace_id: str, settle_at: datetime, error: B
             "session_id": context.session_id, "user_id": context.user_id}))
 
 
+# The document and its chunks are compressed from orjson's bytes as they are, not through
+# `pack(pg_text(…))` (decoded, NUL replaced, encoded again): JSON text holds no NUL (orjson
+# writes U+0000 as the escape \u0000, as JSON requires of control characters), so pg_text
+# changed nothing, and the two copies cost a 66 MiB document 132 MiB more at its peak.
 def _chunks(document: dict[str, Any], trajectory: Trajectory) -> list[bytes]:
     """A large trajectory's playback order, head and step chunks as stored (chunks -1, 0, 1, …:
     storage/step_chunks.py), each as the document is: deterministic JSON (trajectory_to_json's),
-    fit for PostgreSQL text."""
+    compressed."""
     if sum(len(a.steps) for a in trajectory.agent_steps) < PAGED_FROM:
         return []
     parts = split(document, trajectory)
-    return [pack(pg_text(orjson.dumps(part, option=orjson.OPT_SORT_KEYS).decode())) or b""
+    return [compress(orjson.dumps(part, option=orjson.OPT_SORT_KEYS))
             for part in (parts.order, parts.head, *parts.chunks)]
 
 
@@ -121,7 +126,7 @@ def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at
     del document  # a large run's biggest object: not kept while its text is compressed
     return TrajectoryWrite(
         project=project, trace_id=trace_id, settle_at=settle_at, root_ended=root_ended(spans),
-        document=pack(pg_text(text.decode())),
+        document=compress(text),
         explanation=pack(pg_text(explanation)), warnings=pg_texts(d.warnings), chunks=chunks,
         values=_written(TRAJECTORY_SUMMARY, s, {
             "normalizer_version": NORMALIZER_VERSION, "derivation_error": None,

@@ -116,12 +116,12 @@ class TrajectoryWrite(NamedTuple):
     document: bytes | None
     explanation: bytes | None
     warnings: Sequence[str]
+    #: every written column of TRAJECTORY_SUMMARY by name (`trajhub.records.write_values`)
+    values: Mapping[str, Any]
     #: a large trajectory's playback order, head and step chunks, compressed
     #: (storage/step_chunks.py, migration 0061); empty for the others, which are paged from
     #: their document
-    chunks: Sequence[bytes]
-    #: every written column of TRAJECTORY_SUMMARY by name (`trajhub.records.write_values`)
-    values: Mapping[str, Any]
+    chunks: Sequence[bytes] = ()
 
 
 _TRACE_VALUES = TRACE_SUMMARY.write_columns()

@@ -3,9 +3,10 @@
 which still reads back); trajectories stored before migration 0020 keep their text in
 `document_text` and `explanation_text` until derived again.
 
-Writers compress with `pack` (the deriving process, before its transaction); readers select
-`DOCUMENT` / `EXPLANATION` (either form, as bytes) and get the text back with `unpack`, the
-same bytes the API served before.
+Writers compress with `pack` (the deriving process, before its transaction; the document
+itself, orjson's bytes, goes to `compression.compress` as it is: service/derivation.py); readers
+select `DOCUMENT` / `EXPLANATION` (either form, as bytes) and get the text back with `unpack`,
+the same bytes the API served before.
 """
 
 from __future__ import annotations
