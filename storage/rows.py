@@ -193,6 +193,19 @@ TrajectoryStatus = Literal["open", "final"]
 
 
 @dataclass(frozen=True)
+class TrajectoryExportRow(Row):
+    """A trajectory with its document as stored (compressed bytes): the export sends it
+    decompressed, never decoded to text and encoded again (a large run's document is hundreds
+    of MiB as text: docs/large-traces.md)."""
+
+    status: str
+    revision: int
+    normalizer_version: str
+    derivation_error: str | None
+    document: bytes | None = field(metadata=sql(DOCUMENT))
+
+
+@dataclass(frozen=True)
 class TrajectoryRow(Row):
     status: TrajectoryStatus
     revision: int

@@ -13,6 +13,7 @@ from trajhub.storage.database import Connection
 from trajhub.storage.rows import (
     ExplanationRow,
     TrajectoryDocumentRow,
+    TrajectoryExportRow,
     TrajectoryRow,
     TrajectorySummaryRow,
 )
@@ -205,6 +206,14 @@ async def trajectory(conn: Connection, project: str, trace_id: str
         f"SELECT {TrajectoryRow.columns()} FROM trajectories "
         f"WHERE project = $1 AND trace_id = $2 AND {in_trace_partition()}", project, trace_id)
     return TrajectoryRow.from_record(row) if row is not None else None
+
+
+async def trajectory_export(conn: Connection, project: str, trace_id: str
+                            ) -> TrajectoryExportRow | None:
+    row = await conn.fetchrow(
+        f"SELECT {TrajectoryExportRow.columns()} FROM trajectories "
+        f"WHERE project = $1 AND trace_id = $2 AND {in_trace_partition()}", project, trace_id)
+    return TrajectoryExportRow.from_record(row) if row is not None else None
 
 
 async def explanation(conn: Connection, project: str, trace_id: str

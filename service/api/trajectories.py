@@ -50,7 +50,7 @@ from trajhub.service.ingest.bodies import read_body, require_media
 from trajhub.service.ingest.decode import cozeloop_batch, decompress, otlp_batch, parse_otlp
 from trajhub.service.prices import prices_for, summary_cost
 from trajhub.service.stored_spans import batch_spans
-from trajhub.storage import derivation_store, trajectory_reads
+from trajhub.storage import compression, derivation_store, trajectory_reads
 
 router = APIRouter(prefix="/api/v1", tags=["trajectories"],
                    dependencies=ROUTER_CHECKS, responses=ERRORS)
@@ -106,7 +106,7 @@ async def get_trajectory(
     """An `open` trajectory (spans may still arrive) is served as it stands."""
     trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
-        row = await trajectory_reads.trajectory(conn, project, trace_id)
+        row = await trajectory_reads.trajectory_export(conn, project, trace_id)
     if row is None:
         raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
                                  "(yet)")
@@ -118,7 +118,9 @@ async def get_trajectory(
         return json_response({"detail": detail}, 422, headers)
     if if_none_match == headers["ETag"]:
         return Response(status_code=304, headers=headers)
-    return Response(row.document.encode(), media_type=JSON, headers=headers)
+    # the stored bytes, decompressed (zstd releases the GIL: off the event loop)
+    body = await run_in_threadpool(compression.decompress, row.document)
+    return Response(body, media_type=JSON, headers=headers)
 
 
 @router.get(
