@@ -468,14 +468,16 @@ async def contract(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
     responses={200: {"model": StepEventView,
                      "description": "One StepEventView per line, in the order the steps "
                      "started. Headers: `ETag` / `X-Trajectory-Revision` (the trajectory "
-                     "revision the events come from), `X-Trajectory-Status`; with `limit`, "
-                     "also `X-Total-Count` (the run's events) and, unless this is the last "
-                     "page, `X-Next-Offset` (pass as `offset` for the next page).",
+                     "revision the events come from), `X-Trajectory-Status`; with `offset` or "
+                     "`limit`, also `X-Total-Count` (the run's events) and, unless this is the "
+                     "last page, `X-Next-Offset` (pass as `offset` for the next page).",
                      "headers": {
-                         "X-Total-Count": {"description": "with `limit`: how many events the "
-                                           "run has", "schema": {"type": "integer"}},
-                         "X-Next-Offset": {"description": "with `limit`, unless the page is "
-                                           "the last: the `offset` of the next page",
+                         "X-Total-Count": {"description": "with `offset` or `limit`: how many "
+                                           "events the run has",
+                                           "schema": {"type": "integer"}},
+                         "X-Next-Offset": {"description": "with `offset` or `limit`, unless "
+                                           "the page is the last: the `offset` of the next "
+                                           "page",
                                            "schema": {"type": "integer"}}}},
                404: {"description": "No spans of this trace yet"},
                422: {"description": "The trajectory could not be derived"}},
