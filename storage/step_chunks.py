@@ -33,9 +33,12 @@ class PagedRead:
     chunks: dict[int, list[Any]] = field(default_factory=dict)
     #: the whole document, when the trajectory is not stored in chunks
     document: dict[str, Any] | None = None
+    #: with `raw`: the chunks read as stored (compressed; `loads` reads one), by chunk number
+    stored: dict[int, bytes] = field(default_factory=dict)
 
 
-def _loads(stored: bytes) -> Any:
+def loads(stored: bytes) -> Any:
+    """A chunk's (or the document's) content, from its stored bytes."""
     return orjson.loads(unpack(stored) or "null")
 
 
@@ -44,10 +47,10 @@ ORDER, HEAD = -1, 0
 
 async def read(conn: Connection, project: str, trace_id: str,
                wanted: Callable[[dict[str, Any], dict[str, Any] | None], Iterable[int]],
-               order: bool = False) -> PagedRead | None:
+               order: bool = False, raw: bool = False) -> PagedRead | None:
     """The trajectory as of one snapshot: its head (and its playback order with `order`) and
-    the step chunks `wanted(head, order)` names, or its document when it has no chunks. None:
-    no trajectory of this trace."""
+    the step chunks `wanted(head, order)` names (left compressed with `raw`: to read one at a
+    time), or its document when it has no chunks. None: no trajectory of this trace."""
     async with conn.transaction(isolation="repeatable_read", readonly=True):
         rows = await conn.fetch(
             f"SELECT t.status, t.revision, t.normalizer_version, t.derivation_error, "
@@ -68,12 +71,15 @@ async def read(conn: Connection, project: str, trace_id: str,
             document = await conn.fetchval(
                 f"SELECT {DOCUMENT} FROM trajectories WHERE project = $1 AND trace_id = $2 "
                 f"AND {in_trace_partition()}", project, trace_id)
-            return replace(base, document=_loads(document))
-        head = _loads(bodies[HEAD])
-        playback = _loads(bodies[ORDER]) if order else None
+            return replace(base, document=loads(document))
+        head = loads(bodies[HEAD])
+        playback = loads(bodies[ORDER]) if order else None
         numbers = sorted(set(wanted(head, playback)))
         chunk_rows = await conn.fetch(
             "SELECT chunk, body FROM trajectory_chunks WHERE project = $1 AND trace_id = $2 "
             "AND chunk = ANY($3::integer[])", project, trace_id, [n + 1 for n in numbers])
-    chunks = {int(r["chunk"]) - 1: _loads(r["body"]) for r in chunk_rows}
+    if raw:
+        return replace(base, head=head, order=playback,
+                       stored={int(r["chunk"]) - 1: r["body"] for r in chunk_rows})
+    chunks = {int(r["chunk"]) - 1: loads(r["body"]) for r in chunk_rows}
     return replace(base, head=head, order=playback, chunks=chunks)

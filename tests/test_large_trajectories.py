@@ -7,6 +7,7 @@ names are the script's own."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import httpx
@@ -16,6 +17,7 @@ import pytest
 from tests.harness import ServerProcess, final_trajectory
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.client import TrajhubClient
+from trajhub.normalizers.playback import step_events
 
 PB = {"content-type": "application/x-protobuf"}
 T0 = 1_700_000_000_000_000_000
@@ -170,6 +172,12 @@ def test_event_pages_are_the_whole_playback_in_pieces(server: ServerProcess,
             assert offset == len(paged)
     assert paged == whole
     assert [e["seq"] for e in paged] == list(range(len(whole)))
+    # the large run's events come from its chunks: the same as the document's playback
+    from_document = step_events(runs[run]["document"])
+    assert [(e["step_id"], e["agent"], e["agent_path"], e["arguments_hash"], e["tokens"])
+            for e in whole] == [(e.step_id, e.agent, list(e.agent_path), e.arguments_hash,
+                                 asdict(e.tokens) if e.tokens else None)
+                                for e in from_document]
 
 
 def test_span_pages_follow_the_cursor_to_the_last_span(server: ServerProcess,

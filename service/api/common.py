@@ -347,11 +347,11 @@ Offset = Annotated[int, Query(ge=0, le=INT32_MAX, description="the position of t
 
 async def paged_read(rt: Runtime, project: str, trace_id: str,
                      wanted: Callable[[dict[str, Any], dict[str, Any] | None], Iterable[int]],
-                     order: bool = False) -> step_chunks.PagedRead:
+                     order: bool = False, raw: bool = False) -> step_chunks.PagedRead:
     """The trajectory's row and what a page of it needs (storage/step_chunks.py): 404 when
     there is none yet, 422 when it could not be derived."""
     async with rt.db.acquire() as conn:
-        read = await step_chunks.read(conn, project, trace_id, wanted, order)
+        read = await step_chunks.read(conn, project, trace_id, wanted, order, raw)
     if read is None:
         raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
                                  "(yet)")

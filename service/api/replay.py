@@ -4,11 +4,13 @@ contract, the raw spans), so it follows the trajectory's revisions."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
@@ -41,7 +43,7 @@ from trajhub.service.api.models import ERRORS, NOT_FOUND, CostView, example_conf
 from trajhub.service.prices import cost_json, prices_for
 from trajhub.service.runtime import Runtime
 from trajhub.service.stored_spans import iso_time, to_model
-from trajhub.storage import replay_reads
+from trajhub.storage import replay_reads, step_chunks
 
 # every route here reads runs or evaluations that may not exist (404)
 router = APIRouter(prefix="/api/v1", tags=["replay"], dependencies=ROUTER_CHECKS,
@@ -468,16 +470,15 @@ async def contract(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
     responses={200: {"model": StepEventView,
                      "description": "One StepEventView per line, in the order the steps "
                      "started. Headers: `ETag` / `X-Trajectory-Revision` (the trajectory "
-                     "revision the events come from), `X-Trajectory-Status`; with `offset` or "
-                     "`limit`, also `X-Total-Count` (the run's events) and, unless this is the "
-                     "last page, `X-Next-Offset` (pass as `offset` for the next page).",
+                     "revision the events come from), `X-Trajectory-Status`, `X-Total-Count` "
+                     "(the run's events) and, with `limit` unless this is the last page, "
+                     "`X-Next-Offset` (pass as `offset` for the next page). Without `limit`, "
+                     "a large run's events are streamed.",
                      "headers": {
-                         "X-Total-Count": {"description": "with `offset` or `limit`: how many "
-                                           "events the run has",
+                         "X-Total-Count": {"description": "how many events the run has",
                                            "schema": {"type": "integer"}},
-                         "X-Next-Offset": {"description": "with `offset` or `limit`, unless "
-                                           "the page is the last: the `offset` of the next "
-                                           "page",
+                         "X-Next-Offset": {"description": "with `limit`, unless the page is "
+                                           "the last: the `offset` of the next page",
                                            "schema": {"type": "integer"}}}},
                404: {"description": "No spans of this trace yet"},
                422: {"description": "The trajectory could not be derived"}},
@@ -487,33 +488,64 @@ async def events(
     limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE, description="a page of at most this "
                                        "many events from `offset` (docs/large-traces.md); "
                                        "without it, every event from `offset` on")] = None,
-) -> NDJSONResponse:
+) -> Response:
     prices = prices_for(rt.settings)
-    if limit is None and offset == 0:
-        run = await load_run(rt, project, trace_id)
-        body = await run_in_threadpool(
-            lambda: _ndjson(run.events, run_cost(prices, run.events).steps, prices))
-        return NDJSONResponse(body, headers=_revision_headers(run))
     trace_id = trace_id_param(trace_id)
     count = MAX_OFFSET if limit is None else limit
+    # without `limit`, a large run's events are streamed a page at a time from its chunks,
+    # each read when its page needs it: the whole playback is hundreds of MiB as objects
+    stream = limit is None
 
     def wanted(head: object, order: dict[str, Any] | None) -> set[int]:
         assert order is not None
         return pages.event_chunks(order, offset, count)
 
-    read = await paged_read(rt, project, trace_id, wanted, order=True)
-    if read.order is not None:
+    read = await paged_read(rt, project, trace_id, wanted, order=True, raw=stream)
+    headers = {"ETag": f'"{read.revision}"', "X-Trajectory-Status": read.status,
+               "X-Trajectory-Revision": str(read.revision)}
+    if read.order is None:
+        assert read.document is not None
+        document = read.document
+
+        def whole_page() -> tuple[int, bytes, int]:
+            every = step_events(document)
+            page = every[offset:offset + count]
+            return len(every), _ndjson(page, run_cost(prices, page).steps, prices), len(page)
+
+        # a document's playback takes long for a large one: off the event loop
+        total, body, shown = await run_in_threadpool(whole_page)
+    elif stream:
+        order = read.order
+        total = len(order["event_steps"])
+        headers["X-Total-Count"] = str(total)
+        return StreamingResponse(_streamed(order, read.stored, offset, prices),
+                                 media_type=NDJSONResponse.media_type, headers=headers)
+    else:
         total = len(read.order["event_steps"])
         page = pages.page_events(read.order, read.chunks, offset, count)
-    else:
-        assert read.document is not None
-        every = step_events(read.document)
-        total, page = len(every), every[offset:offset + count]
-    headers = {"ETag": f'"{read.revision}"', "X-Trajectory-Status": read.status,
-               "X-Trajectory-Revision": str(read.revision), "X-Total-Count": str(total)}
-    if offset + len(page) < total:
-        headers["X-Next-Offset"] = str(offset + len(page))
-    return NDJSONResponse(_ndjson(page, run_cost(prices, page).steps, prices), headers=headers)
+        body, shown = _ndjson(page, run_cost(prices, page).steps, prices), len(page)
+    headers["X-Total-Count"] = str(total)
+    if offset + shown < total:
+        headers["X-Next-Offset"] = str(offset + shown)
+    return NDJSONResponse(body, headers=headers)
+
+
+#: events per streamed piece of a whole playback
+STREAM_PAGE = 1000
+
+
+def _streamed(order: dict[str, Any], stored: dict[int, bytes], offset: int, prices: Prices
+              ) -> Iterator[bytes]:
+    """A large run's events from `offset` on as NDJSON, a page at a time; each page parses
+    the chunks it needs (keeping those the next page needs again), so memory stays that of a
+    page. Starlette runs this iterator off the event loop."""
+    parsed: dict[int, Any] = {}
+    for start in range(offset, len(order["event_steps"]), STREAM_PAGE):
+        needed = pages.event_chunks(order, start, STREAM_PAGE)
+        parsed = {n: parsed[n] if n in parsed else step_chunks.loads(stored[n])
+                  for n in needed}
+        page = pages.page_events(order, parsed, start, STREAM_PAGE)
+        yield _ndjson(page, run_cost(prices, page).steps, prices)
 
 
 def _ndjson(events: list[StepEvent], costs: dict[str, StepCost], prices: Prices) -> bytes:
