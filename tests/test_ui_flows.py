@@ -127,6 +127,15 @@ def test_list_filter_open_failed_step_and_add_to_dataset(server: ServerProcess,
         expect(failed_row).to_contain_text("divide")
         ui.shot("03-trajectory")
 
+        # the run as an ATIF file: the scenario's three tools, in the order the model asked
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Download ATIF").click()
+        atif = json.loads(Path(download.value.path()).read_text())
+        assert atif["schema_version"] == "ATIF-v1.8"
+        called = [call["function_name"] for step in atif["steps"]
+                  for call in step.get("tool_calls", [])]
+        assert called == ["get_weather", "add", "divide"], called
+
         # open the failed tool step: its error and its arguments, formatted
         failed_row.get_by_role("button").click()
         detail = page.locator("#step-detail")

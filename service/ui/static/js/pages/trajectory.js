@@ -3,7 +3,7 @@
 // history and the scores (the run's in the header, a step's next to that step);
 // "Add to dataset" with editable expectations; "Compare with…" another run.
 
-import {ApiError, enc, get, patch, post, request} from "../api.js";
+import {ApiError, download, enc, get, patch, post, request} from "../api.js";
 import {costNode} from "../cost.js";
 import {contractView, costView, loadContract, loadCost, loadEvents, playbackView} from "../replay.js";
 import {link, navigate, replaceParams} from "../router.js";
@@ -249,6 +249,12 @@ class TrajectoryView {
           onclick: () => addToDataset(this.traceId).catch((error) => {
             addStatus.textContent = `Cannot add to a dataset: ${error.message}`;
           })}, "Add to dataset…"), addStatus,
+        // ATIF (docs/atif.md): the interchange format Harbor defined and Phoenix imports
+        h("button", {type: "button", id: "download-atif", title: "This run as one ATIF-v1.8 " +
+          "document (Agent Trajectory Interchange Format)", onclick: () => download(
+            `/api/v1/trajectories/${enc(this.traceId)}/atif`, null, `${this.traceId}.atif.json`,
+          ).catch((error) => { addStatus.textContent = `Cannot export: ${error.message}`; })},
+        "Download ATIF"),
         h("form", {class: "inline compare-form", "aria-label": "Compare with another run",
           onsubmit: (event) => {
             event.preventDefault();
