@@ -242,6 +242,9 @@ class _Trace:
     def children(self, span: Span) -> Sequence[Span]:
         return tuple(self._children.get(span.span_id, ()))
 
+    def all_spans(self) -> Sequence[Span]:
+        return tuple(self.ordered)
+
     def subtree_end_ns(self, span: Span) -> int:
         """The latest end of `span` and all its descendants (parents are acyclic by now)."""
         end = span.end_ns

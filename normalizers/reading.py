@@ -77,6 +77,10 @@ class TraceView(Protocol):
 
     def children(self, span: Span) -> Sequence[Span]: ...
 
+    def all_spans(self) -> Sequence[Span]:
+        """Every span of the trace, in start order (for spans whose parent link says nothing)."""
+        ...
+
 
 class Convention(Protocol):
     name: str

@@ -17,7 +17,16 @@ model span of some versions carry no `traceloop.*` key (docs/conventions.md §1.
   `{"args": ["<argument JSON>"]}` and its output as the bare ToolMessage (or the handoff's
   `Command`), and names the tool span after the tool's class (`DynamicStructuredTool`): the
   tool's name is the one on the ToolMessage it returned (for a handoff, on the tool message its
-  Command adds). It sends every span as a trace of its own (no parent span ids).
+  Command adds). A failed tool returns none: its name and call id are those of the call with its
+  arguments in the state the innermost chain run around it received (the model's request).
+- Traceloop JS starts every span as a child of whatever span is active, ignoring LangChain's
+  parent run: under the SDK's `withWorkflow` (`<name>.workflow`, the run's root) every span of
+  the run is a direct child of that span; without it, every span is a trace of its own. So its
+  chain runs (`workflow <class>`: graphs, nodes and runnables alike, named by class) give no
+  structure and are not steps; the run's steps are its model and tool calls, in start order.
+  The SDK never ends the workflow span of a run that raised (it ends it only when the wrapped
+  promise resolves), so such a trace has no root span: the outermost chain run, the earliest,
+  becomes the root, and carries the run's error.
 - No reasoning tokens are recorded by the LangChain instrumentation (other traceloop packages use
   `gen_ai.usage.reasoning_tokens`, read when present). Successful spans stay UNSET; a failed task
   may only say `gen_ai.task.status=failure`.
@@ -25,6 +34,7 @@ model span of some versions carry no `traceloop.*` key (docs/conventions.md §1.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from trajhub.normalizers.attrs import dig, get_int, get_str, parse_json, span_error, to_str
@@ -34,6 +44,12 @@ from trajhub.normalizers.model import Span
 from trajhub.normalizers.reading import ErrorInfo, SpanReading, StepKind, TraceView
 
 SCOPES = ("opentelemetry.instrumentation.langchain", "opentelemetry.instrumentation.langgraph")
+#: Traceloop JS's LangChain instrumentation (its spans' parents are the active span, not the run's)
+JS_SCOPE = "@traceloop/instrumentation-langchain"
+#: Traceloop's Node SDK (`withWorkflow` / `withTask` / ... spans)
+SDK_SCOPE = "@traceloop/node-server-sdk"
+#: what the SDK records as the input of a wrapped function called without arguments
+_NO_ARGUMENTS = {"args": [], "kwargs": {}}
 _KIND = "traceloop.span.kind"
 _OP = "gen_ai.operation.name"
 _PROPS = "traceloop.association.properties."
@@ -92,6 +108,85 @@ def _command_tool_message(text: str) -> Any:
     return None
 
 
+def _ai_messages(state: object) -> list[Any]:
+    """The lc-serialised AI messages of a LangGraph state `{"messages": [...]}`, in order."""
+    messages = dig(state, "messages")
+    out = []
+    for message in messages if isinstance(messages, list) else []:
+        kwargs = dig(message, "kwargs")
+        if dig(message, "id", -1) == "AIMessage" and isinstance(kwargs, dict):
+            out.append(kwargs)
+    return out
+
+
+def _requested_call(span: Span, trace: TraceView, arguments: str) -> tuple[str, str]:
+    """(name, call id) of the tool call a Traceloop JS tool span ran, from the state of the
+    innermost chain run around it (the ToolNode's input: the model's request is its last AI
+    message with tool calls), matched by arguments; ("", "") unless exactly one call matches."""
+    wanted = parse_json(arguments)
+    for chain in _js_chains_around(span, trace):
+        for message in reversed(_ai_messages(parse_json(_entity_input(chain)))):
+            calls = message.get("tool_calls")
+            if not isinstance(calls, list) or not calls:
+                continue
+            matching = [c for c in calls if isinstance(c, dict) and c.get("args") == wanted]
+            if len(matching) != 1:
+                return "", ""
+            return to_str(matching[0].get("name")), to_str(matching[0].get("id"))
+    return "", ""
+
+
+_AI_MESSAGES = frozenset({"AIMessage", "AIMessageChunk"})
+
+
+def _js_chains_around(span: Span, trace: TraceView) -> list[Span]:
+    """The Traceloop JS chain runs whose time spans `span`'s, innermost (latest) first: its
+    runs, as far as a flat trace can tell."""
+    around = [
+        s for s in trace.all_spans()
+        if s is not span and s.scope_name == JS_SCOPE and get_str(s.attributes, _KIND) == "workflow"
+        and s.start_ns <= span.start_ns and s.end_ns >= span.end_ns
+    ]
+    return sorted(around, key=lambda s: (s.start_ns, -s.end_ns), reverse=True)
+
+
+def _answer(span: Span, trace: TraceView) -> str:
+    """The lc-serialised AI message a Traceloop JS model span answered (it records only the
+    answer's text, not its tool calls): the output of the innermost chain run around it (the
+    agent's model call: the message, or a node update of that one message), when its text is
+    the span's; "" otherwise."""
+    parts = dig(parse_json(get_str(span.attributes, "gen_ai.output.messages")), 0, "parts")
+    if not isinstance(parts, list):
+        return ""
+    text = "".join(to_str(dig(p, "content")) for p in parts if dig(p, "type") == "text")
+    chains = _js_chains_around(span, trace)
+    if not chains:
+        return ""
+    value = parse_json(_entity_output(chains[0]))
+    messages = dig(value, "messages")
+    if isinstance(messages, list) and len(messages) == 1:
+        value = messages[0]
+    kwargs = dig(value, "kwargs")
+    if not isinstance(kwargs, dict) or dig(value, "id", -1) not in _AI_MESSAGES:
+        return ""
+    return json.dumps(value, ensure_ascii=False) if to_str(kwargs.get("content")) == text else ""
+
+
+def _outermost_js_run(span: Span, trace: TraceView) -> Span | None:
+    """The one Traceloop JS chain run under an SDK entity span that spans all its other
+    children (the graph run it wraps), or None (no such run, or several runs side by side)."""
+    children = trace.children(span)
+    chains = [
+        c for c in children
+        if c.scope_name == JS_SCOPE and get_str(c.attributes, _KIND) == "workflow"
+    ]
+    if not chains:
+        return None
+    outer = min(chains, key=lambda c: (c.start_ns, -c.end_ns))
+    inside = all(outer.start_ns <= c.start_ns and c.end_ns <= outer.end_ns for c in children)
+    return outer if inside else None
+
+
 class Traceloop:
     name = "traceloop"
 
@@ -110,7 +205,11 @@ class Traceloop:
         metadata: dict[str, str] = {"span_type": tl_kind or operation or request_type}
 
         kind = StepKind.OTHER
-        if tl_kind == "tool" or operation == "execute_tool":
+        js_chain = span.scope_name == JS_SCOPE and tl_kind == "workflow"
+        if js_chain:
+            rule = (f"{_KIND}=workflow from Traceloop JS: a chain run hung under the active span, "
+                    "not under its parent run (no structure)")
+        elif tl_kind == "tool" or operation == "execute_tool":
             kind, rule = StepKind.TOOL, f"{_KIND}=tool" if tl_kind else f"{_OP}=execute_tool"
         elif operation in MODEL_OPERATIONS or request_type in ("chat", "completion"):
             kind = StepKind.MODEL
@@ -144,6 +243,8 @@ class Traceloop:
             output_text = (
                 get_str(attrs, "gen_ai.output.messages", "gen_ai.completion") or output_text
             )
+            if span.scope_name == JS_SCOPE:
+                output_text = _answer(span, trace) or output_text
             usage = model_usage(attrs)
             model = model_name(attrs)
             if model:
@@ -161,13 +262,16 @@ class Traceloop:
             raw_out = get_str(attrs, "gen_ai.tool.call.result") or output_text
             input_text = _tool_input(raw_in)
             message = _tool_message(raw_out)
-            if name in _TOOL_CLASSES:
-                named = message if message is not None else _command_tool_message(raw_out)
-                name = (to_str(named.get("name")) if named is not None else "") or name
-            output_text = to_str(message.get("content")) if message is not None else raw_out
             returned = message if message is not None else _command_tool_message(raw_out)
+            requested = ("", "")
+            if span.scope_name == JS_SCOPE and returned is None:
+                requested = _requested_call(span, trace, input_text)
+            if name in _TOOL_CLASSES:
+                named = to_str(returned.get("name")) if returned is not None else requested[0]
+                name = named or name
+            output_text = to_str(message.get("content")) if message is not None else raw_out
             call_id = get_str(attrs, "gen_ai.tool.call.id") or (
-                to_str(returned.get("tool_call_id")) if returned is not None else ""
+                to_str(returned.get("tool_call_id")) if returned is not None else requested[1]
             )
             if not call_id and parent is not None:
                 # a failed tool returns no ToolMessage; its `tools` task input has the call
@@ -176,6 +280,14 @@ class Traceloop:
                 metadata["tool_call_id"] = call_id
             else:
                 warnings.append("tool call id not found")
+        elif span.scope_name == SDK_SCOPE and kind is StepKind.GRAPH:
+            # `withWorkflow(config, () => graph.invoke(...))`: the SDK records the wrapped
+            # function's arguments (none) and its resolved value in a serialisation of its own;
+            # the graph run it wraps has the run's input and output
+            outer = _outermost_js_run(span, trace)
+            if outer is not None and parse_json(input_text) == _NO_ARGUMENTS:
+                input_text = _entity_input(outer) or input_text
+                output_text = _entity_output(outer) or output_text
         elif _is_wrapper(span) and kind is StepKind.GRAPH:
             name = get_str(attrs, "gen_ai.agent.name") or span.name.removeprefix("invoke_agent ")
             # the wrapper records no content; its workflow child has the run's input/output
@@ -186,7 +298,7 @@ class Traceloop:
                     break
         elif kind is StepKind.GRAPH and tl_kind == "task":
             name = get_str(attrs, "gen_ai.task.name", "traceloop.entity.name") or span.name
-        elif kind is StepKind.GRAPH:
+        elif kind is StepKind.GRAPH or js_chain:
             name = get_str(attrs, "traceloop.workflow.name", "traceloop.entity.name") or span.name
 
         error = span_error(span)

@@ -144,6 +144,9 @@ class View:
     def children(self, span: Span) -> Sequence[Span]:
         return self._children.get(span.span_id, [])
 
+    def all_spans(self) -> Sequence[Span]:
+        return sorted(self.spans, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
+
 
 Skeleton = list[tuple[str, list[tuple[str, str, bool]]]]
 

@@ -78,6 +78,21 @@ async function setUp() {
     return { callbacks: [handler],
              finish: async () => { await handler.flush(); await handler.shutdown(); } };
   }
+  if (client === "traceloop_js") {
+    // As Traceloop documents it: its SDK's initialize() (which starts the OTel NodeSDK with
+    // Traceloop's span processor and @traceloop/instrumentation-langchain, patching both the CJS
+    // and the ESM @langchain/core CallbackManager), pointed at the receiver instead of
+    // api.traceloop.com; the run itself goes in withWorkflow (see `traced` below)
+    const traceloop = await import("@traceloop/node-server-sdk");
+    traceloop.initialize({ baseUrl: endpoint, apiKey: "tl_dummy_offline_key",
+                           appName: `capture-${client}`, traceloopSyncEnabled: false,
+                           silenceInitializationMessage: true });
+    // the instrumentation patches the ESM CallbackManager from a dynamic import(): let it land
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    return { callbacks: undefined,
+             traced: (fn) => traceloop.withWorkflow({ name: shape }, fn),
+             finish: async () => { await traceloop.forceFlush(); } };
+  }
   const { NodeTracerProvider, BatchSpanProcessor } = await import("otel2-sdk-trace-node");
   const { resourceFromAttributes } = await import("otel2-resources");
   const { OTLPTraceExporter } = await import("otel2-exporter-trace-otlp-proto");
@@ -89,26 +104,19 @@ async function setUp() {
     spanProcessors: [new BatchSpanProcessor(exporter)],
   });
   provider.register();
-  // both patch this module's CallbackManager, the one agents.mjs's @langchain/core uses
+  // it patches this module's CallbackManager, the one agents.mjs's @langchain/core uses
   const CallbackManagerModule = await import("@langchain/core/callbacks/manager");
-  if (client === "openinference_js") {
-    const { LangChainInstrumentation } = await import(
-      "@arizeai/openinference-instrumentation-langchain");
-    new LangChainInstrumentation({ tracerProvider: provider })
-      .manuallyInstrument(CallbackManagerModule);
-  } else {
-    const { LangChainInstrumentation } = await import("@traceloop/instrumentation-langchain");
-    const instrumentation = new LangChainInstrumentation({ traceContent: true });
-    instrumentation.setTracerProvider(provider);
-    instrumentation.manuallyInstrument({ callbackManagerModule: CallbackManagerModule });
-  }
+  const { LangChainInstrumentation } = await import(
+    "@arizeai/openinference-instrumentation-langchain");
+  new LangChainInstrumentation({ tracerProvider: provider })
+    .manuallyInstrument(CallbackManagerModule);
   return { callbacks: undefined,
            finish: async () => { await provider.forceFlush(); await provider.shutdown(); } };
 }
 
-const { callbacks, finish } = await setUp();
+const { callbacks, finish, traced = (fn) => fn() } = await setUp();
 try {
-  const out = await run(build(shape), shape, mode === "stream", callbacks);
+  const out = await traced(() => run(build(shape), shape, mode === "stream", callbacks));
   console.log("final answer:", out.messages.at(-1).content);
 } catch (e) {
   console.log("run raised:", e.name, e.message);
