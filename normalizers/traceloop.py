@@ -49,7 +49,7 @@ JS_SCOPE = "@traceloop/instrumentation-langchain"
 #: Traceloop's Node SDK (`withWorkflow` / `withTask` / ... spans)
 SDK_SCOPE = "@traceloop/node-server-sdk"
 #: what the SDK records as the input of a wrapped function called without arguments
-_NO_ARGUMENTS = {"args": [], "kwargs": {}}
+_NO_ARGUMENTS: dict[str, Any] = {"args": [], "kwargs": {}}
 _KIND = "traceloop.span.kind"
 _OP = "gen_ai.operation.name"
 _PROPS = "traceloop.association.properties."
@@ -150,26 +150,47 @@ def _js_chains_around(span: Span, trace: TraceView) -> list[Span]:
     return sorted(around, key=lambda s: (s.start_ns, -s.end_ns), reverse=True)
 
 
+def _part_texts(messages: object, skip_role: str) -> list[str]:
+    """The text of each OTel GenAI message (`gen_ai.input.messages` form) but `skip_role`'s."""
+    out = []
+    for message in messages if isinstance(messages, list) else []:
+        parts = dig(message, "parts")
+        if dig(message, "role") == skip_role or not isinstance(parts, list):
+            continue
+        out.append("".join(to_str(dig(p, "content")) for p in parts if dig(p, "type") == "text"))
+    return out
+
+
 def _answer(span: Span, trace: TraceView) -> str:
     """The lc-serialised AI message a Traceloop JS model span answered (it records only the
-    answer's text, not its tool calls): the output of the innermost chain run around it (the
-    agent's model call: the message, or a node update of that one message), when its text is
-    the span's; "" otherwise."""
-    parts = dig(parse_json(get_str(span.attributes, "gen_ai.output.messages")), 0, "parts")
-    if not isinstance(parts, list):
+    answer's text, not its tool calls): the output of the innermost chain run around it that
+    got the model's messages (its system prompt aside) and returned one AI message with the
+    model's text (the agent's model call: the message, or a node update of it); "" if none."""
+    answers = _part_texts(parse_json(get_str(span.attributes, "gen_ai.output.messages")), "")
+    if len(answers) != 1:
         return ""
-    text = "".join(to_str(dig(p, "content")) for p in parts if dig(p, "type") == "text")
-    chains = _js_chains_around(span, trace)
-    if not chains:
-        return ""
-    value = parse_json(_entity_output(chains[0]))
-    messages = dig(value, "messages")
-    if isinstance(messages, list) and len(messages) == 1:
-        value = messages[0]
-    kwargs = dig(value, "kwargs")
-    if not isinstance(kwargs, dict) or dig(value, "id", -1) not in _AI_MESSAGES:
-        return ""
-    return json.dumps(value, ensure_ascii=False) if to_str(kwargs.get("content")) == text else ""
+    text = answers[0]
+    asked = _part_texts(parse_json(get_str(span.attributes, "gen_ai.input.messages")), "system")
+    for chain in _js_chains_around(span, trace):
+        state = dig(parse_json(_entity_input(chain)), "messages")
+        got = [
+            to_str(dig(m, "kwargs", "content"))
+            for m in (state if isinstance(state, list) else [])
+            if dig(m, "id", -1) != "SystemMessage"
+        ]
+        value = parse_json(_entity_output(chain))
+        messages = dig(value, "messages")
+        if isinstance(messages, list) and len(messages) == 1:
+            value = messages[0]
+        kwargs = dig(value, "kwargs")
+        if (
+            got == asked
+            and isinstance(kwargs, dict)
+            and dig(value, "id", -1) in _AI_MESSAGES
+            and to_str(kwargs.get("content")) == text
+        ):
+            return json.dumps(value, ensure_ascii=False)
+    return ""
 
 
 def _outermost_js_run(span: Span, trace: TraceView) -> Span | None:
