@@ -35,6 +35,7 @@ model span of some versions carry no `traceloop.*` key (docs/conventions.md §1.
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Any
 
 from trajhub.normalizers.attrs import dig, get_int, get_str, parse_json, span_error, to_str
@@ -139,15 +140,27 @@ def _requested_call(span: Span, trace: TraceView, arguments: str) -> tuple[str, 
 _AI_MESSAGES = frozenset({"AIMessage", "AIMessageChunk"})
 
 
+#: trace view -> its Traceloop JS chain runs, latest start first (read once per trace, not once
+#: per model or tool span); entries vanish with their view
+_CHAINS: weakref.WeakKeyDictionary[TraceView, list[Span]] = weakref.WeakKeyDictionary()
+
+
 def _js_chains_around(span: Span, trace: TraceView) -> list[Span]:
     """The Traceloop JS chain runs whose time spans `span`'s, innermost (latest) first: its
     runs, as far as a flat trace can tell."""
-    around = [
-        s for s in trace.all_spans()
-        if s is not span and s.scope_name == JS_SCOPE and get_str(s.attributes, _KIND) == "workflow"
-        and s.start_ns <= span.start_ns and s.end_ns >= span.end_ns
+    chains = _CHAINS.get(trace)
+    if chains is None:
+        chains = sorted(
+            (s for s in trace.all_spans()
+             if s.scope_name == JS_SCOPE and get_str(s.attributes, _KIND) == "workflow"),
+            key=lambda s: (s.start_ns, -s.end_ns),
+            reverse=True,
+        )
+        _CHAINS[trace] = chains
+    return [
+        s for s in chains
+        if s is not span and s.start_ns <= span.start_ns and s.end_ns >= span.end_ns
     ]
-    return sorted(around, key=lambda s: (s.start_ns, -s.end_ns), reverse=True)
 
 
 def _part_texts(messages: object, skip_role: str) -> list[str]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -207,3 +208,21 @@ def test_the_run_reads_its_question_and_answer(capture: str) -> None:
     assert truth["user_request"] in root.input
     if truth["root"]["error"] is None:
         assert json.loads(root.output) == {"content": truth["final_answer"], "role": "assistant"}
+
+
+@pytest.mark.parametrize("capture", [n for n in NAMES if n.split("/")[1].startswith("tool_retry.")])
+def test_a_bare_run_gives_one_trajectory_per_span(capture: str) -> None:
+    """Without `withWorkflow` (no active span) the instrumentation starts every span without a
+    parent, each a trace of its own (the earlier captures): the same spans, unlinked, give one
+    trajectory each, and a tool span still names its tool from the ToolMessage it returned."""
+    (spans,) = load_traces(CAPTURES[capture]).values()
+    bare = [
+        replace(s, trace_id=f"{i:032x}", parent_span_id="")
+        for i, s in enumerate(s for s in spans if s.scope_name != WORKFLOW_SCOPE)
+    ]
+    runs = [derive([s]).trajectory for s in bare]
+    assert len(runs) == len(bare)
+    tools = [r.root_step for r in runs if r.root_step.metadata.get("span_type") == "task"]
+    truth = _want(_truth(capture), "tool")
+    assert sorted(t.name for t in tools if t.basic_info.error is None) == sorted(
+        s["name"] for s in truth if s["error"] is None)

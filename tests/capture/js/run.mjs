@@ -3,10 +3,12 @@
 //   node run.mjs <shape> <stream|invoke> [cozeloop_js|openinference_js|traceloop_js]
 //
 // cozeloop_js (the default): @cozeloop/langchain's callback handler, OTLP/JSON to
-// /v1/loop/opentelemetry/v1/traces. openinference_js: @arizeai/openinference-instrumentation-langchain;
-// traceloop_js: @traceloop/instrumentation-langchain; both patch @langchain/core's CallbackManager
-// and export through the OTel JS SDK 2.x (NodeTracerProvider, BatchSpanProcessor) and its OTLP
-// exporter, protobuf over HTTP, gzip, to /v1/traces.
+// /v1/loop/opentelemetry/v1/traces. openinference_js: @arizeai/openinference-instrumentation-langchain,
+// which patches @langchain/core's CallbackManager and exports through the OTel JS SDK 2.x
+// (NodeTracerProvider, BatchSpanProcessor) and its OTLP exporter, protobuf over HTTP, gzip, to
+// /v1/traces. traceloop_js: @traceloop/node-server-sdk's initialize() (its own NodeSDK, LangChain
+// instrumentation and OTLP protobuf exporter, gzip, to /v1/traces) and the run in withWorkflow,
+// as Traceloop documents it (../README.md, "JS setup").
 //
 // Writes ../../fixtures/real-clients/<client>/<shape>.<graph>.<mode>/http_NNN_*.{bin,json},
 // the request bodies exactly as sent (gzip: OTEL_EXPORTER_OTLP_COMPRESSION) and their headers.
