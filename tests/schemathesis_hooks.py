@@ -30,7 +30,8 @@ _CURSORS = {"/api/v1/datasets/{name}/items": encode_cursor(0),
             "/api/v1/traces": encode_cursor(0, ""),
             "/api/v1/trajectories": encode_cursor(0, ""),
             "/api/v1/sessions": encode_cursor(0, ""),
-            "/api/v1/evaluations/{evaluation_id}/results": encode_cursor(0, "")}
+            "/api/v1/evaluations/{evaluation_id}/results": encode_cursor(0, ""),
+            "/api/v1/traces/{trace_id}/spans": encode_cursor(0, 0, "")}
 
 
 @schemathesis.hook
