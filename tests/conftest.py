@@ -9,10 +9,10 @@ Every test belongs to exactly one tier, given here unless the test (or its modul
 - `unit`: the rest. They run in this process alone: a unit test that starts a process fails.
 `slow` (fuzzers, soak tests, several servers) is given explicitly, on top of the tier.
 
-The files with a `slow` test run first: pytest-xdist (`--dist loadfile --no-loadscope-reorder`)
-hands out whole files in collection order (its default order, most tests first, put the
-one-test schemathesis file last), so a long file collected last would run alone at the end
-while the other workers idle.
+The longest kinds of file run first (files with a `slow` test, then browser, integration and
+unit files): pytest-xdist (`--dist loadfile --no-loadscope-reorder`) hands out whole files in
+collection order (its default order, most tests first, put the one-test schemathesis file
+last), so a long file collected last would run alone at the end while the other workers idle.
 """
 
 from __future__ import annotations
@@ -88,13 +88,25 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.dist = "no"
 
 
+def _file_weight(items: list[pytest.Item]) -> dict[pytest.Item, int]:
+    """Each test's file's place in the run, longest kind of file first: files with a `slow`
+    test, then browser, integration and unit files (the unit files, seconds each, fill in at
+    the end while the last long files finish)."""
+    rank: dict[Path, int] = {}
+    for item in items:
+        slow = item.get_closest_marker("slow") is not None
+        tier = next((TIERS.index(m.name) for m in item.iter_markers() if m.name in TIERS), 0)
+        weight = -1 if slow else (2 - tier)  # unit 2, integration 1, browser 0
+        rank[item.path] = min(rank.get(item.path, weight), weight)
+    return {item: rank[item.path] for item in items}
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if not any(m.name in TIERS for m in item.iter_markers()):
             item.add_marker(tier_of(item))
-    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
-    items.sort(key=lambda item: item.path not in slow_files)  # stable: files stay in order
+    items.sort(key=_file_weight(items).__getitem__)  # stable: a file's tests stay in order
     problems = tier_problems(items)
     if problems:
         raise pytest.UsageError("each test needs exactly one tier marker of "
