@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from trajhub.records import Filter
 from trajhub.records.scores import ScoreCondition, score_sort_name
@@ -12,6 +12,7 @@ from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SORTS
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import (
     ExplanationRow,
+    Row,
     TrajectoryDocumentRow,
     TrajectoryExportRow,
     TrajectoryRow,
@@ -19,6 +20,8 @@ from trajhub.storage.rows import (
 )
 from trajhub.storage.sql import Params, in_trace_partition
 from trajhub.storage.stored_documents import HAS_DOCUMENT
+
+StoredRow = TypeVar("StoredRow", bound=Row)
 
 #: sort name → SQL expression; each is paired with trace_id for a total order
 SORTS = TRAJECTORY_SORTS
@@ -200,25 +203,25 @@ async def trajectory_documents(conn: Connection, project: str, f: TrajectoryFilt
     return TrajectoryDocumentRow.from_records(await conn.fetch(sql, *arg.values))
 
 
+async def _by_key(conn: Connection, row: type[StoredRow], project: str, trace_id: str
+                  ) -> StoredRow | None:
+    """The trace's trajectory row, with `row`'s columns; None when there is none (yet)."""
+    record = await conn.fetchrow(
+        f"SELECT {row.columns()} FROM trajectories "
+        f"WHERE project = $1 AND trace_id = $2 AND {in_trace_partition()}", project, trace_id)
+    return row.from_record(record) if record is not None else None
+
+
 async def trajectory(conn: Connection, project: str, trace_id: str
                      ) -> TrajectoryRow | None:
-    row = await conn.fetchrow(
-        f"SELECT {TrajectoryRow.columns()} FROM trajectories "
-        f"WHERE project = $1 AND trace_id = $2 AND {in_trace_partition()}", project, trace_id)
-    return TrajectoryRow.from_record(row) if row is not None else None
+    return await _by_key(conn, TrajectoryRow, project, trace_id)
 
 
 async def trajectory_export(conn: Connection, project: str, trace_id: str
                             ) -> TrajectoryExportRow | None:
-    row = await conn.fetchrow(
-        f"SELECT {TrajectoryExportRow.columns()} FROM trajectories "
-        f"WHERE project = $1 AND trace_id = $2 AND {in_trace_partition()}", project, trace_id)
-    return TrajectoryExportRow.from_record(row) if row is not None else None
+    return await _by_key(conn, TrajectoryExportRow, project, trace_id)
 
 
 async def explanation(conn: Connection, project: str, trace_id: str
                       ) -> ExplanationRow | None:
-    row = await conn.fetchrow(
-        f"SELECT {ExplanationRow.columns()} FROM trajectories "
-        f"WHERE project = $1 AND trace_id = $2 AND {in_trace_partition()}", project, trace_id)
-    return ExplanationRow.from_record(row) if row is not None else None
+    return await _by_key(conn, ExplanationRow, project, trace_id)
