@@ -193,24 +193,26 @@ TrajectoryStatus = Literal["open", "final"]
 
 
 @dataclass(frozen=True)
-class TrajectoryExportRow(Row):
-    """A trajectory with its document as stored (compressed bytes): the export sends it
-    decompressed, never decoded to text and encoded again (a large run's document is hundreds
-    of MiB as text: docs/large-traces.md)."""
+class _TrajectoryState(Row):
+    """What every read of one trajectory row carries besides its document."""
 
-    status: str
-    revision: int
-    normalizer_version: str
-    derivation_error: str | None
-    document: bytes | None = field(metadata=sql(DOCUMENT))
-
-
-@dataclass(frozen=True)
-class TrajectoryRow(Row):
     status: TrajectoryStatus
     revision: int
     normalizer_version: str
     derivation_error: str | None
+
+
+@dataclass(frozen=True)
+class TrajectoryExportRow(_TrajectoryState):
+    """A trajectory with its document as stored (compressed bytes): the export sends it
+    decompressed, never decoded to text and encoded again (a large run's document is hundreds
+    of MiB as text: docs/large-traces.md)."""
+
+    document: bytes | None = field(metadata=sql(DOCUMENT))
+
+
+@dataclass(frozen=True)
+class TrajectoryRow(_TrajectoryState):
     document: str | None = field(metadata=stored_text(DOCUMENT))
 
 

@@ -317,6 +317,16 @@ def trace_id_param(trace_id: str, name: str = "trace_id") -> str:
     return trace_id.lower()
 
 
+def no_trajectory(trace_id: str, project: str) -> HTTPException:
+    """404: the trace has no trajectory (yet)."""
+    return HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} (yet)")
+
+
+def not_derived(error: str | None) -> HTTPException:
+    """422: the trace's spans could not be turned into a trajectory; `error` says why."""
+    return HTTPException(422, f"trajectory could not be derived: {error}")
+
+
 async def derived_trajectory(rt: Runtime, project: str, trace_id: str
                              ) -> tuple[TrajectoryRow, str]:
     """The trace's stored trajectory row and its document's JSON text: 404 when there is no
@@ -324,10 +334,9 @@ async def derived_trajectory(rt: Runtime, project: str, trace_id: str
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.trajectory(conn, project, trace_id)
     if row is None:
-        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
-                                 "(yet)")
+        raise no_trajectory(trace_id, project)
     if row.document is None:
-        raise HTTPException(422, f"trajectory could not be derived: {row.derivation_error}")
+        raise not_derived(row.derivation_error)
     return row, row.document
 
 
@@ -353,10 +362,9 @@ async def paged_read(rt: Runtime, project: str, trace_id: str,
     async with rt.db.acquire() as conn:
         read = await step_chunks.read(conn, project, trace_id, wanted, order, raw)
     if read is None:
-        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
-                                 "(yet)")
+        raise no_trajectory(trace_id, project)
     if not read.derived:
-        raise HTTPException(422, f"trajectory could not be derived: {read.derivation_error}")
+        raise not_derived(read.derivation_error)
     return read
 
 

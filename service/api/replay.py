@@ -36,6 +36,7 @@ from trajhub.service.api.common import (
     Rt,
     TraceIdPath,
     TraceIdQuery,
+    no_trajectory,
     paged_read,
     trace_id_param,
 )
@@ -343,8 +344,7 @@ def _revision_headers(run: LoadedRun) -> dict[str, str]:
 
 def _usable(trace_id: str, project: str, row: Any) -> dict[str, Any]:
     if row is None:
-        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
-                                 "(yet)")
+        raise no_trajectory(trace_id, project)
     if row["document"] is None:
         raise HTTPException(422, f"the trajectory of trace {trace_id} could not be derived: "
                                  f"{row['derivation_error']}")

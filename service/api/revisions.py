@@ -5,10 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, TraceIdPath, trace_id_param
+from trajhub.service.api.common import (
+    ROUTER_CHECKS,
+    Project,
+    Rt,
+    TraceIdPath,
+    no_trajectory,
+    trace_id_param,
+)
 from trajhub.service.api.models import ERRORS, example_config
 from trajhub.storage import revisions as revision_reads
 
@@ -47,6 +54,5 @@ async def trajectory_revisions(trace_id: TraceIdPath, rt: Rt, project: Project) 
     async with rt.db.acquire() as conn:
         rows = await revision_reads.revisions(conn, project, trace_id)
     if not rows:
-        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
-                                 "(yet)")
+        raise no_trajectory(trace_id, project)
     return Revisions(revisions=[Revision(**dict(r)) for r in rows])

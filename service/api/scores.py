@@ -40,6 +40,7 @@ from trajhub.service.api.common import (
     TraceIdPath,
     model_response,
     needs,
+    no_trajectory,
     storable_json,
     trace_id_param,
 )
@@ -202,10 +203,6 @@ def step_ids(document: str) -> set[str]:
     return ids
 
 
-def _no_trajectory(trace_id: str, project: str) -> HTTPException:
-    return HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} (yet)")
-
-
 def _scores_json(rows: list[score_store.ScoreRow]) -> dict[str, Any]:
     return {"scores": [answer(SCORE, r) for r in rows]}
 
@@ -226,7 +223,7 @@ async def add_scores(trace_id: TraceIdPath, rt: Rt, project: Project, key: Key,
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.trajectory(conn, project, trace_id)
         if row is None:
-            raise _no_trajectory(trace_id, project)
+            raise no_trajectory(trace_id, project)
         steps = step_ids(row.document) if row.document is not None else None
         author = None
         if key is not None:
@@ -240,7 +237,7 @@ async def add_scores(trace_id: TraceIdPath, rt: Rt, project: Project, key: Key,
         await check_configs(conn, project, given, batch)
         stored = await score_store.add(conn, project, rows)
     if len(stored) != len(rows):  # the trajectory went away meanwhile (retention)
-        raise _no_trajectory(trace_id, project)
+        raise no_trajectory(trace_id, project)
     return model_response(ScoreList, _scores_json(stored), 201)
 
 
@@ -253,7 +250,7 @@ async def list_scores(trace_id: TraceIdPath, rt: Rt, project: Project) -> Respon
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.trajectory(conn, project, trace_id)
         if row is None:
-            raise _no_trajectory(trace_id, project)
+            raise no_trajectory(trace_id, project)
         stored = await score_store.for_trajectory(conn, project, trace_id)
     return model_response(ScoreList, _scores_json(stored))
 

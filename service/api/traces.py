@@ -24,6 +24,8 @@ from trajhub.service.api.common import (
     decode_cursor,
     encode_cursor,
     model_response,
+    no_trajectory,
+    not_derived,
     parse_time,
     span_id_param,
     trace_id_param,
@@ -125,11 +127,9 @@ async def get_trace(
                   if view == "trajectory" and format == "json" else None)
     if view == "trajectory" and format == "json":
         if stored is None:
-            raise HTTPException(404, f"no trajectory for trace {trace_id} in project "
-                                     f"{project!r} (yet)")
+            raise no_trajectory(trace_id, project)
         if stored.explanation is None:
-            raise HTTPException(422, "trajectory could not be derived: "
-                                     f"{stored.derivation_error}")
+            raise not_derived(stored.derivation_error)
 
     def answer_body() -> Response:
         if format == "otlp":

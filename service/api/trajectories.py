@@ -26,6 +26,7 @@ from trajhub.service.api.common import (
     json_response,
     model_response,
     needs,
+    no_trajectory,
     paged_read,
     parse_time,
     trace_id_param,
@@ -108,8 +109,7 @@ async def get_trajectory(
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.trajectory_export(conn, project, trace_id)
     if row is None:
-        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
-                                 "(yet)")
+        raise no_trajectory(trace_id, project)
     headers = {"ETag": _etag(row.revision), "X-Trajectory-Status": row.status,
                "X-Trajectory-Revision": str(row.revision),
                "X-Normalizer-Version": row.normalizer_version}
@@ -177,8 +177,7 @@ async def explain_trajectory(trace_id: TraceIdPath, rt: Rt, project: Project) ->
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.explanation(conn, project, trace_id)
     if row is None:
-        raise HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} "
-                                 "(yet)")
+        raise no_trajectory(trace_id, project)
     return model_response(TrajectoryExplanation, {
         "trace_id": trace_id, "status": row.status, "revision": row.revision,
         "normalizer_version": row.normalizer_version,
