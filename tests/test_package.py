@@ -78,7 +78,7 @@ def test_the_wheel_declares_the_version_and_the_command(wheel: zipfile.ZipFile) 
 
 @pytest.mark.integration  # starts processes
 def test_the_editable_install_imports_from_the_repository() -> None:
-    # the test environment is the README's `pip install -e '.[test]'`
+    # the test environment is the README's editable install (`uv pip install -e '.[test]'`)
     code = ("import trajhub, trajhub.service.cli.main, trajhub.storage.migrate, "
             "trajhub.normalizers, trajhub.evaluators, trajhub.client; "
             "print(trajhub.__version__); print(trajhub.service.cli.main.__file__)")
