@@ -33,8 +33,8 @@ from trajhub.storage.derivation_store import TRAJECTORY_COLUMNS, TrajectoryWrite
 from trajhub.storage.migrate import migrate
 
 #: the statement before migration 0018: the text as derived
-AS_DERIVED = re.sub(r"lower\((\$\d+)\)", r"\1", derivation_store._UPSERT_TRAJECTORY)
-assert AS_DERIVED != derivation_store._UPSERT_TRAJECTORY
+AS_DERIVED = re.sub(r"lower\((\(r\)\.\w+)\)", r"\1", derivation_store.STORE_TRAJECTORIES)
+assert AS_DERIVED != derivation_store.STORE_TRAJECTORIES
 
 _PROSE = ("The agent plans a Step and calls a Tool to look up the Weather forecast for the City "
           "then it adds numbers checks the Result summarises findings for the User and answers "
@@ -107,7 +107,8 @@ async def main() -> None:
                     t0 = time.perf_counter()
                     async with target.transaction():
                         if variant == "as derived":
-                            await target.executemany(AS_DERIVED, batch)
+                            as_rows = await derivation_store.trajectory_rows(target, batch)
+                            await target.execute(AS_DERIVED, as_rows)
                         else:
                             await derivation_store.store(target, [], batch)
                     if round_ > 0:
