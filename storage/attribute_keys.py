@@ -63,6 +63,33 @@ def _load(attributes: str | bytes) -> Any:
         return json.loads(attributes, parse_int=float)
 
 
+# Most pairs recur from trace to trace (span kinds, model and tool names, graph nodes), so
+# their hashes are kept: looking one up costs a tenth of building its text and hashing it. The
+# pairs are keyed as the trace's set holds them (True and 1 alike, which `_stored_texts` hashes
+# alike too). Bounded: cleared when full, which only costs recomputing.
+_PAIR_HASHES: dict[tuple[str, Any], tuple[int, ...]] = {}
+_PAIR_HASHES_MAX = 100_000
+_NAME_HASHES: dict[str, int] = {}
+
+
+def _pair_hashes(pair: tuple[str, Any]) -> tuple[int, ...]:
+    found = _PAIR_HASHES.get(pair)
+    if found is None:
+        if len(_PAIR_HASHES) >= _PAIR_HASHES_MAX:
+            _PAIR_HASHES.clear()
+        found = _PAIR_HASHES[pair] = tuple(_hash(t) for t in _stored_texts(*pair))
+    return found
+
+
+def _name_hash(name: str) -> int:
+    found = _NAME_HASHES.get(name)
+    if found is None:
+        if len(_NAME_HASHES) >= _PAIR_HASHES_MAX:
+            _NAME_HASHES.clear()
+        found = _NAME_HASHES[name] = _hash(_name_entry(name))
+    return found
+
+
 def trace_attribute_keys(spans: Iterable[RowMapping]) -> list[int]:
     """The sorted hash set of a trace: its spans' `attributes` (the stored JSONB text) pairs
     and their names."""
@@ -80,8 +107,9 @@ def trace_attribute_keys(spans: Iterable[RowMapping]) -> list[int]:
             pairs.update(loaded.items())
         except TypeError:  # an unhashable (nested) value: no span filter can match it
             pairs.update((k, v) for k, v in loaded.items() if not isinstance(v, (list, dict)))
-    keys = {_hash(_name_entry(name)) for name in names}
-    keys.update(_hash(text) for key, value in pairs for text in _stored_texts(key, value))
+    keys = {_name_hash(name) for name in names}
+    for pair in pairs:
+        keys.update(_pair_hashes(pair))
     return sorted(keys)
 
 

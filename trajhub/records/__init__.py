@@ -225,21 +225,36 @@ class Record:
         return tuple(sorted(shown, key=lambda pair: pair[1].order))
 
 
+#: per record (by identity, the record kept alive with it): each written column, the summary
+#: attribute that fills it (None for a column the service gives) and its default. Derivation
+#: writes every trajectory through this, so the declaration is walked once, not per row.
+_WRITE_PLANS: dict[int, tuple[Record, tuple[tuple[str, str | None, Any], ...]]] = {}
+
+
+def _write_plan(record: Record) -> tuple[tuple[str, str | None, Any], ...]:
+    found = _WRITE_PLANS.get(id(record))
+    if found is None or found[0] is not record:
+        plan = tuple((f.stored_column or "",
+                      f.summary_attribute if f.written_by == "summary" else None,
+                      f.write_default())
+                     for f in record.writes("summary", "service"))
+        found = _WRITE_PLANS[id(record)] = (record, plan)
+    return found[1]
+
+
 def write_values(record: Record, summary: object | None, given: Mapping[str, Any]
                  ) -> dict[str, Any]:
     """Every written column's value: from the normalizer's `summary` (fields written by
     "summary"), else from `given` (by column), else the field's default. A column in `given`
     wins over the summary."""
     out: dict[str, Any] = {}
-    for f in record.writes("summary", "service"):
-        column = f.stored_column
-        assert column is not None
+    for column, attribute, default in _write_plan(record):
         if column in given:
             out[column] = given[column]
-        elif f.written_by == "summary" and summary is not None:
-            out[column] = getattr(summary, f.summary_attribute)
+        elif attribute is not None and summary is not None:
+            out[column] = getattr(summary, attribute)
         else:
-            out[column] = f.write_default()
+            out[column] = default
     unknown = set(given) - set(out)
     if unknown:
         raise KeyError(f"record {record.name}: no written column {sorted(unknown)}")
