@@ -28,6 +28,7 @@ from trajhub.service.cli.common import (
     table,
     when,
 )
+from trajhub.service.client.models import Page
 
 
 def _filters(args: argparse.Namespace, names: tuple[str, ...]) -> dict[str, Any]:
@@ -79,9 +80,21 @@ def _flag_type(param: Param) -> dict[str, Any]:
     return {}
 
 
-def _next_page(cursor: str | None) -> None:
-    if cursor:
-        print(f"\nmore: --cursor {cursor}")
+def print_page(record: Record, page: Page[Any], as_json: bool, what: str) -> None:
+    """A list's page: as JSON ({items, next_cursor, total when counted}), or the record's
+    table (or that no `what` match), its total when counted, and how to get the next page."""
+    if as_json:
+        print_json({"items": [asdict(i) for i in page.items], "next_cursor": page.next_cursor,
+                    **({"total": page.total} if page.total is not None else {})})
+        return
+    if not page.items:
+        print(f"no {what} match")
+        return
+    if page.total is not None:
+        print(f"{page.total} {what} match")
+    print(record_table(record, page.items))
+    if page.next_cursor:
+        print(f"\nmore: --cursor {page.next_cursor}")
 
 
 # --- projects ------------------------------------------------------------------------------
@@ -111,14 +124,7 @@ def _traces_list(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         page = hub.list_traces(limit=args.limit, cursor=args.cursor,
                                **_filters(args, _TRACE_FILTERS))
-    if args.json:
-        print_json({"items": [asdict(t) for t in page.items], "next_cursor": page.next_cursor})
-        return 0
-    if not page.items:
-        print("no traces match")
-        return 0
-    print(record_table(TRACE_SUMMARY, page.items))
-    _next_page(page.next_cursor)
+    print_page(TRACE_SUMMARY, page, args.json, "traces")
     return 0
 
 
@@ -164,17 +170,7 @@ def _trajectories_list(args: argparse.Namespace) -> int:
         page = hub.list_trajectories(limit=args.limit, cursor=args.cursor,
                                      count=args.count or None,
                                      **_filters(args, _TRAJECTORY_FILTERS))
-    if args.json:
-        print_json({"items": [asdict(t) for t in page.items], "next_cursor": page.next_cursor,
-                    **({"total": page.total} if page.total is not None else {})})
-        return 0
-    if not page.items:
-        print("no trajectories match")
-        return 0
-    if page.total is not None:
-        print(f"{page.total} trajectories match")
-    print(record_table(TRAJECTORY_SUMMARY, page.items))
-    _next_page(page.next_cursor)
+    print_page(TRAJECTORY_SUMMARY, page, args.json, "trajectories")
     return 0
 
 

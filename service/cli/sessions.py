@@ -9,7 +9,7 @@ from typing import Any
 
 from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY
 from trajhub.service.cli.common import connect, duration, print_json, server_options, when
-from trajhub.service.cli.reads import add_filter_flags, record_table
+from trajhub.service.cli.reads import add_filter_flags, print_page
 
 
 def _usd(cost: Any) -> str:
@@ -29,15 +29,7 @@ def _list(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         page = hub.list_sessions(limit=args.limit, cursor=args.cursor, sort=args.sort,
                                  **filters)
-    if args.json:
-        print_json({"items": [asdict(s) for s in page.items], "next_cursor": page.next_cursor})
-        return 0
-    if not page.items:
-        print("no sessions match")
-        return 0
-    print(record_table(SESSION_SUMMARY, page.items))
-    if page.next_cursor:
-        print(f"\nmore: --cursor {page.next_cursor}")
+    print_page(SESSION_SUMMARY, page, args.json, "sessions")
     return 0
 
 
