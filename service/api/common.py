@@ -67,6 +67,10 @@ def no_nul(value: str) -> str:
 
 #: a text query parameter: no NUL, at most MAX_TEXT characters
 Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(no_nul)]
+#: a list's `cursor` query parameter
+Cursor = Annotated[Text | None, Query(description="`next_cursor` of the previous page")]
+
+
 def whole_number(value: Any) -> Any:
     # JSON Schema counts 28.0 as an integer (a number with no fraction), so a body may send
     # one; pydantic's strict mode would refuse it

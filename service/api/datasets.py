@@ -17,10 +17,10 @@ from trajhub.normalizers.item_fields import check_pointer
 from trajhub.service.api import dataset_fill, dataset_formats
 from trajhub.service.api.common import (
     ROUTER_CHECKS,
+    Cursor,
     JsonInt,
     Project,
     Rt,
-    Text,
     TraceIdText,
     decode_cursor,
     encode_cursor,
@@ -284,8 +284,7 @@ async def list_items(
     include_trajectory: Annotated[bool, Query(description="embed each item's trajectory "
                                               "snapshot")] = False,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    cursor: Annotated[Text | None, Query(description="`next_cursor` of the previous page")]
-    = None,
+    cursor: Cursor = None,
 ) -> Response:
     dataset = await _dataset_id(rt, project, name)
     after = decode_cursor(cursor, (int,))

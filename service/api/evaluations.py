@@ -12,6 +12,7 @@ from trajhub.evaluators import JUDGES, REGISTRY, ConfigError
 from trajhub.service.api.common import (
     INT64_MAX,
     ROUTER_CHECKS,
+    Cursor,
     Project,
     Rt,
     Text,
@@ -136,8 +137,7 @@ async def list_evaluations(
     rt: Rt, project: Project,
     dataset: Annotated[Text | None, Query(description="only runs over this set")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    cursor: Annotated[Text | None, Query(description="`next_cursor` of the previous page")]
-    = None,
+    cursor: Cursor = None,
 ) -> Response:
     before = decode_cursor(cursor, (int,))
     async with rt.db.acquire() as conn:
@@ -188,8 +188,7 @@ async def get_results(
     failed: Annotated[bool, Query(description="only results that did not pass (failures "
                                   "and errors)")] = False,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
-    cursor: Annotated[Text | None, Query(description="`next_cursor` of the previous page")]
-    = None,
+    cursor: Cursor = None,
 ) -> Response:
     await _evaluation(rt, project, evaluation_id)
     after = decode_cursor(cursor, (int, str))

@@ -13,6 +13,7 @@ from trajhub.service import stored_spans
 from trajhub.service.api.common import (
     ROUTER_CHECKS,
     AttributeFilter,
+    Cursor,
     Key,
     Project,
     Rt,
@@ -78,8 +79,7 @@ async def list_traces(
     min_duration_ms: Annotated[float | None, Query(ge=0, le=9.2e12, allow_inf_nan=False)]
     = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-    cursor: Annotated[Text | None, Query(description="`next_cursor` of the previous page")]
-    = None,
+    cursor: Cursor = None,
 ) -> Response:
     """Each item: trace id, root span, service, start and end, duration, span count, error
     count. The list is filled by the derivation worker within moments of a trace's spans
@@ -158,8 +158,7 @@ async def get_trace(
 async def trace_span_page(
     trace_id: TraceIdPath, rt: Rt, project: Project,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    cursor: Annotated[Text | None, Query(description="`next_cursor` of the previous page")]
-    = None,
+    cursor: Cursor = None,
 ) -> Response:
     """The spans of `GET /api/v1/traces/{trace_id}?view=flat`, a page at a time
     (docs/large-traces.md): a first page answers in milliseconds whatever the trace's size."""
