@@ -69,7 +69,9 @@ export function layout(doc) {
       end = Math.max(end, s + stepDuration(item));
     }
   }
-  return {root, lanes, start, end: Math.max(end, start + 1)};
+  // a large trajectory's page: its agents' steps are not loaded, only counted
+  const paged = agents.some((a) => a.step_count !== undefined);
+  return {root, lanes, start, end: Math.max(end, start + 1), paged, shown: null};
 }
 
 const TICKS = [0, 0.25, 0.5, 0.75, 1];
@@ -125,9 +127,42 @@ export function drawBars(track, steps, range, onSelect) {
   }
 }
 
+/** One lane: its label and its track, with the bars of `steps`. Sets `lane.track`. */
+function laneElement(lane, range, onSelect, steps) {
+  const agent = lane.agent;
+  const label = h("div", {class: "lane-label"},
+    h("div", {class: "lane-name", title: agent.name},
+      lane.depth ? h("span", {class: "nest", "aria-hidden": "true"}, "↳ ") : "",
+      h("strong", null, agent.name || "(agent)")),
+    lane.parent ? h("div", {class: "small muted"}, `started by ${lane.parent.name}`) : null,
+    h("div", {class: "small"},
+      `${lane.stepCount} steps · ${fmtMs(stepDuration(agent))} · ` +
+      `${fmtInt(lane.inputTokens)} → ${fmtInt(lane.outputTokens)} tok`,
+      lane.failed ? h("span", {class: "failed-text"}, ` · ${lane.failed} failed`) : ""),
+    lane.models.length ? h("div", {class: "small muted", title: "models"},
+      lane.models.join(", ")) : null);
+  label.style.paddingLeft = `${4 + lane.depth * 14}px`;
+  const track = h("div", {class: "lane-track"});
+  track.append(place(h("div", {class: "agent-span"}), agent, range));
+  drawBars(track, steps, range, onSelect);
+  lane.track = track;
+  return h("div", {class: `lane depth-${Math.min(lane.depth, 4)}`, id: `lane-${agent.id}`,
+    dataset: {agentId: agent.id}}, label, track);
+}
+
+/** A large run (its steps paged) with at least this many lanes draws only the lanes in view. */
+export const VIRTUAL_LANES_FROM = 100;
+const LANE_PX = 74;
+const LANE_OVERSCAN = 4;
+
 /**
  * The timeline element. `onSelect(step)` is called when a bar is clicked; bars are not in the
  * tab order (the step table below holds the keyboard-reachable buttons).
+ *
+ * A large run's lanes show the bars of the steps in view in the step table (`model.shown`,
+ * lane → steps, which the step table sets). With VIRTUAL_LANES_FROM lanes or more, the lanes
+ * have a fixed height in a scrolling box, and only those in view (and LANE_OVERSCAN more on
+ * each side) are in the DOM; `model.showLane(agentId)` scrolls one into view and returns it.
  */
 export function timeline(model, onSelect) {
   const range = model;
@@ -138,27 +173,43 @@ export function timeline(model, onSelect) {
       tick.style.left = `${t * 100}%`;
       return tick;
     })));
-  const lanes = model.lanes.map((lane) => {
-    const agent = lane.agent;
-    const label = h("div", {class: "lane-label"},
-      h("div", {class: "lane-name", title: agent.name},
-        lane.depth ? h("span", {class: "nest", "aria-hidden": "true"}, "↳ ") : "",
-        h("strong", null, agent.name || "(agent)")),
-      lane.parent ? h("div", {class: "small muted"}, `started by ${lane.parent.name}`) : null,
-      h("div", {class: "small"},
-        `${lane.stepCount} steps · ${fmtMs(stepDuration(agent))} · ` +
-        `${fmtInt(lane.inputTokens)} → ${fmtInt(lane.outputTokens)} tok`,
-        lane.failed ? h("span", {class: "failed-text"}, ` · ${lane.failed} failed`) : ""),
-      lane.models.length ? h("div", {class: "small muted", title: "models"},
-        lane.models.join(", ")) : null);
-    label.style.paddingLeft = `${4 + lane.depth * 14}px`;
-    const track = h("div", {class: "lane-track"});
-    track.append(place(h("div", {class: "agent-span"}), agent, range));
-    drawBars(track, agent.steps || [], range, onSelect);
-    lane.track = track;
-    return h("div", {class: `lane depth-${Math.min(lane.depth, 4)}`, id: `lane-${agent.id}`,
-      dataset: {agentId: agent.id}}, label, track);
+  const barsOf = (lane) => (model.paged ? model.shown?.get(lane) || [] : lane.agent.steps || []);
+  const label = "Timeline, one lane per agent";
+  if (!model.paged || model.lanes.length < VIRTUAL_LANES_FROM) {
+    model.showLane = (id) => document.getElementById(`lane-${id}`);
+    return h("div", {class: "timeline", role: "group", "aria-label": label}, axis,
+      model.lanes.map((lane) => laneElement(lane, range, onSelect, barsOf(lane))));
+  }
+  const lanes = model.lanes;
+  const list = h("div", {class: "virtual-lane-list"});
+  const spacer = h("div", {class: "virtual-spacer"});
+  spacer.style.height = `${lanes.length * LANE_PX}px`;
+  const box = h("div", {class: "virtual-lanes", id: "lane-scroller"}, spacer, list);
+  box.style.height = `${Math.min(lanes.length * LANE_PX, 6 * LANE_PX)}px`;
+  let queued = false;
+  const draw = () => {
+    queued = false;
+    const height = box.clientHeight || 6 * LANE_PX;
+    const first = Math.max(0, Math.floor(box.scrollTop / LANE_PX) - LANE_OVERSCAN);
+    const last = Math.min(lanes.length,
+      Math.ceil((box.scrollTop + height) / LANE_PX) + LANE_OVERSCAN);
+    for (const lane of lanes) lane.track = null;  // a lane out of view has no bars to redraw
+    list.replaceChildren(...lanes.slice(first, last).map((lane) =>
+      laneElement(lane, range, onSelect, barsOf(lane))));
+    list.style.transform = `translateY(${first * LANE_PX}px)`;
+  };
+  box.addEventListener("scroll", () => {
+    if (!queued) { queued = true; requestAnimationFrame(draw); }
   });
-  return h("div", {class: "timeline", role: "group", "aria-label": "Timeline, one lane per agent"},
-    axis, lanes);
+  model.showLane = (id) => {
+    const index = lanes.findIndex((lane) => lane.agent.id === id);
+    if (index < 0) return null;
+    box.scrollTop = index * LANE_PX;
+    draw();
+    return document.getElementById(`lane-${id}`);
+  };
+  draw();
+  requestAnimationFrame(() => { if (box.isConnected) draw(); });
+  return h("div", {class: "timeline virtual", role: "group",
+    "aria-label": `${label}: ${lanes.length} lanes; lanes are drawn as you scroll`}, axis, box);
 }

@@ -507,6 +507,7 @@ class TrajectoryView {
       }
       body.replaceChildren(...out);
       table.style.transform = `translateY(${first * ROW_PX}px)`;
+      this.model.shown = shown;
       for (const lane of lanes) {
         if (lane.track) drawBars(lane.track, shown.get(lane) || [], this.model, onSelect);
       }
@@ -612,7 +613,7 @@ function stepDetail(step, lane, view) {
       ] : null),
     nested ? h("p", null, h("a", {href: `#lane-${step.id}`, onclick: (e) => {
       e.preventDefault();
-      document.getElementById(`lane-${step.id}`)?.scrollIntoView({block: "center"});
+      view.model.showLane?.(step.id)?.scrollIntoView({block: "center"});
     }}, `Go to the lane of ${step.name}`)) : null,
     h("h3", null, step.type === "tool" ? "Arguments" : "Input"),
     payload(step.input, kind, metadata.payload_missing?.includes("input")),
