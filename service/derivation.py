@@ -27,6 +27,7 @@ from trajhub.records import Record, write_values
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 from trajhub.service import stored_trajectory
+from trajhub.service.heap import release_free_memory
 from trajhub.service.stored_spans import to_model
 from trajhub.storage import derivation_store, trace_reads
 from trajhub.storage.attribute_keys import trace_attribute_keys
@@ -200,6 +201,10 @@ async def store_results(conn: Connection, results: Sequence[Result]) -> None:
                       project, trace_id, exc)
 
 
+#: a round that read this many spans or more gives its freed memory back (service/heap.py)
+RELEASE_FROM_SPANS = 10_000
+
+
 async def derive_round(conn: Connection, settle: timedelta, batch: int) -> int:
     """Derive up to `batch` queued traces from their stored spans, in one transaction on
     `conn`; returns how many were claimed. The derivation workers' round, also run by idle
@@ -209,6 +214,7 @@ async def derive_round(conn: Connection, settle: timedelta, batch: int) -> int:
         if not claimed:
             return 0
         rows = await derivation_store.load_spans(conn, claimed)
+        large = len(rows) >= RELEASE_FROM_SPANS
         envelopes = await trace_reads.resources(
             conn, sorted({r["resource_id"] for r in rows if r["resource_id"] is not None}))
         by_trace: dict[tuple[str, str], list[RowMapping]] = defaultdict(list)
@@ -219,5 +225,12 @@ async def derive_round(conn: Connection, settle: timedelta, batch: int) -> int:
                                 c.last_received_at, settle)
                    for c in claimed
                    if (trace_rows := by_trace.pop((c.project, c.trace_id), None))]
+        if large:
+            # what deriving freed (span models, the trajectory, its JSON) goes back before
+            # the statements' buffers are built, and what storing freed after
+            release_free_memory()
         await store_results(conn, results)
+        del results
+    if large:
+        release_free_memory()
     return len(claimed)

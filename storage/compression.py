@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import zstandard
 
@@ -78,3 +78,22 @@ def decompress(stored: bytes) -> bytes:
     if stored[:1] and stored[0] == _ZLIB:
         return zlib.decompress(stored)
     return stored
+
+
+def decompressed_size(stored: bytes) -> int | None:
+    """The size of what `stored` holds, when its frame records it (a zstd frame of
+    `compress` does); None for the other forms."""
+    if stored[:4] != ZSTD_MAGIC:
+        return None
+    size = zstandard.frame_content_size(stored)
+    return size if size >= 0 else None
+
+
+def decompress_pieces(stored: bytes, piece: int = 1 << 20) -> Iterator[bytes]:
+    """What `decompress` gives, in pieces of at most `piece` bytes: a zstd frame is
+    decompressed a piece at a time, so that a large value (a 66 MiB document) is never held
+    whole; the other forms come whole."""
+    if stored[:4] == ZSTD_MAGIC:
+        yield from zstandard.ZstdDecompressor().read_to_iter(stored, write_size=piece)
+    else:
+        yield decompress(stored)
