@@ -8,6 +8,7 @@ a trajectory does not depend on which of the two derived it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -27,7 +28,7 @@ from trajhub.records import Record, write_values
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 from trajhub.service import stored_trajectory
-from trajhub.service.heap import release_free_memory
+from trajhub.service.heap import collector_paused, release_free_memory
 from trajhub.service.stored_spans import to_model
 from trajhub.storage import derivation_store, trace_reads
 from trajhub.storage.attribute_keys import trace_attribute_keys
@@ -201,8 +202,9 @@ async def store_results(conn: Connection, results: Sequence[Result]) -> None:
                       project, trace_id, exc)
 
 
-#: a round that read this many spans or more gives its freed memory back (service/heap.py)
-RELEASE_FROM_SPANS = 10_000
+#: a round that reads this many spans or more derives with the cyclic garbage collector paused
+#: and gives its freed memory back (service/heap.py)
+LARGE_ROUND_SPANS = 10_000
 
 
 async def derive_round(conn: Connection, settle: timedelta, batch: int) -> int:
@@ -214,17 +216,18 @@ async def derive_round(conn: Connection, settle: timedelta, batch: int) -> int:
         if not claimed:
             return 0
         rows = await derivation_store.load_spans(conn, claimed)
-        large = len(rows) >= RELEASE_FROM_SPANS
+        large = len(rows) >= LARGE_ROUND_SPANS
         envelopes = await trace_reads.resources(
             conn, sorted({r["resource_id"] for r in rows if r["resource_id"] is not None}))
         by_trace: dict[tuple[str, str], list[RowMapping]] = defaultdict(list)
         for r in rows:
             by_trace[(r["project"], r["trace_id"])].append(r)
         del rows  # each trace's rows go as it is derived (derive_trace)
-        results = [derive_trace(c.project, c.trace_id, trace_rows, envelopes,
-                                c.last_received_at, settle)
-                   for c in claimed
-                   if (trace_rows := by_trace.pop((c.project, c.trace_id), None))]
+        with collector_paused() if large else contextlib.nullcontext():
+            results = [derive_trace(c.project, c.trace_id, trace_rows, envelopes,
+                                    c.last_received_at, settle)
+                       for c in claimed
+                       if (trace_rows := by_trace.pop((c.project, c.trace_id), None))]
         if large:
             # what deriving freed (span models, the trajectory, its JSON) goes back before
             # the statements' buffers are built, and what storing freed after
