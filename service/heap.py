@@ -19,7 +19,6 @@ every free page in the heap; it takes a few milliseconds on such a heap. Elsewhe
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
 import gc
 import sys
@@ -32,8 +31,9 @@ def _malloc_trim() -> Callable[[int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        trim: Callable[[int], int] = ctypes.CDLL(
-            ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        # the symbols the process has loaded (libc's among them), without looking for the
+        # library (ctypes.util.find_library runs ldconfig)
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # not glibc
         return None
     return trim
