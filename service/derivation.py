@@ -207,14 +207,31 @@ async def store_results(conn: Connection, results: Sequence[Result]) -> None:
 LARGE_ROUND_SPANS = 10_000
 
 
+#: a large trace (this many spans or more) whose spans are still arriving, the latest less
+#: than QUIET_SECONDS ago, is derived once they pause, unless its trajectory is older than
+#: FRESH_SECONDS (docs/large-traces.md §2): deriving it takes seconds, and a derivation begun
+#: while its spans arrive is stale when it ends, yet the one with the last spans waits for it
+LARGE_TRACE_SPANS = 1000
+QUIET_SECONDS = 0.5
+FRESH_SECONDS = 10.0
+
+
 async def derive_round(conn: Connection, settle: timedelta, batch: int) -> int:
     """Derive up to `batch` queued traces from their stored spans, in one transaction on
-    `conn`; returns how many were claimed. The derivation workers' round, also run by idle
+    `conn`; returns how many were derived. The derivation workers' round, also run by idle
     ingest workers after a burst (service/ingest/pool.py, `drain`)."""
     async with conn.transaction():
         claimed = await derivation_store.claim_changes(conn, batch)
         if not claimed:
             return 0
+        later = await derivation_store.still_arriving(conn, claimed, QUIET_SECONDS,
+                                                      FRESH_SECONDS, LARGE_TRACE_SPANS)
+        if later:
+            await derivation_store.requeue(
+                conn, [c for c in claimed if (c.project, c.trace_id) in later])
+            claimed = [c for c in claimed if (c.project, c.trace_id) not in later]
+            if not claimed:
+                return 0
         rows = await derivation_store.load_spans(conn, claimed)
         large = len(rows) >= LARGE_ROUND_SPANS
         envelopes = await trace_reads.resources(
