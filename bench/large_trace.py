@@ -16,8 +16,9 @@ Reported:
 - the exports, once each: GET /api/v1/trajectories/{id} (the whole document), GET
   /api/v1/traces/{id} and GET /api/v1/trajectories/{id}/events (all events);
 - the resident memory of trajhub's processes (the server, its ingest and derivation workers;
-  PostgreSQL not included) before, at its peak while sending and reading (sampled every 0.2 s),
-  and after;
+  PostgreSQL not included) before (once they have settled after starting), at its peak while
+  sending and reading (sampled every 0.2 s), and after; which processes grew most, and each
+  one's share of the peak;
 - with --browser (Debian's Chromium via Playwright): the web UI's first screen, navigation to
   the trajectory page -> its first step rows and lanes drawn, median of --runs.
 
