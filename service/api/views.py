@@ -43,12 +43,11 @@ def tree_order(span_ids: Sequence[str], parent_ids: Sequence[str]) -> list[tuple
     """The spans (by index) nested under their parents, as (index, depth) in the order of the
     tree's JSON (each span before its children, siblings in index order). A span whose parent
     is absent is a root; so is one whose parent chain leads back to it (a cycle)."""
-    by_id = {span_id: n for n, span_id in enumerate(span_ids)}
+    by_id = {span_id: n for n, span_id in enumerate(span_ids)}  # ids are unique in a trace
     children: dict[int, list[int]] = {}
     roots: list[int] = []
-    for n, span_id in enumerate(span_ids):
-        node = by_id[span_id]
-        parent = by_id.get(parent_ids[n])
+    for node in range(len(span_ids)):
+        parent = by_id.get(parent_ids[node])
         if parent is not None and parent != node and not _above(node, parent, by_id, parent_ids):
             children.setdefault(parent, []).append(node)
         else:
