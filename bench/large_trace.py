@@ -16,8 +16,9 @@ Reported:
 - the exports, once each: GET /api/v1/trajectories/{id} (the whole document), GET
   /api/v1/traces/{id} and GET /api/v1/trajectories/{id}/events (all events);
 - the resident memory of trajhub's processes (the server, its ingest and derivation workers;
-  PostgreSQL not included) before, at its peak while sending and reading (sampled every 0.2 s),
-  and after;
+  PostgreSQL not included) before (once they have settled after starting), at its peak while
+  sending and reading (sampled every 0.2 s), and after; which processes grew most, and each
+  one's share of the peak;
 - with --browser (Debian's Chromium via Playwright): the web UI's first screen, navigation to
   the trajectory page -> its first step rows and lanes drawn, median of --runs.
 
@@ -106,18 +107,40 @@ class RssSampler:
         self.peak = 0
         self.first: dict[int, int] = {}
         self.growth: dict[int, int] = {}
+        #: each process's growth over its first sample when the sum last peaked
+        self.at_peak: dict[int, int] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def now(self) -> int:
         total = 0
+        grown: dict[int, int] = {}
         for p in (self.root, *self.root.children(recursive=True)):
             with contextlib.suppress(Exception):  # a process that just exited
                 rss = p.memory_info().rss
                 total += rss
                 first = self.first.setdefault(p.pid, rss)
+                grown[p.pid] = rss - first
                 self.growth[p.pid] = max(self.growth.get(p.pid, 0), rss - first)
+        if total > self.peak:
+            self.at_peak = grown
         return total
+
+    def settle(self, timeout: float = 15.0) -> int:
+        """Waits until the processes have stopped growing (the workers import their modules
+        after `trajhub ready`), then counts growth from there; returns the sum."""
+        deadline = time.monotonic() + timeout
+        last = self.now()
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            total = self.now()
+            if abs(total - last) < 2**20:
+                break
+            last = total
+        self.first.clear()
+        self.growth.clear()
+        self.peak = 0
+        return self.now()
 
     def roles(self) -> str:
         """The processes that grew most, e.g. `derivation worker +600 MiB`."""
@@ -125,6 +148,13 @@ class RssSampler:
 
         grown = sorted(self.growth.items(), key=lambda g: -g[1])[:4]
         return ", ".join(f"{role(pid, self.root.pid)} +{g / 2**20:,.0f}" for pid, g in grown)
+
+    def roles_at_peak(self) -> str:
+        """Each process's share of the peak, e.g. `derivation worker +200, receiver +40`."""
+        from memory import role
+
+        grown = sorted(self.at_peak.items(), key=lambda g: -g[1])[:4]
+        return ", ".join(f"{role(pid, self.root.pid)} {g / 2**20:+,.0f}" for pid, g in grown)
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
@@ -211,7 +241,7 @@ def main() -> int:
     try:
         with RssSampler(server) as rss, httpx.Client(base_url=server.http_url,
                                                        timeout=300) as client:
-            before = rss.now()
+            before = rss.settle()
             for b in bodies:
                 r = client.post("/v1/traces", content=b,
                                 headers={"Content-Type": "application/x-protobuf"})
@@ -255,6 +285,8 @@ def main() -> int:
               f" peak with the exports {rss.peak / 2**20:,.0f} MiB "
               f"(+{(rss.peak - before) / 2**20:,.0f}), after {after / 2**20:,.0f} MiB")
         print(f"  grew most (MiB, own peak over its first sample): {rss.roles()}")
+        print(f"  at the last peak of the sum (MiB over each one's first sample): "
+              f"{rss.roles_at_peak()}")
         if screens:
             print(f"  web UI first screen (Chromium, navigation -> first rows and lanes): median "
                   f"{statistics.median(screens):,.0f} ms, min {min(screens):,.0f}, "

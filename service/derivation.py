@@ -8,9 +8,10 @@ a trajectory does not depend on which of the two derived it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,17 +21,17 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 from trajhub.normalizers import NORMALIZER_VERSION, derive, root_ended
 from trajhub.normalizers.item_fields import run_texts
 from trajhub.normalizers.model import STATUS_ERROR, Span
-from trajhub.normalizers.pages import PAGED_FROM, split
 from trajhub.normalizers.playback import model_usage
 from trajhub.normalizers.run_context import RunContext, preview, run_context
-from trajhub.normalizers.trajectory import Trajectory, trajectory_to_dict
+from trajhub.normalizers.trajectory import trajectory_to_dict
 from trajhub.records import Record, write_values
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+from trajhub.service import stored_trajectory
+from trajhub.service.heap import collector_paused, release_free_memory
 from trajhub.service.stored_spans import to_model
 from trajhub.storage import derivation_store, trace_reads
 from trajhub.storage.attribute_keys import trace_attribute_keys
-from trajhub.storage.compression import compress
 from trajhub.storage.database import Connection, RowMapping, is_transient
 from trajhub.storage.derivation_store import TraceWrite, TrajectoryWrite
 from trajhub.storage.pgtext import pg_text, pg_texts
@@ -90,62 +91,59 @@ def failed_trajectory(project: str, trace_id: str, settle_at: datetime, error: B
             "session_id": context.session_id, "user_id": context.user_id}))
 
 
-# The document and its chunks are compressed from orjson's bytes as they are, not through
-# `pack(pg_text(…))` (decoded, NUL replaced, encoded again): JSON text holds no NUL (orjson
-# writes U+0000 as the escape \u0000, as JSON requires of control characters), so pg_text
-# changed nothing, and the two copies cost a 66 MiB document 132 MiB more at its peak.
-def _chunks(document: dict[str, Any], trajectory: Trajectory) -> list[bytes]:
-    """A large trajectory's playback order, head and step chunks as stored (chunks -1, 0, 1, …:
-    storage/step_chunks.py), each as the document is: deterministic JSON (trajectory_to_json's),
-    compressed."""
-    if sum(len(a.steps) for a in trajectory.agent_steps) < PAGED_FROM:
-        return []
-    parts = split(document, trajectory)
-    return [compress(orjson.dumps(part, option=orjson.OPT_SORT_KEYS))
-            for part in (parts.order, parts.head, *parts.chunks)]
-
-
-def trajectory_row(project: str, trace_id: str, spans: Sequence[Span], settle_at: datetime
+def trajectory_row(project: str, trace_id: str, spans: list[Span], settle_at: datetime
                    ) -> TrajectoryWrite:
     """The derived trajectory, its text made fit for PostgreSQL (NUL replaced; the spans'
     raw bytes keep the original). The summary columns are the normalizer's summary, as
-    trajhub.records.trajectories declares them."""
+    trajhub.records.trajectories declares them. `spans` is emptied once derived: what is
+    stored needs no more of them, and a large trace's are tens of MiB (docs/large-traces.md)."""
     context = run_context(spans)
+    ended = root_ended(spans)
     try:
         d = derive(spans)
     except Exception as exc:
         log.warning("trace %s/%s: derivation failed: %r", project, trace_id, exc)
-        return failed_trajectory(project, trace_id, settle_at, exc, root_ended(spans),
+        return failed_trajectory(project, trace_id, settle_at, exc, ended,
                                  min(s.start_ns for s in spans), context)
+    spans.clear()
     s = d.summary
     user_text, answer = run_texts(s.root_input, s.root_output)
     explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
-    document = trajectory_to_dict(d.trajectory)
-    text = orjson.dumps(document, option=orjson.OPT_SORT_KEYS)  # trajectory_to_json's bytes
-    chunks = _chunks(document, d.trajectory)
-    del document  # a large run's biggest object: not kept while its text is compressed
+    values = _written(TRAJECTORY_SUMMARY, s, {
+        "normalizer_version": NORMALIZER_VERSION, "derivation_error": None,
+        "model_usage": orjson.dumps(model_usage(d.trajectory)).decode(),
+        "service": context.service, "session_id": context.session_id,
+        "user_id": context.user_id,
+        # what a person reads: the user's text and the answer, not the message JSON
+        "input_preview": preview(user_text or ""), "output_preview": preview(answer or "")})
+    # orjson's bytes are compressed as they are, not through `pack(pg_text(…))`: JSON text
+    # holds no NUL (orjson writes U+0000 as the escape \u0000, as JSON requires of control
+    # characters), so pg_text would change nothing, at the cost of two more copies
+    document, chunks = stored_trajectory.pack(trajectory_to_dict(d.trajectory), d.trajectory)
     return TrajectoryWrite(
-        project=project, trace_id=trace_id, settle_at=settle_at, root_ended=root_ended(spans),
-        document=compress(text),
-        explanation=pack(pg_text(explanation)), warnings=pg_texts(d.warnings), chunks=chunks,
-        values=_written(TRAJECTORY_SUMMARY, s, {
-            "normalizer_version": NORMALIZER_VERSION, "derivation_error": None,
-            "model_usage": orjson.dumps(model_usage(d.trajectory)).decode(),
-            "service": context.service, "session_id": context.session_id,
-            "user_id": context.user_id,
-            # what a person reads: the user's text and the answer, not the message JSON
-            "input_preview": preview(user_text or ""), "output_preview": preview(answer or "")}))
+        project=project, trace_id=trace_id, settle_at=settle_at, root_ended=ended,
+        document=document, explanation=pack(pg_text(explanation)),
+        warnings=pg_texts(d.warnings), chunks=chunks, values=values)
 
 
-def derive_trace(project: str, trace_id: str, rows: Sequence[RowMapping],
+def _drained(rows: list[RowMapping]) -> Iterator[RowMapping]:
+    """`rows` in order, each let go by the list as it is taken (the list ends empty)."""
+    rows.reverse()
+    while rows:
+        yield rows.pop()
+
+
+def derive_trace(project: str, trace_id: str, rows: list[RowMapping],
                  envelopes: Mapping[int, bytes], last_received: datetime, settle: timedelta,
                  parsed: Mapping[tuple[str, str, str], OtlpSpan] | None = None) -> Result:
     """Both rows of one trace from its span rows; never raises for bad spans (the trajectory
-    records why it could not be derived). `parsed`: OTLP spans already decoded, by key."""
+    records why it could not be derived). `parsed`: OTLP spans already decoded, by key.
+    `rows` is emptied as its spans are read: each row is let go once it is a span model, so
+    a large trace's rows and models are not all held at once (docs/large-traces.md)."""
     summary = trace_row(project, trace_id, rows, last_received)
     settle_at = last_received + settle
     try:
-        spans = to_model(rows, envelopes, parsed)
+        spans = to_model(_drained(rows), envelopes, parsed)
     except Exception as exc:  # spans that do not read back: recorded, not fatal
         log.warning("trace %s/%s: spans unreadable: %r", project, trace_id, exc)
         return summary, failed_trajectory(project, trace_id, settle_at, exc,
@@ -204,23 +202,55 @@ async def store_results(conn: Connection, results: Sequence[Result]) -> None:
                       project, trace_id, exc)
 
 
+#: a round that reads this many spans or more derives with the cyclic garbage collector paused
+#: and gives its freed memory back (service/heap.py)
+LARGE_ROUND_SPANS = 10_000
+
+
+#: a large trace (this many spans or more) whose spans are still arriving, the latest less
+#: than QUIET_SECONDS ago, is derived once they pause, unless its trajectory is older than
+#: FRESH_SECONDS (docs/large-traces.md §2): deriving it takes seconds, and a derivation begun
+#: while its spans arrive is stale when it ends, yet the one with the last spans waits for it
+LARGE_TRACE_SPANS = 1000
+QUIET_SECONDS = 0.5
+FRESH_SECONDS = 10.0
+
+
 async def derive_round(conn: Connection, settle: timedelta, batch: int) -> int:
     """Derive up to `batch` queued traces from their stored spans, in one transaction on
-    `conn`; returns how many were claimed. The derivation workers' round, also run by idle
+    `conn`; returns how many were derived. The derivation workers' round, also run by idle
     ingest workers after a burst (service/ingest/pool.py, `drain`)."""
     async with conn.transaction():
         claimed = await derivation_store.claim_changes(conn, batch)
         if not claimed:
             return 0
+        later = await derivation_store.still_arriving(conn, claimed, QUIET_SECONDS,
+                                                      FRESH_SECONDS, LARGE_TRACE_SPANS)
+        if later:
+            await derivation_store.requeue(
+                conn, [c for c in claimed if (c.project, c.trace_id) in later])
+            claimed = [c for c in claimed if (c.project, c.trace_id) not in later]
+            if not claimed:
+                return 0
         rows = await derivation_store.load_spans(conn, claimed)
+        large = len(rows) >= LARGE_ROUND_SPANS
         envelopes = await trace_reads.resources(
             conn, sorted({r["resource_id"] for r in rows if r["resource_id"] is not None}))
         by_trace: dict[tuple[str, str], list[RowMapping]] = defaultdict(list)
         for r in rows:
             by_trace[(r["project"], r["trace_id"])].append(r)
-        results = [derive_trace(c.project, c.trace_id, trace_rows, envelopes,
-                                c.last_received_at, settle)
-                   for c in claimed
-                   if (trace_rows := by_trace.get((c.project, c.trace_id)))]
+        del rows  # each trace's rows go as it is derived (derive_trace)
+        with collector_paused() if large else contextlib.nullcontext():
+            results = [derive_trace(c.project, c.trace_id, trace_rows, envelopes,
+                                    c.last_received_at, settle)
+                       for c in claimed
+                       if (trace_rows := by_trace.pop((c.project, c.trace_id), None))]
+        if large:
+            # what deriving freed (span models, the trajectory, its JSON) goes back before
+            # the statements' buffers are built, and what storing freed after
+            release_free_memory()
         await store_results(conn, results)
+        del results
+    if large:
+        release_free_memory()
     return len(claimed)

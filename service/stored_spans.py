@@ -4,7 +4,7 @@ messages for `?format=otlp`, and the JSON views of the REST API."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -245,28 +245,3 @@ def span_view(span: Span) -> dict[str, Any]:
     return view
 
 
-def span_tree(views: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Nest each view under its parent (`children`); spans whose parent is absent are roots."""
-    by_id = {v["span_id"]: {**v, "children": []} for v in views}
-    roots: list[dict[str, Any]] = []
-    for v in views:
-        node = by_id[v["span_id"]]
-        parent = by_id.get(v["parent_span_id"])
-        if parent is not None and parent is not node and not _is_ancestor(node, parent, by_id):
-            parent["children"].append(node)
-        else:
-            roots.append(node)
-    return roots
-
-
-def _is_ancestor(node: dict[str, Any], candidate: dict[str, Any],
-                 by_id: Mapping[str, dict[str, Any]]) -> bool:
-    """True when `node` is above `candidate` (a parent cycle): then `node` stays a root."""
-    seen = set()
-    current: dict[str, Any] | None = candidate
-    while current is not None and current["span_id"] not in seen:
-        if current is node:
-            return True
-        seen.add(current["span_id"])
-        current = by_id.get(current["parent_span_id"])
-    return False

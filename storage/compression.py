@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import zlib
+from collections.abc import Iterable, Iterator
 
 import zstandard
 
@@ -46,9 +47,28 @@ def _decompressor() -> zstandard.ZstdDecompressor:
     return d
 
 
+#: from this size on, `compress` returns a copy of the frame that holds only the frame
+COPY_FROM = 64 * 1024
+
+
 def compress(data: bytes) -> bytes:
     """`data` as a zstd frame that records its size (so `decompress` allocates once)."""
-    return _compressor().compress(data)
+    frame = _compressor().compress(data)
+    # python-zstandard allocates the frame at zstd's bound for `data` (more than `data`) and
+    # shortens it in place: a large value's frame keeps the whole allocation as long as it lives
+    # (a 66 MiB document's 14 MiB frame held 66 MiB). A span's few KiB are not worth the copy.
+    return frame if len(data) < COPY_FROM else bytes(memoryview(frame))
+
+
+def compress_pieces(pieces: Iterable[bytes | memoryview], size: int) -> bytes:
+    """The concatenation of `pieces` as one zstd frame that records its size, as `compress`
+    gives it, without the concatenation ever being held: a piece is compressed as it comes.
+    `size`, their total length, must be exact (zstd checks it)."""
+    # a compressor of its own: the pieces may come from code that compresses too
+    stream = zstandard.ZstdCompressor(level=LEVEL).compressobj(size=size)
+    out = [stream.compress(piece) for piece in pieces]
+    out.append(stream.flush())
+    return b"".join(out)
 
 
 def decompress(stored: bytes) -> bytes:
@@ -58,3 +78,22 @@ def decompress(stored: bytes) -> bytes:
     if stored[:1] and stored[0] == _ZLIB:
         return zlib.decompress(stored)
     return stored
+
+
+def decompressed_size(stored: bytes) -> int | None:
+    """The size of what `stored` holds, when its frame records it (a zstd frame of
+    `compress` does); None for the other forms."""
+    if stored[:4] != ZSTD_MAGIC:
+        return None
+    size = zstandard.frame_content_size(stored)
+    return size if size >= 0 else None
+
+
+def decompress_pieces(stored: bytes, piece: int = 1 << 20) -> Iterator[bytes]:
+    """What `decompress` gives, in pieces of at most `piece` bytes: a zstd frame is
+    decompressed a piece at a time, so that a large value (a 66 MiB document) is never held
+    whole; the other forms come whole."""
+    if stored[:4] == ZSTD_MAGIC:
+        yield from zstandard.ZstdDecompressor().read_to_iter(stored, write_size=piece)
+    else:
+        yield decompress(stored)

@@ -43,15 +43,41 @@ async def claim_changes(conn: Connection, limit: int) -> list[ClaimedTrace]:
         FROM claimed GROUP BY project, trace_id
         """,
         limit)
-    busy = [r for r in rows if not r["locked"]]
-    if busy:
+    await requeue(conn, [ClaimedTrace(r["project"], r["trace_id"], r["last_received_at"])
+                         for r in rows if not r["locked"]])
+    return [ClaimedTrace(r["project"], r["trace_id"], r["last_received_at"])
+            for r in rows if r["locked"]]
+
+
+async def requeue(conn: Connection, traces: Sequence[ClaimedTrace]) -> None:
+    """Put claimed traces back in the queue (inside the caller's transaction), as of their
+    latest change."""
+    if traces:
         await conn.execute(
             "INSERT INTO trace_changes (project, trace_id, received_at) "
             "SELECT * FROM unnest($1::text[], $2::text[], $3::timestamptz[])",
-            [r["project"] for r in busy], [r["trace_id"] for r in busy],
-            [r["last_received_at"] for r in busy])
-    return [ClaimedTrace(r["project"], r["trace_id"], r["last_received_at"])
-            for r in rows if r["locked"]]
+            [t.project for t in traces], [t.trace_id for t in traces],
+            [t.last_received_at for t in traces])
+
+
+async def still_arriving(conn: Connection, traces: Sequence[ClaimedTrace], quiet_s: float,
+                         fresh_s: float, min_spans: int) -> set[tuple[str, str]]:
+    """Of the claimed `traces`, (project, trace_id) of those whose spans are still arriving
+    (the latest within `quiet_s` of this transaction's start) that are large (their trace-list
+    row counts `min_spans` spans or more) and whose trajectory was derived within `fresh_s`."""
+    rows = await conn.fetch(
+        """SELECT c.project, c.trace_id
+           FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS c(project, trace_id, latest)
+           JOIN trace_keys k ON k.project = c.project AND k.trace_id = c.trace_id
+           JOIN traces s ON s.project = c.project AND s.trace_id = c.trace_id
+                AND s.first_seen = k.first_seen
+           JOIN trajectories t ON t.project = c.project AND t.trace_id = c.trace_id
+                AND t.first_seen = k.first_seen
+           WHERE c.latest > now() - make_interval(secs => $4)
+             AND s.span_count >= $6 AND t.derived_at > now() - make_interval(secs => $5)""",
+        [t.project for t in traces], [t.trace_id for t in traces],
+        [t.last_received_at for t in traces], quiet_s, fresh_s, min_spans)
+    return {(r["project"], r["trace_id"]) for r in rows}
 
 
 async def claim_whole(conn: Connection, span_counts: Mapping[tuple[str, str], int]

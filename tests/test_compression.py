@@ -11,7 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from trajhub.storage.compression import ZSTD_MAGIC, compress, decompress
+from trajhub.storage.compression import (
+    ZSTD_MAGIC,
+    compress,
+    compress_pieces,
+    decompress,
+    decompress_pieces,
+    decompressed_size,
+)
 from trajhub.storage.stored_documents import pack, unpack
 
 
@@ -48,3 +55,41 @@ def test_documents_of_migration_0020_zlib_and_text_read_back() -> None:
     assert unpack(document) == document
     assert unpack(pack(document)) == document
     assert pack(None) is None and unpack(None) is None
+
+
+def test_a_large_value_is_compressed_into_a_frame_of_its_own_size() -> None:
+    """python-zstandard allocates a frame at zstd's bound for its input; a large frame is copied
+    to its size, so that keeping it does not keep the bound (checked with tracemalloc: the
+    frame of a ~1 MiB document must not hold more than a few times its length)."""
+    import tracemalloc
+
+    data = b"step " * 300_000
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        stored = compress(data)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert decompress(stored) == data
+    assert held < 4 * len(stored) + 4096, (held, len(stored))
+
+
+@given(st.lists(st.binary(max_size=3000), max_size=8))
+def test_pieces_compressed_as_they_come_are_the_whole_value(pieces: list[bytes]) -> None:
+    whole = b"".join(pieces)
+    stored = compress_pieces(iter(pieces), len(whole))
+    assert decompress(stored) == whole
+    assert decompressed_size(stored) == len(whole)
+
+
+def test_a_value_decompressed_in_pieces_is_the_whole_value() -> None:
+    data = os.urandom(1000) * 700  # 700,000 bytes: several pieces of 65,536
+    pieces = list(decompress_pieces(compress(data), piece=65_536))
+    assert len(pieces) > 1 and max(map(len, pieces)) <= 65_536
+    assert b"".join(pieces) == data
+    # the other stored forms come whole
+    document = b'{"id": "t"}'
+    assert list(decompress_pieces(document)) == [document]
+    assert list(decompress_pieces(zlib.compress(document))) == [document]
+    assert decompressed_size(zlib.compress(document)) is None

@@ -299,6 +299,12 @@ def model_response(model: Any, doc: Any, status: int = 200,
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
+def schema_check(model: Any) -> Callable[[Any], bool]:
+    """Whether a value matches `model`'s JSON Schema, as `model_response` checks an answer:
+    for an answer streamed in pieces, each checked before it is sent."""
+    return _validator(model).is_valid
+
+
 def storable_json(value: Any, field: str) -> str:
     """`value` (a request body's JSON) as the JSON text a jsonb column takes. orjson refuses
     integers beyond 64 bits, which a JSON body may hold and PostgreSQL's jsonb stores (as

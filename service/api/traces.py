@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.service import stored_spans
+from trajhub.service.api import views
 from trajhub.service.api.common import (
     ROUTER_CHECKS,
     AttributeFilter,
@@ -42,15 +43,12 @@ from trajhub.service.api.models import (
     TraceBody,
     TracePage,
     TraceSpanPage,
-    TraceSpans,
 )
 from trajhub.service.api.records import answer
-from trajhub.service.api.views import trajectory_nodes
 from trajhub.service.ingest.decode import FORMAT_COZELOOP
 from trajhub.service.stored_spans import (
     iso_time,
     otlp_json,
-    span_tree,
     span_view,
     to_model,
     to_otlp_request,
@@ -125,31 +123,26 @@ async def get_trace(
             conn, sorted({r.resource_id for r in rows if r.resource_id is not None}))
         stored = (await trajectory_reads.explanation(conn, project, trace_id)
                   if view == "trajectory" and format == "json" else None)
-    if view == "trajectory" and format == "json":
-        if stored is None:
-            raise no_trajectory(trace_id, project)
-        if stored.explanation is None:
-            raise not_derived(stored.derivation_error)
+    if format == "json":
+        explanation = None
+        if view == "trajectory":
+            if stored is None:
+                raise no_trajectory(trace_id, project)
+            if stored.explanation is None:
+                raise not_derived(stored.derivation_error)
+            explanation = stored.explanation
+        # streamed a page of spans at a time: a large trace's views are hundreds of MiB
+        # (docs/large-traces.md)
+        return await views.export(trace_id, rows, envelopes, view, explanation)
 
     def answer_body() -> Response:
         if format == "otlp":
             return model_response(OtlpTrace, otlp_json(to_otlp_request(rows, envelopes)))
-        if format == "cozeloop":
-            return model_response(CozeLoopTrace, {"spans": [
-                orjson.loads(stored_spans.body(r)) for r in rows
-                if r.format == FORMAT_COZELOOP]})
-        views = [span_view(s) for s in to_model(rows, envelopes)]
-        if view == "trajectory":
-            assert stored is not None and stored.explanation is not None
-            explanation = orjson.loads(stored.explanation)
-            return model_response(TraceSpans, {"trace_id": trace_id,
-                                               "spans": trajectory_nodes(explanation, views)})
-        if view == "flat":
-            return model_response(TraceSpans, {"trace_id": trace_id, "spans": views})
-        return model_response(TraceSpans, {"trace_id": trace_id, "spans": span_tree(views)})
+        return model_response(CozeLoopTrace, {"spans": [
+            orjson.loads(stored_spans.body(r)) for r in rows if r.format == FORMAT_COZELOOP]})
 
-    # a large trace's spans take seconds to decode and check (docs/large-traces.md): off the
-    # event loop, so that other requests (a first page) are answered meanwhile
+    # a large trace's spans take seconds to decode: off the event loop, so that other
+    # requests (a first page) are answered meanwhile
     return await run_in_threadpool(answer_body)
 
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Header, HTTPException, Query, Request, Response
+from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from trajhub.normalizers import NORMALIZER_VERSION, DerivationError, derive, pages
@@ -58,6 +59,8 @@ router = APIRouter(prefix="/api/v1", tags=["trajectories"],
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
+#: a document of this many bytes or more is sent as it is decompressed (`get_trajectory`)
+STREAM_FROM = 4 << 20
 
 
 @router.get("/trajectories", summary="List trajectories (summaries), filtered and sorted",
@@ -118,6 +121,13 @@ async def get_trajectory(
         return json_response({"detail": detail}, 422, headers)
     if if_none_match == headers["ETag"]:
         return Response(status_code=304, headers=headers)
+    size = compression.decompressed_size(row.document)
+    if size is not None and size >= STREAM_FROM:
+        # a large document is sent as it is decompressed, a piece at a time (off the event
+        # loop): held whole, with the copy a slow client's socket buffer takes, it cost the
+        # server twice its size (docs/large-traces.md)
+        return StreamingResponse(compression.decompress_pieces(row.document), media_type=JSON,
+                                 headers={**headers, "Content-Length": str(size)})
     # the stored bytes, decompressed (zstd releases the GIL: off the event loop)
     body = await run_in_threadpool(compression.decompress, row.document)
     return Response(body, media_type=JSON, headers=headers)

@@ -115,9 +115,14 @@ class DerivationWorker:
                 self._drop_connection()
                 derived = finalized = 0
                 await asyncio.sleep(1)
-            if derived < BATCH and not finalized:
+            # rounds start at most every `interval` while there is little to do, so that
+            # changes gather into rounds; after a round that took longer (a large trace: seconds),
+            # what arrived meanwhile has gathered already, and waiting more would only add to
+            # how long its trajectory takes to become final
+            pause = interval - (time.perf_counter() - started)
+            if derived < BATCH and not finalized and pause > 0:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), interval)
+                    await asyncio.wait_for(stop.wait(), pause)
 
 
 #: messages a derivation worker sends its parent: (REPORT_DERIVED, traces, seconds) after a
