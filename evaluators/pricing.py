@@ -346,12 +346,51 @@ def _calls(entry: Mapping[str, Any]) -> list[Usage]:
                   reasoning=whole(entry.get("reasoning_tokens")))]
 
 
+@functools.lru_cache(maxsize=1024)
+def _genai_linear(name: str) -> bool:
+    """Whether genai-prices prices every call of this model at the same rate per token: one
+    price (none that changes with the date or the time of day), no tiers by the call's size,
+    and no price per request."""
+    found = _genai_model(name)
+    if found is None:
+        return False
+    price = found[1].prices
+    return isinstance(price, genai_types.ModelPrice) and not any(
+        isinstance(value, genai_types.TieredPrices) for value in vars(price).values()) \
+        and getattr(price, "requests_kcount", None) is None
+
+
+def _linear(prices: Prices, model: str | None) -> bool:
+    """Whether the calls of `model` cost what their tokens summed cost (see `_genai_linear`;
+    a TRAJHUB_PRICES entry is a rate per token)."""
+    if not model or not model.strip():
+        return False
+    if prices.override is not None and prices.override.price(model) is not None:
+        return True
+    return _genai_linear(model.strip().lower())
+
+
+def _summed(calls: list[Usage]) -> Usage:
+    """One call of the calls' billable tokens summed (`billable` of it gives the sums back)."""
+    parts = [billable(c) for c in calls]
+    return Usage(input=sum(b.input for b in parts), output=sum(b.output for b in parts),
+                 cache_read=sum(b.cache_read for b in parts),
+                 cache_write=sum(b.cache_write for b in parts),
+                 reasoning=sum(b.reasoning for b in parts), started_ms=calls[0].started_ms)
+
+
 def usage_cost(prices: Prices, usage: Mapping[str, Mapping[str, Any]]) -> Cost:
     """Cost of a run from its token usage per model name, as the trajectory store keeps it
-    for summaries ("" = model not recorded)."""
+    for summaries ("" = model not recorded). The calls of a model priced at one rate per
+    token are priced once, summed: the same money (genai-prices computes in exact decimals)
+    for a fraction of the time, which a session of thousands of turns needs (~70 µs a call).
+    Only the rounding differs: each priced call is rounded to 1e-10 USD."""
     cost = Cost()
     for model in sorted(usage):
-        for call in _calls(to_dict(usage[model])):
+        calls = _calls(to_dict(usage[model]))
+        if len(calls) > 1 and _linear(prices, model or None):
+            calls = [_summed(calls)]
+        for call in calls:
             cost.add(call, step_cost(prices, model or None, call))
     return cost
 

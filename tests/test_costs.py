@@ -190,6 +190,20 @@ def test_the_tier_is_decided_per_call_also_in_a_summary() -> None:
     assert usage_cost(GENAI, usage).usd == pytest.approx(expected)  # 0.395
 
 
+def test_many_calls_at_one_rate_in_a_summary_cost_what_each_costs() -> None:
+    # a session's turns: thousands of calls of a model priced per token (gpt-4o), each with its
+    # own prompt, cache hit and time; the summary prices them summed (usage_cost), which must
+    # come to the calls' costs one by one
+    calls = [[1_000 + i, 20, i % 500, 0, 0, 1_750_000_000_000 + 60_000 * i] for i in range(3_000)]
+    usage = {"gpt-4o": {"steps": len(calls), "calls": calls}}
+    expected = sum((1_000 + i - i % 500) * GPT_4O["input"] + (i % 500) * GPT_4O["cached"]
+                   + 20 * GPT_4O["output"] for i in range(3_000)) / M
+    cost = usage_cost(GENAI, usage)
+    assert cost.usd == pytest.approx(expected, rel=1e-9)  # 18.41 USD
+    assert (cost.input_tokens, cost.cached_input_tokens, cost.output_tokens) == (
+        sum(1_000 + i for i in range(3_000)), sum(i % 500 for i in range(3_000)), 60_000)
+
+
 def test_summary_and_detail_give_the_same_cost() -> None:
     root = span("r", "", "invoke_agent a", 0, 100, {"gen_ai.operation.name": "invoke_agent"})
     calls = [span(f"m{i}", "r", "chat", 10 + i, 20 + i, {

@@ -150,15 +150,16 @@ def _usage_sum(usages: list[Any]) -> dict[str, dict[str, Any]]:
             if not isinstance(counts, Mapping):
                 continue
             into = total.setdefault(str(model), {})
+            calls = into.setdefault("calls", [])  # extended in place: a session has thousands
             if not isinstance(counts.get("calls"), list):
                 # a turn stored before model calls were kept: one call of its totals
-                into["calls"] = [*into.get("calls", []), [
-                    counts.get(k, 0) for k in ("input_tokens", "output_tokens",
-                                               "cached_input_tokens", "cache_write_tokens",
-                                               "reasoning_tokens")] + [0]]
+                calls.append([counts.get(k, 0) for k in ("input_tokens", "output_tokens",
+                                                         "cached_input_tokens",
+                                                         "cache_write_tokens",
+                                                         "reasoning_tokens")] + [0])
             for key, value in counts.items():
                 if key == "calls" and isinstance(value, list):
-                    into["calls"] = [*into.get("calls", []), *value]
+                    calls.extend(value)
                 elif isinstance(value, int) and not isinstance(value, bool):
                     into[key] = into.get(key, 0) + value
     return total
