@@ -325,25 +325,25 @@ class Cost:
                 self.price_sources.append(step.source)
 
 
+def _whole(value: Any) -> int:
+    # the stored column is JSON: an unreadable count is 0, like an unrecorded one
+    if type(value) is int:  # what the store holds; the rest is coerced
+        return value
+    return to_whole(value) or 0
+
+
 def _calls(entry: Mapping[str, Any]) -> list[Usage]:
     """The calls of one model in the stored usage (see `normalizers.playback.model_usage`); a
     row stored before calls were kept is priced as one call of its totals."""
-    def whole(value: Any) -> int:
-        # the stored column is JSON: an unreadable count is 0, like an unrecorded one
-        return to_whole(value) or 0
-
     calls = entry.get("calls")
     if isinstance(calls, list):
-        out = []
-        for c in calls:
-            if isinstance(c, list) and len(c) == 6:
-                out.append(Usage(*(whole(v) for v in c)))
-        return out
-    return [Usage(input=whole(entry.get("input_tokens")),
-                  output=whole(entry.get("output_tokens")),
-                  cache_read=whole(entry.get("cached_input_tokens")),
-                  cache_write=whole(entry.get("cache_write_tokens")),
-                  reasoning=whole(entry.get("reasoning_tokens")))]
+        return [Usage(*(_whole(v) for v in c)) for c in calls
+                if isinstance(c, list) and len(c) == 6]
+    return [Usage(input=_whole(entry.get("input_tokens")),
+                  output=_whole(entry.get("output_tokens")),
+                  cache_read=_whole(entry.get("cached_input_tokens")),
+                  cache_write=_whole(entry.get("cache_write_tokens")),
+                  reasoning=_whole(entry.get("reasoning_tokens")))]
 
 
 @functools.lru_cache(maxsize=1024)
