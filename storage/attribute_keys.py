@@ -15,6 +15,7 @@ hash alike.
 
 from __future__ import annotations
 
+import functools
 import json
 import zlib
 from collections.abc import Iterable
@@ -63,31 +64,18 @@ def _load(attributes: str | bytes) -> Any:
         return json.loads(attributes, parse_int=float)
 
 
-# Most pairs recur from trace to trace (span kinds, model and tool names, graph nodes), so
-# their hashes are kept: looking one up costs a tenth of building its text and hashing it. The
-# pairs are keyed as the trace's set holds them (True and 1 alike, which `_stored_texts` hashes
-# alike too). Bounded: cleared when full, which only costs recomputing.
-_PAIR_HASHES: dict[tuple[str, Any], tuple[int, ...]] = {}
-_PAIR_HASHES_MAX = 100_000
-_NAME_HASHES: dict[str, int] = {}
-
-
+# Most pairs and span names recur from trace to trace (span kinds, model and tool names, graph
+# nodes), so their hashes are kept: looking one up costs a tenth of building its text and
+# hashing it. A pair is keyed as the trace's set holds it (True and 1 alike, which
+# `_stored_texts` hashes alike too).
+@functools.lru_cache(maxsize=100_000)
 def _pair_hashes(pair: tuple[str, Any]) -> tuple[int, ...]:
-    found = _PAIR_HASHES.get(pair)
-    if found is None:
-        if len(_PAIR_HASHES) >= _PAIR_HASHES_MAX:
-            _PAIR_HASHES.clear()
-        found = _PAIR_HASHES[pair] = tuple(_hash(t) for t in _stored_texts(*pair))
-    return found
+    return tuple(_hash(t) for t in _stored_texts(*pair))
 
 
+@functools.lru_cache(maxsize=100_000)
 def _name_hash(name: str) -> int:
-    found = _NAME_HASHES.get(name)
-    if found is None:
-        if len(_NAME_HASHES) >= _PAIR_HASHES_MAX:
-            _NAME_HASHES.clear()
-        found = _NAME_HASHES[name] = _hash(_name_entry(name))
-    return found
+    return _hash(_name_entry(name))
 
 
 def trace_attribute_keys(spans: Iterable[RowMapping]) -> list[int]:

@@ -25,6 +25,7 @@ deprecated alias (`Field.deprecated` names what replaces it): still in every res
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from collections.abc import Mapping
@@ -190,6 +191,16 @@ class Record:
                 out.append(column)
         return tuple(out)
 
+    @functools.cached_property
+    def write_plan(self) -> tuple[tuple[str, str | None, Any], ...]:
+        """`write_values`' walk of the declaration, made once per record: each column the
+        derivation writes, the summary attribute that fills it (None for a column the service
+        gives) and its default. Derivation writes every trajectory through it."""
+        return tuple((f.stored_column or "",
+                      f.summary_attribute if f.written_by == "summary" else None,
+                      f.write_default())
+                     for f in self.writes("summary", "service"))
+
     def writes(self, *writers: str) -> tuple[Field, ...]:
         """The fields that own each written column (the first declared for a column)."""
         seen: set[str] = set()
@@ -225,30 +236,13 @@ class Record:
         return tuple(sorted(shown, key=lambda pair: pair[1].order))
 
 
-#: per record (by identity, the record kept alive with it): each written column, the summary
-#: attribute that fills it (None for a column the service gives) and its default. Derivation
-#: writes every trajectory through this, so the declaration is walked once, not per row.
-_WRITE_PLANS: dict[int, tuple[Record, tuple[tuple[str, str | None, Any], ...]]] = {}
-
-
-def _write_plan(record: Record) -> tuple[tuple[str, str | None, Any], ...]:
-    found = _WRITE_PLANS.get(id(record))
-    if found is None or found[0] is not record:
-        plan = tuple((f.stored_column or "",
-                      f.summary_attribute if f.written_by == "summary" else None,
-                      f.write_default())
-                     for f in record.writes("summary", "service"))
-        found = _WRITE_PLANS[id(record)] = (record, plan)
-    return found[1]
-
-
 def write_values(record: Record, summary: object | None, given: Mapping[str, Any]
                  ) -> dict[str, Any]:
     """Every written column's value: from the normalizer's `summary` (fields written by
     "summary"), else from `given` (by column), else the field's default. A column in `given`
     wins over the summary."""
     out: dict[str, Any] = {}
-    for column, attribute, default in _write_plan(record):
+    for column, attribute, default in record.write_plan:
         if column in given:
             out[column] = given[column]
         elif attribute is not None and summary is not None:
