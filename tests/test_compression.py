@@ -4,13 +4,17 @@ whichever form a row was written in."""
 from __future__ import annotations
 
 import os
+import random
+import threading
 import zlib
 
 import orjson
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from trajhub.storage import compression, compression_dictionaries
 from trajhub.storage.compression import (
     ZSTD_MAGIC,
     compress,
@@ -93,3 +97,67 @@ def test_a_value_decompressed_in_pieces_is_the_whole_value() -> None:
     assert list(decompress_pieces(document)) == [document]
     assert list(decompress_pieces(zlib.compress(document))) == [document]
     assert decompressed_size(zlib.compress(document)) is None
+
+
+def _prose_bodies(count: int, seed: int) -> list[bytes]:
+    """Span bodies as an agent's model calls make them: the same attribute keys, system prompt
+    and parameters in every span, and a question and answer of words from one vocabulary."""
+    rng = random.Random(seed)
+    vocabulary = ["".join(rng.choice("bcdfgklmnprstvz") + rng.choice("aeiou")
+                          for _ in range(rng.randint(1, 4))) for _ in range(2000)]
+    prompt = random.Random(0).choices(vocabulary, k=120)
+    bodies = []
+    for _ in range(count):
+        span = Span(trace_id=rng.randbytes(16), span_id=rng.randbytes(8), name="llm.step")
+        for key, value in (
+                ("openinference.span.kind", "LLM"), ("llm.model_name", "gpt-4o-2024-08-06"),
+                ("llm.invocation_parameters", '{"temperature": 0.2, "max_tokens": 1024}'),
+                ("llm.input_messages.0.message.role", "system"),
+                ("llm.input_messages.0.message.content", " ".join(prompt)),
+                ("llm.input_messages.1.message.role", "user"),
+                ("llm.input_messages.1.message.content", " ".join(rng.choices(vocabulary, k=40))),
+                ("llm.output_messages.0.message.role", "assistant"),
+                ("llm.output_messages.0.message.content",
+                 " ".join(rng.choices(vocabulary, k=80)))):
+            span.attributes.add(key=key).value.string_value = value
+        bodies.append(span.SerializeToString())
+    return bodies
+
+
+@pytest.fixture
+def fresh_dictionaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This test's own dictionary state, as a new process has it (none loaded, none in use)."""
+    monkeypatch.setattr(compression, "_dictionaries", {})
+    monkeypatch.setattr(compression, "_current", None)
+    monkeypatch.setattr(compression, "_local", threading.local())
+    monkeypatch.setattr(compression, "_samples", None)
+
+
+@pytest.mark.usefixtures("fresh_dictionaries")
+def test_a_body_compressed_with_a_dictionary_is_smaller_names_it_and_needs_it_loaded() -> None:
+    training, later = _prose_bodies(2000, 1), _prose_bodies(50, 2)
+    compression.collect_samples(True)
+    plain = [compression.compress_body(b) for b in training]
+    assert compression.samples() == (training, sum(map(len, training)))
+    assert all(compression.dictionary_id(f) == 0 for f in plain)
+
+    data = compression_dictionaries.train(training)
+    dictionary = compression.register(data)
+    compression.use(dictionary)
+    compression.collect_samples(False)
+    framed = [compression.compress_body(b) for b in later]
+    assert {compression.dictionary_id(f) for f in framed} == {dictionary.dict_id()}
+    assert sum(map(len, framed)) < 0.9 * sum(len(compress(b)) for b in later)
+    assert [decompress(f) for f in framed] == later
+    assert compression.samples() == ([], 0)
+
+    # another process: the frames name a dictionary it has not loaded, and say which
+    compression._dictionaries.clear()
+    compression._local = threading.local()
+    with pytest.raises(compression.UnknownDictionary) as missing:
+        decompress(framed[0])
+    assert missing.value.dictionary_id == dictionary.dict_id()
+    compression.register(data)
+    assert decompress(framed[0]) == later[0]
+    # frames made before the dictionary still read
+    assert decompress(plain[0]) == training[0]

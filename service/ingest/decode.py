@@ -29,7 +29,7 @@ from trajhub.normalizers import cozeloop_wire
 from trajhub.service.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from trajhub.service.ingest.otlp_json import parse_request
 from trajhub.service.projects import DEFAULT_PROJECT, InvalidProject, validate_project
-from trajhub.storage.compression import compress
+from trajhub.storage.compression import compress_body
 from trajhub.storage.pgtext import pg_text
 from trajhub.storage.span_writer import SpanWrite
 
@@ -275,7 +275,7 @@ def otlp_batch(request: ExportTraceServiceRequest, project: str | None,
                     resource_id=resource_id,
                     format=FORMAT_OTLP,
                     attributes=orjson.dumps(_filterable_otlp(span.attributes)).decode(),
-                    body=compress(span.SerializeToString()),
+                    body=compress_body(span.SerializeToString()),
                 ), span)
             if used:
                 batch.resources[resource_id] = envelope_bytes
@@ -390,6 +390,6 @@ def cozeloop_batch(body: bytes, project: str | None) -> Batch:
             format=FORMAT_COZELOOP,
             attributes=orjson.dumps(_filterable_tags(
                 raw.get(group) for group in cozeloop_wire.TAG_GROUPS)).decode(),
-            body=compress(orjson.dumps(raw)),
+            body=compress_body(orjson.dumps(raw)),
         ))
     return batch

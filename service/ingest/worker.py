@@ -26,6 +26,7 @@ import asyncpg
 from trajhub.service import derivation, logs
 from trajhub.service.errors import BadRequest, IngestError, Unavailable, ingest_error
 from trajhub.service.ingest.decode import Batch, cozeloop_batch, decompress, otlp_batch, parse_otlp
+from trajhub.service.ingest.dictionary import DictionaryKeeper
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.projects import InvalidProject, validate_project
 from trajhub.service.workers.derivation import MAX_OPEN_SECONDS
@@ -65,6 +66,7 @@ class _Worker:
         self.loop = asyncio.new_event_loop()
         self.conn: asyncpg.Connection | None = None
         self.known_resources: set[int] = set()
+        self.dictionary = DictionaryKeeper()
 
     async def _connection(self) -> asyncpg.Connection:
         if self.conn is None or self.conn.is_closed():
@@ -105,6 +107,11 @@ class _Worker:
                     await derivation.store_results(conn, [derived[key] for key in stored])
                 await span_writer.queue_changes(conn, traces.difference(stored))
         self.known_resources.update(new_resources)
+        try:  # the request is committed: this may not fail it
+            await self.dictionary.refresh(conn)
+        except Exception as exc:  # the next request finds out whether the database is gone
+            log.warning("looking for a span body dictionary failed: %r", exc)
+            self._drop_connection()
         return len(stored)
 
     def write(self, batch: Batch, derive: bool = True) -> int:

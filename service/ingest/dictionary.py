@@ -1,0 +1,73 @@
+"""Which dictionary an ingest worker compresses span bodies with (storage/compression.py), and
+training one when the store has none recent enough (storage/compression_dictionaries.py).
+
+A worker looks for a newer dictionary every `CHECK_SECONDS`, after a request's commit, so the
+workers agree on one within seconds of its being stored. When the newest is missing or older
+than `compression_dictionaries.MAX_AGE`, the worker keeps the bodies it compresses as samples,
+and once it has `SAMPLES` of them trains a dictionary (~0.3 s of CPU, once a day) and stores
+it; if another worker stored one meanwhile, it takes that one instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import zstandard
+
+from trajhub.storage import compression, compression_dictionaries
+from trajhub.storage.database import Connection
+
+log = logging.getLogger("trajhub.ingest")
+
+#: how often a worker looks for a newer dictionary
+CHECK_SECONDS = 10.0
+
+
+class DictionaryKeeper:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.checked = -math.inf
+        # until the first look says whether the store has a recent dictionary, keep samples:
+        # a new store then trains from its first spans, not from those after the first request
+        compression.collect_samples(True)
+
+    async def refresh(self, conn: Connection) -> None:
+        """Use the newest stored dictionary, or train one when it is due (call between
+        requests, outside their transactions)."""
+        collected, _ = compression.samples()
+        ready = len(collected) >= compression_dictionaries.SAMPLES
+        if not ready and self.clock() - self.checked < CHECK_SECONDS:
+            return
+        self.checked = self.clock()
+        newest = await compression_dictionaries.newest(conn)
+        if newest is not None:
+            self._use(newest.data)
+            if datetime.now(UTC) - newest.trained_at < compression_dictionaries.MAX_AGE:
+                compression.collect_samples(False)
+                return
+        if not ready:
+            if not compression.sampling():
+                compression.collect_samples(True)
+            return
+        compression.collect_samples(False)
+        try:
+            data = compression_dictionaries.train(collected)
+        except zstandard.ZstdError as exc:  # e.g. bodies too alike to train on: try later
+            log.info("training a span body dictionary failed: %s", exc)
+            return
+        if await compression_dictionaries.store(conn, data):
+            self._use(data)
+            log.info("span bodies: trained and stored a new compression dictionary")
+        else:
+            self.checked = -math.inf  # another worker's is there: take it next time
+
+    @staticmethod
+    def _use(data: bytes) -> None:
+        dictionary = compression.register(data)
+        current = compression.current()
+        if current is None or current.dict_id() != dictionary.dict_id():
+            compression.use(dictionary)
