@@ -32,7 +32,7 @@ from trajhub.service.supervision import Backoff
 from trajhub.service.workers import evaluations as evaluation_worker
 from trajhub.service.workers import rules as rule_worker
 from trajhub.service.workers.derivation import DerivationProcesses
-from trajhub.storage import evaluations
+from trajhub.storage import compression, compression_dictionaries, evaluations
 from trajhub.storage import retention as storage_retention
 from trajhub.storage.database import create_pool
 from trajhub.storage.embedded import EmbeddedPostgres
@@ -192,6 +192,7 @@ async def serve(settings: Settings) -> None:
         deriver.start()
         supervisors.append(asyncio.create_task(deriver.supervise()))
         db = await create_pool(url)
+        compression.set_loader(compression_dictionaries.loader(url))
         gate.db = db
         rt = Runtime(settings=settings, db=db, ingest=ingest)
         metrics.watch_ingest_queue(lambda: ingest.inflight, settings.max_inflight_requests)

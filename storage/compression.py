@@ -1,4 +1,4 @@
-"""How trajhub compresses what it stores in bytea columns: zstd level 1, in the writing process.
+"""How trajhub compresses what it stores in bytea columns: zstd, in the writing process.
 
 A stored value says by its first bytes how it is stored, so rows written before compression, or
 by another version, read back the same: a zstd frame begins with zstd's magic number
@@ -12,23 +12,24 @@ third of zlib's CPU (bench/README.md, "Bytes"). PostgreSQL's own compression is 
 cost ingest more than it saved (migration 0001), and lz4 is not in every PostgreSQL build
 (the embedded one has none).
 
+Once the store has a trained dictionary (storage/compression_dictionaries.py), values are
+compressed with it: a span is a few KiB, too little for zstd to learn its vocabulary (attribute
+keys, prompts, the words of the payloads) from the span alone, and a dictionary trained on
+earlier spans holds it. On loadgen's spans a body keeps 30 % of its bytes instead of 55 %, a
+trajectory document 30 % instead of 39 %, and compressing takes no longer (bench/README.md,
+"A trained dictionary"). Each frame names its dictionary by zstd's own dictionary id; this
+module keeps the dictionaries the process has loaded, and loads a missing one through the
+loader the process installed (`set_loader`).
+
 Compressors are not thread-safe, so each thread keeps its own (one allocation, then ~2 µs
 for a 2.5 KB span instead of ~25 µs with a new context per value).
-
-Span bodies (`compress_body`) are compressed with a zstd dictionary once one is trained: a span
-is a few KiB, too little for zstd to learn its vocabulary (attribute keys, prompts, the words of
-the payloads) from the span alone, and a dictionary trained on earlier spans holds it. On
-loadgen's spans the body keeps 30 % of its bytes instead of 55 % (bench/README.md, "Span bodies
-with a trained dictionary"). Each frame names its dictionary by zstd's own dictionary id, so a
-reader knows which one it needs; this module keeps the dictionaries the process has loaded
-(`register`), and storage/compression_dictionaries.py stores, loads, trains and retires them.
 """
 
 from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 import zstandard
 
@@ -37,63 +38,34 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: a zlib stream's first byte for the default window (trajectory documents of migration 0020)
 _ZLIB = 0x78
 LEVEL = 1
-
-#: the level of frames made with a dictionary: as fast as level 1 with one, and smaller
+#: the level of a frame made with a dictionary: with one, level 3 takes no longer than level 1
+#: on a span or a document, and keeps less (large values stay at `LEVEL`)
 DICTIONARY_LEVEL = 3
+#: from this size on a value is large: compressed at `LEVEL`, and `compress` returns a copy of
+#: the frame that holds only the frame
+COPY_FROM = 64 * 1024
 
 _local = threading.local()
 
 #: every dictionary this process has loaded, by zstd's dictionary id
 _dictionaries: dict[int, zstandard.ZstdCompressionDict] = {}
-#: the dictionary `compress_body` uses (None: frames without one)
+#: the dictionary new values are compressed with (None: frames without one)
 _current: zstandard.ZstdCompressionDict | None = None
+#: fetches a stored dictionary by id (None: there is no such dictionary)
+_loader: Callable[[int], bytes | None] | None = None
 #: span bodies kept for training a dictionary while one is wanted (`collect_samples`)
 _samples: list[bytes] | None = None
 _sample_bytes = 0
+#: the most bytes of samples kept: zstd trains on about 100 times the dictionary's size
+MAX_SAMPLE_BYTES = 8 << 20
 
 
 class UnknownDictionary(LookupError):
-    """A frame names a dictionary this process has not loaded
-    (storage/compression_dictionaries.py loads it before its rows are read)."""
+    """A frame names a dictionary that neither this process nor its loader has."""
 
     def __init__(self, dictionary_id: int) -> None:
-        super().__init__(f"zstd dictionary {dictionary_id} is not loaded")
+        super().__init__(f"zstd dictionary {dictionary_id} is not stored")
         self.dictionary_id = dictionary_id
-
-
-def _compressor() -> zstandard.ZstdCompressor:
-    c: zstandard.ZstdCompressor | None = getattr(_local, "compressor", None)
-    if c is None:
-        c = _local.compressor = zstandard.ZstdCompressor(level=LEVEL)
-    return c
-
-
-def _decompressor(dictionary_id: int = 0) -> zstandard.ZstdDecompressor:
-    cache: dict[int, zstandard.ZstdDecompressor] | None = getattr(_local, "decompressors", None)
-    if cache is None:
-        cache = _local.decompressors = {}
-    d = cache.get(dictionary_id)
-    if d is None:
-        if not dictionary_id:
-            d = zstandard.ZstdDecompressor()
-        elif dictionary_id in _dictionaries:
-            d = zstandard.ZstdDecompressor(dict_data=_dictionaries[dictionary_id])
-        else:
-            raise UnknownDictionary(dictionary_id)
-        cache[dictionary_id] = d
-    return d
-
-
-def _body_compressor() -> zstandard.ZstdCompressor:
-    current = _current
-    if current is None:
-        return _compressor()
-    c: zstandard.ZstdCompressor | None = getattr(_local, "body_compressor", None)
-    if c is None or getattr(_local, "body_dictionary", None) != current.dict_id():
-        c = _local.body_compressor = zstandard.ZstdCompressor(level=DICTIONARY_LEVEL,
-                                                               dict_data=current)
-        _local.body_dictionary = current.dict_id()
-    return c
 
 
 def register(data: bytes) -> zstandard.ZstdCompressionDict:
@@ -102,18 +74,74 @@ def register(data: bytes) -> zstandard.ZstdCompressionDict:
     return _dictionaries.setdefault(dictionary.dict_id(), dictionary)
 
 
-def loaded(dictionary_id: int) -> bool:
-    return dictionary_id in _dictionaries
+def set_loader(loader: Callable[[int], bytes | None] | None) -> None:
+    """How this process fetches a dictionary a frame names and it has not loaded."""
+    global _loader
+    _loader = loader
 
 
 def use(dictionary: zstandard.ZstdCompressionDict | None) -> None:
-    """Make `dictionary` (registered) the one `compress_body` uses from now on."""
+    """Compress new values with `dictionary` (registered) from now on."""
     global _current
     _current = dictionary
 
 
 def current() -> zstandard.ZstdCompressionDict | None:
     return _current
+
+
+def _dictionary(dictionary_id: int) -> zstandard.ZstdCompressionDict:
+    found = _dictionaries.get(dictionary_id)
+    if found is None:
+        data = _loader(dictionary_id) if _loader is not None else None
+        if data is None:
+            raise UnknownDictionary(dictionary_id)
+        found = register(data)
+    return found
+
+
+def _compressor(large: bool) -> zstandard.ZstdCompressor:
+    dictionary = _current
+    key = (dictionary.dict_id() if dictionary is not None else 0, large)
+    cache: dict[tuple[int, bool], zstandard.ZstdCompressor] | None = getattr(
+        _local, "compressors", None)
+    if cache is None:
+        cache = _local.compressors = {}
+    c = cache.get(key)
+    if c is None:
+        if dictionary is None:
+            c = zstandard.ZstdCompressor(level=LEVEL)
+        else:
+            c = zstandard.ZstdCompressor(level=LEVEL if large else DICTIONARY_LEVEL,
+                                         dict_data=dictionary)
+        cache[key] = c
+    return c
+
+
+def _decompressor(dictionary_id: int) -> zstandard.ZstdDecompressor:
+    cache: dict[int, zstandard.ZstdDecompressor] | None = getattr(_local, "decompressors", None)
+    if cache is None:
+        cache = _local.decompressors = {}
+    d = cache.get(dictionary_id)
+    if d is None:
+        d = cache[dictionary_id] = _new_decompressor(dictionary_id)
+    return d
+
+
+def _new_decompressor(dictionary_id: int) -> zstandard.ZstdDecompressor:
+    if not dictionary_id:
+        return zstandard.ZstdDecompressor()
+    return zstandard.ZstdDecompressor(dict_data=_dictionary(dictionary_id))
+
+
+def dictionary_id(stored: bytes) -> int:
+    """The id of the dictionary a stored value's frame was made with (0: none)."""
+    if stored[:4] != ZSTD_MAGIC:
+        return 0
+    try:
+        return int(zstandard.get_frame_parameters(stored).dict_id)
+    except zstandard.ZstdError:
+        return 0
 
 
 def collect_samples(wanted: bool) -> None:
@@ -131,40 +159,23 @@ def samples() -> tuple[list[bytes], int]:
     return list(_samples or ()), _sample_bytes
 
 
-#: the most bytes of samples kept: zstd trains on about 100 times the dictionary's size
-MAX_SAMPLE_BYTES = 8 << 20
+def compress(data: bytes) -> bytes:
+    """`data` as a zstd frame that records its size (so `decompress` allocates once)."""
+    large = len(data) >= COPY_FROM
+    frame = _compressor(large).compress(data)
+    # python-zstandard allocates the frame at zstd's bound for `data` (more than `data`) and
+    # shortens it in place: a large value's frame keeps the whole allocation as long as it lives
+    # (a 66 MiB document's 14 MiB frame held 66 MiB). A span's few KiB are not worth the copy.
+    return bytes(memoryview(frame)) if large else frame
 
 
 def compress_body(data: bytes) -> bytes:
-    """A span body as `compress` stores it, with the current dictionary once there is one."""
+    """A span body as `compress` stores it, kept as a training sample while one is wanted."""
     global _sample_bytes
     if _samples is not None and _sample_bytes < MAX_SAMPLE_BYTES:
         _samples.append(data)
         _sample_bytes += len(data)
-    return _body_compressor().compress(data)
-
-
-def dictionary_id(stored: bytes) -> int:
-    """The id of the dictionary a stored value's frame was made with (0: none)."""
-    if stored[:4] != ZSTD_MAGIC:
-        return 0
-    try:
-        return int(zstandard.get_frame_parameters(stored).dict_id)
-    except zstandard.ZstdError:
-        return 0
-
-
-#: from this size on, `compress` returns a copy of the frame that holds only the frame
-COPY_FROM = 64 * 1024
-
-
-def compress(data: bytes) -> bytes:
-    """`data` as a zstd frame that records its size (so `decompress` allocates once)."""
-    frame = _compressor().compress(data)
-    # python-zstandard allocates the frame at zstd's bound for `data` (more than `data`) and
-    # shortens it in place: a large value's frame keeps the whole allocation as long as it lives
-    # (a 66 MiB document's 14 MiB frame held 66 MiB). A span's few KiB are not worth the copy.
-    return frame if len(data) < COPY_FROM else bytes(memoryview(frame))
+    return compress(data)
 
 
 def compress_pieces(pieces: Iterable[bytes | memoryview], size: int) -> bytes:
@@ -172,7 +183,10 @@ def compress_pieces(pieces: Iterable[bytes | memoryview], size: int) -> bytes:
     gives it, without the concatenation ever being held: a piece is compressed as it comes.
     `size`, their total length, must be exact (zstd checks it)."""
     # a compressor of its own: the pieces may come from code that compresses too
-    stream = zstandard.ZstdCompressor(level=LEVEL).compressobj(size=size)
+    dictionary = _current
+    compressor = (zstandard.ZstdCompressor(level=LEVEL) if dictionary is None else
+                  zstandard.ZstdCompressor(level=LEVEL, dict_data=dictionary))
+    stream = compressor.compressobj(size=size)
     out = [stream.compress(piece) for piece in pieces]
     out.append(stream.flush())
     return b"".join(out)
@@ -201,6 +215,7 @@ def decompress_pieces(stored: bytes, piece: int = 1 << 20) -> Iterator[bytes]:
     decompressed a piece at a time, so that a large value (a 66 MiB document) is never held
     whole; the other forms come whole."""
     if stored[:4] == ZSTD_MAGIC:
-        yield from zstandard.ZstdDecompressor().read_to_iter(stored, write_size=piece)
+        yield from _new_decompressor(dictionary_id(stored)).read_to_iter(stored,
+                                                                         write_size=piece)
     else:
         yield decompress(stored)

@@ -1,17 +1,19 @@
-"""The zstd dictionaries span bodies are compressed with (migration 0062): stored, loaded into
-the process before the rows they compressed are read, trained from span bodies, and deleted
-once no partition can hold a span compressed with them."""
+"""The zstd dictionaries stored values are compressed with (migration 0062, storage/compression.py):
+stored, fetched by a process when a frame names one it has not loaded, trained from span bodies,
+and deleted once no partition can hold a value compressed with them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
+import asyncpg
 import zstandard
 
-from trajhub.storage import compression
-from trajhub.storage.database import Connection, RowMapping
+from trajhub.storage.database import Connection
 
 #: span bodies a dictionary is trained from (~5 MB of loadgen's spans; zstd wants about 100
 #: times the dictionary's size)
@@ -21,7 +23,7 @@ SIZE = 64 * 1024
 #: a dictionary older than this is replaced by one trained on newer spans
 MAX_AGE = timedelta(days=1)
 #: how long an ingest worker may go on compressing with a dictionary after a newer one is
-#: stored (it looks every `service.ingest.dictionary.CHECK_SECONDS`); retention adds it
+#: stored (it looks every `service.dictionaries.CHECK_SECONDS`); retention adds it
 IN_USE_AFTER_REPLACED = timedelta(minutes=1)
 
 
@@ -31,20 +33,26 @@ class StoredDictionary(NamedTuple):
     data: bytes
 
 
-async def load(conn: Connection, ids: Iterable[int]) -> None:
-    """Load the dictionaries `ids` names that this process does not have yet."""
-    missing = sorted({i for i in ids if i and not compression.loaded(i)})
-    if missing:
-        for row in await conn.fetch(
-                "SELECT data FROM compression_dictionaries WHERE id = ANY($1::bigint[])",
-                missing):
-            compression.register(row["data"])
+def loader(database_url: str) -> Callable[[int], bytes | None]:
+    """For `compression.set_loader`: fetches a dictionary by id over a connection of its own,
+    on a thread of its own (the caller may be running an event loop, which a fetch on that
+    loop would deadlock). A process fetches each dictionary once, the first time a frame names
+    it; the caller waits those few milliseconds."""
 
+    async def fetch(dictionary_id: int) -> bytes | None:
+        conn = await asyncpg.connect(database_url, timeout=5)
+        try:
+            data: bytes | None = await conn.fetchval(
+                "SELECT data FROM compression_dictionaries WHERE id = $1", dictionary_id)
+            return data
+        finally:
+            await conn.close()
 
-async def load_for(conn: Connection, rows: Iterable[RowMapping],
-                   column: str = "body") -> None:
-    """Load what the stored values of `rows` need to be decompressed."""
-    await load(conn, (compression.dictionary_id(r[column]) for r in rows))
+    def load(dictionary_id: int) -> bytes | None:
+        with ThreadPoolExecutor(1) as thread:
+            return thread.submit(asyncio.run, fetch(dictionary_id)).result()
+
+    return load
 
 
 async def newest(conn: Connection) -> StoredDictionary | None:
@@ -77,7 +85,9 @@ async def delete_unused(conn: Connection) -> int:
     (a newer one stored) before the oldest time partition began. A span is filed under its
     trace's first-seen time, never after it was received, so a span compressed with a
     dictionary lies in a partition that began before that dictionary was replaced (and the
-    ingest workers' last look for a newer one). Returns how many went."""
+    ingest workers' last look for a newer one). Trajectory documents are compressed with the
+    dictionary of their time too, and live in their trace's partition. Returns how many
+    went."""
     deleted = await conn.fetch(
         """DELETE FROM compression_dictionaries d
            WHERE (SELECT min(n.trained_at) FROM compression_dictionaries n

@@ -12,7 +12,6 @@ import asyncpg
 
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
-from trajhub.storage import compression_dictionaries
 from trajhub.storage.database import Connection
 from trajhub.storage.sql import Params
 from trajhub.storage.trace_reads import SPAN_FIELDS
@@ -109,13 +108,11 @@ async def claim_whole(conn: Connection, span_counts: Mapping[tuple[str, str], in
 
 async def load_spans(conn: Connection, traces: Sequence[ClaimedTrace]
                      ) -> list[asyncpg.Record]:
-    rows = await conn.fetch(
+    return await conn.fetch(
         f"""SELECT s.project, {SPAN_FIELDS}, s.attributes FROM spans s
             JOIN unnest($1::text[], $2::text[]) AS c(project, trace_id)
               ON s.project = c.project AND s.trace_id = c.trace_id""",
         [t.project for t in traces], [t.trace_id for t in traces])
-    await compression_dictionaries.load_for(conn, rows)
-    return rows
 
 
 class TraceWrite(NamedTuple):

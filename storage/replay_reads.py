@@ -8,7 +8,6 @@ from typing import Any
 
 import asyncpg
 
-from trajhub.storage import compression_dictionaries
 from trajhub.storage.database import Connection
 from trajhub.storage.sql import in_trace_partition
 from trajhub.storage.stored_documents import DOCUMENT, unpack
@@ -39,7 +38,6 @@ async def trajectory_with_spans(conn: Connection, project: str, trace_id: str
             f"SELECT {SPAN_FIELDS} FROM spans s WHERE s.project = $1 AND s.trace_id = $2 "
             f"AND {in_trace_partition('s.')}",
             project, trace_id)
-        await compression_dictionaries.load_for(conn, spans)
         ids = sorted({r["resource_id"] for r in spans if r["resource_id"] is not None})
         envelopes = await conn.fetch("SELECT id, body FROM resources WHERE id = ANY($1::bigint[])",
                                      ids)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from trajhub.storage import attribute_keys, compression_dictionaries
+from trajhub.storage import attribute_keys
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import ProjectRow, SpanRow, TraceSummaryRow
 from trajhub.storage.sql import Params, in_trace_partition
@@ -16,13 +16,11 @@ SPAN_FIELDS = SpanRow.columns("s")
 
 async def trace_spans(conn: Connection, project: str, trace_id: str
                       ) -> list[SpanRow]:
-    rows = await conn.fetch(
+    return SpanRow.from_records(await conn.fetch(
         f"SELECT {SPAN_FIELDS} FROM spans s WHERE s.project = $1 AND s.trace_id = $2 "
         f"AND {in_trace_partition('s.')} "
         "ORDER BY s.start_ns, s.end_ns, s.span_id",
-        project, trace_id)
-    await compression_dictionaries.load_for(conn, rows)
-    return SpanRow.from_records(rows)
+        project, trace_id))
 
 
 async def trace_span_page(conn: Connection, project: str, trace_id: str,
@@ -49,7 +47,6 @@ async def trace_span_page(conn: Connection, project: str, trace_id: str,
         rows = await conn.fetch(
             f"SELECT {SPAN_FIELDS} FROM spans s WHERE {where} "
             f"ORDER BY s.start_ns, s.end_ns, s.span_id LIMIT {arg(limit)}", *arg.values)
-    await compression_dictionaries.load_for(conn, rows)
     return int(total), SpanRow.from_records(rows)
 
 
@@ -60,10 +57,7 @@ async def span(conn: Connection, project: str, trace_id: str, span_id: str
         f"WHERE s.project = $1 AND s.trace_id = $2 AND s.span_id = $3 "
         f"AND {in_trace_partition('s.')}",
         project, trace_id, span_id)
-    if row is None:
-        return None
-    await compression_dictionaries.load_for(conn, [row])
-    return SpanRow.from_record(row)
+    return SpanRow.from_record(row) if row is not None else None
 
 
 async def resources(conn: Connection, ids: Sequence[int]) -> dict[int, bytes]:

@@ -37,6 +37,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tests.harness import ServerProcess, TestDatabase
+from trajhub.storage import compression, compression_dictionaries
 
 # The suite caches bytecode (`__pycache__`, git-ignored) even where PYTHONDONTWRITEBYTECODE is
 # set, for itself and for every process it starts: without it, each `trajhub serve` process
@@ -151,6 +152,9 @@ def database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestDatabase]
               if os.environ.get("PYTEST_XDIST_WORKER") else None)
     db = TestDatabase.start(os.environ.get("TRAJHUB_TEST_DATABASE_URL", ""),
                             tmp_path_factory.mktemp("pg"), shared_dir=shared)
+    # a test that reads stored values itself reads them as trajhub's processes do: a frame made
+    # with the store's dictionary (storage/compression.py) fetches it from this database
+    compression.set_loader(compression_dictionaries.loader(db.url))
     yield db
     db.stop()
 

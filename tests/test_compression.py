@@ -10,6 +10,7 @@ import zlib
 
 import orjson
 import pytest
+import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -131,6 +132,7 @@ def fresh_dictionaries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compression, "_current", None)
     monkeypatch.setattr(compression, "_local", threading.local())
     monkeypatch.setattr(compression, "_samples", None)
+    monkeypatch.setattr(compression, "_loader", None)
 
 
 @pytest.mark.usefixtures("fresh_dictionaries")
@@ -147,17 +149,22 @@ def test_a_body_compressed_with_a_dictionary_is_smaller_names_it_and_needs_it_lo
     compression.collect_samples(False)
     framed = [compression.compress_body(b) for b in later]
     assert {compression.dictionary_id(f) for f in framed} == {dictionary.dict_id()}
-    assert sum(map(len, framed)) < 0.9 * sum(len(compress(b)) for b in later)
+    without = zstandard.ZstdCompressor(level=compression.LEVEL)  # a store with no dictionary
+    assert sum(map(len, framed)) < 0.9 * sum(len(without.compress(b)) for b in later)
     assert [decompress(f) for f in framed] == later
     assert compression.samples() == ([], 0)
 
-    # another process: the frames name a dictionary it has not loaded, and say which
+    # another process: the frames name a dictionary it has not loaded; its loader fetches it
+    # once, and without one (or when it is not stored) the error says which is missing
     compression._dictionaries.clear()
     compression._local = threading.local()
     with pytest.raises(compression.UnknownDictionary) as missing:
         decompress(framed[0])
     assert missing.value.dictionary_id == dictionary.dict_id()
-    compression.register(data)
-    assert decompress(framed[0]) == later[0]
+    fetched: list[int] = []
+    compression.set_loader(lambda i: fetched.append(i) or (data if i == dictionary.dict_id()
+                                                             else None))
+    assert [decompress(f) for f in framed] == later
+    assert fetched == [dictionary.dict_id()]
     # frames made before the dictionary still read
     assert decompress(plain[0]) == training[0]

@@ -15,6 +15,7 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+import zstandard
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 from opentelemetry.sdk.resources import Resource
@@ -90,8 +91,8 @@ def _fetch(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
 def store(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
           ) -> Iterator[dict[str, Any]]:
     """A server with one ingest worker, derivation left to the derivation worker (so it reads
-    the bodies back), fed enough spans to train a dictionary, then a probe run; then restarted,
-    so no process of it has loaded the dictionary."""
+    the bodies back), fed enough spans to train a dictionary, then three probe runs; then
+    restarted, so no process of it has loaded the dictionary, and fed three later runs."""
     workdir = tmp_path_factory.mktemp("dictionaries")
     env = {"TRAJHUB_INGEST_WORKERS": "1", "TRAJHUB_DERIVE_AT_INGEST": "false"}
     with separate_database(database) as url:
@@ -108,8 +109,11 @@ def store(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
             server.stop()
         server = ServerProcess.start(url, workdir, settle_seconds=0.2, extra_env=env)
         try:
+            later = _runs(3, 3)
+            later_ids = _send(server, project, later)
             yield {"url": url, "server": server, "project": project,
-                   "dictionary": stored[0]["id"], "probe": dict(zip(probe_ids, probe, strict=True))}
+                   "dictionary": stored[0]["id"], "probe": dict(zip(probe_ids, probe, strict=True)),
+                   "later": dict(zip(later_ids, later, strict=True))}
         finally:
             server.stop()
 
@@ -123,7 +127,8 @@ def test_spans_after_the_dictionary_is_trained_are_stored_with_it_and_smaller(
     dictionary = _fetch(store["url"], "SELECT data FROM compression_dictionaries")[0]["data"]
     compression.register(dictionary)
     bodies = [compression.decompress(r["body"]) for r in rows]
-    assert sum(len(r["body"]) for r in rows) < 0.8 * sum(len(compression.compress(b))
+    without = zstandard.ZstdCompressor(level=compression.LEVEL)  # a store with no dictionary
+    assert sum(len(r["body"]) for r in rows) < 0.8 * sum(len(without.compress(b))
                                                           for b in bodies)
     # each body is the span as the exporter sent it
     assert {OtlpSpan.FromString(b).name for b in bodies} == {"agent", "llm"}
@@ -143,6 +148,18 @@ def test_a_restarted_server_reads_those_spans_back_exactly(store: dict[str, Any]
             # derived by the derivation worker from the bodies it read back
             document = final_trajectory(c, server.http, project, trace_id).text
             assert run["question"] in document and run["answer"] in document
+
+
+def test_documents_derived_once_the_dictionary_is_stored_are_compressed_with_it(
+        store: dict[str, Any]) -> None:
+    server, project = store["server"], store["project"]
+    with httpx.Client(timeout=30) as c:
+        for trace_id, run in store["later"].items():
+            document = final_trajectory(c, server.http, project, trace_id).text
+            assert run["question"] in document and run["answer"] in document
+    rows = _fetch(store["url"], "SELECT document FROM trajectories "
+                                "WHERE trace_id = ANY($1::text[])", list(store["later"]))
+    assert {compression.dictionary_id(r["document"]) for r in rows} == {store["dictionary"]}
 
 
 def test_retention_deletes_a_dictionary_once_no_partition_can_hold_its_spans(

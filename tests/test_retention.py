@@ -92,6 +92,13 @@ def test_expired_traces_go_and_overrides_and_dataset_items_stay(
     trace_rest = send_run(server, kept_rest)
     trace = send_run(server, expiring)
     with TrajhubClient(server.http, project=expiring) as hub:
+        assert hub.rederive() == 1  # revision 2: revision 1 goes into the history
+        with httpx.Client() as c:
+            wait_for(lambda: c.get(f"{server.http}/api/v1/trajectories/{trace}",
+                                   params={"project": expiring}
+                                   ).headers.get("x-trajectory-revision") == "2",
+                     what="revision 2")
+            final_trajectory(c, server.http, expiring, trace)
         hub.add_score(trace, "correctness", 1.0)  # goes with its trajectory
         hub.create_review_queue("expiring")  # and so does its review item
         assert hub.add_review_items("expiring", [trace])["added"] == [trace]

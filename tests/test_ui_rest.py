@@ -1,4 +1,4 @@
-"""The REST endpoints the UI added: a trajectory's revision history (migration 0010's triggers)
+"""The REST endpoints the UI added: a trajectory's revision history (migrations 0010 and 0063)
 and the evaluation-set item a run would become."""
 
 from __future__ import annotations
@@ -6,11 +6,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import asyncpg
 import httpx
 
 from tests import otlp_builders as b
 from tests.captures import replay_run
-from tests.harness import ServerProcess, final_trajectory, get_json, wait_for
+from tests.harness import (
+    ServerProcess,
+    TestDatabase,
+    final_trajectory,
+    get_json,
+    run,
+    wait_for,
+)
 
 T0 = 1_700_000_000_000_000_000
 MS = 1_000_000
@@ -24,8 +32,8 @@ def post_spans(server: ServerProcess, project: str, spans: list) -> None:
     assert response.status_code == 200, response.text
 
 
-def test_revisions_record_each_derivation_newest_first(server: ServerProcess,
-                                                       project: str) -> None:
+def test_revisions_record_each_derivation_newest_first(server: ServerProcess, project: str,
+                                                       database: TestDatabase) -> None:
     trace, root = b.new_trace_id(), b.new_span_id()
     post_spans(server, project, [
         b.span(trace, "invoke_agent helper", span_id=root, start=T0, duration=100 * MS,
@@ -61,6 +69,20 @@ def test_revisions_record_each_derivation_newest_first(server: ServerProcess,
         revisions = wait_for(two_final, what="a second, final revision")
         assert [(r["revision"], r["status"], r["step_count"]) for r in revisions] == [
             (2, "final", 2), (1, "final", 1)]
+    # the history table keeps the superseded revision only; the current one is the trajectory
+    # row itself (migration 0063)
+    stored = run(_fetch(database.url, "SELECT revision, status, step_count FROM "
+                                      "trajectory_revisions WHERE project = $1 AND trace_id = $2",
+                        project, trace_id))
+    assert [tuple(r) for r in stored] == [(1, "final", 1)]
+
+
+async def _fetch(url: str, sql: str, *args: object) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(url)
+    try:
+        return list(await conn.fetch(sql, *args))
+    finally:
+        await conn.close()
 
 
 def test_revisions_of_unknown_or_malformed_trace(server: ServerProcess, project: str) -> None:

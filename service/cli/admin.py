@@ -13,7 +13,7 @@ from trajhub.normalizers import NORMALIZER_VERSION
 from trajhub.service.api.common import time_ns
 from trajhub.service.cli.common import CliError
 from trajhub.service.config import Settings
-from trajhub.storage import derivation_store
+from trajhub.storage import compression, compression_dictionaries, derivation_store
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
 
@@ -46,6 +46,8 @@ async def database(settings: Settings, purpose: str) -> AsyncIterator[asyncpg.Co
         if embedded is not None:
             embedded.stop()
         raise CliError(f"cannot connect to {database_label(settings)}: {exc}") from None
+    # what it reads may be compressed with the store's dictionaries
+    compression.set_loader(compression_dictionaries.loader(url))
     try:
         await migrate(conn)
         yield conn

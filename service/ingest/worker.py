@@ -24,13 +24,13 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from trajhub.service import derivation, logs
+from trajhub.service.dictionaries import DictionaryKeeper
 from trajhub.service.errors import BadRequest, IngestError, Unavailable, ingest_error
 from trajhub.service.ingest.decode import Batch, cozeloop_batch, decompress, otlp_batch, parse_otlp
-from trajhub.service.ingest.dictionary import DictionaryKeeper
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.projects import InvalidProject, validate_project
 from trajhub.service.workers.derivation import MAX_OPEN_SECONDS
-from trajhub.storage import derivation_store, span_writer
+from trajhub.storage import compression, compression_dictionaries, derivation_store, span_writer
 
 log = logging.getLogger("trajhub.ingest")
 
@@ -66,7 +66,7 @@ class _Worker:
         self.loop = asyncio.new_event_loop()
         self.conn: asyncpg.Connection | None = None
         self.known_resources: set[int] = set()
-        self.dictionary = DictionaryKeeper()
+        self.dictionary = DictionaryKeeper(train=True)
 
     async def _connection(self) -> asyncpg.Connection:
         if self.conn is None or self.conn.is_closed():
@@ -150,6 +150,7 @@ def initialize(database_url: str, settle_seconds: float, log_level: int, log_for
     global _worker
     die_with_parent(parent_pid)
     logs.configure(log_level, log_format)
+    compression.set_loader(compression_dictionaries.loader(database_url))
     _worker = _Worker(database_url, settle_seconds)
 
 

@@ -34,9 +34,10 @@ import asyncpg
 from trajhub.service import logs, metrics
 from trajhub.service.config import Settings
 from trajhub.service.derivation import derive_round
+from trajhub.service.dictionaries import DictionaryKeeper
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.supervision import Backoff, exit_cause
-from trajhub.storage import derivation_store
+from trajhub.storage import compression, compression_dictionaries, derivation_store
 from trajhub.storage.database import TRANSIENT_ERRORS
 
 log = logging.getLogger("trajhub.derivation")
@@ -57,6 +58,7 @@ class DerivationWorker:
         self.database_url = database_url
         self.settle = timedelta(seconds=settle_seconds)
         self.conn: asyncpg.Connection | None = None
+        self.dictionary = DictionaryKeeper(train=False)
 
     async def connection(self) -> asyncpg.Connection:
         if self.conn is None or self.conn.is_closed():
@@ -65,7 +67,9 @@ class DerivationWorker:
 
     async def derive_round(self) -> int:
         """Derive one batch of changed traces; returns how many."""
-        return await derive_round(await self.connection(), self.settle, BATCH)
+        conn = await self.connection()
+        await self.dictionary.refresh(conn)  # the documents' dictionary
+        return await derive_round(conn, self.settle, BATCH)
 
     def _drop_connection(self) -> None:
         conn, self.conn = self.conn, None
@@ -154,6 +158,7 @@ def _main(database_url: str, settle_seconds: float, interval: float, log_level: 
           saturated: ctypes.c_byte | None = None) -> None:
     die_with_parent(parent_pid)
     logs.configure(log_level, log_format)
+    compression.set_loader(compression_dictionaries.loader(database_url))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     # Acknowledging spans is what clients wait for; deriving trajectories can lag a moment.
     # Under full load the receivers and ingest workers get the CPU first.

@@ -1,11 +1,13 @@
-"""Which dictionary an ingest worker compresses span bodies with (storage/compression.py), and
-training one when the store has none recent enough (storage/compression_dictionaries.py).
+"""Which dictionary a process compresses what it stores with (storage/compression.py), and, in
+an ingest worker, training one when the store has none recent enough
+(storage/compression_dictionaries.py).
 
-A worker looks for a newer dictionary every `CHECK_SECONDS`, after a request's commit, so the
-workers agree on one within seconds of its being stored. When the newest is missing or older
-than `compression_dictionaries.MAX_AGE`, the worker keeps the bodies it compresses as samples,
-and once it has `SAMPLES` of them trains a dictionary (~0.3 s of CPU, once a day) and stores
-it; if another worker stored one meanwhile, it takes that one instead.
+A process looks for a newer dictionary every `CHECK_SECONDS` (an ingest worker after a request's
+commit, a derivation worker before a round), so they agree on one within seconds of its being
+stored. When the newest is missing or older than `compression_dictionaries.MAX_AGE`, an ingest
+worker keeps the span bodies it compresses as samples, and once it has `SAMPLES` of them trains
+a dictionary (~0.3 s of CPU, once a day) and stores it; if another worker stored one
+meanwhile, it takes that one instead.
 """
 
 from __future__ import annotations
@@ -28,12 +30,15 @@ CHECK_SECONDS = 10.0
 
 
 class DictionaryKeeper:
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, train: bool, clock: Callable[[], float] = time.monotonic) -> None:
+        """`train`: this process trains a dictionary from the span bodies it compresses when
+        one is due (the ingest workers)."""
+        self.train = train
         self.clock = clock
         self.checked = -math.inf
         # until the first look says whether the store has a recent dictionary, keep samples:
         # a new store then trains from its first spans, not from those after the first request
-        compression.collect_samples(True)
+        compression.collect_samples(train)
 
     async def refresh(self, conn: Connection) -> None:
         """Use the newest stored dictionary, or train one when it is due (call between
@@ -49,6 +54,8 @@ class DictionaryKeeper:
             if datetime.now(UTC) - newest.trained_at < compression_dictionaries.MAX_AGE:
                 compression.collect_samples(False)
                 return
+        if not self.train:
+            return
         if not ready:
             if not compression.sampling():
                 compression.collect_samples(True)
