@@ -43,8 +43,10 @@ class DictionaryKeeper:
     async def refresh(self, conn: Connection) -> None:
         """Use the newest stored dictionary, or train one when it is due (call between
         requests, outside their transactions)."""
-        collected, _ = compression.samples()
-        ready = len(collected) >= compression_dictionaries.SAMPLES
+        collected, size = compression.samples()
+        # enough spans, or as many bytes as are kept (a store of large spans)
+        ready = (len(collected) >= compression_dictionaries.SAMPLES
+                 or size >= compression.MAX_SAMPLE_BYTES)
         if not ready and self.clock() - self.checked < CHECK_SECONDS:
             return
         self.checked = self.clock()
@@ -64,7 +66,7 @@ class DictionaryKeeper:
         try:
             data = compression_dictionaries.train(collected)
         except zstandard.ZstdError as exc:  # e.g. bodies too alike to train on: try later
-            log.info("training a span body dictionary failed: %s", exc)
+            log.info("training a compression dictionary failed: %s", exc)
             return
         if await compression_dictionaries.store(conn, data):
             self._use(data)

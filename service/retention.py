@@ -2,8 +2,8 @@
 partitions a few widths ahead, then delete the traces (spans, summaries, trajectories,
 revisions) whose spans last arrived longer ago than their project's retention: the project's
 override, else TRAJHUB_RETENTION_DAYS (0: keep forever). Whole partitions go first where every
-trace in them has expired; row deletes take what is left (storage/retention.py). Then the span
-body dictionaries no remaining partition can need are deleted
+trace in them has expired; row deletes take what is left (storage/retention.py). Then the
+compression dictionaries no remaining partition can need are deleted
 (storage/compression_dictionaries.py).
 
 Several replicas may share a database: a session advisory lock lets one sweep at a time, and
@@ -65,7 +65,7 @@ async def sweep(db: asyncpg.Pool, default_days: float) -> int:
                 log.info("retention: dropped the partition of %s to %s",
                          part.lower.isoformat(), part.upper.isoformat())
             if await compression_dictionaries.delete_unused(conn):
-                log.info("retention: deleted span body dictionaries no partition needs")
+                log.info("retention: deleted compression dictionaries no partition needs")
             names = (await retention.projects(conn) if default_days > 0
                      else [p for p, days in overrides.items() if days > 0])
             for project in names:

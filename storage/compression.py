@@ -15,9 +15,9 @@ cost ingest more than it saved (migration 0001), and lz4 is not in every Postgre
 Once the store has a trained dictionary (storage/compression_dictionaries.py), values are
 compressed with it: a span is a few KiB, too little for zstd to learn its vocabulary (attribute
 keys, prompts, the words of the payloads) from the span alone, and a dictionary trained on
-earlier spans holds it. On loadgen's spans a body keeps 30 % of its bytes instead of 55 %, a
-trajectory document 30 % instead of 39 %, and compressing takes no longer (bench/README.md,
-"A trained dictionary"). Each frame names its dictionary by zstd's own dictionary id; this
+earlier spans holds it. On loadgen's spans a body keeps 30 % of its bytes instead of 55 %, and
+compressing takes no longer (bench/README.md, "A trained dictionary, and a history of
+superseded revisions"). Each frame names its dictionary by zstd's own dictionary id; this
 module keeps the dictionaries the process has loaded, and loads a missing one through the
 loader the process installed (`set_loader`).
 

@@ -110,7 +110,7 @@ class _Worker:
         try:  # the request is committed: this may not fail it
             await self.dictionary.refresh(conn)
         except Exception as exc:  # the next request finds out whether the database is gone
-            log.warning("looking for a span body dictionary failed: %r", exc)
+            log.warning("looking for a compression dictionary failed: %r", exc)
             self._drop_connection()
         return len(stored)
 
