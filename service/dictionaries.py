@@ -5,9 +5,9 @@ an ingest worker, training one when the store has none recent enough
 A process looks for a newer dictionary every `CHECK_SECONDS` (an ingest worker after a request's
 commit, a derivation worker before a round), so they agree on one within seconds of its being
 stored. When the newest is missing or older than `compression_dictionaries.MAX_AGE`, an ingest
-worker keeps the span bodies it compresses as samples, and once it has `SAMPLES` of them trains
-a dictionary (~0.3 s of CPU, once a day) and stores it; if another worker stored one
-meanwhile, it takes that one instead.
+worker keeps the span bodies it compresses as samples, and once it has `SAMPLES` of them, the
+first worker to take the training lock trains a dictionary (~0.05 s of CPU, once a day) and
+stores it; the others take that one.
 """
 
 from __future__ import annotations
@@ -62,17 +62,26 @@ class DictionaryKeeper:
             if not compression.sampling():
                 compression.collect_samples(True)
             return
-        compression.collect_samples(False)
-        try:
-            data = compression_dictionaries.train(collected)
-        except zstandard.ZstdError as exc:  # e.g. bodies too alike to train on: try later
-            log.info("training a compression dictionary failed: %s", exc)
+        # one worker trains; the others keep their samples and take its dictionary at their
+        # next look (training stalls a worker's requests, and four at once stalled ingest)
+        if not await conn.fetchval("SELECT pg_try_advisory_lock($1)",
+                                   compression_dictionaries.TRAIN_LOCK):
             return
-        if await compression_dictionaries.store(conn, data):
-            self._use(data)
-            log.info("span bodies: trained and stored a new compression dictionary")
-        else:
-            self.checked = -math.inf  # another worker's is there: take it next time
+        try:
+            compression.collect_samples(False)
+            try:
+                data = compression_dictionaries.train(collected)
+            except zstandard.ZstdError as exc:  # e.g. bodies too alike to train on: try later
+                log.info("training a compression dictionary failed: %s", exc)
+                return
+            if await compression_dictionaries.store(conn, data):
+                self._use(data)
+                log.info("span bodies: trained and stored a new compression dictionary")
+            else:
+                self.checked = -math.inf  # another worker's is there: take it next time
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)",
+                               compression_dictionaries.TRAIN_LOCK)
 
     @staticmethod
     def _use(data: bytes) -> None:
