@@ -47,6 +47,7 @@ from trajhub.service.auth import METRICS, auth_enabled
 from trajhub.service.ingest import http as routes_ingest
 from trajhub.service.runtime import Runtime
 from trajhub.service.ui import mount as mount_ui
+from trajhub.storage.compression import UnknownDictionary
 from trajhub.storage.database import TRANSIENT_ERRORS
 
 DESCRIPTION = """\
@@ -100,6 +101,14 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
 
     for transient in TRANSIENT_ERRORS:
         app.add_exception_handler(transient, _unreachable)
+
+    async def _no_dictionary(request: Request, exc: Exception) -> Response:
+        # the value cannot be read until the dictionary is back (e.g. a restore without its
+        # table): the server is not at fault for the request, nor the request for the value
+        return JSONResponse({"detail": f"a stored value cannot be read: {exc}"},
+                            status_code=503, headers={"Retry-After": "60"})
+
+    app.add_exception_handler(UnknownDictionary, _no_dictionary)
 
     async def _http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, StarletteHTTPException)

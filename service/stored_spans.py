@@ -20,7 +20,7 @@ from trajhub.normalizers import cozeloop_wire
 from trajhub.normalizers.model import AttributeValue, Span
 from trajhub.normalizers.sources import attributes, span_from_cozeloop, span_from_otlp
 from trajhub.service.ingest.decode import FORMAT_COZELOOP, FORMAT_OTLP, Batch
-from trajhub.storage.compression import decompress
+from trajhub.storage.compression import UnknownDictionary, decompress
 from trajhub.storage.database import RowMapping
 
 _KIND_NAMES = ["unspecified", "internal", "server", "client", "producer", "consumer"]
@@ -44,12 +44,12 @@ def body(row: RowMapping) -> bytes:
 
 def otlp_span(row: RowMapping) -> OtlpSpan:
     """A stored OTLP span. Ingest only stores bytes that parse again (it holds OTLP/JSON to the
-    parser's recursion limit); a row stored before that rule, whose bytes do not parse, comes
-    back as the span its columns describe, with `trajhub.unreadable_body` set, rather than
-    failing the whole read."""
+    parser's recursion limit); a row stored before that rule, whose bytes do not parse, or whose
+    frame names a compression dictionary the database does not hold, comes back as the span its
+    columns describe, with `trajhub.unreadable_body` set, rather than failing the whole read."""
     try:
         return OtlpSpan.FromString(body(row))
-    except DecodeError as exc:
+    except (DecodeError, UnknownDictionary) as exc:
         parent = row["parent_span_id"]
         span = OtlpSpan(trace_id=bytes.fromhex(row["trace_id"]),
                         span_id=bytes.fromhex(row["span_id"]),

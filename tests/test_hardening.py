@@ -14,13 +14,16 @@ import grpc
 import httpx
 import orjson
 import pytest
+import zstandard
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
 from tests.harness import ServerProcess, TestDatabase, final_trajectory, get_json, wait_for
 from tests.otlp_builders import new_trace_id, request, span
 from tests.test_cozeloop_ingest import native_span
+from trajhub.storage import compression_dictionaries
 
 PB = {"content-type": "application/x-protobuf"}
 START_NS = 1_700_000_000_000_000_000
@@ -142,15 +145,22 @@ def test_a_trace_that_cannot_be_derived_records_its_error_and_others_still_deriv
         server: ServerProcess, database: TestDatabase, project: str) -> None:
     """Rows ingest would not write, planted directly: a native span whose JSON body is broken
     cannot be read at all, so its trace records a derivation_error and the worker moves on; an
-    OTLP span whose bytes do not parse (as one stored before the depth rule could be) still
-    reads back through its columns, so GET /traces answers 200, not 500."""
-    broken_native, broken_otlp = os.urandom(16).hex(), os.urandom(16).hex()
+    OTLP span whose bytes do not parse (as one stored before the depth rule could be), or whose
+    frame names a compression dictionary the database does not hold, still reads back through
+    its columns, so GET /traces answers 200, not 500."""
+    broken_native, broken_otlp, lost = (os.urandom(16).hex() for _ in range(3))
+    # a span body compressed with a dictionary that was never stored
+    samples = [f"span {i} of an agent run that calls a tool".encode() * 8 for i in range(300)]
+    elsewhere = zstandard.ZstdCompressionDict(
+        compression_dictionaries.train(samples))
+    orphan = zstandard.ZstdCompressor(dict_data=elsewhere).compress(
+        OtlpSpan(name="lost").SerializeToString())
 
     async def plant() -> None:
         conn = await asyncpg.connect(database.url)
         try:
             for tid, fmt, body in ((broken_native, 2, b"{not json"),
-                                   (broken_otlp, 1, b"\xff\xff\xff")):
+                                   (broken_otlp, 1, b"\xff\xff\xff"), (lost, 1, orphan)):
                 await conn.execute(
                     "INSERT INTO spans (project, trace_id, span_id, parent_span_id, name, kind, "
                     "start_ns, end_ns, status_code, service_name, resource_id, format, "
@@ -182,10 +192,12 @@ def test_a_trace_that_cannot_be_derived_records_its_error_and_others_still_deriv
         items = get_json(c, f"{server.http}/api/v1/trajectories", project=project)["items"]
         assert any(i["derivation_error"] for i in items)
 
-        spans = stored_spans(c, server, project, broken_otlp)
-        assert [s["name"] for s in spans] == ["broken"]
-        assert "trajhub.unreadable_body" in spans[0]["attributes"]
-        final_trajectory(c, server.http, project, broken_otlp)
+        for tid in (broken_otlp, lost):
+            spans = stored_spans(c, server, project, tid)
+            assert [s["name"] for s in spans] == ["broken"]
+            assert "trajhub.unreadable_body" in spans[0]["attributes"]
+            final_trajectory(c, server.http, project, tid)
+        assert str(elsewhere.dict_id()) in spans[0]["attributes"]["trajhub.unreadable_body"]
         assert_worker_still_derives(c, server, project)
 
 
@@ -491,3 +503,35 @@ def test_database_errors_are_classified_by_kind() -> None:
         assert not is_transient(error), error
         mapped = ingest_error(error)
         assert mapped.http_status == 500 and mapped.grpc_code == grpc.StatusCode.INTERNAL
+
+
+def test_a_document_whose_dictionary_is_missing_answers_503_naming_it(
+        server: ServerProcess, database: TestDatabase, project: str) -> None:
+    """A stored document that needs a compression dictionary the database does not hold (a
+    restore without `compression_dictionaries`, say) cannot be read: 503 naming the
+    dictionary, not 500."""
+    tid = new_trace_id()
+    r = httpx.post(f"{server.http}/v1/traces", content=request([span(tid, "agent")])
+                   .SerializeToString(), headers={"content-type": "application/x-protobuf",
+                                                  "trajhub-project": project})
+    assert r.status_code == 200
+    with httpx.Client(timeout=30) as c:
+        final_trajectory(c, server.http, project, tid.hex())
+        samples = [f'{{"step": {i}, "kind": "agent", "name": "planner"}}'.encode() * 8
+                   for i in range(300)]
+        elsewhere = zstandard.ZstdCompressionDict(compression_dictionaries.train(samples))
+        orphan = zstandard.ZstdCompressor(dict_data=elsewhere).compress(b'{"id": "x"}')
+
+        async def replace() -> None:
+            conn = await asyncpg.connect(database.url)
+            try:
+                await conn.execute("UPDATE trajectories SET document = $3 "
+                                   "WHERE project = $1 AND trace_id = $2",
+                                   project, tid.hex(), orphan)
+            finally:
+                await conn.close()
+
+        asyncio.run(replace())
+        r = c.get(f"{server.http}/api/v1/trajectories/{tid.hex()}", params={"project": project})
+        assert r.status_code == 503
+        assert str(elsewhere.dict_id()) in r.json()["detail"]

@@ -544,7 +544,9 @@ ERRORS: dict[int | str, dict[str, Any]] = {
                                                "(pydantic's errors), or a value in it that the "
                                                "route cannot use (`detail` names it)"},
     503: {"model": ErrorDetail, "description": "the database is unreachable: retry after "
-                                               "`Retry-After` seconds"},
+                                               "`Retry-After` seconds; or a stored value needs "
+                                               "a compression dictionary the database does "
+                                               "not hold (`detail` names it)"},
 }
 #: the answer of a route that names something which may not exist
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
