@@ -177,6 +177,8 @@ class Secured:
     project: str
     admin: str
     metrics: str
+    #: the operator's key, for a test that needs a project of its own on this server
+    bootstrap: str
 
     @property
     def headers(self) -> dict[str, str]:
@@ -204,7 +206,7 @@ def secured(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
                        headers={"authorization": f"Bearer {bootstrap}"},
                        json={"scope": "metrics", "name": "contract tests' scrape"}, timeout=60)
         assert m.status_code == 201, m.text
-        yield Secured(proc, project, r.json()["key"], m.json()["key"])
+        yield Secured(proc, project, r.json()["key"], m.json()["key"], bootstrap)
     finally:
         proc.stop()
 

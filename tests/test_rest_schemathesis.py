@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import httpx
@@ -35,9 +36,9 @@ INGEST = ["/v1/traces", "/v1/loop/opentelemetry/v1/traces", "/v1/loop/traces/ing
           "/v1/loop/files/upload"]
 
 
-def config_toml(secured: Secured, admin: str, ci: bool) -> str:
-    """schemathesis.toml for the run, sent with the admin key `admin`; each switched-off check
-    says why."""
+def config_toml(project: str, admin: str, ci: bool) -> str:
+    """schemathesis.toml for the run, in `project` with its admin key `admin`; each
+    switched-off check says why."""
     lines = [
         f'headers = {{ Authorization = "Bearer {admin}" }}',
         "continue-on-failure = true",
@@ -56,7 +57,7 @@ def config_toml(secured: Secured, admin: str, ci: bool) -> str:
         # the key's project: naming any other one is a (documented) 403, which would stop
         # every generated request before the route's own checks
         "[parameters]",
-        f'"query.project" = "{secured.project}"',
+        f'"query.project" = "{project}"',
         "",
         "[[operations]]",
         f"include-path = {INGEST!r}".replace("'", '"'),
@@ -119,14 +120,17 @@ def config_toml(secured: Secured, admin: str, ci: bool) -> str:
 def test_schemathesis_finds_no_failure_with_every_check(secured: Secured,
                                                         tmp_path: Path) -> None:
     ci = bool(os.environ.get("CI"))
-    # an admin key of its own: the stateful phase may list the keys and revoke one it found,
-    # its own included, and the other tests on this server go on using `secured.admin`
-    made = httpx.post(f"{secured.server.http}/api/v1/keys", params={"project": secured.project},
-                      headers=secured.headers, json={"scope": "admin", "name": "schemathesis"},
-                      timeout=60)
+    # a project and an admin key of its own: what it creates (evaluations that score runs,
+    # rules, queues) stays out of the other tests' project, and its stateful phase may list the
+    # keys and revoke one it found, its own included, while the other tests on this server go
+    # on using `secured.admin`
+    project = "fuzz-" + uuid.uuid4().hex[:10]
+    made = httpx.post(f"{secured.server.http}/api/v1/keys", params={"project": project},
+                      headers={"authorization": f"Bearer {secured.bootstrap}"},
+                      json={"scope": "admin", "name": "schemathesis"}, timeout=60)
     assert made.status_code == 201, made.text
     config = tmp_path / "schemathesis.toml"
-    config.write_text(config_toml(secured, made.json()["key"], ci))
+    config.write_text(config_toml(project, made.json()["key"], ci))
     command = [str(Path(sys.executable).parent / "schemathesis"), "--config-file", str(config),
                # every check is on unless CONFIG turns it off (`--checks all` would override
                # the per-operation switches)
