@@ -52,7 +52,7 @@ class DictionaryKeeper:
         self.checked = self.clock()
         newest = await compression_dictionaries.newest(conn)
         if newest is not None:
-            self._use(newest.data)
+            await self._take(conn, newest.id)
             if datetime.now(UTC) - newest.trained_at < compression_dictionaries.MAX_AGE:
                 compression.collect_samples(False)
                 return
@@ -75,7 +75,7 @@ class DictionaryKeeper:
                 log.info("training a compression dictionary failed: %s", exc)
                 return
             if await compression_dictionaries.store(conn, data):
-                self._use(data)
+                compression.use(compression.register(data))
                 log.info("span bodies: trained and stored a new compression dictionary")
             else:
                 self.checked = -math.inf  # another worker's is there: take it next time
@@ -84,8 +84,11 @@ class DictionaryKeeper:
                                compression_dictionaries.TRAIN_LOCK)
 
     @staticmethod
-    def _use(data: bytes) -> None:
-        dictionary = compression.register(data)
+    async def _take(conn: Connection, dictionary_id: int) -> None:
+        """Compress with the stored dictionary `dictionary_id` (fetched only if it is new)."""
         current = compression.current()
-        if current is None or current.dict_id() != dictionary.dict_id():
-            compression.use(dictionary)
+        if current is not None and current.dict_id() == dictionary_id:
+            return
+        data = await compression_dictionaries.fetch(conn, dictionary_id)
+        if data is not None:  # deleted meanwhile: the next look finds the newest
+            compression.use(compression.register(data))

@@ -109,13 +109,16 @@ def _compressor(large: bool) -> zstandard.ZstdCompressor:
         cache = _local.compressors = {}
     c = cache.get(key)
     if c is None:
-        if dictionary is None:
-            c = zstandard.ZstdCompressor(level=LEVEL)
-        else:
-            c = zstandard.ZstdCompressor(level=LEVEL if large else DICTIONARY_LEVEL,
-                                         dict_data=dictionary)
-        cache[key] = c
+        c = cache[key] = _new_compressor(dictionary, large)
     return c
+
+
+def _new_compressor(dictionary: zstandard.ZstdCompressionDict | None,
+                    large: bool) -> zstandard.ZstdCompressor:
+    if dictionary is None:
+        return zstandard.ZstdCompressor(level=LEVEL)
+    return zstandard.ZstdCompressor(level=LEVEL if large else DICTIONARY_LEVEL,
+                                    dict_data=dictionary)
 
 
 def _decompressor(dictionary_id: int) -> zstandard.ZstdDecompressor:
@@ -155,8 +158,9 @@ def sampling() -> bool:
 
 
 def samples() -> tuple[list[bytes], int]:
-    """The bodies kept since `collect_samples(True)`, and their total size."""
-    return list(_samples or ()), _sample_bytes
+    """The bodies kept since `collect_samples(True)` (the list itself, not a copy: it is looked
+    at after every ingest request), and their total size."""
+    return (_samples if _samples is not None else []), _sample_bytes
 
 
 def compress(data: bytes) -> bytes:
@@ -183,10 +187,7 @@ def compress_pieces(pieces: Iterable[bytes | memoryview], size: int) -> bytes:
     gives it, without the concatenation ever being held: a piece is compressed as it comes.
     `size`, their total length, must be exact (zstd checks it)."""
     # a compressor of its own: the pieces may come from code that compresses too
-    dictionary = _current
-    compressor = (zstandard.ZstdCompressor(level=LEVEL) if dictionary is None else
-                  zstandard.ZstdCompressor(level=LEVEL, dict_data=dictionary))
-    stream = compressor.compressobj(size=size)
+    stream = _new_compressor(_current, large=True).compressobj(size=size)
     out = [stream.compress(piece) for piece in pieces]
     out.append(stream.flush())
     return b"".join(out)

@@ -30,7 +30,13 @@ IN_USE_AFTER_REPLACED = timedelta(minutes=1)
 class StoredDictionary(NamedTuple):
     id: int
     trained_at: datetime
-    data: bytes
+
+
+async def fetch(conn: Connection, dictionary_id: int) -> bytes | None:
+    """A stored dictionary's bytes (None: there is no such dictionary)."""
+    data: bytes | None = await conn.fetchval(
+        "SELECT data FROM compression_dictionaries WHERE id = $1", dictionary_id)
+    return data
 
 
 def loader(database_url: str) -> Callable[[int], bytes | None]:
@@ -39,27 +45,26 @@ def loader(database_url: str) -> Callable[[int], bytes | None]:
     loop would deadlock). A process fetches each dictionary once, the first time a frame names
     it; the caller waits those few milliseconds."""
 
-    async def fetch(dictionary_id: int) -> bytes | None:
+    async def fetch_once(dictionary_id: int) -> bytes | None:
         conn = await asyncpg.connect(database_url, timeout=5)
         try:
-            data: bytes | None = await conn.fetchval(
-                "SELECT data FROM compression_dictionaries WHERE id = $1", dictionary_id)
-            return data
+            return await fetch(conn, dictionary_id)
         finally:
             await conn.close()
 
     def load(dictionary_id: int) -> bytes | None:
         with ThreadPoolExecutor(1) as thread:
-            return thread.submit(asyncio.run, fetch(dictionary_id)).result()
+            return thread.submit(asyncio.run, fetch_once(dictionary_id)).result()
 
     return load
 
 
 async def newest(conn: Connection) -> StoredDictionary | None:
+    """The newest dictionary's id and age; its bytes only when a process lacks it (`fetch`)."""
     row = await conn.fetchrow(
-        "SELECT id, trained_at, data FROM compression_dictionaries "
+        "SELECT id, trained_at FROM compression_dictionaries "
         "ORDER BY trained_at DESC, id LIMIT 1")
-    return None if row is None else StoredDictionary(row["id"], row["trained_at"], row["data"])
+    return None if row is None else StoredDictionary(row["id"], row["trained_at"])
 
 
 #: the advisory lock key of training (any constant unique to trajhub's locks): one ingest
@@ -78,7 +83,7 @@ def train(samples: list[bytes]) -> bytes:
 
 async def store(conn: Connection, data: bytes) -> bool:
     """Store a newly trained dictionary unless another process stored one in the meantime
-    (then the caller uses that one: `newest`). Returns whether it was stored."""
+    (then the caller takes that one: `newest`). Returns whether it was stored."""
     dictionary_id = zstandard.ZstdCompressionDict(data).dict_id()
     stored = await conn.fetchval(
         "INSERT INTO compression_dictionaries (id, data) SELECT $1, $2 "
