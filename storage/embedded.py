@@ -22,6 +22,11 @@ log = logging.getLogger("trajhub.embedded")
 #: directory. At ~100 MB/s of WAL the defaults spend their time creating and zero-filling WAL
 #: segments (wait event WALInitWrite) and fighting over the 4 MB WAL buffer (LWLock WALWrite).
 #: Durability is untouched: fsync, synchronous_commit and full_page_writes stay on.
+#: wal_compression: the first change to a page after a checkpoint writes the whole page to the WAL
+#: (full_page_writes); on the random-keyed B-trees (span, trace and trajectory keys) those
+#: images were 9 % of a pipeline run's WAL after a checkpoint, and pglz (the only method the
+#: embedded build has) shrinks them by a third for ~30 µs of CPU each (bench/README.md, "WAL
+#: compression").
 TUNING = {
     "shared_buffers": "512MB",
     "wal_buffers": "64MB",
@@ -30,6 +35,7 @@ TUNING = {
     "wal_init_zero": "off",
     "checkpoint_timeout": "15min",
     "checkpoint_completion_target": "0.9",
+    "wal_compression": "pglz",
 }
 
 
@@ -57,11 +63,13 @@ class EmbeddedPostgres:
         self.pgdata = data_dir / "pgdata"
         self.pgdata.mkdir(parents=True, exist_ok=True)
         self._server = self._start()
-        if not self._tuned():
+        untuned = self._untuned()
+        if untuned:
             # ALTER SYSTEM persists in the data directory; shared_buffers and wal_buffers take
-            # effect at the next start, so a new data directory pays one restart, once.
-            for name, value in TUNING.items():
-                self._server.psql(f"ALTER SYSTEM SET {name} = '{value}'")
+            # effect at the next start, so a new data directory pays one restart, once (and a
+            # directory tuned by an older version, once per setting added since).
+            for name in untuned:
+                self._server.psql(f"ALTER SYSTEM SET {name} = '{TUNING[name]}'")
             self._server.cleanup()
             self._server = self._start()
         log.info("embedded PostgreSQL running in %s", self.pgdata)
@@ -104,9 +112,15 @@ class EmbeddedPostgres:
         with PostgresServer._lock:
             self._server.ensure_postgres_running()
 
-    def _tuned(self) -> bool:
-        shown = str(self._server.psql("SHOW wal_buffers"))
-        return TUNING["wal_buffers"] in shown
+    def _untuned(self) -> list[str]:
+        """The settings of `TUNING` the data directory does not have yet, read from the file
+        ALTER SYSTEM writes (`name = 'value'` lines), not from SHOW, which shows some values in
+        other units."""
+        try:
+            written = (self.pgdata / "postgresql.auto.conf").read_text()
+        except OSError:
+            written = ""
+        return [name for name, value in TUNING.items() if f"{name} = '{value}'" not in written]
 
     @property
     def url(self) -> str:

@@ -33,6 +33,28 @@ def _pg_ctl(pg: EmbeddedPostgres, *args: str) -> None:
     pg_ctl(list(args), pgdata=server.pgdata, user=server.system_user, timeout=30)
 
 
+@pytest.mark.integration  # starts PostgreSQL
+def test_embedded_data_directory_tuned_by_an_older_version_gets_the_new_settings(
+        tmp_path: Path) -> None:
+    """A data directory tuned before wal_compression was a setting gets it at the next start,
+    and keeps every setting it had."""
+    pg = EmbeddedPostgres(tmp_path)
+    pg.stop()
+    auto_conf = tmp_path / "pgdata" / "postgresql.auto.conf"
+    older = [line for line in auto_conf.read_text().splitlines()
+             if not line.startswith("wal_compression")]
+    auto_conf.write_text("\n".join(older) + "\n")
+
+    pg = EmbeddedPostgres(tmp_path)
+    try:
+        shown = {name: str(pg._server.psql(f"SHOW {name}")).split("\n")[2].strip()
+                 for name in ("wal_compression", "wal_buffers", "checkpoint_timeout")}
+    finally:
+        pg.stop()
+    assert shown == {"wal_compression": "pglz", "wal_buffers": "64MB",
+                     "checkpoint_timeout": "15min"}
+
+
 @pytest.mark.slow  # a soak test
 @pytest.mark.integration  # starts processes
 def test_database_outage_gives_503_and_ingestion_resumes(tmp_path: Path) -> None:
