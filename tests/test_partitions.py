@@ -374,3 +374,32 @@ def test_a_span_written_while_its_partition_is_dropped_keeps_it(database: TestDa
 
     with separate_database(database) as url:
         run(check(url))
+
+
+def test_every_partition_of_the_words_index_gets_an_8_mb_pending_list(
+        database: TestDatabase) -> None:
+    """Migration 0064: the partitions that exist when it runs, and those created after it."""
+    words_options = ("SELECT c.relname, c.reloptions FROM pg_inherits h "
+                     "JOIN pg_class c ON c.oid = h.inhrelid "
+                     "WHERE h.inhparent = 'trajectories_words'::regclass ORDER BY c.relname")
+
+    async def check(url: str) -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await migrate(conn, before=64)
+            existing = [r["relname"] for r in await conn.fetch(words_options)]
+            assert existing and all(r["reloptions"] is None
+                                    for r in await conn.fetch(words_options))
+            await migrate(conn)
+            # a week of hourly partitions ahead of the daily ones
+            assert await conn.fetchval(
+                "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 7)") > 0
+            rows = await conn.fetch(words_options)
+            assert {r["relname"] for r in rows} > set(existing)
+            assert {r["relname"]: r["reloptions"] for r in rows} == {
+                r["relname"]: ["gin_pending_list_limit=8192"] for r in rows}
+        finally:
+            await conn.close()
+
+    with separate_database(database) as url:
+        run(check(url))
