@@ -5,9 +5,9 @@ an ingest worker, training one when the store has none recent enough
 A process looks for a newer dictionary every `CHECK_SECONDS` (an ingest worker after a request's
 commit, a derivation worker before a round), so they agree on one within seconds of its being
 stored. When the newest is missing or older than `compression_dictionaries.MAX_AGE`, an ingest
-worker keeps the span bodies it compresses as samples, and once it has `SAMPLES` of them, the
-first worker to take the training lock trains a dictionary (~0.05 s of CPU, once a day) and
-stores it; the others take that one.
+worker keeps the span bodies it compresses as samples (and pieces of the trajectory documents it
+derives), and once it has `SAMPLES` bodies, the first worker to take the training lock trains a
+dictionary (~0.05 s of CPU, once a day) and stores it; the others take that one.
 """
 
 from __future__ import annotations
@@ -68,9 +68,10 @@ class DictionaryKeeper:
                                    compression_dictionaries.TRAIN_LOCK):
             return
         try:
+            documents = compression.document_pieces()
             compression.collect_samples(False)
             try:
-                data = compression_dictionaries.train(collected)
+                data = compression_dictionaries.train(collected + documents)
             except zstandard.ZstdError as exc:  # e.g. bodies too alike to train on: try later
                 log.info("training a compression dictionary failed: %s", exc)
                 return

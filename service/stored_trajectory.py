@@ -24,7 +24,7 @@ import orjson
 
 from trajhub.normalizers.pages import CHUNK_STEPS, PAGED_FROM, split
 from trajhub.normalizers.trajectory import Trajectory
-from trajhub.storage.compression import compress, compress_pieces, decompress
+from trajhub.storage.compression import compress, compress_document, compress_pieces, decompress
 
 #: chunks serialized but not yet compressed, at most (each ~1 MiB at 1 KB payloads)
 PENDING_CHUNKS = 2
@@ -47,7 +47,7 @@ def pack(document: Mapping[str, Any], trajectory: Trajectory) -> tuple[bytes, li
     compressed chunks of a large trajectory as storage/step_chunks.py numbers them from −1
     (playback order, head, steps); no chunks below PAGED_FROM steps."""
     if sum(len(a.steps) for a in trajectory.agent_steps) < PAGED_FROM:
-        return compress(_json(document)), []
+        return compress_document(_json(document)), []
     counts = [len(a.get("steps") or []) for a in document.get("agent_steps") or []]
     runs = _runs(counts)
     parts = split(document, trajectory)

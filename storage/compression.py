@@ -58,6 +58,14 @@ _samples: list[bytes] | None = None
 _sample_bytes = 0
 #: the most bytes of samples kept: zstd trains on about 100 times the dictionary's size
 MAX_SAMPLE_BYTES = 8 << 20
+#: pieces of the trajectory documents compressed while samples are kept (`compress_document`)
+_document_pieces: list[bytes] | None = None
+_document_piece_bytes = 0
+#: a document is kept in pieces of about a span body's size: zstd learns a vocabulary from
+#: many small samples, not from a few large ones
+DOCUMENT_PIECE = 2048
+#: the most bytes of document pieces kept, beside the span bodies
+MAX_DOCUMENT_SAMPLE_BYTES = 2 << 20
 
 
 class UnknownDictionary(LookupError):
@@ -148,9 +156,11 @@ def dictionary_id(stored: bytes) -> int:
 
 
 def collect_samples(wanted: bool) -> None:
-    """Start (or stop) keeping the span bodies `compress_body` is given, for training."""
-    global _samples, _sample_bytes
+    """Start (or stop) keeping the span bodies `compress_body` is given, and pieces of the
+    documents `compress_document` is given, for training."""
+    global _samples, _sample_bytes, _document_pieces, _document_piece_bytes
     _samples, _sample_bytes = ([] if wanted else None), 0
+    _document_pieces, _document_piece_bytes = ([] if wanted else None), 0
 
 
 def sampling() -> bool:
@@ -161,6 +171,11 @@ def samples() -> tuple[list[bytes], int]:
     """The bodies kept since `collect_samples(True)` (the list itself, not a copy: it is looked
     at after every ingest request), and their total size."""
     return (_samples if _samples is not None else []), _sample_bytes
+
+
+def document_pieces() -> list[bytes]:
+    """The document pieces kept since `collect_samples(True)`."""
+    return _document_pieces if _document_pieces is not None else []
 
 
 def compress(data: bytes) -> bytes:
@@ -179,6 +194,20 @@ def compress_body(data: bytes) -> bytes:
     if _samples is not None and _sample_bytes < MAX_SAMPLE_BYTES:
         _samples.append(data)
         _sample_bytes += len(data)
+    return compress(data)
+
+
+def compress_document(data: bytes) -> bytes:
+    """A trajectory document as `compress` stores it, kept in pieces as training samples while
+    they are wanted. A document repeats its spans' payloads under keys of its own; with them in
+    the dictionary a loadgen document keeps 19.3 % of its bytes instead of 21.5 %, and span
+    bodies compress as well as before (bench/README.md, "WAL: the words index's pending list,
+    and full-page images")."""
+    global _document_piece_bytes
+    if _document_pieces is not None and _document_piece_bytes < MAX_DOCUMENT_SAMPLE_BYTES:
+        for start in range(0, len(data), DOCUMENT_PIECE):
+            _document_pieces.append(data[start:start + DOCUMENT_PIECE])
+        _document_piece_bytes += len(data)
     return compress(data)
 
 

@@ -3,6 +3,7 @@ whichever form a row was written in."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
@@ -132,6 +133,7 @@ def fresh_dictionaries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compression, "_current", None)
     monkeypatch.setattr(compression, "_local", threading.local())
     monkeypatch.setattr(compression, "_samples", None)
+    monkeypatch.setattr(compression, "_document_pieces", None)
     monkeypatch.setattr(compression, "_loader", None)
 
 
@@ -168,3 +170,69 @@ def test_a_body_compressed_with_a_dictionary_is_smaller_names_it_and_needs_it_lo
     assert fetched == [dictionary.dict_id()]
     # frames made before the dictionary still read
     assert decompress(plain[0]) == training[0]
+
+
+#: what a document holds and its spans do not, the same in every document (a real one: the
+#: agent's tool definitions, the keys of its steps)
+_TOOLS = [{"name": name, "description": f"{name}: " + " ".join(
+    random.Random(name).choices(["returns", "the", "current", "value", "for", "a", "given",
+                                 "city", "query", "page", "integer", "sum", "text"], k=60)),
+           "parameters": {"type": "object", "properties": {"argument": {"type": "string"}}}}
+          for name in ("get_weather", "search_docs", "add", "fetch_url")]
+
+
+def _prose_documents(count: int, seed: int) -> list[bytes]:
+    """Trajectory documents of the bodies' prose: the payloads again, under the document's own
+    keys (the shape of normalizers/document.py's output)."""
+    rng = random.Random(seed)
+    bodies = _prose_bodies(count * 3, seed)
+    documents = []
+    for n in range(count):
+        steps = []
+        for body in bodies[3 * n:3 * n + 3]:
+            span = Span.FromString(body)
+            text = {kv.key: kv.value.string_value for kv in span.attributes}
+            steps.append({
+                "step_id": rng.randint(1, 10**6), "source": "agent", "kind": "model_call",
+                "model_name": text["llm.model_name"], "span_id": span.span_id.hex(),
+                "message": {"role": "assistant",
+                            "content": text["llm.output_messages.0.message.content"]},
+                "input_messages": [{"role": "user", "content":
+                                    text["llm.input_messages.1.message.content"]}],
+                "metrics": {"prompt_tokens": rng.randint(10, 900),
+                            "completion_tokens": rng.randint(10, 300), "cost_usd": None},
+                "status": {"code": "ok", "message": None}})
+        documents.append(json.dumps({
+            "schema_version": "ATIF-v1.4", "session_id": f"s-{rng.getrandbits(64):x}",
+            "agent": {"name": "langgraph", "version": "0.2", "tool_definitions": _TOOLS},
+            "agent_steps": [{"agent_name": "agent", "steps": steps}],
+            "final_metrics": {"total_steps": 3, "total_prompt_tokens": rng.randint(100, 999)},
+        }).encode())
+    return documents
+
+
+@pytest.mark.usefixtures("fresh_dictionaries")
+def test_documents_compressed_while_sampling_are_kept_in_pieces_that_fit_the_dictionary_to_them(
+        ) -> None:
+    bodies, documents = _prose_bodies(1000, 3), _prose_documents(150, 4)
+    later_bodies, later_documents = _prose_bodies(50, 5), _prose_documents(30, 6)
+    compression.collect_samples(True)
+    for body in bodies:
+        compression.compress_body(body)
+    framed = [compression.compress_document(d) for d in documents]
+    assert [decompress(f) for f in framed] == documents
+    pieces = compression.document_pieces()
+    assert b"".join(pieces) == b"".join(documents)
+    assert max(map(len, pieces)) == compression.DOCUMENT_PIECE
+    compression.collect_samples(False)
+    assert compression.document_pieces() == []
+
+    def kept(dictionary: bytes, values: list[bytes]) -> int:
+        compressor = zstandard.ZstdCompressor(level=compression.DICTIONARY_LEVEL,
+                                              dict_data=zstandard.ZstdCompressionDict(dictionary))
+        return sum(len(compressor.compress(v)) for v in values)
+
+    spans_only = compression_dictionaries.train(bodies)
+    both = compression_dictionaries.train(bodies + pieces)
+    assert kept(both, later_documents) < 0.95 * kept(spans_only, later_documents)
+    assert kept(both, later_bodies) < 1.03 * kept(spans_only, later_bodies)
