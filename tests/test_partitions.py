@@ -403,3 +403,33 @@ def test_every_partition_of_the_words_index_gets_an_8_mb_pending_list(
 
     with separate_database(database) as url:
         run(check(url))
+
+
+def test_every_partition_of_trajectories_is_analyzed_after_half_its_rows_changed(
+        database: TestDatabase) -> None:
+    """Migration 0065: the partitions that exist when it runs, and those created after it;
+    the other tables keep PostgreSQL's default."""
+    options = ("SELECT h.inhparent::regclass::text AS parent, c.relname, c.reloptions "
+               "FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid "
+               "WHERE h.inhparent = ANY('{trajectories,spans,traces}'::regclass[])")
+
+    def analyzed_at_half(reloptions: list[str] | None) -> bool:
+        return "autovacuum_analyze_scale_factor=0.5" in (reloptions or [])
+
+    async def check(url: str) -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await migrate(conn, before=65)
+            existing = {r["relname"] for r in await conn.fetch(options)}
+            await migrate(conn)
+            assert await conn.fetchval(
+                "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 7)") > 0
+            rows = await conn.fetch(options)
+            assert {r["relname"] for r in rows} > existing
+            for r in rows:
+                assert analyzed_at_half(r["reloptions"]) == (r["parent"] == "trajectories"), r
+        finally:
+            await conn.close()
+
+    with separate_database(database) as url:
+        run(check(url))
