@@ -4,10 +4,11 @@ an ingest worker, training one when the store has none recent enough
 
 A process looks for a newer dictionary every `CHECK_SECONDS` (an ingest worker after a request's
 commit, a derivation worker before a round), so they agree on one within seconds of its being
-stored. When the newest is missing or older than `compression_dictionaries.MAX_AGE`, an ingest
-worker keeps the span bodies it compresses as samples (and pieces of the trajectory documents it
-derives), and once it has `SAMPLES` bodies, the first worker to take the training lock trains a
-dictionary (~0.05 s of CPU, once a day) and stores it; the others take that one.
+stored. When the newest is missing or due to be replaced (a day old; the store's first one ten
+minutes old: `compression_dictionaries.StoredDictionary.due`), an ingest worker keeps the span
+bodies it compresses as samples, with pieces of the trajectory documents it derives, and once it
+has `SAMPLES` bodies, the first worker to take the training lock trains a dictionary (~0.1 s of
+CPU) and stores it; the others take that one.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class DictionaryKeeper:
         newest = await compression_dictionaries.newest(conn)
         if newest is not None:
             await self._take(conn, newest.id)
-            if datetime.now(UTC) - newest.trained_at < compression_dictionaries.MAX_AGE:
+            if not newest.due(datetime.now(UTC)):
                 compression.collect_samples(False)
                 return
         if not self.train:

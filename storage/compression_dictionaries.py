@@ -22,6 +22,10 @@ SAMPLES = 1000
 SIZE = 64 * 1024
 #: a dictionary older than this is replaced by one trained on newer spans
 MAX_AGE = timedelta(days=1)
+#: a store's first dictionary is trained from its first spans, which one burst may give alone:
+#: its traces are queued, not derived, so no trajectory document is among the samples. That
+#: dictionary is replaced once, this long after, by one trained on what the store gets then.
+FIRST_MAX_AGE = timedelta(minutes=10)
 #: how long an ingest worker may go on compressing with a dictionary after a newer one is
 #: stored (it looks every `service.dictionaries.CHECK_SECONDS`); retention adds it
 IN_USE_AFTER_REPLACED = timedelta(minutes=1)
@@ -30,6 +34,12 @@ IN_USE_AFTER_REPLACED = timedelta(minutes=1)
 class StoredDictionary(NamedTuple):
     id: int
     trained_at: datetime
+    #: the store's only dictionary
+    only: bool
+
+    def due(self, now: datetime) -> bool:
+        """Whether a newer dictionary should replace this one (it is the newest)."""
+        return now - self.trained_at >= (FIRST_MAX_AGE if self.only else MAX_AGE)
 
 
 async def fetch(conn: Connection, dictionary_id: int) -> bytes | None:
@@ -62,9 +72,9 @@ def loader(database_url: str) -> Callable[[int], bytes | None]:
 async def newest(conn: Connection) -> StoredDictionary | None:
     """The newest dictionary's id and age; its bytes only when a process lacks it (`fetch`)."""
     row = await conn.fetchrow(
-        "SELECT id, trained_at FROM compression_dictionaries "
+        "SELECT id, trained_at, count(*) OVER () = 1 AS only FROM compression_dictionaries "
         "ORDER BY trained_at DESC, id LIMIT 1")
-    return None if row is None else StoredDictionary(row["id"], row["trained_at"])
+    return None if row is None else StoredDictionary(row["id"], row["trained_at"], row["only"])
 
 
 #: the advisory lock key of training (any constant unique to trajhub's locks): one ingest
@@ -85,11 +95,14 @@ async def store(conn: Connection, data: bytes) -> bool:
     """Store a newly trained dictionary unless another process stored one in the meantime
     (then the caller takes that one: `newest`). Returns whether it was stored."""
     dictionary_id = zstandard.ZstdCompressionDict(data).dict_id()
+    # the newest is not due (`StoredDictionary.due`), as the caller saw it not to be
     stored = await conn.fetchval(
         "INSERT INTO compression_dictionaries (id, data) SELECT $1, $2 "
-        "WHERE NOT EXISTS (SELECT FROM compression_dictionaries "
-        "                  WHERE trained_at > now() - $3::interval) "
-        "ON CONFLICT (id) DO NOTHING RETURNING true", dictionary_id, data, MAX_AGE)
+        "WHERE NOT EXISTS (SELECT FROM compression_dictionaries WHERE trained_at > now() - "
+        "    CASE WHEN (SELECT count(*) FROM compression_dictionaries) = 1 "
+        "         THEN $4::interval ELSE $3::interval END) "
+        "ON CONFLICT (id) DO NOTHING RETURNING true", dictionary_id, data, MAX_AGE,
+        FIRST_MAX_AGE)
     return bool(stored)
 
 

@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -257,3 +258,14 @@ def provider(server: ServerProcess, project: str) -> Iterator[TracerProvider]:
         endpoint=f"{server.http}/v1/traces", headers={"trajhub-project": project})))
     yield provider
     provider.shutdown()
+
+
+@pytest.fixture
+def fresh_dictionaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This test's own dictionary state, as a new process has it (none loaded, none in use)."""
+    monkeypatch.setattr(compression, "_dictionaries", {})
+    monkeypatch.setattr(compression, "_current", None)
+    monkeypatch.setattr(compression, "_local", threading.local())
+    monkeypatch.setattr(compression, "_samples", None)
+    monkeypatch.setattr(compression, "_document_pieces", None)
+    monkeypatch.setattr(compression, "_loader", None)

@@ -126,17 +126,6 @@ def _prose_bodies(count: int, seed: int) -> list[bytes]:
     return bodies
 
 
-@pytest.fixture
-def fresh_dictionaries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This test's own dictionary state, as a new process has it (none loaded, none in use)."""
-    monkeypatch.setattr(compression, "_dictionaries", {})
-    monkeypatch.setattr(compression, "_current", None)
-    monkeypatch.setattr(compression, "_local", threading.local())
-    monkeypatch.setattr(compression, "_samples", None)
-    monkeypatch.setattr(compression, "_document_pieces", None)
-    monkeypatch.setattr(compression, "_loader", None)
-
-
 @pytest.mark.usefixtures("fresh_dictionaries")
 def test_a_body_compressed_with_a_dictionary_is_smaller_names_it_and_needs_it_loaded() -> None:
     training, later = _prose_bodies(2000, 1), _prose_bodies(50, 2)

@@ -30,8 +30,11 @@ from tests.harness import (
     separate_database,
     wait_for,
 )
+from tests.test_compression import _prose_bodies
 from trajhub.service import retention as retention_sweep
+from trajhub.service.dictionaries import DictionaryKeeper
 from trajhub.storage import compression, compression_dictionaries
+from trajhub.storage.migrate import migrate
 
 PROMPT = ("You are a travel agent. Answer with the cheapest itinerary, name every leg, and "
           "convert prices to the traveller's currency before you answer. ") * 4
@@ -190,3 +193,51 @@ def test_retention_deletes_a_dictionary_once_no_partition_can_hold_its_spans(
     asyncio.run(sweep())
     left = {r["id"] for r in _fetch(url, "SELECT id FROM compression_dictionaries")}
     assert left == {made["kept"], store["dictionary"]}
+
+
+@pytest.mark.usefixtures("fresh_dictionaries")
+def test_a_stores_first_dictionary_is_replaced_once_ten_minutes_after_then_daily(
+        database: TestDatabase) -> None:
+    """The first dictionary may come from one burst's spans alone: an ingest worker with enough
+    samples replaces it once it is ten minutes old; the one after that lasts a day."""
+
+    async def worker_with_samples(conn: asyncpg.Connection, seed: int
+                                  ) -> compression_dictionaries.StoredDictionary | None:
+        """An ingest worker that has compressed a sample's worth of bodies, at its next look;
+        what the store's newest dictionary then is."""
+        keeper = DictionaryKeeper(train=True)
+        for body in _prose_bodies(compression_dictionaries.SAMPLES, seed):
+            compression.compress_body(body)
+        await keeper.refresh(conn)
+        return await compression_dictionaries.newest(conn)
+
+    async def later(conn: asyncpg.Connection, minutes: int) -> None:
+        """As if `minutes` had passed: every dictionary that much older."""
+        await conn.execute("UPDATE compression_dictionaries SET trained_at = trained_at - "
+                           "make_interval(mins => $1)", minutes)
+
+    async def check(url: str) -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await migrate(conn)
+            first = await worker_with_samples(conn, 1)
+            assert first is not None and first.only
+            # nine minutes on: not yet due, the next worker's samples make none
+            await later(conn, 9)
+            assert (await worker_with_samples(conn, 2)).id == first.id  # type: ignore[union-attr]
+            # ten minutes on: replaced
+            await later(conn, 1)
+            second = await worker_with_samples(conn, 3)
+            assert second is not None and second.id != first.id and not second.only
+            # the second is replaced after a day, not ten minutes
+            await later(conn, 60 * 23)
+            assert (await worker_with_samples(conn, 4)).id == second.id  # type: ignore[union-attr]
+            await later(conn, 60)
+            third = await worker_with_samples(conn, 5)
+            assert third is not None and third.id not in (first.id, second.id)
+            assert await conn.fetchval("SELECT count(*) FROM compression_dictionaries") == 3
+        finally:
+            await conn.close()
+
+    with separate_database(database) as url:
+        asyncio.run(check(url))
