@@ -202,7 +202,7 @@ def compress_document(data: bytes) -> bytes:
     they are wanted. A document repeats its spans' payloads under keys of its own; with them in
     the dictionary a loadgen document keeps 19.3 % of its bytes instead of 21.5 %, and span
     bodies compress as well as before (bench/README.md, "WAL: the words index's pending list,
-    and full-page images")."""
+    full-page images, and autoanalyze")."""
     global _document_piece_bytes
     if _document_pieces is not None and _document_piece_bytes < MAX_DOCUMENT_SAMPLE_BYTES:
         for start in range(0, len(data), DOCUMENT_PIECE):

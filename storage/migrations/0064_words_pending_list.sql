@@ -6,7 +6,7 @@
 -- pages: 7.6 MiB per 10k spans, 1.6 MiB less (16 MB: 6.8 MiB). The cost is on the read side: a
 -- search reads the whole pending list, about 2 ms per MB of it on a 2-core machine, so a search
 -- waits up to ~8 ms more when the list is nearly full (bench/README.md, "WAL: the words index's
--- pending list, and full-page images").
+-- pending list, full-page images, and autoanalyze").
 --
 -- A partitioned index takes no storage parameters: each partition's index gets it, when the
 -- partition is created, and here for the partitions that exist.

@@ -4,8 +4,8 @@
 -- CPU, 6.3 s of it the words. Autovacuum analyzes a table once its rows changed since the last
 -- analyze exceed 10 % of it, and each trajectory changes twice (stored open, then final): on a
 -- growing day's partition, an analyze per 5 % of growth, up to one a minute, which a burst on a
--- 2-core machine met as a stall of several seconds (bench/README.md, "Autoanalyze of the words
--- index").
+-- 2-core machine met as a stall of several seconds (bench/README.md, "WAL: the words
+-- index's pending list, full-page images, and autoanalyze").
 --
 -- At 50 % an analyze comes once the partition has grown by about a quarter: a fifth as many on
 -- a day's partition. The statistics stay as good (the same sample); they lag the growth a little
