@@ -19,11 +19,12 @@ from typing import Any
 log = logging.getLogger("trajhub.embedded")
 
 #: Settings for an ingest-heavy server on a small machine, applied once to a data directory
-#: that lacks them (a new one, or one tuned by an older version). At ~100 MB/s of WAL the defaults spend their time creating and zero-filling WAL
-#: segments (wait event WALInitWrite) and fighting over the 4 MB WAL buffer (LWLock WALWrite).
-#: Durability is untouched: fsync, synchronous_commit and full_page_writes stay on.
-#: wal_compression: the first change to a page after a checkpoint writes the whole page to the WAL
-#: (full_page_writes); on the random-keyed B-trees (span, trace and trajectory keys) those
+#: that lacks them (a new one, or one tuned by an older version). At ~100 MB/s of WAL the
+#: defaults spend their time creating and zero-filling WAL segments (wait event WALInitWrite)
+#: and fighting over the 4 MB WAL buffer (LWLock WALWrite). Durability is untouched: fsync,
+#: synchronous_commit and full_page_writes stay on.
+#: wal_compression: the first change to a page after a checkpoint writes the whole page to the
+#: WAL (full_page_writes); on the random-keyed B-trees (span, trace and trajectory keys) those
 #: images were 9 % of a pipeline run's WAL after a checkpoint, and pglz (the only method the
 #: embedded build has) shrinks them by a third for ~30 µs of CPU each (bench/README.md, "WAL:
 #: the words index's pending list, full-page images, and autoanalyze").
