@@ -26,8 +26,8 @@ log = logging.getLogger("trajhub.embedded")
 #: wal_compression: the first change to a page after a checkpoint writes the whole page to the
 #: WAL (full_page_writes); on the random-keyed B-trees (span, trace and trajectory keys) those
 #: images were 9 % of a pipeline run's WAL after a checkpoint, and pglz (the only method the
-#: embedded build has) shrinks them by a third for ~30 µs of CPU each (bench/README.md, "WAL:
-#: the words index's pending list, full-page images, and autoanalyze").
+#: embedded build has) shrinks them by a third (bench/README.md, "WAL: the words index's pending
+#: list, full-page images, and autoanalyze").
 TUNING = {
     "shared_buffers": "512MB",
     "wal_buffers": "64MB",
