@@ -1,6 +1,7 @@
 """The zstd dictionaries stored values are compressed with (migration 0062, storage/compression.py):
 stored, fetched by a process when a frame names one it has not loaded, trained from span bodies
-(and pieces of trajectory documents), and deleted once no partition can hold a value compressed with them."""
+(and pieces of trajectory documents), and deleted once no partition can hold a value compressed
+with them."""
 
 from __future__ import annotations
 
