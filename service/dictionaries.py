@@ -76,7 +76,8 @@ class DictionaryKeeper:
             except zstandard.ZstdError as exc:  # e.g. bodies too alike to train on: try later
                 log.info("training a compression dictionary failed: %s", exc)
                 return
-            if await compression_dictionaries.store(conn, data):
+            if await compression_dictionaries.store(
+                    conn, data, newest.id if newest is not None else None):
                 compression.use(compression.register(data))
                 log.info("span bodies: trained and stored a new compression dictionary")
             else:

@@ -92,18 +92,16 @@ def train(samples: list[bytes]) -> bytes:
         SIZE, list[bytes | bytearray | memoryview](samples), k=1024, d=8).as_bytes())
 
 
-async def store(conn: Connection, data: bytes) -> bool:
-    """Store a newly trained dictionary unless another process stored one in the meantime
-    (then the caller takes that one: `newest`). Returns whether it was stored."""
+async def store(conn: Connection, data: bytes, replacing: int | None) -> bool:
+    """Store a newly trained dictionary to replace `replacing`, the newest the caller saw (None:
+    there was none), unless another process stored one in the meantime (then the caller takes
+    that one: `newest`). Returns whether it was stored."""
     dictionary_id = zstandard.ZstdCompressionDict(data).dict_id()
-    # the newest is not due (`StoredDictionary.due`), as the caller saw it not to be
     stored = await conn.fetchval(
         "INSERT INTO compression_dictionaries (id, data) SELECT $1, $2 "
-        "WHERE NOT EXISTS (SELECT FROM compression_dictionaries WHERE trained_at > now() - "
-        "    CASE WHEN (SELECT count(*) FROM compression_dictionaries) = 1 "
-        "         THEN $4::interval ELSE $3::interval END) "
-        "ON CONFLICT (id) DO NOTHING RETURNING true", dictionary_id, data, MAX_AGE,
-        FIRST_MAX_AGE)
+        "WHERE (SELECT id FROM compression_dictionaries ORDER BY trained_at DESC, id LIMIT 1) "
+        "      IS NOT DISTINCT FROM $3 "
+        "ON CONFLICT (id) DO NOTHING RETURNING true", dictionary_id, data, replacing)
     return bool(stored)
 
 

@@ -114,14 +114,15 @@ class EmbeddedPostgres:
             self._server.ensure_postgres_running()
 
     def _untuned(self) -> list[str]:
-        """The settings of `TUNING` the data directory does not have yet, read from the file
-        ALTER SYSTEM writes (`name = 'value'` lines), not from SHOW, which shows some values in
-        other units."""
+        """The settings of `TUNING` the data directory has no value for yet, read from the
+        file ALTER SYSTEM writes (`name = 'value'` lines). A value set there otherwise, e.g. an
+        operator's larger shared_buffers, is theirs and stays."""
         try:
-            written = (self.pgdata / "postgresql.auto.conf").read_text()
+            lines = (self.pgdata / "postgresql.auto.conf").read_text().splitlines()
         except OSError:
-            written = ""
-        return [name for name, value in TUNING.items() if f"{name} = '{value}'" not in written]
+            lines = []
+        written = {line.split("=", 1)[0].strip() for line in lines if "=" in line}
+        return [name for name in TUNING if name not in written]
 
     @property
     def url(self) -> str:
