@@ -376,9 +376,10 @@ def test_a_span_written_while_its_partition_is_dropped_keeps_it(database: TestDa
         run(check(url))
 
 
-def test_every_partition_of_the_words_index_gets_an_8_mb_pending_list(
+def test_every_partition_of_the_words_index_gets_a_64_mb_pending_list(
         database: TestDatabase) -> None:
-    """Migration 0064: the partitions that exist when it runs, and those created after it."""
+    """Migrations 0064 and 0066: the partitions that exist when they run, and those created
+    after them."""
     words_options = ("SELECT c.relname, c.reloptions FROM pg_inherits h "
                      "JOIN pg_class c ON c.oid = h.inhrelid "
                      "WHERE h.inhparent = 'trajectories_words'::regclass ORDER BY c.relname")
@@ -397,7 +398,7 @@ def test_every_partition_of_the_words_index_gets_an_8_mb_pending_list(
             rows = await conn.fetch(words_options)
             assert {r["relname"] for r in rows} > set(existing)
             assert {r["relname"]: r["reloptions"] for r in rows} == {
-                r["relname"]: ["gin_pending_list_limit=8192"] for r in rows}
+                r["relname"]: ["gin_pending_list_limit=65536"] for r in rows}
         finally:
             await conn.close()
 

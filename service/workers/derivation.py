@@ -37,8 +37,8 @@ from trajhub.service.derivation import derive_round
 from trajhub.service.dictionaries import DictionaryKeeper
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.supervision import Backoff, exit_cause
-from trajhub.storage import compression, compression_dictionaries, derivation_store
-from trajhub.storage.database import TRANSIENT_ERRORS
+from trajhub.storage import compression, compression_dictionaries, derivation_store, search_words
+from trajhub.storage.database import TRANSIENT_ERRORS, is_transient
 
 log = logging.getLogger("trajhub.derivation")
 
@@ -51,6 +51,40 @@ WATCH_INTERVAL_SECONDS = 0.25
 #: while ingest is saturated a worker steps back for at most this long, then derives anyway
 #: (niced), so a sustained overload still gets its trajectories
 MAX_PAUSE_SECONDS = 30.0
+#: an idle worker merges the words index's pending list once this many trajectories were
+#: written since its last merge (about 8 MB of list for loadgen's: migration 0066)
+MERGE_WORDS_AFTER = 1000
+#: and looks at how many were written at most this often
+MERGE_WORDS_CHECK_SECONDS = 1.0
+
+
+class IdleWordsMerge:
+    """Merges the free-text words index's pending list while the derivation is idle
+    (migration 0066), so that storing a trajectory does not pay for it, and a search
+    reads a short list again soon after a burst."""
+
+    def __init__(self) -> None:
+        self.merged_at: int | None = None  # trajectories_written at the last merge
+        self.checked = -MERGE_WORDS_CHECK_SECONDS
+
+    async def __call__(self, conn: asyncpg.Connection) -> None:
+        now = time.monotonic()
+        if now - self.checked < MERGE_WORDS_CHECK_SECONDS:
+            return
+        self.checked = now
+        written = await search_words.trajectories_written(conn)
+        # counters that went back (a crash, a statistics reset) start over with a merge
+        if self.merged_at is not None and 0 <= written - self.merged_at < MERGE_WORDS_AFTER:
+            return
+        try:
+            await search_words.merge_pending(conn)
+        except asyncpg.PostgresError as exc:
+            if is_transient(exc):
+                raise
+            # e.g. a partition that retention dropped meanwhile: the next merge takes the rest
+            log.warning("merging the words index's pending list failed: %s", exc)
+            return
+        self.merged_at = written
 
 
 class DerivationWorker:
@@ -59,6 +93,7 @@ class DerivationWorker:
         self.settle = timedelta(seconds=settle_seconds)
         self.conn: asyncpg.Connection | None = None
         self.dictionary = DictionaryKeeper(train=False)
+        self.merge_words = IdleWordsMerge()
 
     async def connection(self) -> asyncpg.Connection:
         if self.conn is None or self.conn.is_closed():
@@ -105,6 +140,8 @@ class DerivationWorker:
                 if derived and report is not None:
                     _report(report, (REPORT_DERIVED, derived, time.perf_counter() - started))
                 finalized = await self.finalize_round()
+                if not derived and not finalized:
+                    await self.merge_words(await self.connection())
             except TRANSIENT_ERRORS as exc:
                 if report is not None:
                     _report(report, (REPORT_DATABASE_ERROR,))
