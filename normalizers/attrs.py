@@ -79,13 +79,32 @@ def get_float(attrs: Mapping[str, AttributeValue], *keys: str) -> float | None:
 #: how a JSON text can start (after whitespace): a value, or NaN/Infinity, which Python's json
 #: accepts and orjson does not
 _JSON_START = frozenset('{["-0123456789tfnNI')
+#: the texts that are JSON and start with a letter: nothing else does
+_JSON_WORDS = frozenset(("true", "false", "null", "NaN", "Infinity"))
+#: what follows a leading "-" in JSON (as Python's json reads it: -Infinity too)
+_JSON_NUMBER_AFTER_MINUS = frozenset("0123456789I")
+
+
+def _may_be_json(text: str) -> bool:
+    first = text[:1]
+    if first.isspace():
+        text = text.strip()
+        first = text[:1]
+    if first not in _JSON_START:
+        return False
+    if first.isalpha():
+        # prose that starts with t, f or n ("the …") is not JSON: without this check each
+        # such text cost both parsers' exceptions
+        word = text.strip()  # the text itself when there is nothing to strip: no copy
+        return len(word) <= 8 and word in _JSON_WORDS
+    return first != "-" or text.lstrip()[1:2] in _JSON_NUMBER_AFTER_MINUS
 
 
 def parse_json(text: str | None) -> Any:
     """The JSON value of `text`, or None when it is absent or not JSON."""
-    # Most texts that are not JSON are prose (an input.value): refused here by their first
-    # character, without the cost of a parser's exception.
-    if not text or text.lstrip()[:1] not in _JSON_START:
+    # Most texts that are not JSON are prose (an input.value): refused here by how they
+    # start, without the cost of a parser's exception.
+    if not text or not _may_be_json(text):
         return None
     try:
         return orjson.loads(text)  # ~3× faster; the hot path of every derivation
