@@ -1,5 +1,5 @@
-"""The free-text words index's pending list, merged while the derivation is idle (migration
-0066): how many trajectories were written since a merge, and the merge itself."""
+"""The free-text words index's pending list, merged while the derivation has no backlog
+(migration 0066): how many trajectories were written since a merge, and the merge itself."""
 
 from __future__ import annotations
 

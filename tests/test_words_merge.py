@@ -1,6 +1,6 @@
-"""The free-text words index's pending list is merged while the derivation is idle (migration
-0066, `IdleWordsMerge` in service/workers/derivation.py): on the first idle round, then once
-enough trajectories were written since the last merge, and not before.
+"""The free-text words index's pending list is merged while the derivation has no backlog
+(migration 0066, `IdleWordsMerge` in service/workers/derivation.py): at the first chance, then
+once enough trajectories were written since the last merge, and not before.
 
 Against a database of its own (no server's worker shares its index). Whether the list holds
 entries is read from `gin_clean_pending_list`, which returns how many pages of it a merge
@@ -59,7 +59,7 @@ def test_an_idle_worker_merges_the_words_pending_list_after_enough_trajectories(
             merge = worker.IdleWordsMerge()
 
             await _write_trajectories(conn, 20)
-            await merge(conn)  # the first idle round merges whatever is there
+            await merge(conn)  # the first chance merges whatever is there
             assert await _pending_pages(conn) == 0
 
             await _write_trajectories(conn, 20)  # 20 since the merge: fewer than 30

@@ -51,17 +51,19 @@ WATCH_INTERVAL_SECONDS = 0.25
 #: while ingest is saturated a worker steps back for at most this long, then derives anyway
 #: (niced), so a sustained overload still gets its trajectories
 MAX_PAUSE_SECONDS = 30.0
-#: an idle worker merges the words index's pending list once this many trajectories were
-#: written since its last merge (about 8 MB of list for loadgen's: migration 0066)
+#: a worker without a backlog merges the words index's pending list once this many
+#: trajectories were written since its last merge (about 8 MB of list for loadgen's: migration
+#: 0066)
 MERGE_WORDS_AFTER = 1000
 #: and looks at how many were written at most this often
 MERGE_WORDS_CHECK_SECONDS = 1.0
 
 
 class IdleWordsMerge:
-    """Merges the free-text words index's pending list while the derivation is idle
-    (migration 0066), so that storing a trajectory does not pay for it, and a search
-    reads a short list again soon after a burst."""
+    """Merges the free-text words index's pending list while the derivation has no backlog
+    (migration 0066), so that storing a trajectory does not pay for it, and a search reads a
+    short list again soon after a burst. At a steady load the worker's rounds take what is
+    queued, and it merges about every MERGE_WORDS_AFTER trajectories, as storing did before."""
 
     def __init__(self) -> None:
         self.merged_at: int | None = None  # trajectories_written at the last merge
@@ -140,7 +142,7 @@ class DerivationWorker:
                 if derived and report is not None:
                     _report(report, (REPORT_DERIVED, derived, time.perf_counter() - started))
                 finalized = await self.finalize_round()
-                if not derived and not finalized:
+                if derived < BATCH:  # no backlog: what is queued fits in a round
                     await self.merge_words(await self.connection())
             except TRANSIENT_ERRORS as exc:
                 if report is not None:

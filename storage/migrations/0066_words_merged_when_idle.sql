@@ -6,13 +6,14 @@
 -- 40 MB), and none of it is needed before someone searches.
 --
 -- So the pending list now grows to 64 MB (about 8,000 loadgen trajectories) before a storing
--- transaction merges it, and the derivation worker merges it whenever it has nothing to derive
--- and 1,000 trajectories were written since its last merge (storage/search_words.py). At a
--- steady load the worker is idle between its rounds, and the list stays near 8 MB as before.
--- During a burst the worker is busy until the backlog is derived, the list grows, and the
--- trajectories are final sooner; a search meanwhile reads the unmerged list, about 2 ms per MB
--- of it, so up to ~130 ms more until the worker merges (bench/README.md, "The words index
--- merged when idle").
+-- transaction merges it, and the derivation worker merges it whenever it has no backlog (its
+-- round took all that was queued) and 1,000 trajectories were written since its last merge
+-- (service/workers/derivation.py, storage/search_words.py). At a steady load that is about as
+-- often as storing merged before, and the list stays near 8 MB. During a burst the worker is
+-- busy until the backlog is derived, the list grows, and the trajectories are final sooner; a
+-- search meanwhile reads the unmerged list, about 2 ms per MB of it, so up to ~130 ms more until
+-- the worker merges (bench/README.md, "The words index merged when the derivation has no
+-- backlog").
 CREATE OR REPLACE FUNCTION trajhub_tune_partition_indexes(part regclass) RETURNS void
     LANGUAGE plpgsql AS $$
 DECLARE
