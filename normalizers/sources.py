@@ -51,9 +51,9 @@ def attributes(pairs: Iterable[KeyValue]) -> dict[str, AttributeValue]:
     out: dict[str, AttributeValue] = {}
     for kv in pairs:
         value = kv.value
-        # strings are most attributes: read them without the general dispatch
-        out[kv.key] = (value.string_value if value.WhichOneof("value") == "string_value"
-                       else any_value(value))
+        # strings are most attributes: a non-empty one is read without the general dispatch
+        # (an empty string_value may also be another type, or no value: any_value tells)
+        out[kv.key] = value.string_value or any_value(value)
     return out
 
 
