@@ -97,7 +97,7 @@ def _may_be_json(text: str) -> bool:
         # such text cost both parsers' exceptions
         word = text.strip()  # the text itself when there is nothing to strip: no copy
         return len(word) <= 8 and word in _JSON_WORDS
-    return first != "-" or text.lstrip()[1:2] in _JSON_NUMBER_AFTER_MINUS
+    return first != "-" or text[1:2] in _JSON_NUMBER_AFTER_MINUS  # `text` starts at `first`
 
 
 def parse_json(text: str | None) -> Any:
