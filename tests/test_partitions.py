@@ -434,3 +434,46 @@ def test_every_partition_of_trajectories_is_analyzed_after_half_its_rows_changed
 
     with separate_database(database) as url:
         run(check(url))
+
+
+def test_every_partition_of_trajectories_is_analyzed_from_a_3000_row_sample(
+        database: TestDatabase) -> None:
+    """Migration 0067: statistics target 10 (300 rows each) on every column and index
+    expression of the partitions that exist when it runs and of those created after it; the
+    other tables keep PostgreSQL's default (-1)."""
+    targets = ("SELECT h.inhparent::regclass::text AS parent, c.relname, a.attname, "
+               "a.attstattarget FROM pg_inherits h "
+               "JOIN pg_class c ON c.oid = h.inhrelid "
+               "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 "
+               "AND NOT a.attisdropped "
+               "WHERE h.inhparent = ANY('{trajectories,spans,traces}'::regclass[])")
+    expressions = ("SELECT c.relname, a.attstattarget FROM pg_index i "
+                   "JOIN pg_class c ON c.oid = i.indexrelid "
+                   "JOIN pg_attribute a ON a.attrelid = i.indexrelid "
+                   "AND i.indkey[a.attnum - 1] = 0 "
+                   "WHERE i.indrelid IN (SELECT inhrelid FROM pg_inherits "
+                   "WHERE inhparent = 'trajectories'::regclass)")
+
+    async def check(url: str) -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await migrate(conn, before=67)
+            existing = {r["relname"] for r in await conn.fetch(targets)}
+            await migrate(conn)
+            assert await conn.fetchval(
+                "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 7)") > 0
+            rows = await conn.fetch(targets)
+            assert {r["relname"] for r in rows} > existing
+            for r in rows:
+                assert r["attstattarget"] == (10 if r["parent"] == "trajectories" else -1), r
+            # the words, agents, tools and models indexes and the tokens sum, per partition
+            indexed = await conn.fetch(expressions)
+            assert {r["relname"].rsplit("_p", 1)[0] for r in indexed} == {
+                "trajectories_words", "trajectories_agents", "trajectories_tools",
+                "trajectories_models", "trajectories_tokens"}
+            assert {r["attstattarget"] for r in indexed} == {10}
+        finally:
+            await conn.close()
+
+    with separate_database(database) as url:
+        run(check(url))
