@@ -129,7 +129,7 @@ def _new_compressor(dictionary: zstandard.ZstdCompressionDict | None,
         return zstandard.ZstdCompressor(level=LEVEL, dict_data=dictionary)
     # zstd's tables for the dictionary built once for this compressor, not for every value:
     # a loadgen span body took 17.2 µs instead of 20.1, a document 101 µs instead of 123
-    # (bench/README.md, "The trajectories partition's statistics from a smaller sample").
+    # (bench/README.md, "The autoanalyze of trajectories in a burst, and a smaller sample tried").
     # A copy: the tables fix the level, and large values use the dictionary at `LEVEL`.
     precomputed = zstandard.ZstdCompressionDict(dictionary.as_bytes())
     precomputed.precompute_compress(level=DICTIONARY_LEVEL)
