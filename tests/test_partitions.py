@@ -406,29 +406,39 @@ def test_every_partition_of_the_words_index_gets_a_64_mb_pending_list(
         run(check(url))
 
 
-def test_every_partition_of_trajectories_is_analyzed_after_half_its_rows_changed(
+def test_every_partition_of_trajectories_is_analyzed_once_it_has_about_tripled(
         database: TestDatabase) -> None:
-    """Migration 0065: the partitions that exist when it runs, and those created after it;
-    the other tables keep PostgreSQL's default."""
+    """Migrations 0065 and 0067: autovacuum analyzes a partition of `trajectories` once its
+    rows changed four times its size over (each run is written about twice), on the
+    partitions made before 0065, those made while 0065's half held, and those made after
+    0067; the other tables keep PostgreSQL's default."""
     options = ("SELECT h.inhparent::regclass::text AS parent, c.relname, c.reloptions "
                "FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid "
                "WHERE h.inhparent = ANY('{trajectories,spans,traces}'::regclass[])")
 
-    def analyzed_at_half(reloptions: list[str] | None) -> bool:
-        return "autovacuum_analyze_scale_factor=0.5" in (reloptions or [])
+    def scale_factors(reloptions: list[str] | None) -> list[str]:
+        return [o for o in reloptions or [] if o.startswith("autovacuum_analyze_scale_factor=")]
 
     async def check(url: str) -> None:
         conn = await asyncpg.connect(url)
         try:
             await migrate(conn, before=65)
-            existing = {r["relname"] for r in await conn.fetch(options)}
-            await migrate(conn)
+            before_0065 = {r["relname"] for r in await conn.fetch(options)}
+            await migrate(conn, before=67)
             assert await conn.fetchval(
                 "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 7)") > 0
+            at_half = {r["relname"] for r in await conn.fetch(options)
+                       if scale_factors(r["reloptions"]) == ["autovacuum_analyze_scale_factor=0.5"]}
+            assert at_half - before_0065, "0065 left no partition at a half to replace"
+            await migrate(conn)
+            assert await conn.fetchval(
+                "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 14)") > 0
             rows = await conn.fetch(options)
-            assert {r["relname"] for r in rows} > existing
+            assert {r["relname"] for r in rows} > before_0065 | at_half
             for r in rows:
-                assert analyzed_at_half(r["reloptions"]) == (r["parent"] == "trajectories"), r
+                expected = (["autovacuum_analyze_scale_factor=4"]
+                            if r["parent"] == "trajectories" else [])
+                assert scale_factors(r["reloptions"]) == expected, r
         finally:
             await conn.close()
 
