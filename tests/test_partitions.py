@@ -406,12 +406,12 @@ def test_every_partition_of_the_words_index_gets_a_64_mb_pending_list(
         run(check(url))
 
 
-def test_every_partition_of_trajectories_is_analyzed_once_it_has_about_tripled(
+def test_every_partition_of_trajectories_is_analyzed_once_its_writes_exceed_nine_tenths_of_it(
         database: TestDatabase) -> None:
-    """Migrations 0065 and 0067: autovacuum analyzes a partition of `trajectories` once its
-    rows changed four times its size over (each run is written about twice), on the
-    partitions made before 0065, those made while 0065's half held, and those made after
-    0067; the other tables keep PostgreSQL's default."""
+    """Migrations 0065 and 0067: autovacuum analyzes a partition of `trajectories` once the
+    rows written since its last analyze exceed 0.9 of its size, on the partitions made before
+    0065, those made while 0065's half held, and those made after 0067; the other tables keep
+    PostgreSQL's default."""
     options = ("SELECT h.inhparent::regclass::text AS parent, c.relname, c.reloptions "
                "FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid "
                "WHERE h.inhparent = ANY('{trajectories,spans,traces}'::regclass[])")
@@ -436,7 +436,7 @@ def test_every_partition_of_trajectories_is_analyzed_once_it_has_about_tripled(
             rows = await conn.fetch(options)
             assert {r["relname"] for r in rows} > before_0065 | at_half
             for r in rows:
-                expected = (["autovacuum_analyze_scale_factor=4"]
+                expected = (["autovacuum_analyze_scale_factor=0.9"]
                             if r["parent"] == "trajectories" else [])
                 assert scale_factors(r["reloptions"]) == expected, r
         finally:

@@ -1,18 +1,21 @@
--- Migration 0065 had autovacuum analyze a partition of `trajectories` once half its rows had
--- changed since the last analyze. Each trajectory changes about twice (stored open, then
--- final), so on a growing day's partition that is an analyze per ~25 % of growth, and past
--- 30,000 runs each one samples 30,000 rows and parses their text again for the words index
--- (8.7-10.7 s of CPU at 25,000 loadgen trajectories; bench/README.md, "The autoanalyze of
--- trajectories in a burst, and a smaller sample tried"): ~16 of them in a day of 1M runs.
+-- Migration 0065 had autovacuum analyze a partition of `trajectories` once the rows written
+-- since its last analyze exceeded half the partition. Autovacuum compares them with the
+-- partition's current size (each insert-driven vacuum refreshes it), and each trajectory is
+-- written twice (stored open, then finalized in place), so on a growing day's partition that
+-- was an analyze each time it grew by a third. Past 30,000 runs each one samples 30,000 rows
+-- and parses their text again for the words index (8.7-10.7 s of CPU at 25,000 loadgen
+-- trajectories; bench/README.md, "The autoanalyze of trajectories in a burst, and a smaller
+-- sample tried"): about 12 of them as a day's partition grows from 30,000 runs to 1M.
 --
--- What the plans read from a partition's statistics does not move as the day's partition
--- grows: the share of runs with a word, the spread of token sums and latencies, the share of
--- errors; the planner scales the counts by the partition's current size. At a factor of 4 an
--- analyze comes once the partition has about tripled: about 9 from 50 to 1M runs, 4 of them
--- past 30,000. The first ones come while the partition is small, when its statistics do change.
+-- What the plans read from a partition's statistics does not move as the day's partition grows:
+-- the share of runs with a word, the spread of token sums and latencies, the share of errors;
+-- the planner scales the counts by the partition's current size. At 0.9 an analyze comes once
+-- the partition has grown by about 80 % (written twice: 2 n > 0.9 (N + n)), about 6 from 30,000
+-- runs to 1M. Not 1 or more: rows written once each would then never be analyzed again
+-- (n > N + n); at 0.9 those are analyzed each time the partition grows tenfold.
 UPDATE time_partitioned_tables
 SET options = array_replace(options, 'autovacuum_analyze_scale_factor=0.5',
-                            'autovacuum_analyze_scale_factor=4')
+                            'autovacuum_analyze_scale_factor=0.9')
 WHERE name = 'trajectories';
 
 DO $$
@@ -21,7 +24,7 @@ DECLARE
 BEGIN
     FOR part IN SELECT h.inhrelid::regclass AS name FROM pg_inherits h
                 WHERE h.inhparent = 'trajectories'::regclass LOOP
-        EXECUTE format('ALTER TABLE %s SET (autovacuum_analyze_scale_factor = 4)', part.name);
+        EXECUTE format('ALTER TABLE %s SET (autovacuum_analyze_scale_factor = 0.9)', part.name);
     END LOOP;
 END
 $$;
