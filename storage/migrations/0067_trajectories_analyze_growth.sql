@@ -12,7 +12,8 @@
 -- the planner scales the counts by the partition's current size. At 0.9 an analyze comes once
 -- the partition has grown by about 80 % (written twice: 2 n > 0.9 (N + n)), about 6 from 30,000
 -- runs to 1M. Not 1 or more: rows written once each would then never be analyzed again
--- (n > N + n); at 0.9 those are analyzed each time the partition grows tenfold.
+-- (n > N + n); at 0.9 those are analyzed each time the partition grows tenfold
+-- (bench/README.md, "Autoanalyze at 0.9 of a partition").
 UPDATE time_partitioned_tables
 SET options = array_replace(options, 'autovacuum_analyze_scale_factor=0.5',
                             'autovacuum_analyze_scale_factor=0.9')
