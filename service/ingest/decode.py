@@ -137,22 +137,28 @@ def _filterable_key(key: str) -> bool:
 def _filterable_otlp(attributes: Iterable[KeyValue]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kv in attributes:
-        if not _filterable_key(kv.key):
+        key = kv.key
+        if "\x00" in key:  # _filterable_key, inline: this loop runs for every attribute
             continue
         value = kv.value
+        # strings are most attributes: a non-empty one is read without the oneof lookup (an
+        # empty string_value may also be another type, or no value: WhichOneof tells)
+        s = value.string_value
+        if s:
+            if len(s) <= _FILTERABLE_MAX_CHARS and "\x00" not in s:
+                out[key] = s
+            continue
         which = value.WhichOneof("value")
         if which == "string_value":
-            s = value.string_value
-            if len(s) <= _FILTERABLE_MAX_CHARS and "\x00" not in s:
-                out[kv.key] = s
+            out[key] = s
         elif which == "int_value":
-            out[kv.key] = value.int_value
+            out[key] = value.int_value
         elif which == "bool_value":
-            out[kv.key] = value.bool_value
+            out[key] = value.bool_value
         elif which == "double_value":
             d = value.double_value
             if d == d and d not in (float("inf"), float("-inf")):
-                out[kv.key] = d
+                out[key] = d
     return out
 
 
