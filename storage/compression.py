@@ -38,12 +38,9 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: a zlib stream's first byte for the default window (trajectory documents of migration 0020)
 _ZLIB = 0x78
 LEVEL = 1
-#: the level of a frame made with a dictionary (large values stay at `LEVEL`). Level 2, not 3:
-#: a loadgen span body takes 16.5 µs to compress and 8.3 to decompress instead of 19.9 and 10.6,
-#: and keeps 37.8 % of its bytes instead of 34.7; a document (18.5 KB) 81 µs instead of 119, for
-#: 24.9 % instead of 23.7. Ingest and derivation are CPU-bound and the bytes are well within
-#: their target (bench/README.md, "zstd level 2 with the dictionary").
-DICTIONARY_LEVEL = 2
+#: the level of a frame made with a dictionary: with one, level 3 takes no longer than level 1
+#: on a span or a document, and keeps less (large values stay at `LEVEL`)
+DICTIONARY_LEVEL = 3
 #: from this size on a value is large: compressed at `LEVEL`, and `compress` returns a copy of
 #: the frame that holds only the frame
 COPY_FROM = 64 * 1024
