@@ -38,9 +38,15 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: a zlib stream's first byte for the default window (trajectory documents of migration 0020)
 _ZLIB = 0x78
 LEVEL = 1
-#: the level of a frame made with a dictionary: with one, level 3 takes no longer than level 1
-#: on a span or a document, and keeps less (large values stay at `LEVEL`)
+#: the level of a span body's frame made with a dictionary: a loadgen body takes 19.9 µs at
+#: level 3 against 16.5 at 2 and keeps 34.7 % of its bytes against 37.8 (large values stay at
+#: `LEVEL`); the span bodies are most of what a store writes, so they keep the bytes
 DICTIONARY_LEVEL = 3
+#: the level of a trajectory document's frame made with a dictionary: a loadgen document (18.5
+#: KB) takes 81 µs at level 2 against 119 at 3, and keeps 24.9 % of its bytes against 23.7
+#: (bench/README.md, "Documents at zstd level 2"): the derivation is what the pipeline waits
+#: for, and a document is about a sixth of the bytes a trace stores
+DOCUMENT_LEVEL = 2
 #: from this size on a value is large: compressed at `LEVEL`, and `compress` returns a copy of
 #: the frame that holds only the frame
 COPY_FROM = 64 * 1024
@@ -108,21 +114,22 @@ def _dictionary(dictionary_id: int) -> zstandard.ZstdCompressionDict:
     return found
 
 
-def _compressor(large: bool) -> zstandard.ZstdCompressor:
+def _compressor(large: bool, level: int = DICTIONARY_LEVEL) -> zstandard.ZstdCompressor:
+    """`level`: the level of a frame with a dictionary that is not large."""
     dictionary = _current
-    key = (dictionary.dict_id() if dictionary is not None else 0, large)
-    cache: dict[tuple[int, bool], zstandard.ZstdCompressor] | None = getattr(
+    key = (dictionary.dict_id() if dictionary is not None else 0, large, level)
+    cache: dict[tuple[int, bool, int], zstandard.ZstdCompressor] | None = getattr(
         _local, "compressors", None)
     if cache is None:
         cache = _local.compressors = {}
     c = cache.get(key)
     if c is None:
-        c = cache[key] = _new_compressor(dictionary, large)
+        c = cache[key] = _new_compressor(dictionary, large, level)
     return c
 
 
-def _new_compressor(dictionary: zstandard.ZstdCompressionDict | None,
-                    large: bool) -> zstandard.ZstdCompressor:
+def _new_compressor(dictionary: zstandard.ZstdCompressionDict | None, large: bool,
+                    level: int = DICTIONARY_LEVEL) -> zstandard.ZstdCompressor:
     if dictionary is None:
         return zstandard.ZstdCompressor(level=LEVEL)
     if large:
@@ -132,8 +139,8 @@ def _new_compressor(dictionary: zstandard.ZstdCompressionDict | None,
     # (bench/README.md, "The autoanalyze of trajectories in a burst, and a smaller sample tried").
     # A copy: the tables fix the level, and large values use the dictionary at `LEVEL`.
     precomputed = zstandard.ZstdCompressionDict(dictionary.as_bytes())
-    precomputed.precompute_compress(level=DICTIONARY_LEVEL)
-    return zstandard.ZstdCompressor(level=DICTIONARY_LEVEL, dict_data=precomputed)
+    precomputed.precompute_compress(level=level)
+    return zstandard.ZstdCompressor(level=level, dict_data=precomputed)
 
 
 def _decompressor(dictionary_id: int) -> zstandard.ZstdDecompressor:
@@ -185,10 +192,11 @@ def document_pieces() -> list[bytes]:
     return _document_pieces if _document_pieces is not None else []
 
 
-def compress(data: bytes) -> bytes:
-    """`data` as a zstd frame that records its size (so `decompress` allocates once)."""
+def compress(data: bytes, level: int = DICTIONARY_LEVEL) -> bytes:
+    """`data` as a zstd frame that records its size (so `decompress` allocates once);
+    `level`: its level when the frame has a dictionary and `data` is not large."""
     large = len(data) >= COPY_FROM
-    frame = _compressor(large).compress(data)
+    frame = _compressor(large, level).compress(data)
     # python-zstandard allocates the frame at zstd's bound for `data` (more than `data`) and
     # shortens it in place: a large value's frame keeps the whole allocation as long as it lives
     # (a 66 MiB document's 14 MiB frame held 66 MiB). A span's few KiB are not worth the copy.
@@ -215,7 +223,7 @@ def compress_document(data: bytes) -> bytes:
         for start in range(0, len(data), DOCUMENT_PIECE):
             _document_pieces.append(data[start:start + DOCUMENT_PIECE])
         _document_piece_bytes += len(data)
-    return compress(data)
+    return compress(data, DOCUMENT_LEVEL)
 
 
 def compress_pieces(pieces: Iterable[bytes | memoryview], size: int) -> bytes:

@@ -225,3 +225,24 @@ def test_documents_compressed_while_sampling_are_kept_in_pieces_that_fit_the_dic
     both = compression_dictionaries.train(bodies + pieces)
     assert kept(both, later_documents) < 0.95 * kept(spans_only, later_documents)
     assert kept(both, later_bodies) < 1.03 * kept(spans_only, later_bodies)
+
+
+@pytest.mark.usefixtures("fresh_dictionaries")
+def test_with_a_dictionary_a_document_is_framed_at_the_document_level_and_a_body_at_its_own(
+        ) -> None:
+    bodies, documents = _prose_bodies(1000, 7), _prose_documents(20, 8)
+    dictionary = compression.register(compression_dictionaries.train(bodies))
+    compression.use(dictionary)
+
+    def framed_at(level: int, value: bytes) -> bytes:
+        tables = zstandard.ZstdCompressionDict(dictionary.as_bytes())
+        tables.precompute_compress(level=level)
+        return zstandard.ZstdCompressor(level=level, dict_data=tables).compress(value)
+
+    assert compression.DOCUMENT_LEVEL != compression.DICTIONARY_LEVEL
+    for document in documents:
+        assert compression.compress_document(document) == framed_at(
+            compression.DOCUMENT_LEVEL, document)
+        assert decompress(compression.compress_document(document)) == document
+    for body in bodies[:20]:
+        assert compression.compress_body(body) == framed_at(compression.DICTIONARY_LEVEL, body)
