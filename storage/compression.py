@@ -38,14 +38,16 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: a zlib stream's first byte for the default window (trajectory documents of migration 0020)
 _ZLIB = 0x78
 LEVEL = 1
-#: the level of a span body's frame made with a dictionary: a loadgen body takes 19.9 µs at
-#: level 3 against 16.5 at 2 and keeps 34.7 % of its bytes against 37.8 (large values stay at
-#: `LEVEL`); the span bodies are most of what a store writes, so they keep the bytes
+#: the level of a span body's frame made with a dictionary (large values stay at `LEVEL`). At
+#: level 2 a loadgen body takes 14.2 µs instead of 17.3 but keeps 37.7 % of its bytes instead of
+#: 34.6, and the bodies are most of what a store writes: with them at 2 the pipeline's WAL rose
+#: 4.5 % to 1.94x the sink's, with no CPU gain the end-to-end runs could show (bench/README.md,
+#: "zstd level 2 for documents, not for span bodies")
 DICTIONARY_LEVEL = 3
 #: the level of a trajectory document's frame made with a dictionary: a loadgen document (18.5
-#: KB) takes 81 µs at level 2 against 119 at 3, and keeps 24.9 % of its bytes against 23.7
-#: (bench/README.md, "Documents at zstd level 2"): the derivation is what the pipeline waits
-#: for, and a document is about a sixth of the bytes a trace stores
+#: KB) takes 77 µs at level 2 instead of 116 at 3, and keeps 25.0 % of its bytes instead of
+#: 24.0 (`bench/compression_levels.py`): 4.9 µs less derivation per span for about 20 B more
+#: written
 DOCUMENT_LEVEL = 2
 #: from this size on a value is large: compressed at `LEVEL`, and `compress` returns a copy of
 #: the frame that holds only the frame
