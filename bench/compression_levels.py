@@ -1,8 +1,9 @@
 """What each zstd level costs a span body and a trajectory document with a trained dictionary,
 as trajhub compresses them (storage/compression.py): CPU µs per value to compress and to
 decompress, and the share of the bytes kept. Loadgen's spans and the documents derived from
-them; the dictionary trained as a store trains it (span bodies up to MAX_SAMPLE_BYTES, and
-the documents in pieces), on values other than those timed.
+them; the dictionary trained from samples kept as an ingest worker keeps them
+(`compression.collect_samples`: span bodies up to MAX_SAMPLE_BYTES, the documents in pieces),
+on values other than those timed.
 
     .venv/bin/python bench/compression_levels.py --shared /work/shared/bench
 """
@@ -72,11 +73,15 @@ def main() -> int:
     training, timed_bodies = bodies[:len(bodies) // 2], bodies[len(bodies) // 2:]
     training_documents, timed_documents = (documents[:len(documents) // 2],
                                            documents[len(documents) // 2:])
-    pieces = [d[i:i + compression.DOCUMENT_PIECE] for d in training_documents
-              for i in range(0, len(d), compression.DOCUMENT_PIECE)]
+    # sampled as an ingest worker samples (capped, the documents in pieces), then trained
+    compression.collect_samples(True)
+    for body in training:
+        compression.compress_body(body)
+    for document in training_documents:
+        compression.compress_document(document)
     dictionary_bytes = compression_dictionaries.train(
-        _capped(training, compression.MAX_SAMPLE_BYTES)
-        + _capped(pieces, compression.MAX_DOCUMENT_SAMPLE_BYTES))
+        compression.samples()[0] + compression.document_pieces())
+    compression.collect_samples(False)
     dictionary = zstandard.ZstdCompressionDict(dictionary_bytes)
     print(f"{len(timed_bodies)} span bodies (mean {statistics.mean(map(len, timed_bodies)):.0f} "
           f"B), {len(timed_documents)} documents (mean "
@@ -94,16 +99,6 @@ def main() -> int:
             print(f"  level {level}  {name:<9}  compress {packed_us:7.1f} µs   "
                   f"decompress {unpacked_us:6.1f} µs   kept {100 * kept:5.1f} %")
     return 0
-
-
-def _capped(values: list[bytes], limit: int) -> list[bytes]:
-    out, size = [], 0
-    for v in values:
-        if size >= limit:
-            break
-        out.append(v)
-        size += len(v)
-    return out
 
 
 if __name__ == "__main__":

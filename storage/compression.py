@@ -119,6 +119,8 @@ def _dictionary(dictionary_id: int) -> zstandard.ZstdCompressionDict:
 def _compressor(large: bool, level: int = DICTIONARY_LEVEL) -> zstandard.ZstdCompressor:
     """`level`: the level of a frame with a dictionary that is not large."""
     dictionary = _current
+    if dictionary is None or large:
+        level = LEVEL  # what `_new_compressor` uses then: one compressor, whatever was asked
     key = (dictionary.dict_id() if dictionary is not None else 0, large, level)
     cache: dict[tuple[int, bool, int], zstandard.ZstdCompressor] | None = getattr(
         _local, "compressors", None)

@@ -138,7 +138,7 @@ def _filterable_otlp(attributes: Iterable[KeyValue]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kv in attributes:
         key = kv.key
-        if "\x00" in key:  # _filterable_key, inline: this loop runs for every attribute
+        if not _filterable_key(key):
             continue
         value = kv.value
         # strings are most attributes: a non-empty one is read without the oneof lookup (an
