@@ -160,7 +160,8 @@ async def serve(settings: Settings) -> None:
     require_upb()
     http_socket = bind_http(settings.host, settings.http_port)
     ingest = IngestPool("", settings.ingest_workers, settings.max_inflight_requests,
-                        settings.settle_seconds, settings.derive_at_ingest)
+                        settings.settle_seconds, settings.derive_at_ingest,
+                        settings.derivation_workers)
     gate = IngestGate(settings)
     grpc_server = create_server(ingest, settings.max_request_bytes, gate)
     try:

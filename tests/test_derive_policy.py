@@ -12,7 +12,7 @@ import httpx
 
 from tests.harness import ServerProcess, TestDatabase, get_json, wait_for
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
-from trajhub.service.ingest.pool import DerivePolicy
+from trajhub.service.ingest.pool import DerivePolicy, drainers
 
 
 class Clock:
@@ -106,6 +106,18 @@ def test_idle_only_once_the_burst_is_over() -> None:
     clock.now += 0.2
     assert policy.idle(0)                # the burst is over: queued derivation resumes
     assert not arrive(policy, 1)         # while deriving at ingest waits for the average
+
+
+def test_drainers_are_half_the_ingest_workers_within_the_cores_left() -> None:
+    # 2 cores: one derivation worker and one draining ingest worker, not two
+    assert drainers(ingest_workers=4, derivation_workers=1, cores=2) == 1
+    assert drainers(ingest_workers=4, derivation_workers=1, cores=3) == 2
+    # enough cores: half of the ingest workers, as before
+    assert drainers(ingest_workers=4, derivation_workers=1, cores=8) == 2
+    assert drainers(ingest_workers=16, derivation_workers=2, cores=8) == 6
+    # always one, even when the derivation workers take every core
+    assert drainers(ingest_workers=4, derivation_workers=2, cores=2) == 1
+    assert drainers(ingest_workers=1, derivation_workers=1, cores=1) == 1
 
 
 def test_a_saturated_server_queues_and_every_trajectory_follows(

@@ -41,6 +41,23 @@ DRAIN_INTERVAL_SECONDS = 0.1
 QUIET_SECONDS = 0.2
 
 
+def available_cores() -> int:
+    """The CPU cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def drainers(ingest_workers: int, derivation_workers: int, cores: int) -> int:
+    """How many idle ingest workers derive from the queue after a burst (`IngestPool.drain`):
+    half of them, but no more than the cores the derivation workers leave, and at least one.
+    Each deriver keeps about a core busy (its Python, then its PostgreSQL backend), so more
+    derivers than cores only take turns: on 2 cores, 2 draining ingest workers beside the
+    derivation worker spent 2.12-2.29 server CPU-s per 10k loadgen spans of a pipeline run,
+    against 1.94-2.07 with one (bench/README.md, "Derivers no more than the cores")."""
+    return max(1, min(ingest_workers // 2, cores - derivation_workers))
+
+
 class DerivePolicy:
     """Whether the ingest worker derives a request's whole traces before acknowledging it
     (`TRAJHUB_DERIVE_AT_INGEST`: "true", "false", or "auto": by load).
@@ -103,7 +120,8 @@ class DerivePolicy:
 
 class IngestPool:
     def __init__(self, database_url: str, workers: int, max_inflight: int,
-                 settle_seconds: float, derive: str = "auto") -> None:
+                 settle_seconds: float, derive: str = "auto", derivation_workers: int = 1
+                 ) -> None:
         self.database_url = database_url
         self.settle_seconds = settle_seconds
         self.policy = DerivePolicy(derive, workers)
@@ -114,6 +132,8 @@ class IngestPool:
         #: the queue empty: idle ingest workers help derive them (`drain`)
         self.backlog = False
         self.workers = workers
+        #: the ingest workers that derive from the queue after a burst (`drain`)
+        self.drainers = drainers(workers, derivation_workers, available_cores())
         self.max_inflight = max_inflight
         self.inflight = 0
         self._executor: ProcessPoolExecutor | None = None
@@ -217,14 +237,13 @@ class IngestPool:
     async def drain(self) -> None:
         """After a burst whose traces were queued (TRAJHUB_DERIVE_AT_INGEST=auto), the ingest
         workers are idle while the derivation workers work through the queue, one round at a
-        time, alternating Python and PostgreSQL. While no ingest request is in flight, half
-        of the ingest workers derive from the queue too (small rounds, so a request arriving
-        meanwhile finds a free worker and waits for no round), and finalize what has settled
-        until a settle period after the queue is empty: the trajectories of a burst are done
-        sooner, on cores that would otherwise idle, and do not wait for the derivation
-        workers' low CPU priority on a busy machine. Runs until cancelled."""
+        time, alternating Python and PostgreSQL. While no ingest request is in flight, some
+        of the ingest workers (`drainers`) derive from the queue too (small rounds, so a
+        request arriving meanwhile finds a free worker and waits for no round), and finalize
+        what has settled until a settle period after the queue is empty: the trajectories of
+        a burst are done sooner, on cores that would otherwise idle, and do not wait for the
+        derivation workers' low CPU priority on a busy machine. Runs until cancelled."""
         loop = asyncio.get_running_loop()
-        drainers = max(1, self.workers // 2)
         # after the queue is empty, the burst's last trajectories become final a settle period
         # later: finalize them too rather than leave them to the (niced) derivation workers
         finalize_until = 0.0
@@ -238,7 +257,7 @@ class IngestPool:
                 try:
                     counts = await asyncio.gather(*(
                         loop.run_in_executor(executor, ingest_worker.derive_queued)
-                        for _ in range(drainers)))
+                        for _ in range(self.drainers)))
                 except Exception as exc:  # a dead worker or the database: retried later
                     log.warning("deriving queued traces on idle ingest workers failed: %r",
                                 exc)
