@@ -35,8 +35,9 @@ log = logging.getLogger("trajhub.ingest")
 
 #: how often the supervisor looks at the workers
 WATCH_INTERVAL_SECONDS = 0.25
-#: how often `drain` looks whether ingest has gone idle after a burst it queued
-DRAIN_INTERVAL_SECONDS = 0.1
+#: how often `drain` looks whether ingest has gone idle after a burst it queued (the cores idle
+#: from the burst's end until it does)
+DRAIN_INTERVAL_SECONDS = 0.05
 #: no ingest request for this long: the burst is over (`DerivePolicy.idle`)
 QUIET_SECONDS = 0.2
 

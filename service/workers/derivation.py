@@ -51,6 +51,10 @@ WATCH_INTERVAL_SECONDS = 0.25
 #: while ingest is saturated a worker steps back for at most this long, then derives anyway
 #: (niced), so a sustained overload still gets its trajectories
 MAX_PAUSE_SECONDS = 30.0
+#: and looks this often whether the burst is over: the pool clears the flag the moment it is
+#: (pool.IngestPool.drain), and every moment the worker sleeps after that the cores idle; a
+#: look is one read of a shared byte
+PAUSE_POLL_SECONDS = 0.02
 #: a worker without a backlog merges the words index's pending list once this many
 #: trajectories were written since its last merge (about 8 MB of list for loadgen's: migration
 #: 0066)
@@ -132,7 +136,7 @@ class DerivationWorker:
                 paused_since = now if paused_since is None else paused_since
                 if now - paused_since < MAX_PAUSE_SECONDS:
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), interval)
+                        await asyncio.wait_for(stop.wait(), PAUSE_POLL_SECONDS)
                     continue
             else:
                 paused_since = None
