@@ -29,7 +29,7 @@ from trajhub.service.errors import BadRequest, IngestError, Unavailable, ingest_
 from trajhub.service.ingest.decode import Batch, cozeloop_batch, decompress, otlp_batch, parse_otlp
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.projects import InvalidProject, validate_project
-from trajhub.service.workers.derivation import MAX_OPEN_SECONDS
+from trajhub.service.workers.derivation import BATCH, MAX_OPEN_SECONDS
 from trajhub.storage import compression, compression_dictionaries, derivation_store, span_writer
 
 log = logging.getLogger("trajhub.ingest")
@@ -163,9 +163,14 @@ def warm_up() -> int:
     return os.getpid()
 
 
-#: traces an idle ingest worker derives per call of `derive_queued` (one transaction): small
-#: enough that a request arriving meanwhile waits little for a free worker
-DRAIN_BATCH = 50
+#: traces an idle ingest worker derives per call of `derive_queued` (one transaction): as many
+#: as a derivation worker's round. A request arriving meanwhile finds another ingest worker free
+#: (at most half of them drain: pool.drainers), and each round's statements and its finalize
+#: pass are shared by 4x the traces of the 50 it was: 100k-span pipeline runs (fresh server,
+#: HTTP, one draining worker) made 9,051-9,060 spans with a final trajectory per second with 50,
+#: 9,373-9,953 with 200, and 9,044-9,388 with 400 (bench/README.md, "Derivers no more than the
+#: cores")
+DRAIN_BATCH = BATCH
 
 
 def derive_queued() -> tuple[int, int]:
