@@ -54,8 +54,8 @@ def drainers(ingest_workers: int, derivation_workers: int, cores: int) -> int:
     half of them, but no more than the cores the derivation workers leave, and at least one.
     Each deriver keeps about a core busy (its Python, then its PostgreSQL backend), so more
     derivers than cores only take turns: on 2 cores, 2 draining ingest workers beside the
-    derivation worker spent 2.12-2.29 server CPU-s per 10k loadgen spans of a pipeline run,
-    against 1.94-2.07 with one (bench/README.md, "Derivers no more than the cores")."""
+    derivation worker spent 2.12-2.20 server CPU-s per 10k loadgen spans of a pipeline run,
+    against 2.01-2.10 with one (bench/README.md, "Derivers no more than the cores")."""
     return max(1, min(ingest_workers // 2, cores - derivation_workers))
 
 
@@ -239,10 +239,10 @@ class IngestPool:
         """After a burst whose traces were queued (TRAJHUB_DERIVE_AT_INGEST=auto), the ingest
         workers are idle while the derivation workers work through the queue, one round at a
         time, alternating Python and PostgreSQL. While no ingest request is in flight, some
-        of the ingest workers (`drainers`) derive from the queue too (small rounds, so a
-        request arriving meanwhile finds a free worker and waits for no round), and finalize
-        what has settled until a settle period after the queue is empty: the trajectories of
-        a burst are done sooner, on cores that would otherwise idle, and do not wait for the
+        of the ingest workers (`drainers`) derive from the queue too (a request arriving
+        meanwhile finds another worker free: at most half of them drain), and finalize what
+        has settled until a settle period after the queue is empty: the trajectories of a
+        burst are done sooner, on cores that would otherwise idle, and do not wait for the
         derivation workers' low CPU priority on a busy machine. Runs until cancelled."""
         loop = asyncio.get_running_loop()
         # after the queue is empty, the burst's last trajectories become final a settle period
