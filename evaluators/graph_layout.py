@@ -10,6 +10,7 @@ No I/O; the output is plain JSON-able data in the shape of the API's `AgentGraph
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import igraph
@@ -28,6 +29,12 @@ MIN_WIDTH = 70
 #: Eades' greedy heuristic, linear in the edges
 EXACT_FAS_EDGES = 60
 LAYOUT_NAME = f"igraph {igraph.__version__} Sugiyama"
+#: igraph's C core keeps its error-handling state (the stack of what to free on an error) in
+#: process-wide variables, and its exact feedback arc set runs GLPK: neither may run in two threads
+#: at once. The API lays graphs out on its thread pool (service/api/graph.py), so one layout
+#: runs at a time (a few ms each). (A test server once died of a protection fault inside
+#: igraph's module during `GET /api/v1/graph`; its cause is not known, and this rules out one.)
+_IGRAPH = threading.Lock()
 
 
 def _label(key: NodeKey) -> str:
@@ -62,19 +69,22 @@ def place(graph: AgentGraph) -> dict[str, Any]:
     for order, (s, t, _) in enumerate(graph.edges):
         first.setdefault((index[s], index[t]), order)
     weights = [len(graph.edges) - first[pair] for pair in pairs]
-    g = igraph.Graph(n=len(keys), edges=pairs, directed=True)
-    layout = None
+    coords: list[list[float]] = []
+    routing: list[Any] = []
     if keys:
-        # igraph's minimum-weight feedback arc set (exact for the usual tens of edges), the
-        # layers of the rest as igraph's Sugiyama layering gives them, then the whole graph
-        # laid out on those layers
-        dag = g.copy()
-        method = "ip" if len(pairs) <= EXACT_FAS_EDGES else "eades"
-        dag.delete_edges(g.feedback_arc_set(weights=weights, method=method))
-        layers = [round(y) for _, y in dag.layout_sugiyama().coords]
-        layout = g.layout_sugiyama(layers=layers, hgap=1, vgap=1)
-    coords: list[list[float]] = [list(c) for c in layout.coords] if layout is not None else []
-    routing: list[Any] = list(getattr(layout, "edge_routing", None) or [])
+        with _IGRAPH:
+            # igraph's minimum-weight feedback arc set (exact for the usual tens of edges),
+            # the layers of the rest as igraph's Sugiyama layering gives them, then the whole
+            # graph laid out on those layers; the graphs are freed inside the lock too
+            g = igraph.Graph(n=len(keys), edges=pairs, directed=True)
+            dag = g.copy()
+            method = "ip" if len(pairs) <= EXACT_FAS_EDGES else "eades"
+            dag.delete_edges(g.feedback_arc_set(weights=weights, method=method))
+            layers = [round(y) for _, y in dag.layout_sugiyama().coords]
+            layout = g.layout_sugiyama(layers=layers, hgap=1, vgap=1)
+            coords = [list(c) for c in layout.coords]
+            routing = list(getattr(layout, "edge_routing", None) or [])
+            del g, dag, layout
     widths = [_width(key) for key in keys]
     column = max(widths, default=MIN_WIDTH) + BOX_GAP
     # the leftmost node or bend (a reversed edge's bends can lie left of every node)
