@@ -121,8 +121,7 @@ class DerivePolicy:
 
 class IngestPool:
     def __init__(self, database_url: str, workers: int, max_inflight: int,
-                 settle_seconds: float, derive: str = "auto", derivation_workers: int = 1
-                 ) -> None:
+                 settle_seconds: float, derive: str, derivation_workers: int) -> None:
         self.database_url = database_url
         self.settle_seconds = settle_seconds
         self.policy = DerivePolicy(derive, workers)

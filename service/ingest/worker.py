@@ -163,27 +163,22 @@ def warm_up() -> int:
     return os.getpid()
 
 
-#: traces an idle ingest worker derives per call of `derive_queued` (one transaction): as many
-#: as a derivation worker's round. A request arriving meanwhile finds another ingest worker free
-#: (at most half of them drain: pool.drainers), and each round's statements and its finalize
-#: pass are shared by 4x the traces of the 50 it was: 100k-span pipeline runs (fresh server,
-#: HTTP, one draining worker) made 9,051-9,060 spans with a final trajectory per second with 50,
-#: 9,373-9,953 with 200, and 9,044-9,388 with 400 (bench/README.md, "Derivers no more than the
-#: cores")
-DRAIN_BATCH = BATCH
-
-
 def derive_queued() -> tuple[int, int]:
-    """Derive up to DRAIN_BATCH traces from the derivation queue, as a derivation worker's
-    round does, then finalize the settled trajectories; returns how many traces were claimed
-    (0: the queue is empty) and how many trajectories finalized. The pool calls this on idle
-    workers after a burst it queued (pool.IngestPool.drain)."""
+    """Derive up to a derivation worker's round of traces (BATCH) from the derivation queue,
+    as that round does, then finalize the settled trajectories; returns how many traces were
+    claimed (0: the queue is empty) and how many trajectories finalized. The pool calls this
+    on idle workers after a burst it queued (pool.IngestPool.drain). A request arriving
+    meanwhile finds another ingest worker free (at most half of them drain: pool.drainers),
+    so the round need not be small: at 200 traces rather than 50 its statements and finalize
+    pass serve 4x the traces, and 100k-span pipeline runs (fresh server, HTTP, one draining
+    worker) made 9,373-9,953 spans with a final trajectory per second against 9,051-9,060 at
+    50 and 9,044-9,388 at 400 (bench/README.md, "Derivers no more than the cores")."""
     assert _worker is not None, "initialize() was not called in this process"
     worker = _worker
 
     async def round_() -> tuple[int, int]:
         conn = await worker._connection()
-        derived = await derivation.derive_round(conn, worker.settle, DRAIN_BATCH)
+        derived = await derivation.derive_round(conn, worker.settle, BATCH)
         return derived, await derivation_store.finalize_settled(conn, MAX_OPEN_SECONDS)
 
     try:
