@@ -234,8 +234,10 @@ def _searched(row: TrajectoryWrite) -> TrajectoryWrite:
                                 "root_output": root_output[:SEARCHED_CHARS]})
 
 
-# a stored trajectory is open (migration 0016): it joins the open ones, which finalize_settled
-# takes from
+# A stored trajectory is open (migration 0016): it joins the open ones, which finalize_settled
+# takes from. Its words for free text are to be indexed again (migration 0068): its row of
+# `trajectory_words` holds NULL until the derivation worker fills it (storage/search_words.py),
+# and a search meanwhile checks its text itself. The row is written here, never parsed here.
 STORE_TRAJECTORIES = (
     "WITH stored AS ("
     + _upsert("trajectories", TRAJECTORY_COLUMNS,
@@ -243,9 +245,13 @@ STORE_TRAJECTORIES = (
               extra_update=", status = 'open', revision = trajectories.revision + 1, "
                            "derived_at = now(), document_text = NULL, explanation_text = NULL",
               stored_as=_SEARCHED)
-    + " RETURNING project, trace_id, settle_at, root_ended) "
+    + f" RETURNING {_KEY}, settle_at, root_ended), "
+    f"unindexed AS (INSERT INTO trajectory_words ({_KEY}) SELECT {_KEY} FROM stored "
+    f"ON CONFLICT ({_KEY}) DO UPDATE SET words = NULL "
+    "WHERE trajectory_words.words IS NOT NULL) "
     "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended) "
-    "SELECT * FROM stored ON CONFLICT (project, trace_id) DO UPDATE "
+    "SELECT project, trace_id, settle_at, root_ended FROM stored "
+    "ON CONFLICT (project, trace_id) DO UPDATE "
     "SET settle_at = EXCLUDED.settle_at, root_ended = EXCLUDED.root_ended")
 
 

@@ -37,7 +37,7 @@ from trajhub.storage.database import Connection
 BATCH = 500
 
 #: the partitioned tables; a partition of each covers every time range (`time_partitions`)
-PARTITIONED = ("spans", "traces", "trajectories", "trajectory_revisions")
+PARTITIONED = ("spans", "traces", "trajectories", "trajectory_revisions", "trajectory_words")
 
 #: how long expiring a partition waits for ingest transactions holding its traces' keys
 LOCK_TIMEOUT = "5s"
@@ -74,6 +74,9 @@ WITH e AS (
 ), gone_trajectories AS (
     DELETE FROM trajectories j USING e
     WHERE j.project = e.project AND j.trace_id = e.trace_id AND j.first_seen = ANY($3)
+), gone_words AS (
+    DELETE FROM trajectory_words w USING e
+    WHERE w.project = e.project AND w.trace_id = e.trace_id AND w.first_seen = ANY($3)
 ), gone_revisions AS (
     DELETE FROM trajectory_revisions r USING e
     WHERE r.project = e.project AND r.trace_id = e.trace_id AND r.first_seen = ANY($3)

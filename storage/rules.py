@@ -26,7 +26,7 @@ from trajhub.storage import trajectory_reads
 from trajhub.storage.database import Connection
 from trajhub.storage.derivation_store import SAMPLED
 from trajhub.storage.rows import RecordRow
-from trajhub.storage.trajectory_reads import TrajectoryFilter, where_clause
+from trajhub.storage.trajectory_reads import TrajectoryFilter, select
 
 
 class RuleRow(RecordRow):
@@ -117,15 +117,15 @@ async def backfill(conn: Connection, project: str, rule_id: int, f: TrajectoryFi
             rule_id)
         rule = await conn.fetchrow("SELECT sample_rate FROM rules WHERE id = $1", rule_id)
         assert rule is not None
-        where, arg = where_clause(project, f)
-        sampled = SAMPLED.format(rule=arg(rule_id), trace_id="trace_id",
-                                 rate=f"{arg(float(rule['sample_rate']))}::float8")
-        rule_param, job_param = arg(rule_id), arg(job)
+        s = select(project, f)
+        sampled = SAMPLED.format(rule=s.arg(rule_id), trace_id="trace_id",
+                                 rate=f"{s.arg(float(rule['sample_rate']))}::float8")
+        rule_param, job_param = s.arg(rule_id), s.arg(job)
         queued = await conn.execute(
             "INSERT INTO rule_runs (rule_id, project, trace_id, revision, backfill_id) "
-            f"SELECT {rule_param}, project, trace_id, revision, {job_param} FROM trajectories "
-            f"WHERE {' AND '.join(where)} AND status = 'final' AND {sampled}",
-            *arg.values)
+            f"SELECT {rule_param}, project, trace_id, revision, {job_param} {s.sql} "
+            f"AND status = 'final' AND {sampled}",
+            *s.arg.values)
         total = int(queued.split()[-1])
         row = await conn.fetchrow(
             f"UPDATE rule_backfills SET total_count = $2 WHERE id = $1 "
@@ -227,10 +227,9 @@ async def target(conn: Connection, run: ClaimedRun, f: TrajectoryFilter) -> Targ
     row = await trajectory_reads.trajectory(conn, run.project, run.trace_id)
     if row is None:
         return None
-    where, arg = where_clause(run.project, f)
+    s = select(run.project, f)
     matches = await conn.fetchval(
-        f"SELECT EXISTS (SELECT 1 FROM trajectories WHERE {' AND '.join(where)} "
-        f"AND trace_id = {arg(run.trace_id)})", *arg.values)
+        f"SELECT EXISTS (SELECT 1 {s.sql} AND trace_id = {s.arg(run.trace_id)})", *s.arg.values)
     return Target(row.revision, row.status, row.document, bool(matches))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from trajhub.records import Filter
 from trajhub.records.scores import ScoreCondition, score_sort_name
@@ -64,15 +64,36 @@ def _text(value: Any, arg: Params) -> list[str]:
     # strpos rather than LIKE: no escaping of % and _, and a faster search.
     needle = f"lower({arg(value)})"
     substring = f"(strpos(root_input, {needle}) > 0 OR strpos(root_output, {needle}) > 0)"
-    if any(c.isalnum() for c in value):
-        # the word index (migration 0014) finds the runs having a word that starts with
-        # each word of the text (split as the lower-cased stored text was); the substring
-        # check then keeps those containing it. When most runs have every word (two common
-        # words, rarely adjacent), PostgreSQL walks the runs newest first instead, and this
-        # check is then what each run costs.
-        return [f"trajhub_search_words(root_input, root_output) @@ "
-                f"trajhub_prefix_query({needle}) AND {substring}"]
-    return [substring]  # no word to look up (punctuation only): a scan
+    if not _has_words(value):
+        return [substring]  # no word to look up (punctuation only): a scan
+    # The words index (migrations 0014, 0068) finds the runs having a word that starts with
+    # each word of the text (split as the lower-cased stored text was); the substring check
+    # then keeps those containing it. A run whose words are not filled yet (stored since the
+    # derivation worker last had no backlog) is found through the partial index
+    # trajectory_words_unindexed, and its text is split here as the index would have: the
+    # same answers either way. When most runs have every word (two common words, rarely
+    # adjacent), PostgreSQL walks the runs newest first instead, reading each one's words by
+    # its key, and these checks are then what each run costs.
+    query = f"trajhub_prefix_query({needle})"
+    return [substring, f"(w.words @@ {query} OR w.words IS NULL AND "
+                       f"trajhub_search_words(root_input, root_output) @@ {query})"]
+
+
+def _has_words(text: Any) -> bool:
+    return bool(text) and any(c.isalnum() for c in text)
+
+
+# The runs with their words (migration 0068), for free text: a run and its row of words share
+# the key, one each, so the join is the runs. A join, not `EXISTS`: the words' check needs the
+# run's text when they are not filled, and PostgreSQL then still chooses between starting from
+# the words index and walking the runs. The words' key columns are renamed, so that every other
+# condition's unqualified column names stay the run's.
+WITH_WORDS = ("trajectories JOIN (SELECT project AS words_project, trace_id AS words_trace_id, "
+              "first_seen AS words_first_seen, words FROM trajectory_words) w "
+              "ON w.words_project = trajectories.project "
+              "AND w.words_trace_id = trajectories.trace_id "
+              "AND w.words_first_seen >= trajectories.first_seen "
+              "AND w.words_first_seen <= trajectories.first_seen")
 
 
 # A trajectory's score of a name, for the `score` filter and the `score:<name>` sort: its
@@ -149,8 +170,26 @@ def conditions(filter_: Filter, values: Mapping[str, Any], arg: Params,
     return where
 
 
-def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params, str]:
-    """The conditions, their arguments, and the sort expression."""
+class Selection(NamedTuple):
+    """What a trajectory filter selects: the relation to read (`trajectories`, or with the
+    words for free text), the conditions over it (unqualified columns, `$1` the project),
+    their arguments, and the sort expression."""
+
+    relation: str
+    where: list[str]
+    arg: Params
+    sort: str
+
+    @property
+    def sql(self) -> str:
+        """`FROM … WHERE …`"""
+        return f"FROM {self.relation} WHERE {' AND '.join(self.where)}"
+
+
+def select(project: str, f: TrajectoryFilter) -> Selection:
+    """What `f` selects in the project, after its cursor. Online evaluation rules add their own
+    conditions to it: what a rule's filter matches is exactly what the list shows
+    (storage/rules.py)."""
     arg = Params(project)
     where = ["project = $1", *conditions(TRAJECTORY_FILTER, f.values, arg, _CUSTOM)]
     score_name = score_sort_name(f.sort)
@@ -164,43 +203,33 @@ def _where(project: str, f: TrajectoryFilter) -> tuple[list[str], Params, str]:
     if f.cursor is not None:
         op = "<" if f.descending else ">"
         where.append(f"({sort}, trace_id) {op} ({arg(f.cursor[0])}, {arg(f.cursor[1])})")
-    return where, arg, sort
-
-
-def where_clause(project: str, f: TrajectoryFilter) -> tuple[list[str], Params]:
-    """The conditions of `f`'s filters over `trajectories` (unqualified columns, `$1` the
-    project) and their arguments, to which a caller may add its own: what an online
-    evaluation rule's filter matches is exactly what the list shows (storage/rules.py)."""
-    where, arg, _ = _where(project, replace(f, cursor=None))
-    return where, arg
+    relation = WITH_WORDS if _has_words(f.values.get("q")) else "trajectories"
+    return Selection(relation, where, arg, sort)
 
 
 async def list_trajectories(conn: Connection, project: str, f: TrajectoryFilter
                             ) -> list[TrajectorySummaryRow]:
-    where, arg, sort = _where(project, f)
+    s = select(project, f)
     order = "DESC" if f.descending else "ASC"
-    sql = (f"SELECT {TrajectorySummaryRow.columns(sort=sort)} FROM trajectories "
-           f"WHERE {' AND '.join(where)} ORDER BY {sort} {order}, trace_id {order} "
-           f"LIMIT {arg(f.limit)}")
-    return TrajectorySummaryRow.from_records(await conn.fetch(sql, *arg.values))
+    sql = (f"SELECT {TrajectorySummaryRow.columns(sort=s.sort)} {s.sql} "
+           f"ORDER BY {s.sort} {order}, trace_id {order} LIMIT {s.arg(f.limit)}")
+    return TrajectorySummaryRow.from_records(await conn.fetch(sql, *s.arg.values))
 
 
 async def count_trajectories(conn: Connection, project: str, f: TrajectoryFilter
                              ) -> int:
     """How many trajectories match the filter (the cursor and limit aside)."""
-    where, arg, _ = _where(project, replace(f, cursor=None))
-    return int(await conn.fetchval(
-        f"SELECT count(*) FROM trajectories WHERE {' AND '.join(where)}", *arg.values))
+    s = select(project, replace(f, cursor=None))
+    return int(await conn.fetchval(f"SELECT count(*) {s.sql}", *s.arg.values))
 
 
 async def trajectory_documents(conn: Connection, project: str, f: TrajectoryFilter
                                ) -> list[TrajectoryDocumentRow]:
     """Like list_trajectories, with the documents (for filling evaluation sets)."""
-    where, arg, _ = _where(project, f)
-    sql = (f"SELECT {TrajectoryDocumentRow.columns()} FROM trajectories "
-           f"WHERE {' AND '.join(where)} AND {HAS_DOCUMENT} "
-           f"ORDER BY start_ns DESC, trace_id DESC LIMIT {arg(f.limit)}")
-    return TrajectoryDocumentRow.from_records(await conn.fetch(sql, *arg.values))
+    s = select(project, f)
+    sql = (f"SELECT {TrajectoryDocumentRow.columns()} {s.sql} AND {HAS_DOCUMENT} "
+           f"ORDER BY start_ns DESC, trace_id DESC LIMIT {s.arg(f.limit)}")
+    return TrajectoryDocumentRow.from_records(await conn.fetch(sql, *s.arg.values))
 
 
 async def _by_key(conn: Connection, row: type[StoredRow], project: str, trace_id: str

@@ -378,20 +378,23 @@ def test_a_span_written_while_its_partition_is_dropped_keeps_it(database: TestDa
 
 def test_every_partition_of_the_words_index_gets_a_64_mb_pending_list(
         database: TestDatabase) -> None:
-    """Migrations 0064 and 0066: the partitions that exist when they run, and those created
-    after them."""
-    words_options = ("SELECT c.relname, c.reloptions FROM pg_inherits h "
-                     "JOIN pg_class c ON c.oid = h.inhrelid "
-                     "WHERE h.inhparent = 'trajectories_words'::regclass ORDER BY c.relname")
+    """Migrations 0064, 0066 and 0068 (the words in a table of their own): the partitions that
+    exist when they run, and those created after them."""
+    options = ("SELECT c.relname, c.reloptions FROM pg_inherits h "
+               "JOIN pg_class c ON c.oid = h.inhrelid "
+               "WHERE h.inhparent = $1::regclass ORDER BY c.relname")
 
     async def check(url: str) -> None:
         conn = await asyncpg.connect(url)
         try:
             await migrate(conn, before=64)
-            existing = [r["relname"] for r in await conn.fetch(words_options)]
-            assert existing and all(r["reloptions"] is None
-                                    for r in await conn.fetch(words_options))
+            before = await conn.fetch(options, "trajectories_words")
+            assert before and all(r["reloptions"] is None for r in before)
+            existing = [r["relname"].replace("trajectories_words", "trajectory_words_search")
+                        for r in before]
+            words_options = options.replace("$1", "'trajectory_words_search'")
             await migrate(conn)
+            assert [r["relname"] for r in await conn.fetch(words_options)] == existing
             # a week of hourly partitions ahead of the daily ones
             assert await conn.fetchval(
                 "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 7)") > 0

@@ -22,7 +22,7 @@ from tests.harness import (
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.records import write_values
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
-from trajhub.storage import derivation_store, trajectory_reads
+from trajhub.storage import derivation_store, search_words, trajectory_reads
 from trajhub.storage.migrate import migrate
 
 PB = {"content-type": "application/x-protobuf"}
@@ -191,6 +191,9 @@ def test_migration_0018_brings_old_rows_to_the_searched_form(database: TestDatab
                 "normalizer_version, settle_at, root_ended, root_input, root_output) "
                 "VALUES ('p', $1, 'final', 1, 'old', now(), true, $2, $3)",
                 [(t, i, o) for t, (i, o) in old_rows.items()])
+            # and their rows of words, as storing them writes those (migration 0068)
+            await conn.execute("INSERT INTO trajectory_words (project, trace_id, first_seen) "
+                               "SELECT project, trace_id, first_seen FROM trajectories")
             await conn.execute("DELETE FROM schema_migrations WHERE number = 18")
             assert await migrate(conn) == ["0018_search_text_lowered.sql"]
 
@@ -208,11 +211,11 @@ def test_migration_0018_brings_old_rows_to_the_searched_form(database: TestDatab
 
 
 def test_free_text_reads_an_index(database: TestDatabase) -> None:
-    """With a few thousand runs and statistics gathered, every free-text query with a word
+    """With twenty thousand runs and statistics gathered, every free-text query with a word
     reads an index, never the whole table: the words index for a rare word, and the list order
     (newest first, checking each run) for words most runs have, such as two common words that
     are rarely adjacent. The answers are the runs planted for each query."""
-    n = 2000
+    n = 20_000
     rows, phrase, rare = [], set(), set()
     for i in range(n):
         trace_id = f"{i:032x}"
@@ -233,10 +236,15 @@ def test_free_text_reads_an_index(database: TestDatabase) -> None:
                                                           "force_custom_plan"})
         try:
             await migrate(conn)
-            for i in range(0, n, 50):
+            for i in range(0, n, 500):
                 async with conn.transaction():
-                    await derivation_store.store(conn, [], rows[i:i + 50])
+                    await derivation_store.store(conn, [], rows[i:i + 500])
+            # the words, filled and merged into the index as the idle derivation worker does
+            while await search_words.fill(conn, 500):
+                pass
+            await search_words.merge_pending(conn)
             await conn.execute("ANALYZE trajectories")
+            await conn.execute("ANALYZE trajectory_words")
 
             class Captured:
                 async def fetch(self, sql: str, *args: Any) -> list[Any]:
@@ -257,8 +265,8 @@ def test_free_text_reads_an_index(database: TestDatabase) -> None:
             assert filled
             for q, index in (("weather forecast", "trajectories_by_start"),
                              ("WEATHER", "trajectories_by_start"),
-                             ("zanzibar", "trajectories_words"),
-                             ("xylophone", "trajectories_words")):
+                             ("zanzibar", "trajectory_words_search"),
+                             ("xylophone", "trajectory_words_search")):
                 explained = await plan(q)
                 assert not any(f"Seq Scan on {name} " in explained for name in filled) \
                     and index in explained, (q, explained)

@@ -42,8 +42,8 @@ _WITH_A_NEW_FIELD = textwrap.dedent('''
     import dataclasses
 
     openapi = create_app(Runtime(Settings(), None, None)).openapi()
-    where, _, _ = trajectory_reads._where("p", trajectory_reads.TrajectoryFilter(
-        values={"min_retries": 3}))
+    where = trajectory_reads.select("p", trajectory_reads.TrajectoryFilter(
+        values={"min_retries": 3})).where
     print(json.dumps({
         "schema": openapi["components"]["schemas"]["TrajectorySummary"],
         "page_example": openapi["components"]["schemas"]["TrajectoryPage"]["examples"][0],

@@ -57,7 +57,7 @@ def counts(url: str, project: str, trace_id: str) -> dict[str, int]:
                 f"SELECT count(*) FROM {table} WHERE project = $1 AND trace_id = $2",
                 project, trace_id)
                 for table in ("spans", "traces", "trajectories", "trajectory_revisions",
-                              "scores", "review_items")}
+                              "trajectory_words", "scores", "review_items")}
         finally:
             await conn.close()
 
@@ -104,6 +104,7 @@ def test_expired_traces_go_and_overrides_and_dataset_items_stay(
         assert hub.add_review_items("expiring", [trace])["added"] == [trace]
     before = counts(url, expiring, trace)
     assert before["spans"] > 0 and before["traces"] == before["trajectories"] == 1
+    assert before["trajectory_words"] == 1
     assert before["scores"] == before["review_items"] == 1
     assert before["trajectory_revisions"] >= 1
 

@@ -55,33 +55,42 @@ MAX_PAUSE_SECONDS = 30.0
 #: (pool.IngestPool.drain), and every moment the worker sleeps after that the cores idle; a
 #: look is one read of a shared byte
 PAUSE_POLL_SECONDS = 0.02
-#: a worker without a backlog merges the words index's pending list once this many
-#: trajectories were written since its last merge (about 8 MB of list for loadgen's: migration
-#: 0066)
-MERGE_WORDS_AFTER = 1000
+#: a worker without a backlog fills the words of this many stored trajectories per round
+#: (migration 0068): about 0.1 s of PostgreSQL CPU for loadgen's, so that changes arriving
+#: meanwhile wait no longer than for a round of derivation
+FILL_WORDS_BATCH = 500
+#: and merges the words index's pending list once this many words rows were written since its
+#: last merge (a stored trajectory writes its row twice: without words, then with them; about
+#: 8 MB of list for loadgen's: migration 0066)
+MERGE_WORDS_AFTER = 2000
 #: and looks at how many were written at most this often
 MERGE_WORDS_CHECK_SECONDS = 1.0
 
 
-class IdleWordsMerge:
-    """Merges the free-text words index's pending list while the derivation has no backlog
-    (migration 0066), so that storing a trajectory does not pay for it, and a search reads a
-    short list again soon after a burst. At a steady load the worker's rounds take what is
-    queued, and it merges about every MERGE_WORDS_AFTER trajectories, as storing did before."""
+class IdleWords:
+    """Keeps the free-text words index while the derivation has no backlog (migrations 0066
+    and 0068), so that storing a trajectory pays neither for parsing its text nor for merging
+    the index's pending list: fills the words of the trajectories stored since, a batch per
+    round, then merges the list. During a burst the worker is busy deriving and the words wait
+    (a search checks those trajectories' text itself); at a steady load the worker's rounds
+    take what is queued, and it fills the words of each round's trajectories after it."""
 
     def __init__(self) -> None:
-        self.merged_at: int | None = None  # trajectories_written at the last merge
+        self.merged_at: int | None = None  # words_written at the last merge
         self.checked = -MERGE_WORDS_CHECK_SECONDS
 
-    async def __call__(self, conn: asyncpg.Connection) -> None:
+    async def __call__(self, conn: asyncpg.Connection) -> bool:
+        """One step; True when trajectories without words are left for the next one."""
+        if await search_words.fill(conn, FILL_WORDS_BATCH) == FILL_WORDS_BATCH:
+            return True
         now = time.monotonic()
         if now - self.checked < MERGE_WORDS_CHECK_SECONDS:
-            return
+            return False
         self.checked = now
-        written = await search_words.trajectories_written(conn)
+        written = await search_words.words_written(conn)
         # counters that went back (a crash, a statistics reset) start over with a merge
         if self.merged_at is not None and 0 <= written - self.merged_at < MERGE_WORDS_AFTER:
-            return
+            return False
         try:
             await search_words.merge_pending(conn)
         except asyncpg.PostgresError as exc:
@@ -89,8 +98,9 @@ class IdleWordsMerge:
                 raise
             # e.g. a partition that retention dropped meanwhile: the next merge takes the rest
             log.warning("merging the words index's pending list failed: %s", exc)
-            return
+            return False
         self.merged_at = written
+        return False
 
 
 class DerivationWorker:
@@ -99,7 +109,7 @@ class DerivationWorker:
         self.settle = timedelta(seconds=settle_seconds)
         self.conn: asyncpg.Connection | None = None
         self.dictionary = DictionaryKeeper(train=False)
-        self.merge_words = IdleWordsMerge()
+        self.words = IdleWords()
 
     async def connection(self) -> asyncpg.Connection:
         if self.conn is None or self.conn.is_closed():
@@ -146,14 +156,16 @@ class DerivationWorker:
                 if derived and report is not None:
                     _report(report, (REPORT_DERIVED, derived, time.perf_counter() - started))
                 finalized = await self.finalize_round()
+                words_left = False
                 if derived < BATCH:  # no backlog: what is queued fits in a round
-                    await self.merge_words(await self.connection())
+                    words_left = await self.words(await self.connection())
             except TRANSIENT_ERRORS as exc:
                 if report is not None:
                     _report(report, (REPORT_DATABASE_ERROR,))
                 log.warning("database unavailable, retrying: %s", exc)
                 self._drop_connection()
                 derived = finalized = 0
+                words_left = False
                 await asyncio.sleep(1)
             except Exception:
                 # a bug: logged, and the worker lives on (the round's changes are back in
@@ -161,13 +173,14 @@ class DerivationWorker:
                 log.exception("trajectory round failed")
                 self._drop_connection()
                 derived = finalized = 0
+                words_left = False
                 await asyncio.sleep(1)
             # rounds start at most every `interval` while there is little to do, so that
             # changes gather into rounds; after a round that took longer (a large trace: seconds),
             # what arrived meanwhile has gathered already, and waiting more would only add to
             # how long its trajectory takes to become final
             pause = interval - (time.perf_counter() - started)
-            if derived < BATCH and not finalized and pause > 0:
+            if derived < BATCH and not finalized and not words_left and pause > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), pause)
 

@@ -1,0 +1,87 @@
+-- The free-text words index (migration 0014) was an index on `trajectories` over an expression
+-- of the root input and output, so storing a trajectory parsed its text (to_tsvector: 117-141 µs
+-- per loadgen trajectory) and added its ~200 words to the index's pending list, inside the
+-- transaction that stores it: with the merges, about 0.3 of the ~2 server CPU-s per 10k spans of
+-- the pipeline, spent before the trajectory can be final, though none of it is needed before
+-- someone searches (bench/README.md, "The words indexed lazily").
+--
+-- The words now live in a table of their own, one row per trajectory, in the trajectory's time
+-- partition. Storing a trajectory writes its row with `words` NULL (a key and no text: no
+-- parsing), in the statement that stores the trajectory (storage/derivation_store.py); storing it
+-- again sets it back to NULL. The derivation worker fills `words` while it has no backlog
+-- (storage/search_words.py, service/workers/derivation.py): during a burst the words wait, after
+-- it they are filled within seconds, at a steady load at once.
+--
+-- A search (storage/trajectory_reads.py) takes the runs whose words match, and those whose
+-- words are not filled yet, checked against their text as the index would have (the same
+-- function, computed for just those runs, after the cheaper substring check): the same answers
+-- as before, at any moment. The second set is found through the partial index
+-- trajectory_words_unindexed, and is only as large as the backlog.
+SET LOCAL maintenance_work_mem = '256MB';
+
+CREATE TABLE trajectory_words (
+    project    text        NOT NULL,
+    trace_id   text        NOT NULL,
+    first_seen timestamptz NOT NULL DEFAULT trajhub_partition_time(now()),
+    -- trajhub_search_words(root_input, root_output) of the stored trajectory; NULL until the
+    -- derivation worker fills it
+    words      tsvector,
+    PRIMARY KEY (project, trace_id, first_seen)
+) PARTITION BY RANGE (first_seen);
+INSERT INTO time_partitioned_tables (name, options) VALUES ('trajectory_words', NULL);
+
+DO $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT lower, upper FROM time_partitions ORDER BY lower LOOP
+        EXECUTE format('CREATE TABLE %I PARTITION OF trajectory_words FOR VALUES FROM (%L) TO (%L)',
+                       'trajectory_words_p' || to_char(r.lower AT TIME ZONE 'UTC', 'YYYYMMDD_HH24MISS'),
+                       r.lower, r.upper);
+    END LOOP;
+END
+$$;
+
+-- Every stored trajectory's words, now: a store that upgrades searches as fast as before. This
+-- parses every trajectory's text once, as migration 0014 did (about 13 s per 100k loadgen
+-- trajectories on a 2-core machine).
+INSERT INTO trajectory_words (project, trace_id, first_seen, words)
+SELECT project, trace_id, first_seen, trajhub_search_words(root_input, root_output)
+FROM trajectories;
+
+CREATE INDEX trajectory_words_search ON trajectory_words USING gin (words);
+CREATE INDEX trajectory_words_unindexed ON trajectory_words (project) WHERE words IS NULL;
+DROP INDEX trajectories_words;
+
+-- the words index keeps the large pending list of migration 0066, merged by the derivation
+-- worker when it has no backlog
+CREATE OR REPLACE FUNCTION trajhub_tune_partition_indexes(part regclass) RETURNS void
+    LANGUAGE plpgsql AS $$
+DECLARE
+    ix record;
+BEGIN
+    FOR ix IN
+        SELECT c.relname AS child
+        FROM pg_index i
+        JOIN pg_class c ON c.oid = i.indexrelid
+        JOIN pg_inherits h ON h.inhrelid = i.indexrelid
+        WHERE i.indrelid = part AND h.inhparent = 'trajectory_words_search'::regclass
+    LOOP
+        EXECUTE format('ALTER INDEX %I SET (gin_pending_list_limit = 65536)', ix.child);
+    END LOOP;
+END
+$$;
+
+DO $$
+DECLARE
+    part record;
+BEGIN
+    FOR part IN SELECT h.inhrelid::regclass AS name FROM pg_inherits h
+                WHERE h.inhparent = 'trajectory_words'::regclass LOOP
+        PERFORM trajhub_name_partition_indexes(part.name);
+        PERFORM trajhub_tune_partition_indexes(part.name);
+    END LOOP;
+END
+$$;
+
+ANALYZE trajectory_words;
