@@ -91,9 +91,11 @@ SELECT (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter) AS che
        pg_current_wal_lsn() - '0/0'::pg_lsn AS wal_bytes,
        (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('spans')) AS spans_bytes
 """
-# trajhub's work left after the last ack: queued traces and trajectories not yet final
+# trajhub's work left after the last ack: queued traces, trajectories not yet final, and
+# trajectories whose words for free text are not filled yet (migration 0068)
 _LEFTOVER = """
 SELECT (SELECT count(*) FROM trace_changes) + (SELECT count(*) FROM open_trajectories)
+       + (SELECT count(*) FROM trajectory_words WHERE words IS NULL)
 """
 
 

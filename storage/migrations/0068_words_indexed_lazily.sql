@@ -23,8 +23,9 @@ CREATE TABLE trajectory_words (
     project    text        NOT NULL,
     trace_id   text        NOT NULL,
     first_seen timestamptz NOT NULL DEFAULT trajhub_partition_time(now()),
-    -- trajhub_search_words(root_input, root_output) of the stored trajectory; NULL until the
-    -- derivation worker fills it
+    -- strip(trajhub_search_words(root_input, root_output)) of the stored trajectory: its words
+    -- without their positions, which a search never reads (its query is words' starts joined by
+    -- AND); NULL until the derivation worker fills it
     words      tsvector,
     PRIMARY KEY (project, trace_id, first_seen)
 ) PARTITION BY RANGE (first_seen);
@@ -46,7 +47,7 @@ $$;
 -- parses every trajectory's text once, as migration 0014 did (about 13 s per 100k loadgen
 -- trajectories on a 2-core machine).
 INSERT INTO trajectory_words (project, trace_id, first_seen, words)
-SELECT project, trace_id, first_seen, trajhub_search_words(root_input, root_output)
+SELECT project, trace_id, first_seen, strip(trajhub_search_words(root_input, root_output))
 FROM trajectories;
 
 CREATE INDEX trajectory_words_search ON trajectory_words USING gin (words);
