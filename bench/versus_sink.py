@@ -17,8 +17,9 @@ every earlier round's rows (so later rounds pay for bigger tables, like a runnin
 1. `trajhub serve` (embedded PostgreSQL on that directory, tuned by trajhub); loadgen sends
    --spans spans over OTLP/HTTP protobuf and over OTLP/gRPC, counting durable rows in `spans`;
    trajhub stops. The protocols alternate which goes first, and each starts on an idle server:
-   after a run, trajhub's leftover work (queued traces, open trajectories) is waited out, so the
-   second protocol does not compete with the first one's derivation.
+   after a run, trajhub's leftover work (queued traces, open trajectories, words for free text
+   not yet filled) is waited out, so the second protocol does not compete with the first one's
+   derivation.
 2. The same PostgreSQL directory under pgserver, a database `sink`; `raw_sink.py` (one
    process: parse, one COPY per request, acknowledge after commit); the same loadgen run over
    HTTP.
