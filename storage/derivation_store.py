@@ -235,9 +235,11 @@ def _searched(row: TrajectoryWrite) -> TrajectoryWrite:
 
 
 # A stored trajectory is open (migration 0016): it joins the open ones, which finalize_settled
-# takes from. Its words for free text are to be indexed again (migration 0068): its row of
-# `trajectory_words` holds NULL until the derivation worker fills it (storage/search_words.py),
-# and a search meanwhile checks its text itself. The row is written here, never parsed here.
+# takes from. Its words for free text are to be filled (again) (migration 0068): it joins their
+# queue, which the derivation worker fills from (storage/search_words.py), and a search
+# meanwhile checks its text itself; its text is never parsed here. Queued again, its row is
+# updated in place: the update locks it, so a filling that took it first commits before this
+# transaction does, and the row stays queued for this text.
 STORE_TRAJECTORIES = (
     "WITH stored AS ("
     + _upsert("trajectories", TRAJECTORY_COLUMNS,
@@ -246,9 +248,8 @@ STORE_TRAJECTORIES = (
                            "derived_at = now(), document_text = NULL, explanation_text = NULL",
               stored_as=_SEARCHED)
     + f" RETURNING {_KEY}, settle_at, root_ended), "
-    f"unindexed AS (INSERT INTO trajectory_words ({_KEY}) SELECT {_KEY} FROM stored "
-    f"ON CONFLICT ({_KEY}) DO UPDATE SET words = NULL "
-    "WHERE trajectory_words.words IS NOT NULL) "
+    f"words_queued AS (INSERT INTO trajectory_words_queue ({_KEY}) SELECT {_KEY} FROM stored "
+    "ON CONFLICT (project, trace_id) DO UPDATE SET first_seen = EXCLUDED.first_seen) "
     "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended) "
     "SELECT project, trace_id, settle_at, root_ended FROM stored "
     "ON CONFLICT (project, trace_id) DO UPDATE "

@@ -77,6 +77,10 @@ WITH e AS (
 ), gone_words AS (
     DELETE FROM trajectory_words w USING e
     WHERE w.project = e.project AND w.trace_id = e.trace_id AND w.first_seen = ANY($3)
+), gone_words_queued AS (
+    -- the queue of words to fill is not partitioned (migration 0068)
+    DELETE FROM trajectory_words_queue q USING e
+    WHERE q.project = e.project AND q.trace_id = e.trace_id
 ), gone_revisions AS (
     DELETE FROM trajectory_revisions r USING e
     WHERE r.project = e.project AND r.trace_id = e.trace_id AND r.first_seen = ANY($3)
@@ -233,6 +237,10 @@ async def drop_partition(conn: Connection, part: TimePartition,
                 await conn.execute(
                     f"DELETE FROM trajectory_chunks c USING {part.name('trajectories')} t "
                     "WHERE c.project = t.project AND c.trace_id = t.trace_id")
+                # and the queue of words to fill (migration 0068): a few, if any
+                await conn.execute(
+                    "DELETE FROM trajectory_words_queue q WHERE q.first_seen >= $1 "
+                    "AND q.first_seen < $2", part.lower, part.upper)
     except _Kept:
         return False
     for table in PARTITIONED:

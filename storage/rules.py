@@ -121,10 +121,10 @@ async def backfill(conn: Connection, project: str, rule_id: int, f: TrajectoryFi
         sampled = SAMPLED.format(rule=s.arg(rule_id), trace_id="trace_id",
                                  rate=f"{s.arg(float(rule['sample_rate']))}::float8")
         rule_param, job_param = s.arg(rule_id), s.arg(job)
+        s.where.extend(["status = 'final'", sampled])
         queued = await conn.execute(
             "INSERT INTO rule_runs (rule_id, project, trace_id, revision, backfill_id) "
-            f"SELECT {rule_param}, project, trace_id, revision, {job_param} {s.sql} "
-            f"AND status = 'final' AND {sampled}",
+            f"SELECT {rule_param}, project, trace_id, revision, {job_param} {s.sql()}",
             *s.arg.values)
         total = int(queued.split()[-1])
         row = await conn.fetchrow(
@@ -228,8 +228,8 @@ async def target(conn: Connection, run: ClaimedRun, f: TrajectoryFilter) -> Targ
     if row is None:
         return None
     s = select(run.project, f)
-    matches = await conn.fetchval(
-        f"SELECT EXISTS (SELECT 1 {s.sql} AND trace_id = {s.arg(run.trace_id)})", *s.arg.values)
+    s.where.append(f"trace_id = {s.arg(run.trace_id)}")
+    matches = await conn.fetchval(f"SELECT EXISTS (SELECT 1 {s.sql()})", *s.arg.values)
     return Target(row.revision, row.status, row.document, bool(matches))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeGuard, TypeVar
 
 from trajhub.records import Filter
 from trajhub.records.scores import ScoreCondition, score_sort_name
@@ -61,39 +61,52 @@ def _text(value: Any, arg: Params) -> list[str]:
     # The text, ignoring case: root_input and root_output are stored lower-cased
     # (storage/derivation_store.py, migration 0018), so this is exactly `ILIKE '%text%'`
     # (which compares lower(run) with lower(pattern)) without lower-casing each run read.
-    # strpos rather than LIKE: no escaping of % and _, and a faster search.
+    # strpos rather than LIKE: no escaping of % and _, and a faster search. Text with a word
+    # also reads the words (`_with_words`); text without one (punctuation only) is a scan.
     needle = f"lower({arg(value)})"
-    substring = f"(strpos(root_input, {needle}) > 0 OR strpos(root_output, {needle}) > 0)"
-    if not _has_words(value):
-        return [substring]  # no word to look up (punctuation only): a scan
-    # The words index (migrations 0014, 0068) finds the runs having a word that starts with
-    # each word of the text (split as the lower-cased stored text was); the substring check
-    # then keeps those containing it. A run whose words are not filled yet (stored since the
-    # derivation worker last had no backlog) is found through the partial index
-    # trajectory_words_unindexed, and its text is split here as the index would have: the
-    # same answers either way. When most runs have every word (two common words, rarely
-    # adjacent), PostgreSQL walks the runs newest first instead, reading each one's words by
-    # its key, and these checks are then what each run costs.
-    query = f"trajhub_prefix_query({needle})"
-    return [substring, f"(w.words @@ {query} OR w.words IS NULL AND "
-                       f"trajhub_search_words(root_input, root_output) @@ {query})"]
+    return [f"(strpos(root_input, {needle}) > 0 OR strpos(root_output, {needle}) > 0)"]
 
 
-def _has_words(text: Any) -> bool:
-    return bool(text) and any(c.isalnum() for c in text)
+def _has_words(text: Any) -> TypeGuard[str]:
+    return isinstance(text, str) and any(c.isalnum() for c in text)
 
 
-# The runs with their words (migration 0068), for free text: a run and its row of words share
-# the key, one each, so the join is the runs. A join, not `EXISTS`: the words' check needs the
-# run's text when they are not filled, and PostgreSQL then still chooses between starting from
-# the words index and walking the runs. The words' key columns are renamed, so that every other
-# condition's unqualified column names stay the run's.
-WITH_WORDS = ("trajectories JOIN (SELECT project AS words_project, trace_id AS words_trace_id, "
-              "first_seen AS words_first_seen, words FROM trajectory_words) w "
-              "ON w.words_project = trajectories.project "
-              "AND w.words_trace_id = trajectories.trace_id "
-              "AND w.words_first_seen >= trajectories.first_seen "
-              "AND w.words_first_seen <= trajectories.first_seen")
+def _with_words(text: str, arg: Params) -> tuple[str, str]:
+    """What free text with a word reads instead of `trajectories`: the runs that have a word
+    starting with each word of `text` (split as the lower-cased stored text was), in two
+    relations whose keys a list unites (`Selection.sql`), each read by the list's own
+    conditions (unqualified names stay the run's: the joined tables' keys are renamed).
+
+    - The runs whose words are filled (migration 0068) and not queued again: found in the words
+      index, or, when most runs have every word, by walking the runs newest first and reading
+      each one's words by its key. `first_seen` is joined as a range pair, not an equality:
+      PostgreSQL multiplied an equality's selectivity with trace_id's, expected one run for
+      any text, and then hashed whole tables.
+    - The runs queued for their words (stored since the derivation worker last had no backlog,
+      or stored again): few, their text split here as the index would split it.
+
+    The same answers whether a run's words are filled or not. Two relations, not one with the
+    queued runs' words missing: a search found those through an index of the runs without
+    words, which kept an entry for every run filled since the last vacuum (at 5M spans,
+    ~600k: 0.5 s a search); and not one UNION ALL below the list's ORDER BY, which PostgreSQL
+    then sorted whole instead of walking."""
+    query = f"trajhub_prefix_query(lower({arg(text)}))"
+    filled = (
+        "trajectories JOIN (SELECT project AS words_project, trace_id AS words_trace_id, "
+        "first_seen AS words_first_seen, words FROM trajectory_words) w "
+        "ON w.words_project = trajectories.project AND w.words_trace_id = trajectories.trace_id "
+        "AND w.words_first_seen >= trajectories.first_seen "
+        "AND w.words_first_seen <= trajectories.first_seen "
+        f"AND w.words @@ {query} AND NOT EXISTS (SELECT 1 FROM trajectory_words_queue q "
+        "WHERE q.project = trajectories.project AND q.trace_id = trajectories.trace_id)")
+    queued = (
+        "trajectories JOIN (SELECT project AS queued_project, trace_id AS queued_trace_id, "
+        "first_seen AS queued_first_seen FROM trajectory_words_queue) q "
+        "ON q.queued_project = trajectories.project AND q.queued_trace_id = trajectories.trace_id "
+        "AND q.queued_first_seen = trajectories.first_seen "
+        "AND trajhub_search_words(trajectories.root_input, trajectories.root_output) "
+        f"@@ {query}")
+    return filled, queued
 
 
 # A trajectory's score of a name, for the `score` filter and the `score:<name>` sort: its
@@ -171,19 +184,34 @@ def conditions(filter_: Filter, values: Mapping[str, Any], arg: Params,
 
 
 class Selection(NamedTuple):
-    """What a trajectory filter selects: the relation to read (`trajectories`, or with the
-    words for free text), the conditions over it (unqualified columns, `$1` the project),
-    their arguments, and the sort expression."""
+    """What a trajectory filter selects: the relations to read (`trajectories`, or, for free
+    text with a word, the runs with their words and the runs queued for them), the conditions
+    over each (unqualified columns, `$1` the project; a caller may add its own), their
+    arguments, and the sort expression."""
 
-    relation: str
+    relations: tuple[str, ...]
     where: list[str]
     arg: Params
     sort: str
 
-    @property
-    def sql(self) -> str:
-        """`FROM … WHERE …`"""
-        return f"FROM {self.relation} WHERE {' AND '.join(self.where)}"
+    def sql(self, order: str = "", limit: str = "") -> str:
+        """`FROM … WHERE …` for a SELECT of `trajectories`' columns. With two relations, the
+        runs whose keys either selects, each read in the caller's `order` up to its `limit` (which
+        the caller applies again): a page of the list costs each relation its page."""
+        conditions = " AND ".join(self.where)
+        if len(self.relations) == 1:
+            return f"FROM {self.relations[0]} WHERE {conditions}"
+        tail = (f" ORDER BY {order}" if order else "") + (f" LIMIT {limit}" if limit else "")
+        keys = " UNION ALL ".join(
+            "(SELECT trajectories.project, trajectories.trace_id, trajectories.first_seen "
+            f"FROM {relation} WHERE {conditions}{tail})" for relation in self.relations)
+        return f"FROM trajectories WHERE (project, trace_id, first_seen) IN ({keys})"
+
+    def count_sql(self) -> str:
+        """How many runs are selected, as one SQL expression."""
+        conditions = " AND ".join(self.where)
+        return " + ".join(f"(SELECT count(*) FROM {relation} WHERE {conditions})"
+                          for relation in self.relations)
 
 
 def select(project: str, f: TrajectoryFilter) -> Selection:
@@ -203,16 +231,18 @@ def select(project: str, f: TrajectoryFilter) -> Selection:
     if f.cursor is not None:
         op = "<" if f.descending else ">"
         where.append(f"({sort}, trace_id) {op} ({arg(f.cursor[0])}, {arg(f.cursor[1])})")
-    relation = WITH_WORDS if _has_words(f.values.get("q")) else "trajectories"
-    return Selection(relation, where, arg, sort)
+    text = f.values.get("q")
+    relations = _with_words(text, arg) if _has_words(text) else ("trajectories",)
+    return Selection(relations, where, arg, sort)
 
 
 async def list_trajectories(conn: Connection, project: str, f: TrajectoryFilter
                             ) -> list[TrajectorySummaryRow]:
     s = select(project, f)
-    order = "DESC" if f.descending else "ASC"
-    sql = (f"SELECT {TrajectorySummaryRow.columns(sort=s.sort)} {s.sql} "
-           f"ORDER BY {s.sort} {order}, trace_id {order} LIMIT {s.arg(f.limit)}")
+    direction = "DESC" if f.descending else "ASC"
+    order, limit = f"{s.sort} {direction}, trace_id {direction}", s.arg(f.limit)
+    sql = (f"SELECT {TrajectorySummaryRow.columns(sort=s.sort)} {s.sql(order, limit)} "
+           f"ORDER BY {order} LIMIT {limit}")
     return TrajectorySummaryRow.from_records(await conn.fetch(sql, *s.arg.values))
 
 
@@ -220,15 +250,17 @@ async def count_trajectories(conn: Connection, project: str, f: TrajectoryFilter
                              ) -> int:
     """How many trajectories match the filter (the cursor and limit aside)."""
     s = select(project, replace(f, cursor=None))
-    return int(await conn.fetchval(f"SELECT count(*) {s.sql}", *s.arg.values))
+    return int(await conn.fetchval(f"SELECT {s.count_sql()}", *s.arg.values))
 
 
 async def trajectory_documents(conn: Connection, project: str, f: TrajectoryFilter
                                ) -> list[TrajectoryDocumentRow]:
     """Like list_trajectories, with the documents (for filling evaluation sets)."""
     s = select(project, f)
-    sql = (f"SELECT {TrajectoryDocumentRow.columns()} {s.sql} AND {HAS_DOCUMENT} "
-           f"ORDER BY start_ns DESC, trace_id DESC LIMIT {s.arg(f.limit)}")
+    s.where.append(HAS_DOCUMENT)
+    order, limit = "start_ns DESC, trace_id DESC", s.arg(f.limit)
+    sql = (f"SELECT {TrajectoryDocumentRow.columns()} {s.sql(order, limit)} "
+           f"ORDER BY {order} LIMIT {limit}")
     return TrajectoryDocumentRow.from_records(await conn.fetch(sql, *s.arg.values))
 
 

@@ -191,9 +191,9 @@ def test_migration_0018_brings_old_rows_to_the_searched_form(database: TestDatab
                 "normalizer_version, settle_at, root_ended, root_input, root_output) "
                 "VALUES ('p', $1, 'final', 1, 'old', now(), true, $2, $3)",
                 [(t, i, o) for t, (i, o) in old_rows.items()])
-            # and their rows of words, as storing them writes those (migration 0068)
-            await conn.execute("INSERT INTO trajectory_words (project, trace_id, first_seen) "
-                               "SELECT project, trace_id, first_seen FROM trajectories")
+            # queued for their words, as storing them queues them (migration 0068)
+            await conn.execute("INSERT INTO trajectory_words_queue (project, trace_id, "
+                               "first_seen) SELECT project, trace_id, first_seen FROM trajectories")
             await conn.execute("DELETE FROM schema_migrations WHERE number = 18")
             assert await migrate(conn) == ["0018_search_text_lowered.sql"]
 

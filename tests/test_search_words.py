@@ -46,8 +46,7 @@ async def _write_trajectories(conn: asyncpg.Connection, count: int) -> None:
                                                for r in batch.rows.values()})
     while await derivation.derive_round(conn, timedelta(0), 200):
         pass
-    # their words, as an idle worker fills them (each run's row is written twice: stored
-    # without its words, then filled), so that IdleWords itself finds none to fill
+    # their words, as an idle worker fills them, so that IdleWords itself finds none to fill
     while await search_words.fill(conn, 500):
         pass
     await conn.execute("SELECT pg_stat_force_next_flush()")
@@ -61,7 +60,7 @@ async def _pending_pages(conn: asyncpg.Connection) -> int:
 
 def test_an_idle_worker_merges_the_words_pending_list_after_enough_trajectories(
         database: TestDatabase, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(worker, "MERGE_WORDS_AFTER", 60)
+    monkeypatch.setattr(worker, "MERGE_WORDS_AFTER", 30)
     monkeypatch.setattr(worker, "MERGE_WORDS_CHECK_SECONDS", 0.0)
 
     async def check(url: str) -> None:
@@ -75,11 +74,11 @@ def test_an_idle_worker_merges_the_words_pending_list_after_enough_trajectories(
             await merge(conn)  # the first chance merges whatever is there
             assert await _pending_pages(conn) == 0
 
-            await _write_trajectories(conn, 20)  # 40 rows written since the merge: fewer than 60
+            await _write_trajectories(conn, 20)  # 20 since the merge: fewer than 30
             await merge(conn)
             assert await _pending_pages(conn) > 0  # the worker left them (this merged them)
 
-            await _write_trajectories(conn, 15)  # 70 since the worker's merge
+            await _write_trajectories(conn, 15)  # 35 since the worker's merge
             await merge(conn)
             assert await _pending_pages(conn) == 0
         finally:
@@ -120,9 +119,15 @@ async def _found(conn: asyncpg.Connection, q: str) -> set[str]:
     return {r.trace_id for r in rows}
 
 
+async def _counted(conn: asyncpg.Connection, q: str) -> int:
+    return await trajectory_reads.count_trajectories(
+        conn, "p", trajectory_reads.TrajectoryFilter(values={"q": q}))
+
+
 async def _unindexed(conn: asyncpg.Connection) -> set[str]:
+    """The runs whose words are still to be filled."""
     return {r["trace_id"] for r in await conn.fetch(
-        "SELECT trace_id FROM trajectory_words WHERE words IS NULL")}
+        "SELECT trace_id FROM trajectory_words_queue")}
 
 
 def _in_own_database(database: TestDatabase,
@@ -145,21 +150,27 @@ QUERIES = {"weather": {A, B}, "WEATH": {A, B}, "eather": set(), "weather forecas
            "forecast weather": set(), "zürich": {C}, "?!": {B}, "xylophone": set()}
 
 
-def test_a_run_is_found_alike_before_and_after_its_words_are_indexed(
+def test_a_run_is_found_and_counted_alike_before_and_after_its_words_are_indexed(
         database: TestDatabase) -> None:
     async def check(conn: asyncpg.Connection, url: str) -> None:
         await _store(conn, _run(A, "What is the Weather forecast?"),
                      _run(B, "why?! the weather", "forecast: rain"), _run(C, "ÄRGER in Zürich"))
         assert await _unindexed(conn) == {A, B, C}
         assert {q: await _found(conn, q) for q in QUERIES} == QUERIES
+        assert {q: await _counted(conn, q) for q in QUERIES} == {
+            q: len(found) for q, found in QUERIES.items()}
 
         assert await search_words.fill(conn, 2) == 2  # a batch of two, then the rest
         assert len(await _unindexed(conn)) == 1
         assert {q: await _found(conn, q) for q in QUERIES} == QUERIES
+        assert {q: await _counted(conn, q) for q in QUERIES} == {
+            q: len(found) for q, found in QUERIES.items()}
         assert await search_words.fill(conn, 2) == 1
         assert await search_words.fill(conn, 2) == 0
         assert await _unindexed(conn) == set()
         assert {q: await _found(conn, q) for q in QUERIES} == QUERIES
+        assert {q: await _counted(conn, q) for q in QUERIES} == {
+            q: len(found) for q, found in QUERIES.items()}
 
     _in_own_database(database, check)
 
@@ -219,8 +230,8 @@ def test_migration_0068_indexes_the_words_of_the_runs_stored_before(
                 [(A, "what is the weather forecast?", "sunny"),
                  (B, "why?! the weather", "forecast: rain")])
             assert await migrate(conn) == ["0068_words_indexed_lazily.sql"]
-            assert await conn.fetchval("SELECT count(*) FROM trajectory_words "
-                                       "WHERE words IS NOT NULL") == 2
+            assert await conn.fetchval("SELECT count(*) FROM trajectory_words") == 2
+            assert await _unindexed(conn) == set()
             assert await _found(conn, "weather") == {A, B}
             assert await _found(conn, "weather forecast") == {A}
             assert await _found(conn, "rain") == {B}

@@ -59,10 +59,9 @@ PAUSE_POLL_SECONDS = 0.02
 #: (migration 0068): about 0.1 s of PostgreSQL CPU for loadgen's, so that changes arriving
 #: meanwhile wait no longer than for a round of derivation
 FILL_WORDS_BATCH = 500
-#: and merges the words index's pending list once this many words rows were written since its
-#: last merge (a stored trajectory writes its row twice: without words, then with them; about
-#: 8 MB of list for loadgen's: migration 0066)
-MERGE_WORDS_AFTER = 2000
+#: and merges the words index's pending list once this many trajectories' words were written
+#: since its last merge (about 8 MB of list for loadgen's: migration 0066)
+MERGE_WORDS_AFTER = 1000
 #: and looks at how many were written at most this often
 MERGE_WORDS_CHECK_SECONDS = 1.0
 
@@ -70,7 +69,7 @@ MERGE_WORDS_CHECK_SECONDS = 1.0
 class IdleWords:
     """Keeps the free-text words index while the derivation has no backlog (migrations 0066
     and 0068), so that storing a trajectory pays neither for parsing its text nor for merging
-    the index's pending list: fills the words of the trajectories stored since, a batch per
+    the index's pending list: fills the words of the trajectories queued since, a batch per
     round, then merges the list. During a burst the worker is busy deriving and the words wait
     (a search checks those trajectories' text itself); at a steady load the worker's rounds
     take what is queued, and it fills the words of each round's trajectories after it."""

@@ -6,27 +6,28 @@
 -- someone searches (bench/README.md, "The words indexed lazily").
 --
 -- The words now live in a table of their own, one row per trajectory, in the trajectory's time
--- partition. Storing a trajectory writes its row with `words` NULL (a key and no text: no
--- parsing), in the statement that stores the trajectory (storage/derivation_store.py); storing it
--- again sets it back to NULL. The derivation worker fills `words` while it has no backlog
--- (storage/search_words.py, service/workers/derivation.py): during a burst the words wait, after
--- it they are filled within seconds, at a steady load at once.
+-- partition, written when they are filled. Storing a trajectory queues it in
+-- `trajectory_words_queue` instead (a key, no text: no parsing), in the statement that stores
+-- the trajectory (storage/derivation_store.py); storing it again queues it again. The derivation
+-- worker fills the words of the queued ones while it has no backlog and takes them off the
+-- queue (storage/search_words.py, service/workers/derivation.py): during a burst the words wait,
+-- after it they are filled within seconds, at a steady load at once.
 --
--- A search (storage/trajectory_reads.py) takes the runs whose words match, and those whose
--- words are not filled yet, checked against their text as the index would have (the same
--- function, computed for just those runs, after the cheaper substring check): the same answers
--- as before, at any moment. The second set is found through the partial index
--- trajectory_words_unindexed, and is only as large as the backlog.
-SET LOCAL maintenance_work_mem = '256MB';
-
+-- A search (storage/trajectory_reads.py) reads the union of the runs whose words match and that
+-- are not queued, and the queued runs, checked against their text as the index would have (the
+-- same function, computed for just those runs): the same answers as before, at any moment. The
+-- queue is a small table of its own, not rows of `trajectory_words` without words: filling such
+-- a row would leave a dead entry in an index of the unfilled ones until vacuum, and a search read
+-- every one of them (at 5M spans, ~600k: 0.5 s a search); vacuuming the queue is cheap, the
+-- words index not.
 CREATE TABLE trajectory_words (
     project    text        NOT NULL,
     trace_id   text        NOT NULL,
     first_seen timestamptz NOT NULL DEFAULT trajhub_partition_time(now()),
     -- strip(trajhub_search_words(root_input, root_output)) of the stored trajectory: its words
     -- without their positions, which a search never reads (its query is words' starts joined by
-    -- AND); NULL until the derivation worker fills it
-    words      tsvector,
+    -- AND)
+    words      tsvector    NOT NULL,
     PRIMARY KEY (project, trace_id, first_seen)
 ) PARTITION BY RANGE (first_seen);
 INSERT INTO time_partitioned_tables (name, options) VALUES ('trajectory_words', NULL);
@@ -51,8 +52,16 @@ SELECT project, trace_id, first_seen, strip(trajhub_search_words(root_input, roo
 FROM trajectories;
 
 CREATE INDEX trajectory_words_search ON trajectory_words USING gin (words);
-CREATE INDEX trajectory_words_unindexed ON trajectory_words (project) WHERE words IS NULL;
 DROP INDEX trajectories_words;
+
+-- The trajectories whose words are to be filled (again): a queue, like trace_changes, that
+-- autovacuum should visit often.
+CREATE TABLE trajectory_words_queue (
+    project    text        NOT NULL,
+    trace_id   text        NOT NULL,
+    first_seen timestamptz NOT NULL,
+    PRIMARY KEY (project, trace_id)
+) WITH (autovacuum_vacuum_scale_factor = 0.01);
 
 -- the words index keeps the large pending list of migration 0066, merged by the derivation
 -- worker when it has no backlog
