@@ -96,7 +96,7 @@ SELECT (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter) AS che
 # trajectories whose words for free text are not filled yet (migration 0068)
 _LEFTOVER = """
 SELECT (SELECT count(*) FROM trace_changes) + (SELECT count(*) FROM open_trajectories)
-       + (SELECT count(*) FROM trajectory_words WHERE words IS NULL)
+       + (SELECT count(*) FROM trajectory_words_queue)
 """
 
 
