@@ -1,5 +1,6 @@
 """The free-text words index, kept while the derivation has no backlog (migrations 0066 and
-0068): the words of the trajectories queued since, and the merge of the index's pending list."""
+0068): the words of the trajectories queued since, the merge of the index's pending list, and
+the statistics of the runs and their words as wholes."""
 
 from __future__ import annotations
 
@@ -64,3 +65,34 @@ async def merge_pending(conn: Connection) -> int:
     return int(await conn.fetchval(
         "SELECT coalesce(sum(gin_clean_pending_list(h.inhrelid)), 0) FROM pg_inherits h "
         "WHERE h.inhparent = 'trajectory_words_search'::regclass"))
+
+
+# A free-text search joins the runs and their words (storage/trajectory_reads.py), and
+# PostgreSQL estimates that join from the statistics of the partitioned tables as wholes, which
+# autovacuum never gathers (it analyzes each partition): without them it took trace_id for a
+# column of 200 values and any text for a common one, and walked every run of a project to find
+# a rare word (0.45-0.51 s at 5M spans, bench/README.md, "The words indexed lazily"). So they are
+# gathered when missing or once the tables have doubled since, for the columns the join and the
+# words' check read: an ANALYZE of a partitioned table samples every partition, and also
+# re-analyzes those columns in each (about 1 s at 5M loadgen spans on a 2-core machine).
+_WHOLES = ("trajectories", "trajectory_words")
+_OUTGROWN = f"""
+SELECT bool_or(p.reltuples < 0 OR c.rows > 2 * greatest(p.reltuples, 500))
+FROM pg_class p
+CROSS JOIN LATERAL (
+    SELECT coalesce(sum(greatest(k.reltuples, 0)), 0) AS rows
+    FROM pg_inherits h JOIN pg_class k ON k.oid = h.inhrelid WHERE h.inhparent = p.oid) c
+WHERE p.oid = ANY(ARRAY[{", ".join(f"'{t}'::regclass" for t in _WHOLES)}])
+"""
+_ANALYZE = ("ANALYZE trajectories (project, trace_id, first_seen), "
+            "trajectory_words (project, trace_id, first_seen, words)")
+
+
+async def analyze_outgrown(conn: Connection) -> bool:
+    """Gather the statistics of `trajectories` and `trajectory_words` as wholes if they are
+    missing or the tables have more than doubled since (partitions' own estimates of their
+    rows, which autovacuum keeps); returns whether it did."""
+    if not await conn.fetchval(_OUTGROWN):
+        return False
+    await conn.execute(_ANALYZE)
+    return True

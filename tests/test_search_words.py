@@ -240,3 +240,43 @@ def test_migration_0068_indexes_the_words_of_the_runs_stored_before(
 
     with separate_database(database) as url:
         run(check(url))
+
+
+def test_the_statistics_of_runs_and_words_as_wholes_are_gathered_when_missing_or_outgrown(
+        database: TestDatabase) -> None:
+    """Autovacuum never analyzes a partitioned table as a whole, and a search's join of runs and
+    words is planned from those statistics: the idle worker gathers them."""
+    wholes = ("SELECT count(*) FROM pg_stats WHERE inherited "
+              "AND tablename IN ('trajectories', 'trajectory_words') AND attname = 'trace_id'")
+
+    async def check(conn: asyncpg.Connection, url: str) -> None:
+        await conn.execute("ANALYZE trajectories, trajectory_words")  # the migration's, again
+        await _store(conn, *(_run(f"{i:032x}", f"run {i}") for i in range(1100)))
+        await search_words.fill(conn, 2000)
+        assert await conn.fetchval(wholes) == 0  # analyzed while empty: nothing gathered
+        # the partitions as autovacuum would have analyzed them after the writes
+        for table in ("trajectories", "trajectory_words"):
+            for part in await conn.fetch("SELECT inhrelid::regclass::text AS name "
+                                         "FROM pg_inherits WHERE inhparent = $1::regclass",
+                                         table):
+                await conn.execute(f"ANALYZE {part['name']}")
+        # 1,100 runs, the wholes gathered at none: past the first 1,000
+        assert await search_words.analyze_outgrown(conn)
+        assert await conn.fetchval(wholes) == 2
+        assert not await search_words.analyze_outgrown(conn)  # gathered at 1,100
+
+        await _store(conn, *(_run(f"{i:032x}", f"run {i}") for i in range(1100, 2200)))
+        await search_words.fill(conn, 2000)
+        for part in await conn.fetch("SELECT inhrelid::regclass::text AS name FROM pg_inherits "
+                                     "WHERE inhparent = 'trajectories'::regclass"):
+            await conn.execute(f"ANALYZE {part['name']}")
+        assert not await search_words.analyze_outgrown(conn)  # 2,200 runs: doubled, not more
+        await _store(conn, _run("f" * 32, "one more"))
+        await search_words.fill(conn, 10)
+        for part in await conn.fetch("SELECT inhrelid::regclass::text AS name FROM pg_inherits "
+                                     "WHERE inhparent = 'trajectories'::regclass"):
+            await conn.execute(f"ANALYZE {part['name']}")
+        assert await search_words.analyze_outgrown(conn)  # 2,201 runs > 2 x 1,100
+        assert not await search_words.analyze_outgrown(conn)
+
+    _in_own_database(database, check)

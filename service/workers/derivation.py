@@ -25,6 +25,7 @@ import multiprocessing
 import os
 import signal
 import time
+from collections.abc import Awaitable
 from datetime import timedelta
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -62,7 +63,8 @@ FILL_WORDS_BATCH = 500
 #: and merges the words index's pending list once this many trajectories' words were written
 #: since its last merge (about 8 MB of list for loadgen's: migration 0066)
 MERGE_WORDS_AFTER = 1000
-#: and looks at how many were written at most this often
+#: and looks at how many were written, and whether the statistics of the runs and their words
+#: as wholes are outgrown, at most this often
 MERGE_WORDS_CHECK_SECONDS = 1.0
 
 
@@ -70,9 +72,10 @@ class IdleWords:
     """Keeps the free-text words index while the derivation has no backlog (migrations 0066
     and 0068), so that storing a trajectory pays neither for parsing its text nor for merging
     the index's pending list: fills the words of the trajectories queued since, a batch per
-    round, then merges the list. During a burst the worker is busy deriving and the words wait
-    (a search checks those trajectories' text itself); at a steady load the worker's rounds
-    take what is queued, and it fills the words of each round's trajectories after it."""
+    round, then merges the list, and gathers the statistics a search's join of runs and words
+    reads when they are missing or outgrown. During a burst the worker is busy deriving and the
+    words wait (a search checks those trajectories' text itself); at a steady load the worker's
+    rounds take what is queued, and it fills the words of each round's trajectories after it."""
 
     def __init__(self) -> None:
         self.merged_at: int | None = None  # words_written at the last merge
@@ -86,20 +89,28 @@ class IdleWords:
         if now - self.checked < MERGE_WORDS_CHECK_SECONDS:
             return False
         self.checked = now
+        await self._upkeep(search_words.analyze_outgrown(conn), "gathering statistics")
         written = await search_words.words_written(conn)
         # counters that went back (a crash, a statistics reset) start over with a merge
         if self.merged_at is not None and 0 <= written - self.merged_at < MERGE_WORDS_AFTER:
             return False
+        if await self._upkeep(search_words.merge_pending(conn),
+                              "merging the words index's pending list"):
+            self.merged_at = written
+        return False
+
+    @staticmethod
+    async def _upkeep(step: Awaitable[object], what: str) -> bool:
+        """Run one step of upkeep; False when the database refused it for good (e.g. a
+        partition that retention dropped meanwhile: the next step takes the rest)."""
         try:
-            await search_words.merge_pending(conn)
+            await step
         except asyncpg.PostgresError as exc:
             if is_transient(exc):
                 raise
-            # e.g. a partition that retention dropped meanwhile: the next merge takes the rest
-            log.warning("merging the words index's pending list failed: %s", exc)
+            log.warning("%s failed: %s", what, exc)
             return False
-        self.merged_at = written
-        return False
+        return True
 
 
 class DerivationWorker:

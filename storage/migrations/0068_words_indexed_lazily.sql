@@ -94,4 +94,7 @@ BEGIN
 END
 $$;
 
-ANALYZE trajectory_words;
+-- A search joins the runs and their words, which PostgreSQL estimates from the statistics of
+-- the partitioned tables as wholes; autovacuum never gathers those, the derivation worker does
+-- (storage/search_words.py, `analyze_outgrown`), and this for a store that has runs already.
+ANALYZE trajectories (project, trace_id, first_seen), trajectory_words;
