@@ -9,7 +9,7 @@ claim (lock and count), store (trace and trajectory rows), commit. It prints the
 phase in ms per request, after the first 5 requests (warm-up).
 
 Each `--variant NAME SQL` runs the same requests again on a fresh embedded PostgreSQL after
-running SQL on the migrated schema (e.g. `--variant no-words "DROP INDEX trajectories_words"`),
+running SQL on the migrated schema (e.g. `--variant no-agents "DROP INDEX trajectories_agents"`),
 so what a schema element costs the store is the difference from the `as-is` row. Absolute
 figures move with the machine's other work; compare rows of one sitting.
 """
