@@ -12,8 +12,9 @@ Starts its own `trajhub serve` (embedded PostgreSQL in a temporary data director
    service, session and user ids, agent, tool and model names, token counts, start times and
    failed steps, and a rare variant (about 0.5 % of requests) carries values that only it has,
    so every filter has values matching many rows and values matching few. Reported: durable
-   spans/s (rows in `spans` ÷ first send → last ack) and the time from the first send until
-   every trace has a trajectory.
+   spans/s (rows in `spans` ÷ first send → last ack), the time from the first send until
+   every trace has a trajectory, and then until every run's words for free text are filled,
+   with a search for a common word timed every 0.5 s meanwhile.
 2. Reads, with ingest still running at --bg-rate spans/s in the background: --requests
    sequential requests per case, p50/p99 of
    - GET /api/v1/trajectories/{id} (random filled traces; target p99 < 20 ms),
@@ -279,6 +280,34 @@ async def wait_derived(database_url: str, projects: list[str], expect: int,
             last_print = time.time()
         await asyncio.sleep(1.0)
     return None
+
+
+async def queued_words(database_url: str) -> int:
+    """Runs whose words for free text are still to be filled (migration 0068)."""
+    conn = await asyncpg.connect(database_url)
+    try:
+        return int(await conn.fetchval("SELECT count(*) FROM trajectory_words_queue"))
+    finally:
+        await conn.close()
+
+
+def words_catch_up(url: str, database_url: str, project: str, timeout: float
+                   ) -> dict[str, Any]:
+    """Until every run's words are filled: the queue at the start, how long it took, and a
+    free-text search of a common word timed every 0.5 s meanwhile (a search checks the text of
+    every queued run that contains it, so it costs more the longer the queue)."""
+    started, queued = time.time(), asyncio.run(queued_words(database_url))
+    lat: list[float] = []
+    with httpx.Client(base_url=url, timeout=60,
+                      headers={"trajhub-project": project}) as client:
+        while time.time() - started < timeout and asyncio.run(queued_words(database_url)):
+            t0 = time.perf_counter()
+            client.get("/api/v1/trajectories", params={"q": "weather", "limit": 50})
+            lat.append((time.perf_counter() - t0) * 1000)
+            time.sleep(0.5)
+    return {"queued_at_start": queued, "filled_after_s": round(time.time() - started, 1),
+            "searches": len(lat), "search_p50_ms": round(percentile(lat, 50), 1) if lat else None,
+            "search_max_ms": round(max(lat), 1) if lat else None}
 
 
 class Background:
@@ -613,6 +642,14 @@ def main() -> int:
         failed |= spans_stored != st["spans"]
 
         project = load.projects[0]
+        # the words for free text are filled once the derivation has no backlog: the reads
+        # start when they are, as they start when every trace has its trajectory
+        catch_up = words_catch_up(url, database_url, project, args.derive_timeout)
+        out["words"] = catch_up
+        print(f"  words filled         {catch_up['filled_after_s']} s after that "
+              f"({catch_up['queued_at_start']:,} runs queued); meanwhile q=weather took "
+              f"p50 {catch_up['search_p50_ms']} ms, at most {catch_up['search_max_ms']} ms "
+              f"({catch_up['searches']} searches)")
         print(f"\n== reads in project {project} ({args.requests} requests per case), "
               f"background ingest {args.bg_rate:.0f} spans/s")
         results = []
