@@ -83,7 +83,9 @@ def _with_words(text: str, arg: Params) -> tuple[str, str]:
       PostgreSQL multiplied an equality's selectivity with trace_id's, expected one run for
       any text, and then hashed whole tables.
     - The runs queued for their words (stored since the derivation worker last had no backlog,
-      or stored again): few, their text split here as the index would split it.
+      or stored again): usually few, their text split here as the index would split it
+      (`trajhub_queued_words_match`, migration 0068, which lets PostgreSQL walk them in the
+      list's order when many are queued).
 
     The same answers whether a run's words are filled or not. Two relations, not one with the
     queued runs' words missing: a search found those through an index of the runs without
@@ -103,9 +105,10 @@ def _with_words(text: str, arg: Params) -> tuple[str, str]:
         "trajectories JOIN (SELECT project AS queued_project, trace_id AS queued_trace_id, "
         "first_seen AS queued_first_seen FROM trajectory_words_queue) q "
         "ON q.queued_project = trajectories.project AND q.queued_trace_id = trajectories.trace_id "
-        "AND q.queued_first_seen = trajectories.first_seen "
-        "AND trajhub_search_words(trajectories.root_input, trajectories.root_output) "
-        f"@@ {query}")
+        "AND q.queued_first_seen >= trajectories.first_seen "
+        "AND q.queued_first_seen <= trajectories.first_seen "
+        "AND trajhub_queued_words_match(trajectories.root_input, trajectories.root_output, "
+        f"{query})")
     return filled, queued
 
 
