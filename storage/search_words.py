@@ -75,7 +75,9 @@ async def merge_pending(conn: Connection) -> int:
 # gathered when missing or once the tables have doubled since, for the columns the join and the
 # words' check read: an ANALYZE of a partitioned table samples every partition, and also
 # re-analyzes those columns in each (about 1 s at 5M loadgen spans on a 2-core machine).
-_WHOLES = ("trajectories", "trajectory_words")
+#: the tables analyzed as wholes, and their columns that the join and the words' check read
+_WHOLES = {"trajectories": ("project", "trace_id", "first_seen"),
+           "trajectory_words": ("project", "trace_id", "first_seen", "words")}
 _OUTGROWN = f"""
 SELECT bool_or(p.reltuples < 0 OR c.rows > 2 * greatest(p.reltuples, 500))
 FROM pg_class p
@@ -84,8 +86,7 @@ CROSS JOIN LATERAL (
     FROM pg_inherits h JOIN pg_class k ON k.oid = h.inhrelid WHERE h.inhparent = p.oid) c
 WHERE p.oid = ANY(ARRAY[{", ".join(f"'{t}'::regclass" for t in _WHOLES)}])
 """
-_ANALYZE = ("ANALYZE trajectories (project, trace_id, first_seen), "
-            "trajectory_words (project, trace_id, first_seen, words)")
+_ANALYZE = "ANALYZE " + ", ".join(f"{t} ({', '.join(c)})" for t, c in _WHOLES.items())
 
 
 async def analyze_outgrown(conn: Connection) -> bool:

@@ -242,6 +242,13 @@ def test_migration_0068_indexes_the_words_of_the_runs_stored_before(
         run(check(url))
 
 
+async def _analyze_partitions(conn: asyncpg.Connection, *tables: str) -> None:
+    """ANALYZE each partition of `tables`, as autovacuum does (never the tables as wholes)."""
+    for part in await conn.fetch("SELECT inhrelid::regclass::text AS name FROM pg_inherits "
+                                 "WHERE inhparent = ANY($1::regclass[])", list(tables)):
+        await conn.execute(f"ANALYZE {part['name']}")
+
+
 def test_the_statistics_of_runs_and_words_as_wholes_are_gathered_when_missing_or_outgrown(
         database: TestDatabase) -> None:
     """Autovacuum never analyzes a partitioned table as a whole, and a search's join of runs and
@@ -255,11 +262,7 @@ def test_the_statistics_of_runs_and_words_as_wholes_are_gathered_when_missing_or
         await search_words.fill(conn, 2000)
         assert await conn.fetchval(wholes) == 0  # analyzed while empty: nothing gathered
         # the partitions as autovacuum would have analyzed them after the writes
-        for table in ("trajectories", "trajectory_words"):
-            for part in await conn.fetch("SELECT inhrelid::regclass::text AS name "
-                                         "FROM pg_inherits WHERE inhparent = $1::regclass",
-                                         table):
-                await conn.execute(f"ANALYZE {part['name']}")
+        await _analyze_partitions(conn, "trajectories", "trajectory_words")
         # 1,100 runs, the wholes gathered at none: past the first 1,000
         assert await search_words.analyze_outgrown(conn)
         assert await conn.fetchval(wholes) == 2
@@ -267,15 +270,11 @@ def test_the_statistics_of_runs_and_words_as_wholes_are_gathered_when_missing_or
 
         await _store(conn, *(_run(f"{i:032x}", f"run {i}") for i in range(1100, 2200)))
         await search_words.fill(conn, 2000)
-        for part in await conn.fetch("SELECT inhrelid::regclass::text AS name FROM pg_inherits "
-                                     "WHERE inhparent = 'trajectories'::regclass"):
-            await conn.execute(f"ANALYZE {part['name']}")
+        await _analyze_partitions(conn, "trajectories")
         assert not await search_words.analyze_outgrown(conn)  # 2,200 runs: doubled, not more
         await _store(conn, _run("f" * 32, "one more"))
         await search_words.fill(conn, 10)
-        for part in await conn.fetch("SELECT inhrelid::regclass::text AS name FROM pg_inherits "
-                                     "WHERE inhparent = 'trajectories'::regclass"):
-            await conn.execute(f"ANALYZE {part['name']}")
+        await _analyze_partitions(conn, "trajectories")
         assert await search_words.analyze_outgrown(conn)  # 2,201 runs > 2 x 1,100
         assert not await search_words.analyze_outgrown(conn)
 
