@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from unittest.mock import patch
 
 import asyncpg
 import pytest
@@ -25,6 +26,7 @@ from tests.otlp_builders import new_trace_id, request, span
 from trajhub.records import write_values
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 from trajhub.service import derivation
+from trajhub.service.ingest import worker as ingest_worker
 from trajhub.service.ingest.decode import otlp_batch
 from trajhub.service.workers import derivation as worker
 from trajhub.storage import derivation_store, search_words, span_writer, trajectory_reads
@@ -212,6 +214,37 @@ def test_a_run_being_stored_is_not_indexed_with_its_old_text(database: TestDatab
         assert await _found(conn, "bravo") == {A}
         assert await conn.fetchval("SELECT words::text FROM trajectory_words") \
             == "'bravo' 'company' 'ok'"  # without positions
+
+    _in_own_database(database, check)
+
+
+def test_an_idle_ingest_worker_fills_the_words_once_the_derivation_queue_is_empty(
+        database: TestDatabase) -> None:
+    """After a burst, the ingest workers' drain rounds (ingest_worker.drain_round) derive
+    what is queued first, and fill the words of the stored runs, a batch at a time, only in a
+    round that found nothing to derive or finalize; a round that filled a whole batch says
+    that more may be left."""
+    async def check(conn: asyncpg.Connection, url: str) -> None:
+        traces = [new_trace_id() for _ in range(3)]
+        batch = otlp_batch(request([span(t, "agent", attributes={
+            "openinference.span.kind": "AGENT", "input.value": f"lisbon weather {i}"})
+            for i, t in enumerate(traces)]), "p")
+        async with conn.transaction():
+            await span_writer.write_spans(conn, batch.rows.values(), batch.resources)
+            await span_writer.queue_changes(conn, {(r.project, r.trace_id)
+                                                   for r in batch.rows.values()})
+        first = await ingest_worker.drain_round(conn, timedelta(0))
+        assert (first.derived, first.filled) == (3, None)
+        assert await _unindexed(conn) == {t.hex() for t in traces}
+
+        with patch.object(ingest_worker, "FILL_WORDS_BATCH", 2):
+            second = await ingest_worker.drain_round(conn, timedelta(0))
+            assert (second.derived, second.filled, second.words_left) == (0, 2, True)
+            third = await ingest_worker.drain_round(conn, timedelta(0))
+            assert (third.derived, third.filled, third.words_left) == (0, 1, False)
+        assert await _unindexed(conn) == set()
+        assert await conn.fetchval("SELECT count(*) FROM trajectory_words") == 3
+        assert await _found(conn, "lisbon") == {t.hex() for t in traces}
 
     _in_own_database(database, check)
 

@@ -239,23 +239,26 @@ class IngestPool:
         workers are idle while the derivation workers work through the queue, one round at a
         time, alternating Python and PostgreSQL. While no ingest request is in flight, some
         of the ingest workers (`drainers`) derive from the queue too (a request arriving
-        meanwhile finds another worker free: at most half of them drain), and finalize what
-        has settled until a settle period after the queue is empty: the trajectories of a
-        burst are done sooner, on cores that would otherwise idle, and do not wait for the
-        derivation workers' low CPU priority on a busy machine. Runs until cancelled."""
+        meanwhile finds another worker free: at most half of them drain), finalize what
+        has settled until a settle period after the queue is empty, and fill the words for
+        free text of the runs the burst stored until none are left (ingest_worker.drain_round):
+        the trajectories of a burst are done sooner, on cores that would otherwise idle, and do
+        not wait for the derivation workers' low CPU priority on a busy machine. Runs until
+        cancelled."""
         loop = asyncio.get_running_loop()
         # after the queue is empty, the burst's last trajectories become final a settle period
         # later: finalize them too rather than leave them to the (niced) derivation workers
         finalize_until = 0.0
+        words_left = False
         while True:
             await asyncio.sleep(DRAIN_INTERVAL_SECONDS)
             if self.saturated.value and self.policy.idle(self.inflight):
                 self.saturated.value = 0  # the burst is over: the derivation workers resume
-            while ((self.backlog or time.monotonic() < finalize_until)
+            while ((self.backlog or words_left or time.monotonic() < finalize_until)
                    and self._executor is not None and self.policy.idle(self.inflight)):
                 executor = self._executor
                 try:
-                    counts = await asyncio.gather(*(
+                    rounds = await asyncio.gather(*(
                         loop.run_in_executor(executor, ingest_worker.derive_queued)
                         for _ in range(self.drainers)))
                 except Exception as exc:  # a dead worker or the database: retried later
@@ -263,14 +266,17 @@ class IngestPool:
                                 exc)
                     await asyncio.sleep(1)
                     break
-                derived = sum(c[0] for c in counts)
+                derived = sum(r.derived for r in rounds)
                 if derived:
                     metrics.TRACES_DERIVED.inc(derived)
                     continue
                 if self.backlog:
                     self.backlog = False
                     finalize_until = time.monotonic() + self.settle_seconds + 1
-                if not sum(c[1] for c in counts):
+                looked = [r.words_left for r in rounds if r.words_left is not None]
+                if looked:
+                    words_left = any(looked)
+                if not words_left and not sum(r.finalized for r in rounds):
                     break  # nothing settled yet: look again after the interval
 
     def shutdown(self, timeout: float = 10.0) -> None:

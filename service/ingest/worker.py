@@ -20,6 +20,7 @@ import logging
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import asyncpg
 
@@ -29,8 +30,14 @@ from trajhub.service.errors import BadRequest, IngestError, Unavailable, ingest_
 from trajhub.service.ingest.decode import Batch, cozeloop_batch, decompress, otlp_batch, parse_otlp
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.projects import InvalidProject, validate_project
-from trajhub.service.workers.derivation import BATCH, MAX_OPEN_SECONDS
-from trajhub.storage import compression, compression_dictionaries, derivation_store, span_writer
+from trajhub.service.workers.derivation import BATCH, FILL_WORDS_BATCH, MAX_OPEN_SECONDS
+from trajhub.storage import (
+    compression,
+    compression_dictionaries,
+    derivation_store,
+    search_words,
+    span_writer,
+)
 
 log = logging.getLogger("trajhub.ingest")
 
@@ -163,23 +170,54 @@ def warm_up() -> int:
     return os.getpid()
 
 
-def derive_queued() -> tuple[int, int]:
+class DrainRound(NamedTuple):
+    """What one round of an idle ingest worker did after a burst (`drain_round`)."""
+
+    #: traces claimed from the derivation queue (0: it is empty)
+    derived: int
+    #: trajectories finalized
+    finalized: int
+    #: trajectories whose words for free text were filled (None: the round had other work)
+    filled: int | None
+
+    @property
+    def words_left(self) -> bool | None:
+        """Whether words may be left to fill (a whole batch was filled); None when the round
+        did not look."""
+        return None if self.filled is None else self.filled == FILL_WORDS_BATCH
+
+
+async def drain_round(conn: asyncpg.Connection, settle: timedelta) -> DrainRound:
     """Derive up to a derivation worker's round of traces (BATCH) from the derivation queue,
-    as that round does, then finalize the settled trajectories; returns how many traces were
-    claimed (0: the queue is empty) and how many trajectories finalized. The pool calls this
-    on idle workers after a burst it queued (pool.IngestPool.drain). A request arriving
-    meanwhile finds another ingest worker free (at most half of them drain: pool.drainers),
-    so the round need not be small: at 200 traces rather than 50 its statements and finalize
-    pass serve 4x the traces, and 100k-span pipeline runs (fresh server, HTTP, one draining
-    worker) made 9,373-9,953 spans with a final trajectory per second against 9,051-9,060 at
-    50 and 9,044-9,388 at 400 (bench/README.md, "Derivers no more than the cores")."""
+    as that round does, then finalize the settled trajectories; when neither found anything,
+    fill the words of up to FILL_WORDS_BATCH stored trajectories, as an idle derivation worker
+    does (storage/search_words.py). A long burst leaves every run it stored queued for its
+    words, and until they are filled a search checks each such run's text itself: at 5M spans,
+    195k runs took 18.6 s to fill on the derivation worker alone, and a common word's search
+    350-739 ms meanwhile (bench/README.md, "The words indexed lazily"). Filling beside it, on
+    the core that draining used, shortens that; a round that finalized waits, so no
+    trajectory's finality waits for a fill."""
+    derived = await derivation.derive_round(conn, settle, BATCH)
+    finalized = await derivation_store.finalize_settled(conn, MAX_OPEN_SECONDS)
+    filled = None
+    if not derived and not finalized:
+        filled = await search_words.fill(conn, FILL_WORDS_BATCH)
+    return DrainRound(derived, finalized, filled)
+
+
+def derive_queued() -> DrainRound:
+    """One `drain_round` on this worker's connection. The pool calls this on idle workers
+    after a burst it queued (pool.IngestPool.drain). A request arriving meanwhile finds
+    another ingest worker free (at most half of them drain: pool.drainers), so the round need
+    not be small: at 200 traces rather than 50 its statements and finalize pass serve 4x the
+    traces, and 100k-span pipeline runs (fresh server, HTTP, one draining worker) made
+    9,373-9,953 spans with a final trajectory per second against 9,051-9,060 at 50 and
+    9,044-9,388 at 400 (bench/README.md, "Derivers no more than the cores")."""
     assert _worker is not None, "initialize() was not called in this process"
     worker = _worker
 
-    async def round_() -> tuple[int, int]:
-        conn = await worker._connection()
-        derived = await derivation.derive_round(conn, worker.settle, BATCH)
-        return derived, await derivation_store.finalize_settled(conn, MAX_OPEN_SECONDS)
+    async def round_() -> DrainRound:
+        return await drain_round(await worker._connection(), worker.settle)
 
     try:
         return worker.loop.run_until_complete(round_())
