@@ -14,6 +14,7 @@ Each against a database of its own: no server's worker fills or merges behind it
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from unittest.mock import patch
@@ -218,7 +219,7 @@ def test_a_run_being_stored_is_not_indexed_with_its_old_text(database: TestDatab
     _in_own_database(database, check)
 
 
-def test_an_idle_ingest_worker_fills_the_words_once_the_derivation_queue_is_empty(
+def test_an_idle_ingest_worker_fills_words_once_nothing_is_left_to_derive_or_finalize(
         database: TestDatabase) -> None:
     """After a burst, the ingest workers' drain rounds (ingest_worker.drain_round) derive
     what is queued first, and fill the words of the stored runs, a batch at a time, only in a
@@ -233,15 +234,20 @@ def test_an_idle_ingest_worker_fills_the_words_once_the_derivation_queue_is_empt
             await span_writer.write_spans(conn, batch.rows.values(), batch.resources)
             await span_writer.queue_changes(conn, {(r.project, r.trace_id)
                                                    for r in batch.rows.values()})
-        first = await ingest_worker.drain_round(conn, timedelta(0))
-        assert (first.derived, first.filled) == (3, None)
+        settle = timedelta(seconds=0.5)
+        derived = await ingest_worker.drain_round(conn, settle)
+        assert (derived.derived, derived.finalized, derived.filled) == (3, 0, None)
+        await asyncio.sleep(0.6)  # their settle period passes
+        finalized = await ingest_worker.drain_round(conn, settle)
+        assert (finalized.derived, finalized.finalized, finalized.filled) == (0, 3, None)
         assert await _unindexed(conn) == {t.hex() for t in traces}
 
         with patch.object(ingest_worker, "FILL_WORDS_BATCH", 2):
-            second = await ingest_worker.drain_round(conn, timedelta(0))
-            assert (second.derived, second.filled, second.words_left) == (0, 2, True)
-            third = await ingest_worker.drain_round(conn, timedelta(0))
-            assert (third.derived, third.filled, third.words_left) == (0, 1, False)
+            batch_filled = await ingest_worker.drain_round(conn, settle)
+            assert (batch_filled.derived, batch_filled.finalized, batch_filled.filled,
+                    batch_filled.words_left) == (0, 0, 2, True)
+            rest_filled = await ingest_worker.drain_round(conn, settle)
+            assert (rest_filled.filled, rest_filled.words_left) == (1, False)
         assert await _unindexed(conn) == set()
         assert await conn.fetchval("SELECT count(*) FROM trajectory_words") == 3
         assert await _found(conn, "lisbon") == {t.hex() for t in traces}
