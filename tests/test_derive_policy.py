@@ -4,6 +4,7 @@ DerivePolicy): the decisions with a fake clock, then a saturated server."""
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -161,5 +162,53 @@ def test_a_saturated_server_queues_and_every_trajectory_follows(
 
             listed = wait_for(derived, timeout=60, what="every trajectory")
         assert sorted(t["trace_id"] for t in listed) == sorted(t.hex() for t in traces)
+    finally:
+        assert server.stop() == 0
+
+
+def test_a_steady_load_after_a_spike_gets_the_spikes_trajectories_while_it_lasts(
+        database: TestDatabase, project: str, tmp_path: Path) -> None:
+    """A spike saturates two ingest workers and is queued; then requests keep arriving one
+    at a time, never leaving ingest idle. Once the pool derives at ingest again, the
+    derivation worker resumes: the spike's traces get their trajectories while the requests
+    still arrive, not after the worker's longest pause (MAX_PAUSE_SECONDS, 30 s)."""
+    server = ServerProcess.start(database.url, tmp_path,
+                                 extra_env={"TRAJHUB_INGEST_WORKERS": "2"})
+
+    def body(traces: list[bytes]) -> bytes:
+        spans = []
+        for tid in traces:
+            root = new_span_id()
+            spans.append(span(tid, "agent", span_id=root, attributes={
+                "openinference.span.kind": "AGENT", "input.value": "q"}))
+            spans.append(span(tid, "llm", parent=root, attributes={
+                "openinference.span.kind": "LLM", "output.value": "a"}))
+        return request(spans).SerializeToString()
+
+    try:
+        spike = [new_trace_id() for _ in range(48)]
+        with httpx.Client(timeout=30, headers={"content-type": "application/x-protobuf",
+                                               "trajhub-project": project}) as c:
+            def send(traces: list[bytes]) -> int:
+                return c.post(f"{server.http}/v1/traces", content=body(traces)).status_code
+
+            with ThreadPoolExecutor(8) as pool:
+                assert set(pool.map(send, [spike[i:i + 4] for i in range(0, 48, 4)])) == {200}
+            deferred = [line for line in c.get(f"{server.http}/metrics").text.splitlines()
+                        if line.startswith("trajhub_ingest_deferred_total ")]
+            assert deferred and float(deferred[0].split()[1]) > 0
+
+            def listed() -> set[str]:
+                items = get_json(c, f"{server.http}/api/v1/trajectories", project=project,
+                                 limit=200)["items"]
+                return {t["trace_id"] for t in items}
+
+            wanted = {t.hex() for t in spike}
+            # one request at a time, a few ms apart: ingest is never idle for QUIET_SECONDS
+            deadline = time.monotonic() + 20
+            while not wanted <= listed():
+                assert time.monotonic() < deadline, "the spike's trajectories waited"
+                assert send([new_trace_id()]) == 200
+                time.sleep(0.02)
     finally:
         assert server.stop() == 0

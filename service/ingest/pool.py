@@ -125,8 +125,9 @@ class IngestPool:
         self.database_url = database_url
         self.settle_seconds = settle_seconds
         self.policy = DerivePolicy(derive, workers)
-        #: shared with the derivation worker processes: 1 while ingest is saturated (and
-        #: queueing), so they step back for the burst (service/workers/derivation.py)
+        #: shared with the derivation worker processes: 1 from a request queued because ingest
+        #: is saturated until one is derived at ingest again or ingest goes idle, so they step
+        #: back for the burst (service/workers/derivation.py)
         self.saturated = multiprocessing.get_context("spawn").Value("b", 0, lock=False)
         #: this pool queued traces for the derivation workers (a burst) and has not yet seen
         #: the queue empty: idle ingest workers help derive them (`drain`)
@@ -210,6 +211,14 @@ class IngestPool:
             if self.policy.mode == "auto":  # "false" leaves the queue to the derivation workers
                 self.backlog = True
                 self.saturated.value = 1
+        elif self.saturated.value:
+            # deferring stopped while requests still arrive: a steady load after a spike, which
+            # never leaves ingest idle (`drain`), so the derivation workers resume now rather
+            # than after their longest pause (MAX_PAUSE_SECONDS, 30 s), which the spike's
+            # trajectories waited out: at 4,000-6,000 spans/s the sustained knee's slowest
+            # trajectory was final 31-36 s after its ack (bench/README.md, "A steady load after
+            # a spike")
+            self.saturated.value = 0
         try:
             loop = asyncio.get_running_loop()
             result = await loop.run_in_executor(executor, ingest_worker.ingest, job)
