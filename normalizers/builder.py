@@ -21,12 +21,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import orjson
 
 from trajhub.normalizers import multiagent, payloads
+from trajhub.normalizers.immutable import immutable
 from trajhub.normalizers.lifecycle import is_null_id
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.reading import Convention, ModelUsage, SpanReading, StepKind
@@ -61,7 +62,7 @@ class DerivationError(Exception):
     raises: it gives a trajectory plus warnings."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SpanExplanation:
     """Why one span became what it became (for `/explain`)."""
 
@@ -76,7 +77,7 @@ class SpanExplanation:
     warnings: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class DerivedSummary:
     """What the normalizer derives for the trajectory list: the attributes that
     trajhub.records.trajectories declares as filled by the summary (`written_by="summary"`),
@@ -103,7 +104,7 @@ class DerivedSummary:
     has_error: bool
 
 
-@dataclass(frozen=True)
+@immutable
 class Derivation:
     trajectory: Trajectory
     explanation: list[SpanExplanation]
@@ -329,7 +330,7 @@ def _model_info(usage: ModelUsage | None, warnings: list[str]) -> ModelInfo:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class _Node:
     """One kept span with everything the output needs."""
 
@@ -430,7 +431,7 @@ def _framework(readings: Sequence[SpanReading]) -> str:
 # the phases of derive
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class _Shape:
     """Which spans are kept, and under which kept ancestor (§2)."""
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trajhub.normalizers.document import parse_document
+from trajhub.normalizers.immutable import immutable
 from trajhub.normalizers.model import AttributeValue, Span
 from trajhub.normalizers.playback import canonical_arguments
 
@@ -49,7 +50,7 @@ PROMPT_VERSION_SUFFIXES = ("prompt.version", "prompt_version", "prompt_template.
 SYSTEM_PROMPT_KEYS = ("gen_ai.system_instructions",)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Sourced:
     value: Any
     source: str

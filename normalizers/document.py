@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from trajhub.normalizers.coerce import to_dict, to_float, to_list, to_str, to_whole
+from trajhub.normalizers.immutable import immutable
 from trajhub.normalizers.trajectory import (
     AgentStep,
     BasicInfo,
@@ -58,7 +58,7 @@ from trajhub.normalizers.trajectory import (
 ACTIVATION_TYPES = ("agent", "graph")
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class PlacedStep:
     """A step where it ran: the agent activation it belongs to and the activations (their names,
     outermost first) down to that one."""
@@ -88,7 +88,7 @@ def parse_document(document: object) -> Trajectory:
     )
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RunOrder:
     """The agent activations in the order they were entered, and every step in the order it
     ran (see `run_order`)."""

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from trajhub.normalizers.attrs import parse_json
 from trajhub.normalizers.document import parse_document
+from trajhub.normalizers.immutable import immutable
 from trajhub.normalizers.payloads import chat_message, chat_messages, state_input, state_output
 
 
@@ -37,7 +38,7 @@ class PointerError(ValueError):
     """A JSON pointer that is not one (RFC 6901: "" or "/"-separated reference tokens)."""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ItemFields:
     input: Any
     reference_output: Any

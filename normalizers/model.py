@@ -7,8 +7,10 @@ One trace arrives as OTLP spans, as Coze Loop native spans, or as a mix of both;
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TypeAlias
+
+from trajhub.normalizers.immutable import immutable
 
 #: An attribute value with its OTLP type kept: str, bool, int (int64), float (double), bytes,
 #: arrays (list) and key-value lists (dict). None stands for an empty AnyValue.
@@ -23,14 +25,14 @@ STATUS_OK = 1
 STATUS_ERROR = 2
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Event:
     name: str
     time_ns: int
     attributes: Attributes = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class CozeLoopFields:
     """What a Coze Loop native span carries beyond the OTel model, exactly as sent."""
 
@@ -51,7 +53,7 @@ class CozeLoopFields:
     system_tags_double: Mapping[str, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Span:
     """One span of one trace.
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from trajhub.normalizers.document import parse_step
+from trajhub.normalizers.immutable import immutable
 from trajhub.normalizers.playback import StepEvent, event_order, step_event
 from trajhub.normalizers.trajectory import Trajectory
 
@@ -35,7 +35,7 @@ CHUNK_STEPS = 500
 PAGED_FROM = 1000
 
 
-@dataclass(frozen=True)
+@immutable
 class Split:
     """A document as its head, its playback order and its flat steps in chunks (chunk k: offsets
     k·CHUNK_STEPS …)."""

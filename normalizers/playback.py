@@ -21,17 +21,17 @@ import ast
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from trajhub.normalizers.document import PlacedStep, execution_order, parse_document
+from trajhub.normalizers.immutable import immutable
 from trajhub.normalizers.trajectory import Step, StepError, Trajectory
 
 #: step types that are events
 EVENT_TYPES = ("agent", "graph", "model", "tool")
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Tokens:
     input: int
     output: int
@@ -40,7 +40,7 @@ class Tokens:
     cache_write: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class StepEvent:
     seq: int  # 0-based position in the run
     step_id: str
@@ -62,7 +62,7 @@ class StepEvent:
     metadata: Mapping[str, str]
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ToolResult:
     """One recorded tool call: what a replayed tool answers for the same call."""
 

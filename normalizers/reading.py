@@ -9,10 +9,11 @@ about attribute names; it only arranges readings into a trajectory.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from typing import Protocol
 
+from trajhub.normalizers.immutable import immutable
 from trajhub.normalizers.model import Span
 
 
@@ -24,7 +25,7 @@ class StepKind(StrEnum):
     OTHER = "other"
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ErrorInfo:
     """Why a span failed. `code`: the Coze Loop status code when non-zero, else a numeric
     provider/HTTP code when the span has one, else -1. `message`: one line; a traceback goes to
@@ -35,7 +36,7 @@ class ErrorInfo:
     traceback: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ModelUsage:
     """Token counts and first-response latency of one model call; None = not recorded."""
 
@@ -48,7 +49,7 @@ class ModelUsage:
     latency_first_resp_ms: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class SpanReading:
     """What one convention reads from one span."""
 

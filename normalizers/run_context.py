@@ -7,8 +7,8 @@ stored with the summary (the REST list only reads them)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from trajhub.normalizers.immutable import immutable
 from trajhub.normalizers.model import AttributeValue, Span
 
 #: Attribute keys that carry the session (conversation, thread) id, by convention
@@ -51,7 +51,7 @@ SERVICE_KEYS = ("service.name",)
 PREVIEW_CHARS = 200
 
 
-@dataclass(frozen=True)
+@immutable
 class RunContext:
     service: str | None
     session_id: str | None

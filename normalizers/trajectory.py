@@ -17,15 +17,16 @@ Serialization sorts keys at every level, so the bytes depend only on the values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 import orjson
 
 from trajhub.normalizers.coerce import to_int
+from trajhub.normalizers.immutable import immutable
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class StepError:
     """`basic_info.error`: present only when the span failed."""
 
@@ -33,7 +34,7 @@ class StepError:
     msg: str
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class BasicInfo:
     started_at: str  # whole ms since the epoch, as a string
     duration: str  # whole ms, as a string
@@ -50,7 +51,7 @@ class BasicInfo:
         return to_int(self.duration)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class ModelInfo:
     input_tokens: int = 0
     output_tokens: int = 0
@@ -65,7 +66,7 @@ class ModelInfo:
         return to_int(self.latency_first_resp)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class MetricsInfo:
     llm_duration: str = "0"
     tool_duration: str = "0"
@@ -78,7 +79,7 @@ class MetricsInfo:
     output_tokens: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Step:
     id: str
     parent_id: str
@@ -119,7 +120,7 @@ class Step:
         return self.metadata.get("tool_call_id") or None
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class AgentStep:
     id: str
     parent_id: str
@@ -132,7 +133,7 @@ class AgentStep:
     metadata: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class RootStep:
     id: str
     name: str
@@ -143,7 +144,7 @@ class RootStep:
     metadata: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@immutable
 class Trajectory:
     id: str  # the trace id
     root_step: RootStep
