@@ -90,8 +90,19 @@ def run_context(spans: Sequence[Span]) -> RunContext:
 
 
 def preview(text: str) -> str | None:
-    """The start of a run's input or output, whitespace collapsed; None when empty."""
-    collapsed = " ".join(text[:PREVIEW_CHARS * 4].split())
+    """The start of a run's input or output, whitespace collapsed; None when empty.
+
+    What `text[:PREVIEW_CHARS * 4]` collapses to, read through a window that doubles from
+    just over PREVIEW_CHARS: a window's collapsed text is always a prefix of the larger one's
+    (a word cut at its end is the start of that word), so once it is longer than
+    PREVIEW_CHARS its start is the preview. Splitting the whole 4× span split every word of a
+    long payload to keep 200 characters of it."""
+    limit = min(len(text), PREVIEW_CHARS * 4)
+    window = PREVIEW_CHARS + 1
+    collapsed = " ".join(text[:window].split())
+    while len(collapsed) <= PREVIEW_CHARS and window < limit:
+        window = min(window * 2, limit)
+        collapsed = " ".join(text[:window].split())
     if not collapsed:
         return None
     if len(collapsed) <= PREVIEW_CHARS:

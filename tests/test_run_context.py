@@ -5,6 +5,8 @@ docs/coze-loop.md §2), and the input/output previews."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.run_context import PREVIEW_CHARS, preview, run_context
@@ -63,6 +65,16 @@ def test_preview_collapses_whitespace_and_truncates() -> None:
     assert preview("what  is\n the weather") == "what is the weather"
     long = preview("word " * 200)
     assert long is not None and len(long) == PREVIEW_CHARS and long.endswith("…")
+
+
+@given(st.text(alphabet=st.sampled_from("ab \n\t\u3000é"), max_size=4 * PREVIEW_CHARS + 50))
+def test_a_preview_is_the_first_four_previews_worth_of_text_collapsed_then_cut(text: str) -> None:
+    # the preview reads the text through a growing window; whatever the text's words and
+    # spaces, that must equal collapsing its first 4 * PREVIEW_CHARS characters at once
+    collapsed = " ".join(text[:4 * PREVIEW_CHARS].split())
+    expected = (None if not collapsed else collapsed if len(collapsed) <= PREVIEW_CHARS
+                else collapsed[:PREVIEW_CHARS - 1] + "…")
+    assert preview(text) == expected
 
 
 # ----------------------------------------------- which id is the session (docs/conventions.md)
