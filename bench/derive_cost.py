@@ -1,6 +1,6 @@
 """What deriving one trace costs the deriving process, and how much of that is C-library work.
 
-    .venv/bin/python bench/derive_cost.py [--requests 40] [--passes 5] [--profile]
+    .venv/bin/python bench/derive_cost.py [--requests 40] [--passes 5] [--split]
 
 Stores --requests requests of `../shared/bench/loadgen.py` (512 spans, 64 whole traces each;
 `--shared DIR` points elsewhere) in a fresh embedded PostgreSQL, reads their rows back once as
@@ -12,46 +12,41 @@ Python the derivation round spends per span besides its statements (bench/README
 pipeline"). This machine's speed drifts by ±15 % within minutes: compare two trees by running
 each in turn several times (`PYTHONPATH=<other tree>` runs another checkout's `trajhub`).
 
-With --profile, one more pass runs under cProfile and prints the share of the time spent in
-the C functions the derivation calls (zstd, protobuf parsing, orjson), against everything
-else: the part of the cost a faster interpreter or a compiler could not touch. cProfile
-inflates the rest (it times every Python call), so the C share it gives is a lower bound.
+With --split, it also replays the C-library calls of a pass alone, on that pass's own inputs
+and outputs: the span bodies decompressed (zstd) and parsed (protobuf), the documents
+serialized (orjson) and compressed with the explanations (zstd), the span attributes' JSON
+parsed (orjson). Their sum is the part of the cost that neither a faster interpreter nor a
+compiler of the normalizers could touch; the rest is Python, and the protobuf field reads it
+makes one attribute at a time.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import os
-import pstats
 import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import asyncpg
+import orjson
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
 from trajhub.service.derivation import derive_trace
 from trajhub.service.ingest.decode import otlp_batch
-from trajhub.storage import derivation_store, span_writer, trace_reads
+from trajhub.storage import compression, derivation_store, span_writer, trace_reads
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
 
 HERE = Path(__file__).resolve().parent
-#: the C functions of the derivation's libraries, by the name cProfile gives each
-C_CALLS = {
-    "zstd compress": "<method 'compress' of 'zstandard.backend_c.ZstdCompressor' objects>",
-    "zstd decompress": "<method 'decompress' of 'zstandard.backend_c.ZstdDecompressor' objects>",
-    "protobuf parse": "<built-in method FromString>",
-    "orjson dumps": "<built-in method orjson.dumps>",
-    "orjson loads": "<built-in method orjson.loads>",
-}
 Rows = list[dict[str, Any]]
 
 
@@ -85,32 +80,56 @@ def _one_pass(rows: Rows, envelopes: dict[int, bytes]) -> float:
     return time.process_time() - start
 
 
-def _c_share(rows: Rows, envelopes: dict[int, bytes]) -> None:
-    profile = cProfile.Profile()
-    profile.enable()
-    _one_pass(rows, envelopes)
-    profile.disable()
-    stats: Any = pstats.Stats(profile).stats  # {(file, line, name): (cc, nc, tt, ct, callers)}
-    total = sum(v[2] for v in stats.values())
-    by_name = {(f"<{name[1:-1]}>" if name.startswith("<") else name): v[2]
-               for (_, _, name), v in stats.items()}
-    c_total = 0.0
-    print("under cProfile (inflates the Python part), share of the pass:")
-    for label, name in C_CALLS.items():
-        seconds = by_name.get(name, 0.0)
-        c_total += seconds
-        print(f"  {label:<16} {seconds / total:6.1%}")
-    print(f"  {'C calls, in all':<16} {c_total / total:6.1%}")
-    print(f"  {'everything else':<16} {1 - c_total / total:6.1%}  (Python, and the protobuf "
-          "field reads it makes)")
+def _timed(work: Callable[[], object], repeat: int = 3) -> float:
+    """CPU seconds of the fastest of `repeat` runs of `work`."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        work()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _c_share(rows: Rows, envelopes: dict[int, bytes], per_span: float) -> None:
+    """The C-library work of a pass, replayed alone on the pass's own inputs and outputs."""
+    by_trace: dict[tuple[str, str], Rows] = defaultdict(list)
+    for row in rows:
+        by_trace[(row["project"], row["trace_id"])].append(dict(row))
+    received = datetime(2026, 1, 1, tzinfo=UTC)
+    written = [derive_trace(p, t, r, envelopes, received, timedelta(0))[1]
+               for (p, t), r in by_trace.items()]
+    stored = [row["body"] for row in rows]
+    bodies = [compression.decompress(b) for b in stored]
+    documents = [compression.decompress(w.document) for w in written]
+    explanations = [compression.decompress(w.explanation) for w in written]
+    dicts = [orjson.loads(d) for d in documents]
+    attributes = [row["attributes"] for row in rows]
+    work: dict[str, Callable[[], object]] = {
+        "zstd: span bodies decompressed": lambda: [compression.decompress(b) for b in stored],
+        "protobuf: spans parsed": lambda: [OtlpSpan.FromString(b) for b in bodies],
+        "zstd: documents compressed": lambda: [compression.compress_document(d)
+                                               for d in documents],
+        "zstd: explanations compressed": lambda: [compression.compress(e) for e in explanations],
+        "orjson: documents serialized": lambda: [orjson.dumps(d, option=orjson.OPT_SORT_KEYS)
+                                                 for d in dicts],
+        "orjson: attributes parsed": lambda: [orjson.loads(a) for a in attributes if a],
+    }
+    print("the C-library calls of a pass, replayed alone (CPU µs per span):")
+    total = 0.0
+    for label, call in work.items():
+        micros = _timed(call) / len(rows) * 1e6
+        total += micros
+        print(f"  {label:<32} {micros:5.1f}")
+    print(f"  {'in all':<32} {total:5.1f} of {per_span:.1f} ({total / per_span:.0%}); the rest "
+          "is Python and the protobuf field reads it makes")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--requests", type=int, default=40, help="512-span loadgen requests")
     ap.add_argument("--passes", type=int, default=5, help="timed passes over every trace")
-    ap.add_argument("--profile", action="store_true",
-                    help="one more pass under cProfile: the C functions' share")
+    ap.add_argument("--split", action="store_true",
+                    help="also replay the pass's C-library calls alone: their share")
     ap.add_argument("--shared", type=Path, default=HERE.parent.parent / "shared" / "bench")
     args = ap.parse_args()
     sys.path.insert(0, str(args.shared))
@@ -130,8 +149,8 @@ def main() -> int:
           f"{args.passes} passes: CPU µs per span fastest {min(per_span):.1f}, "
           f"median {statistics.median(per_span):.1f} "
           f"(= {min(per_span) / 100:.2f} CPU-s per 10k spans)")
-    if args.profile:
-        _c_share(rows, envelopes)
+    if args.split:
+        _c_share(rows, envelopes, min(per_span))
     return 0
 
 
