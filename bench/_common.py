@@ -452,3 +452,13 @@ def percentile(values: list[float], q: float) -> float:
     s = sorted(values)
     k = min(len(s) - 1, max(0, round(q / 100 * (len(s) - 1))))
     return s[k]
+
+
+def loadgen_requests(shared: Path, count: int) -> list[bytes]:
+    """`count` request bodies of the reference load generator (`shared`/loadgen.py: 512
+    OpenInference-like spans of ~2.5 KB each, 64 whole traces of 8), with fresh trace ids."""
+    sys.path.insert(0, str(shared))
+    import loadgen  # the reference load generator's payload builder
+
+    return [body for k in range(count)
+            for _, body in loadgen.build_payloads(512, 512, os.urandom(4), k, "bench", [])]

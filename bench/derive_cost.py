@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
@@ -47,6 +46,9 @@ from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _common import loadgen_requests  # noqa: E402
+
 Rows = list[dict[str, Any]]
 
 
@@ -132,11 +134,7 @@ def main() -> int:
                     help="also replay the pass's C-library calls alone: their share")
     ap.add_argument("--shared", type=Path, default=HERE.parent.parent / "shared" / "bench")
     args = ap.parse_args()
-    sys.path.insert(0, str(args.shared))
-    import loadgen  # the reference load generator's payload builder
-
-    payloads = [body for k in range(args.requests)
-                for _, body in loadgen.build_payloads(512, 512, os.urandom(4), k, "bench", [])]
+    payloads = loadgen_requests(args.shared, args.requests)
     with tempfile.TemporaryDirectory(prefix="trajhub-derive-cost-") as data_dir:
         postgres = EmbeddedPostgres(Path(data_dir))
         try:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 import tempfile
 import time
@@ -36,6 +35,9 @@ from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _common import loadgen_requests  # noqa: E402
+
 PHASES = ("decode", "derive", "copy", "claim", "store", "commit")
 #: what finalizing the stored trajectories costs, per request (measured once, after them all)
 FINALIZE = "finalize"
@@ -156,11 +158,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.requests <= WARM_UP:
         ap.error(f"--requests must be more than {WARM_UP}")
-    sys.path.insert(0, str(args.shared))
-    import loadgen  # the reference load generator's payload builder
-
-    payloads = [body for k in range(args.requests)
-                for _, body in loadgen.build_payloads(512, 512, os.urandom(4), k, "bench", [])]
+    payloads = loadgen_requests(args.shared, args.requests)
     print(f"{args.requests} requests of 512 loadgen spans (64 whole traces), "
           f"{'deferred to the derivation worker' if args.deferred else 'derived at ingest'}; "
           f"after {WARM_UP} warm-up requests, per 10k spans: CPU-s of Python + PostgreSQL "

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import tempfile
 import time
@@ -38,6 +37,9 @@ from trajhub.storage.migrate import migrate
 from trajhub.storage.trajectory_reads import TrajectoryFilter
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from _common import loadgen_requests  # noqa: E402
+
 PROJECT = "rules-bench"
 
 
@@ -117,11 +119,7 @@ def main() -> int:
     ap.add_argument("--config", default='{"max_steps": 50, "max_tokens": 100000}')
     ap.add_argument("--shared", type=Path, default=HERE.parent.parent / "shared" / "bench")
     args = ap.parse_args()
-    sys.path.insert(0, str(args.shared))
-    import loadgen  # the reference load generator's payload builder
-
-    payloads = [body for k in range(args.requests)
-                for _, body in loadgen.build_payloads(512, 512, os.urandom(4), k, "bench", [])]
+    payloads = loadgen_requests(args.shared, args.requests)
     with tempfile.TemporaryDirectory(prefix="trajhub-rules-bench-") as data_dir:
         postgres = EmbeddedPostgres(Path(data_dir))
         try:
