@@ -24,6 +24,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -462,3 +464,17 @@ def loadgen_requests(shared: Path, count: int) -> list[bytes]:
 
     return [body for k in range(count)
             for _, body in loadgen.build_payloads(512, 512, os.urandom(4), k, "bench", [])]
+
+
+@contextmanager
+def scratch_postgres(prefix: str) -> Iterator[str]:
+    """The URL of an embedded PostgreSQL in a temporary data directory, stopped and removed
+    afterwards (for the benchmarks that start no server)."""
+    from trajhub.storage.embedded import EmbeddedPostgres
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as data_dir:
+        postgres = EmbeddedPostgres(Path(data_dir))
+        try:
+            yield postgres.url
+        finally:
+            postgres.stop()

@@ -26,7 +26,6 @@ import argparse
 import asyncio
 import statistics
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -42,12 +41,11 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 from trajhub.service.derivation import derive_trace
 from trajhub.service.ingest.decode import otlp_batch
 from trajhub.storage import compression, derivation_store, span_writer, trace_reads
-from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _common import loadgen_requests  # noqa: E402
+from _common import loadgen_requests, scratch_postgres  # noqa: E402
 
 Rows = list[dict[str, Any]]
 
@@ -135,12 +133,8 @@ def main() -> int:
     ap.add_argument("--shared", type=Path, default=HERE.parent.parent / "shared" / "bench")
     args = ap.parse_args()
     payloads = loadgen_requests(args.shared, args.requests)
-    with tempfile.TemporaryDirectory(prefix="trajhub-derive-cost-") as data_dir:
-        postgres = EmbeddedPostgres(Path(data_dir))
-        try:
-            rows, envelopes = asyncio.run(_stored_rows(postgres.url, payloads))
-        finally:
-            postgres.stop()
+    with scratch_postgres("trajhub-derive-cost-") as url:
+        rows, envelopes = asyncio.run(_stored_rows(url, payloads))
     seconds = [_one_pass(rows, envelopes) for _ in range(args.passes)]
     per_span = [s / len(rows) * 1e6 for s in seconds]
     print(f"derive_trace over {len(rows):,} loadgen spans ({len(rows) // 8:,} traces), "

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,12 +30,11 @@ from trajhub.service import derivation
 from trajhub.service.ingest.decode import otlp_batch
 from trajhub.service.workers.derivation import DerivationWorker
 from trajhub.storage import derivation_store, span_writer
-from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _common import loadgen_requests  # noqa: E402
+from _common import loadgen_requests, scratch_postgres  # noqa: E402
 
 PHASES = ("decode", "derive", "copy", "claim", "store", "commit")
 #: what finalizing the stored trajectories costs, per request (measured once, after them all)
@@ -165,14 +163,9 @@ def main() -> int:
           f"backend, and MiB of WAL")
     per = 10_000 / 512
     for name, sql in [("as-is", ""), *args.variant]:
-        with tempfile.TemporaryDirectory(prefix="trajhub-request-cost-") as data_dir:
-            postgres = EmbeddedPostgres(Path(data_dir))
-            try:
-                cpu, wal, counted = asyncio.run(measure(postgres.url, sql, payloads,
-                                                        args.deferred))
-                disk = asyncio.run(_disk(postgres.url))
-            finally:
-                postgres.stop()
+        with scratch_postgres("trajhub-request-cost-") as url:
+            cpu, wal, counted = asyncio.run(measure(url, sql, payloads, args.deferred))
+            disk = asyncio.run(_disk(url))
         print(f"variant {name}:")
         total = [0.0, 0.0, 0.0]
         for phase in cpu:

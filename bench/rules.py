@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,13 +31,12 @@ from trajhub.service.ingest.decode import otlp_batch
 from trajhub.service.workers import rules as rule_worker
 from trajhub.storage import derivation_store, span_writer
 from trajhub.storage import rules as rule_store
-from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
 from trajhub.storage.trajectory_reads import TrajectoryFilter
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _common import loadgen_requests  # noqa: E402
+from _common import loadgen_requests, scratch_postgres  # noqa: E402
 
 PROJECT = "rules-bench"
 
@@ -120,14 +118,10 @@ def main() -> int:
     ap.add_argument("--shared", type=Path, default=HERE.parent.parent / "shared" / "bench")
     args = ap.parse_args()
     payloads = loadgen_requests(args.shared, args.requests)
-    with tempfile.TemporaryDirectory(prefix="trajhub-rules-bench-") as data_dir:
-        postgres = EmbeddedPostgres(Path(data_dir))
-        try:
-            final = asyncio.run(store(postgres.url, payloads))
-            runs, seconds, cpu, backends = asyncio.run(
-                drain(postgres.url, args.evaluator, json.loads(args.config)))
-        finally:
-            postgres.stop()
+    with scratch_postgres("trajhub-rules-bench-") as url:
+        final = asyncio.run(store(url, payloads))
+        runs, seconds, cpu, backends = asyncio.run(
+            drain(url, args.evaluator, json.loads(args.config)))
     print(f"{final} final trajectories; rule {args.evaluator} {args.config}: {runs} runs in "
           f"{seconds:.2f} s = {runs / seconds:.0f} runs/s; CPU per 1,000 runs: worker "
           f"{cpu / runs * 1000:.2f} s, PostgreSQL {backends / runs * 1000:.2f} s")
