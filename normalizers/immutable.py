@@ -7,6 +7,11 @@ that was 10–15 % of deriving a trace (bench/README.md, "Value classes without 
 `typing.dataclass_transform(frozen_default=True)` makes `mypy --strict` reject any assignment
 to its fields, as `frozen=True` did. Equal instances still hash alike (`unsafe_hash`, what
 `frozen=True` with `eq` generated), so one can still be a set member or a key.
+
+Only the normalizers' classes use it: derivation builds them by the span. Elsewhere (the
+client's models, storage rows, evaluators) a dataclass is built by the request or by the
+run, where `frozen=True`'s run-time guard costs nothing that shows, and a client's user may
+not run a type checker.
 """
 
 from __future__ import annotations
