@@ -38,7 +38,7 @@ import orjson
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
-from trajhub.service.derivation import derive_trace
+from trajhub.service import derivation
 from trajhub.service.ingest.decode import otlp_batch
 from trajhub.storage import compression, derivation_store, span_writer, trace_reads
 from trajhub.storage.migrate import migrate
@@ -48,6 +48,8 @@ sys.path.insert(0, str(HERE))
 from _common import loadgen_requests, scratch_postgres  # noqa: E402
 
 Rows = list[dict[str, Any]]
+#: when the spans were received (fixed: it only sets each trajectory's settle time)
+RECEIVED = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 async def _stored_rows(url: str, payloads: list[bytes]) -> tuple[Rows, dict[int, bytes]]:
@@ -68,15 +70,26 @@ async def _stored_rows(url: str, payloads: list[bytes]) -> tuple[Rows, dict[int,
         await conn.close()
 
 
-def _one_pass(rows: Rows, envelopes: dict[int, bytes]) -> float:
-    """CPU seconds of deriving every trace of `rows` once."""
+def _traces(rows: Rows) -> dict[tuple[str, str], Rows]:
+    """`rows` by trace, in lists of their own (`derive_trace` empties the list it is given)."""
     by_trace: dict[tuple[str, str], Rows] = defaultdict(list)
     for row in rows:
-        by_trace[(row["project"], row["trace_id"])].append(dict(row))  # derive_trace empties it
-    received = datetime(2026, 1, 1, tzinfo=UTC)
+        by_trace[(row["project"], row["trace_id"])].append(row)
+    return by_trace
+
+
+def _derive(traces: dict[tuple[str, str], Rows], envelopes: dict[int, bytes]
+            ) -> list[derivation.Result]:
+    return [derivation.derive_trace(project, trace_id, trace_rows, envelopes, RECEIVED,
+                                    timedelta(0))
+            for (project, trace_id), trace_rows in traces.items()]
+
+
+def _one_pass(rows: Rows, envelopes: dict[int, bytes]) -> float:
+    """CPU seconds of deriving every trace of `rows` once."""
+    traces = _traces(rows)
     start = time.process_time()
-    for (project, trace_id), trace_rows in by_trace.items():
-        derive_trace(project, trace_id, trace_rows, envelopes, received, timedelta(0))
+    _derive(traces, envelopes)
     return time.process_time() - start
 
 
@@ -92,12 +105,7 @@ def _timed(work: Callable[[], object], repeat: int = 3) -> float:
 
 def _c_share(rows: Rows, envelopes: dict[int, bytes], per_span: float) -> None:
     """The C-library work of a pass, replayed alone on the pass's own inputs and outputs."""
-    by_trace: dict[tuple[str, str], Rows] = defaultdict(list)
-    for row in rows:
-        by_trace[(row["project"], row["trace_id"])].append(dict(row))
-    received = datetime(2026, 1, 1, tzinfo=UTC)
-    written = [derive_trace(p, t, r, envelopes, received, timedelta(0))[1]
-               for (p, t), r in by_trace.items()]
+    written = [trajectory for _, trajectory in _derive(_traces(rows), envelopes)]
     stored = [row["body"] for row in rows]
     bodies = [compression.decompress(b) for b in stored]
     documents = [compression.decompress(w.document) for w in written]
