@@ -1,0 +1,208 @@
+"""Where a pipeline run's time goes: the machine's cores, by process, every quarter second.
+
+    .venv/bin/python bench/pipeline_timeline.py [--protocol http|grpc] [--spans 100000]
+        [--database-url URL]
+
+One `versus_sink.py` pipeline run (`../shared/bench/loadgen.py`, 4 senders, the range probe
+counting spans whose trace has a final trajectory; `--shared DIR` points elsewhere) against a
+fresh `trajhub serve`, while this script samples every --interval seconds how many cores were
+busy and which processes used them: the receiver (trajhub's own process), the ingest workers,
+the derivation workers (niced, so told apart by their priority), PostgreSQL, and the rest (the
+load generator). Beside each sample, the spans loadgen had counted by then. Then, for the two
+phases of the run, the burst (first send to last acknowledgement) and the drain (last
+acknowledgement to last final trajectory): how busy the machine was, and the CPU-s per 10k
+spans of each component.
+
+The embedded PostgreSQL has no pg_stat_statements. With --database-url naming a database of
+a PostgreSQL that preloads it (`shared_preload_libraries = 'pg_stat_statements'`), the script
+also prints the drain's statements by total time: its statistics are reset at the last
+acknowledgement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import asyncpg
+import psutil
+from _common import Server, machine_busy
+from versus_sink import PROBES
+
+HERE = Path(__file__).resolve().parent
+COMPONENTS = ("receiver", "ingest", "derivation", "postgres")
+
+
+class Sampler:
+    """CPU seconds so far of the machine and of each component, every `interval` seconds."""
+
+    def __init__(self, server: Server, interval: float) -> None:
+        self.server, self.interval = server, interval
+        self.samples: list[tuple[float, float, float, dict[str, float]]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _cpu(self) -> dict[str, float]:
+        out = dict.fromkeys(COMPONENTS, 0.0)
+
+        def add(component: str, process: psutil.Process) -> None:
+            try:
+                t = process.cpu_times()
+                out[component] += t.user + t.system
+            except psutil.NoSuchProcess:
+                pass
+
+        root = psutil.Process(self.server.proc.pid)
+        add("receiver", root)
+        for child in root.children(recursive=True):
+            try:  # the derivation workers lower their priority (service/workers/derivation.py)
+                niced = child.nice() > 0
+            except psutil.NoSuchProcess:
+                continue
+            add("derivation" if niced else "ingest", child)
+        postmaster = psutil.Process(self.server.postmaster_pid)
+        for process in (postmaster, *postmaster.children(recursive=True)):
+            add("postgres", process)
+        return out
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            busy, total = machine_busy()
+            self.samples.append((started, busy, total, self._cpu()))
+            self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+async def _statements(url: str, reset: bool) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(url)
+    try:
+        if reset:
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            await conn.execute("SELECT pg_stat_statements_reset()")
+            return []
+        return list(await conn.fetch(
+            "SELECT calls, total_exec_time, rows, "
+            "left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query "
+            "FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12"))
+    finally:
+        await conn.close()
+
+
+async def _postmaster(url: str) -> int:
+    conn = await asyncpg.connect(url)
+    try:
+        backend = int(await conn.fetchval("SELECT pg_backend_pid()"))
+        return int(psutil.Process(backend).ppid())
+    finally:
+        await conn.close()
+
+
+def _loadgen(shared: Path, server: Server, args: argparse.Namespace
+             ) -> tuple[dict[str, Any], float, float]:
+    """loadgen's result, and when (monotonic) it began sending and got its last
+    acknowledgement (read from its progress lines)."""
+    out = Path(tempfile.mkstemp(suffix=".json")[1])
+    target = server.http_url if args.protocol == "http" else server.grpc_target
+    cmd = [sys.executable, str(shared / "loadgen.py"), "--target", target, "--protocol",
+           args.protocol, "--spans", str(args.spans), "--concurrency", "4",
+           "--verify-dsn", server.database_url, "--verify-sql", PROBES["range"]["pipeline"],
+           "--poll-interval", "0.2", "--settle", "15", "--json-out", str(out)]
+    began = acked = 0.0
+    with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True) as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith("run "):  # printed just before the first send
+                began = time.monotonic()
+            elif line.startswith("sending done"):
+                acked = time.monotonic()
+                if args.database_url:
+                    asyncio.run(_statements(server.database_url, reset=True))
+    result: dict[str, Any] = json.loads(out.read_text())
+    out.unlink()
+    return result, began, acked
+
+
+def _phase(samples: list[tuple[float, float, float, dict[str, float]]], start: float,
+           end: float, spans: int) -> str:
+    inside = [s for s in samples if start <= s[0] <= end]
+    if len(inside) < 2:
+        return "too short to sample"
+    first, last = inside[0], inside[-1]
+    busy = (last[1] - first[1]) / max(last[2] - first[2], 1e-9)
+    per = 10_000 / spans
+    parts = ", ".join(f"{c} {(last[3][c] - first[3][c]) * per:.2f}" for c in COMPONENTS)
+    return f"{last[0] - first[0]:5.1f} s, machine {busy:.0%} busy; CPU-s per 10k spans: {parts}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--protocol", choices=("http", "grpc"), default="http")
+    ap.add_argument("--spans", type=int, default=100_000)
+    ap.add_argument("--interval", type=float, default=0.25, help="seconds between samples")
+    ap.add_argument("--database-url", default="",
+                    help="a database of a PostgreSQL with pg_stat_statements (default: embedded)")
+    ap.add_argument("--shared", type=Path, default=HERE.parent.parent / "shared" / "bench")
+    args = ap.parse_args()
+    server = Server(database_url=args.database_url)
+    try:
+        if args.database_url:  # not embedded: the postmaster is a backend's parent
+            server.postmaster_pid = asyncio.run(_postmaster(args.database_url))
+        time.sleep(2)  # the workers start
+        with Sampler(server, args.interval) as sampler:
+            result, began, acked = _loadgen(args.shared, server, args)
+            time.sleep(args.interval * 2)
+        final = began + result["durable_seconds"]
+        spans = int(result["spans_stored"])
+        timeline = result["stored_timeline"]
+        print(f"{args.protocol}: {result['durable_throughput_spans_s']:,.0f} spans/s with a final "
+              f"trajectory; last final {result['storage_lag_after_last_ack_s']:.1f} s after the "
+              "last ack\n")
+        print("    t  busy  " + "  ".join(f"{c[:10]:>10}" for c in COMPONENTS)
+              + "     other  final spans")
+        samples = sampler.samples
+        for before, after in itertools.pairwise(samples):
+            if after[0] < began or before[0] > final:
+                continue
+            wall = after[2] - before[2]
+            used = {c: (after[3][c] - before[3][c]) / (after[0] - before[0]) for c in COMPONENTS}
+            other = (after[1] - before[1]) / (after[0] - before[0]) - sum(used.values())
+            t = after[0] - began
+            counted = max((c for ts, c in timeline if ts <= t), default=0)
+            print(f"{t:5.2f} {(after[1] - before[1]) / max(wall, 1e-9):5.0%}  "
+                  + "  ".join(f"{used[c]:10.2f}" for c in COMPONENTS)
+                  + f"  {other:8.2f}  {counted:11,}")
+        print(f"\nburst (first send to last ack): {_phase(samples, began, acked, spans)}")
+        print(f"drain (last ack to last final): {_phase(samples, acked, final, spans)}")
+        if args.database_url:
+            print("\nthe drain's statements by total time (ms):")
+            for r in asyncio.run(_statements(server.database_url, reset=False)):
+                print(f"  {r['calls']:6} calls {r['total_exec_time']:8.0f} ms "
+                      f"{r['rows']:7} rows  {r['query']}")
+    finally:
+        code = server.stop_and_report()
+    return 0 if code == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
