@@ -35,7 +35,6 @@ import random
 import shutil
 import statistics
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -46,7 +45,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _common import Server, _kv, _text  # noqa: E402
+from _common import BackgroundSampler, Server, _kv, _text  # noqa: E402
 
 BATCH = 512
 
@@ -96,21 +95,20 @@ def body(spans: list[Span]) -> bytes:
     return ExportTraceServiceRequest(resource_spans=[rs]).SerializeToString()
 
 
-class RssSampler:
+class RssSampler(BackgroundSampler):
     """The summed resident memory of trajhub's processes, every 0.2 s, and its peak; and each
     process's own peak above its first sample, by role (bench/memory.py's `role`)."""
 
     def __init__(self, server: Server) -> None:
         import psutil
 
+        super().__init__(0.2)
         self.root = psutil.Process(server.proc.pid)
         self.peak = 0
         self.first: dict[int, int] = {}
         self.growth: dict[int, int] = {}
         #: each process's growth over its first sample when the sum last peaked
         self.at_peak: dict[int, int] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def now(self) -> int:
         total = 0
@@ -156,17 +154,8 @@ class RssSampler:
         grown = sorted(self.at_peak.items(), key=lambda g: -g[1])[:4]
         return ", ".join(f"{role(pid, self.root.pid)} {g / 2**20:+,.0f}" for pid, g in grown)
 
-    def _run(self) -> None:
-        while not self._stop.wait(0.2):
-            self.peak = max(self.peak, self.now())
-
-    def __enter__(self) -> RssSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    def sample(self) -> None:
+        self.peak = max(self.peak, self.now())
 
 
 async def wait_final(url: str, trace_id: str) -> int:

@@ -29,7 +29,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -38,21 +37,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import asyncpg
 import psutil
-from _common import Server, machine_busy
+from _common import BackgroundSampler, Server, machine_busy
 from versus_sink import PROBES
 
 HERE = Path(__file__).resolve().parent
 COMPONENTS = ("receiver", "ingest", "derivation", "postgres")
 
 
-class Sampler:
+class Sampler(BackgroundSampler):
     """CPU seconds so far of the machine and of each component, every `interval` seconds."""
 
     def __init__(self, server: Server, interval: float) -> None:
-        self.server, self.interval = server, interval
+        super().__init__(interval)
+        self.server = server
         self.samples: list[tuple[float, float, float, dict[str, float]]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _cpu(self) -> dict[str, float]:
         out = dict.fromkeys(COMPONENTS, 0.0)
@@ -77,20 +75,10 @@ class Sampler:
             add("postgres", process)
         return out
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            started = time.monotonic()
-            busy, total = machine_busy()
-            self.samples.append((started, busy, total, self._cpu()))
-            self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
-
-    def __enter__(self) -> Sampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
+    def sample(self) -> None:
+        started = time.monotonic()
+        busy, total = machine_busy()
+        self.samples.append((started, busy, total, self._cpu()))
 
 
 async def _statements(url: str, reset: bool) -> list[asyncpg.Record]:
