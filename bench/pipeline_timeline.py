@@ -1,10 +1,11 @@
 """Where a pipeline run's time goes: the machine's cores, by process, every quarter second.
 
     .venv/bin/python bench/pipeline_timeline.py [--protocol http|grpc] [--spans 100000]
-        [--database-url URL]
+        [--concurrency 4] [--database-url URL]
 
-One `versus_sink.py` pipeline run (`../shared/bench/loadgen.py`, 4 senders, the range probe
-counting spans whose trace has a final trajectory; `--shared DIR` points elsewhere) against a
+One `versus_sink.py` pipeline run (`../shared/bench/loadgen.py` with --concurrency senders, the
+range probe counting spans whose trace has a final trajectory; `--shared DIR` points elsewhere)
+against a
 fresh `trajhub serve`, while this script samples every --interval seconds how many cores were
 busy and which processes used them: the receiver (trajhub's own process), the ingest workers,
 the derivation workers (niced, so told apart by their priority), PostgreSQL, and the rest (the
@@ -31,17 +32,26 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import asyncpg
 import psutil
 from _common import BackgroundSampler, Server, machine_busy
-from versus_sink import PROBES
+from versus_sink import PROBES, loadgen_command
 
 HERE = Path(__file__).resolve().parent
 COMPONENTS = ("receiver", "ingest", "derivation", "postgres")
+
+
+class CpuSample(NamedTuple):
+    at: float  # time.monotonic()
+    #: the machine's busy and total CPU seconds so far, summed over its cores
+    busy: float
+    total: float
+    #: each component's CPU seconds so far
+    used: dict[str, float]
 
 
 class Sampler(BackgroundSampler):
@@ -49,8 +59,9 @@ class Sampler(BackgroundSampler):
 
     def __init__(self, server: Server, interval: float) -> None:
         super().__init__(interval)
-        self.server = server
-        self.samples: list[tuple[float, float, float, dict[str, float]]] = []
+        self.root = psutil.Process(server.proc.pid)
+        self.postmaster = psutil.Process(server.postmaster_pid)
+        self.samples: list[CpuSample] = []
 
     def _cpu(self) -> dict[str, float]:
         out = dict.fromkeys(COMPONENTS, 0.0)
@@ -62,32 +73,35 @@ class Sampler(BackgroundSampler):
             except psutil.NoSuchProcess:
                 pass
 
-        root = psutil.Process(self.server.proc.pid)
-        add("receiver", root)
-        for child in root.children(recursive=True):
+        add("receiver", self.root)
+        for child in self.root.children(recursive=True):
             try:  # the derivation workers lower their priority (service/workers/derivation.py)
                 niced = child.nice() > 0
             except psutil.NoSuchProcess:
                 continue
             add("derivation" if niced else "ingest", child)
-        postmaster = psutil.Process(self.server.postmaster_pid)
-        for process in (postmaster, *postmaster.children(recursive=True)):
+        for process in (self.postmaster, *self.postmaster.children(recursive=True)):
             add("postgres", process)
         return out
 
     def sample(self) -> None:
         started = time.monotonic()
         busy, total = machine_busy()
-        self.samples.append((started, busy, total, self._cpu()))
+        self.samples.append(CpuSample(started, busy, total, self._cpu()))
 
 
-async def _statements(url: str, reset: bool) -> list[asyncpg.Record]:
+async def _reset_statements(url: str) -> None:
     conn = await asyncpg.connect(url)
     try:
-        if reset:
-            await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-            await conn.execute("SELECT pg_stat_statements_reset()")
-            return []
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        await conn.execute("SELECT pg_stat_statements_reset()")
+    finally:
+        await conn.close()
+
+
+async def _top_statements(url: str) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(url)
+    try:
         return list(await conn.fetch(
             "SELECT calls, total_exec_time, rows, "
             "left(regexp_replace(query, '\\s+', ' ', 'g'), 110) AS query "
@@ -111,10 +125,8 @@ def _loadgen(shared: Path, server: Server, args: argparse.Namespace
     acknowledgement (read from its progress lines)."""
     out = Path(tempfile.mkstemp(suffix=".json")[1])
     target = server.http_url if args.protocol == "http" else server.grpc_target
-    cmd = [sys.executable, str(shared / "loadgen.py"), "--target", target, "--protocol",
-           args.protocol, "--spans", str(args.spans), "--concurrency", "4",
-           "--verify-dsn", server.database_url, "--verify-sql", PROBES["range"]["pipeline"],
-           "--poll-interval", "0.2", "--settle", "15", "--json-out", str(out)]
+    cmd = loadgen_command(shared, target, args.protocol, server.database_url,
+                          PROBES["range"]["pipeline"], args, out)
     began = acked = 0.0
     with subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                           text=True) as proc:
@@ -125,28 +137,30 @@ def _loadgen(shared: Path, server: Server, args: argparse.Namespace
             elif line.startswith("sending done"):
                 acked = time.monotonic()
                 if args.database_url:
-                    asyncio.run(_statements(server.database_url, reset=True))
+                    asyncio.run(_reset_statements(server.database_url))
+    if proc.returncode != 0:
+        raise SystemExit(f"loadgen failed ({proc.returncode})")
     result: dict[str, Any] = json.loads(out.read_text())
     out.unlink()
     return result, began, acked
 
 
-def _phase(samples: list[tuple[float, float, float, dict[str, float]]], start: float,
-           end: float, spans: int) -> str:
-    inside = [s for s in samples if start <= s[0] <= end]
+def _phase(samples: list[CpuSample], start: float, end: float, spans: int) -> str:
+    inside = [s for s in samples if start <= s.at <= end]
     if len(inside) < 2:
         return "too short to sample"
     first, last = inside[0], inside[-1]
-    busy = (last[1] - first[1]) / max(last[2] - first[2], 1e-9)
+    busy = (last.busy - first.busy) / max(last.total - first.total, 1e-9)
     per = 10_000 / spans
-    parts = ", ".join(f"{c} {(last[3][c] - first[3][c]) * per:.2f}" for c in COMPONENTS)
-    return f"{last[0] - first[0]:5.1f} s, machine {busy:.0%} busy; CPU-s per 10k spans: {parts}"
+    parts = ", ".join(f"{c} {(last.used[c] - first.used[c]) * per:.2f}" for c in COMPONENTS)
+    return f"{last.at - first.at:5.1f} s, machine {busy:.0%} busy; CPU-s per 10k spans: {parts}"
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--protocol", choices=("http", "grpc"), default="http")
     ap.add_argument("--spans", type=int, default=100_000)
+    ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--interval", type=float, default=0.25, help="seconds between samples")
     ap.add_argument("--database-url", default="",
                     help="a database of a PostgreSQL with pg_stat_statements (default: embedded)")
@@ -170,21 +184,22 @@ def main() -> int:
               + "     other  final spans")
         samples = sampler.samples
         for before, after in itertools.pairwise(samples):
-            if after[0] < began or before[0] > final:
+            if after.at < began or before.at > final:
                 continue
-            wall = after[2] - before[2]
-            used = {c: (after[3][c] - before[3][c]) / (after[0] - before[0]) for c in COMPONENTS}
-            other = (after[1] - before[1]) / (after[0] - before[0]) - sum(used.values())
-            t = after[0] - began
+            seconds = after.at - before.at
+            used = {c: (after.used[c] - before.used[c]) / seconds for c in COMPONENTS}
+            other = (after.busy - before.busy) / seconds - sum(used.values())
+            t = after.at - began
             counted = max((c for ts, c in timeline if ts <= t), default=0)
-            print(f"{t:5.2f} {(after[1] - before[1]) / max(wall, 1e-9):5.0%}  "
+            busy = (after.busy - before.busy) / max(after.total - before.total, 1e-9)
+            print(f"{t:5.2f} {busy:5.0%}  "
                   + "  ".join(f"{used[c]:10.2f}" for c in COMPONENTS)
                   + f"  {other:8.2f}  {counted:11,}")
         print(f"\nburst (first send to last ack): {_phase(samples, began, acked, spans)}")
         print(f"drain (last ack to last final): {_phase(samples, acked, final, spans)}")
         if args.database_url:
             print("\nthe drain's statements by total time (ms):")
-            for r in asyncio.run(_statements(server.database_url, reset=False)):
+            for r in asyncio.run(_top_statements(server.database_url)):
                 print(f"  {r['calls']:6} calls {r['total_exec_time']:8.0f} ms "
                       f"{r['rows']:7} rows  {r['query']}")
     finally:

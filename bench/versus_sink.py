@@ -60,15 +60,23 @@ HERE = Path(__file__).resolve().parent
 SINK_PORT = 4319
 
 
-def loadgen(shared: Path, target: str, protocol: str, dsn: str, sql: str,
-            args: argparse.Namespace) -> dict[str, Any]:
-    out = Path(tempfile.mkstemp(suffix=".json")[1])
+def loadgen_command(shared: Path, target: str, protocol: str, dsn: str, sql: str,
+                    args: argparse.Namespace, out: Path) -> list[str]:
+    """The loadgen run of a round (--spans and --concurrency from `args`), counting `sql`'s
+    rows and writing its result to `out`."""
     cmd = [sys.executable, str(shared / "loadgen.py"), "--target", target, "--protocol",
            protocol, "--spans", str(args.spans), "--concurrency", str(args.concurrency),
            "--verify-dsn", dsn, "--verify-sql", sql, "--poll-interval", "0.2",
-           "--json-out", str(out), "--quiet"]
+           "--json-out", str(out)]
     if "trajectories" in sql:  # trajectories are final a settle period after their spans
         cmd += ["--settle", "15"]
+    return cmd
+
+
+def loadgen(shared: Path, target: str, protocol: str, dsn: str, sql: str,
+            args: argparse.Namespace) -> dict[str, Any]:
+    out = Path(tempfile.mkstemp(suffix=".json")[1])
+    cmd = [*loadgen_command(shared, target, protocol, dsn, sql, args, out), "--quiet"]
     before = _children_cpu()
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
