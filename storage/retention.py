@@ -32,6 +32,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from trajhub.storage.database import Connection
+from trajhub.storage.derivation_store import NOT_QUEUED
 
 #: traces deleted per transaction: short transactions keep ingest and the workers moving
 BATCH = 500
@@ -42,11 +43,10 @@ PARTITIONED = ("spans", "traces", "trajectories", "trajectory_revisions", "traje
 #: how long expiring a partition waits for ingest transactions holding its traces' keys
 LOCK_TIMEOUT = "5s"
 
-_EXPIRED = """
+_EXPIRED = f"""
 SELECT t.project, t.trace_id, t.first_seen FROM traces t
 WHERE t.project = $1 AND t.last_received_at < $2
-  AND NOT EXISTS (SELECT 1 FROM trace_changes c
-                  WHERE c.project = t.project AND c.trace_id = t.trace_id)
+  AND {NOT_QUEUED.format(project="t.project", trace_id="t.trace_id")}
 ORDER BY t.last_received_at
 LIMIT $3
 FOR UPDATE SKIP LOCKED
@@ -54,12 +54,11 @@ FOR UPDATE SKIP LOCKED
 
 # The keys of those traces that no ingest is writing to right now (it holds the key's lock), and
 # that still have no queued change (one committed since the statement above looked).
-_TAKE_KEYS = """
+_TAKE_KEYS = f"""
 SELECT k.project, k.trace_id, k.first_seen FROM trace_keys k
 JOIN unnest($1::text[], $2::text[]) AS e(project, trace_id)
   ON k.project = e.project AND k.trace_id = e.trace_id
-WHERE NOT EXISTS (SELECT 1 FROM trace_changes c
-                  WHERE c.project = k.project AND c.trace_id = k.trace_id)
+WHERE {NOT_QUEUED.format(project="k.project", trace_id="k.trace_id")}
 FOR UPDATE OF k SKIP LOCKED
 """
 
