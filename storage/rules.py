@@ -179,6 +179,9 @@ async def claim(conn: Connection, limit: int, lease_seconds: float,
     `lease_seconds`. Runs of a rule switched off meanwhile are left queued (they run when it is
     switched on again, or go with the rule when it is deleted)."""
     token = uuid.uuid4()
+    # the claimed runs by an array of their ids, as storage/derivation_store.py claims its
+    # queues: joined to `due`, a queue analyzed empty made this a nested loop over every queued
+    # run for each one claimed (131 ms for 50 of 20,000; 3.7 ms with the array)
     rows = await conn.fetch(
         """
         WITH due AS (
@@ -189,7 +192,7 @@ async def claim(conn: Connection, limit: int, lease_seconds: float,
         )
         UPDATE rule_runs q SET claim = $2,
             next_attempt_at = now() + make_interval(secs => $3)
-        FROM due, rules r WHERE q.id = due.id AND r.id = q.rule_id
+        FROM rules r WHERE q.id = ANY(ARRAY(SELECT id FROM due)) AND r.id = q.rule_id
         RETURNING q.id, q.claim, q.rule_id, q.project, q.trace_id, q.revision, q.attempts,
                   r.evaluator, r.config::text AS config, r.expectations::text AS expectations,
                   r.filter::text AS filter, r.max_judge_calls_per_minute, r.review_queue,
