@@ -23,8 +23,9 @@ TRACE_LOCK = "pg_try_advisory_xact_lock(hashtextextended({project} || '/' || {tr
 #: trace checked. The OFFSET keeps it a probe, because PostgreSQL never turns a subquery with an
 #: OFFSET into a join. As a join, once the queue's statistics said it was empty (what autovacuum
 #: records after a drain), the planner read the whole queue again for every trace it checked:
-#: 1.3 s per finalizing pass over 1,000 of 12,000 open trajectories, against 12,000 queued
-#: changes; 11 ms as a probe (bench/README.md, "A claim that took the whole queue").
+#: with the settled rows' delete below, 878-887 ms per finalizing pass over 1,000 of 12,000 open
+#: trajectories against 12,000 queued changes, 8 ms now (bench/README.md, "A claim that took
+#: the whole queue").
 NOT_QUEUED = ("NOT EXISTS (SELECT 1 FROM trace_changes c "
               "WHERE c.project = {project} AND c.trace_id = {trace_id} OFFSET 0)")
 
@@ -337,8 +338,8 @@ async def finalize_settled(conn: Connection, max_open_seconds: float) -> int:
             FOR UPDATE SKIP LOCKED
         ), taken AS (
             -- the locked rows themselves, by their row address (see claim_changes: joined to
-            -- `settled`, a queue analyzed empty made this a nested loop over every open row,
-            -- 1.8 s for 1,000 of 12,000); a locked row cannot move meanwhile
+            -- `settled`, a queue analyzed empty made this a nested loop over every open row);
+            -- a locked row cannot move meanwhile
             DELETE FROM open_trajectories o WHERE o.ctid = ANY(ARRAY(SELECT ctid FROM settled))
             RETURNING o.project, o.trace_id
         ), finalized AS (

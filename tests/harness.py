@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -89,6 +89,25 @@ class TestDatabase:
             run(drop())
         if self.embedded is not None:
             self.embedded.stop()
+
+
+def rolled_back(database: TestDatabase,
+                case: Callable[[asyncpg.Connection], Awaitable[None]]) -> None:
+    """Run `case` on a connection of its own, inside a transaction that is then rolled back."""
+
+    async def main() -> None:
+        conn = await asyncpg.connect(database.url)
+        try:
+            tx = conn.transaction()
+            await tx.start()
+            try:
+                await case(conn)
+            finally:
+                await tx.rollback()
+        finally:
+            await conn.close()
+
+    asyncio.run(main())
 
 
 @contextlib.contextmanager

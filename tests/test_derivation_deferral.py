@@ -6,9 +6,7 @@ on the test server's database and rolled back; the spans are the test's own."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +14,7 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.harness import ServerProcess, TestDatabase, final_trajectory
+from tests.harness import ServerProcess, TestDatabase, final_trajectory, rolled_back
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.service import derivation
 from trajhub.storage import derivation_store
@@ -51,25 +49,6 @@ def traces(server: ServerProcess) -> dict[str, Any]:
     return out
 
 
-def _rolled_back(database: TestDatabase,
-                 case: Callable[[asyncpg.Connection], Awaitable[None]]) -> None:
-    class Undo(Exception):
-        pass
-
-    async def run() -> None:
-        conn = await asyncpg.connect(database.url)
-        try:
-            async with conn.transaction():
-                await case(conn)
-                raise Undo
-        except Undo:
-            pass
-        finally:
-            await conn.close()
-
-    asyncio.run(run())
-
-
 async def _derived_ago(conn: asyncpg.Connection, project: str, seconds: float) -> None:
     await conn.execute("UPDATE trajectories SET derived_at = now() - make_interval(secs => $2) "
                        "WHERE project = $1", project, seconds)
@@ -100,7 +79,7 @@ def test_only_a_large_trace_with_recent_spans_and_a_fresh_trajectory_waits(
         await _derived_ago(conn, project, derivation.FRESH_SECONDS + 1)
         assert await waiting(claimed("large", 0.1)) == set()
 
-    _rolled_back(database, case)
+    rolled_back(database, case)
 
 
 def test_a_round_that_finds_only_a_waiting_trace_leaves_it_queued(
@@ -125,4 +104,4 @@ def test_a_round_that_finds_only_a_waiting_trace_leaves_it_queued(
             "SELECT revision FROM trajectories WHERE project = $1 AND trace_id = $2",
             project, trace_id) == revision
 
-    _rolled_back(database, case)
+    rolled_back(database, case)

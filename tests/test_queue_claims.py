@@ -6,13 +6,12 @@ database and is rolled back; the queued rows are the test's own."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 
 import asyncpg
 import pytest
 
-from tests.harness import TestDatabase
+from tests.harness import TestDatabase, rolled_back
 from trajhub.storage import derivation_store
 
 QUEUED = 300
@@ -51,16 +50,4 @@ def test_a_claim_takes_at_most_its_limit_from_a_queue_analyzed_empty(
         assert sorted(c.trace_id for c in claimed) == sorted(oldest)
         assert await conn.fetchval("SELECT count(*) FROM trace_changes") == QUEUED - LIMIT
 
-    async def run() -> None:
-        conn = await asyncpg.connect(database.url)
-        try:
-            tx = conn.transaction()
-            await tx.start()
-            try:
-                await case(conn)
-            finally:
-                await tx.rollback()
-        finally:
-            await conn.close()
-
-    asyncio.run(run())
+    rolled_back(database, case)
