@@ -18,8 +18,8 @@ every earlier round's rows (so later rounds pay for bigger tables, like a runnin
    --spans spans over OTLP/HTTP protobuf and over OTLP/gRPC, counting durable rows in `spans`;
    trajhub stops. The protocols alternate which goes first, and each starts on an idle server:
    after a run, trajhub's leftover work (queued traces, open trajectories, words for free text
-   not yet filled) is waited out, so the second protocol does not compete with the first one's
-   derivation.
+   not yet filled, then a vacuum or analyze still running) is waited out, so the second
+   protocol does not compete with the first one's derivation.
 2. The same PostgreSQL directory under pgserver, a database `sink`; `raw_sink.py` (one
    process: parse, one COPY per request, acknowledge after commit); the same loadgen run over
    HTTP.
@@ -143,14 +143,26 @@ def disk_bytes(dsn: str) -> float:
     return asyncio.run(size())
 
 
+#: the machine counts as quiet below this share of its cores busy, over a second
+QUIET_PERCENT = 10.0
+
+
 def wait_idle(dsn: str, timeout: float = 600) -> float:
-    """Seconds until trajhub has no work left over (polled every 0.5 s)."""
+    """Seconds until trajhub has no work left over (polled every 0.5 s) and the machine is
+    quiet (under QUIET_PERCENT of its cores busy over a second): a vacuum or analyze still
+    running, autovacuum's or trajhub's own (storage/vacuum_ahead.py), is the previous run's
+    work too, and would otherwise fall into the next run."""
+    import psutil
+
     started = time.monotonic()
     while time.monotonic() - started < timeout:
         left = asyncio.run(_fetch(dsn, _LEFTOVER))
         if not next(iter(left.values()), 0):
             break
         time.sleep(0.5)
+    while time.monotonic() - started < timeout:
+        if psutil.cpu_percent(interval=1.0) < QUIET_PERCENT:
+            break
     return time.monotonic() - started
 
 

@@ -29,6 +29,7 @@ from collections.abc import Awaitable
 from datetime import timedelta
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from typing import TypeVar
 
 import asyncpg
 
@@ -38,7 +39,13 @@ from trajhub.service.derivation import derive_round
 from trajhub.service.dictionaries import DictionaryKeeper
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.supervision import Backoff, exit_cause
-from trajhub.storage import compression, compression_dictionaries, derivation_store, search_words
+from trajhub.storage import (
+    compression,
+    compression_dictionaries,
+    derivation_store,
+    search_words,
+    vacuum_ahead,
+)
 from trajhub.storage.database import TRANSIENT_ERRORS, is_transient
 
 log = logging.getLogger("trajhub.derivation")
@@ -66,6 +73,23 @@ MERGE_WORDS_AFTER = 1000
 #: and looks at how many were written, and whether the statistics of the runs and their words
 #: as wholes are outgrown, at most this often
 MERGE_WORDS_CHECK_SECONDS = 1.0
+#: a worker with nothing else to do looks this often for a table to vacuum or analyze ahead of
+#: autovacuum (storage/vacuum_ahead.py), and again at once after one
+VACUUM_AHEAD_CHECK_SECONDS = 1.0
+
+T = TypeVar("T")
+
+
+async def upkeep(step: Awaitable[T], what: str) -> T | None:
+    """Run one step of upkeep; None when the database refused it for good (e.g. a partition
+    that retention dropped meanwhile: the next step takes the rest)."""
+    try:
+        return await step
+    except asyncpg.PostgresError as exc:
+        if is_transient(exc):
+            raise
+        log.warning("%s failed: %s", what, exc)
+        return None
 
 
 class IdleWords:
@@ -89,28 +113,35 @@ class IdleWords:
         if now - self.checked < MERGE_WORDS_CHECK_SECONDS:
             return False
         self.checked = now
-        await self._upkeep(search_words.analyze_outgrown(conn), "gathering statistics")
+        await upkeep(search_words.analyze_outgrown(conn), "gathering statistics")
         written = await search_words.words_written(conn)
         # counters that went back (a crash, a statistics reset) start over with a merge
         if self.merged_at is not None and 0 <= written - self.merged_at < MERGE_WORDS_AFTER:
             return False
-        if await self._upkeep(search_words.merge_pending(conn),
-                              "merging the words index's pending list"):
+        if await upkeep(search_words.merge_pending(conn),
+                        "merging the words index's pending list") is not None:
             self.merged_at = written
         return False
 
-    @staticmethod
-    async def _upkeep(step: Awaitable[object], what: str) -> bool:
-        """Run one step of upkeep; False when the database refused it for good (e.g. a
-        partition that retention dropped meanwhile: the next step takes the rest)."""
-        try:
-            await step
-        except asyncpg.PostgresError as exc:
-            if is_transient(exc):
-                raise
-            log.warning("%s failed: %s", what, exc)
+
+class IdleVacuum:
+    """Vacuums and analyzes, one table a step, what autovacuum would soon have to, while the
+    worker has nothing else to do (storage/vacuum_ahead.py), so that a burst seldom meets
+    autovacuum."""
+
+    def __init__(self) -> None:
+        self.checked = -VACUUM_AHEAD_CHECK_SECONDS
+
+    async def __call__(self, conn: asyncpg.Connection) -> bool:
+        """One step; True when it vacuumed or analyzed a table (there may be more)."""
+        now = time.monotonic()
+        if now - self.checked < VACUUM_AHEAD_CHECK_SECONDS:
             return False
-        return True
+        ran = await upkeep(vacuum_ahead.step(conn), "vacuuming ahead of autovacuum")
+        self.checked = -VACUUM_AHEAD_CHECK_SECONDS if ran else now
+        if ran:
+            log.debug("ahead of autovacuum: %s", ran)
+        return ran is not None
 
 
 class DerivationWorker:
@@ -120,6 +151,7 @@ class DerivationWorker:
         self.conn: asyncpg.Connection | None = None
         self.dictionary = DictionaryKeeper(train=False)
         self.words = IdleWords()
+        self.vacuum = IdleVacuum()
 
     async def connection(self) -> asyncpg.Connection:
         if self.conn is None or self.conn.is_closed():
@@ -166,16 +198,18 @@ class DerivationWorker:
                 if derived and report is not None:
                     _report(report, (REPORT_DERIVED, derived, time.perf_counter() - started))
                 finalized = await self.finalize_round()
-                words_left = False
+                words_left = vacuumed = False
                 if derived < BATCH:  # no backlog: what is queued fits in a round
                     words_left = await self.words(await self.connection())
+                    if not (derived or finalized or words_left):  # nothing at all to do
+                        vacuumed = await self.vacuum(await self.connection())
             except TRANSIENT_ERRORS as exc:
                 if report is not None:
                     _report(report, (REPORT_DATABASE_ERROR,))
                 log.warning("database unavailable, retrying: %s", exc)
                 self._drop_connection()
                 derived = finalized = 0
-                words_left = False
+                words_left = vacuumed = False
                 await asyncio.sleep(1)
             except Exception:
                 # a bug: logged, and the worker lives on (the round's changes are back in
@@ -183,14 +217,15 @@ class DerivationWorker:
                 log.exception("trajectory round failed")
                 self._drop_connection()
                 derived = finalized = 0
-                words_left = False
+                words_left = vacuumed = False
                 await asyncio.sleep(1)
             # rounds start at most every `interval` while there is little to do, so that
             # changes gather into rounds; after a round that took longer (a large trace: seconds),
             # what arrived meanwhile has gathered already, and waiting more would only add to
             # how long its trajectory takes to become final
             pause = interval - (time.perf_counter() - started)
-            if derived < BATCH and not finalized and not words_left and pause > 0:
+            if (derived < BATCH and not finalized and not words_left and not vacuumed
+                    and pause > 0):
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), pause)
 
