@@ -122,6 +122,23 @@ def pg_activity(dsn: str) -> dict[str, float]:
     return {k: float(v or 0) for k, v in asyncio.run(_fetch(dsn, _PG_ACTIVITY)).items()}
 
 
+# which tables autovacuum visited: (vacuums, analyzes) by table
+_AUTOVACUUMED = """
+SELECT relname, autovacuum_count, autoanalyze_count FROM pg_stat_all_tables
+WHERE autovacuum_count + autoanalyze_count > 0
+"""
+
+
+def autovacuumed(dsn: str) -> dict[str, tuple[int, int]]:
+    async def fetch() -> dict[str, tuple[int, int]]:
+        conn = await asyncpg.connect(dsn)
+        try:
+            return {r[0]: (r[1], r[2]) for r in await conn.fetch(_AUTOVACUUMED)}
+        finally:
+            await conn.close()
+    return asyncio.run(fetch())
+
+
 _DISK = """
 SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -145,13 +162,18 @@ def disk_bytes(dsn: str) -> float:
 
 #: the machine counts as quiet below this share of its cores busy, over a second
 QUIET_PERCENT = 10.0
+_VACUUMING = """
+SELECT (SELECT count(*) FROM pg_stat_progress_vacuum)
+       + (SELECT count(*) FROM pg_stat_progress_analyze)
+"""
 
 
 def wait_idle(dsn: str, timeout: float = 600) -> float:
-    """Seconds until trajhub has no work left over (polled every 0.5 s) and the machine is
-    quiet (under QUIET_PERCENT of its cores busy over a second): a vacuum or analyze still
-    running, autovacuum's or trajhub's own (storage/vacuum_ahead.py), is the previous run's
-    work too, and would otherwise fall into the next run."""
+    """Seconds until trajhub has no work left over (polled every 0.5 s), then no vacuum or
+    analyze runs and the machine is quiet (under QUIET_PERCENT of its cores busy), over two
+    seconds in a row: a vacuum or analyze, autovacuum's or trajhub's own
+    (storage/vacuum_ahead.py), is the previous run's work too, and would otherwise fall into
+    the next run."""
     import psutil
 
     started = time.monotonic()
@@ -160,9 +182,11 @@ def wait_idle(dsn: str, timeout: float = 600) -> float:
         if not next(iter(left.values()), 0):
             break
         time.sleep(0.5)
-    while time.monotonic() - started < timeout:
-        if psutil.cpu_percent(interval=1.0) < QUIET_PERCENT:
-            break
+    quiet = 0
+    while quiet < 2 and time.monotonic() - started < timeout:
+        busy = psutil.cpu_percent(interval=1.0)
+        vacuuming = next(iter(asyncio.run(_fetch(dsn, _VACUUMING)).values()), 0)
+        quiet = quiet + 1 if busy < QUIET_PERCENT and not vacuuming else 0
     return time.monotonic() - started
 
 
@@ -192,6 +216,7 @@ def measured_run(shared: Path, target: str, protocol: str, dsn: str, sql: str,
     """One loadgen run with the server's CPU (trajhub and its PostgreSQL, or the sink and its
     PostgreSQL) and PostgreSQL's background activity over it."""
     pg_before = pg_activity(dsn)
+    visited_before = autovacuumed(dsn)
     cpu_before = server_cpu()
     busy_before = machine_busy()
     run = loadgen(shared, target, protocol, dsn, sql, args)
@@ -202,6 +227,9 @@ def measured_run(shared: Path, target: str, protocol: str, dsn: str, sql: str,
                            / max(busy_after[1] - busy_before[1], 1e-9))
     run["pg"] = {k: v - pg_before.get(k, 0.0) for k, v in pg_activity(dsn).items()}
     run["pg"]["spans_bytes"] = pg_before["spans_bytes"]  # the table's size when the run began
+    run["autovacuumed"] = {
+        name: [v - visited_before.get(name, (0, 0))[0], a - visited_before.get(name, (0, 0))[1]]
+        for name, (v, a) in autovacuumed(dsn).items() if (v, a) != visited_before.get(name)}
     return run
 
 
@@ -300,13 +328,15 @@ def describe(run: dict[str, Any], spans: int) -> str:
     per = 10_000 / max(spans, 1)
     pg = run["pg"]
     idle = (f"; idle {run['idle_after_s']:.1f} s after" if "idle_after_s" in run else "")
+    visited = "".join(f"; {name} {v} vacuums {a} analyzes"
+                      for name, (v, a) in sorted(run.get("autovacuumed", {}).items()))
     return (f"{rate(run):>9,.0f} spans/s, machine {run['machine_busy']:.0%} busy; per 10k "
             f"spans: loadgen "
             f"{run['client_cpu_s'] * per:.2f} CPU-s, server {run['server_cpu_s'] * per:.2f} "
             f"CPU-s, WAL {pg['wal_bytes'] * per / 2**20:.0f} MiB; during the run: "
             f"{pg['checkpoints']:.0f} checkpoints, {pg['autovacuums']:.0f} autovacuums, "
             f"{pg['autoanalyzes']:.0f} autoanalyzes; spans table "
-            f"{pg['spans_bytes'] / 2**20:,.0f} MiB at the start{idle}")
+            f"{pg['spans_bytes'] / 2**20:,.0f} MiB at the start{idle}{visited}")
 
 
 def rate(run: dict[str, Any]) -> float:

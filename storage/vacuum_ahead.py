@@ -7,8 +7,8 @@ mostly passed during a burst, and autovacuum then reads the day's partitions (th
 the runs it met cost a third more CPU per span (bench/README.md, "Autovacuum in the pipeline
 runs, and a claim that took the whole queue"). An idle derivation worker therefore does that
 work before autovacuum must: a table more than `AHEAD` of the way to one of autovacuum's
-thresholds is vacuumed or analyzed, with the same statement autovacuum would run, so that a
-burst seldom finds one passed. It is the same work done earlier, never work autovacuum would
+thresholds is vacuumed or analyzed, with the statement autovacuum would run and at its pace,
+so that a burst seldom finds one passed. It is the same work done earlier, never work autovacuum would
 not do; a table whose autovacuum is off (or every table, when it is off for the server) is
 left alone. The thresholds are PostgreSQL's, per table (its storage parameters, else the
 server's settings):
@@ -54,6 +54,16 @@ JOIN pg_stat_all_tables s ON s.relid = c.oid
 LEFT JOIN pg_class tc ON tc.oid = c.reltoastrelid
 LEFT JOIN pg_stat_all_tables ts ON ts.relid = c.reltoastrelid
 WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
+"""
+
+# autovacuum's pace (its cost delay and limit; -1: those of a manual VACUUM), so that the work
+# done ahead weighs on the reads beside it no more than autovacuum's would
+_PACE = """
+SELECT set_config('vacuum_cost_delay', current_setting('autovacuum_vacuum_cost_delay'), false)
+WHERE current_setting('autovacuum_vacuum_cost_delay') <> '-1'
+UNION ALL
+SELECT set_config('vacuum_cost_limit', current_setting('autovacuum_vacuum_cost_limit'), false)
+WHERE current_setting('autovacuum_vacuum_cost_limit') <> '-1'
 """
 
 
@@ -133,5 +143,6 @@ async def step(conn: Connection, ahead: float = AHEAD) -> str | None:
             best = (max(vacuum, analyze), sql)
     if best is None:
         return None
+    await conn.execute(_PACE)
     await conn.execute(best[1])
     return best[1]

@@ -6,6 +6,7 @@ below are worked out by hand from those formulas (threshold + scale factor × ro
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import asyncpg
 
@@ -90,17 +91,24 @@ def test_an_idle_worker_vacuums_the_table_furthest_on_its_way_then_the_next_then
             finally:
                 await conn.close()  # a backend reports its counters when it exits
 
-        async def steps() -> list[bool]:
-            conn = await asyncpg.connect(url)
+        async def steps() -> list[str | None]:
+            idle = worker.IdleVacuum(url)
+            ran: list[str | None] = []
             try:
-                idle = worker.IdleVacuum()
-                return [await idle(conn) for _ in range(3)]
+                for _ in range(3):
+                    idle.start()
+                    assert idle.task is not None  # after a table, it looks again at once
+                    ran.append(await idle.task)
+                idle.start()
+                assert idle.task is None  # the last look found none: not again so soon
             finally:
-                await conn.close()
+                await idle.close()
+            return ran
 
         asyncio.run(fill())
-        # each step takes one table; after a table it looks again at once, and finds none left
-        assert asyncio.run(steps()) == [True, True, False]
+        # each step takes one table, the furthest on its way first, and the third finds none
+        assert asyncio.run(steps()) == ["VACUUM (SKIP_LOCKED) nine_tenths",
+                                        "VACUUM (SKIP_LOCKED) six_tenths", None]
         assert _stats(url, "nine_tenths")["vacuum_count"] == 1
         assert _stats(url, "nine_tenths")["n_ins_since_vacuum"] == 0
         assert _stats(url, "six_tenths")["vacuum_count"] == 1
@@ -108,3 +116,48 @@ def test_an_idle_worker_vacuums_the_table_furthest_on_its_way_then_the_next_then
         assert _stats(url, "two_fifths")["vacuum_count"] == 0  # 400 of 1,000: not yet
         assert _stats(url, "switched_off")["vacuum_count"] == 0
         assert _stats(url, "switched_off")["analyze_count"] == 0
+
+
+def test_a_vacuum_ahead_stops_in_postgresql_when_ingest_saturates(
+        database: TestDatabase) -> None:
+    # a table large enough that a vacuum at autovacuum's pace takes seconds, half way to a
+    # threshold of 3M inserted rows: vacuumed ahead, and never by autovacuum meanwhile
+    with separate_database(database) as url:
+        async def main() -> None:
+            conn = await asyncpg.connect(url)
+            idle = worker.IdleVacuum(url)
+            try:
+                await conn.execute(
+                    "CREATE TABLE big (n int, pad text) WITH ("
+                    "autovacuum_vacuum_insert_threshold = 3000000, "
+                    "autovacuum_vacuum_insert_scale_factor = 0, "
+                    "autovacuum_analyze_threshold = 100000000)")
+                await conn.execute("INSERT INTO big SELECT n, repeat('x', 200) "
+                                   "FROM generate_series(1, 1500000) AS n")
+                await conn.execute("SELECT pg_stat_force_next_flush()")
+                await conn.execute("SELECT 1")  # the counters go out after a statement
+                idle.start()
+                assert await _vacuuming(conn, lambda n: n == 1), "the vacuum never started"
+                idle.cancel()  # what the worker does when the saturated flag goes up
+                assert await _vacuuming(conn, lambda n: n == 0), "the vacuum went on"
+                assert idle.task is not None and idle.task.cancelled()
+                stats = await conn.fetchrow("SELECT vacuum_count, n_ins_since_vacuum "
+                                            "FROM pg_stat_user_tables WHERE relname = 'big'")
+                assert stats is not None and stats["vacuum_count"] == 0
+            finally:
+                await idle.close()
+                await conn.close()
+
+        asyncio.run(main())
+
+
+async def _vacuuming(conn: asyncpg.Connection, wanted: Callable[[int], bool],
+                     seconds: float = 10.0) -> bool:
+    """Whether the vacuums running in this database come to a count `wanted` accepts."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while asyncio.get_running_loop().time() < deadline:
+        if wanted(await conn.fetchval("SELECT count(*) FROM pg_stat_progress_vacuum "
+                                      "WHERE datname = current_database()")):
+            return True
+        await asyncio.sleep(0.02)
+    return False

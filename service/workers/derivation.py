@@ -127,21 +127,65 @@ class IdleWords:
 class IdleVacuum:
     """Vacuums and analyzes, one table a step, what autovacuum would soon have to, while the
     worker has nothing else to do (storage/vacuum_ahead.py), so that a burst seldom meets
-    autovacuum."""
+    autovacuum. A step runs on a connection of its own, beside the worker's rounds: new spans
+    never wait for it. It is cancelled when ingest saturates, as the worker's rounds pause."""
 
-    def __init__(self) -> None:
+    def __init__(self, database_url: str) -> None:
+        self.database_url = database_url
+        self.conn: asyncpg.Connection | None = None
+        self.task: asyncio.Task[str | None] | None = None
         self.checked = -VACUUM_AHEAD_CHECK_SECONDS
 
-    async def __call__(self, conn: asyncpg.Connection) -> bool:
-        """One step; True when it vacuumed or analyzed a table (there may be more)."""
+    def start(self) -> None:
+        """Start a step, unless one runs or the last found nothing less than
+        VACUUM_AHEAD_CHECK_SECONDS ago."""
+        if self.task is not None:
+            if not self.task.done():
+                return
+            ran = self._result(self.task)
+            self.task = None
+            if ran:  # there may be another table: look again at once
+                self.checked = -VACUUM_AHEAD_CHECK_SECONDS
         now = time.monotonic()
         if now - self.checked < VACUUM_AHEAD_CHECK_SECONDS:
-            return False
-        ran = await upkeep(vacuum_ahead.step(conn), "vacuuming ahead of autovacuum")
-        self.checked = -VACUUM_AHEAD_CHECK_SECONDS if ran else now
+            return
+        self.checked = now
+        self.task = asyncio.create_task(self._step())
+
+    def cancel(self) -> None:
+        """Stop the step that runs, if any (PostgreSQL keeps what a cancelled vacuum did to
+        the pages it got to; the next step starts over on the table)."""
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    async def close(self) -> None:
+        self.cancel()
+        if self.task is not None:
+            with contextlib.suppress(BaseException):
+                await self.task
+        if self.conn is not None:
+            self.conn.terminate()
+
+    async def _step(self) -> str | None:
+        if self.conn is None or self.conn.is_closed():
+            self.conn = await asyncpg.connect(self.database_url, timeout=5)
+        return await upkeep(vacuum_ahead.step(self.conn), "vacuuming ahead of autovacuum")
+
+    def _result(self, task: asyncio.Task[str | None]) -> str | None:
+        if task.cancelled():
+            return None
+        exc = task.exception()
+        if exc is not None:
+            # a transient fault (a bug is logged the same way): the next step reconnects
+            log.warning("vacuuming ahead of autovacuum failed: %s", exc)
+            if self.conn is not None:
+                self.conn.terminate()
+            self.conn = None
+            return None
+        ran = task.result()
         if ran:
             log.debug("ahead of autovacuum: %s", ran)
-        return ran is not None
+        return ran
 
 
 class DerivationWorker:
@@ -151,7 +195,7 @@ class DerivationWorker:
         self.conn: asyncpg.Connection | None = None
         self.dictionary = DictionaryKeeper(train=False)
         self.words = IdleWords()
-        self.vacuum = IdleVacuum()
+        self.vacuum = IdleVacuum(database_url)
 
     async def connection(self) -> asyncpg.Connection:
         if self.conn is None or self.conn.is_closed():
@@ -181,9 +225,17 @@ class DerivationWorker:
         ingest, but not the PostgreSQL backend its rounds keep busy; so while the flag is
         set the worker waits, up to MAX_PAUSE_SECONDS in a row, and the burst is
         acknowledged sooner; idle ingest workers and this worker derive it afterwards."""
+        try:
+            await self._run(interval, stop, report, saturated)
+        finally:
+            await self.vacuum.close()
+
+    async def _run(self, interval: float, stop: asyncio.Event, report: Connection | None,
+                   saturated: ctypes.c_byte | None) -> None:
         paused_since: float | None = None
         while not stop.is_set():
             if saturated is not None and saturated.value:
+                self.vacuum.cancel()  # a burst is not to meet a vacuum either
                 now = time.monotonic()
                 paused_since = now if paused_since is None else paused_since
                 if now - paused_since < MAX_PAUSE_SECONDS:
@@ -198,18 +250,18 @@ class DerivationWorker:
                 if derived and report is not None:
                     _report(report, (REPORT_DERIVED, derived, time.perf_counter() - started))
                 finalized = await self.finalize_round()
-                words_left = vacuumed = False
+                words_left = False
                 if derived < BATCH:  # no backlog: what is queued fits in a round
                     words_left = await self.words(await self.connection())
                     if not (derived or finalized or words_left):  # nothing at all to do
-                        vacuumed = await self.vacuum(await self.connection())
+                        self.vacuum.start()
             except TRANSIENT_ERRORS as exc:
                 if report is not None:
                     _report(report, (REPORT_DATABASE_ERROR,))
                 log.warning("database unavailable, retrying: %s", exc)
                 self._drop_connection()
                 derived = finalized = 0
-                words_left = vacuumed = False
+                words_left = False
                 await asyncio.sleep(1)
             except Exception:
                 # a bug: logged, and the worker lives on (the round's changes are back in
@@ -217,15 +269,14 @@ class DerivationWorker:
                 log.exception("trajectory round failed")
                 self._drop_connection()
                 derived = finalized = 0
-                words_left = vacuumed = False
+                words_left = False
                 await asyncio.sleep(1)
             # rounds start at most every `interval` while there is little to do, so that
             # changes gather into rounds; after a round that took longer (a large trace: seconds),
             # what arrived meanwhile has gathered already, and waiting more would only add to
             # how long its trajectory takes to become final
             pause = interval - (time.perf_counter() - started)
-            if (derived < BATCH and not finalized and not words_left and not vacuumed
-                    and pause > 0):
+            if derived < BATCH and not finalized and not words_left and pause > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), pause)
 
