@@ -37,9 +37,9 @@ SETTINGS = ("autovacuum_vacuum_threshold", "autovacuum_vacuum_scale_factor",
             "autovacuum_vacuum_insert_threshold", "autovacuum_vacuum_insert_scale_factor",
             "autovacuum_analyze_threshold", "autovacuum_analyze_scale_factor")
 
-# Every plain table (a partition is one) of the schema trajhub's tables are in, with its TOAST
-# table's counters; the names are quoted as SQL needs them (regclass), so they go into the
-# statement as they are.
+# Every plain table (a partition is one) of the schema trajhub's tables are in that its role may
+# vacuum (it owns them, or is a superuser), with its TOAST table's counters; the names are
+# quoted as SQL needs them (regclass), so they go into the statement as they are.
 _TABLES = """
 SELECT c.oid::regclass::text AS name,
        greatest(c.reltuples, 0) AS rows, coalesce(c.reloptions, '{}') AS options,
@@ -54,6 +54,7 @@ JOIN pg_stat_all_tables s ON s.relid = c.oid
 LEFT JOIN pg_class tc ON tc.oid = c.reltoastrelid
 LEFT JOIN pg_stat_all_tables ts ON ts.relid = c.reltoastrelid
 WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
+  AND pg_has_role(c.relowner, 'USAGE')  -- VACUUM skips, with a warning, tables it may not touch
 """
 
 # autovacuum's pace (its cost delay and limit; -1: those of a manual VACUUM), so that the work
