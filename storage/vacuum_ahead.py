@@ -8,10 +8,10 @@ the runs it met cost a third more CPU per span (bench/README.md, "Autovacuum in 
 runs, and a claim that took the whole queue"). An idle derivation worker therefore does that
 work before autovacuum must: a table more than `AHEAD` of the way to one of autovacuum's
 thresholds is vacuumed or analyzed, with the statement autovacuum would run and at its pace,
-so that a burst seldom finds one passed. It is the same work done earlier, never work autovacuum would
-not do; a table whose autovacuum is off (or every table, when it is off for the server) is
-left alone. The thresholds are PostgreSQL's, per table (its storage parameters, else the
-server's settings):
+so that a burst seldom finds one passed. It is the same work done earlier, never work
+autovacuum would not do: a table whose autovacuum is off (or every table, when it is off for
+the server) is left alone. The thresholds are PostgreSQL's, per table (its storage parameters,
+else the server's settings):
 
 - vacuum, for dead rows: `n_dead_tup` > `autovacuum_vacuum_threshold` +
   `autovacuum_vacuum_scale_factor` × rows;
@@ -105,12 +105,13 @@ def _enabled(counters: Counters) -> bool:
 def due(table: Counters, toast: Counters, settings: Mapping[str, str]) -> tuple[float, float]:
     """How far `table` is on the way to its vacuum and to its analyze (1.0: autovacuum's
     threshold is passed); a vacuum's share is the larger of its table's and its TOAST
-    table's, and 0 where autovacuum is off."""
+    table's, and 0 where autovacuum is off (a VACUUM of the table is a vacuum of both)."""
+    if not _enabled(table):
+        return 0.0, 0.0
     vacuum = max((max(_share(c.dead, c, settings, "vacuum"),
                       _share(c.inserted, c, settings, "vacuum_insert"))
                   for c in (table, toast) if _enabled(c)), default=0.0)
-    analyze = _share(table.modified, table, settings, "analyze") if _enabled(table) else 0.0
-    return vacuum, analyze
+    return vacuum, _share(table.modified, table, settings, "analyze")
 
 
 def statement(name: str, vacuum: float, analyze: float, ahead: float = AHEAD) -> str | None:
