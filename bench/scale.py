@@ -282,6 +282,25 @@ async def wait_derived(database_url: str, projects: list[str], expect: int,
     return None
 
 
+# vacuums and analyzes so far: trajhub's own (an idle derivation worker's, ahead of autovacuum,
+# storage/vacuum_ahead.py) and autovacuum's
+_MAINTENANCE = """
+SELECT coalesce(sum(vacuum_count), 0) AS vacuums, coalesce(sum(analyze_count), 0) AS analyzes,
+       coalesce(sum(autovacuum_count), 0) AS autovacuums,
+       coalesce(sum(autoanalyze_count), 0) AS autoanalyzes
+FROM pg_stat_all_tables
+"""
+
+
+async def maintenance(database_url: str) -> dict[str, int]:
+    conn = await asyncpg.connect(database_url)
+    try:
+        row = await conn.fetchrow(_MAINTENANCE)
+        return {k: int(v) for k, v in dict(row or {}).items()}
+    finally:
+        await conn.close()
+
+
 async def queued_words(database_url: str) -> int:
     """Runs whose words for free text are still to be filled (migration 0068)."""
     conn = await asyncpg.connect(database_url)
@@ -655,6 +674,7 @@ def main() -> int:
         results = []
         read_cases = cases(sent, project, time.time_ns(), random.Random(args.seed + 1))
         busy0, total0 = machine_busy()
+        maintained0 = asyncio.run(maintenance(database_url))
         cpu0, r0 = (server.process_tree_cpu() if server else {}), time.time()
         with Background(load, url, args.bg_rate) as bg:
             for case in read_cases:
@@ -665,6 +685,8 @@ def main() -> int:
                       f"({r['rows']} rows)", flush=True)
             plans = asyncio.run(explain(database_url, project, read_cases))
         busy1, total1 = machine_busy()
+        out["maintenance_during_reads"] = m = {
+            k: v - maintained0[k] for k, v in asyncio.run(maintenance(database_url)).items()}
         for r in results:
             r.update(plans.get(f"{r['group']}/{r['name']}", {}))
         out["reads"] = results
@@ -679,7 +701,9 @@ def main() -> int:
         print(f"  background ingest delivered {out['background_spans_per_s']} spans/s; while "
               f"reading the machine was {out['machine_cpu_busy_pct']} % busy "
               f"({out['machine_busy_cores']} cores, of which trajhub and its PostgreSQL "
-              f"{out.get('trajhub_cores', '?')})")
+              f"{out.get('trajhub_cores', '?')}); meanwhile {m['vacuums']} vacuums and "
+              f"{m['analyzes']} analyzes by trajhub, {m['autovacuums']} and "
+              f"{m['autoanalyzes']} by autovacuum")
         failed |= not all(r["ok"] for r in results)
         scans = [r["name"] for r in results if r.get("seq_scan")]
         print(f"  list queries planned with a sequential scan: {scans or 'none'}")

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/versus_sink.py [--rounds 3] [--spans 100000] [--concurrency 4]
         [--measure burst|pipeline|both] [--derive-at-ingest auto|true|false] [--probe range|like]
+        [--gap SECONDS]
 
 Two ratios (../shared/bench/README.md, "Two ratios"), each against the sink's durable rate of
 the same round:
@@ -168,12 +169,13 @@ SELECT (SELECT count(*) FROM pg_stat_progress_vacuum)
 """
 
 
-def wait_idle(dsn: str, timeout: float = 600) -> float:
+def wait_idle(dsn: str, gap: float | None = None, timeout: float = 600) -> float:
     """Seconds until trajhub has no work left over (polled every 0.5 s), then no vacuum or
     analyze runs and the machine is quiet (under QUIET_PERCENT of its cores busy), over two
     seconds in a row: a vacuum or analyze, autovacuum's or trajhub's own
     (storage/vacuum_ahead.py), is the previous run's work too, and would otherwise fall into
-    the next run."""
+    the next run. With `gap`, only the leftover work is waited out, then `gap` seconds,
+    whatever runs meanwhile: bursts with quiet spells of that length between them."""
     import psutil
 
     started = time.monotonic()
@@ -182,6 +184,9 @@ def wait_idle(dsn: str, timeout: float = 600) -> float:
         if not next(iter(left.values()), 0):
             break
         time.sleep(0.5)
+    if gap is not None:
+        time.sleep(gap)
+        return time.monotonic() - started
     quiet = 0
     while quiet < 2 and time.monotonic() - started < timeout:
         busy = psutil.cpu_percent(interval=1.0)
@@ -275,7 +280,7 @@ def trajhub_round(shared: Path, data_dir: Path, args: argparse.Namespace, index:
                 name = prefix + protocol
                 out[name] = measured_run(shared, target, protocol, server.database_url, sql,
                                          args, lambda: sum(server.process_tree_cpu().values()))
-                out[name]["idle_after_s"] = wait_idle(server.database_url)
+                out[name]["idle_after_s"] = wait_idle(server.database_url, args.gap)
 
         async def trajectories() -> int:
             conn = await asyncpg.connect(server.database_url)
@@ -359,6 +364,9 @@ def main() -> int:
     ap.add_argument("--probe", choices=tuple(PROBES), default="range",
                     help="how loadgen counts durable rows: range (each side's primary key) or "
                          "like (a scan, as ../shared/bench/README.md writes it)")
+    ap.add_argument("--gap", type=float, help=(
+        "between trajhub's runs, wait for its queues and then this many seconds, instead of "
+        "for a quiet machine (a vacuum or autovacuum still running falls into the next run)"))
     ap.add_argument("--json", type=Path, help="write every round's figures here")
     args = ap.parse_args()
     data_dir = Path(tempfile.mkdtemp(prefix="trajhub-versus-sink-"))
