@@ -161,8 +161,7 @@ class IdleVacuum:
     async def close(self) -> None:
         self.cancel()
         if self.task is not None:
-            with contextlib.suppress(BaseException):
-                await self.task
+            await asyncio.wait([self.task])  # its outcome is of no use any more
         if self.conn is not None:
             self.conn.terminate()
 
