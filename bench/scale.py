@@ -282,8 +282,8 @@ async def wait_derived(database_url: str, projects: list[str], expect: int,
     return None
 
 
-# vacuums and analyzes so far: trajhub's own (an idle derivation worker's, ahead of autovacuum,
-# storage/vacuum_ahead.py) and autovacuum's
+# vacuums and analyzes so far: trajhub's own (the statistics of the partitioned tables as
+# wholes, storage/search_words.py) and autovacuum's
 _MAINTENANCE = """
 SELECT coalesce(sum(vacuum_count), 0) AS vacuums, coalesce(sum(analyze_count), 0) AS analyzes,
        coalesce(sum(autovacuum_count), 0) AS autovacuums,

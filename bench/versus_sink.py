@@ -173,7 +173,7 @@ def wait_idle(dsn: str, gap: float | None = None, timeout: float = 600) -> float
     """Seconds until trajhub has no work left over (polled every 0.5 s), then no vacuum or
     analyze runs and the machine is quiet (under QUIET_PERCENT of its cores busy), over two
     seconds in a row: a vacuum or analyze, autovacuum's or trajhub's own
-    (storage/vacuum_ahead.py), is the previous run's work too, and would otherwise fall into
+    (storage/search_words.py), is the previous run's work too, and would otherwise fall into
     the next run. With `gap`, only the leftover work is waited out, then `gap` seconds,
     whatever runs meanwhile: bursts with quiet spells of that length between them."""
     import psutil

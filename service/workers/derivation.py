@@ -29,7 +29,6 @@ from collections.abc import Awaitable
 from datetime import timedelta
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
-from typing import TypeVar
 
 import asyncpg
 
@@ -39,13 +38,7 @@ from trajhub.service.derivation import derive_round
 from trajhub.service.dictionaries import DictionaryKeeper
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.supervision import Backoff, exit_cause
-from trajhub.storage import (
-    compression,
-    compression_dictionaries,
-    derivation_store,
-    search_words,
-    vacuum_ahead,
-)
+from trajhub.storage import compression, compression_dictionaries, derivation_store, search_words
 from trajhub.storage.database import TRANSIENT_ERRORS, is_transient
 
 log = logging.getLogger("trajhub.derivation")
@@ -73,23 +66,6 @@ MERGE_WORDS_AFTER = 1000
 #: and looks at how many were written, and whether the statistics of the runs and their words
 #: as wholes are outgrown, at most this often
 MERGE_WORDS_CHECK_SECONDS = 1.0
-#: a worker with nothing else to do looks this often for a table to vacuum or analyze ahead of
-#: autovacuum (storage/vacuum_ahead.py), and again at once after one
-VACUUM_AHEAD_CHECK_SECONDS = 1.0
-
-T = TypeVar("T")
-
-
-async def upkeep(step: Awaitable[T], what: str) -> T | None:
-    """Run one step of upkeep; None when the database refused it for good (e.g. a partition
-    that retention dropped meanwhile: the next step takes the rest)."""
-    try:
-        return await step
-    except asyncpg.PostgresError as exc:
-        if is_transient(exc):
-            raise
-        log.warning("%s failed: %s", what, exc)
-        return None
 
 
 class IdleWords:
@@ -113,78 +89,28 @@ class IdleWords:
         if now - self.checked < MERGE_WORDS_CHECK_SECONDS:
             return False
         self.checked = now
-        await upkeep(search_words.analyze_outgrown(conn), "gathering statistics")
+        await self._upkeep(search_words.analyze_outgrown(conn), "gathering statistics")
         written = await search_words.words_written(conn)
         # counters that went back (a crash, a statistics reset) start over with a merge
         if self.merged_at is not None and 0 <= written - self.merged_at < MERGE_WORDS_AFTER:
             return False
-        if await upkeep(search_words.merge_pending(conn),
-                        "merging the words index's pending list") is not None:
+        if await self._upkeep(search_words.merge_pending(conn),
+                              "merging the words index's pending list"):
             self.merged_at = written
         return False
 
-
-class IdleVacuum:
-    """Vacuums and analyzes, one table a step, what autovacuum would soon have to, while the
-    worker has nothing else to do (storage/vacuum_ahead.py), so that a burst seldom meets
-    autovacuum. A step runs on a connection of its own, beside the worker's rounds: new spans
-    never wait for it. It is cancelled when ingest saturates, as the worker's rounds pause."""
-
-    def __init__(self, database_url: str) -> None:
-        self.database_url = database_url
-        self.conn: asyncpg.Connection | None = None
-        self.task: asyncio.Task[str | None] | None = None
-        self.checked = -VACUUM_AHEAD_CHECK_SECONDS
-
-    def start(self) -> None:
-        """Start a step, unless one runs or the last found nothing less than
-        VACUUM_AHEAD_CHECK_SECONDS ago."""
-        if self.task is not None:
-            if not self.task.done():
-                return
-            ran = self._result(self.task)
-            self.task = None
-            if ran:  # there may be another table: look again at once
-                self.checked = -VACUUM_AHEAD_CHECK_SECONDS
-        now = time.monotonic()
-        if now - self.checked < VACUUM_AHEAD_CHECK_SECONDS:
-            return
-        self.checked = now
-        self.task = asyncio.create_task(self._step())
-
-    def cancel(self) -> None:
-        """Stop the step that runs, if any (PostgreSQL keeps what a cancelled vacuum did to
-        the pages it got to; the next step starts over on the table)."""
-        if self.task is not None and not self.task.done():
-            self.task.cancel()
-
-    async def close(self) -> None:
-        self.cancel()
-        if self.task is not None:
-            await asyncio.wait([self.task])  # its outcome is of no use any more
-        if self.conn is not None:
-            self.conn.terminate()
-
-    async def _step(self) -> str | None:
-        if self.conn is None or self.conn.is_closed():
-            self.conn = await asyncpg.connect(self.database_url, timeout=5)
-        return await upkeep(vacuum_ahead.step(self.conn), "vacuuming ahead of autovacuum")
-
-    def _result(self, task: asyncio.Task[str | None]) -> str | None:
-        if task.cancelled():
-            return None
-        exc = task.exception()
-        if exc is not None:
-            # a transient fault (a bug is logged the same way): the next step reconnects
-            log.warning("vacuuming ahead of autovacuum failed: %s", exc)
-            if self.conn is not None:
-                self.conn.terminate()
-            self.conn = None
-            return None
-        ran = task.result()
-        if ran:
-            log.debug("ahead of autovacuum: %s", ran)
-        return ran
+    @staticmethod
+    async def _upkeep(step: Awaitable[object], what: str) -> bool:
+        """Run one step of upkeep; False when the database refused it for good (e.g. a
+        partition that retention dropped meanwhile: the next step takes the rest)."""
+        try:
+            await step
+        except asyncpg.PostgresError as exc:
+            if is_transient(exc):
+                raise
+            log.warning("%s failed: %s", what, exc)
+            return False
+        return True
 
 
 class DerivationWorker:
@@ -194,7 +120,6 @@ class DerivationWorker:
         self.conn: asyncpg.Connection | None = None
         self.dictionary = DictionaryKeeper(train=False)
         self.words = IdleWords()
-        self.vacuum = IdleVacuum(database_url)
 
     async def connection(self) -> asyncpg.Connection:
         if self.conn is None or self.conn.is_closed():
@@ -224,17 +149,9 @@ class DerivationWorker:
         ingest, but not the PostgreSQL backend its rounds keep busy; so while the flag is
         set the worker waits, up to MAX_PAUSE_SECONDS in a row, and the burst is
         acknowledged sooner; idle ingest workers and this worker derive it afterwards."""
-        try:
-            await self._run(interval, stop, report, saturated)
-        finally:
-            await self.vacuum.close()
-
-    async def _run(self, interval: float, stop: asyncio.Event, report: Connection | None,
-                   saturated: ctypes.c_byte | None) -> None:
         paused_since: float | None = None
         while not stop.is_set():
             if saturated is not None and saturated.value:
-                self.vacuum.cancel()  # a burst is not to meet a vacuum either
                 now = time.monotonic()
                 paused_since = now if paused_since is None else paused_since
                 if now - paused_since < MAX_PAUSE_SECONDS:
@@ -252,8 +169,6 @@ class DerivationWorker:
                 words_left = False
                 if derived < BATCH:  # no backlog: what is queued fits in a round
                     words_left = await self.words(await self.connection())
-                    if not (derived or finalized or words_left):  # nothing at all to do
-                        self.vacuum.start()
             except TRANSIENT_ERRORS as exc:
                 if report is not None:
                     _report(report, (REPORT_DATABASE_ERROR,))
