@@ -93,11 +93,10 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-# PostgreSQL's background activity during a run (cumulative counters; a run reports deltas)
+# PostgreSQL's background activity during a run (cumulative counters; a run reports deltas;
+# autovacuum's, by table, are `_AUTOVACUUMED`)
 _PG_ACTIVITY = """
 SELECT (SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter) AS checkpoints,
-       (SELECT coalesce(sum(autovacuum_count), 0) FROM pg_stat_all_tables) AS autovacuums,
-       (SELECT coalesce(sum(autoanalyze_count), 0) FROM pg_stat_all_tables) AS autoanalyzes,
        pg_current_wal_lsn() - '0/0'::pg_lsn AS wal_bytes,
        (SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree('spans')) AS spans_bytes
 """
@@ -232,9 +231,14 @@ def measured_run(shared: Path, target: str, protocol: str, dsn: str, sql: str,
                            / max(busy_after[1] - busy_before[1], 1e-9))
     run["pg"] = {k: v - pg_before.get(k, 0.0) for k, v in pg_activity(dsn).items()}
     run["pg"]["spans_bytes"] = pg_before["spans_bytes"]  # the table's size when the run began
-    run["autovacuumed"] = {
-        name: [v - visited_before.get(name, (0, 0))[0], a - visited_before.get(name, (0, 0))[1]]
-        for name, (v, a) in autovacuumed(dsn).items() if (v, a) != visited_before.get(name)}
+    visited: dict[str, list[int]] = {}  # the tables autovacuum visited: [vacuums, analyzes]
+    for name, (v, a) in autovacuumed(dsn).items():
+        v0, a0 = visited_before.get(name, (0, 0))
+        if (v, a) != (v0, a0):
+            visited[name] = [v - v0, a - a0]
+    run["autovacuumed"] = visited
+    run["pg"]["autovacuums"] = float(sum(v for v, _ in visited.values()))
+    run["pg"]["autoanalyzes"] = float(sum(a for _, a in visited.values()))
     return run
 
 
