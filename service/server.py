@@ -34,7 +34,7 @@ from trajhub.service.workers import rules as rule_worker
 from trajhub.service.workers.derivation import DerivationProcesses
 from trajhub.storage import compression, compression_dictionaries, evaluations
 from trajhub.storage import retention as storage_retention
-from trajhub.storage.database import create_pool
+from trajhub.storage.database import connect, create_pool
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
 
@@ -80,7 +80,7 @@ async def prepare_database(settings: Settings) -> tuple[str, EmbeddedPostgres | 
     if not url:
         embedded = await asyncio.to_thread(EmbeddedPostgres, Path(settings.data_dir))
         url = embedded.url
-    conn = await asyncpg.connect(url, timeout=10)
+    conn = await connect(url, timeout=10)
     try:
         # the width of the first time partitions, when migration 0021 creates them
         await conn.execute("SELECT set_config('trajhub.partition_seconds', $1, false)",

@@ -11,10 +11,9 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-import asyncpg
 import zstandard
 
-from trajhub.storage.database import Connection
+from trajhub.storage.database import Connection, connect
 
 #: span bodies a dictionary is trained from: on loadgen's spans 500 made as good a dictionary as
 #: 2,000 (bench/README.md, "A trained dictionary, and a history of superseded revisions")
@@ -57,7 +56,7 @@ def loader(database_url: str) -> Callable[[int], bytes | None]:
     it; the caller waits those few milliseconds."""
 
     async def fetch_once(dictionary_id: int) -> bytes | None:
-        conn = await asyncpg.connect(database_url, timeout=5)
+        conn = await connect(database_url)
         try:
             return await fetch(conn, dictionary_id)
         finally:

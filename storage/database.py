@@ -1,4 +1,5 @@
-"""Connections: the pool the REST API uses, and which failures mean "try again later".
+"""Connections: their settings, the pool the REST API uses, and which failures mean "try
+again later".
 
 This module is the one place that classifies database errors. A transient error — the
 connection was lost, the server is shutting down or restarting, too many connections, a
@@ -48,13 +49,29 @@ def is_transient(error: BaseException) -> bool:
     return isinstance(error, TRANSIENT_ERRORS)
 
 
+#: The settings of every connection trajhub opens. JIT off: PostgreSQL compiles a statement's
+#: expressions to machine code when its estimated cost passes `jit_above_cost` (100,000 by
+#: default), which every statement over a few million rows does; the compilation costs each
+#: execution tens of milliseconds to seconds and pays off only for long analytic queries, which
+#: trajhub does not run. At 5M spans on PostgreSQL 15, the trace list with two attribute
+#: filters spent about 40 ms of a request compiling (bench/README.md, "JIT off"). A server
+#: built without LLVM (the embedded one) never compiles: there the setting changes nothing.
+CONNECTION_SETTINGS = {"jit": "off"}
+#: The REST API's pool: besides, every statement is planned for its own values. The best plan
+#: for a list filter depends on how many rows the value matches (a rare one reads its index, a
+#: common one walks the list order), and PostgreSQL's generic plan for asyncpg's prepared
+#: statements picks one plan for all values (at 1M spans: 0.5 s instead of 40 ms for a common
+#: free-text query).
+POOL_SETTINGS = {**CONNECTION_SETTINGS, "plan_cache_mode": "force_custom_plan"}
+
+
+async def connect(url: str, timeout: float = 5) -> asyncpg.Connection:
+    """A connection of its own (a worker's, the migrations', a command's)."""
+    return await asyncpg.connect(url, timeout=timeout, server_settings=CONNECTION_SETTINGS)
+
+
 async def create_pool(url: str, size: int = 4) -> asyncpg.Pool:
-    # Every statement is planned for its own values: the best plan for a list filter depends on
-    # how many rows the value matches (a rare one reads its index, a common one walks the list
-    # order), and PostgreSQL's generic plan for asyncpg's prepared statements picks one plan
-    # for all values (at 1M spans: 0.5 s instead of 40 ms for a common free-text query).
     pool = await asyncpg.create_pool(url, min_size=1, max_size=size, timeout=5,
-                                     command_timeout=60,
-                                     server_settings={"plan_cache_mode": "force_custom_plan"})
+                                     command_timeout=60, server_settings=POOL_SETTINGS)
     assert pool is not None
     return pool

@@ -22,6 +22,7 @@ import pytest
 from tests.harness import ServerProcess, TestDatabase, run, separate_database, wait_for
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.storage import retention, span_writer, trace_reads
+from trajhub.storage.database import POOL_SETTINGS
 from trajhub.storage.migrate import migrate
 
 WIDTH_SECONDS = 3.0
@@ -226,8 +227,7 @@ def test_an_existing_store_is_converted(database: TestDatabase) -> None:
     a, b = "a" * 32, "b" * 32
 
     async def check(url: str) -> None:
-        conn = await asyncpg.connect(url, server_settings={"plan_cache_mode":
-                                                          "force_custom_plan"})
+        conn = await asyncpg.connect(url, server_settings=POOL_SETTINGS)
         try:
             await migrate(conn, before=21)  # the store as the previous version left it
             # trace a: spans on both sides of midnight; trace b: one span on the second day

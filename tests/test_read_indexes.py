@@ -23,6 +23,7 @@ from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.records import write_values
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 from trajhub.storage import derivation_store, search_words, trajectory_reads
+from trajhub.storage.database import POOL_SETTINGS
 from trajhub.storage.migrate import migrate
 
 PB = {"content-type": "application/x-protobuf"}
@@ -232,8 +233,7 @@ def test_free_text_reads_an_index(database: TestDatabase) -> None:
         rows.append(_run_row(trace_id, i, question, "It will be sunny, then rain."))
 
     async def check(url: str) -> None:
-        conn = await asyncpg.connect(url, server_settings={"plan_cache_mode":
-                                                          "force_custom_plan"})
+        conn = await asyncpg.connect(url, server_settings=POOL_SETTINGS)
         try:
             await migrate(conn)
             for i in range(0, n, 500):

@@ -14,6 +14,7 @@ from trajhub.service.api.common import time_ns
 from trajhub.service.cli.common import CliError
 from trajhub.service.config import Settings
 from trajhub.storage import compression, compression_dictionaries, derivation_store
+from trajhub.storage.database import connect
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
 
@@ -41,7 +42,7 @@ async def database(settings: Settings, purpose: str) -> AsyncIterator[asyncpg.Co
     embedded = None if settings.database_url else EmbeddedPostgres(Path(settings.data_dir))
     url = settings.database_url or (embedded.url if embedded else "")
     try:
-        conn = await asyncpg.connect(url, timeout=10)
+        conn = await connect(url, timeout=10)
     except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
         if embedded is not None:
             embedded.stop()

@@ -34,6 +34,7 @@ from trajhub.service.workers.derivation import BATCH, FILL_WORDS_BATCH, MAX_OPEN
 from trajhub.storage import (
     compression,
     compression_dictionaries,
+    database,
     derivation_store,
     search_words,
     span_writer,
@@ -77,7 +78,7 @@ class _Worker:
 
     async def _connection(self) -> asyncpg.Connection:
         if self.conn is None or self.conn.is_closed():
-            self.conn = await asyncpg.connect(self.database_url, timeout=5)
+            self.conn = await database.connect(self.database_url)
             await span_writer.prepare(self.conn)
         return self.conn
 

@@ -39,7 +39,7 @@ from trajhub.service.dictionaries import DictionaryKeeper
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.supervision import Backoff, exit_cause
 from trajhub.storage import compression, compression_dictionaries, derivation_store, search_words
-from trajhub.storage.database import TRANSIENT_ERRORS, is_transient
+from trajhub.storage.database import TRANSIENT_ERRORS, connect, is_transient
 
 log = logging.getLogger("trajhub.derivation")
 
@@ -123,7 +123,7 @@ class DerivationWorker:
 
     async def connection(self) -> asyncpg.Connection:
         if self.conn is None or self.conn.is_closed():
-            self.conn = await asyncpg.connect(self.database_url, timeout=5)
+            self.conn = await connect(self.database_url)
         return self.conn
 
     async def derive_round(self) -> int:
