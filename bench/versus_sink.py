@@ -139,6 +139,32 @@ def autovacuumed(dsn: str) -> dict[str, tuple[int, int]]:
     return asyncio.run(fetch())
 
 
+# the vacuums and analyzes still running when a run ends, autovacuum's or trajhub's, and for
+# how long: pg_stat_all_tables counts one only once it has finished, so one that began during
+# the run and ends after it is not among the tables the run's line says autovacuum visited
+_STILL_RUNNING = """
+SELECT p.relid::regclass::text AS relation, p.kind, a.backend_type,
+       extract(epoch FROM now() - a.query_start)::float8 AS running_s
+FROM (SELECT pid, relid, 'vacuum' AS kind FROM pg_stat_progress_vacuum
+      WHERE datname = current_database()
+      UNION ALL
+      SELECT pid, relid, 'analyze' FROM pg_stat_progress_analyze
+      WHERE datname = current_database()) p
+JOIN pg_stat_activity a ON a.pid = p.pid
+"""
+
+
+def still_running(dsn: str) -> list[str]:
+    async def fetch() -> list[str]:
+        conn = await asyncpg.connect(dsn)
+        try:
+            return [f"{r['relation']} {r['kind']} ({r['backend_type']}, for "
+                    f"{r['running_s']:.1f} s)" for r in await conn.fetch(_STILL_RUNNING)]
+        finally:
+            await conn.close()
+    return asyncio.run(fetch())
+
+
 _DISK = """
 SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -224,6 +250,7 @@ def measured_run(shared: Path, target: str, protocol: str, dsn: str, sql: str,
     cpu_before = server_cpu()
     busy_before = machine_busy()
     run = loadgen(shared, target, protocol, dsn, sql, args)
+    run["still_running"] = still_running(dsn)
     busy_after = machine_busy()
     run["server_cpu_s"] = server_cpu() - cpu_before
     # how full the machine was over the run (loadgen's start-up included)
@@ -345,7 +372,8 @@ def describe(run: dict[str, Any], spans: int) -> str:
             f"CPU-s, WAL {pg['wal_bytes'] * per / 2**20:.0f} MiB; during the run: "
             f"{pg['checkpoints']:.0f} checkpoints, {pg['autovacuums']:.0f} autovacuums, "
             f"{pg['autoanalyzes']:.0f} autoanalyzes; spans table "
-            f"{pg['spans_bytes'] / 2**20:,.0f} MiB at the start{idle}{visited}")
+            f"{pg['spans_bytes'] / 2**20:,.0f} MiB at the start{idle}{visited}"
+            + "".join(f"; at its end still running: {r}" for r in run.get("still_running", [])))
 
 
 def rate(run: dict[str, Any]) -> float:
