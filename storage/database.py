@@ -51,11 +51,12 @@ def is_transient(error: BaseException) -> bool:
 
 #: The settings of every connection trajhub opens. JIT off: PostgreSQL compiles a statement's
 #: expressions to machine code when its estimated cost passes `jit_above_cost` (100,000 by
-#: default), which every statement over a few million rows does; the compilation costs each
-#: execution tens of milliseconds to seconds and pays off only for long analytic queries, which
-#: trajhub does not run. At 5M spans on PostgreSQL 15, the trace list with two attribute
-#: filters spent about 40 ms of a request compiling (bench/README.md, "JIT off"). A server
-#: built without LLVM (the embedded one) never compiles: there the setting changes nothing.
+#: default), as a statement over a few million rows can; the compilation costs each execution
+#: tens of milliseconds to seconds and pays off only for long analytic queries, which trajhub
+#: does not run. At 5M spans on PostgreSQL 15, the trace list with two attribute filters spent
+#: about 40 ms of a request compiling (bench/README.md, "5M spans on PostgreSQL 15, and JIT
+#: off"). A server built without LLVM (the embedded one) never compiles: there the setting
+#: changes nothing.
 CONNECTION_SETTINGS = {"jit": "off"}
 #: The REST API's pool: besides, every statement is planned for its own values. The best plan
 #: for a list filter depends on how many rows the value matches (a rare one reads its index, a
