@@ -108,13 +108,17 @@ SELECT (SELECT count(*) FROM trace_changes) + (SELECT count(*) FROM open_traject
 """
 
 
-async def _fetch(dsn: str, sql: str) -> dict[str, Any]:
+async def _rows(dsn: str, sql: str) -> list[asyncpg.Record]:
     conn = await asyncpg.connect(dsn)
     try:
-        row = await conn.fetchrow(sql)
-        return dict(row) if row is not None else {}
+        return await conn.fetch(sql)
     finally:
         await conn.close()
+
+
+async def _fetch(dsn: str, sql: str) -> dict[str, Any]:
+    rows = await _rows(dsn, sql)
+    return dict(rows[0]) if rows else {}
 
 
 def pg_activity(dsn: str) -> dict[str, float]:
@@ -130,13 +134,7 @@ WHERE autovacuum_count + autoanalyze_count > 0
 
 
 def autovacuumed(dsn: str) -> dict[str, tuple[int, int]]:
-    async def fetch() -> dict[str, tuple[int, int]]:
-        conn = await asyncpg.connect(dsn)
-        try:
-            return {r[0]: (r[1], r[2]) for r in await conn.fetch(_AUTOVACUUMED)}
-        finally:
-            await conn.close()
-    return asyncio.run(fetch())
+    return {r[0]: (r[1], r[2]) for r in asyncio.run(_rows(dsn, _AUTOVACUUMED))}
 
 
 # the vacuums and analyzes still running when a run ends, autovacuum's or trajhub's, and for
@@ -155,14 +153,8 @@ JOIN pg_stat_activity a ON a.pid = p.pid
 
 
 def still_running(dsn: str) -> list[str]:
-    async def fetch() -> list[str]:
-        conn = await asyncpg.connect(dsn)
-        try:
-            return [f"{r['relation']} {r['kind']} ({r['backend_type']}, for "
-                    f"{r['running_s']:.1f} s)" for r in await conn.fetch(_STILL_RUNNING)]
-        finally:
-            await conn.close()
-    return asyncio.run(fetch())
+    return [f"{r['relation']} {r['kind']} ({r['backend_type']}, for {r['running_s']:.1f} s)"
+            for r in asyncio.run(_rows(dsn, _STILL_RUNNING))]
 
 
 _DISK = """
@@ -250,9 +242,10 @@ def measured_run(shared: Path, target: str, protocol: str, dsn: str, sql: str,
     cpu_before = server_cpu()
     busy_before = machine_busy()
     run = loadgen(shared, target, protocol, dsn, sql, args)
-    run["still_running"] = still_running(dsn)
     busy_after = machine_busy()
     run["server_cpu_s"] = server_cpu() - cpu_before
+    # read after the run's figures, which its connection is not to count in
+    run["still_running"] = still_running(dsn)
     # how full the machine was over the run (loadgen's start-up included)
     run["machine_busy"] = ((busy_after[0] - busy_before[0])
                            / max(busy_after[1] - busy_before[1], 1e-9))
