@@ -89,7 +89,8 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
         app.add_middleware(
             CORSMiddleware,
             allow_origins=rt.settings.cors_origin_list,
-            allow_methods=["GET", "POST", "PATCH", "DELETE"],
+            # every method a route has (a list here fell behind the routes once: PUT was missing)
+            allow_methods=["*"],
             allow_headers=["*"],
             max_age=600,
         )

@@ -252,5 +252,18 @@ def test_cors_preflight(tmp_path, database) -> None:  # type: ignore[no-untyped-
             r = c.options(f"{cors.http}/v1/traces", headers={
                 "origin": "http://evil.example", "access-control-request-method": "POST"})
             assert "access-control-allow-origin" not in r.headers
+            # a preflight for every method of every route the API document lists
+            paths = c.get(f"{cors.http}/openapi.json", timeout=60).json()["paths"]
+            refused = []
+            for path, operations in paths.items():
+                for method in operations:
+                    r = c.options(f"{cors.http}{path}", headers={
+                        "origin": "http://app.example",
+                        "access-control-request-method": method.upper()})
+                    if not (200 <= r.status_code < 300 and method.upper() in
+                            r.headers.get("access-control-allow-methods", "")):
+                        refused.append(f"{method.upper()} {path}: {r.status_code}")
+            assert {m for ops in paths.values() for m in ops} >= {"get", "post", "put", "delete"}
+            assert refused == []
     finally:
         assert cors.stop() == 0
