@@ -189,5 +189,9 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     mount_ui(app)
     # outermost: it times and logs every answer, the error handlers' included
     app.add_middleware(AccessMiddleware)
+    # Build the API document (and the path table error answers read from it) before serving,
+    # not in the first request that needs it: on a busy machine that request ran past its
+    # client's timeout.
+    allowed_methods(app, "/")
     return app
 

@@ -20,8 +20,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Iterator
@@ -88,6 +90,24 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
             and getattr(config.option, "numprocesses", None)):
         config.option.numprocesses = 0
         config.option.dist = "no"
+    if config.option.basetemp is None and not hasattr(config, "workerinput"):
+        # A base temp folder of this run's own, outside pytest's per-user folder: every pytest
+        # run that starts makes that folder private again (mode 0700), which locks out the
+        # `pgserver` user the embedded PostgreSQL runs as when the suite runs as root, so a
+        # second test run on the same machine crashed the first one's database.
+        config.option.basetemp = config.stash[OWN_BASETEMP] = tempfile.mkdtemp(
+            prefix="trajhub-tests-")
+
+
+OWN_BASETEMP = pytest.StashKey[str]()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run's own base temp folder goes when the run passed (pytest's own rotation never
+    sees it); a failed run keeps it, for the servers' logs."""
+    own = session.config.stash.get(OWN_BASETEMP, None)
+    if own and exitstatus == 0:
+        shutil.rmtree(own, ignore_errors=True)
 
 
 def _file_weight(items: list[pytest.Item]) -> dict[pytest.Item, int]:
