@@ -38,7 +38,7 @@ ALTER TABLE spans ALTER COLUMN attributes SET STORAGE EXTERNAL;
 ALTER TABLE resources ALTER COLUMN body SET STORAGE EXTERNAL;
 
 -- Traces that received spans and wait for their summary and trajectory to be (re)derived.
--- Ingest only ever inserts here, so it never waits on a row the assembly worker holds.
+-- Ingest only ever inserts here, so it never waits on a row the derivation worker holds.
 CREATE TABLE trace_changes (
     id          bigserial   PRIMARY KEY,
     project     text        NOT NULL,
@@ -46,7 +46,7 @@ CREATE TABLE trace_changes (
     received_at timestamptz NOT NULL DEFAULT now()
 );
 
--- One row per trace: what the trace list shows, kept by the assembly worker.
+-- One row per trace: what the trace list shows, kept by the derivation worker.
 CREATE TABLE traces (
     project         text     NOT NULL,
     trace_id        text     NOT NULL,

@@ -2,7 +2,7 @@
 -- nothing else reads. It used ILIKE, which lower-cases both sides on every run it checks: for
 -- two common words that are rarely adjacent ("weather forecast"), PostgreSQL walks the runs
 -- newest first and checks each, and lower-casing was 3/4 of that query's time. The text is now
--- stored lower-cased (storage/assembly_store.py) and compared byte for byte with the
+-- stored lower-cased (storage/derivation_store.py) and compared byte for byte with the
 -- lower-cased query (storage/trajectory_reads.py): the same matches as ILIKE, and that query
 -- about 4× faster in the database (bench/README.md, "Free text with two common words").
 -- It is also cut to its first 100,000 characters, as far as the words index (migration 0014)
