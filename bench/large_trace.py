@@ -1,12 +1,12 @@
-"""One very large trace (issue 20): how long after its last span its trajectory is final, what
+"""One very large trace: how long after its last span its trajectory is final, what
 reading it costs, paged and whole, how much trajhub's processes grow, and how soon the web UI
 shows it.
 
 The trace is what a long-running OpenInference-traced agent sends: one root AGENT span, then
 per turn one LLM span (model step) and two TOOL spans (tool steps), each with ~1 KB input and
 output, all children of the root. `--spans 30000` gives 10,000 model steps and 20,000 tool
-steps (issue 20's shape); the root is sent last, as an SDK exports it when the run ends. The
-spans go over OTLP/HTTP in requests of 512, one at a time.
+steps (a long agent's shape: two tool calls per model turn); the root is sent last, as an SDK
+exports it when the run ends. The spans go over OTLP/HTTP in requests of 512, one at a time.
 
 Reported:
 - seconds from the last acknowledgement to the trajectory being final;

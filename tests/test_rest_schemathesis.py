@@ -1,4 +1,4 @@
-"""The server against its own /openapi.json, the way issue 18 tried it as a new user would:
+"""The server against its own /openapi.json, as a new user's first check of an API would try it:
 `schemathesis run …/openapi.json --checks all` on a server with API keys on, sent with an
 admin key. Every phase schemathesis has (examples, coverage, fuzzing, stateful) and every
 check must pass; where a check cannot apply, CONFIG switches it off with the reason. Bounded

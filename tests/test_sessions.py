@@ -1,4 +1,4 @@
-"""Sessions (issue 21): the runs of a project sharing a session id, over REST, the client and the
+"""Sessions: the runs of a project sharing a session id, over REST, the client and the
 CLI, against a real server.
 
 Two kinds of data:

@@ -642,7 +642,8 @@ _ERROR_REF = {"$ref": "#/components/schemas/ErrorDetail"}
 
 
 def document_errors(app: FastAPI, auth_required: bool) -> None:
-    """Make /openapi.json say what the server answers (issue 18):
+    """Make /openapi.json say what the server answers, so that a client generated from it, or a
+    tool that checks answers against it, meets no surprise:
 
     - an error answer of a REST route is JSON (`ErrorDetail`), also where the route's success
       is NDJSON or a JSON Schema document, or where the route describes it in words only;

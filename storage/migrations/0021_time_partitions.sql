@@ -1,4 +1,4 @@
--- Time partitions (issue 19): `spans`, `traces`, `trajectories` and `trajectory_revisions`
+-- Time partitions: `spans`, `traces`, `trajectories` and `trajectory_revisions`
 -- become declaratively RANGE-partitioned by `first_seen`, the time the trace's first span was
 -- received, so that retention drops a whole partition of each instead of deleting row by row
 -- (storage/retention.py, README "Operations", deploy/SCALING.md).

@@ -1,6 +1,6 @@
 """Record declarations: each record trajhub stores and serves is listed here once, field by
-field, and every layer derives its piece from that list (issue 18, "One definition per
-record"):
+field, and every layer derives its piece from that list, so that a field is added in one place
+and no layer can disagree with another about it:
 
 - storage (trajhub.storage): the columns a derivation writes, the SELECT list of the read row
   (`Record.write_columns`, `Record.select_list`), and a filter's SQL conditions;
