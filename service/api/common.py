@@ -252,7 +252,8 @@ Rt = Annotated[Runtime, Depends(runtime)]
 
 def json_response(doc: Any, status: int = 200, headers: dict[str, str] | None = None
                   ) -> Response:
-    """orjson-encoded JSON (FastAPI's default encoder is several times slower), unchecked: for
+    """orjson-encoded JSON (FastAPI's default encoder is slower: bench/README.md, "Answering REST
+    requests"), unchecked: for
     error bodies (`{"detail": ...}`); a route's answer goes through `model_response`."""
     return Response(orjson.dumps(doc), status_code=status, media_type="application/json",
                     headers=headers)
