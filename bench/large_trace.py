@@ -141,7 +141,7 @@ class RssSampler(BackgroundSampler):
         return self.now()
 
     def roles(self) -> str:
-        """The processes that grew most, e.g. `derivation worker +600 MiB`."""
+        """The processes that grew most, each as `<role> +<growth> MiB`."""
         from memory import role
 
         grown = sorted(self.growth.items(), key=lambda g: -g[1])[:4]

@@ -21,8 +21,8 @@ import pytest
 
 from tests.conftest import Secured
 
-#: generated cases per operation and phase: ~80 operations in well under two minutes (about 40 s
-#: on this machine; the whole suite must stay within 5 minutes)
+#: generated cases per operation and phase: all operations together well within two minutes, as
+#: the whole suite must stay within 5 minutes (bench/README.md, "The test suite")
 MAX_EXAMPLES = int(os.environ.get("TRAJHUB_SCHEMATHESIS_EXAMPLES", "8"))
 #: CI's seed (any fixed number: it makes the generated cases the same on every run)
 CI_SEED = 18
