@@ -13,7 +13,8 @@
 -- the partition has grown by about 80 % (written twice: 2 n > 0.9 (N + n)), about 6 from 30,000
 -- runs to 1M. Not 1 or more: rows written once each would then never be analyzed again
 -- (n > N + n); at 0.9 those are analyzed each time the partition grows tenfold
--- (bench/log-2026.md, "Autoanalyze at 0.9 of a partition", found 4 wrong that way).
+-- (bench/log-2026.md, "Autoanalyze at 0.9 of a partition, on a faster machine", found 4 wrong
+-- that way).
 UPDATE time_partitioned_tables
 SET options = array_replace(options, 'autovacuum_analyze_scale_factor=0.5',
                             'autovacuum_analyze_scale_factor=0.9')
