@@ -12,8 +12,8 @@ and no layer can disagree with another about it:
 
 This module is plain data with no dependency beyond the standard library, so that the client
 (which must not import the server) and the pure normalizers may read it, and storage needs
-nothing of the service. The declarations themselves are in `trajhub.records.trajectories`,
-`trajhub.records.traces` and `trajhub.records.evaluations`.
+nothing of the service. The declarations themselves are in the modules beside this one:
+`trajectories`, `traces`, `scores`, `sessions`, `rules`, `review` and `evaluations`.
 
 Time vocabulary (one across the API): a moment is `<what>_time`, an RFC 3339 UTC timestamp
 (`start_time`, `end_time`); a length of time is `<what>_ms`, whole milliseconds as an integer
