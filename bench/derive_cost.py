@@ -8,9 +8,10 @@ the derivation round does (`derivation_store.load_spans`' columns), then runs
 `service.derivation.derive_trace` over every trace --passes times with no database in the
 timed part: stored bodies to span models, the normalizers, the trace and trajectory rows, the
 compressed document. It prints the CPU µs per span of the fastest and of the median pass: the
-Python the derivation round spends per span besides its statements (bench/README.md, "Burst and
-pipeline"). This machine's speed drifts by ±15 % within minutes: compare two trees by running
-each in turn several times (`PYTHONPATH=<other tree>` runs another checkout's `trajhub`).
+Python the derivation round spends per span besides its statements (bench/README.md, "Current
+figures"). This machine's speed drifts within minutes (bench/README.md, "Running the
+benchmarks"): compare two trees by running each in turn several times (`PYTHONPATH=<other
+tree>` runs another checkout's `trajhub`).
 
 With --split, it also replays the C-library calls of a pass alone, on that pass's own inputs
 and outputs: the span bodies decompressed (zstd) and parsed (protobuf), the documents

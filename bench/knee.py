@@ -1,5 +1,6 @@
 """The sustained knee: the highest offered rate at which every trajectory is final within the
-settle period + 2 s of its spans' acknowledgement, held for 60 s (issue 19, "End to end").
+settle period + 2 s of its spans' acknowledgement, held for 60 s: the steady load at which
+trajectories still follow their spans promptly.
 
 At each offered rate (spans/s) the reference load generator's payloads (8-span traces, 512
 spans per request) are sent over OTLP/HTTP at an even pace for `--seconds`, by as many threads

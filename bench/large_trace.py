@@ -1,12 +1,12 @@
-"""One very large trace (issue 20): how long after its last span its trajectory is final, what
+"""One very large trace: how long after its last span its trajectory is final, what
 reading it costs, paged and whole, how much trajhub's processes grow, and how soon the web UI
 shows it.
 
 The trace is what a long-running OpenInference-traced agent sends: one root AGENT span, then
 per turn one LLM span (model step) and two TOOL spans (tool steps), each with ~1 KB input and
 output, all children of the root. `--spans 30000` gives 10,000 model steps and 20,000 tool
-steps (issue 20's shape); the root is sent last, as an SDK exports it when the run ends. The
-spans go over OTLP/HTTP in requests of 512, one at a time.
+steps (a long agent's shape: two tool calls per model turn); the root is sent last, as an SDK
+exports it when the run ends. The spans go over OTLP/HTTP in requests of 512, one at a time.
 
 Reported:
 - seconds from the last acknowledgement to the trajectory being final;
@@ -141,7 +141,7 @@ class RssSampler(BackgroundSampler):
         return self.now()
 
     def roles(self) -> str:
-        """The processes that grew most, e.g. `derivation worker +600 MiB`."""
+        """The processes that grew most, each as `<role> +<growth> MiB`."""
         from memory import role
 
         grown = sorted(self.growth.items(), key=lambda g: -g[1])[:4]

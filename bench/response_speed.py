@@ -1,4 +1,4 @@
-"""How much checking a REST answer against its schema costs (issue 18): one page of 1,000
+"""How much checking a REST answer against its schema costs: one page of 1,000
 trajectory summaries and one of 1,000 dataset items, encoded the ways a route could send them.
 
     .venv/bin/python bench/response_speed.py

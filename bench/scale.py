@@ -460,7 +460,7 @@ def cases(sent: list[Sent], project: str, now_ns: int, rng: random.Random) -> li
     def sess(name: str, **p: Any) -> Case:
         return Case("session list", name, lambda _i: "/api/v1/sessions", const(**p))
 
-    out += [  # sessions (issue 21): most runs have a session of their own, a quarter share one
+    out += [  # sessions: most runs have a session of their own, a quarter share one
         sess("no filter"),
         sess("start: last 3 h (many)", start=str(now_ns - 3 * HOUR_NS)),
         sess("user_id=user-3 (many)", user_id="user-3"),

@@ -14,7 +14,8 @@ It also prints the part of the cold open spent in the UI's own layout and DOM bu
 `performance.measure` the trajectory page records); the rest is loading, fetching and the
 browser's style and layout pass.
 
-The issue's target is under 1 s for the open. Usage: python bench/ui.py [--runs 5] [--steps 500]
+The target is under 1 s for the open: a person waits for it on every run they look at.
+Usage: python bench/ui.py [--runs 5] [--steps 500]
 """
 
 from __future__ import annotations

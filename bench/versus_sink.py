@@ -266,8 +266,8 @@ def measured_run(shared: Path, target: str, protocol: str, dsn: str, sql: str,
 # ../shared/bench/README.md writes them, scans the whole table on each poll: trace_id is not
 # the first key column of trajhub's tables, and under the C.UTF-8 collation LIKE uses no
 # index on either side. On a store that keeps every round's rows, each poll of trajhub's
-# `spans` costs more than the last (142 ms over 3 processes at 300k spans, bench/README.md),
-# and the sink resets its table each round: the probe, not the server, slowed later rounds.
+# `spans` costs more than the last (bench/README.md, "Running the benchmarks"), and the sink
+# resets its table each round: the probe, not the server, slowed later rounds.
 # `range` asks for the same rows (loadgen's trace ids are its 8-hex-digit prefix followed by
 # lowercase hex, and C.UTF-8 compares by code point, so "starts with P" is P <= id < P || 'g')
 # through each side's primary key: trajhub's is (project, trace_id, ...), and loadgen sends

@@ -383,7 +383,8 @@ def usage_cost(prices: Prices, usage: Mapping[str, Mapping[str, Any]]) -> Cost:
     """Cost of a run from its token usage per model name, as the trajectory store keeps it
     for summaries ("" = model not recorded). The calls of a model priced at one rate per
     token are priced once, summed: the same money (genai-prices computes in exact decimals)
-    for a fraction of the time, which a session of thousands of turns needs (~70 µs a call).
+    for a fraction of the time, which a session of thousands of turns needs (bench/README.md,
+    "Sessions").
     Only the rounding differs: each priced call is rounded to 1e-10 USD."""
     cost = Cost()
     for model in sorted(usage):

@@ -107,7 +107,9 @@ def parse_json(text: str | None) -> Any:
     if not text or not _may_be_json(text):
         return None
     try:
-        return orjson.loads(text)  # ~3× faster; the hot path of every derivation
+        # orjson: faster than json on the hot path of every derivation (bench/README.md, "The
+        # derivation's Python")
+        return orjson.loads(text)
     except orjson.JSONDecodeError:
         pass
     try:  # what orjson refuses but Python accepts: NaN, integers beyond 64 bits

@@ -2,8 +2,8 @@
 
 Derivation builds several of these per span (a `Span`, its `SpanReading`, steps, events), and a
 frozen dataclass sets each field through `object.__setattr__` in `__init__`: on loadgen's traces
-those `__init__`s were about 8 % of deriving a trace (bench/README.md, "Value classes without
-frozen's `__init__`"). So the class is a plain slotted dataclass at run time, and
+those `__init__`s were a noticeable share of deriving a trace (bench/README.md, "The
+derivation's Python"). So the class is a plain slotted dataclass at run time, and
 `typing.dataclass_transform(frozen_default=True)` makes `mypy --strict` reject any assignment
 to its fields, as `frozen=True` did. Equal instances still hash alike (`unsafe_hash`, what
 `frozen=True` with `eq` generated), so one can still be a set member or a key.

@@ -7,8 +7,9 @@ commit, a derivation worker before a round), so they agree on one within seconds
 stored. When the newest is missing or due to be replaced (a day old; the store's first one ten
 minutes old: `compression_dictionaries.StoredDictionary.due`), an ingest worker keeps the span
 bodies it compresses as samples, with pieces of the trajectory documents it derives, and once it
-has `SAMPLES` bodies, the first worker to take the training lock trains a dictionary (~0.1 s of
-CPU) and stores it; the others take that one.
+has `SAMPLES` bodies, the first worker to take the training lock trains a dictionary (a
+fraction of a second of CPU: bench/README.md, "Compression") and stores it; the others take
+that one.
 """
 
 from __future__ import annotations

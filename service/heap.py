@@ -2,10 +2,10 @@
 freed memory given back to the system after it.
 
 Python's cyclic collector runs a full collection each time the objects allocated since the last
-one reach a quarter of those that survived it: deriving a 30,000-span trace builds millions of
-objects, and it spent ~0.5–0.7 s of the derivation's ~4 s walking them, freeing almost nothing
-(the derivation's objects are freed by their reference counts as they go). Paused, the
-derivation took ~15 % less time and its peak was ~50 MiB lower (bench/README.md, "Large
+one reach a quarter of those that survived it: deriving a trace of tens of thousands of spans
+builds millions of objects, and its full collections walked them all, again and again, freeing
+almost nothing (the derivation's objects are freed by their reference counts as they go).
+Paused, the derivation takes less time and less memory at its peak (bench/README.md, "Large
 traces").
 
 glibc's malloc keeps what Python frees in its heap for reuse; after a large trace's derivation

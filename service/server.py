@@ -56,7 +56,8 @@ def ui_address(host: str, port: int) -> str:
 
 
 def require_upb() -> None:
-    """The pure-Python protobuf backend is ~190× slower: refuse to run on it."""
+    """The pure-Python protobuf backend is far slower than upb (bench/README.md, "Decoding and
+    storing spans"): refuse to run on it."""
     from google.protobuf.internal import api_implementation
 
     backend = api_implementation.Type()
@@ -109,8 +110,9 @@ def bind_http(host: str, port: int) -> socket.socket:
         raise SystemExit(f"trajhub: cannot listen for HTTP on {host}:{port}: "
                          f"{exc.strerror}") from None
     # Accepted connections inherit this (Linux). uvloop leaves Nagle's algorithm on for them,
-    # so the body of an answer written after its headers waited for the client's delayed ACK:
-    # 40 ms added to every request on a keep-alive connection after its first.
+    # so the body of an answer written after its headers waited for the client's delayed ACK,
+    # on every request of a keep-alive connection after its first (bench/README.md, "Decoding
+    # and storing spans").
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     return sock
 

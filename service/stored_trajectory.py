@@ -4,11 +4,12 @@
 The document is deterministic JSON: trajectory_to_json's bytes, keys sorted at every level. A
 large trajectory's document is not serialized whole. Its steps are serialized once, into the
 chunks of CHUNK_STEPS, one *run* at a time (the steps of one agent within one chunk: one orjson
-call, where a call per step cost three times as much); the chunks are compressed on a thread of
+call, where a call per step cost far more); the chunks are compressed on a thread of
 their own meanwhile (zstd lets go of the GIL). The document's frame is then compressed from
 pieces: the document around the steps, and each agent's runs read back from their chunks. So
-the deriving process never holds the whole text (66 MiB at 30,000 steps), and the bytes are
-those of serializing the whole document (tests/test_stored_trajectory.py).
+the deriving process never holds the whole text (tens of MiB for a large run: bench/README.md,
+"Large traces"), and the bytes are those of serializing the whole document
+(tests/test_stored_trajectory.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from trajhub.normalizers.pages import CHUNK_STEPS, PAGED_FROM, split
 from trajhub.normalizers.trajectory import Trajectory
 from trajhub.storage.compression import compress, compress_document, compress_pieces, decompress
 
-#: chunks serialized but not yet compressed, at most (each ~1 MiB at 1 KB payloads)
+#: chunks serialized but not yet compressed, at most (each holds CHUNK_STEPS steps' payloads)
 PENDING_CHUNKS = 2
 
 #: a run: (agent index, first flat offset, end offset), within one chunk

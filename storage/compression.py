@@ -7,22 +7,22 @@ is stored as it is. No plain value trajhub stores begins with the zstd magic: a 
 Span begins with a field tag (0x0A, its trace id), and JSON (Coze Loop spans, trajectory
 documents) with `{` or `[`.
 
-Why zstd level 1: on loadgen's spans it keeps 55 % of the bytes (zlib level 1: 53 %) at about a
-third of zlib's CPU (bench/README.md, "Bytes"). PostgreSQL's own compression is not used: pglz
-cost ingest more than it saved (migration 0001), and lz4 is not in every PostgreSQL build
-(the embedded one has none).
+Why zstd: on agent spans it keeps about as few of the bytes as zlib, at a fraction of zlib's
+CPU (bench/README.md, "Compression"). PostgreSQL's own compression is not used: pglz cost
+ingest more than it saved (migration 0001), and lz4 is not in every PostgreSQL build (the
+embedded one has none).
 
 Once the store has a trained dictionary (storage/compression_dictionaries.py), values are
 compressed with it: a span is a few KiB, too little for zstd to learn its vocabulary (attribute
 keys, prompts, the words of the payloads) from the span alone, and a dictionary trained on
-earlier spans holds it. On loadgen's spans a body keeps 30 % of its bytes instead of 55 %, and
-compressing takes no longer (bench/README.md, "A trained dictionary, and a history of
-superseded revisions"). Each frame names its dictionary by zstd's own dictionary id; this
-module keeps the dictionaries the process has loaded, and loads a missing one through the
-loader the process installed (`set_loader`).
+earlier spans holds it: a body then keeps far fewer of its bytes, and compressing costs no more
+CPU (bench/README.md, "Compression"). Each frame names its dictionary by zstd's own dictionary
+id; this module keeps the dictionaries the process has loaded, and loads a missing one through
+the loader the process installed (`set_loader`).
 
-Compressors are not thread-safe, so each thread keeps its own (one allocation, then ~2 µs
-for a 2.5 KB span instead of ~25 µs with a new context per value).
+Compressors are not thread-safe, so each thread keeps its own: one allocation, reused, where a
+new context per value would cost several times the compression itself (bench/README.md,
+"Compression").
 """
 
 from __future__ import annotations
@@ -38,16 +38,14 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 #: a zlib stream's first byte for the default window (trajectory documents of migration 0020)
 _ZLIB = 0x78
 LEVEL = 1
-#: the level of a span body's frame made with a dictionary (large values stay at `LEVEL`). At
-#: level 2 a loadgen body takes 14.2 µs instead of 17.3 but keeps 37.7 % of its bytes instead of
-#: 34.6, and the bodies are most of what a store writes: with them at 2 the pipeline's WAL rose
-#: 4.5 % to 1.94x the sink's, with no CPU gain the end-to-end runs could show (bench/README.md,
-#: "zstd level 2 for documents, not for span bodies")
+#: the level of a span body's frame made with a dictionary (large values stay at `LEVEL`). Not 2:
+#: level 2 is a little faster but keeps more of each body, and the bodies are most of what a
+#: store writes, so the pipeline's WAL rose close to its ceiling of twice the sink's, with no
+#: CPU gain the end-to-end runs could show (bench/README.md, "Compression")
 DICTIONARY_LEVEL = 3
-#: the level of a trajectory document's frame made with a dictionary: a loadgen document (18.5
-#: KB) takes 77 µs at level 2 instead of 116 at 3, and keeps 25.0 % of its bytes instead of
-#: 24.0 (`bench/compression_levels.py`): 4.9 µs less derivation per span for about 20 B more
-#: written
+#: the level of a trajectory document's frame made with a dictionary: at level 2 a document
+#: compresses markedly faster than at 3 and keeps hardly more of its bytes, which saves the
+#: derivation more than the few bytes cost (bench/README.md, "Compression")
 DOCUMENT_LEVEL = 2
 #: from this size on a value is large: compressed at `LEVEL`, and `compress` returns a copy of
 #: the frame that holds only the frame
@@ -139,8 +137,7 @@ def _new_compressor(dictionary: zstandard.ZstdCompressionDict | None, large: boo
     if large:
         return zstandard.ZstdCompressor(level=LEVEL, dict_data=dictionary)
     # zstd's tables for the dictionary built once for this compressor, not for every value:
-    # a loadgen span body took 17.2 µs instead of 20.1, a document 101 µs instead of 123
-    # (bench/README.md, "The autoanalyze of trajectories in a burst, and a smaller sample tried").
+    # every value then compresses faster, to the same bytes (bench/README.md, "Compression").
     # A copy: the tables fix the level, and large values use the dictionary at `LEVEL`.
     precomputed = zstandard.ZstdCompressionDict(dictionary.as_bytes())
     precomputed.precompute_compress(level=level)
@@ -202,8 +199,9 @@ def compress(data: bytes, level: int = DICTIONARY_LEVEL) -> bytes:
     large = len(data) >= COPY_FROM
     frame = _compressor(large, level).compress(data)
     # python-zstandard allocates the frame at zstd's bound for `data` (more than `data`) and
-    # shortens it in place: a large value's frame keeps the whole allocation as long as it lives
-    # (a 66 MiB document's 14 MiB frame held 66 MiB). A span's few KiB are not worth the copy.
+    # shortens it in place: a large value's frame keeps the whole allocation, about the size of
+    # the value, as long as it lives (bench/README.md, "Large traces"). A span's few KiB are not
+    # worth the copy.
     return bytes(memoryview(frame)) if large else frame
 
 
@@ -219,9 +217,8 @@ def compress_body(data: bytes) -> bytes:
 def compress_document(data: bytes) -> bytes:
     """A trajectory document as `compress` stores it, kept in pieces as training samples while
     they are wanted. A document repeats its spans' payloads under keys of its own; with them in
-    the dictionary a loadgen document keeps 19.3 % of its bytes instead of 21.5 %, and span
-    bodies compress as well as before (bench/README.md, "WAL: the words index's pending list,
-    full-page images, and autoanalyze")."""
+    the dictionary a document keeps fewer of its bytes, and span bodies compress as well as
+    before (bench/README.md, "Compression")."""
     global _document_piece_bytes
     if _document_pieces is not None and _document_piece_bytes < MAX_DOCUMENT_SAMPLE_BYTES:
         for start in range(0, len(data), DOCUMENT_PIECE):
@@ -261,8 +258,8 @@ def decompressed_size(stored: bytes) -> int | None:
 
 def decompress_pieces(stored: bytes, piece: int = 1 << 20) -> Iterator[bytes]:
     """What `decompress` gives, in pieces of at most `piece` bytes: a zstd frame is
-    decompressed a piece at a time, so that a large value (a 66 MiB document) is never held
-    whole; the other forms come whole."""
+    decompressed a piece at a time, so that a large value (the document of a trace of tens of
+    thousands of spans) is never held whole; the other forms come whole."""
     if stored[:4] == ZSTD_MAGIC:
         yield from _new_decompressor(dictionary_id(stored)).read_to_iter(stored,
                                                                          write_size=piece)

@@ -15,10 +15,12 @@ import zstandard
 
 from trajhub.storage.database import Connection, connect
 
-#: span bodies a dictionary is trained from: on loadgen's spans 500 made as good a dictionary as
-#: 2,000 (bench/README.md, "A trained dictionary, and a history of superseded revisions")
+#: span bodies a dictionary is trained from: a few hundred already make as good a dictionary as
+#: thousands, and the training stalls an ingest worker in proportion (bench/README.md,
+#: "Compression")
 SAMPLES = 1000
-#: a dictionary's size in bytes: 64 KiB kept loadgen's bodies at 30 %, 16 KiB at 33 %
+#: a dictionary's size in bytes: a larger one keeps the bodies a little smaller
+#: (bench/README.md, "Compression")
 SIZE = 64 * 1024
 #: a dictionary older than this is replaced by one trained on newer spans
 MAX_AGE = timedelta(days=1)
@@ -84,9 +86,9 @@ TRAIN_LOCK = 0x7472616A_64696374  # "trajdict"
 
 def train(samples: list[bytes]) -> bytes:
     """A dictionary for bodies like `samples` (zstandard.ZstdError when they do not make one).
-    With its segment and d-mer sizes given (zstd's usual ones), zstd skips its parameter search:
-    0.08 s of CPU instead of 0.39 s for 2,000 loadgen spans, an ingest worker's stall while
-    it trains, and the same dictionary quality."""
+    With its segment and d-mer sizes given (zstd's usual ones), zstd skips its parameter search,
+    which was most of the training's CPU: the training stalls an ingest worker, and the
+    dictionary is as good (bench/README.md, "Compression")."""
     return bytes(zstandard.train_dictionary(
         SIZE, list[bytes | bytearray | memoryview](samples), k=1024, d=8).as_bytes())
 

@@ -54,15 +54,14 @@ def is_transient(error: BaseException) -> bool:
 #: default), as a statement over a few million rows can; the compilation costs each execution
 #: tens of milliseconds to seconds and pays off only for long analytic queries, which trajhub
 #: does not run. At 5M spans on PostgreSQL 15, the trace list with two attribute filters spent
-#: about 40 ms of a request compiling (bench/README.md, "5M spans on PostgreSQL 15, and JIT
-#: off"). A server built without LLVM (the embedded one) never compiles: there the setting
-#: changes nothing.
+#: a large part of every request compiling (bench/README.md, "Reads at 5M spans"). A server
+#: built without LLVM (the embedded one) never compiles: there the setting changes nothing.
 CONNECTION_SETTINGS = {"jit": "off"}
 #: The REST API's pool: besides, every statement is planned for its own values. The best plan
 #: for a list filter depends on how many rows the value matches (a rare one reads its index, a
 #: common one walks the list order), and PostgreSQL's generic plan for asyncpg's prepared
-#: statements picks one plan for all values (at 1M spans: 0.5 s instead of 40 ms for a common
-#: free-text query).
+#: statements picks one plan for all values (for a common free-text query, reading most runs
+#: through the words index instead of walking the newest: bench/README.md, "Free text").
 POOL_SETTINGS = {**CONNECTION_SETTINGS, "plan_cache_mode": "force_custom_plan"}
 
 

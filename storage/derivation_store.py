@@ -22,10 +22,10 @@ TRACE_LOCK = "pg_try_advisory_xact_lock(hashtextextended({project} || '/' || {tr
 #: "this trace has no queued change": one probe of the queue's (project, trace_id) index per
 #: trace checked. The OFFSET keeps it a probe, because PostgreSQL never turns a subquery with an
 #: OFFSET into a join. As a join, once the queue's statistics said it was empty (what autovacuum
-#: records after a drain), the planner read the whole queue again for every trace it checked:
-#: with the settled rows' delete below, 878-887 ms per finalizing pass over 1,000 of 12,000 open
-#: trajectories against 12,000 queued changes, 8 ms now (bench/README.md, "A claim that took
-#: the whole queue").
+#: records after a drain), the planner read the whole queue again for every trace it checked,
+#: and with the settled rows' delete below a finalizing pass after a drain cost as much as the
+#: queue was long, times the open trajectories (bench/README.md, "The derivation queue's
+#: claims").
 NOT_QUEUED = ("NOT EXISTS (SELECT 1 FROM trace_changes c "
               "WHERE c.project = {project} AND c.trace_id = {trace_id} OFFSET 0)")
 
@@ -42,8 +42,8 @@ class ClaimedTrace:
 # as `id IN (SELECT … FOR UPDATE SKIP LOCKED LIMIT n)`, the planner may put that subquery on the
 # inner side of a nested loop, where it runs again for every row of the queue and each run takes
 # the next rows not yet taken. It does so when the queue's statistics say it is empty, which is
-# what autovacuum records after a drain has emptied it: one claim of 200 then took every queued
-# trace, 12,000 of them in 13 s (bench/README.md, "A claim that took the whole queue").
+# what autovacuum records after a drain has emptied it: one claim then took every queued trace,
+# not its batch (bench/README.md, "The derivation queue's claims").
 
 
 async def claim_changes(conn: Connection, limit: int) -> list[ClaimedTrace]:
@@ -195,8 +195,8 @@ _KEY = "project, trace_id, first_seen"
 # One statement per table stores a whole batch. The rows travel as one array of the table's own
 # row type, unnested: PostgreSQL then sets up the insert into the partitioned table (the
 # partition, its dozen indexes, the trigger) once per batch, where `executemany` set it up once
-# per row. On loadgen's traces that cut the store's PostgreSQL CPU by about a third
-# (bench/README.md, "One statement per batch").
+# per row. That cut the store's PostgreSQL CPU markedly (bench/README.md, "Storing
+# trajectories").
 def _upsert(table: str, columns: Sequence[str], extra_insert: str = "", extra_values: str = "",
             extra_update: str = "", stored_as: Mapping[str, str] | None = None) -> str:
     """`stored_as`: column → SQL applied to its value (`{}` is the value)."""
@@ -238,9 +238,10 @@ _UPSERT_TRACE = _upsert("traces", _TRACE_COLUMNS)
 # 100,000 characters of the root input and output, as far as the words index reaches (migration
 # 0014); nothing else reads these columns. So they hold just that (migration 0018): the text cut
 # there (in Python, where a slice is free and the rest never travels) and lower-cased, so that a
-# query compares bytes instead of lower-casing every run it checks (ILIKE did: 3/4 of the time of
-# a common two-word query). PostgreSQL's lower(), which is what ILIKE applied, not Python's,
-# which differs beyond ASCII. It costs ~3-10 ns per character; the words index ~45-135.
+# query compares bytes instead of lower-casing every run it checks (ILIKE did, and that was most
+# of a common two-word query's time). PostgreSQL's lower(), which is what ILIKE applied, not
+# Python's, which differs beyond ASCII; it costs little beside the words index (bench/README.md,
+# "Free text").
 SEARCHED_CHARS = 100_000
 _SEARCHED = {"root_input": "lower({})", "root_output": "lower({})"}
 

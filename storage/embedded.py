@@ -19,15 +19,15 @@ from typing import Any
 log = logging.getLogger("trajhub.embedded")
 
 #: Settings for an ingest-heavy server on a small machine, applied once to a data directory
-#: that lacks them (a new one, or one tuned by an older version). At ~100 MB/s of WAL the
+#: that lacks them (a new one, or one tuned by an older version). At full ingest speed the
 #: defaults spend their time creating and zero-filling WAL segments (wait event WALInitWrite)
-#: and fighting over the 4 MB WAL buffer (LWLock WALWrite). Durability is untouched: fsync,
-#: synchronous_commit and full_page_writes stay on.
+#: and fighting over the default WAL buffer (LWLock WALWrite) (bench/README.md, "Decoding and
+#: storing spans"). Durability is untouched: fsync, synchronous_commit and full_page_writes stay
+#: on.
 #: wal_compression: the first change to a page after a checkpoint writes the whole page to the
 #: WAL (full_page_writes); on the random-keyed B-trees (span, trace and trajectory keys) those
-#: images were 9 % of a pipeline run's WAL after a checkpoint, and pglz (the only method the
-#: embedded build has) shrinks them by a third (bench/README.md, "WAL: the words index's pending
-#: list, full-page images, and autoanalyze").
+#: images are a part of a pipeline run's WAL after a checkpoint, and pglz (the only method the
+#: embedded build has) shrinks them (bench/README.md, "WAL").
 TUNING = {
     "shared_buffers": "512MB",
     "wal_buffers": "64MB",

@@ -71,10 +71,10 @@ async def merge_pending(conn: Connection) -> int:
 # PostgreSQL estimates that join from the statistics of the partitioned tables as wholes, which
 # autovacuum never gathers (it analyzes each partition): without them it took trace_id for a
 # column of 200 values and any text for a common one, and walked every run of a project to find
-# a rare word (0.45-0.51 s at 5M spans, bench/README.md, "The words indexed lazily"). So they are
-# gathered when missing or once the tables have doubled since, for the columns the join and the
-# words' check read: an ANALYZE of a partitioned table samples every partition, and also
-# re-analyzes those columns in each (about 1 s at 5M loadgen spans on a 2-core machine).
+# a rare word (bench/README.md, "Free text"). So they are gathered when missing or once the
+# tables have doubled since, for the columns the join and the words' check read: an ANALYZE of a
+# partitioned table samples every partition, and also re-analyzes those columns in each, which
+# is not free on a large store.
 #: the tables analyzed as wholes, and their columns that the join and the words' check read
 _WHOLES = {"trajectories": ("project", "trace_id", "first_seen"),
            "trajectory_words": ("project", "trace_id", "first_seen", "words")}

@@ -168,8 +168,8 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
             # a large set: a hash of it, which each walked session is looked up in. `IS TRUE`
             # keeps the IN a subplan, which PostgreSQL hashes: as a plain condition it becomes
             # a semi join, which the planner, guessing 200 rows for the set, ran as a nested
-            # loop over the set for each walked run (3.7M comparisons for 1,200 sessions of
-            # one user at 1M spans: 0.5 s; at 5M spans, seconds)
+            # loop over the set for each walked run: a comparison per run and session, which
+            # grows with both (bench/README.md, "Sessions")
             latest.append("(t.session_id IN (SELECT session_id FROM matching)) IS TRUE")
         source = ((f"WITH matching AS MATERIALIZED ({matching}), " if c.within else "WITH ")
                   + "page AS (SELECT t.session_id FROM trajectories t "

@@ -1,12 +1,12 @@
 """The ingest write path: one transaction per request, committed before the client is answered.
 
-The common case — spans never seen before — is a plain COPY into `spans` (~40 % faster than
-the merge below). When the COPY hits a span already stored (a client retry, or the finished
-version of a long-running span), it rolls back to a savepoint and the rows go through a
-per-connection staging table merged with ON CONFLICT instead: a re-sent span is stored once,
-and one with a later end time replaces the stored one, and the traces it changed are queued
-for the derivation worker. After a plain COPY the ingest worker derives the traces the request
-carried whole itself and queues the rest.
+The common case — spans never seen before — is a plain COPY into `spans`, much faster than
+the merge below (bench/README.md, "Decoding and storing spans"). When the COPY hits a span
+already stored (a client retry, or the finished version of a long-running span), it rolls back
+to a savepoint and the rows go through a per-connection staging table merged with ON CONFLICT
+instead: a re-sent span is stored once, and one with a later end time replaces the stored one,
+and the traces it changed are queued for the derivation worker. After a plain COPY the ingest
+worker derives the traces the request carried whole itself and queues the rest.
 
 Every row of a trace carries the trace's `first_seen`, the partition key of the time-partitioned
 tables (migration 0021): it comes from `trace_keys`, one row per trace, inserted the first time

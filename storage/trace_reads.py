@@ -29,8 +29,8 @@ async def trace_span_page(conn: Connection, project: str, trace_id: str,
     """How many spans the trace has, and a page of them in start order (start, end, span id)
     after the keyset `after`, read in one snapshot. The count is the trace list's
     (`traces.span_count`, written by the derivation moments after spans arrive): counting a
-    large trace's spans costs as much as the page (~50 ms at 100,000); counted only for a
-    trace not derived yet."""
+    large trace's spans costs as much as the page (bench/README.md, "Large traces"); counted
+    only for a trace not derived yet."""
     arg = Params(project, trace_id)
     where = f"s.project = $1 AND s.trace_id = $2 AND {in_trace_partition('s.')}"
     if after is not None:

@@ -89,9 +89,9 @@ def _with_words(text: str, arg: Params) -> tuple[str, str]:
 
     The same answers whether a run's words are filled or not. Two relations, not one with the
     queued runs' words missing: a search found those through an index of the runs without
-    words, which kept an entry for every run filled since the last vacuum (at 5M spans,
-    ~600k: 0.5 s a search); and not one UNION ALL below the list's ORDER BY, which PostgreSQL
-    then sorted whole instead of walking."""
+    words, which kept an entry for every run filled since the last vacuum, and after a long
+    burst every search read them all (bench/README.md, "Free text"); and not one UNION ALL
+    below the list's ORDER BY, which PostgreSQL then sorted whole instead of walking."""
     query = f"trajhub_prefix_query(lower({arg(text)}))"
     filled = (
         "trajectories JOIN (SELECT project AS words_project, trace_id AS words_trace_id, "

@@ -44,8 +44,9 @@ from trajhub.storage import compression, compression_dictionaries
 
 # The suite caches bytecode (`__pycache__`, git-ignored) even where PYTHONDONTWRITEBYTECODE is
 # set, for itself and for every process it starts: without it, each `trajhub serve` process
-# (and each of its spawned workers) compiles trajhub's modules again (~0.4 s each), and each
-# pytest process rewrites the asserts of every test module again (~6 s of its collection).
+# (and each of its spawned workers) compiles trajhub's modules again, and each pytest process
+# rewrites the asserts of every test module again, a large part of its collection
+# (bench/README.md, "The test suite").
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
@@ -85,7 +86,8 @@ def tier_problems(items: list[pytest.Item]) -> list[str]:
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """`pytest -m unit` (alone or `unit and …`) runs in this one process, whatever addopts'
     `-n` says: the unit tests take seconds, and every xdist worker would collect the whole
-    suite again first (measured: 35 s in one process, 78 s over 3 workers)."""
+    suite again first, which made the tier slower, not faster (bench/README.md, "The test
+    suite")."""
     if (re.fullmatch(r"\s*unit(\s+and\s+.*)?", config.option.markexpr or "")
             and getattr(config.option, "numprocesses", None)):
         config.option.numprocesses = 0

@@ -34,7 +34,7 @@ from tests.harness import ServerProcess, TestDatabase, wait_for
 from tests.otlp_builders import request, span
 from tests.test_cozeloop_ingest import native_span
 
-#: what the brief gives the admin scope alone: keys, re-derivation, deletes
+#: what only the admin scope may do (README, "API keys"): keys, re-derivation, deletes
 ADMIN_ONLY = {("post", "/api/v1/trajectories/rederive"), ("get", "/api/v1/keys"),
               ("post", "/api/v1/keys"),
               # a shorter retention deletes data

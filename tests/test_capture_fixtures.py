@@ -1,4 +1,4 @@
-"""The multi-agent captures (tests/capture/, issue 10) are complete, and each shape's ground truth
+"""The multi-agent captures (tests/capture/) are complete, and each shape's ground truth
 is well-formed and written from the current script.
 
 That each capture replays into a running server with the response its protocol expects and

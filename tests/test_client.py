@@ -218,7 +218,8 @@ def test_a_server_that_is_not_trajhub() -> None:
 
 def test_trajectory_summaries_follow_the_contract(monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    """The summary fields and `?count=true` of GET /api/v1/trajectories (issue 8's contract)."""
+    """The summary fields and `?count=true` of GET /api/v1/trajectories, as the README and
+    /openapi.json document them."""
     seen: list[httpx.QueryParams] = []
     summary = {"trace_id": "ab" * 16, "status": "final", "agent_names": ["planner"],
                "tool_names": ["search"], "start_time": "2026-01-02T03:04:05Z",

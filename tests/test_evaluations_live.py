@@ -1,6 +1,6 @@
-"""The live target through service/agent_runner.py: a trivial agent traced with the OTel SDK,
-exported over OTLP/HTTP to the test server, its runs found by `trajhub.dataset_item_id` /
-`trajhub.run` on the root span, then evaluated."""
+"""The live target through `run_dataset` (service/client/runner.py): a trivial agent traced
+with the OTel SDK, exported over OTLP/HTTP to the test server, its runs found by
+`trajhub.dataset_item_id` / `trajhub.run` on the root span, then evaluated."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Hostile input at the receivers: every case here once got a 500, an UNKNOWN, a dead
-derivation worker or a stored span that no longer read back (issue 7). Each must now be
+derivation worker or a stored span that no longer read back. Each must now be
 answered per span (OTLP partial_success, the Coze Loop answer's msg) or with a 4xx naming the
 problem, and must never stop the derivation worker."""
 

@@ -1,4 +1,4 @@
-"""Large trajectories in pages (issue 20, docs/large-traces.md): a run of 1,250 steps (stored in
+"""Large trajectories in pages (docs/large-traces.md): a run of 1,250 steps (stored in
 chunks) and one of 3 (paged from its document) read through GET /trajectories/{id}/steps,
 /traces/{id}/spans and the paged /trajectories/{id}/events: every step, span and event once, in
 order, the same as the whole document and the whole playback; totals and next offsets and

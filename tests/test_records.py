@@ -1,4 +1,4 @@
-"""One definition per record (issue 18): a field or filter added to a declaration in
+"""One definition per record: a field or filter added to a declaration in
 trajhub.records appears in /openapi.json, the client's model, the CLI, the SQL column lists
 and the SQL conditions, with no other change; and the time vocabulary's deprecated aliases are
 marked so."""

@@ -1,4 +1,5 @@
-"""Every route of /openapi.json, driven with real data (issue 18): a project's runs arrive
+"""Every route of /openapi.json, driven with real data, so that the document is checked against
+what the server really answers: a project's runs arrive
 through every ingest route, then every REST route is called on them as a client would, and each
 live answer is checked against the document: its status is one the operation lists, its
 Content-Type one it declares, and its body fits the declared schema (JSON Schema 2020-12, with

@@ -1,4 +1,4 @@
-"""The server against its own /openapi.json, the way issue 18 tried it as a new user would:
+"""The server against its own /openapi.json, as a new user's first check of an API would try it:
 `schemathesis run …/openapi.json --checks all` on a server with API keys on, sent with an
 admin key. Every phase schemathesis has (examples, coverage, fuzzing, stateful) and every
 check must pass; where a check cannot apply, CONFIG switches it off with the reason. Bounded
@@ -21,8 +21,8 @@ import pytest
 
 from tests.conftest import Secured
 
-#: generated cases per operation and phase: ~80 operations in well under two minutes (about 40 s
-#: on this machine; the whole suite must stay within 5 minutes)
+#: generated cases per operation and phase: all operations together well within two minutes, as
+#: the whole suite must stay within 5 minutes (bench/README.md, "The test suite")
 MAX_EXAMPLES = int(os.environ.get("TRAJHUB_SCHEMATHESIS_EXAMPLES", "8"))
 #: CI's seed (any fixed number: it makes the generated cases the same on every run)
 CI_SEED = 18

@@ -1,4 +1,4 @@
-"""Online evaluation rules (issue 21, docs/rules.md): a rule scores each trajectory that becomes
+"""Online evaluation rules (docs/rules.md): a rule scores each trajectory that becomes
 final and matches its filter (and its sample), again for a new revision with the old score
 kept; bad input is a 4xx naming the problem; edit, switch off and delete; a backfill over the
 stored trajectories with progress; the durable queue survives kill -9 (every pending run scores

@@ -1,4 +1,4 @@
-"""Scores (issue 21): added one at a time or in a batch, listed, deleted; checked (a value of
+"""Scores: added one at a time or in a batch, listed, deleted; checked (a value of
 the wrong type, an unknown source, a step the trajectory lacks, a bad name: a 4xx naming it);
 kept through re-derivation on the same step; filtering and sorting the trajectory list; a
 dataset evaluation's verdicts appearing as scores on the trajectories they judged; and the

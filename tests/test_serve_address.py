@@ -1,4 +1,4 @@
-"""`trajhub serve` says where the web UI is once it is ready (issue 21): a person starting it
+"""`trajhub serve` says where the web UI is once it is ready: a person starting it
 reads the address to open, right after the machine-readable ready line."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sessions (issue 21): the runs of a project sharing a session id, over REST, the client and the
+"""Sessions: the runs of a project sharing a session id, over REST, the client and the
 CLI, against a real server.
 
 Two kinds of data:
@@ -46,7 +46,7 @@ CLIENTS = sorted(TRUTH["session_id_by_client"])
 PB = {"content-type": "application/x-protobuf"}
 T0 = 1_700_000_000_000_000_000
 SECOND = 1_000_000_000
-#: gpt-4o-mini in the default price table (evaluators/data/prices.json), USD per 1M tokens
+#: gpt-4o-mini in genai-prices' bundled data (evaluators/pricing.py), USD per 1M tokens
 PRICE_IN, PRICE_OUT = 0.15, 0.60
 
 

@@ -1,4 +1,4 @@
-"""Sessions without a server (issue 21): each captured conversation's turns carry the session
+"""Sessions without a server: each captured conversation's turns carry the session
 id the documented precedence names and read back as the user's question and the final answer;
 the session records derive the API, client and CLI pieces; the ground truth is the script's;
 and the address `trajhub serve` prints for the web UI."""

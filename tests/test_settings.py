@@ -15,7 +15,7 @@ from trajhub.service import config
 
 ROOT = Path(__file__).parent.parent
 
-#: the documented defaults (README "Configuration" and the issue briefs), by variable
+#: the documented defaults (README, "Configuration"), by variable
 DOCUMENTED = {
     "TRAJHUB_HOST": "127.0.0.1",
     "TRAJHUB_HTTP_PORT": "4318",

@@ -317,10 +317,11 @@ def test_deriving_at_ingest_and_in_the_trajectory_worker_give_the_same_trajector
         assert queued.stop() == 0
 
 
-#: one run per client added for issue 23, through the server: the official OTel GenAI LangChain
-#: instrumentation on langgraph-supervisor (its `call_agent` wrapper spans), and OpenInference
-#: with its GenAI dual-write on the ReAct run whose model turns report cache and reasoning tokens,
-#: and OpenInference JS on the same run (its tool calls and cache writes come from output.value)
+#: one run per client captured only for the multi-agent shapes, through the server: the official
+#: OTel GenAI LangChain instrumentation on langgraph-supervisor (its `call_agent` wrapper
+#: spans), and OpenInference with its GenAI dual-write on the ReAct run whose model turns report
+#: cache and reasoning tokens, and OpenInference JS on the same run (its tool calls and cache
+#: writes come from output.value)
 NEW_CLIENT_RUNS = ("otel_genai/supervisor_handoff.langgraph_supervisor.stream",
                    "openinference_genai/react_agent.prebuilt.stream",
                    "openinference_js/react_agent.prebuilt.stream")

@@ -1,6 +1,6 @@
 """Runs with no steps (an instrumentation's side traces, such as Traceloop's `create_agent`)
-are hidden from the trajectory list by default, behind a visible toggle (issue 21, "in the list
-that users open first")."""
+are hidden from the trajectory list by default, behind a visible toggle: the list is the page
+people open first, and runs without a step there only hide the ones they came for."""
 
 from __future__ import annotations
 

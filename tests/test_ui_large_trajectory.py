@@ -1,4 +1,4 @@
-"""A large trajectory in the web UI (issue 20, docs/large-traces.md): a run of 2,500 steps opens
+"""A large trajectory in the web UI (docs/large-traces.md): a run of 2,500 steps opens
 on its first rows, its step table holds only the rows in view, and scrolling to the end loads
 and shows its last step, which opens with its payloads; a run of 400 sub-agents draws only the
 lanes in view, and scrolling the lanes (or following a step to its agent's lane) draws the

@@ -1,4 +1,4 @@
-"""The web UI's sessions (issue 21): the Sessions tab lists a project's sessions, and a session
+"""The web UI's sessions: the Sessions tab lists a project's sessions, and a session
 reads as a chat transcript, oldest turn first, each turn linking to its trajectory.
 
 Data: the two-turn conversation captured under OpenInference (tests/fixtures/sessions; its

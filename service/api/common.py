@@ -252,7 +252,8 @@ Rt = Annotated[Runtime, Depends(runtime)]
 
 def json_response(doc: Any, status: int = 200, headers: dict[str, str] | None = None
                   ) -> Response:
-    """orjson-encoded JSON (FastAPI's default encoder is several times slower), unchecked: for
+    """orjson-encoded JSON (FastAPI's default encoder is slower: bench/README.md, "Answering REST
+    requests"), unchecked: for
     error bodies (`{"detail": ...}`); a route's answer goes through `model_response`."""
     return Response(orjson.dumps(doc), status_code=status, media_type="application/json",
                     headers=headers)
@@ -642,7 +643,8 @@ _ERROR_REF = {"$ref": "#/components/schemas/ErrorDetail"}
 
 
 def document_errors(app: FastAPI, auth_required: bool) -> None:
-    """Make /openapi.json say what the server answers (issue 18):
+    """Make /openapi.json say what the server answers, so that a client generated from it, or a
+    tool that checks answers against it, meets no surprise:
 
     - an error answer of a REST route is JSON (`ErrorDetail`), also where the route's success
       is NDJSON or a JSON Schema document, or where the route describes it in words only;

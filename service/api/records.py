@@ -101,7 +101,7 @@ def answer(record: Record, row: Mapping[str, Any],
 
 
 #: a score condition (trajhub.records.scores): the pattern documents it, the API's own check
-#: (api/filters.py) names what is wrong
+#: (service/api/filters.py) names what is wrong
 ScoreConditionText = Annotated[str, PydanticField(
     max_length=MAX_TEXT, json_schema_extra={"pattern": SCORE_CONDITION_PATTERN}),
     AfterValidator(no_nul)]

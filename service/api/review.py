@@ -1,4 +1,4 @@
-"""REST: annotation queues (issue 22, "Review by people"; docs/review.md).
+"""REST: annotation queues (README, "Review by people"; docs/review.md).
 
 A project's queue holds trajectories for people to review and names the scores (score configs)
 each review must give. A reviewer takes the next item (`next`: it is held by them for a lease,

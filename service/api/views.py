@@ -5,8 +5,8 @@ in start order (`view=flat`), or reduced to the trajectory nodes (`view=trajecto
 The body is built PAGE spans at a time, in the order the JSON holds them: the nesting is worked
 out first from the span ids alone, then each page of rows is decoded into views, checked against
 the node's schema and encoded, and let go. So the server holds the trace's stored rows (its
-compressed spans) and one page of views, never every view: at 30,000 spans of 1 KB payloads,
-the views of the whole trace were ~300 MiB (docs/large-traces.md). The bytes are those of the
+compressed spans) and one page of views, never every view: the views of a whole large trace
+were most of what its export held (bench/README.md, "Large traces"). The bytes are those of the
 whole document encoded at once (`{"trace_id": …, "spans": [...]}`, orjson, keys in view order),
 as tests/test_trace_export.py checks.
 

@@ -1,6 +1,7 @@
 """HTTP request bodies: content-type negotiation, size limits while streaming, and the project
 a request's headers name. Shared by the ingest receivers and the REST routes, so each rule is
-written once (the REST routes import it from here, not from the receivers in ingest/http.py).
+written once (the REST routes import it from here, not from the receivers in
+service/ingest/http.py).
 """
 
 from __future__ import annotations

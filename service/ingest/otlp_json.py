@@ -1,6 +1,7 @@
 """OTLP/JSON → `ExportTraceServiceRequest`, by walking the parsed dicts.
 
-`json_format.ParseDict` is ~15× slower and reads ids as base64; OTLP/JSON ids are hex. Lenient as
+`json_format.ParseDict` is far slower (bench/README.md, "Decoding and storing spans") and reads
+ids as base64; OTLP/JSON ids are hex. Lenient as
 the Collector is: lowerCamelCase or snake_case keys, 64-bit ints as strings or numbers, enums as
 ints or names, unknown fields ignored. An id that is not valid hex is kept as the empty id, so
 per-span validation rejects that span instead of the whole request.

@@ -53,9 +53,8 @@ def drainers(ingest_workers: int, derivation_workers: int, cores: int) -> int:
     """How many idle ingest workers derive from the queue after a burst (`IngestPool.drain`):
     half of them, but no more than the cores the derivation workers leave, and at least one.
     Each deriver keeps about a core busy (its Python, then its PostgreSQL backend), so more
-    derivers than cores only take turns: on 2 cores, 2 draining ingest workers beside the
-    derivation worker spent 2.12-2.20 server CPU-s per 10k loadgen spans of a pipeline run,
-    against 2.01-2.10 with one (bench/README.md, "Derivers no more than the cores")."""
+    derivers than cores only take turns, at a cost in CPU (bench/README.md, "Adaptive
+    derivation and the drain")."""
     return max(1, min(ingest_workers // 2, cores - derivation_workers))
 
 
@@ -63,9 +62,9 @@ class DerivePolicy:
     """Whether the ingest worker derives a request's whole traces before acknowledging it
     (`TRAJHUB_DERIVE_AT_INGEST`: "true", "false", or "auto": by load).
 
-    Deriving and storing a trajectory costs several times what ingesting its spans costs
-    (bench/README.md), so on a saturated machine deriving at ingest makes every span wait for
-    it. In "auto" the pool derives at ingest while it has headroom and queues the traces for
+    Deriving and storing a trajectory costs more than ingesting its spans (bench/README.md,
+    "Storing trajectories"), so on a saturated machine deriving at ingest makes every span wait
+    for it. In "auto" the pool derives at ingest while it has headroom and queues the traces for
     the derivation workers while ingest is saturated; they catch up once the burst is over.
     Saturated means: this request, counted with the ones in flight, makes `high` or more,
     i.e. the workers are (nearly) all busy and requests start to wait for one. That switches
@@ -101,7 +100,8 @@ class DerivePolicy:
         """No request in flight, and none for `QUIET_SECONDS`: a burst is over, not just
         between two of its requests (those gaps last milliseconds). Queued derivation resumes
         then, not when the average has fallen (about 1.4 s later): after a burst the cores
-        would otherwise idle that long while its trajectories wait (bench/README.md)."""
+        would otherwise idle that long while its trajectories wait (bench/README.md, "Adaptive
+        derivation and the drain")."""
         return not inflight and not self._held and self.clock() - self._since >= QUIET_SECONDS
 
     def derive(self, inflight: int) -> bool:
@@ -214,10 +214,8 @@ class IngestPool:
         elif self.saturated.value:
             # deferring stopped while requests still arrive: a steady load after a spike, which
             # never leaves ingest idle (`drain`), so the derivation workers resume now rather
-            # than after their longest pause (MAX_PAUSE_SECONDS, 30 s), which the spike's
-            # trajectories waited out: at 4,000-6,000 spans/s the sustained knee's slowest
-            # trajectory was final 31-36 s after its ack (bench/README.md, "A steady load after
-            # a spike")
+            # than after their longest pause (MAX_PAUSE_SECONDS), which the spike's trajectories
+            # otherwise wait out (bench/README.md, "Adaptive derivation and the drain")
             self.saturated.value = 0
         try:
             loop = asyncio.get_running_loop()

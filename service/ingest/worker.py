@@ -1,8 +1,9 @@
 """The ingest worker processes: decode, validate and commit one request each call.
 
 Decoding OTLP and converting spans to rows is CPU-bound Python; one asyncio process tops out
-near 16–23k spans/s here (docs/otlp.md B2), so the receivers hand raw bodies to a pool of these
-processes, each with its own PostgreSQL connection. A call returns only after the commit, so the
+well below what PostgreSQL can take, and holds its event loop while it converts (bench/README.md,
+"Decoding and storing spans"), so the receivers hand raw bodies to a pool of these processes,
+each with its own PostgreSQL connection. A call returns only after the commit, so the
 receiver acknowledges only what is durable.
 
 Most requests carry whole traces (an SDK exports a trace's spans together once they end), and
@@ -193,13 +194,10 @@ async def drain_round(conn: asyncpg.Connection, settle: timedelta) -> DrainRound
     as that round does, then finalize the settled trajectories; when neither found anything,
     fill the words of up to FILL_WORDS_BATCH stored trajectories, as an idle derivation worker
     does (storage/search_words.py). A long burst leaves every run it stored queued for its
-    words, and until they are filled a search checks each such run's text itself: at 5M spans,
-    195k runs took 18.6 s to fill on the derivation worker alone, and a common word's search
-    350-739 ms meanwhile (bench/README.md, "The words indexed lazily"). Filling beside it, on
-    the core that draining used, shortens that: 172k runs in 11.6 s, and a 100k-span burst's
-    in 1.3-1.4 s after its last final trajectory instead of 2.8-3.1 s (bench/README.md, "Idle
-    ingest workers fill the words too"). A round that finalized does not fill, so no
-    trajectory's finality waits for a fill."""
+    words, and until they are filled a search checks each such run's text itself, which slows
+    a common word's search. Filling beside the derivation worker, on the core that draining
+    used, shortens that window (bench/README.md, "Free text"). A round that finalized does not
+    fill, so no trajectory's finality waits for a fill."""
     derived = await derivation.derive_round(conn, settle, BATCH)
     finalized = await derivation_store.finalize_settled(conn, MAX_OPEN_SECONDS)
     filled = None
@@ -212,10 +210,9 @@ def derive_queued() -> DrainRound:
     """One `drain_round` on this worker's connection. The pool calls this on idle workers
     after a burst it queued (pool.IngestPool.drain). A request arriving meanwhile finds
     another ingest worker free (at most half of them drain: pool.drainers), so the round need
-    not be small: at 200 traces rather than 50 its statements and finalize pass serve 4x the
-    traces, and 100k-span pipeline runs (fresh server, HTTP, one draining worker) made
-    9,373-9,953 spans with a final trajectory per second against 9,051-9,060 at 50 and
-    9,044-9,388 at 400 (bench/README.md, "Derivers no more than the cores")."""
+    not be small: a round of BATCH traces, as the derivation workers' are, spreads its
+    statements and finalize pass over more traces, and made pipeline runs faster than smaller
+    or larger rounds (bench/README.md, "Adaptive derivation and the drain")."""
     assert _worker is not None, "initialize() was not called in this process"
     worker = _worker
 

@@ -57,11 +57,11 @@ MAX_PAUSE_SECONDS = 30.0
 #: look is one read of a shared byte
 PAUSE_POLL_SECONDS = 0.02
 #: a worker without a backlog fills the words of this many stored trajectories per round
-#: (migration 0068): about 0.1 s of PostgreSQL CPU for loadgen's, so that changes arriving
-#: meanwhile wait no longer than for a round of derivation
+#: (migration 0068): a round of filling takes no longer than a round of derivation, so that
+#: changes arriving meanwhile wait no longer than for one (bench/README.md, "Free text")
 FILL_WORDS_BATCH = 500
 #: and merges the words index's pending list once this many trajectories' words were written
-#: since its last merge (about 8 MB of list for loadgen's: migration 0066)
+#: since its last merge: about as often as storing merged it before (migration 0066)
 MERGE_WORDS_AFTER = 1000
 #: and looks at how many were written, and whether the statistics of the runs and their words
 #: as wholes are outgrown, at most this often

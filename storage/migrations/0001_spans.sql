@@ -31,8 +31,8 @@ CREATE TABLE spans (
     received_at    timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (project, trace_id, span_id)
 );
--- pglz compression of values over ~2 KB is the ingest bottleneck (docs/otlp.md B2): store large
--- values out of line, uncompressed.
+-- pglz compression of values over ~2 KB is the ingest bottleneck (bench/README.md, "Decoding and
+-- storing spans"): store large values out of line, uncompressed.
 ALTER TABLE spans ALTER COLUMN body SET STORAGE EXTERNAL;
 ALTER TABLE spans ALTER COLUMN attributes SET STORAGE EXTERNAL;
 ALTER TABLE resources ALTER COLUMN body SET STORAGE EXTERNAL;

@@ -2,9 +2,8 @@
 -- and the list filters that otherwise walk every row of a project.
 --
 -- On an existing store this runs once at start, inside the migration's transaction, and builds
--- each index over every row (the free-text index parses every trajectory's input and output):
--- about 20 s per 100k trajectories of the benchmark's shape on a 2-core machine, 13 s of it the
--- free-text index (bench/README.md, "Reads at scale").
+-- each index over every row (the free-text index parses every trajectory's input and output,
+-- most of the time; bench/README.md, "Migrating a store", has the time per 100k trajectories).
 -- A generous maintenance_work_mem lets the GIN indexes be built in memory.
 SET LOCAL maintenance_work_mem = '256MB';
 

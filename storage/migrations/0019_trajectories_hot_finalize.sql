@@ -1,14 +1,14 @@
 -- Finalizing a trajectory sets `status` (migration 0016), a column no index refers to, so
 -- PostgreSQL can update the row in place (HOT) -- but only when the new row version fits on the
 -- same heap page. A trajectory's heap row (its root input and output, previews, names and
--- counts; the documents are out of line) is 1.5-2.5 KB, and with fillfactor 80 a page kept
+-- counts; the documents are out of line) is large, and with fillfactor 80 a page kept
 -- room for one such update at most: the other rows of the page were finalized by a regular
 -- update, which wrote a new entry into each of the table's dozen indexes, recomputing the
 -- free-text words of the run. That cost PostgreSQL about as much as storing the trajectory's
 -- free text in the first place. With half of each page left free, every row of a page can be
--- finalized in place: finalizing fell from 0.85-0.93 to 0.08 CPU-s and from 10 to 0.8 MiB of
--- WAL per 10k loadgen spans, and the table got no bigger, as the old versions no longer leave
--- index entries behind (bench/README.md, "The trajectory path, phase by phase").
+-- finalized in place: finalizing now costs a small fraction of its CPU and WAL before, and the
+-- table got no bigger, as the old versions no longer leave index entries behind
+-- (bench/README.md, "WAL").
 --
 -- It applies to pages filled from now on; existing rows keep their pages.
 ALTER TABLE trajectories SET (fillfactor = 50);

@@ -1,10 +1,11 @@
--- A trajectory's document (~18 KB for an 8-span LLM trace) and explanation are mostly a second
--- copy of its spans' payloads, stored uncompressed (STORAGE EXTERNAL: PostgreSQL's pglz cost
--- more CPU than it saved, and the embedded PostgreSQL has no lz4). Writing them was half of
--- the WAL of storing a trajectory and made `trajectories` as big as `spans`.
+-- A trajectory's document and explanation are mostly a second copy of its spans' payloads,
+-- stored uncompressed (STORAGE EXTERNAL: PostgreSQL's pglz cost more CPU than it saved, and the
+-- embedded PostgreSQL has no lz4). Writing them was much of the WAL of storing a trajectory and
+-- made `trajectories` as big as `spans` (bench/README.md, "WAL").
 --
 -- They are now stored zlib-compressed (level 1, by the deriving process: the ingest or
--- derivation worker, outside the transaction; about 3.3x smaller), as bytea in `document` and
+-- derivation worker, outside the transaction; bench/README.md, "Compression"), as bytea in
+-- `document` and
 -- `explanation`; readers inflate them (storage/stored_documents.py), so the API serves the same
 -- bytes as before. The text columns are renamed, not rewritten, so this migration is instant
 -- on any store: trajectories stored before it keep their text in `document_text` and

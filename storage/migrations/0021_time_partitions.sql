@@ -1,4 +1,4 @@
--- Time partitions (issue 19): `spans`, `traces`, `trajectories` and `trajectory_revisions`
+-- Time partitions: `spans`, `traces`, `trajectories` and `trajectory_revisions`
 -- become declaratively RANGE-partitioned by `first_seen`, the time the trace's first span was
 -- received, so that retention drops a whole partition of each instead of deleting row by row
 -- (storage/retention.py, README "Operations", deploy/SCALING.md).
@@ -11,8 +11,8 @@
 -- and the primary keys (old key + first_seen) still mean "stored once".
 --
 -- On an existing store this runs once at start, in the migration's transaction: it copies every
--- row into the partitioned tables and swaps the names (bench/README.md, "Migrating to time
--- partitions", has the time for 1M spans). Indexes, CHECK constraints, defaults, column storage,
+-- row into the partitioned tables and swaps the names (bench/README.md, "Migrating a store",
+-- has the time for 1M spans). Indexes, CHECK constraints, defaults, column storage,
 -- storage parameters and triggers are carried over from the tables as they are at that point,
 -- whatever earlier migrations added to them.
 SET LOCAL maintenance_work_mem = '256MB';

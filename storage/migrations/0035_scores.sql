@@ -1,4 +1,4 @@
--- Scores (issue 21): a score judges one trajectory, or one step of it, with a number, a boolean
+-- Scores: a score judges one trajectory, or one step of it, with a number, a boolean
 -- or a category. Its columns are those trajhub/records/scores.py declares.
 --
 -- An ordinary table, not one of the time partitions (migration 0021): it is keyed by project

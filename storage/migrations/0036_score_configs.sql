@@ -1,5 +1,6 @@
--- Score configs (issue 21, ahead of issue 22's review queues): what a project's scores of one
--- name must be — their type, and a number's range or a category's list. Declared in
+-- Score configs: what a project's scores of one name must be — their type, and a number's
+-- range or a category's list — so that scores of one name compare, and an annotation queue
+-- (migration 0060) can name the scores its reviewers give. Declared in
 -- trajhub/records/scores.py (SCORE_CONFIG); a score of a name with no config is not checked.
 CREATE TABLE score_configs (
     project     text             NOT NULL,

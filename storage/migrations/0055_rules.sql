@@ -1,4 +1,4 @@
--- Online evaluation rules (issue 21; declared in trajhub/records/rules.py, docs/rules.md): a
+-- Online evaluation rules (declared in trajhub/records/rules.py, docs/rules.md): a
 -- rule runs an evaluator on every trajectory of its project that becomes final, matches its
 -- filter and falls in its sample.
 CREATE TABLE rules (

@@ -1,4 +1,4 @@
--- Dataset evaluation runs go through a durable queue (issue 21, docs/rules.md §8), as online
+-- Dataset evaluation runs go through a durable queue (docs/rules.md §8), as online
 -- evaluation rules' runs do (migration 0055): one row per evaluation still to run, claimed with
 -- FOR UPDATE SKIP LOCKED, a claim token and a lease the running server keeps extending. A
 -- server killed mid-way leaves the row, and the next server continues the evaluation with the

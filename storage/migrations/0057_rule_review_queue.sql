@@ -1,4 +1,4 @@
--- An online rule's failures go to an annotation queue (issue 22, "Review by people"; docs/rules.md
+-- An online rule's failures go to an annotation queue, for people to review (docs/rules.md
 -- §9): a run whose score is an error, or a number below `fail_below`, adds its trajectory to the
 -- project's queue named `review_queue` (migration 0060 makes the queues; a rule names one by name,
 -- so either may be created first, and a queue deleted later just stops receiving).

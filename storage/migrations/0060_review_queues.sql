@@ -1,5 +1,5 @@
--- Annotation queues (issue 22, "Review by people"): a project's queues of trajectories for
--- people to review, and their items. Declared in trajhub/records/review.py; the SQL is
+-- Annotation queues (README, "Review by people"; docs/review.md): a project's queues of
+-- trajectories for people to review, and their items. Declared in trajhub/records/review.py; the SQL is
 -- storage/review.py's.
 CREATE TABLE review_queues (
     id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -1,4 +1,4 @@
--- Large trajectories in pages (issue 20, docs/large-traces.md): a trajectory of many steps is
+-- Large trajectories in pages (docs/large-traces.md): a trajectory of many steps is
 -- also stored as its playback order (chunk -1), its head (chunk 0: the document without its
 -- steps) and its steps in chunks of 500 (chunk k ≥ 1), each compressed like the document
 -- (storage/compression.py). A page of steps or events then reads the head and a chunk or two,

@@ -1,10 +1,9 @@
 -- The zstd dictionaries stored values are compressed with (storage/compression.py,
 -- storage/compression_dictionaries.py). A span's few KiB are too little for zstd to learn the
 -- vocabulary of spans from the span alone; a dictionary trained on a sample of earlier spans
--- holds it, and a body keeps 30 % of its bytes instead of 55 % on loadgen's spans (bench/README.md,
--- "A trained dictionary, and a history of superseded revisions"). Span bodies and trajectory
--- documents are compressed with the newest; each frame names its dictionary by zstd's
--- dictionary id, the key here.
+-- holds it, and a body then keeps far fewer of its bytes (bench/README.md, "Compression"). Span
+-- bodies and trajectory documents are compressed with the newest; each frame names its
+-- dictionary by zstd's dictionary id, the key here.
 --
 -- An ingest worker trains one from the bodies it has just compressed once a store has none
 -- newer than a day, so the dictionary follows what the spans say. A dictionary is kept while a

@@ -1,9 +1,8 @@
 -- A trajectory's revision history keeps only the revisions that have been superseded; the
 -- current revision is the trajectory row itself (storage/revisions.py reads both). Most traces
 -- are derived once, and each used to write a history row that repeated its trajectory row and
--- was updated again when the trajectory became final: ~1 MiB of WAL per 10k loadgen spans, and
--- a row, an index entry and a trigger run per trajectory (bench/README.md, "A trained
--- dictionary, and a history of superseded revisions").
+-- was updated again when the trajectory became final: WAL, and a row, an index entry and a
+-- trigger run per trajectory, for a history nobody reads (bench/README.md, "WAL").
 --
 -- A new revision now copies the one it replaces, as that revision last was (its status
 -- included), into the history, in the trajectory's partition.

@@ -1,12 +1,10 @@
 -- The free-text words index (migration 0014) takes a new trajectory's words into its pending
 -- list, and merges the list into the index once it holds gin_pending_list_limit (4 MB by
 -- default). A merge rewrites the posting lists of the words it carries, and those grow with the
--- index: on a store of 100k loadgen spans the index wrote 9.3 MiB of WAL per 10k spans, the
--- most of any index. An 8 MB list carries twice the entries into each merge for about the same
--- pages: 7.6 MiB per 10k spans, 1.6 MiB less (16 MB: 6.8 MiB). The cost is on the read side: a
--- search reads the whole pending list, about 2 ms per MB of it on a 2-core machine, so a search
--- waits up to ~8 ms more when the list is nearly full (bench/README.md, "WAL: the words index's
--- pending list, full-page images, and autoanalyze").
+-- index, which made it the index that wrote the most WAL. An 8 MB list carries twice the
+-- entries into each merge for about the same pages, so less WAL per span. The cost is on the
+-- read side: a search reads the whole pending list, so it waits a little longer when the list
+-- is nearly full; a larger list would save less WAL for a longer wait (bench/README.md, "WAL").
 --
 -- A partitioned index takes no storage parameters: each partition's index gets it, when the
 -- partition is created, and here for the partitions that exist.

@@ -1,11 +1,10 @@
 -- Analyzing a partition of `trajectories` is dear: PostgreSQL samples up to 30,000 rows and,
 -- for the statistics of the free-text words index (migration 0014), parses the root input and
--- output of each again. On a partition of 37,500 loadgen trajectories ANALYZE took 7.8–8.9 s of
--- CPU, 6.3 s of it the words. Autovacuum analyzes a table once its rows changed since the last
+-- output of each again, which is most of its cost (bench/README.md, "Autoanalyze of
+-- trajectories"). Autovacuum analyzes a table once its rows changed since the last
 -- analyze exceed 10 % of it, and each trajectory changes twice (stored open, then final): on a
 -- growing day's partition, an analyze per 5 % of growth, up to one a minute, which a burst on a
--- 2-core machine met as a stall of several seconds (bench/README.md, "WAL: the words
--- index's pending list, full-page images, and autoanalyze").
+-- 2-core machine met as a stall of several seconds.
 --
 -- At 50 % an analyze comes once the partition has grown by about a quarter: a fifth as many on
 -- a day's partition. The statistics stay as good (the same sample); they lag the growth a little

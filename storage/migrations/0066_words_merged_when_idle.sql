@@ -1,19 +1,17 @@
--- The free-text words index (migration 0014) was the dearest part of storing a trajectory:
--- about 0.5 of the 0.8 ms of PostgreSQL CPU per loadgen trajectory, of which ~0.2 ms is parsing
--- the text and appending its ~200 words to the pending list, and ~0.3 ms the merges of that list
--- into the index every 8 MB (migration 0064), inside the transactions that store trajectories.
--- A merge costs less per entry the more entries it carries (0.19 ms per trajectory for a list of
--- 40 MB), and none of it is needed before someone searches.
+-- The free-text words index (migration 0014) was the dearest part of storing a trajectory: most
+-- of its PostgreSQL CPU, parsing the text and appending its words to the pending list, then the
+-- merges of that list into the index every 8 MB (migration 0064), inside the transactions that
+-- store trajectories. A merge costs less per entry the more entries it carries, and none of it
+-- is needed before someone searches (bench/README.md, "Free text").
 --
--- So the pending list now grows to 64 MB (about 8,000 loadgen trajectories) before a storing
--- transaction merges it, and the derivation worker merges it whenever it has no backlog (its
--- round took all that was queued) and 1,000 trajectories were written since its last merge
--- (service/workers/derivation.py, storage/search_words.py). At a steady load that is about as
+-- So the pending list now grows to 64 MB before a storing transaction merges it, and the
+-- derivation worker merges it whenever it has no backlog (its round took all that was queued)
+-- and 1,000 trajectories were written since its last merge (service/workers/derivation.py,
+-- storage/search_words.py). At a steady load that is about as
 -- often as storing merged before, and the list stays near 8 MB. During a burst the worker is
 -- busy until the backlog is derived, the list grows, and the trajectories are final sooner; a
--- search meanwhile reads the unmerged list, about 2 ms per MB of it, so up to ~130 ms more until
--- the worker merges (bench/README.md, "The words index merged when the derivation has no
--- backlog").
+-- search meanwhile reads the unmerged list, and takes longer until the worker merges
+-- (bench/README.md, "Free text").
 CREATE OR REPLACE FUNCTION trajhub_tune_partition_indexes(part regclass) RETURNS void
     LANGUAGE plpgsql AS $$
 DECLARE

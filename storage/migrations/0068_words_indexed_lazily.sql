@@ -1,9 +1,8 @@
 -- The free-text words index (migration 0014) was an index on `trajectories` over an expression
--- of the root input and output, so storing a trajectory parsed its text (to_tsvector: 117-141 µs
--- per loadgen trajectory) and added its ~200 words to the index's pending list, inside the
--- transaction that stores it: with the merges, about 0.3 of the ~2 server CPU-s per 10k spans of
--- the pipeline, spent before the trajectory can be final, though none of it is needed before
--- someone searches (bench/README.md, "The words indexed lazily").
+-- of the root input and output, so storing a trajectory parsed its text (to_tsvector) and added
+-- its words to the index's pending list, inside the transaction that stores it: with the merges,
+-- a large share of the pipeline's server CPU, spent before the trajectory can be final, though
+-- none of it is needed before someone searches (bench/README.md, "Free text").
 --
 -- The words now live in a table of their own, one row per trajectory, in the trajectory's time
 -- partition, written when they are filled. Storing a trajectory queues it in
@@ -18,8 +17,8 @@
 -- same function, computed for just those runs): the same answers as before, at any moment. The
 -- queue is a small table of its own, not rows of `trajectory_words` without words: filling such
 -- a row would leave a dead entry in an index of the unfilled ones until vacuum, and a search read
--- every one of them (at 5M spans, ~600k: 0.5 s a search); vacuuming the queue is cheap, the
--- words index not.
+-- every one of them (bench/README.md, "Free text"); vacuuming the queue is cheap, the words index
+-- not.
 CREATE TABLE trajectory_words (
     project    text        NOT NULL,
     trace_id   text        NOT NULL,
@@ -45,9 +44,8 @@ END
 $$;
 
 -- Every stored trajectory's words, now: a store that upgrades searches as fast as before. This
--- parses every trajectory's text once, as migration 0014 did: the whole migration took 30.9 s
--- on a store of 1M loadgen spans (125,000 trajectories) on a 2-core machine (bench/README.md,
--- "The words indexed lazily").
+-- parses every trajectory's text once, as migration 0014 did (bench/README.md, "Migrating a
+-- store", has its time for 1M spans).
 INSERT INTO trajectory_words (project, trace_id, first_seen, words)
 SELECT project, trace_id, first_seen, strip(trajhub_search_words(root_input, root_output))
 FROM trajectories;
@@ -60,7 +58,7 @@ DROP INDEX trajectories_words;
 -- (what it assumes of a boolean function) instead of the half percent it assumes of `@@` on an
 -- expression without statistics, so when many runs are queued (after a long burst) it walks
 -- them in the list's order and stops at a page, rather than splitting the text of every queued
--- run that contains a common word (3.5 s a search at 5M spans, bench/README.md).
+-- run that contains a common word (bench/README.md, "Free text").
 CREATE FUNCTION trajhub_queued_words_match(input text, output text, query tsquery)
     RETURNS boolean LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
     AS $$ BEGIN RETURN trajhub_search_words(input, output) @@ query; END $$;

@@ -243,7 +243,7 @@ def fanout_question(city: str) -> str:
     return f"What is the weather in {city}?"
 
 
-# A two-turn conversation (issue 21, sessions): one create_react_agent "assistant" with a
+# A two-turn conversation (a session of two turns): one create_react_agent "assistant" with a
 # checkpointer, run twice on the same thread; the second run sends only the new question and
 # the checkpointer supplies the first turn. Its ids are its own, apart from the shapes', so a
 # conversation capture never joins another capture's session.

@@ -1,6 +1,6 @@
 """Record declarations: each record trajhub stores and serves is listed here once, field by
-field, and every layer derives its piece from that list (issue 18, "One definition per
-record"):
+field, and every layer derives its piece from that list, so that a field is added in one place
+and no layer can disagree with another about it:
 
 - storage (trajhub.storage): the columns a derivation writes, the SELECT list of the read row
   (`Record.write_columns`, `Record.select_list`), and a filter's SQL conditions;
@@ -12,8 +12,8 @@ record"):
 
 This module is plain data with no dependency beyond the standard library, so that the client
 (which must not import the server) and the pure normalizers may read it, and storage needs
-nothing of the service. The declarations themselves are in `trajhub.records.trajectories`,
-`trajhub.records.traces` and `trajhub.records.evaluations`.
+nothing of the service. The declarations themselves are in the modules beside this one:
+`trajectories`, `traces`, `scores`, `sessions`, `rules`, `review` and `evaluations`.
 
 Time vocabulary (one across the API): a moment is `<what>_time`, an RFC 3339 UTC timestamp
 (`start_time`, `end_time`); a length of time is `<what>_ms`, whole milliseconds as an integer

@@ -1,4 +1,4 @@
-"""Review by people (issue 22, part 1): annotation queues and their items, declared once
+"""Review by people: annotation queues and their items, declared once
 (`trajhub.records`) for the `review_queues` and `review_items` tables (migration 0060), the REST
 API (`/api/v1/review-queues`), the Python client and `trajhub review`.
 
