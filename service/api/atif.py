@@ -24,7 +24,6 @@ from trajhub.service.api.common import (
     derived_document,
     model_response,
     needs,
-    trace_id_param,
 )
 from trajhub.service.api.models import ERRORS, NOT_FOUND, ErrorDetail
 from trajhub.service.auth import INGEST
@@ -76,7 +75,7 @@ async def export_atif(trace_id: TraceIdPath, rt: Rt, project: Project) -> Respon
     """The stored trajectory as one `ATIF-v1.8` document (docs/atif.md): model steps as agent
     steps with their tool calls and results, sub-agents as embedded trajectories, and trajhub's
     own record of each step in `extra.trajhub`."""
-    text = await derived_document(rt, project, trace_id_param(trace_id))
+    text = await derived_document(rt, project, trace_id)
     document = to_atif(parse_document(orjson.loads(text)))
     return model_response(AtifTrajectory, document)
 

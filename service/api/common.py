@@ -129,17 +129,18 @@ AttributeFilter = Annotated[str, Field(max_length=MAX_TEXT,
 def _hex32(value: str) -> str:
     if not _HEX32.fullmatch(value):
         raise ValueError(f"{value[:80]!r} is not 32 hex digits")
-    return value
+    return value.lower()
 
 
 def _hex16(value: str) -> str:
     if not _HEX16.fullmatch(value):
         raise ValueError(f"{value[:80]!r} is not 16 hex digits")
-    return value
+    return value.lower()
 
 
-#: a trace id in a path: 32 hex digits (`trace_id_param` lower-cases it); the pattern is for
-#: /openapi.json, the check says what is wrong in words
+# The id types normalize themselves: a route receives its ids lower-cased, as they are stored.
+#: a trace id in a path: 32 hex digits; the pattern is for /openapi.json, the check says what
+#: is wrong in words
 TraceIdPath = Annotated[str, Path(description="32 hex digits",
                                   json_schema_extra={"pattern": TRACE_ID_PATTERN}),
                         AfterValidator(_hex32)]
@@ -151,7 +152,8 @@ SpanIdPath = Annotated[str, Path(description="16 hex digits",
                                  json_schema_extra={"pattern": SPAN_ID_PATTERN}),
                        AfterValidator(_hex16)]
 #: a trace id in a body
-TraceIdText = Annotated[str, Field(pattern=TRACE_ID_PATTERN, description="32 hex digits")]
+TraceIdText = Annotated[str, Field(pattern=TRACE_ID_PATTERN, description="32 hex digits"),
+                        AfterValidator(str.lower)]
 
 
 #: the OpenAPI extension that declares the scope an operation needs (`needs(...)`)
@@ -322,12 +324,6 @@ def storable_json(value: Any, field: str) -> str:
                             ) from None
 
 
-def trace_id_param(trace_id: str, name: str = "trace_id") -> str:
-    if not _HEX32.fullmatch(trace_id):
-        raise HTTPException(400, f"{name} {trace_id[:80]!r} is not 32 hex digits")
-    return trace_id.lower()
-
-
 def no_trajectory(trace_id: str, project: str) -> HTTPException:
     """404: the trace has no trajectory (yet)."""
     return HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} (yet)")
@@ -341,7 +337,7 @@ def not_derived(error: str | None) -> HTTPException:
 async def derived_trajectory(rt: Runtime, project: str, trace_id: str
                              ) -> tuple[TrajectoryRow, str]:
     """The trace's stored trajectory row and its document's JSON text: 404 when there is no
-    trajectory (yet), 422 when its derivation failed. `trace_id` as `trace_id_param` gives it."""
+    trajectory (yet), 422 when its derivation failed."""
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.trajectory(conn, project, trace_id)
     if row is None:
@@ -377,12 +373,6 @@ async def paged_read(rt: Runtime, project: str, trace_id: str,
     if not read.derived:
         raise not_derived(read.derivation_error)
     return read
-
-
-def span_id_param(span_id: str) -> str:
-    if not _HEX16.fullmatch(span_id):
-        raise HTTPException(400, f"span_id {span_id[:80]!r} is not 16 hex digits")
-    return span_id.lower()
 
 
 def time_ns(value: str | None, name: str) -> int | None:

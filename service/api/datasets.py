@@ -27,7 +27,6 @@ from trajhub.service.api.common import (
     model_response,
     no_nul,
     storable_json,
-    trace_id_param,
 )
 from trajhub.service.api.filters import TrajectoryQuery
 from trajhub.service.api.models import (
@@ -310,8 +309,7 @@ async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate)
             expectations_from_trajectory(body.trajectory.model_dump()).to_dict(), "trajectory")
     else:
         expectations = "{}"
-    source = (trace_id_param(body.source_trace_id, "source_trace_id")
-              if body.source_trace_id else None)
+    source = body.source_trace_id
     item = datasets.NewItem(
         input=_json_or_null(body.input, "input"),
         reference_output=_json_or_null(body.reference_output, "reference_output"),
@@ -396,8 +394,7 @@ async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillReques
     it did (edit them afterwards); a trace the set
     already holds is skipped and counted in `skipped_duplicates`."""
     dataset = await _dataset_id(rt, project, name)
-    trace_ids = [trace_id_param(t) for t in body.trace_ids] if body.trace_ids is not None \
-        else None
+    trace_ids = body.trace_ids
     f = dataset_fill.to_filter(body.query, body.limit) if body.query is not None else None
     async with rt.db.acquire() as conn:
         outcome = await dataset_fill.fill(

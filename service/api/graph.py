@@ -23,7 +23,6 @@ from trajhub.service.api.common import (
     TraceIdPath,
     derived_document,
     model_response,
-    trace_id_param,
 )
 from trajhub.service.api.filters import TrajectoryQuery
 from trajhub.service.api.models import ERRORS, NOT_FOUND, ErrorDetail, example_config
@@ -136,7 +135,7 @@ async def trajectory_graph(trace_id: TraceIdPath, rt: Rt, project: Project) -> R
     """Its agents and the nodes they ran, with hand-offs and transitions counted, parallel
     branches and failed nodes marked, and every node's step ids (to select them). Built from
     the stored trajectory document; an `open` trajectory is drawn as it stands."""
-    text = await derived_document(rt, project, trace_id_param(trace_id))
+    text = await derived_document(rt, project, trace_id)
     return model_response(AgentGraphView, await run_in_threadpool(_single, text))
 
 

@@ -19,7 +19,6 @@ from trajhub.service.api.common import (
     Rt,
     TraceIdPath,
     derived_trajectory,
-    trace_id_param,
 )
 from trajhub.service.api.dataset_fill import item_from_trajectory
 from trajhub.service.api.models import ERRORS, example_config
@@ -62,7 +61,6 @@ class ItemDraft(BaseModel):
             responses={404: {"description": "No trajectory for this trace (yet)"},
                        422: {"description": "The trajectory could not be derived"}})
 async def item_draft(trace_id: TraceIdPath, rt: Rt, project: Project) -> ItemDraft:
-    trace_id = trace_id_param(trace_id)
     row, document = await derived_trajectory(rt, project, trace_id)
     item = item_from_trajectory(trace_id, document, ())
     return ItemDraft(

@@ -38,7 +38,6 @@ from trajhub.service.api.common import (
     TraceIdQuery,
     no_trajectory,
     paged_read,
-    trace_id_param,
 )
 from trajhub.service.api.models import ERRORS, NOT_FOUND, CostView, example_config
 from trajhub.service.prices import cost_json, prices_for
@@ -353,7 +352,6 @@ def _usable(trace_id: str, project: str, row: Any) -> dict[str, Any]:
 
 
 async def load_run(rt: Runtime, project: str, trace_id: str) -> LoadedRun:
-    trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
         rows = await replay_reads.documents(conn, project, [trace_id])
     row = rows.get(trace_id)
@@ -447,7 +445,6 @@ async def cost(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
 async def contract(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
     """Read from whatever the instrumentation recorded; each value says where it came from,
     and `unknown` lists what nothing recorded."""
-    trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
         row, span_rows, envelopes = await replay_reads.trajectory_with_spans(
             conn, project, trace_id)
@@ -490,7 +487,6 @@ async def events(
                                        "without it, every event from `offset` on")] = None,
 ) -> Response:
     prices = prices_for(rt.settings)
-    trace_id = trace_id_param(trace_id)
     count = MAX_OFFSET if limit is None else limit
     # without `limit`, a large run's events are streamed a page at a time from its chunks,
     # each read when its page needs it: the whole playback is hundreds of MiB as objects

@@ -42,7 +42,6 @@ from trajhub.service.api.common import (
     model_response,
     needs,
     no_nul,
-    trace_id_param,
 )
 from trajhub.service.api.datasets import (
     EXPECTATIONS_SCHEMA,
@@ -303,7 +302,7 @@ async def add_items(name: QueuePath, rt: Rt, project: Project, body: ItemsAdd) -
     async with rt.db.acquire() as conn:
         await _queue(conn, project, name)
         if body.trace_ids is not None:
-            trace_ids = [trace_id_param(t) for t in body.trace_ids]
+            trace_ids = body.trace_ids
         else:
             assert body.query is not None
             f = body.query.to_filter(sort="start_time", descending=True, limit=body.limit)

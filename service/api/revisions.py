@@ -14,7 +14,6 @@ from trajhub.service.api.common import (
     Rt,
     TraceIdPath,
     no_trajectory,
-    trace_id_param,
 )
 from trajhub.service.api.models import ERRORS, example_config
 from trajhub.storage import revisions as revision_reads
@@ -50,7 +49,6 @@ class Revisions(BaseModel):
 async def trajectory_revisions(trace_id: TraceIdPath, rt: Rt, project: Project) -> Revisions:
     """A trajectory gets a new revision each time late spans or a re-derivation rebuild it;
     each entry says what that revision held and whether it had become final."""
-    trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
         rows = await revision_reads.revisions(conn, project, trace_id)
     if not rows:

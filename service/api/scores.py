@@ -42,7 +42,6 @@ from trajhub.service.api.common import (
     needs,
     no_trajectory,
     storable_json,
-    trace_id_param,
 )
 from trajhub.service.api.models import BODY_CONFIG, ERRORS, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.records import answer, response_model
@@ -218,7 +217,6 @@ async def add_scores(trace_id: TraceIdPath, rt: Rt, project: Project, key: Key,
     """Each score is kept with the trajectory's current revision, and stays on the trajectory
     (a step's on the step of the same id) when it is re-derived. A batch is stored all or
     none."""
-    trace_id = trace_id_param(trace_id)
     given = body.scores if isinstance(body, ScoreBatch) else [body]
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.trajectory(conn, project, trace_id)
@@ -246,7 +244,6 @@ async def add_scores(trace_id: TraceIdPath, rt: Rt, project: Project, key: Key,
             responses=NOT_FOUND)
 async def list_scores(trace_id: TraceIdPath, rt: Rt, project: Project) -> Response:
     """Scores of earlier revisions are listed too: each says its `revision`."""
-    trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.trajectory(conn, project, trace_id)
         if row is None:
@@ -259,7 +256,6 @@ async def list_scores(trace_id: TraceIdPath, rt: Rt, project: Project) -> Respon
                summary="Delete one score", responses=NOT_FOUND)
 async def delete_score(trace_id: TraceIdPath, score_id: ScoreId, rt: Rt,
                        project: Project) -> Response:
-    trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
         deleted = await score_store.delete(conn, project, trace_id, score_id)
     if not deleted:

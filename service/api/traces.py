@@ -29,8 +29,6 @@ from trajhub.service.api.common import (
     no_trajectory,
     not_derived,
     parse_time,
-    span_id_param,
-    trace_id_param,
 )
 from trajhub.service.api.models import (
     ERRORS,
@@ -114,7 +112,6 @@ async def get_trace(
                     "of the spans as received; cozeloop: the Coze Loop native spans as received"
     )] = "json",
 ) -> Response:
-    trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
         rows = await trace_reads.trace_spans(conn, project, trace_id)
         if not rows:
@@ -155,7 +152,6 @@ async def trace_span_page(
 ) -> Response:
     """The spans of `GET /api/v1/traces/{trace_id}?view=flat`, a page at a time
     (docs/large-traces.md): a first page answers in milliseconds whatever the trace's size."""
-    trace_id = trace_id_param(trace_id)
     after = decode_cursor(cursor, (int, int, str))
     async with rt.db.acquire() as conn:
         total, rows = await trace_reads.trace_span_page(
@@ -177,7 +173,6 @@ async def trace_span_page(
             responses=NOT_FOUND)
 async def get_span(trace_id: TraceIdPath, span_id: SpanIdPath, rt: Rt, project: Project
                    ) -> Response:
-    trace_id, span_id = trace_id_param(trace_id), span_id_param(span_id)
     async with rt.db.acquire() as conn:
         row = await trace_reads.span(conn, project, trace_id, span_id)
         if row is None:

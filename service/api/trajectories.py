@@ -30,7 +30,6 @@ from trajhub.service.api.common import (
     no_trajectory,
     paged_read,
     parse_time,
-    trace_id_param,
 )
 from trajhub.service.api.filters import TrajectoryListQuery
 from trajhub.service.api.models import (
@@ -108,7 +107,6 @@ async def get_trajectory(
     if_none_match: Annotated[str | None, Header()] = None,
 ) -> Response:
     """An `open` trajectory (spans may still arrive) is served as it stands."""
-    trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.trajectory_export(conn, project, trace_id)
     if row is None:
@@ -151,7 +149,6 @@ async def trajectory_steps(
     """For a large trajectory (docs/large-traces.md): the first page answers in milliseconds
     whatever the run's size, where `GET /api/v1/trajectories/{trace_id}` (the export) sends the
     whole document. An offset at or past `total` gives an empty page."""
-    trace_id = trace_id_param(trace_id)
 
     def wanted(head: dict[str, Any], order: object) -> range:
         return pages.chunk_range(offset, limit, int(head["step_total"]))
@@ -183,7 +180,6 @@ async def trajectory_steps(
             summary="How each span was classified, kept or dropped, and re-parented",
             response_model=TrajectoryExplanation, responses=NOT_FOUND)
 async def explain_trajectory(trace_id: TraceIdPath, rt: Rt, project: Project) -> Response:
-    trace_id = trace_id_param(trace_id)
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.explanation(conn, project, trace_id)
     if row is None:
