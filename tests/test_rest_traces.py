@@ -152,3 +152,20 @@ def test_health_and_docs(server: ServerProcess) -> None:
                      "/api/v1/traces/{trace_id}", "/api/v1/trajectories",
                      "/api/v1/trajectories/{trace_id}", "/api/v1/normalize"):
             assert path in spec["paths"], path
+
+
+def test_ids_in_any_case_name_the_same_trace(server: ServerProcess, project: str,
+                                             three_traces: dict[str, str]) -> None:
+    """A trace or span id in upper case reads what the lower-case id reads (ids are stored
+    lower-cased; the path types lower-case what they receive)."""
+    b = three_traces["b"]
+    with httpx.Client() as c:
+        lower = get_json(c, f"{server.http}/api/v1/traces/{b}", project=project)
+        upper = get_json(c, f"{server.http}/api/v1/traces/{b.upper()}", project=project)
+        assert upper == lower
+        span_id = next(s["span_id"] for s in get_json(
+            c, f"{server.http}/api/v1/traces/{b}/spans", project=project)["items"]
+            if s["name"] == "search")
+        one = get_json(c, f"{server.http}/api/v1/traces/{b.upper()}/spans/{span_id.upper()}",
+                       project=project)
+        assert (one["trace_id"], one["span_id"], one["name"]) == (b, span_id, "search")
