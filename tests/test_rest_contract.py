@@ -97,6 +97,17 @@ def test_every_example_validates_against_its_model(openapi: dict[str, Any]) -> N
         assert name in checked
 
 
+def test_the_document_is_the_same_on_every_read(server: ServerProcess,
+                                                openapi: dict[str, Any]) -> None:
+    """/openapi.json is post-processed on every read; reading it again changes nothing (it
+    once added another optional security requirement each time)."""
+    again = httpx.get(f"{server.http}/openapi.json", timeout=30).json()
+    assert again == openapi
+    with_empty = [op["security"] for ops in openapi["paths"].values() for op in ops.values()
+                  if {} in op.get("security", [])]
+    assert with_empty and all(s.count({}) == 1 for s in with_empty)
+
+
 def test_every_api_route_documents_its_bad_parameter_answer(openapi: dict[str, Any]) -> None:
     for path, operations in openapi["paths"].items():
         if path.startswith("/api/v1/") and path != "/api/v1/schema/trajectory":

@@ -666,8 +666,10 @@ def document_errors(app: FastAPI, auth_required: bool) -> None:
                         if code[:1] in "45" and "application/json" not in (content or {}):
                             response["content"] = {"application/json": {
                                 "schema": dict(_ERROR_REF)}}
-                if not auth_required and operation.get("security"):
-                    operation["security"] = [{}, *operation["security"]]
+                # the document is built once and post-processed on every read: add {} once
+                security = operation.get("security")
+                if not auth_required and security and {} not in security:
+                    operation["security"] = [{}, *security]
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
