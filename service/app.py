@@ -14,24 +14,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from trajhub import __version__
 from trajhub.service import metrics
 from trajhub.service.access import AccessMiddleware
-from trajhub.service.api import atif as routes_atif
-from trajhub.service.api import datasets as routes_datasets
 from trajhub.service.api import docs
-from trajhub.service.api import evaluations as routes_evaluations
-from trajhub.service.api import graph as routes_graph
-from trajhub.service.api import item_drafts as routes_item_drafts
-from trajhub.service.api import keys as routes_keys
-from trajhub.service.api import regressions as routes_regressions
-from trajhub.service.api import replay as routes_replay
-from trajhub.service.api import retention as routes_retention
-from trajhub.service.api import review as routes_review
-from trajhub.service.api import revisions as routes_revisions
-from trajhub.service.api import rules as routes_rules
-from trajhub.service.api import schema as routes_schema
-from trajhub.service.api import scores as routes_scores
-from trajhub.service.api import sessions as routes_sessions
-from trajhub.service.api import traces as routes_traces
-from trajhub.service.api import trajectories as routes_trajectories
 from trajhub.service.api.common import (
     UNSTORABLE_TEXT_ERRORS,
     allowed_methods,
@@ -43,6 +26,7 @@ from trajhub.service.api.common import (
     unstorable_text,
 )
 from trajhub.service.api.models import ErrorDetail, HealthStatus, ReadyStatus, restore_examples
+from trajhub.service.api.routes import api_router
 from trajhub.service.auth import METRICS, auth_enabled
 from trajhub.service.ingest import http as routes_ingest
 from trajhub.service.runtime import Runtime
@@ -166,23 +150,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
         return Response(body, media_type=media_type)
 
     app.include_router(routes_ingest.router)
-    app.include_router(routes_traces.router)
-    app.include_router(routes_replay.router)  # before /trajectories/{trace_id}: /compare
-    app.include_router(routes_trajectories.router)
-    app.include_router(routes_atif.router)
-    app.include_router(routes_sessions.router)
-    app.include_router(routes_datasets.router)
-    app.include_router(routes_evaluations.router)
-    app.include_router(routes_regressions.router)
-    app.include_router(routes_revisions.router)
-    app.include_router(routes_graph.router)
-    app.include_router(routes_scores.router)
-    app.include_router(routes_rules.router)
-    app.include_router(routes_review.router)
-    app.include_router(routes_retention.router)
-    app.include_router(routes_item_drafts.router)
-    app.include_router(routes_schema.router)
-    app.include_router(routes_keys.router)
+    app.include_router(api_router())
     app.include_router(docs.router)
     document_scopes(app)
     document_errors(app, auth_enabled(rt.settings))

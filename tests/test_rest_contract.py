@@ -248,3 +248,25 @@ def test_normalize_goes_through_ingest_validation(server: ServerProcess) -> None
         # nothing was stored
         time.sleep(0.2)
         assert c.get(f"{server.http}/api/v1/traces/{good.hex()}").status_code == 404
+
+
+def test_no_route_is_hidden_behind_an_earlier_one() -> None:
+    """Whatever order the modules are listed in, a literal path is matched before a parameter
+    path that also fits it (`/trajectories/compare` before `/trajectories/{trace_id}`): no
+    route's own path is taken by an earlier route with one of its methods."""
+    from fastapi.routing import APIRoute
+
+    from trajhub.service.api import routes
+
+    def hidden(order: list[Any]) -> list[str]:
+        api = [r for r in order if isinstance(r, APIRoute)]
+        return [f"{sorted(later.methods)} {later.path} behind {earlier.path}"
+                for i, later in enumerate(api) for earlier in api[:i]
+                if earlier.path_regex.match(later.path) and earlier.path != later.path
+                and earlier.methods & later.methods]
+
+    modules = list(routes._MODULES)
+    assert hidden(routes.ordered_routes(modules)) == []
+    assert hidden(routes.ordered_routes(modules[::-1])) == []
+    # the check itself sees a hidden route when the routes are not ordered
+    assert hidden([r for m in modules for r in m.router.routes])

@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from trajhub.normalizers.atif import SCHEMA_VERSION, AtifError, from_atif, to_atif
 from trajhub.normalizers.document import parse_document
 from trajhub.service.api.common import (
-    ROUTER_CHECKS,
+    PREFIX,
     Project,
     Rt,
     TraceIdPath,
@@ -25,14 +25,14 @@ from trajhub.service.api.common import (
     model_response,
     needs,
 )
-from trajhub.service.api.models import ERRORS, NOT_FOUND, ErrorDetail
+from trajhub.service.api.models import NOT_FOUND, ErrorDetail
 from trajhub.service.auth import INGEST
 from trajhub.service.errors import IngestError
 from trajhub.service.ingest.bodies import read_body, require_media
 from trajhub.service.ingest.decode import decompress
 from trajhub.service.ingest.worker import KIND_OTLP_PROTOBUF, IngestJob
 
-router = APIRouter(prefix="/api/v1", tags=["atif"], dependencies=ROUTER_CHECKS, responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["atif"])
 
 _EXAMPLE: dict[str, Any] = {
     "schema_version": SCHEMA_VERSION, "session_id": "4bf92f3577b34da6a3ce929d0e0e4736",

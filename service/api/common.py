@@ -43,6 +43,10 @@ from trajhub.service.runtime import Runtime, runtime
 from trajhub.storage import step_chunks, trajectory_reads
 from trajhub.storage.rows import TrajectoryRow
 
+#: every REST route's path starts with it (each module's router sets it; service/api/routes.py
+#: adds the checks and the error answers)
+PREFIX = "/api/v1"
+
 INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1
 #: the longest text a filter takes (names, ids, search text)

@@ -16,7 +16,7 @@ from trajhub.evaluators.expectations import ARGS_MATCH_MODES, EXPECTED_STEP_TYPE
 from trajhub.normalizers.item_fields import check_pointer
 from trajhub.service.api import dataset_fill, dataset_formats
 from trajhub.service.api.common import (
-    ROUTER_CHECKS,
+    PREFIX,
     Cursor,
     JsonInt,
     Project,
@@ -31,7 +31,6 @@ from trajhub.service.api.common import (
 from trajhub.service.api.filters import TrajectoryQuery
 from trajhub.service.api.models import (
     BODY_CONFIG,
-    ERRORS,
     NOT_FOUND,
     Dataset,
     DatasetList,
@@ -48,8 +47,7 @@ from trajhub.service.runtime import Runtime
 from trajhub.storage import datasets
 from trajhub.storage.rows import DatasetRow
 
-router = APIRouter(prefix="/api/v1", tags=["datasets"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["datasets"])
 
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^/\s][^/]*$"),
                  AfterValidator(no_nul)]

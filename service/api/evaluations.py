@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from trajhub.evaluators import JUDGES, REGISTRY, ConfigError
 from trajhub.service.api.common import (
     INT64_MAX,
-    ROUTER_CHECKS,
+    PREFIX,
     Cursor,
     Project,
     Rt,
@@ -23,7 +23,6 @@ from trajhub.service.api.common import (
 )
 from trajhub.service.api.models import (
     BODY_CONFIG,
-    ERRORS,
     NOT_FOUND,
     Evaluation,
     EvaluationDetail,
@@ -35,8 +34,7 @@ from trajhub.service.workers import evaluations as evaluation_runner
 from trajhub.storage import datasets, evaluations
 from trajhub.storage.rows import EvaluationRow
 
-router = APIRouter(prefix="/api/v1", tags=["evaluations"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["evaluations"])
 
 #: an evaluation id (a bigint)
 EvaluationId = Annotated[int, Path(ge=1, le=INT64_MAX)]

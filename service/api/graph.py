@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from trajhub.evaluators.agent_graph import aggregate, graph_of
 from trajhub.evaluators.graph_layout import place
 from trajhub.service.api.common import (
-    ROUTER_CHECKS,
+    PREFIX,
     Project,
     Rt,
     TraceIdPath,
@@ -25,11 +25,10 @@ from trajhub.service.api.common import (
     model_response,
 )
 from trajhub.service.api.filters import TrajectoryQuery
-from trajhub.service.api.models import ERRORS, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.models import NOT_FOUND, ErrorDetail, example_config
 from trajhub.storage import trajectory_reads
 
-router = APIRouter(prefix="/api/v1", tags=["graph"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["graph"])
 
 #: the most trajectories one aggregate reads
 MAX_RUNS = 1000

@@ -14,17 +14,16 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from trajhub.service.api.common import (
-    ROUTER_CHECKS,
+    PREFIX,
     Project,
     Rt,
     TraceIdPath,
     derived_trajectory,
 )
 from trajhub.service.api.dataset_fill import item_from_trajectory
-from trajhub.service.api.models import ERRORS, example_config
+from trajhub.service.api.models import example_config
 
-router = APIRouter(prefix="/api/v1", tags=["datasets"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["datasets"])
 
 
 class ItemDraft(BaseModel):

@@ -14,8 +14,8 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Path
 from pydantic import BaseModel, Field
 
-from trajhub.service.api.common import ROUTER_CHECKS, Key, Project, Rt, needs
-from trajhub.service.api.models import ERRORS, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.common import PREFIX, Key, Project, Rt, needs
+from trajhub.service.api.models import NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.auth import ADMIN, METRICS, auth_enabled
 from trajhub.storage import keys
 from trajhub.storage.keys import KeyRow
@@ -39,9 +39,8 @@ _FORBIDDEN: dict[int | str, dict[str, Any]] = {
         "which")},
 }
 
-router = APIRouter(prefix="/api/v1", tags=["keys"],
-                   dependencies=[Depends(auth_is_on), *ROUTER_CHECKS],
-                   responses={**ERRORS, **_FORBIDDEN})
+router = APIRouter(prefix=PREFIX, tags=["keys"], dependencies=[Depends(auth_is_on)],
+                   responses=_FORBIDDEN)
 
 _KEY: dict[str, Any] = {"key_id": "3f9a1c0b7e2d", "project": "shop-agent", "scope": "ingest",
         "name": "collector", "created_at": "2025-06-01T12:00:00Z", "revoked_at": None}

@@ -30,7 +30,7 @@ from trajhub.normalizers.playback import (
 from trajhub.normalizers.trajectory import StepError
 from trajhub.service.api.common import (
     MAX_PAGE,
-    ROUTER_CHECKS,
+    PREFIX,
     Offset,
     Project,
     Rt,
@@ -39,15 +39,14 @@ from trajhub.service.api.common import (
     no_trajectory,
     paged_read,
 )
-from trajhub.service.api.models import ERRORS, NOT_FOUND, CostView, example_config
+from trajhub.service.api.models import NOT_FOUND, CostView, example_config
 from trajhub.service.prices import cost_json, prices_for
 from trajhub.service.runtime import Runtime
 from trajhub.service.stored_spans import iso_time, to_model
 from trajhub.storage import replay_reads, step_chunks
 
 # every route here reads runs or evaluations that may not exist (404)
-router = APIRouter(prefix="/api/v1", tags=["replay"], dependencies=ROUTER_CHECKS,
-                   responses={**ERRORS, **NOT_FOUND})
+router = APIRouter(prefix=PREFIX, tags=["replay"], responses=NOT_FOUND)
 
 # ------------------------------------------------------------------------------ response models
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from trajhub.service.api.common import ROUTER_CHECKS, Project, Rt, needs
-from trajhub.service.api.models import BODY_CONFIG, ERRORS, example_config
+from trajhub.service.api.common import PREFIX, Project, Rt, needs
+from trajhub.service.api.models import BODY_CONFIG, example_config
 from trajhub.service.auth import ADMIN
 from trajhub.service.retention import policy
 from trajhub.storage import retention
 
-router = APIRouter(prefix="/api/v1", tags=["retention"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["retention"])
 
 #: about 1000 years: beyond it a retention is "forever" (0) in all but name
 MAX_DAYS = 365_000.0

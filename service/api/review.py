@@ -33,7 +33,7 @@ from trajhub.records.scores import COMMENT_MAX, SCORE
 from trajhub.service.api import dataset_fill
 from trajhub.service.api.common import (
     INT64_MAX,
-    ROUTER_CHECKS,
+    PREFIX,
     JsonInt,
     Key,
     Project,
@@ -50,7 +50,7 @@ from trajhub.service.api.datasets import (
     stored_expectations,
 )
 from trajhub.service.api.datasets import Name as DatasetName
-from trajhub.service.api.models import BODY_CONFIG, ERRORS, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.records import answer, response_model
 from trajhub.service.api.scores import (
     Score,
@@ -66,8 +66,7 @@ from trajhub.storage import datasets, review, trajectory_reads
 from trajhub.storage import scores as score_store
 from trajhub.storage.database import Connection
 
-router = APIRouter(prefix="/api/v1", tags=["review"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["review"])
 
 QueueName = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=NAME_PATTERN,
                                  description=f"up to {NAME_MAX} letters, digits and `_.:-`, "

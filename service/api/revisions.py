@@ -9,17 +9,16 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from trajhub.service.api.common import (
-    ROUTER_CHECKS,
+    PREFIX,
     Project,
     Rt,
     TraceIdPath,
     no_trajectory,
 )
-from trajhub.service.api.models import ERRORS, example_config
+from trajhub.service.api.models import example_config
 from trajhub.storage import revisions as revision_reads
 
-router = APIRouter(prefix="/api/v1", tags=["trajectories"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["trajectories"])
 
 
 class Revision(BaseModel):

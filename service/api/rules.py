@@ -28,7 +28,7 @@ from trajhub.records.rules import BACKFILL, NAME_MAX, RULE
 from trajhub.records.scores import NAME_PATTERN
 from trajhub.service.api.common import (
     INT64_MAX,
-    ROUTER_CHECKS,
+    PREFIX,
     Project,
     Rt,
     TimeText,
@@ -40,7 +40,7 @@ from trajhub.service.api.common import (
 )
 from trajhub.service.api.evaluations import EvaluatorName
 from trajhub.service.api.filters import stored_filter
-from trajhub.service.api.models import BODY_CONFIG, ERRORS, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.records import answer, response_model
 from trajhub.service.auth import ADMIN
 from trajhub.service.config import Settings
@@ -49,8 +49,7 @@ from trajhub.storage import review as review_store
 from trajhub.storage import rules as rule_store
 from trajhub.storage.database import Connection
 
-router = APIRouter(prefix="/api/v1", tags=["rules"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["rules"])
 
 RuleId = Annotated[int, Path(ge=1, le=INT64_MAX, description="the rule's `id`")]
 BackfillId = Annotated[int, Path(ge=1, le=INT64_MAX, description="the backfill's `id`")]

@@ -7,11 +7,9 @@ from importlib import resources
 
 from fastapi import APIRouter, Response
 
-from trajhub.service.api.common import ROUTER_CHECKS
-from trajhub.service.api.models import ERRORS
+from trajhub.service.api.common import PREFIX
 
-router = APIRouter(prefix="/api/v1", tags=["trajectories"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["trajectories"])
 
 
 @cache

@@ -33,7 +33,7 @@ from trajhub.records.scores import (
 )
 from trajhub.service.api.common import (
     INT64_MAX,
-    ROUTER_CHECKS,
+    PREFIX,
     Key,
     Project,
     Rt,
@@ -43,14 +43,13 @@ from trajhub.service.api.common import (
     no_trajectory,
     storable_json,
 )
-from trajhub.service.api.models import BODY_CONFIG, ERRORS, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.records import answer, response_model
 from trajhub.service.auth import ADMIN, BOOTSTRAP_KEY_ID
 from trajhub.storage import scores as score_store
 from trajhub.storage import trajectory_reads
 
-router = APIRouter(prefix="/api/v1", tags=["scores"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["scores"])
 
 #: the longest batch one request may add
 MAX_BATCH = 1000

@@ -21,7 +21,7 @@ from trajhub.records.scores import score_sort_name
 from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY, SESSION_TURN
 from trajhub.service.api.common import (
     MAX_TEXT,
-    ROUTER_CHECKS,
+    PREFIX,
     Project,
     Rt,
     Text,
@@ -30,7 +30,7 @@ from trajhub.service.api.common import (
     model_response,
     no_nul,
 )
-from trajhub.service.api.models import ERRORS, NOT_FOUND, example_config
+from trajhub.service.api.models import NOT_FOUND, example_config
 from trajhub.service.api.records import answer, filter_values, query_model, response_model
 from trajhub.service.prices import cost_json, prices_for, summary_cost
 from trajhub.storage import session_reads
@@ -53,8 +53,7 @@ class _AnyText(Convertor[str]):
 
 register_url_convertor("anytext", _AnyText())
 
-router = APIRouter(prefix="/api/v1", tags=["sessions"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["sessions"])
 
 if TYPE_CHECKING:
     SessionSummary = BaseModel

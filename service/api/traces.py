@@ -12,7 +12,7 @@ from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.service import stored_spans
 from trajhub.service.api import views
 from trajhub.service.api.common import (
-    ROUTER_CHECKS,
+    PREFIX,
     AttributeFilter,
     Cursor,
     Key,
@@ -31,7 +31,6 @@ from trajhub.service.api.common import (
     parse_time,
 )
 from trajhub.service.api.models import (
-    ERRORS,
     NOT_FOUND,
     CozeLoopTrace,
     ErrorDetail,
@@ -53,8 +52,7 @@ from trajhub.service.stored_spans import (
 )
 from trajhub.storage import files, trace_reads, trajectory_reads
 
-router = APIRouter(prefix="/api/v1", tags=["traces"], dependencies=ROUTER_CHECKS,
-                   responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["traces"])
 
 
 @router.get("/traces", summary="List traces, newest first", response_model=TracePage)

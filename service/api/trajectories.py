@@ -18,7 +18,7 @@ from trajhub.records.trajectories import TRAJECTORY_SUMMARY
 from trajhub.service.api.common import (
     DEFAULT_PAGE,
     MAX_PAGE,
-    ROUTER_CHECKS,
+    PREFIX,
     Offset,
     Project,
     Rt,
@@ -33,7 +33,6 @@ from trajhub.service.api.common import (
 )
 from trajhub.service.api.filters import TrajectoryListQuery
 from trajhub.service.api.models import (
-    ERRORS,
     NOT_FOUND,
     ErrorDetail,
     NormalizeResult,
@@ -53,8 +52,7 @@ from trajhub.service.prices import prices_for, summary_cost
 from trajhub.service.stored_spans import batch_spans
 from trajhub.storage import compression, derivation_store, trajectory_reads
 
-router = APIRouter(prefix="/api/v1", tags=["trajectories"],
-                   dependencies=ROUTER_CHECKS, responses=ERRORS)
+router = APIRouter(prefix=PREFIX, tags=["trajectories"])
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
