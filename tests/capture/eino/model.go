@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cloudwego/eino/callbacks"
 	"github.com/cloudwego/eino/components"
@@ -65,6 +66,7 @@ func (m *scriptedModel) start(ctx context.Context, input []*schema.Message, opts
 func (m *scriptedModel) Generate(ctx context.Context, input []*schema.Message, opts ...model.Option) (*schema.Message, error) {
 	ctx = m.start(ctx, input, opts)
 	turn, err := m.take()
+	time.Sleep(modelLatency)
 	if err == nil && turn.Error != "" {
 		err = errors.New(turn.Error)
 	}
@@ -86,6 +88,7 @@ func (m *scriptedModel) Generate(ctx context.Context, input []*schema.Message, o
 func (m *scriptedModel) Stream(ctx context.Context, input []*schema.Message, opts ...model.Option) (*schema.StreamReader[*schema.Message], error) {
 	ctx = m.start(ctx, input, opts)
 	turn, err := m.take()
+	time.Sleep(modelLatency)
 	if err == nil && turn.Error != "" {
 		err = errors.New(turn.Error)
 	}
@@ -98,6 +101,9 @@ func (m *scriptedModel) Stream(ctx context.Context, input []*schema.Message, opt
 	go func() {
 		defer sw.Close()
 		for i, chunk := range chunks {
+			if i > 0 {
+				time.Sleep(chunkGap)
+			}
 			out := &model.CallbackOutput{Message: chunk, Config: &model.Config{Model: modelName}}
 			if i == len(chunks)-1 {
 				out.TokenUsage = turn.Usage.callback()

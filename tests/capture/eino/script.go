@@ -1,5 +1,7 @@
 package main
 
+import "time"
+
 // The scripts: every shape's question, each scripted model's turns (content, tool calls, token
 // usage, errors) and each tool call's outcome. The runs (shapes.go) play them; the ground truth
 // (truth.go) is written from them, never from what a tracer or trajhub made of a run.
@@ -9,6 +11,15 @@ const (
 	// modelType is the model implementation's type (GetType), which Eino reports as the run
 	// info's type: the tracers give it as the model provider.
 	modelType = "Scripted"
+)
+
+// Simulated latencies. A scripted call that answers at once lasts microseconds, and trajhub's
+// steps are timed in whole milliseconds: without these every step of a run would seem to start
+// in the same millisecond, so order and parallelism could not be read from the times.
+const (
+	modelLatency = 5 * time.Millisecond // before a model answers (or its first chunk)
+	chunkGap     = 2 * time.Millisecond // between streamed chunks
+	toolLatency  = 3 * time.Millisecond // before a tool answers
 )
 
 type Usage struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/cloudwego/eino/adk"
 	"github.com/cloudwego/eino/adk/prebuilt/supervisor"
@@ -39,6 +40,7 @@ func (t *scriptedTool) Info(_ context.Context) (*schema.ToolInfo, error) {
 }
 
 func (t *scriptedTool) InvokableRun(ctx context.Context, _ string, _ ...tool.Option) (string, error) {
+	time.Sleep(toolLatency)
 	id := compose.GetToolCallID(ctx)
 	outcome, ok := t.outcomes[id]
 	if !ok {
