@@ -11,7 +11,7 @@ the cozeloop callback does (`normalizers.cozeloop`) so one Eino run gives the sa
 through either export: ChatModel/AgenticModel → model, Tool → tool, Graph/Workflow → graph,
 Agent → agent, anything else (Chain, Lambda, ToolsNode, ChatTemplate, ...) → other.
 
-Quirks handled here (tests/fixtures/eino/README.md):
+Quirks handled here (tests/fixtures/eino-real/README.md):
 - content is flattened into `gen_ai.prompt.N.{role,content}` / `gen_ai.completion.N.*`, except on
   the root (`gen_ai.input` / `gen_ai.output`); a tool's arguments and result are JSON-quoted;
 - no tool call ids: recovered from the ToolsNode parent, whose input is the assistant message;
