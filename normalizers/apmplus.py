@@ -11,7 +11,7 @@ the cozeloop callback does (`normalizers.cozeloop`) so one Eino run gives the sa
 through either export: ChatModel/AgenticModel → model, Tool → tool, Graph/Workflow → graph,
 Agent → agent, anything else (Chain, Lambda, ToolsNode, ChatTemplate, ...) → other.
 
-Quirks handled here (tests/fixtures/eino/README.md):
+Quirks handled here (tests/fixtures/eino-real/README.md):
 - content is flattened into `gen_ai.prompt.N.{role,content}` / `gen_ai.completion.N.*`, except on
   the root (`gen_ai.input` / `gen_ai.output`); a tool's arguments and result are JSON-quoted;
 - no tool call ids: recovered from the ToolsNode parent, whose input is the assistant message;
@@ -106,10 +106,26 @@ def _content(attrs: Attributes, whole_key: str, prefix: str, kind: StepKind) -> 
     messages = _messages(attrs, prefix)
     if not messages:
         return ""
-    if len(messages) == 1 and (kind is not StepKind.MODEL or "role" not in messages[0]):
+    if len(messages) == 1:
         text = messages[0].get("content", "")
-        return _unquote(text) if kind is StepKind.TOOL else text
+        if kind is not StepKind.MODEL or "role" not in messages[0] or _is_message_list(text):
+            return _unquote(text) if kind is StepKind.TOOL else text
     return json.dumps(messages, ensure_ascii=False)
+
+
+def _is_message_list(text: str) -> bool:
+    """apmplus's fallback when no output message has content (a turn that only calls tools): the
+    messages serialised whole as entry 0's content. Its stream path also sets entry 0's role to
+    `assistant` (callbacks/apmplus OnEndWithStreamOutput), which makes the fallback look like one
+    real message whose text is JSON (tests/fixtures/eino-real/streaming)."""
+    if not text.startswith("["):
+        return False
+    value = parse_json(text)
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(m, Mapping) and "role" in m for m in value)
+    )
 
 
 def _component(span: Span) -> str:

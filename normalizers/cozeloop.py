@@ -325,8 +325,11 @@ class CozeLoopNative:
             name = span.name or to_str(native.tags_string.get("name"))
 
         input_text = native.input
+        output_text = native.output
         if kind is StepKind.TOOL and language == "python" and library == "langchain":
             input_text = _python_repr_to_json(input_text)
+        if is_eino:
+            input_text, output_text = _eino_unstream(input_text), _eino_unstream(output_text)
 
         metadata: dict[str, str] = {
             "convention": self.name,
@@ -376,7 +379,7 @@ class CozeLoopNative:
             rule=rule,
             name=name,
             input=input_text,
-            output=native.output,
+            output=output_text,
             error=error,
             usage=usage,
             metadata=metadata,
@@ -439,6 +442,65 @@ class CozeLoopNative:
             cache_write_tokens=count("input_creation_cached_tokens"),
             latency_first_resp_ms=latency_ms,
         )
+
+
+def _eino_unstream(text: str) -> str:
+    """The value an Eino component streamed, as one value.
+
+    For a component run in stream mode (a graph or ToolsNode of `Stream()`), eino-ext's cozeloop
+    callback records the chunks it saw as `{"stream": [chunk, ...]}` (callbacks/cozeloop
+    data_parser.go, no concat function for the type; tests/fixtures/eino-real/streaming). One
+    chunk is the value itself; message chunks are concatenated as Eino's ConcatMessages does
+    (content joined, tool calls merged by index, the last response_meta). Anything else stays as
+    sent."""
+    if not text.startswith('{"stream":'):
+        return text
+    value = parse_json(text)
+    if not isinstance(value, Mapping) or set(value) != {"stream"}:
+        return text
+    chunks = value["stream"]
+    if not isinstance(chunks, list) or not chunks:
+        return text
+    if len(chunks) == 1:
+        return json.dumps(chunks[0], ensure_ascii=False, separators=(",", ":"))
+    if not all(isinstance(c, Mapping) and ("role" in c or "content" in c) for c in chunks):
+        return text
+    merged: dict[str, Any] = {}
+    content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    for chunk in chunks:
+        for key, item in chunk.items():
+            if key == "content":
+                content.append(to_str(item))
+            elif key == "tool_calls" and isinstance(item, list):
+                for position, call in enumerate(item):
+                    if isinstance(call, Mapping):
+                        _merge_tool_call(calls, position, call)
+            elif key == "role":
+                merged.setdefault("role", item)
+            elif item not in (None, "", {}, []):
+                merged[key] = item
+    merged["content"] = "".join(content)
+    if calls:
+        merged["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return json.dumps(merged, ensure_ascii=False, separators=(",", ":"))
+
+
+def _merge_tool_call(calls: dict[int, dict[str, Any]], position: int, call: Mapping[str, Any]
+                     ) -> None:
+    """One streamed tool-call fragment into the call of its index: ids, type and name from the
+    first fragment that has them, arguments concatenated."""
+    index = to_int(call.get("index"))
+    slot = calls.setdefault(position if index is None else index, {})
+    for key in ("index", "id", "type"):
+        if call.get(key) not in (None, "") and key not in slot:
+            slot[key] = call[key]
+    function = call.get("function")
+    if isinstance(function, Mapping):
+        target = slot.setdefault("function", {"name": "", "arguments": ""})
+        if function.get("name") and not target["name"]:
+            target["name"] = function["name"]
+        target["arguments"] += to_str(function.get("arguments"))
 
 
 def _adk_agent_error(span: Span, trace: TraceView) -> ErrorInfo | None:

@@ -96,9 +96,9 @@ def capture_sets() -> dict[str, list[Path]]:
             sets[f"{name}/http"] = http
         if grpc:
             sets[f"{name}/grpc"] = grpc
-    for scenario in sorted((FIXTURES / "eino").glob("E*")):
-        sets[f"eino/{scenario.name}/cozeloop"] = sorted(scenario.glob("cozeloop_ingest_*.json"))
-        sets[f"eino/{scenario.name}/apmplus"] = [scenario / "apmplus_otlp.json"]
+    for shape in sorted(p for p in (FIXTURES / "eino-real").iterdir() if p.is_dir()):
+        for path in ("cozeloop", "apmplus"):
+            sets[f"eino-real/{shape.name}/{path}"] = sorted((shape / path).glob("*.bin"))
     examples = FIXTURES / "coze-loop-examples"
     for path in sorted(examples.glob("*payload*.json")) + sorted(
         examples.glob("*ingest_spans.json")

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.normalize_support import FIXTURES, REAL, load_traces
+from tests.eino_real_support import capture_files
+from tests.normalize_support import REAL, load_traces
 from trajhub.evaluators.agent_graph import aggregate, graph_of
 from trajhub.evaluators.graph_layout import place
 from trajhub.normalizers import derive
@@ -178,23 +179,28 @@ def test_parallel_tool_calls_are_parallel_branches() -> None:
         ("assistant/tools", "assistant/agent", "transition", 3, 3)}
 
 
-@pytest.mark.parametrize("source", ["cozeloop_ingest_*.json", "apmplus_otlp.json"])
-def test_eino_parallel_tool_calls_without_super_steps(source: str) -> None:
-    # tests/fixtures/eino/E1/SOURCES.md: the Eino ReAct agent calls its model, then get_time
-    # and get_weather in parallel (parallelRunToolCall), then its model; Eino records no
-    # LangGraph node, so step nodes are `model` and the tools by name
-    folder = FIXTURES / "eino" / "E1"
-    traces = load_traces(sorted(folder.glob(source)))
+@pytest.mark.parametrize("path", ["cozeloop", "apmplus"])
+def test_eino_parallel_tool_calls_without_super_steps(path: str) -> None:
+    # tests/capture/eino/script.go react_tools (a real run): the Eino ReAct agent calls its
+    # model, then get_weather and get_time in parallel, then its model, then book_flight (which
+    # fails; the error goes back to the model), then its model. Eino records no LangGraph node,
+    # so step nodes are `model` and the tools by name
+    traces = load_traces(capture_files("react_tools", path))
     (spans,) = traces.values()
     view = place(graph_of(json.loads(trajectory_to_json(derive(spans).trajectory))))
-    assert nodes_of(view) == {"ReActAgent": 1, "ReActAgent/model": 2,
-                              "ReActAgent/get_time": 1, "ReActAgent/get_weather": 1}
+    assert nodes_of(view) == {"ReActAgent": 1, "ReActAgent/model": 3,
+                              "ReActAgent/get_time": 1, "ReActAgent/get_weather": 1,
+                              "ReActAgent/book_flight": 1}
     assert edges_of(view) == {
         ("ReActAgent", "ReActAgent/model", "enter", 1, 0),
         ("ReActAgent/model", "ReActAgent/get_time", "transition", 1, 1),
         ("ReActAgent/model", "ReActAgent/get_weather", "transition", 1, 1),
         ("ReActAgent/get_time", "ReActAgent/model", "transition", 1, 1),
-        ("ReActAgent/get_weather", "ReActAgent/model", "transition", 1, 1)}
+        ("ReActAgent/get_weather", "ReActAgent/model", "transition", 1, 1),
+        ("ReActAgent/model", "ReActAgent/book_flight", "transition", 1, 0),
+        ("ReActAgent/book_flight", "ReActAgent/model", "transition", 1, 0)}
+    failed = {name(n): n["failed"] for n in view["nodes"]}
+    assert failed["ReActAgent/book_flight"] == 1 and failed["ReActAgent/get_time"] == 0
 
 
 def test_failed_nodes_are_counted() -> None:

@@ -1,7 +1,9 @@
 """An Eino ADK transfer (a ChatModelAgent handing off to a sub-agent) through both Eino callbacks.
 
-No Go toolchain runs here, so the run is written span by span from eino's source (cloudwego/eino
-ca0441ac) in the forms the E1/E3 fixtures document (tests/fixtures/eino/*/SOURCES.md):
+A bare ChatModelAgent with a sub-agent, run under an application span of its own, written span by
+span from eino's source (cloudwego/eino ca0441ac) in the forms the real captures show
+(tests/fixtures/eino-real; their ADK supervisor run, with its transfers, is checked by
+tests/test_eino_real.py):
 
 - `adk/flow.go` `flowAgent.Run` keeps `ctxForSubAgents := ctx` from BEFORE `initAgentCallbacks`
   and `callbacks.OnStart` of the agent, and `flowAgent.run` runs the transfer's target with it:
@@ -166,7 +168,7 @@ def _payload(value: Any) -> str:
 
 
 def _cozeloop(node: Node) -> Span:
-    """The UploadSpan eino-ext callbacks/cozeloop sends (fixtures/eino/E1/SOURCES.md §1-2)."""
+    """The UploadSpan eino-ext callbacks/cozeloop sends (tests/fixtures/eino-real/*/cozeloop)."""
     span_type = {"Agent": "agent", "Graph": "graph", "ChatModel": "model", "Tool": "tool"}.get(
         node.component, node.component or "custom"
     )
@@ -210,8 +212,9 @@ def _cozeloop(node: Node) -> Span:
 
 
 def _apmplus(node: Node) -> Span:
-    """The OTLP span eino-ext callbacks/apmplus sends (fixtures/eino/E1/SOURCES.md §3): no tool call
-    ids, tool payloads JSON-quoted, the ADK agent span ended as soon as the agent starts."""
+    """The OTLP span eino-ext callbacks/apmplus sends (tests/fixtures/eino-real/*/apmplus): no
+    tool call ids, tool payloads JSON-quoted, the ADK agent span ended as soon as the agent
+    starts."""
     attrs: dict[str, AttributeValue] = {}
     end = node.end
     if node.component:

@@ -40,10 +40,10 @@ def test_chat_run_gives_question_and_final_answer(capture: str) -> None:
 
 @pytest.mark.parametrize("export", ["cozeloop", "apmplus"])
 def test_eino_run(export: str) -> None:
-    truth = json.loads((FIXTURES / "eino" / "E1" / "ground_truth.json").read_text())
-    fields = item_fields(_document(CAPTURES[f"eino/E1/{export}"]))
-    assert fields.input == truth["user_input"]
-    assert fields.reference_output == truth["final_output"]
+    truth = json.loads((FIXTURES / "eino-real" / "react_tools" / "ground_truth.json").read_text())
+    fields = item_fields(_document(CAPTURES[f"eino-real/react_tools/{export}"]))
+    assert fields.input == truth["user_request"]
+    assert fields.reference_output == truth["final_answer"]
 
 
 def _doc(root_input: str, root_output: str) -> dict[str, Any]:

@@ -82,14 +82,15 @@ def _run(files: list[Path]) -> Trajectory:
 
 def _groups() -> dict[str, dict[str, Trajectory]]:
     """run → {capture name: trajectory}. A run is a capture directory name (e.g.
-    `react.prebuilt.stream`, or an eino scenario); JS captures form runs of their own."""
+    `react.prebuilt.stream`, or an Eino capture); JS captures form runs of their own."""
     groups: dict[str, dict[str, Trajectory]] = defaultdict(dict)
     for name, files in CAPTURES.items():
         parts = name.split("/")
         if parts[0] == "coze-loop-examples" or parts[0] in FLAT:
             continue  # each example is a different run
-        if parts[0] == "eino":
-            run = f"eino/{parts[1]}"
+        if parts[0] == "eino-real":
+            # one shape's runs under both callbacks play the same script
+            run = f"eino-real/{parts[1]}"
         else:
             runtime = "js" if parts[0] in JS_CLIENTS else "python"
             run = f"{runtime}/{parts[1]}"
@@ -244,7 +245,7 @@ def test_failed_run_marks_its_missing_output(capture: str) -> None:
 def test_apmplus_marks_the_messages_it_skipped() -> None:
     """apmplus drops messages without content (the assistant turn that only calls tools): the
     second model call's input is incomplete and says so."""
-    trajectory = _run(CAPTURES["eino/E1/apmplus"])
+    trajectory = _run(CAPTURES["eino-real/react_tools/apmplus"])
     models = [s for s in trajectory.agent_steps[0].steps if s.type == "model"]
     assert "payload_truncated" not in models[0].metadata
     assert models[1].metadata["payload_truncated"] == "true"

@@ -1,0 +1,71 @@
+"""A local OTLP/gRPC receiver that saves every trace export exactly as sent.
+
+Each `TraceService/Export` call becomes `grpc_NNN_v1_traces.bin` (the serialized
+`ExportTraceServiceRequest`, as the exporter put it in its gRPC message) and
+`grpc_NNN_v1_traces.json` (the method and the request metadata), the layout tests/captures.py
+and tests/normalize_support.py read. Anything else (apmplus also exports runtime metrics) is
+answered UNIMPLEMENTED, as a traces-only collector would.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent import futures
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+
+
+class _Handler(grpc.GenericRpcHandler):
+    def __init__(self, outdir: Path) -> None:
+        self.outdir = outdir
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def service(self, handler_call_details: Any) -> grpc.RpcMethodHandler | None:
+        if handler_call_details.method != TRACE_EXPORT:
+            return None
+        metadata = {k: v for k, v in handler_call_details.invocation_metadata
+                    if isinstance(v, str)}
+
+        def export(request: bytes, context: grpc.ServicerContext) -> bytes:
+            with self.lock:
+                self.count += 1
+                base = self.outdir / f"grpc_{self.count:03d}_v1_traces"
+                base.with_suffix(".bin").write_bytes(request)
+                meta = {"method": TRACE_EXPORT, "metadata": metadata, "body_len": len(request)}
+                base.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+            return b""  # an empty ExportTraceServiceResponse: everything accepted
+
+        # no (de)serializers: the handler sees the request's bytes as sent
+        return grpc.unary_unary_rpc_method_handler(export)
+
+
+class GrpcReceiver:
+    """`with GrpcReceiver(outdir) as r:` … exporters send to `r.endpoint` (host:port) …"""
+
+    def __init__(self, outdir: Path) -> None:
+        outdir.mkdir(parents=True, exist_ok=True)
+        self._handler = _Handler(outdir)
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        self._server.add_generic_rpc_handlers((self._handler,))
+        self._port = self._server.add_insecure_port("127.0.0.1:0")
+
+    @property
+    def endpoint(self) -> str:
+        return f"127.0.0.1:{self._port}"
+
+    @property
+    def count(self) -> int:
+        return self._handler.count
+
+    def __enter__(self) -> GrpcReceiver:
+        self._server.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.stop(grace=None)
