@@ -18,7 +18,7 @@ import orjson
 from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel
 
-from trajhub.service.api.common import model_response
+from trajhub.service.api.answers import model_response
 from trajhub.service.api.models import _SUMMARY_EXAMPLE, ITEM_EXAMPLE, ItemPage, TrajectoryPage
 
 

@@ -516,8 +516,8 @@ class _Captured:
 async def explain(database_url: str, project: str, cs: list[Case]) -> dict[str, dict[str, Any]]:
     """The plan of each list case's query (the SQL the API builds for it): the database's own
     execution time, and the scans and indexes it used (a 'Seq Scan' is what must not be)."""
-    from trajhub.service.api.common import attribute_filters, parse_time
     from trajhub.service.api.filters import TrajectoryListQuery
+    from trajhub.service.api.params import attribute_filters, parse_time
     from trajhub.storage import trace_reads, trajectory_reads
 
     conn = await asyncpg.connect(database_url)

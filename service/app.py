@@ -15,18 +15,16 @@ from trajhub import __version__
 from trajhub.service import metrics
 from trajhub.service.access import AccessMiddleware
 from trajhub.service.api import docs
-from trajhub.service.api.common import (
+from trajhub.service.api.models import ErrorDetail, HealthStatus, ReadyStatus, restore_examples
+from trajhub.service.api.openapi_doc import document_errors, document_scopes
+from trajhub.service.api.request_checks import (
     UNSTORABLE_TEXT_ERRORS,
     allowed_methods,
-    document_errors,
-    document_scopes,
-    needs,
     parameter_error,
-    require_metrics_key,
     unstorable_text,
 )
-from trajhub.service.api.models import ErrorDetail, HealthStatus, ReadyStatus, restore_examples
 from trajhub.service.api.routes import api_router
+from trajhub.service.api.scopes import needs, require_metrics_key
 from trajhub.service.auth import METRICS, auth_enabled
 from trajhub.service.ingest import http as routes_ingest
 from trajhub.service.runtime import Runtime

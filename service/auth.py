@@ -1,6 +1,6 @@
 """API keys at the door: who a request is, which project it may touch, and what it may do there.
 
-Every transport asks `authenticate` (the REST router check in api/common.py, the HTTP ingest
+Every transport asks `authenticate` (the REST router check in api/scopes.py, the HTTP ingest
 routes in ingest/http.py, the gRPC service in ingest/grpc.py) and `scoped_project`, so the rules
 live here once:
 

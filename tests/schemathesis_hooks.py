@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import schemathesis
 
-from trajhub.service.api.common import encode_cursor
+from trajhub.service.api.cursors import encode_cursor
 
 
 @schemathesis.serializer("application/x-ndjson")

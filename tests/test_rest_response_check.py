@@ -6,7 +6,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from trajhub.service.api.common import ResponseContractError, model_response
+from trajhub.service.api.answers import ResponseContractError, model_response
 from trajhub.service.api.models import Dataset, DatasetList, Item
 
 DATASET = {"name": "weather", "description": "", "item_count": 3,

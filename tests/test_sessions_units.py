@@ -107,7 +107,7 @@ def test_the_documented_time_pattern_holds_exactly_the_dates_that_exist() -> Non
     import datetime
     import re
 
-    from trajhub.service.api.common import TIME_PATTERN
+    from trajhub.service.api.params import TIME_PATTERN
 
     pattern = re.compile(TIME_PATTERN)
     for year in range(1680, 2262):

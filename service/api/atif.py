@@ -16,16 +16,11 @@ from starlette.concurrency import run_in_threadpool
 
 from trajhub.normalizers.atif import SCHEMA_VERSION, AtifError, from_atif, to_atif
 from trajhub.normalizers.document import parse_document
-from trajhub.service.api.common import (
-    PREFIX,
-    Project,
-    Rt,
-    TraceIdPath,
-    derived_document,
-    model_response,
-    needs,
-)
+from trajhub.service.api.answers import model_response
 from trajhub.service.api.models import NOT_FOUND, ErrorDetail
+from trajhub.service.api.params import PREFIX, TraceIdPath
+from trajhub.service.api.scopes import Project, Rt, needs
+from trajhub.service.api.stored import derived_document
 from trajhub.service.auth import INGEST
 from trajhub.service.errors import IngestError
 from trajhub.service.ingest.bodies import read_body, require_media

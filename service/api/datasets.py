@@ -15,19 +15,8 @@ from trajhub.evaluators import Expectations, ExpectationsError, expectations_fro
 from trajhub.evaluators.expectations import ARGS_MATCH_MODES, EXPECTED_STEP_TYPES
 from trajhub.normalizers.item_fields import check_pointer
 from trajhub.service.api import dataset_fill, dataset_formats
-from trajhub.service.api.common import (
-    PREFIX,
-    Cursor,
-    JsonInt,
-    Project,
-    Rt,
-    TraceIdText,
-    decode_cursor,
-    encode_cursor,
-    model_response,
-    no_nul,
-    storable_json,
-)
+from trajhub.service.api.answers import model_response
+from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.filters import TrajectoryQuery
 from trajhub.service.api.models import (
     BODY_CONFIG,
@@ -41,6 +30,8 @@ from trajhub.service.api.models import (
     ItemPage,
     TrajectoryDocument,
 )
+from trajhub.service.api.params import PREFIX, Cursor, JsonInt, TraceIdText, no_nul, storable_json
+from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.errors import IngestError
 from trajhub.service.ingest.bodies import read_body
 from trajhub.service.runtime import Runtime

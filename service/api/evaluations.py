@@ -9,18 +9,8 @@ from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from trajhub.evaluators import JUDGES, REGISTRY, ConfigError
-from trajhub.service.api.common import (
-    INT64_MAX,
-    PREFIX,
-    Cursor,
-    Project,
-    Rt,
-    Text,
-    decode_cursor,
-    encode_cursor,
-    model_response,
-    storable_json,
-)
+from trajhub.service.api.answers import model_response
+from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.models import (
     BODY_CONFIG,
     NOT_FOUND,
@@ -29,6 +19,8 @@ from trajhub.service.api.models import (
     EvaluationPage,
     ResultPage,
 )
+from trajhub.service.api.params import INT64_MAX, PREFIX, Cursor, Text, storable_json
+from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.runtime import Runtime
 from trajhub.service.workers import evaluations as evaluation_runner
 from trajhub.storage import datasets, evaluations

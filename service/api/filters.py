@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from trajhub.records.scores import score_sort_name
 from trajhub.records.trajectories import SORT_PATTERN, TRAJECTORY_FILTER, TRAJECTORY_SORTS
-from trajhub.service.api.common import Text, decode_cursor
+from trajhub.service.api.cursors import decode_cursor
+from trajhub.service.api.params import Text
 from trajhub.service.api.records import filter_values, query_model
 from trajhub.storage import trajectory_reads
 

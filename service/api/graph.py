@@ -16,16 +16,12 @@ from starlette.concurrency import run_in_threadpool
 
 from trajhub.evaluators.agent_graph import aggregate, graph_of
 from trajhub.evaluators.graph_layout import place
-from trajhub.service.api.common import (
-    PREFIX,
-    Project,
-    Rt,
-    TraceIdPath,
-    derived_document,
-    model_response,
-)
+from trajhub.service.api.answers import model_response
 from trajhub.service.api.filters import TrajectoryQuery
 from trajhub.service.api.models import NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.params import PREFIX, TraceIdPath
+from trajhub.service.api.scopes import Project, Rt
+from trajhub.service.api.stored import derived_document
 from trajhub.storage import trajectory_reads
 
 router = APIRouter(prefix=PREFIX, tags=["graph"])

@@ -14,8 +14,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Path
 from pydantic import BaseModel, Field
 
-from trajhub.service.api.common import PREFIX, Key, Project, Rt, needs
 from trajhub.service.api.models import NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.params import PREFIX
+from trajhub.service.api.scopes import Key, Project, Rt, needs
 from trajhub.service.auth import ADMIN, METRICS, auth_enabled
 from trajhub.storage import keys
 from trajhub.storage.keys import KeyRow

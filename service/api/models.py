@@ -1,7 +1,7 @@
 """The response bodies of the REST API, for /openapi.json and its readers.
 
 These models declare each answer's shape (`response_model` / `responses`); a route that builds
-its answer as a dict sends it through `common.model_response`, which checks it against the
+its answer as a dict sends it through `answers.model_response`, which checks it against the
 model's JSON Schema before orjson encodes it.
 """
 
@@ -16,7 +16,7 @@ from pydantic.config import ExtraValues
 from trajhub.records.evaluations import EVALUATION_RESULT
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import COST, TRAJECTORY_SUMMARY
-from trajhub.service.api.common import TimeText
+from trajhub.service.api.params import TimeText
 from trajhub.service.api.records import response_model
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

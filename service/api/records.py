@@ -15,7 +15,7 @@ from pydantic import Field as PydanticField
 
 from trajhub.records import Field, Filter, Param, Record
 from trajhub.records.scores import SCORE_CONDITION_PATTERN, parse_score_condition
-from trajhub.service.api.common import MAX_TEXT, Int64, Text, TimeText, no_nul, time_ns
+from trajhub.service.api.params import MAX_TEXT, Int64, Text, TimeText, no_nul, time_ns
 from trajhub.service.stored_spans import iso_time
 
 #: the models built so far, by record (a nested record is built once and shared)

@@ -13,9 +13,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from trajhub.evaluators.pricing import Prices, run_cost
 from trajhub.evaluators.regression import ItemSide, Verdict, aggregate, item_report
 from trajhub.normalizers.playback import run_duration_ms, step_events
-from trajhub.service.api.common import INT64_MAX, PREFIX, Project, Rt, whole_number
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, example_config
+from trajhub.service.api.params import INT64_MAX, PREFIX, whole_number
 from trajhub.service.api.replay import AlignedPairView
+from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.prices import prices_for
 from trajhub.storage import evaluations, replay_reads
 

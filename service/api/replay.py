@@ -28,18 +28,10 @@ from trajhub.normalizers.playback import (
     tool_results,
 )
 from trajhub.normalizers.trajectory import StepError
-from trajhub.service.api.common import (
-    MAX_PAGE,
-    PREFIX,
-    Offset,
-    Project,
-    Rt,
-    TraceIdPath,
-    TraceIdQuery,
-    no_trajectory,
-    paged_read,
-)
 from trajhub.service.api.models import NOT_FOUND, CostView, example_config
+from trajhub.service.api.params import MAX_PAGE, PREFIX, Offset, TraceIdPath, TraceIdQuery
+from trajhub.service.api.scopes import Project, Rt
+from trajhub.service.api.stored import no_trajectory, paged_read
 from trajhub.service.prices import cost_json, prices_for
 from trajhub.service.runtime import Runtime
 from trajhub.service.stored_spans import iso_time, to_model

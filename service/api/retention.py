@@ -5,8 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from trajhub.service.api.common import PREFIX, Project, Rt, needs
 from trajhub.service.api.models import BODY_CONFIG, example_config
+from trajhub.service.api.params import PREFIX
+from trajhub.service.api.scopes import Project, Rt, needs
 from trajhub.service.auth import ADMIN
 from trajhub.service.retention import policy
 from trajhub.storage import retention

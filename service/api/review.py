@@ -31,18 +31,7 @@ from trajhub.records.review import (
 )
 from trajhub.records.scores import COMMENT_MAX, SCORE
 from trajhub.service.api import dataset_fill
-from trajhub.service.api.common import (
-    INT64_MAX,
-    PREFIX,
-    JsonInt,
-    Key,
-    Project,
-    Rt,
-    TraceIdText,
-    model_response,
-    needs,
-    no_nul,
-)
+from trajhub.service.api.answers import model_response
 from trajhub.service.api.datasets import (
     EXPECTATIONS_SCHEMA,
     FillQuery,
@@ -51,7 +40,9 @@ from trajhub.service.api.datasets import (
 )
 from trajhub.service.api.datasets import Name as DatasetName
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.params import INT64_MAX, PREFIX, JsonInt, TraceIdText, no_nul
 from trajhub.service.api.records import answer, response_model
+from trajhub.service.api.scopes import Key, Project, Rt, needs
 from trajhub.service.api.scores import (
     Score,
     ScoreCreate,

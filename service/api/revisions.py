@@ -8,14 +8,10 @@ from typing import Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from trajhub.service.api.common import (
-    PREFIX,
-    Project,
-    Rt,
-    TraceIdPath,
-    no_trajectory,
-)
 from trajhub.service.api.models import example_config
+from trajhub.service.api.params import PREFIX, TraceIdPath
+from trajhub.service.api.scopes import Project, Rt
+from trajhub.service.api.stored import no_trajectory
 from trajhub.storage import revisions as revision_reads
 
 router = APIRouter(prefix=PREFIX, tags=["trajectories"])

@@ -1,6 +1,6 @@
 """The REST API's one parent router: the checks every route runs (the API key, unknown query
 parameters, the body's content type) and the error answers every route documents. Each
-module's router holds only its own routes, under `common.PREFIX`.
+module's router holds only its own routes, under `params.PREFIX`.
 
 Routes are matched most specific first, whatever order the modules are listed in: at the first
 segment where two paths differ, a literal (`/trajectories/compare`) comes before a parameter
@@ -34,8 +34,8 @@ from trajhub.service.api import (
     traces,
     trajectories,
 )
-from trajhub.service.api.common import ROUTER_CHECKS
 from trajhub.service.api.models import ERRORS
+from trajhub.service.api.request_checks import ROUTER_CHECKS
 
 _MODULES = (traces, trajectories, replay, atif, sessions, datasets, evaluations, regressions,
             revisions, graph, scores, rules, review, retention, item_drafts, schema, keys)

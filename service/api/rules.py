@@ -26,22 +26,20 @@ from pydantic import (
 from trajhub.evaluators import ConfigError, Expectations
 from trajhub.records.rules import BACKFILL, NAME_MAX, RULE
 from trajhub.records.scores import NAME_PATTERN
-from trajhub.service.api.common import (
+from trajhub.service.api.answers import model_response
+from trajhub.service.api.evaluations import EvaluatorName
+from trajhub.service.api.filters import stored_filter
+from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.params import (
     INT64_MAX,
     PREFIX,
-    Project,
-    Rt,
     TimeText,
-    model_response,
-    needs,
     storable_json,
     time_ns,
     whole_number,
 )
-from trajhub.service.api.evaluations import EvaluatorName
-from trajhub.service.api.filters import stored_filter
-from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.records import answer, response_model
+from trajhub.service.api.scopes import Project, Rt, needs
 from trajhub.service.auth import ADMIN
 from trajhub.service.config import Settings
 from trajhub.service.workers.rules import check_evaluator

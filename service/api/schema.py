@@ -7,7 +7,7 @@ from importlib import resources
 
 from fastapi import APIRouter, Response
 
-from trajhub.service.api.common import PREFIX
+from trajhub.service.api.params import PREFIX
 
 router = APIRouter(prefix=PREFIX, tags=["trajectories"])
 

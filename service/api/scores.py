@@ -31,20 +31,12 @@ from trajhub.records.scores import (
     SCORE_CONFIG,
     outside_config,
 )
-from trajhub.service.api.common import (
-    INT64_MAX,
-    PREFIX,
-    Key,
-    Project,
-    Rt,
-    TraceIdPath,
-    model_response,
-    needs,
-    no_trajectory,
-    storable_json,
-)
+from trajhub.service.api.answers import model_response
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.params import INT64_MAX, PREFIX, TraceIdPath, storable_json
 from trajhub.service.api.records import answer, response_model
+from trajhub.service.api.scopes import Key, Project, Rt, needs
+from trajhub.service.api.stored import no_trajectory
 from trajhub.service.auth import ADMIN, BOOTSTRAP_KEY_ID
 from trajhub.storage import scores as score_store
 from trajhub.storage import trajectory_reads

@@ -19,19 +19,12 @@ from trajhub.evaluators.pricing import Prices, usage_cost
 from trajhub.normalizers.item_fields import turn_texts
 from trajhub.records.scores import score_sort_name
 from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY, SESSION_TURN
-from trajhub.service.api.common import (
-    MAX_TEXT,
-    PREFIX,
-    Project,
-    Rt,
-    Text,
-    decode_cursor,
-    encode_cursor,
-    model_response,
-    no_nul,
-)
+from trajhub.service.api.answers import model_response
+from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.models import NOT_FOUND, example_config
+from trajhub.service.api.params import MAX_TEXT, PREFIX, Text, no_nul
 from trajhub.service.api.records import answer, filter_values, query_model, response_model
+from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.prices import cost_json, prices_for, summary_cost
 from trajhub.storage import session_reads
 from trajhub.storage.session_reads import MAX_TURNS

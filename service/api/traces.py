@@ -11,25 +11,8 @@ from starlette.concurrency import run_in_threadpool
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.service import stored_spans
 from trajhub.service.api import views
-from trajhub.service.api.common import (
-    PREFIX,
-    AttributeFilter,
-    Cursor,
-    Key,
-    Project,
-    Rt,
-    SpanIdPath,
-    Text,
-    TimeText,
-    TraceIdPath,
-    attribute_filters,
-    decode_cursor,
-    encode_cursor,
-    model_response,
-    no_trajectory,
-    not_derived,
-    parse_time,
-)
+from trajhub.service.api.answers import model_response
+from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.models import (
     NOT_FOUND,
     CozeLoopTrace,
@@ -41,7 +24,20 @@ from trajhub.service.api.models import (
     TracePage,
     TraceSpanPage,
 )
+from trajhub.service.api.params import (
+    PREFIX,
+    AttributeFilter,
+    Cursor,
+    SpanIdPath,
+    Text,
+    TimeText,
+    TraceIdPath,
+    attribute_filters,
+    parse_time,
+)
 from trajhub.service.api.records import answer
+from trajhub.service.api.scopes import Key, Project, Rt
+from trajhub.service.api.stored import no_trajectory, not_derived
 from trajhub.service.ingest.decode import FORMAT_COZELOOP
 from trajhub.service.stored_spans import (
     iso_time,

@@ -15,22 +15,8 @@ from trajhub.normalizers import NORMALIZER_VERSION, DerivationError, derive, pag
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.trajectory import trajectory_to_json
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
-from trajhub.service.api.common import (
-    DEFAULT_PAGE,
-    MAX_PAGE,
-    PREFIX,
-    Offset,
-    Project,
-    Rt,
-    TraceIdPath,
-    encode_cursor,
-    json_response,
-    model_response,
-    needs,
-    no_trajectory,
-    paged_read,
-    parse_time,
-)
+from trajhub.service.api.answers import json_response, model_response
+from trajhub.service.api.cursors import encode_cursor
 from trajhub.service.api.filters import TrajectoryListQuery
 from trajhub.service.api.models import (
     NOT_FOUND,
@@ -43,7 +29,17 @@ from trajhub.service.api.models import (
     TrajectoryPage,
     TrajectoryStepPage,
 )
+from trajhub.service.api.params import (
+    DEFAULT_PAGE,
+    MAX_PAGE,
+    PREFIX,
+    Offset,
+    TraceIdPath,
+    parse_time,
+)
 from trajhub.service.api.records import answer
+from trajhub.service.api.scopes import Project, Rt, needs
+from trajhub.service.api.stored import no_trajectory, paged_read
 from trajhub.service.auth import ADMIN
 from trajhub.service.errors import BadRequest, IngestError
 from trajhub.service.ingest.bodies import read_body, require_media

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import asyncpg
 
 from trajhub.normalizers import NORMALIZER_VERSION
-from trajhub.service.api.common import time_ns
+from trajhub.service.api.params import time_ns
 from trajhub.service.cli.common import CliError
 from trajhub.service.config import Settings
 from trajhub.storage import compression, compression_dictionaries, derivation_store
