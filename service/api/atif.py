@@ -10,13 +10,13 @@ import time
 from typing import Any
 
 import orjson
-from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from trajhub.normalizers.atif import SCHEMA_VERSION, AtifError, from_atif, to_atif
 from trajhub.normalizers.document import parse_document
-from trajhub.service.api.answers import model_response
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import NOT_FOUND, ErrorDetail
 from trajhub.service.api.params import PREFIX, TraceIdPath
 from trajhub.service.api.scopes import Project, Rt, needs
@@ -27,7 +27,7 @@ from trajhub.service.ingest.bodies import read_body, require_media
 from trajhub.service.ingest.decode import decompress
 from trajhub.service.ingest.worker import KIND_OTLP_PROTOBUF, IngestJob
 
-router = APIRouter(prefix=PREFIX, tags=["atif"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["atif"])
 
 _EXAMPLE: dict[str, Any] = {
     "schema_version": SCHEMA_VERSION, "session_id": "4bf92f3577b34da6a3ce929d0e0e4736",
@@ -66,13 +66,13 @@ class AtifImported(BaseModel):
     responses={**NOT_FOUND,
                422: {"model": ErrorDetail, "description": "The trace's spans could not be "
                      "turned into a trajectory (the message says why)"}})
-async def export_atif(trace_id: TraceIdPath, rt: Rt, project: Project) -> Response:
+async def export_atif(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
     """The stored trajectory as one `ATIF-v1.8` document (docs/atif.md): model steps as agent
     steps with their tool calls and results, sub-agents as embedded trajectories, and trajhub's
     own record of each step in `extra.trajhub`."""
     text = await derived_document(rt, project, trace_id)
     document = to_atif(parse_document(orjson.loads(text)))
-    return model_response(AtifTrajectory, document)
+    return document
 
 
 @router.post(
@@ -86,7 +86,7 @@ async def export_atif(trace_id: TraceIdPath, rt: Rt, project: Project) -> Respon
                      "message names the field"},
                413: {"model": ErrorDetail, "description": "body over the size limit"},
                415: {"model": ErrorDetail, "description": "not application/json"}})
-async def import_atif(request: Request, rt: Rt, project: Project) -> Response:
+async def import_atif(request: Request, rt: Rt, project: Project) -> Any:
     """The file becomes the OTel GenAI spans of one trace (docs/atif.md) and is stored through
     the ingest path, so it is derived, listed, viewed, compared and evaluated like an ingested
     run. Needs the `ingest` scope. The answer comes once the spans are committed."""
@@ -114,5 +114,5 @@ async def import_atif(request: Request, rt: Rt, project: Project) -> Response:
     if result.rejected:
         raise HTTPException(400, f"not an ATIF trajectory trajhub can store: "
                                  f"{result.error_message}")
-    return model_response(AtifImported, {"project": project, "trace_id": trace_id,
-                                          "spans": spans}, 201)
+    return {"project": project, "trace_id": trace_id,
+                                          "spans": spans}

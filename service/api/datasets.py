@@ -15,7 +15,7 @@ from trajhub.evaluators import Expectations, ExpectationsError, expectations_fro
 from trajhub.evaluators.expectations import ARGS_MATCH_MODES, EXPECTED_STEP_TYPES
 from trajhub.normalizers.item_fields import check_pointer
 from trajhub.service.api import dataset_fill, dataset_formats
-from trajhub.service.api.answers import model_response
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.filters import TrajectoryQuery
 from trajhub.service.api.models import (
@@ -38,7 +38,7 @@ from trajhub.service.runtime import Runtime
 from trajhub.storage import datasets
 from trajhub.storage.rows import DatasetRow
 
-router = APIRouter(prefix=PREFIX, tags=["datasets"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["datasets"])
 
 Name = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[^/\s][^/]*$"),
                  AfterValidator(no_nul)]
@@ -213,37 +213,37 @@ class FillRequest(TraceSelection):
 @router.post("/datasets", status_code=201, summary="Create an evaluation set",
              response_model=Dataset,
              responses={409: {"model": ErrorDetail, "description": "the name is taken"}})
-async def create_dataset(rt: Rt, project: Project, body: DatasetCreate) -> Response:
+async def create_dataset(rt: Rt, project: Project, body: DatasetCreate) -> Any:
     async with rt.db.acquire() as conn:
         try:
             row = await datasets.create_dataset(conn, project, body.name, body.description)
         except datasets.DuplicateName:
             raise HTTPException(409, f"evaluation set {body.name!r} already exists") from None
-    return model_response(Dataset, dataset_json(row), 201)
+    return dataset_json(row)
 
 
 @router.get("/datasets", summary="List evaluation sets", response_model=DatasetList)
-async def list_datasets(rt: Rt, project: Project) -> Response:
+async def list_datasets(rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         rows = await datasets.list_datasets(conn, project)
-    return model_response(DatasetList, {"items": [dataset_json(r) for r in rows]})
+    return {"items": [dataset_json(r) for r in rows]}
 
 
 @router.get("/datasets/{name}", summary="Get an evaluation set", response_model=Dataset,
             responses=NOT_FOUND)
-async def get_dataset(rt: Rt, project: Project, name: SetName) -> Response:
+async def get_dataset(rt: Rt, project: Project, name: SetName) -> Any:
     async with rt.db.acquire() as conn:
         row = await datasets.get_dataset(conn, project, name)
     if row is None:
         raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
-    return model_response(Dataset, dataset_json(row))
+    return dataset_json(row)
 
 
 @router.patch("/datasets/{name}", summary="Rename an evaluation set or change its description",
               response_model=Dataset,
               responses={**NOT_FOUND,
                          409: {"model": ErrorDetail, "description": "the new name is taken"}})
-async def patch_dataset(rt: Rt, project: Project, name: SetName, body: DatasetPatch) -> Response:
+async def patch_dataset(rt: Rt, project: Project, name: SetName, body: DatasetPatch) -> Any:
     async with rt.db.acquire() as conn:
         try:
             found = await datasets.update_dataset(conn, project, name, body.name,
@@ -253,7 +253,7 @@ async def patch_dataset(rt: Rt, project: Project, name: SetName, body: DatasetPa
         row = await datasets.get_dataset(conn, project, body.name or name) if found else None
     if row is None:
         raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
-    return model_response(Dataset, dataset_json(row))
+    return dataset_json(row)
 
 
 @router.delete("/datasets/{name}", status_code=204,
@@ -273,15 +273,15 @@ async def list_items(
                                               "snapshot")] = False,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Cursor = None,
-) -> Response:
+) -> Any:
     dataset = await _dataset_id(rt, project, name)
     after = decode_cursor(cursor, (int,))
     async with rt.db.acquire() as conn:
         rows = await datasets.list_items(conn, dataset, after[0] if after else 0, limit,
                                          include_trajectory)
     next_cursor = encode_cursor(rows[-1].seq) if len(rows) == limit else None
-    return model_response(ItemPage, {"items": [dataset_formats.item_json(r, name) for r in rows],
-                                     "next_cursor": next_cursor})
+    return {"items": [dataset_formats.item_json(r, name) for r in rows],
+                                     "next_cursor": next_cursor}
 
 
 @router.post("/datasets/{name}/items", status_code=201, summary="Add an item by hand",
@@ -289,7 +289,7 @@ async def list_items(
              responses={**NOT_FOUND,
                         409: {"model": ErrorDetail, "description": "the set already holds an "
                               "item from this trace"}})
-async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate) -> Response:
+async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate) -> Any:
     dataset = await _dataset_id(rt, project, name)
     if body.expectations is not None:
         expectations = stored_expectations(body.expectations)
@@ -313,7 +313,7 @@ async def create_item(rt: Rt, project: Project, name: SetName, body: ItemCreate)
             raise HTTPException(409, f"the set already holds an item from trace {source}")
         row = await datasets.get_item(conn, dataset, added[0])
     assert row is not None
-    return model_response(Item, dataset_formats.item_json(row, name), 201)
+    return dataset_formats.item_json(row, name)
 
 
 def _json_or_null(value: Any, field: str) -> str | None:
@@ -332,17 +332,17 @@ async def _item_row(rt: Runtime, dataset: int, name: str, item_id: str) -> Any:
 @router.get("/datasets/{name}/items/{item_id}",
             summary="Get an item, with its trajectory snapshot", response_model=Item,
             responses=NOT_FOUND)
-async def get_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) -> Response:
+async def get_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) -> Any:
     dataset = await _dataset_id(rt, project, name)
     row = await _item_row(rt, dataset, name, item_id)
-    return model_response(Item, dataset_formats.item_json(row, name))
+    return dataset_formats.item_json(row, name)
 
 
 @router.patch("/datasets/{name}/items/{item_id}",
               summary="Edit an item's expectations, tags, metadata, input or reference output",
               response_model=Item, responses=NOT_FOUND)
 async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, body: ItemPatch
-                     ) -> Response:
+                     ) -> Any:
     """Only the fields present in the body change; `null` clears input, reference output or
     metadata."""
     dataset = await _dataset_id(rt, project, name)
@@ -361,7 +361,7 @@ async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, b
         if not await datasets.update_item(conn, dataset, item_id, changes):
             raise HTTPException(404, f"no item {item_id!r} in evaluation set {name!r}")
     row = await _item_row(rt, dataset, name, item_id)
-    return model_response(Item, dataset_formats.item_json(row, name))
+    return dataset_formats.item_json(row, name)
 
 
 @router.delete("/datasets/{name}/items/{item_id}", status_code=204, summary="Delete an item",
@@ -376,7 +376,7 @@ async def delete_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) 
 
 @router.post("/datasets/{name}/fill", summary="Add trajectories to the set, by id or by query",
              response_model=FillOutcome, responses=NOT_FOUND)
-async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillRequest) -> Response:
+async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillRequest) -> Any:
     """Coze Loop's flow-back of traces into evaluation sets. Each trajectory becomes an item
     whose input is the user's request, whose reference output is the final answer, whose
     metadata holds the rest of the run's state, and whose expectations are pre-filled from what
@@ -390,7 +390,7 @@ async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillReques
             conn, project, dataset, trace_ids=trace_ids, f=f, sample_rate=body.sample_rate,
             limit=body.limit, tags=body.tags, input_pointer=body.input_pointer,
             output_pointer=body.output_pointer)
-    return model_response(FillOutcome, outcome.to_dict())
+    return outcome.to_dict()
 
 
 @router.get(
@@ -462,7 +462,7 @@ def attachment(filename: str) -> str:
 async def import_dataset(
     request: Request, rt: Rt, project: Project, name: SetName,
     create: Annotated[bool, Query(description="create the set if it does not exist")] = False,
-) -> Response:
+) -> Any:
     """All or nothing: a bad line rejects the import with a 422 naming the line and field.
     Items whose source trace the set already holds are skipped (`skipped_duplicates`). The body
     is cut off with a 413 as soon as it passes the size limit."""
@@ -482,6 +482,6 @@ async def import_dataset(
         if dataset is None:
             raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
         added = await datasets.insert_items(conn, dataset, items)
-    return model_response(ImportOutcome, {"added": len(added),
-                                          "skipped_duplicates": len(items) - len(added)})
+    return {"added": len(added),
+                                          "skipped_duplicates": len(items) - len(added)}
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, HTTPException, Path, Query, Response
+from fastapi import APIRouter, HTTPException, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from trajhub.evaluators import JUDGES, REGISTRY, ConfigError
-from trajhub.service.api.answers import model_response
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.models import (
     BODY_CONFIG,
@@ -26,7 +26,7 @@ from trajhub.service.workers import evaluations as evaluation_runner
 from trajhub.storage import datasets, evaluations
 from trajhub.storage.rows import EvaluationRow
 
-router = APIRouter(prefix=PREFIX, tags=["evaluations"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["evaluations"])
 
 #: an evaluation id (a bigint)
 EvaluationId = Annotated[int, Path(ge=1, le=INT64_MAX)]
@@ -92,7 +92,7 @@ def result_json(row: evaluations.ResultRow) -> dict[str, Any]:
 
 @router.post("/evaluations", status_code=202, summary="Start an evaluation run over a set",
              response_model=Evaluation, responses=NOT_FOUND)
-async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) -> Response:
+async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) -> Any:
     """Checks the evaluators and their options, then runs in the background: poll
     `GET /api/v1/evaluations/{id}` until `status` is `done` (or `failed`)."""
     if body.target == "live" and not body.run:
@@ -118,7 +118,7 @@ async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) ->
             await evaluations.enqueue(conn, evaluation)
         row = await evaluations.get_evaluation(conn, project, evaluation)
     assert row is not None
-    return model_response(Evaluation, evaluation_json(row), 202)
+    return evaluation_json(row)
 
 
 @router.get("/evaluations", summary="List evaluation runs, newest first",
@@ -128,14 +128,14 @@ async def list_evaluations(
     dataset: Annotated[Text | None, Query(description="only runs over this set")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     cursor: Cursor = None,
-) -> Response:
+) -> Any:
     before = decode_cursor(cursor, (int,))
     async with rt.db.acquire() as conn:
         rows = await evaluations.list_evaluations(conn, project, dataset,
                                                   before[0] if before else None, limit)
-    return model_response(EvaluationPage, {
+    return {
         "items": [evaluation_json(r) for r in rows],
-        "next_cursor": encode_cursor(rows[-1].id) if len(rows) == limit else None})
+        "next_cursor": encode_cursor(rows[-1].id) if len(rows) == limit else None}
 
 
 async def _evaluation(rt: Runtime, project: str, evaluation: int) -> EvaluationRow:
@@ -149,7 +149,7 @@ async def _evaluation(rt: Runtime, project: str, evaluation: int) -> EvaluationR
 @router.get("/evaluations/{evaluation_id}",
             summary="An evaluation run: status, progress and per-evaluator aggregates",
             response_model=EvaluationDetail, responses=NOT_FOUND)
-async def get_evaluation(rt: Rt, project: Project, evaluation_id: EvaluationId) -> Response:
+async def get_evaluation(rt: Rt, project: Project, evaluation_id: EvaluationId) -> Any:
     """`aggregates`: per evaluator, the pass rate (errors count as not passed) and the mean
     score of the verdicts. `items`: how many items passed every evaluator, failed one, or hit
     an error."""
@@ -167,7 +167,7 @@ async def get_evaluation(rt: Rt, project: Project, evaluation_id: EvaluationId) 
     out["items"] = {"total": row.item_count, "evaluated": items.evaluated,
                     "passed": items.passed, "errors": items.errors,
                     "failed": items.evaluated - items.passed}
-    return model_response(EvaluationDetail, out)
+    return out
 
 
 @router.get("/evaluations/{evaluation_id}/results",
@@ -179,7 +179,7 @@ async def get_results(
                                   "and errors)")] = False,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
     cursor: Cursor = None,
-) -> Response:
+) -> Any:
     await _evaluation(rt, project, evaluation_id)
     after = decode_cursor(cursor, (int, str))
     async with rt.db.acquire() as conn:
@@ -188,5 +188,5 @@ async def get_results(
                                          limit)
     next_cursor = (encode_cursor(rows[-1].seq, rows[-1].evaluator)
                    if len(rows) == limit else None)
-    return model_response(ResultPage, {"items": [result_json(r) for r in rows],
-                                       "next_cursor": next_cursor})
+    return {"items": [result_json(r) for r in rows],
+                                       "next_cursor": next_cursor}

@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import orjson
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from trajhub.evaluators.agent_graph import aggregate, graph_of
 from trajhub.evaluators.graph_layout import place
-from trajhub.service.api.answers import model_response
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.filters import TrajectoryQuery
 from trajhub.service.api.models import NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.params import PREFIX, TraceIdPath
@@ -24,7 +24,7 @@ from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.api.stored import derived_document
 from trajhub.storage import trajectory_reads
 
-router = APIRouter(prefix=PREFIX, tags=["graph"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["graph"])
 
 #: the most trajectories one aggregate reads
 MAX_RUNS = 1000
@@ -126,12 +126,12 @@ def _many(documents: list[str]) -> dict[str, Any]:
     responses={**NOT_FOUND,
                422: {"model": ErrorDetail, "description": "The trace's spans could not be "
                      "turned into a trajectory (the message says why)"}})
-async def trajectory_graph(trace_id: TraceIdPath, rt: Rt, project: Project) -> Response:
+async def trajectory_graph(trace_id: TraceIdPath, rt: Rt, project: Project) -> dict[str, Any]:
     """Its agents and the nodes they ran, with hand-offs and transitions counted, parallel
     branches and failed nodes marked, and every node's step ids (to select them). Built from
     the stored trajectory document; an `open` trajectory is drawn as it stands."""
     text = await derived_document(rt, project, trace_id)
-    return model_response(AgentGraphView, await run_in_threadpool(_single, text))
+    return await run_in_threadpool(_single, text)
 
 
 @router.get(
@@ -139,7 +139,7 @@ async def trajectory_graph(trace_id: TraceIdPath, rt: Rt, project: Project) -> R
     summary="The agent graph of many trajectories: the paths taken and how often")
 async def aggregate_graph(
     rt: Rt, project: Project, query: Annotated[GraphQuery, Query()],
-) -> Response:
+) -> dict[str, Any]:
     """The trajectories the filters select (the filters of `GET /api/v1/trajectories`), the
     newest `limit` of them, in one graph: counts add up over the runs, `runs` on a node or edge
     says in how many trajectories it occurs, and `paths` lists the sequences of agents entered
@@ -151,4 +151,4 @@ async def aggregate_graph(
         rows = await trajectory_reads.trajectory_documents(conn, project, f)
     # trajectories whose spans could not be derived have no document and are not selected
     documents = [row.document for row in rows if row.document is not None]
-    return model_response(AgentGraphView, await run_in_threadpool(_many, documents))
+    return await run_in_threadpool(_many, documents)

@@ -13,13 +13,14 @@ import orjson
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.dataset_fill import item_from_trajectory
 from trajhub.service.api.models import example_config
 from trajhub.service.api.params import PREFIX, TraceIdPath
 from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.api.stored import derived_trajectory
 
-router = APIRouter(prefix=PREFIX, tags=["datasets"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["datasets"])
 
 
 class ItemDraft(BaseModel):

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Path
 from pydantic import BaseModel, Field
 
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.params import PREFIX
 from trajhub.service.api.scopes import Key, Project, Rt, needs
@@ -40,8 +41,8 @@ _FORBIDDEN: dict[int | str, dict[str, Any]] = {
         "which")},
 }
 
-router = APIRouter(prefix=PREFIX, tags=["keys"], dependencies=[Depends(auth_is_on)],
-                   responses=_FORBIDDEN)
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["keys"],
+                   dependencies=[Depends(auth_is_on)], responses=_FORBIDDEN)
 
 _KEY: dict[str, Any] = {"key_id": "3f9a1c0b7e2d", "project": "shop-agent", "scope": "ingest",
         "name": "collector", "created_at": "2025-06-01T12:00:00Z", "revoked_at": None}

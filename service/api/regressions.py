@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from trajhub.evaluators.pricing import Prices, run_cost
 from trajhub.evaluators.regression import ItemSide, Verdict, aggregate, item_report
 from trajhub.normalizers.playback import run_duration_ms, step_events
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, example_config
 from trajhub.service.api.params import INT64_MAX, PREFIX, whole_number
 from trajhub.service.api.replay import AlignedPairView
@@ -21,7 +22,8 @@ from trajhub.service.prices import prices_for
 from trajhub.storage import evaluations, replay_reads
 
 # every route here reads runs or evaluations that may not exist (404)
-router = APIRouter(prefix=PREFIX, tags=["regressions"], responses=NOT_FOUND)
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["regressions"],
+                   responses=NOT_FOUND)
 
 
 def _one_form(schema: dict[str, Any]) -> None:

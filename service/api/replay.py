@@ -28,6 +28,7 @@ from trajhub.normalizers.playback import (
     tool_results,
 )
 from trajhub.normalizers.trajectory import StepError
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import NOT_FOUND, CostView, example_config
 from trajhub.service.api.params import MAX_PAGE, PREFIX, Offset, TraceIdPath, TraceIdQuery
 from trajhub.service.api.scopes import Project, Rt
@@ -38,7 +39,7 @@ from trajhub.service.stored_spans import iso_time, to_model
 from trajhub.storage import replay_reads, step_chunks
 
 # every route here reads runs or evaluations that may not exist (404)
-router = APIRouter(prefix=PREFIX, tags=["replay"], responses=NOT_FOUND)
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["replay"], responses=NOT_FOUND)
 
 # ------------------------------------------------------------------------------ response models
 

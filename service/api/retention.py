@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import BODY_CONFIG, example_config
 from trajhub.service.api.params import PREFIX
 from trajhub.service.api.scopes import Project, Rt, needs
@@ -12,7 +13,7 @@ from trajhub.service.auth import ADMIN
 from trajhub.service.retention import policy
 from trajhub.storage import retention
 
-router = APIRouter(prefix=PREFIX, tags=["retention"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["retention"])
 
 #: about 1000 years: beyond it a retention is "forever" (0) in all but name
 MAX_DAYS = 365_000.0

@@ -31,7 +31,7 @@ from trajhub.records.review import (
 )
 from trajhub.records.scores import COMMENT_MAX, SCORE
 from trajhub.service.api import dataset_fill
-from trajhub.service.api.answers import model_response
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.datasets import (
     EXPECTATIONS_SCHEMA,
     FillQuery,
@@ -57,7 +57,7 @@ from trajhub.storage import datasets, review, trajectory_reads
 from trajhub.storage import scores as score_store
 from trajhub.storage.database import Connection
 
-router = APIRouter(prefix=PREFIX, tags=["review"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["review"])
 
 QueueName = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=NAME_PATTERN,
                                  description=f"up to {NAME_MAX} letters, digits and `_.:-`, "
@@ -234,11 +234,10 @@ async def _held(conn: Connection, queue: review.QueueRow, item_id: int, reviewer
 
 @router.get("/review-queues", response_model=ReviewQueueList,
             summary="The project's annotation queues with their progress, by name")
-async def list_queues(rt: Rt, project: Project) -> Response:
+async def list_queues(rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         rows = await review.queues(conn, project)
-    return model_response(ReviewQueueList,
-                          {"queues": [answer(REVIEW_QUEUE, r) for r in rows]})
+    return {"queues": [answer(REVIEW_QUEUE, r) for r in rows]}
 
 
 @router.post("/review-queues", status_code=201, response_model=ReviewQueue,
@@ -246,7 +245,7 @@ async def list_queues(rt: Rt, project: Project) -> Response:
              responses={400: {"model": ErrorDetail, "description": "a score name with no "
                               "score config"},
                         409: {"model": ErrorDetail, "description": "the name is taken"}})
-async def create_queue(rt: Rt, project: Project, body: QueueCreate) -> Response:
+async def create_queue(rt: Rt, project: Project, body: QueueCreate) -> Any:
     """Each of `score_names` must be one of the project's score configs, so a reviewer's
     scores are checked against it."""
     if len(set(body.score_names)) != len(body.score_names):
@@ -263,15 +262,15 @@ async def create_queue(rt: Rt, project: Project, body: QueueCreate) -> Response:
         except review.DuplicateQueue:
             raise HTTPException(409, f"project {project!r} has a review queue named "
                                 f"{body.name!r}") from None
-    return model_response(ReviewQueue, answer(REVIEW_QUEUE, row), 201)
+    return answer(REVIEW_QUEUE, row)
 
 
 @router.get("/review-queues/{name}", response_model=ReviewQueue, responses=NOT_FOUND,
             summary="An annotation queue and its progress")
-async def get_queue(name: QueuePath, rt: Rt, project: Project) -> Response:
+async def get_queue(name: QueuePath, rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         row = await _queue(conn, project, name)
-    return model_response(ReviewQueue, answer(REVIEW_QUEUE, row))
+    return answer(REVIEW_QUEUE, row)
 
 
 @router.delete("/review-queues/{name}", status_code=204, responses=NOT_FOUND,
@@ -285,7 +284,7 @@ async def delete_queue(name: QueuePath, rt: Rt, project: Project) -> Response:
 
 @router.post("/review-queues/{name}/items", response_model=ItemsAdded, responses=NOT_FOUND,
              summary="Add trajectories to the queue, by trace id or by the list's filters")
-async def add_items(name: QueuePath, rt: Rt, project: Project, body: ItemsAdd) -> Response:
+async def add_items(name: QueuePath, rt: Rt, project: Project, body: ItemsAdd) -> Any:
     """`query` takes the filters of GET /api/v1/trajectories and means exactly what the list
     means; the newest `limit` matches are added. A trajectory the queue holds is not added
     again."""
@@ -303,9 +302,9 @@ async def add_items(name: QueuePath, rt: Rt, project: Project, body: ItemsAdd) -
         except KeyError:  # deleted meanwhile
             raise HTTPException(404, f"no review queue {name!r} in project "
                                 f"{project!r}") from None
-    return model_response(ItemsAdded, {"added": outcome.added,
+    return {"added": outcome.added,
                                        "already_queued": outcome.already_queued,
-                                       "not_found": outcome.not_found})
+                                       "not_found": outcome.not_found}
 
 
 @router.get("/review-queues/{name}/items", response_model=ReviewItemList, responses=NOT_FOUND,
@@ -315,17 +314,17 @@ async def list_items(
     status: Annotated[Literal["pending", "done", "skipped"] | None,
                       Query(description="only items of this status")] = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 1000,
-) -> Response:
+) -> Any:
     async with rt.db.acquire() as conn:
         queue = await _queue(conn, project, name)
         rows = await review.items(conn, queue.queue_id, status, limit)
-    return model_response(ReviewItemList, {"items": [answer(REVIEW_ITEM, r) for r in rows]})
+    return {"items": [answer(REVIEW_ITEM, r) for r in rows]}
 
 
 @router.post("/review-queues/{name}/next", response_model=ReviewNext, responses=NOT_FOUND,
              summary="Take the next item to review: it is held by you for a lease")
 async def next_item(name: QueuePath, rt: Rt, project: Project, key: Key,
-                    body: NextRequest) -> Response:
+                    body: NextRequest) -> Any:
     """The item you hold already (its lease renewed: call again to keep it), else the first
     pending item nobody holds. Two reviewers are never given the same item while its lease
     runs; when it runs out, the item is free for anyone."""
@@ -333,8 +332,7 @@ async def next_item(name: QueuePath, rt: Rt, project: Project, key: Key,
         queue = await _queue(conn, project, name)
         reviewer = await _reviewer(conn, key, body.author)
         row = await review.claim_next(conn, queue.queue_id, reviewer, body.lease_seconds)
-    return model_response(ReviewNext,
-                          {"item": answer(REVIEW_ITEM, row) if row is not None else None})
+    return {"item": answer(REVIEW_ITEM, row) if row is not None else None}
 
 
 @router.post("/review-queues/{name}/items/{item_id}/complete", response_model=ReviewCompleted,
@@ -346,7 +344,7 @@ async def next_item(name: QueuePath, rt: Rt, project: Project, key: Key,
                         409: {"model": ErrorDetail, "description": "you do not hold the item "
                               "(take it with next)"}})
 async def complete_item(name: QueuePath, item_id: ItemIdPath, rt: Rt, project: Project,
-                        key: Key, body: CompleteRequest) -> Response:
+                        key: Key, body: CompleteRequest) -> Any:
     """The scores are stored on the trajectory with source `human` and the reviewer as author,
     checked as POST /api/v1/trajectories/{trace_id}/scores checks them."""
     given = {s.name for s in body.scores}
@@ -375,8 +373,8 @@ async def complete_item(name: QueuePath, item_id: ItemIdPath, rt: Rt, project: P
             await check_configs(conn, project, creates, True)
             stored = await score_store.add(conn, project, rows)
             done = await review.finish(conn, held.id, "done", body.comment, expectations)
-    return model_response(ReviewCompleted, {"item": answer(REVIEW_ITEM, done),
-                                            "scores": [answer(SCORE, r) for r in stored]})
+    return {"item": answer(REVIEW_ITEM, done),
+                                            "scores": [answer(SCORE, r) for r in stored]}
 
 
 @router.post("/review-queues/{name}/items/{item_id}/skip", response_model=ReviewItem,
@@ -384,21 +382,21 @@ async def complete_item(name: QueuePath, item_id: ItemIdPath, rt: Rt, project: P
              responses={**NOT_FOUND, 409: {"model": ErrorDetail, "description": "you do not "
                                            "hold the item"}})
 async def skip_item(name: QueuePath, item_id: ItemIdPath, rt: Rt, project: Project,
-                    key: Key, body: SkipRequest) -> Response:
+                    key: Key, body: SkipRequest) -> Any:
     async with rt.db.acquire() as conn:
         queue = await _queue(conn, project, name)
         reviewer = await _reviewer(conn, key, body.author)
         async with conn.transaction():
             held = await _held(conn, queue, item_id, reviewer)
             row = await review.finish(conn, held.id, "skipped", body.comment, None)
-    return model_response(ReviewItem, answer(REVIEW_ITEM, row))
+    return answer(REVIEW_ITEM, row)
 
 
 @router.post("/review-queues/{name}/export-to-dataset", response_model=ExportOutcome,
              responses=NOT_FOUND,
              summary="Turn the completed items into evaluation-set items, in one step")
 async def export_to_dataset(name: QueuePath, rt: Rt, project: Project,
-                            body: ExportRequest) -> Response:
+                            body: ExportRequest) -> Any:
     """Each completed item becomes an item of the set (created when missing), filled from its
     trajectory as a dataset fill fills one, with the reviewer's corrected expectations when
     given (else those pre-filled from what the run did), and the reviewer's comment in its
@@ -434,9 +432,9 @@ async def export_to_dataset(name: QueuePath, rt: Rt, project: Project,
             items.append(item)
         async with conn.transaction():
             added = await datasets.insert_items(conn, dataset, items)
-    return model_response(ExportOutcome, {"dataset": body.dataset, "added": len(added),
+    return {"dataset": body.dataset, "added": len(added),
                                           "skipped_duplicates": len(done) - len(added),
-                                          "item_ids": added})
+                                          "item_ids": added}
 
 
 def _with(item: datasets.NewItem, **changes: Any) -> datasets.NewItem:

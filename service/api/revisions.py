@@ -8,13 +8,14 @@ from typing import Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import example_config
 from trajhub.service.api.params import PREFIX, TraceIdPath
 from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.api.stored import no_trajectory
 from trajhub.storage import revisions as revision_reads
 
-router = APIRouter(prefix=PREFIX, tags=["trajectories"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["trajectories"])
 
 
 class Revision(BaseModel):

@@ -26,7 +26,7 @@ from pydantic import (
 from trajhub.evaluators import ConfigError, Expectations
 from trajhub.records.rules import BACKFILL, NAME_MAX, RULE
 from trajhub.records.scores import NAME_PATTERN
-from trajhub.service.api.answers import model_response
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.evaluations import EvaluatorName
 from trajhub.service.api.filters import stored_filter
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
@@ -47,7 +47,7 @@ from trajhub.storage import review as review_store
 from trajhub.storage import rules as rule_store
 from trajhub.storage.database import Connection
 
-router = APIRouter(prefix=PREFIX, tags=["rules"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["rules"])
 
 RuleId = Annotated[int, Path(ge=1, le=INT64_MAX, description="the rule's `id`")]
 BackfillId = Annotated[int, Path(ge=1, le=INT64_MAX, description="the backfill's `id`")]
@@ -179,7 +179,7 @@ def _no_rule(rule_id: int, project: str) -> HTTPException:
 
 @router.post("/rules", status_code=201, response_model=Rule, openapi_extra=needs(ADMIN),
              summary="Create an online evaluation rule", responses={**_BAD, **_TAKEN})
-async def create_rule(rt: Rt, project: Project, body: RuleCreate) -> Response:
+async def create_rule(rt: Rt, project: Project, body: RuleCreate) -> Any:
     """From now on, each trajectory of the project that becomes final, matches `filter` and
     falls in the sample is judged by the evaluator; the verdict is a score named after the
     evaluator (source `evaluator`, with this rule's `rule_id`). Trajectories already stored are
@@ -190,30 +190,30 @@ async def create_rule(rt: Rt, project: Project, body: RuleCreate) -> Response:
         row = await rule_store.create(conn, project, values)
     if row is None:
         raise HTTPException(409, f"project {project!r} has a rule named {body.name!r}")
-    return model_response(Rule, answer(RULE, row), 201)
+    return answer(RULE, row)
 
 
 @router.get("/rules", response_model=RuleList, summary="The project's rules, oldest first")
-async def list_rules(rt: Rt, project: Project) -> Response:
+async def list_rules(rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         rows = await rule_store.list_rules(conn, project)
-    return model_response(RuleList, {"rules": [answer(RULE, r) for r in rows]})
+    return {"rules": [answer(RULE, r) for r in rows]}
 
 
 @router.get("/rules/{rule_id}", response_model=Rule, summary="One rule",
             responses=NOT_FOUND)
-async def get_rule(rule_id: RuleId, rt: Rt, project: Project) -> Response:
+async def get_rule(rule_id: RuleId, rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         row = await rule_store.get(conn, project, rule_id)
     if row is None:
         raise _no_rule(rule_id, project)
-    return model_response(Rule, answer(RULE, row))
+    return answer(RULE, row)
 
 
 @router.patch("/rules/{rule_id}", response_model=Rule, openapi_extra=needs(ADMIN),
               summary="Edit a rule, or switch it off (`enabled: false`) and on",
               responses={**NOT_FOUND, **_BAD, **_TAKEN})
-async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) -> Response:
+async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) -> Any:
     """Only the fields given change. Runs already queued run with the rule as it is when they
     run; a rule switched off keeps its queued runs until it is on again."""
     given = body.model_dump(include=body.model_fields_set)
@@ -237,7 +237,7 @@ async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) 
                                      f"{given.get('name')!r}") from None
     if updated is None:
         raise _no_rule(rule_id, project)
-    return model_response(Rule, answer(RULE, updated))
+    return answer(RULE, updated)
 
 
 @router.delete("/rules/{rule_id}", status_code=204, responses=NOT_FOUND,
@@ -254,7 +254,7 @@ async def delete_rule(rule_id: RuleId, rt: Rt, project: Project) -> Response:
              openapi_extra=needs(ADMIN), responses={**NOT_FOUND, **_BAD},
              summary="Run a rule over the stored final trajectories that match its filter")
 async def start_backfill(rule_id: RuleId, rt: Rt, project: Project,
-                         body: BackfillRequest) -> Response:
+                         body: BackfillRequest) -> Any:
     """Queues one run per final trajectory matching the rule's filter and in its sample, and
     answers at once: follow `done` against `total` with
     `GET /api/v1/rules/{id}/backfills/{backfill_id}`. The runs go through the same queue as
@@ -273,26 +273,26 @@ async def start_backfill(rule_id: RuleId, rt: Rt, project: Project,
             trajectory_filter = replace(trajectory_filter,
                                         values={**trajectory_filter.values, "start": start})
         job = await rule_store.backfill(conn, project, rule_id, trajectory_filter)
-    return model_response(RuleBackfill, answer(BACKFILL, job), 202)
+    return answer(BACKFILL, job)
 
 
 @router.get("/rules/{rule_id}/backfills", response_model=BackfillList, responses=NOT_FOUND,
             summary="A rule's backfills, newest first, with their progress")
-async def list_backfills(rule_id: RuleId, rt: Rt, project: Project) -> Response:
+async def list_backfills(rule_id: RuleId, rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         if await rule_store.get(conn, project, rule_id) is None:
             raise _no_rule(rule_id, project)
         rows = await rule_store.backfills(conn, project, rule_id)
-    return model_response(BackfillList, {"backfills": [answer(BACKFILL, r) for r in rows]})
+    return {"backfills": [answer(BACKFILL, r) for r in rows]}
 
 
 @router.get("/rules/{rule_id}/backfills/{backfill_id}", response_model=RuleBackfill,
             responses=NOT_FOUND, summary="One backfill's progress")
 async def get_backfill(rule_id: RuleId, backfill_id: BackfillId, rt: Rt,
-                       project: Project) -> Response:
+                       project: Project) -> Any:
     async with rt.db.acquire() as conn:
         row = await rule_store.get_backfill(conn, project, rule_id, backfill_id)
     if row is None:
         raise HTTPException(404, f"rule {rule_id} has no backfill {backfill_id} in project "
                                  f"{project!r}")
-    return model_response(RuleBackfill, answer(BACKFILL, row))
+    return answer(BACKFILL, row)

@@ -7,9 +7,10 @@ from importlib import resources
 
 from fastapi import APIRouter, Response
 
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.params import PREFIX
 
-router = APIRouter(prefix=PREFIX, tags=["trajectories"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["trajectories"])
 
 
 @cache

@@ -31,7 +31,7 @@ from trajhub.records.scores import (
     SCORE_CONFIG,
     outside_config,
 )
-from trajhub.service.api.answers import model_response
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.params import INT64_MAX, PREFIX, TraceIdPath, storable_json
 from trajhub.service.api.records import answer, response_model
@@ -41,7 +41,7 @@ from trajhub.service.auth import ADMIN, BOOTSTRAP_KEY_ID
 from trajhub.storage import scores as score_store
 from trajhub.storage import trajectory_reads
 
-router = APIRouter(prefix=PREFIX, tags=["scores"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["scores"])
 
 #: the longest batch one request may add
 MAX_BATCH = 1000
@@ -204,7 +204,7 @@ def _scores_json(rows: list[score_store.ScoreRow]) -> dict[str, Any]:
                "wrong type, a step the trajectory does not have, a source without its "
                "fields, a score outside its config (the message names it)"}})
 async def add_scores(trace_id: TraceIdPath, rt: Rt, project: Project, key: Key,
-                     body: ScoreBody) -> Response:
+                     body: ScoreBody) -> Any:
     """Each score is kept with the trajectory's current revision, and stays on the trajectory
     (a step's on the step of the same id) when it is re-derived. A batch is stored all or
     none."""
@@ -227,20 +227,20 @@ async def add_scores(trace_id: TraceIdPath, rt: Rt, project: Project, key: Key,
         stored = await score_store.add(conn, project, rows)
     if len(stored) != len(rows):  # the trajectory went away meanwhile (retention)
         raise no_trajectory(trace_id, project)
-    return model_response(ScoreList, _scores_json(stored), 201)
+    return _scores_json(stored)
 
 
 @router.get("/trajectories/{trace_id}/scores", response_model=ScoreList,
             summary="A trajectory's scores, its steps' included, oldest first",
             responses=NOT_FOUND)
-async def list_scores(trace_id: TraceIdPath, rt: Rt, project: Project) -> Response:
+async def list_scores(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
     """Scores of earlier revisions are listed too: each says its `revision`."""
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.trajectory(conn, project, trace_id)
         if row is None:
             raise no_trajectory(trace_id, project)
         stored = await score_store.for_trajectory(conn, project, trace_id)
-    return model_response(ScoreList, _scores_json(stored))
+    return _scores_json(stored)
 
 
 @router.delete("/trajectories/{trace_id}/scores/{score_id}", status_code=204,
@@ -305,13 +305,12 @@ ConfigName = Annotated[str, Path(min_length=1, max_length=NAME_MAX, pattern=NAME
 
 @router.get("/score-configs", response_model=ScoreConfigList,
             summary="The project's score configs, by name")
-async def list_score_configs(rt: Rt, project: Project) -> Response:
+async def list_score_configs(rt: Rt, project: Project) -> Any:
     """A score of a name listed here must have its type, and a number its range or a category
     one of its categories; a score of any other name is not checked."""
     async with rt.db.acquire() as conn:
         rows = await score_store.configs(conn, project)
-    return model_response(ScoreConfigList,
-                          {"configs": [answer(SCORE_CONFIG, r) for r in rows]})
+    return {"configs": [answer(SCORE_CONFIG, r) for r in rows]}
 
 
 @router.put("/score-configs/{name}", response_model=ScoreConfig, openapi_extra=needs(ADMIN),
@@ -319,7 +318,7 @@ async def list_score_configs(rt: Rt, project: Project) -> Response:
             responses={400: {"model": ErrorDetail, "description": "a range or categories "
                              "that do not fit the type (the message says which)"}})
 async def put_score_config(name: ConfigName, rt: Rt, project: Project,
-                           body: ScoreConfigPut) -> Response:
+                           body: ScoreConfigPut) -> Any:
     """Scores already stored are not checked again; new ones are."""
     if body.data_type != "number" and (body.min is not None or body.max is not None):
         raise HTTPException(400, f"min and max are for a number, not a {body.data_type}")
@@ -336,7 +335,7 @@ async def put_score_config(name: ConfigName, rt: Rt, project: Project,
             "name": name, "data_type": body.data_type, "min_value": body.min,
             "max_value": body.max, "categories": body.categories,
             "description": body.description})
-    return model_response(ScoreConfig, answer(SCORE_CONFIG, row))
+    return answer(SCORE_CONFIG, row)
 
 
 @router.delete("/score-configs/{name}", status_code=204, responses=NOT_FOUND,

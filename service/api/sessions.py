@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
-from fastapi import APIRouter, HTTPException, Path, Query, Response
+from fastapi import APIRouter, HTTPException, Path, Query
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
@@ -19,7 +19,7 @@ from trajhub.evaluators.pricing import Prices, usage_cost
 from trajhub.normalizers.item_fields import turn_texts
 from trajhub.records.scores import score_sort_name
 from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY, SESSION_TURN
-from trajhub.service.api.answers import model_response
+from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.models import NOT_FOUND, example_config
 from trajhub.service.api.params import MAX_TEXT, PREFIX, Text, no_nul
@@ -46,7 +46,7 @@ class _AnyText(Convertor[str]):
 
 register_url_convertor("anytext", _AnyText())
 
-router = APIRouter(prefix=PREFIX, tags=["sessions"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["sessions"])
 
 if TYPE_CHECKING:
     SessionSummary = BaseModel
@@ -166,7 +166,7 @@ def _converters(prices: Prices) -> dict[str, Callable[[Any], Any]]:
 @router.get("/sessions", summary="List sessions (the runs sharing a session id), newest "
             "first", response_model=SessionPage)
 async def list_sessions(rt: Rt, project: Project,
-                        query: Annotated[SessionListQuery, Query()]) -> Response:
+                        query: Annotated[SessionListQuery, Query()]) -> Any:
     """A session is the set of the project's trajectories that share a session id (read from
     `session_id`, `gen_ai.conversation.id`, LangGraph's `thread_id` or Coze Loop's thread and
     session tags; docs/conventions.md says which wins). Sessions come with the one whose latest
@@ -179,7 +179,7 @@ async def list_sessions(rt: Rt, project: Project,
     next_cursor = None if last is None else encode_cursor(
         last.sort_value if f.score_sort is not None else last.last_turn_ns, last.session_id)
     items = [answer(SESSION_SUMMARY, r, converters) for r in rows]
-    return model_response(SessionPage, {"items": items, "next_cursor": next_cursor})
+    return {"items": items, "next_cursor": next_cursor}
 
 
 def _turns(rows: list[session_reads.SessionTurnRow], converters: Mapping[str, Any]
@@ -200,7 +200,7 @@ async def get_session(
     session_id: SessionIdPath, rt: Rt, project: Project,
     limit: Annotated[int, Query(ge=1, le=MAX_TURNS, description="at most this many turns, "
                                 "the first ones")] = 1000,
-) -> Response:
+) -> Any:
     """Each turn is one run: the user's text (the last user message of its input), the answer
     (the last assistant message of its output), its status, tokens and cost, and the trace id of
     its trajectory."""
@@ -212,6 +212,6 @@ async def get_session(
     converters = _converters(prices_for(rt.settings))
     turns = await run_in_threadpool(_turns, rows, converters)
     doc = answer(SESSION_SUMMARY, summary, converters)
-    return model_response(SessionDetail, {
+    return {
         "session_id": summary.session_id, "summary": doc, "turns": turns,
-        "truncated": doc["turns"] > len(turns)})
+        "truncated": doc["turns"] > len(turns)}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.service import stored_spans
 from trajhub.service.api import views
-from trajhub.service.api.answers import model_response
+from trajhub.service.api.answers import CheckedRoute, model_response
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.models import (
     NOT_FOUND,
@@ -48,7 +48,7 @@ from trajhub.service.stored_spans import (
 )
 from trajhub.storage import files, trace_reads, trajectory_reads
 
-router = APIRouter(prefix=PREFIX, tags=["traces"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["traces"])
 
 
 @router.get("/traces", summary="List traces, newest first", response_model=TracePage)
@@ -70,7 +70,7 @@ async def list_traces(
     = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     cursor: Cursor = None,
-) -> Response:
+) -> Any:
     """Each item: trace id, root span, service, start and end, duration, span count, error
     count. The list is filled by the derivation worker within moments of a trace's spans
     arriving."""
@@ -86,7 +86,7 @@ async def list_traces(
     items = [answer(TRACE_SUMMARY, r) for r in rows]
     next_cursor = (encode_cursor(rows[-1].start_ns, rows[-1].trace_id)
                    if len(rows) == limit else None)
-    return model_response(TracePage, {"items": items, "next_cursor": next_cursor})
+    return {"items": items, "next_cursor": next_cursor}
 
 
 @router.get("/traces/{trace_id}", summary="One trace: its spans as a tree, flat, or OTLP/JSON",
@@ -143,7 +143,7 @@ async def trace_span_page(
     trace_id: TraceIdPath, rt: Rt, project: Project,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Cursor = None,
-) -> Response:
+) -> Any:
     """The spans of `GET /api/v1/traces/{trace_id}?view=flat`, a page at a time
     (docs/large-traces.md): a first page answers in milliseconds whatever the trace's size."""
     after = decode_cursor(cursor, (int, int, str))
@@ -158,15 +158,15 @@ async def trace_span_page(
             conn, sorted({r.resource_id for r in rows if r.resource_id is not None}))
     next_cursor = (encode_cursor(rows[-1].start_ns, rows[-1].end_ns, rows[-1].span_id)
                    if more else None)
-    return model_response(TraceSpanPage, {
+    return {
         "trace_id": trace_id, "total": total,
-        "items": [span_view(s) for s in to_model(rows, envelopes)], "next_cursor": next_cursor})
+        "items": [span_view(s) for s in to_model(rows, envelopes)], "next_cursor": next_cursor}
 
 
 @router.get("/traces/{trace_id}/spans/{span_id}", summary="One span", response_model=SpanView,
             responses=NOT_FOUND)
 async def get_span(trace_id: TraceIdPath, span_id: SpanIdPath, rt: Rt, project: Project
-                   ) -> Response:
+                   ) -> Any:
     async with rt.db.acquire() as conn:
         row = await trace_reads.span(conn, project, trace_id, span_id)
         if row is None:
@@ -174,7 +174,7 @@ async def get_span(trace_id: TraceIdPath, span_id: SpanIdPath, rt: Rt, project: 
                                      f"{project!r}")
         envelopes = await trace_reads.resources(
             conn, [row.resource_id] if row.resource_id is not None else [])
-    return model_response(SpanView, span_view(to_model([row], envelopes)[0]))
+    return span_view(to_model([row], envelopes)[0])
 
 
 @router.get("/files/{key:path}", summary="A file uploaded through /v1/loop/files/upload",
@@ -196,7 +196,7 @@ async def get_file(key: str, rt: Rt, project: Project) -> Response:
 
 @router.get("/projects", summary="List the projects, with their trace and span counts",
             tags=["projects"], response_model=ProjectList)
-async def list_projects(rt: Rt, key: Key) -> Response:
+async def list_projects(rt: Rt, key: Key) -> Any:
     """Every project that holds a trace, by name: its trace and span counts, when its earliest
     span started and when its latest span ended. Counted from the trace list, which the
     derivation worker fills within moments of spans arriving. An API key sees its own project
@@ -212,5 +212,5 @@ async def list_projects(rt: Rt, key: Key) -> Response:
     if only is not None and not projects:
         projects = [{"name": only, "trace_count": 0, "span_count": 0, "first_span_at": None,
                      "last_span_at": None}]
-    return model_response(ProjectList, {"projects": projects})
+    return {"projects": projects}
 

@@ -15,7 +15,7 @@ from trajhub.normalizers import NORMALIZER_VERSION, DerivationError, derive, pag
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.trajectory import trajectory_to_json
 from trajhub.records.trajectories import TRAJECTORY_SUMMARY
-from trajhub.service.api.answers import json_response, model_response
+from trajhub.service.api.answers import CheckedRoute, json_response
 from trajhub.service.api.cursors import encode_cursor
 from trajhub.service.api.filters import TrajectoryListQuery
 from trajhub.service.api.models import (
@@ -48,7 +48,7 @@ from trajhub.service.prices import prices_for, summary_cost
 from trajhub.service.stored_spans import batch_spans
 from trajhub.storage import compression, derivation_store, trajectory_reads
 
-router = APIRouter(prefix=PREFIX, tags=["trajectories"])
+router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["trajectories"])
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -60,7 +60,7 @@ STREAM_FROM = 4 << 20
             response_model=TrajectoryPage)
 async def list_trajectories(
     rt: Rt, project: Project, query: Annotated[TrajectoryListQuery, Query()],
-) -> Response:
+) -> Any:
     """Name filters (`agent`, `tool`, `model`) match case-insensitively; `service`,
     `session_id` and `user_id` match exactly. `count=true` adds `total`."""
     f = query.list_filter()
@@ -77,7 +77,7 @@ async def list_trajectories(
         "next_cursor": next_cursor}
     if total is not None:
         page["total"] = total
-    return model_response(TrajectoryPage, page)
+    return page
 
 
 def _etag(revision: int) -> str:
@@ -126,7 +126,7 @@ async def get_trajectory(
 
 
 @router.get(
-    "/trajectories/{trace_id}/steps",
+    "/trajectories/{trace_id}/steps", response_model=TrajectoryStepPage,
     summary="A page of a trajectory's steps, with the rest of the document but the steps",
     responses={**NOT_FOUND, 200: {"model": TrajectoryStepPage,
                      "description": "Headers as on `GET /api/v1/trajectories/{trace_id}`: "
@@ -136,10 +136,10 @@ async def get_trajectory(
                      "turned into a trajectory (the message says why)"}},
 )
 async def trajectory_steps(
-    trace_id: TraceIdPath, rt: Rt, project: Project, offset: Offset = 0,
+    trace_id: TraceIdPath, rt: Rt, project: Project, response: Response, offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = DEFAULT_PAGE,
     if_none_match: Annotated[str | None, Header()] = None,
-) -> Response:
+) -> Any:
     """For a large trajectory (docs/large-traces.md): the first page answers in milliseconds
     whatever the run's size, where `GET /api/v1/trajectories/{trace_id}` (the export) sends the
     whole document. An offset at or past `total` gives an empty page."""
@@ -162,41 +162,41 @@ async def trajectory_steps(
                   for n in pages.chunk_range(offset, limit, len(steps))}
     total = int(head["step_total"])
     end = min(offset + limit, total)
-    return model_response(TrajectoryStepPage, {
+    response.headers.update(headers)
+    return {
         "trace_id": trace_id, "status": read.status, "revision": read.revision,
         "normalizer_version": read.normalizer_version, "root_step": head["root_step"],
         "agent_steps": head["agent_steps"], "total": total, "offset": offset, "limit": limit,
         "steps": pages.page_steps(head, chunks, offset, limit),
-        "next_offset": end if end < total else None}, headers=headers)
+        "next_offset": end if end < total else None}
 
 
 @router.get("/trajectories/{trace_id}/explain",
             summary="How each span was classified, kept or dropped, and re-parented",
             response_model=TrajectoryExplanation, responses=NOT_FOUND)
-async def explain_trajectory(trace_id: TraceIdPath, rt: Rt, project: Project) -> Response:
+async def explain_trajectory(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         row = await trajectory_reads.explanation(conn, project, trace_id)
     if row is None:
         raise no_trajectory(trace_id, project)
-    return model_response(TrajectoryExplanation, {
+    return {
         "trace_id": trace_id, "status": row.status, "revision": row.revision,
         "normalizer_version": row.normalizer_version,
         "derivation_error": row.derivation_error, "warnings": row.warnings,
         "spans": orjson.loads(row.explanation) if row.explanation else [],
-    })
+    }
 
 
 @router.post("/trajectories/rederive", status_code=202, response_model=RederiveQueued,
              summary="Rebuild stored trajectories from their raw spans", openapi_extra=needs(ADMIN),
              responses={415: {"model": ErrorDetail, "description": "not application/json"}})
-async def rederive(rt: Rt, project: Project, body: RederiveRequest) -> Response:
+async def rederive(rt: Rt, project: Project, body: RederiveRequest) -> Any:
     """Queues the project's traces; the derivation worker re-derives them (revision + 1)."""
     async with rt.db.acquire() as conn:
         queued = await derivation_store.queue_rederive(
             conn, project, parse_time(body.since, "since"),
             NORMALIZER_VERSION if body.outdated else None)
-    return model_response(RederiveQueued,
-                          {"queued": queued, "normalizer_version": NORMALIZER_VERSION}, 202)
+    return {"queued": queued, "normalizer_version": NORMALIZER_VERSION}
 
 
 def _body_spans(body: bytes, media: str) -> tuple[list[Span], int, str]:
@@ -255,7 +255,7 @@ def _derive_each_trace(spans: list[Span]) -> list[dict[str, Any]]:
     responses={413: {"model": ErrorDetail, "description": "body over the size limit"},
                415: {"model": ErrorDetail, "description": "not protobuf or JSON"}},
 )
-async def normalize(request: Request, rt: Rt) -> Response:
+async def normalize(request: Request, rt: Rt) -> Any:
     """For instrumentation authors: see what trajhub makes of a request body before sending
     real traffic. The body goes through ingest's decoding and per-span validation (spans ingest
     would reject are counted in `rejected_spans`), then the normalizer; one result per trace."""
@@ -271,6 +271,6 @@ async def normalize(request: Request, rt: Rt) -> Response:
     except IngestError as error:
         raise HTTPException(error.http_status, error.message) from None
     results = await run_in_threadpool(_derive_each_trace, spans)
-    return model_response(NormalizeResult, {
+    return {
         "normalizer_version": NORMALIZER_VERSION, "rejected_spans": rejected,
-                          "error_message": error_message, "traces": results})
+                          "error_message": error_message, "traces": results}
