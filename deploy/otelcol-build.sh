@@ -30,7 +30,7 @@ mkdir -p "$cache"
 # one build at a time (parallel test workers, a bench next to the tests): the others wait,
 # then find the binary
 exec 9>"$cache/build.lock"
-flock 9
+if command -v flock >/dev/null; then flock 9; fi
 if [ ! -x "$binary" ]; then
     command -v go >/dev/null || { echo "otelcol-build: needs Go (https://go.dev/dl/)" >&2; exit 1; }
     ocb=$cache/ocb-$OCB_VERSION/builder
