@@ -18,7 +18,8 @@ OCB_VERSION=v0.161.0
 here=$(cd "$(dirname "$0")" && pwd)
 manifest=$here/otelcol-builder.yaml
 cache=${TRAJHUB_OTELCOL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/trajhub/otelcol}
-key=$({ echo "$OCB_VERSION"; cat "$manifest"; } | sha256sum | cut -c1-16)
+# comment and blank lines left out of the key: editing the manifest's prose rebuilds nothing
+key=$({ echo "$OCB_VERSION"; grep -Ev '^[[:space:]]*(#|$)' "$manifest"; } | sha256sum | cut -c1-16)
 out=$cache/$key
 binary=$out/otelcol-trajhub/otelcol-trajhub
 
