@@ -82,7 +82,8 @@ class Collector:
         self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
         self.log_path = workdir / "collector.log"
         self.health = f"http://127.0.0.1:{health_port}/"
-        log = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it for its life
+        # appended to: a Collector restarted in the same directory keeps its predecessor's log
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child writes to it for its life
         self.process = subprocess.Popen(
             [str(binary), "--config", str(self.config_path)], stdout=log, stderr=log,
             env={**os.environ, "TRAJHUB_API_KEY": "unused-with-auth-off", **(env or {})})
