@@ -1,4 +1,4 @@
-"""The real Eino captures (tests/fixtures/eino-real, issue 43) and their check against ground truth.
+"""The real Eino captures (tests/fixtures/eino-real) and their check against ground truth.
 
 `check_trajectory` takes a trajectory as the REST API gives it (`trajectory_to_dict`'s JSON), so
 the unit test (captures through `derive`) and the live test (the Go program against a server)

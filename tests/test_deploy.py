@@ -191,6 +191,10 @@ def test_every_exporter_to_trajhub_keeps_a_persistent_retrying_queue(path: Path)
         assert exporter["retry_on_failure"]["enabled"] is True, name
         headers = (exporter.get("protocol", {}).get("otlp", exporter)).get("headers", {})
         assert headers.get("authorization", "").startswith("Bearer ${env:"), name
+        # batched after the persistent queue: a span is on disk before it is acknowledged
+        assert queue["batch"]["sizer"] == "items", name
+    for pipeline in config["service"]["pipelines"].values():
+        assert not [p for p in pipeline.get("processors", []) if p.split("/")[0] == "batch"]
 
 
 def test_replicas_collector_routes_by_trace_id_to_a_static_list() -> None:

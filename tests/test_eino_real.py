@@ -1,4 +1,4 @@
-"""Real Eino runs (issue 43), replayed through the normalizers.
+"""Real Eino runs, replayed through the normalizers.
 
 Each capture under tests/fixtures/eino-real/<shape>/<path>/ holds the exact requests one run of the
 Go program in tests/capture/eino/ sent through one eino-ext tracing callback: `cozeloop`

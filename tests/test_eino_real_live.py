@@ -1,4 +1,4 @@
-"""Real Eino runs (issue 43) against a live server: the captures stay reproducible.
+"""Real Eino runs against a live server: the captures stay reproducible.
 
 Builds the Go program in tests/capture/eino/ (`go build` with the module's pinned go.mod and
 go.sum, GOFLAGS=-mod=readonly; the first build downloads the modules through the Go module proxy

@@ -1,7 +1,7 @@
 """Eino through both of its exports, span by span: the cozeloop callback (native ingest JSON, read
 by normalizers.cozeloop) and the apmplus callback (OTLP, read by normalizers.apmplus).
 
-The inputs are the real captures of tests/fixtures/eino-real (issue 43: the Go program in
+The inputs are the real captures of tests/fixtures/eino-real (the Go program in
 tests/capture/eino/ ran each shape under each callback); the run-level checks against each
 shape's ground truth are in tests/test_eino_real.py. Here: how each span is read.
 """

@@ -1,4 +1,4 @@
-"""Capture real Eino runs under each eino-ext tracing callback (issue 43).
+"""Capture real Eino runs under each eino-ext tracing callback.
 
 Builds the Go program in `tests/capture/eino/` and runs every shape of its script once per
 tracing path, each against a local recording receiver:
