@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tests.normalize_support import parallel_shape
+
 FIXTURES = Path(__file__).parent / "fixtures" / "eino-real"
 MODULE = Path(__file__).parent / "capture" / "eino"
 SHAPES = ("react_tools", "model_failure", "graph_fanout", "streaming", "supervisor", "adk_failure")
@@ -40,23 +42,9 @@ def cases() -> Iterator[tuple[str, str]]:
             yield shape, path
 
 
-def _grouped(steps: list[tuple[str, str, Any]]) -> list[tuple[str, str]]:
-    """(type, name) in order; consecutive steps of one parallel group sorted among themselves
-    (they ran concurrently, so their start order is not the script's)."""
-    out: list[tuple[str, str]] = []
-    group: list[tuple[str, str]] = []
-    current: Any = None
-    for kind, name, parallel in [*steps, ("", "", None)]:
-        if parallel is not None and parallel == current:
-            group.append((kind, name))
-            continue
-        out.extend(sorted(group))
-        group, current = [(kind, name)], parallel
-    return [s for s in out if s[0]]
-
 
 def _expected_steps(activation: dict[str, Any]) -> list[tuple[str, str]]:
-    return _grouped([(s["type"], s.get("name", ""), s["parallel_group"])
+    return parallel_shape([(s["type"], s.get("name", ""), s["parallel_group"])
                      for s in activation["steps"]])
 
 
@@ -70,7 +58,7 @@ def _actual_steps(agent: dict[str, Any], activation: dict[str, Any]) -> list[tup
         name = s["name"] if s["type"] == "tool" else ""
         key = (s["type"], s["name"])
         steps.append((s["type"], name, groups.get(key)))
-    return _grouped(steps)
+    return parallel_shape(steps)
 
 
 def _failed(step: dict[str, Any]) -> bool:

@@ -157,3 +157,19 @@ def skeleton(trajectory: Trajectory) -> Skeleton:
         (a.name, [(s.type, s.name, s.basic_info.error is not None) for s in a.steps])
         for a in trajectory.agent_steps
     ]
+
+
+def parallel_shape(steps: list[tuple[str, str, Any]]) -> list[tuple[str, str]]:
+    """(type, name) of (type, name, parallel group) steps in order; consecutive steps of one
+    parallel group sorted among themselves (they ran concurrently, so their start order is not
+    the script's)."""
+    out: list[tuple[str, str]] = []
+    group: list[tuple[str, str]] = []
+    current: Any = None
+    for kind, name, parallel in [*steps, ("", "", None)]:
+        if parallel is not None and parallel == current:
+            group.append((kind, name))
+            continue
+        out.extend(sorted(group))
+        group, current = [(kind, name)], parallel
+    return [s for s in out if s[0]]

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.normalize_support import REAL, capture_sets, load_traces
+from tests.normalize_support import REAL, capture_sets, load_traces, parallel_shape
 from trajhub.normalizers import derive
 from trajhub.normalizers.trajectory import AgentStep, Step, Trajectory
 
@@ -147,22 +147,9 @@ def _parent(trajectory: Trajectory, agent: AgentStep,
     return None, None
 
 
-def _shape_of_steps(steps: list[tuple[str, str, Any]]) -> list[tuple[str, str]]:
-    """(type, name) in order, consecutive steps of one parallel group sorted among themselves."""
-    out: list[tuple[str, str]] = []
-    group: list[tuple[str, str]] = []
-    current: Any = None
-    for kind, name, parallel in [*steps, ("", "", None)]:
-        if parallel is not None and parallel == current:
-            group.append((kind, name))
-            continue
-        out.extend(sorted(group))
-        group, current = [(kind, name)], parallel
-    return [s for s in out if s[0]]
-
 
 def _expected_steps(activation: dict[str, Any]) -> list[tuple[str, str]]:
-    return _shape_of_steps(
+    return parallel_shape(
         [
             (s["type"], s.get("name") or s.get("agent") or "", s.get("parallel_group"))
             for s in activation["steps"]
@@ -179,7 +166,7 @@ def _actual_steps(agent: AgentStep, expected: dict[str, Any]) -> list[tuple[str,
         else:
             name = "" if step.type == "model" else step.name
             steps.append((step.type, name, groups.get(step.name) if step.type == "tool" else None))
-    return _shape_of_steps(steps)
+    return parallel_shape(steps)
 
 
 def _replace_steps(agent: AgentStep, steps: list[Step]) -> AgentStep:

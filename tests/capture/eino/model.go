@@ -63,7 +63,9 @@ func (m *scriptedModel) start(ctx context.Context, input []*schema.Message, opts
 	})
 }
 
-func (m *scriptedModel) Generate(ctx context.Context, input []*schema.Message, opts ...model.Option) (*schema.Message, error) {
+// next starts the call's callbacks and plays the script's next turn, after the simulated
+// latency; a scripted error is reported to the callbacks and returned.
+func (m *scriptedModel) next(ctx context.Context, input []*schema.Message, opts []model.Option) (context.Context, Turn, error) {
 	ctx = m.start(ctx, input, opts)
 	turn, err := m.take()
 	time.Sleep(modelLatency)
@@ -72,6 +74,13 @@ func (m *scriptedModel) Generate(ctx context.Context, input []*schema.Message, o
 	}
 	if err != nil {
 		callbacks.OnError(ctx, err)
+	}
+	return ctx, turn, err
+}
+
+func (m *scriptedModel) Generate(ctx context.Context, input []*schema.Message, opts ...model.Option) (*schema.Message, error) {
+	ctx, turn, err := m.next(ctx, input, opts)
+	if err != nil {
 		return nil, err
 	}
 	msg := turn.message()
@@ -86,14 +95,8 @@ func (m *scriptedModel) Generate(ctx context.Context, input []*schema.Message, o
 // Stream sends the turn as an OpenAI-style stream: the tool calls (if any) in the first chunk,
 // the content in pieces, then a last empty chunk carrying the finish reason and the usage.
 func (m *scriptedModel) Stream(ctx context.Context, input []*schema.Message, opts ...model.Option) (*schema.StreamReader[*schema.Message], error) {
-	ctx = m.start(ctx, input, opts)
-	turn, err := m.take()
-	time.Sleep(modelLatency)
-	if err == nil && turn.Error != "" {
-		err = errors.New(turn.Error)
-	}
+	ctx, turn, err := m.next(ctx, input, opts)
 	if err != nil {
-		callbacks.OnError(ctx, err)
 		return nil, err
 	}
 	chunks := turn.chunks()
