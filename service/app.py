@@ -155,9 +155,8 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
     mount_ui(app)
     # outermost: it times and logs every answer, the error handlers' included
     app.add_middleware(AccessMiddleware)
-    # Build the API document (and the path table error answers read from it) before serving,
-    # not in the first request that needs it: on a busy machine that request ran past its
-    # client's timeout.
+    # the path table error answers read (request_checks.allowed_methods), built before serving,
+    # not in the first request that needs it
     allowed_methods(app, "/")
     return app
 

@@ -270,3 +270,17 @@ def test_no_route_is_hidden_behind_an_earlier_one() -> None:
     assert hidden(routes.ordered_routes(modules[::-1])) == []
     # the check itself sees a hidden route when the routes are not ordered
     assert hidden([r for m in modules for r in m.router.routes])
+
+
+def test_the_routes_name_the_documented_operations() -> None:
+    """The path table behind 405's `Allow` is read from the routes, not from /openapi.json (too
+    slow to build at every server start): both list the same operations."""
+    from trajhub.service.api.request_checks import documented_operations
+    from trajhub.service.app import create_app
+    from trajhub.service.config import Settings
+    from trajhub.service.runtime import Runtime
+
+    app = create_app(Runtime(Settings(), None, None))
+    documented = {template: frozenset(m.upper() for m in operations)
+                  for template, operations in app.openapi()["paths"].items()}
+    assert documented_operations(app.routes) == documented

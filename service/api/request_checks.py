@@ -5,6 +5,7 @@ the `Allow` /openapi.json gives, a 422 for text PostgreSQL cannot store."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import asyncpg
@@ -15,6 +16,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from starlette.routing import BaseRoute
 
 from trajhub.service.api.scopes import require_key
 from trajhub.service.ingest.bodies import media_type
@@ -71,18 +73,40 @@ def _where(loc: tuple[Any, ...]) -> str:
 _TEMPLATE_PARAM = re.compile(r"\{[^}/]+?(:path)?\}")
 
 
+def documented_operations(routes: Iterable[BaseRoute], prefix: str = ""
+                          ) -> dict[str, frozenset[str]]:
+    """Each path template /openapi.json documents, with its methods, read from the routes
+    themselves (building the whole document to learn them costs a server start seconds on a
+    busy machine); an included router's routes count under its prefix."""
+    found: dict[str, frozenset[str]] = {}
+    for route in routes:
+        if isinstance(route, APIRoute):
+            if route.include_in_schema:
+                template = prefix + route.path_format
+                found[template] = found.get(template, frozenset()) | (route.methods or set())
+            continue
+        # an included router, which FastAPI keeps as one entry of the list
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            context = getattr(route, "include_context", None)
+            for template, methods in documented_operations(
+                    inner.routes, prefix + str(getattr(context, "prefix", ""))).items():
+                found[template] = found.get(template, frozenset()) | methods
+    return found
+
+
 def _documented_paths(app: FastAPI) -> list[tuple[re.Pattern[str], int, str, frozenset[str]]]:
-    """Each path template of /openapi.json as (regex, parameter count, template, methods)."""
+    """Each documented path template as (regex, parameter count, template, methods)."""
     cached: list[tuple[re.Pattern[str], int, str, frozenset[str]]] | None = getattr(
         app.state, "documented_paths", None)
     if cached is None:
         cached = []
-        for template, operations in app.openapi().get("paths", {}).items():
+        for template, methods in documented_operations(app.routes).items():
             regex = _TEMPLATE_PARAM.sub(lambda m: ".+" if m.group(1) else "[^/]+",
                                         re.escape(template).replace(r"\{", "{")
                                         .replace(r"\}", "}"))
             cached.append((re.compile(regex + "$"), len(_TEMPLATE_PARAM.findall(template)),
-                           template, frozenset(m.upper() for m in operations)))
+                           template, methods))
         app.state.documented_paths = cached
     return cached
 
