@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import asyncpg
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -28,9 +29,10 @@ from trajhub.service.api.scopes import needs, require_metrics_key
 from trajhub.service.auth import METRICS, auth_enabled
 from trajhub.service.ingest import http as routes_ingest
 from trajhub.service.runtime import Runtime
+from trajhub.service.shortages import SHORTAGES
 from trajhub.service.ui import mount as mount_ui
 from trajhub.storage.compression import UnknownDictionary
-from trajhub.storage.database import TRANSIENT_ERRORS
+from trajhub.storage.database import TRANSIENT_ERRORS, is_transient, shortage
 
 DESCRIPTION = """\
 trajhub receives OpenTelemetry traces from LLM agents (OTLP over HTTP and gRPC, and the Coze Loop
@@ -78,11 +80,20 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
         )
 
     async def _unreachable(request: Request, exc: Exception) -> Response:
+        if not is_transient(exc):
+            raise exc  # a bug: the server's 500
         metrics.DATABASE_ERRORS.labels("api").inc()
+        lack = shortage(exc)
+        if lack is not None:
+            SHORTAGES.seen(lack, "api", str(exc))
+            return JSONResponse({"detail": f"database unavailable: {lack}"}, status_code=503,
+                                headers={"Retry-After": "5"})
         return JSONResponse({"detail": f"database unavailable: {exc}"}, status_code=503,
                             headers={"Retry-After": "2"})
 
-    for transient in TRANSIENT_ERRORS:
+    # any database error: a shortage can come under a class that is otherwise a bug (XX000)
+    database_errors: tuple[type[Exception], ...] = (*TRANSIENT_ERRORS, asyncpg.PostgresError)
+    for transient in database_errors:
         app.add_exception_handler(transient, _unreachable)
 
     async def _no_dictionary(request: Request, exc: Exception) -> Response:
@@ -117,11 +128,19 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
         missing = workers_missing() if workers_missing is not None else ""
         if missing:
             return JSONResponse({"status": "unavailable", "detail": missing}, status_code=503)
+        lacking = SHORTAGES.current()
         try:
             async with rt.db.acquire(timeout=2) as conn:
                 await conn.fetchval("SELECT 1")
-        except TRANSIENT_ERRORS as exc:
-            return JSONResponse({"status": "unavailable", "detail": str(exc)}, status_code=503)
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            detail = shortage(exc) or str(exc)
+            if lacking is not None:
+                detail = f"{lacking}; now: {detail}"
+            return JSONResponse({"status": "unavailable", "detail": detail}, status_code=503)
+        if lacking is not None:
+            return JSONResponse({"status": "unavailable", "detail": lacking}, status_code=503)
         return JSONResponse({"status": "ready"})
 
     @app.get("/metrics", tags=["health"], summary="Prometheus metrics",

@@ -16,7 +16,7 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from trajhub.storage.database import is_transient
+from trajhub.storage.database import is_transient, shortage
 
 log = logging.getLogger("trajhub.errors")
 
@@ -79,7 +79,16 @@ class Unavailable(IngestError):
 
 
 class DatabaseUnavailable(Unavailable):
-    """Unavailable because the database is (counted apart in the metrics)."""
+    """Unavailable because the database is (counted apart in the metrics); `shortage` says
+    what it lacks when it lacks something ("disk full", storage/database.py's `shortage`), and
+    `cause` the database's own words, for the log."""
+
+    def __init__(self, message: str, retry_after_s: int = 1, shortage: str | None = None,
+                 cause: str = "") -> None:
+        super().__init__(message, retry_after_s)
+        self.args = (message, retry_after_s, shortage, cause)
+        self.shortage = shortage
+        self.cause = cause
 
 
 def ingest_error(error: BaseException) -> IngestError:
@@ -87,6 +96,11 @@ def ingest_error(error: BaseException) -> IngestError:
     fault is Unavailable; anything unforeseen is logged and becomes a 500 / INTERNAL."""
     if isinstance(error, IngestError):
         return error
+    lack = shortage(error)
+    if lack is not None:
+        # PostgreSQL's own text goes to the log (service/shortages.py), not to the client
+        return DatabaseUnavailable(f"database unavailable: {lack}", retry_after_s=5,
+                                   shortage=lack, cause=str(error))
     if is_transient(error):
         return DatabaseUnavailable(f"database unavailable: {error}", retry_after_s=2)
     log.error("internal error: %r", error, exc_info=error)

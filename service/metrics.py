@@ -30,6 +30,8 @@ from prometheus_client import (
     generate_latest,
 )
 
+from trajhub.storage.database import is_transient
+
 TRANSPORTS = ("http", "grpc")
 
 REQUESTS = Counter(
@@ -71,6 +73,11 @@ DATABASE_ERRORS = Counter("trajhub_database_errors",
                           "refused for a transient reason, by where (ingest, api, derivation, "
                           "rules)",
                           ["where"])
+DATABASE_UP = Gauge("trajhub_database_up",
+                    "1 when the last scrape could read the database, else 0")
+DATABASE_SHORTAGES = Counter("trajhub_database_shortages",
+                             "Failures that showed the database lacks something, by kind "
+                             "(disk_full, out_of_memory, too_many_connections, ...)", ["kind"])
 # online evaluation rules (service/workers/rules.py, docs/rules.md): counted by the rule
 # worker, a task of the main process; the queue is read at scrape time
 RULE_RUNS = Counter(
@@ -109,13 +116,21 @@ def watch_ingest_queue(inflight: Callable[[], int], limit: int) -> None:
 
 
 async def exposition(db: asyncpg.Pool) -> tuple[bytes, str]:
-    """The metrics text (and its content type), with the backlog read now."""
-    async with db.acquire(timeout=5) as conn:
-        row = await conn.fetchrow("SELECT count(*) AS n, min(received_at) AS oldest "
-                                  "FROM trace_changes")
-        rules = await conn.fetchrow(
-            "SELECT count(*) AS n, coalesce(extract(epoch FROM now() - min(enqueued_at)), 0) "
-            "AS oldest FROM rule_runs")
+    """The metrics text (and its content type), with the backlog read now; while the database
+    cannot be read, the backlog as last read, and `trajhub_database_up` 0."""
+    try:
+        async with db.acquire(timeout=5) as conn:
+            row = await conn.fetchrow("SELECT count(*) AS n, min(received_at) AS oldest "
+                                      "FROM trace_changes")
+            rules = await conn.fetchrow(
+                "SELECT count(*) AS n, coalesce(extract(epoch FROM now() - "
+                "min(enqueued_at)), 0) AS oldest FROM rule_runs")
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        DATABASE_UP.set(0)
+        return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+    DATABASE_UP.set(1)
     assert row is not None and rules is not None
     DERIVATION_BACKLOG.set(row["n"])
     oldest = row["oldest"]
@@ -132,11 +147,14 @@ for _transport in TRANSPORTS:
     REQUEST_SECONDS.labels(_transport)
 for _where in ("ingest", "api", "derivation", "rules"):
     DATABASE_ERRORS.labels(_where)
+DATABASE_SHORTAGES.labels("disk_full")
 for _outcome in RULE_OUTCOMES:
     RULE_RUNS.labels(_outcome)
 
 __all__ = [
     "DATABASE_ERRORS",
+    "DATABASE_SHORTAGES",
+    "DATABASE_UP",
     "DERIVATION_SECONDS",
     "INGEST_DEFERRED",
     "INGEST_SATURATED",

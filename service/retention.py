@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from trajhub.storage import compression_dictionaries, retention
-from trajhub.storage.database import TRANSIENT_ERRORS
+from trajhub.storage.database import is_transient
 
 log = logging.getLogger("trajhub.retention")
 
@@ -105,10 +105,11 @@ async def run(db: asyncpg.Pool, default_days: float, interval: float,
         try:
             await maintain_partitions(db, partition_width, interval)
             await sweep(db, default_days)
-        except TRANSIENT_ERRORS as exc:
-            log.warning("retention sweep: database unavailable, retrying later: %s", exc)
-        except Exception:
-            log.exception("retention sweep failed")
+        except Exception as exc:
+            if is_transient(exc):
+                log.warning("retention sweep: database unavailable, retrying later: %s", exc)
+            else:
+                log.exception("retention sweep failed")
         await asyncio.sleep(interval)
 
 

@@ -11,6 +11,7 @@ the same way every time: callers log it and answer 500 / INTERNAL, and never ret
 from __future__ import annotations
 
 import asyncio
+import errno
 from collections.abc import Mapping
 from typing import Any, TypeAlias
 
@@ -44,9 +45,35 @@ TRANSIENT_ERRORS: tuple[type[Exception], ...] = (
 )
 
 
+#: SQLSTATE class 53 (insufficient resources), in words
+_SHORTAGES = {
+    "53000": "insufficient resources",
+    "53100": "disk full",
+    "53200": "out of memory",
+    "53300": "too many connections",
+    "53400": "configuration limit exceeded",
+}
+#: what PostgreSQL says when it cannot write for lack of space under another SQLSTATE: a full
+#: disk makes a WAL write PANIC, and after its crash restart every new connection can fail with
+#: XX000 "could not write init file" until space is freed (README, Operations, "A full disk")
+_NO_SPACE = ("no space left on device", "could not write init file")
+
+
+def shortage(error: BaseException) -> str | None:
+    """What the database server lacks, in words ("disk full", "out of memory", ...), when
+    `error` says it lacks something; None for any other failure."""
+    code = getattr(error, "sqlstate", None)
+    if isinstance(code, str) and code in _SHORTAGES:
+        return _SHORTAGES[code]
+    if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+        return "disk full"
+    text = str(error).lower()
+    return "disk full" if any(words in text for words in _NO_SPACE) else None
+
+
 def is_transient(error: BaseException) -> bool:
     """True when retrying later may succeed; False for a deterministic failure."""
-    return isinstance(error, TRANSIENT_ERRORS)
+    return isinstance(error, TRANSIENT_ERRORS) or shortage(error) is not None
 
 
 #: The settings of every connection trajhub opens. JIT off: PostgreSQL compiles a statement's

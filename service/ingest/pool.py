@@ -29,6 +29,7 @@ from trajhub.service import logs, metrics
 from trajhub.service.errors import DatabaseUnavailable, Unavailable
 from trajhub.service.ingest import worker as ingest_worker
 from trajhub.service.ingest.worker import IngestJob, IngestResult
+from trajhub.service.shortages import SHORTAGES
 from trajhub.service.supervision import Backoff, exit_cause
 
 log = logging.getLogger("trajhub.ingest")
@@ -220,8 +221,10 @@ class IngestPool:
         try:
             loop = asyncio.get_running_loop()
             result = await loop.run_in_executor(executor, ingest_worker.ingest, job)
-        except DatabaseUnavailable:
+        except DatabaseUnavailable as exc:
             metrics.DATABASE_ERRORS.labels("ingest").inc()
+            if exc.shortage is not None:
+                SHORTAGES.seen(exc.shortage, "ingest", exc.cause)
             raise
         except BrokenProcessPool:
             # the supervisor logs the death and starts new workers
@@ -235,6 +238,7 @@ class IngestPool:
         finally:
             self.inflight -= 1
             self.policy.changed(self.inflight)
+        SHORTAGES.wrote()
         metrics.SPANS_ACCEPTED.labels(job.kind).inc(result.accepted)
         metrics.SPANS_REJECTED.labels(job.kind).inc(result.rejected)
         if result.derived:

@@ -133,7 +133,8 @@ class _Worker:
             # start the next request on a fresh one
             self._drop_connection()
             error = ingest_error(exc)  # transient → 503 / UNAVAILABLE; else logged 500
-            if isinstance(error, Unavailable):
+            # a shortage is logged by the main process, once a minute (service/shortages.py)
+            if isinstance(error, Unavailable) and not getattr(error, "shortage", None):
                 log.warning("database write failed: %s", exc)
             raise error from None
 

@@ -39,7 +39,7 @@ from trajhub.service.dictionaries import DictionaryKeeper
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.supervision import Backoff, exit_cause
 from trajhub.storage import compression, compression_dictionaries, derivation_store, search_words
-from trajhub.storage.database import TRANSIENT_ERRORS, connect, is_transient
+from trajhub.storage.database import connect, is_transient
 
 log = logging.getLogger("trajhub.derivation")
 
@@ -169,18 +169,15 @@ class DerivationWorker:
                 words_left = False
                 if derived < BATCH:  # no backlog: what is queued fits in a round
                     words_left = await self.words(await self.connection())
-            except TRANSIENT_ERRORS as exc:
-                if report is not None:
-                    _report(report, (REPORT_DATABASE_ERROR,))
-                log.warning("database unavailable, retrying: %s", exc)
-                self._drop_connection()
-                derived = finalized = 0
-                words_left = False
-                await asyncio.sleep(1)
-            except Exception:
-                # a bug: logged, and the worker lives on (the round's changes are back in
-                # the queue; per-trace failures never get here)
-                log.exception("trajectory round failed")
+            except Exception as exc:
+                if is_transient(exc):
+                    if report is not None:
+                        _report(report, (REPORT_DATABASE_ERROR,))
+                    log.warning("database unavailable, retrying: %s", exc)
+                else:
+                    # a bug: logged, and the worker lives on (the round's changes are back in
+                    # the queue; per-trace failures never get here)
+                    log.exception("trajectory round failed")
                 self._drop_connection()
                 derived = finalized = 0
                 words_left = False

@@ -34,7 +34,7 @@ from trajhub.service.config import Settings
 from trajhub.service.workers.evaluations import parse_evaluators
 from trajhub.service.workers.judge_client import JudgeClient, JudgeUnavailable
 from trajhub.storage import rules as rule_store
-from trajhub.storage.database import TRANSIENT_ERRORS
+from trajhub.storage.database import is_transient
 
 log = logging.getLogger("trajhub.rules")
 
@@ -96,12 +96,12 @@ class RuleWorker:
                 claimed = 0
                 try:
                     claimed = await self.claim_into(inflight)
-                except TRANSIENT_ERRORS as exc:
-                    metrics.DATABASE_ERRORS.labels("rules").inc()
-                    log.warning("database unavailable, retrying: %s", exc)
-                    await asyncio.sleep(1)
-                except Exception:  # a bug: logged, and the worker lives on
-                    log.exception("claiming rule runs failed")
+                except Exception as exc:  # a bug is logged, and the worker lives on
+                    if is_transient(exc):
+                        metrics.DATABASE_ERRORS.labels("rules").inc()
+                        log.warning("database unavailable, retrying: %s", exc)
+                    else:
+                        log.exception("claiming rule runs failed")
                     await asyncio.sleep(1)
                 if inflight and (claimed == 0 or len(inflight) >= BATCH):
                     await asyncio.wait(inflight, timeout=IDLE_SECONDS,
@@ -144,12 +144,12 @@ class RuleWorker:
             started = time.perf_counter()
             try:
                 outcome = await self.run_one(run)
-            except TRANSIENT_ERRORS as exc:
-                # the run's claim lapses after its lease, and it runs again
-                metrics.DATABASE_ERRORS.labels("rules").inc()
-                log.warning("database unavailable during rule run %s: %s", run.id, exc)
-                return
             except Exception as exc:  # a bug: logged, and the run ends with an error score
+                if is_transient(exc):
+                    # the run's claim lapses after its lease, and it runs again
+                    metrics.DATABASE_ERRORS.labels("rules").inc()
+                    log.warning("database unavailable during rule run %s: %s", run.id, exc)
+                    return
                 log.exception("rule run %s failed", run.id)
                 outcome = await self._end(run, error=f"internal error: {type(exc).__name__}: "
                                                      f"{exc}")
