@@ -5,6 +5,7 @@ its own server, since it breaks it."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -158,6 +159,68 @@ def test_killed_workers_are_restarted_and_readyz_says_so_meanwhile(
         assert "killed by SIGKILL" in log
         assert "ingest worker died" in log and "derivation worker" in log
     finally:
+        server.stop()
+
+
+@pytest.mark.slow  # a soak test
+def test_five_quick_worker_kills_under_load_lose_nothing_and_end_in_a_working_pool(
+        database: TestDatabase, tmp_path: Path) -> None:
+    """An ingest worker killed 5 times as fast as new ones appear (some while the pool is still
+    starting): every answer is 200 or 503, every acknowledged trace is stored, the log names
+    the processes that died (not those of an earlier pool), and the pool ends up working."""
+    (tmp_path / "w").mkdir()
+    server = ServerProcess.start(database.url, tmp_path / "w",
+                                 extra_env={"TRAJHUB_INGEST_WORKERS": "2"})
+    project = "kills-" + uuid.uuid4().hex[:8]
+    acked: list[str] = []
+    statuses: set[int] = set()
+    stop = threading.Event()
+
+    def sender() -> None:
+        with httpx.Client(timeout=60) as c:
+            while not stop.is_set():
+                tid = new_trace_id()
+                r = c.post(f"{server.http}/v1/traces", headers={**PB, "trajhub-project": project},
+                           content=request([span(tid)]).SerializeToString())
+                statuses.add(r.status_code)
+                if r.status_code == 200:
+                    acked.append(tid.hex())
+                else:
+                    time.sleep(0.05)
+
+    thread = threading.Thread(target=sender)
+    try:
+        thread.start()
+        wait_for(lambda: len(acked) >= 10, what="traces acknowledged before the kills")
+        killed: list[int] = []
+        while len(killed) < 5:
+            pids = wait_for(lambda: sorted(workers(server)[0] - set(killed)) or None,
+                            timeout=60, interval=0.02, what="an ingest worker to kill")
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append(pids[0])
+        before = len(acked)
+        with httpx.Client(timeout=30) as c:
+            wait_for(lambda: c.get(f"{server.http}/readyz").status_code == 200, timeout=120,
+                     what="ready after the kills")
+            wait_for(lambda: len(acked) >= before + 10, timeout=60, what="ingest resumed")
+            stop.set()
+            thread.join()
+            assert statuses <= {200, 503}, statuses
+            for tid in acked:
+                r = c.get(f"{server.http}/api/v1/traces/{tid}", params={"project": project})
+                assert r.status_code == 200, (tid, r.status_code)
+            final_trajectory(c, server.http, project, send_trace(c, server, project))
+        assert len(workers(server)[0]) == 2
+        assert server.stop() == 0
+        named = [int(pid) for pid in re.findall(r"pid (\d+): killed by SIGKILL",
+                                                server.log_path.read_text())]
+        # each death is told once, by the pool it belonged to
+        assert named and set(named) <= set(killed) and len(named) == len(set(named)), \
+            (named, killed)
+    finally:
+        stop.set()
+        if thread.is_alive():
+            thread.join()
         server.stop()
 
 

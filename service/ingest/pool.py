@@ -156,13 +156,16 @@ class IngestPool:
         tied to the thread that started it) and wait until each has connected."""
         executor = self._new_executor()
         loop = asyncio.get_running_loop()
+        warm_ups = [loop.run_in_executor(executor, ingest_worker.warm_up)
+                    for _ in range(self.workers)]
+        # the submissions spawned the workers: these are the processes the supervisor names
+        # from now on, also when one of them dies before the start is over
+        self._processes = list(getattr(executor, "_processes", {}).values())
         try:
-            await asyncio.gather(*(loop.run_in_executor(executor, ingest_worker.warm_up)
-                                   for _ in range(self.workers)))
+            await asyncio.gather(*warm_ups)
         except BaseException:
             executor.shutdown(wait=False, cancel_futures=True)
             raise
-        self._processes = list(getattr(executor, "_processes", {}).values())
         self._executor = executor
         self._backoff.started()
 
@@ -175,17 +178,23 @@ class IngestPool:
             return f"{len(dead) or 'an'} ingest worker(s) died; restarting"
         return ""
 
+    def _dead(self) -> str:
+        """The dead workers of the current pool, or of the last start, and why they died."""
+        return ", ".join(f"pid {p.pid}: {exit_cause(p.exitcode)}"
+                         for p in self._processes if not p.is_alive())
+
     async def supervise(self) -> None:
         """Restart the workers whenever one dies; runs until cancelled."""
         while True:
             await asyncio.sleep(WATCH_INTERVAL_SECONDS)
             if not self.missing():
                 continue
-            causes = ", ".join(f"pid {p.pid}: {exit_cause(p.exitcode)}"
-                               for p in self._processes if not p.is_alive())
             delay = self._backoff.next_delay()
-            log.error("an ingest worker died (%s); restarting the ingest workers in %.1f s",
-                      causes or "the pool broke", delay)
+            if self._executor is None:  # the last start failed, and said why
+                log.error("starting the ingest workers again in %.1f s", delay)
+            else:
+                log.error("an ingest worker died (%s); restarting the ingest workers in %.1f s",
+                          self._dead() or "the pool broke", delay)
             old, self._executor = self._executor, None
             if old is not None:
                 old.shutdown(wait=False, cancel_futures=True)
@@ -193,7 +202,8 @@ class IngestPool:
             try:
                 await self.start()
             except Exception as exc:  # e.g. a worker died again while starting
-                log.error("restarting the ingest workers failed: %r", exc)
+                log.error("restarting the ingest workers failed (%s): %r",
+                          self._dead() or "a new worker died", exc)
             else:
                 log.info("ingest workers restarted")
 
