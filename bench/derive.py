@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/derive.py [--traces 2000 | --duration 60] [--settle 0.5]
                                        [--latency-traces 100] [--latency-rate 5]
-                                       [--derive-at-ingest true|false]
+                                       [--derive-at-ingest true|false] [--derivation-workers 1]
 
 Starts its own `trajhub serve` (embedded PostgreSQL in a temporary data directory, or
 `--database-url`) with TRAJHUB_SETTLE_SECONDS=--settle, then:
@@ -288,11 +288,15 @@ def main() -> int:
     ap.add_argument("--skip", choices=("throughput", "latency"), default=None)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--json", default="", help="also write the results to this file")
+    ap.add_argument("--derivation-workers", type=int, default=1,
+                    help="TRAJHUB_DERIVATION_WORKERS")
     args = ap.parse_args()
 
     server = Server(args.database_url, {"TRAJHUB_LOG_LEVEL": "warning",
                                         "TRAJHUB_SETTLE_SECONDS": str(args.settle),
-                                        "TRAJHUB_DERIVE_AT_INGEST": args.derive_at_ingest})
+                                        "TRAJHUB_DERIVE_AT_INGEST": args.derive_at_ingest,
+                                        "TRAJHUB_DERIVATION_WORKERS":
+                                            str(args.derivation_workers)})
     print(f"trajhub started: http {server.http_url}, settle {args.settle} s, log "
           f"{server.log_path}")
     out: dict[str, Any] = {}

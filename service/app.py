@@ -131,7 +131,7 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
         lacking = SHORTAGES.current()
         try:
             async with rt.db.acquire(timeout=2) as conn:
-                await conn.fetchval("SELECT 1")
+                backlog, oldest = await metrics.derivation_backlog(conn)
         except Exception as exc:
             if not is_transient(exc):
                 raise
@@ -139,9 +139,11 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
             if lacking is not None:
                 detail = f"{lacking}; now: {detail}"
             return JSONResponse({"status": "unavailable", "detail": detail}, status_code=503)
+        figures = {"derivation_backlog": backlog, "derivation_backlog_oldest_seconds": oldest}
         if lacking is not None:
-            return JSONResponse({"status": "unavailable", "detail": lacking}, status_code=503)
-        return JSONResponse({"status": "ready"})
+            return JSONResponse({"status": "unavailable", "detail": lacking, **figures},
+                                status_code=503)
+        return JSONResponse({"status": "ready", **figures})
 
     @app.get("/metrics", tags=["health"], summary="Prometheus metrics",
              response_class=Response, dependencies=[Depends(require_metrics_key)],

@@ -30,7 +30,7 @@ from prometheus_client import (
     generate_latest,
 )
 
-from trajhub.storage.database import is_transient
+from trajhub.storage.database import Connection, is_transient
 
 TRANSPORTS = ("http", "grpc")
 
@@ -115,13 +115,25 @@ def watch_ingest_queue(inflight: Callable[[], int], limit: int) -> None:
     INGEST_QUEUE_LIMIT.set(limit)
 
 
+async def derivation_backlog(conn: Connection) -> tuple[int, float]:
+    """The traces waiting for derivation and the age in seconds of the oldest change (0 when
+    none), read now (and set in the gauges)."""
+    row = await conn.fetchrow("SELECT count(*) AS n, min(received_at) AS oldest "
+                              "FROM trace_changes")
+    assert row is not None
+    oldest = row["oldest"]
+    age = 0.0 if oldest is None else max(0.0, (datetime.now(UTC) - oldest).total_seconds())
+    DERIVATION_BACKLOG.set(row["n"])
+    DERIVATION_BACKLOG_AGE.set(age)
+    return int(row["n"]), age
+
+
 async def exposition(db: asyncpg.Pool) -> tuple[bytes, str]:
     """The metrics text (and its content type), with the backlog read now; while the database
     cannot be read, the backlog as last read, and `trajhub_database_up` 0."""
     try:
         async with db.acquire(timeout=5) as conn:
-            row = await conn.fetchrow("SELECT count(*) AS n, min(received_at) AS oldest "
-                                      "FROM trace_changes")
+            await derivation_backlog(conn)
             rules = await conn.fetchrow(
                 "SELECT count(*) AS n, coalesce(extract(epoch FROM now() - "
                 "min(enqueued_at)), 0) AS oldest FROM rule_runs")
@@ -131,11 +143,7 @@ async def exposition(db: asyncpg.Pool) -> tuple[bytes, str]:
         DATABASE_UP.set(0)
         return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
     DATABASE_UP.set(1)
-    assert row is not None and rules is not None
-    DERIVATION_BACKLOG.set(row["n"])
-    oldest = row["oldest"]
-    DERIVATION_BACKLOG_AGE.set(
-        0 if oldest is None else max(0.0, (datetime.now(UTC) - oldest).total_seconds()))
+    assert rules is not None
     RULE_QUEUE.set(rules["n"])
     RULE_QUEUE_AGE.set(max(0.0, float(rules["oldest"])))
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST

@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import asyncpg
 import grpc
@@ -185,12 +186,13 @@ def test_metrics_move_with_traffic(json_server: ServerProcess, project: str) -> 
 
 def test_derivation_backlog_counts_waiting_traces(json_server: ServerProcess,
                                                   project: str) -> None:
-    """Changes the derivation worker cannot take yet show in the backlog and its age. Holding
+    """Changes the derivation worker cannot take yet show in the backlog and its age, in
+    /metrics and in /readyz. Holding
     a trace's advisory lock (the one a worker takes to derive it) keeps its changes queued,
     as when another replica is deriving that trace."""
     trace_ids = [new_trace_id().hex() for _ in range(5)]
 
-    async def check() -> tuple[float, float]:
+    async def check() -> tuple[float, float, dict[str, Any]]:
         conn = await asyncpg.connect(json_server.database_url)  # type: ignore[attr-defined]
         try:
             for trace_id in trace_ids:
@@ -201,14 +203,18 @@ def test_derivation_backlog_counts_waiting_traces(json_server: ServerProcess,
                 "SELECT $1, t, now() - interval '30 seconds' FROM unnest($2::text[]) t",
                 project, trace_ids)
             samples = await asyncio.to_thread(scrape, json_server)
+            ready = (await asyncio.to_thread(
+                httpx.get, f"{json_server.http}/readyz", timeout=30)).json()
             return (value(samples, "trajhub_derivation_backlog"),
-                    value(samples, "trajhub_derivation_backlog_oldest_seconds"))
+                    value(samples, "trajhub_derivation_backlog_oldest_seconds"), ready)
         finally:
             await conn.close()  # releases the locks; the worker then drops the empty changes
 
-    backlog, oldest = asyncio.run(check())
+    backlog, oldest, ready = asyncio.run(check())
     assert backlog >= 5
     assert oldest >= 30
+    assert ready["status"] == "ready"
+    assert ready["derivation_backlog"] >= 5 and ready["derivation_backlog_oldest_seconds"] >= 30
     after = wait_for(lambda: (s := scrape(json_server)) and value(
         s, "trajhub_derivation_backlog") < 5 and s, what="the backlog drained")
     assert value(after, "trajhub_derivation_backlog_oldest_seconds") < 30

@@ -144,7 +144,9 @@ def test_errors_say_what_is_wrong(server: ServerProcess, project: str) -> None:
 def test_health_and_docs(server: ServerProcess) -> None:
     with httpx.Client(timeout=30) as c:
         assert c.get(f"{server.http}/healthz").json() == {"status": "ok"}
-        assert c.get(f"{server.http}/readyz").json() == {"status": "ready"}
+        ready = c.get(f"{server.http}/readyz").json()
+        assert ready["status"] == "ready"
+        assert ready["derivation_backlog"] >= 0 and ready["derivation_backlog_oldest_seconds"] >= 0
         assert c.get(f"{server.http}/docs").status_code == 200
         spec = c.get(f"{server.http}/openapi.json").json()
         for path in ("/v1/traces", "/v1/loop/traces/ingest", "/v1/loop/files/upload",

@@ -65,9 +65,15 @@ class HealthStatus(BaseModel):
 
 
 class ReadyStatus(BaseModel):
-    model_config = example_config({"status": "ready"})
+    model_config = example_config({"status": "ready", "derivation_backlog": 12,
+                                   "derivation_backlog_oldest_seconds": 0.8})
     status: Literal["ready", "unavailable", "degraded"]
     detail: str | None = Field(None, description="why not ready")
+    derivation_backlog: int | None = Field(None, description=(
+        "traces waiting for their trajectory to be derived (every replica's: read from the "
+        "database); absent when the database could not be read"))
+    derivation_backlog_oldest_seconds: float | None = Field(None, description=(
+        "how long the oldest of them has waited, in seconds (0 when none waits)"))
 
 
 class ErrorDetail(BaseModel):
