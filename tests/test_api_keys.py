@@ -446,6 +446,39 @@ def test_ingest_refuses_wrong_keys_and_stores_under_the_keys_project(world: Worl
         assert not stored_in(world, world.project, transport, trace_id), transport
 
 
+@pytest.mark.parametrize("path", ["/v1/traces", "/v1/loop/opentelemetry/v1/traces",
+                                  "/v1/loop/traces/ingest", "/v1/loop/files/upload"])
+def test_ingest_honours_the_project_query_parameter_as_rest_does(world: World,
+                                                                 path: str) -> None:
+    """`?project=` on an ingest route is read as on a REST route: another project than the
+    key's is a 403 and stores nothing; the key's own is stored there."""
+    def send(project: str) -> tuple[httpx.Response, bytes]:
+        trace_id = os.urandom(16)
+        params = {"project": project}
+        headers = bearer(world.other_ingest)
+        if path == "/v1/loop/traces/ingest":
+            r = httpx.post(world.http + path, params=params, headers=headers, timeout=30,
+                           json={"spans": [native_span(trace_id.hex())]})
+        elif path == "/v1/loop/files/upload":
+            r = httpx.post(world.http + path, params=params, headers=headers, timeout=30,
+                           files={"file": (f"up-{trace_id.hex()}", b"content")})
+        else:
+            r = httpx.post(world.http + path, params=params, timeout=30,
+                           headers={**headers, "content-type": "application/x-protobuf"},
+                           content=request([span(trace_id)]).SerializeToString())
+        return r, trace_id
+
+    transport = "cozeloop-upload" if path.endswith("upload") else "otlp-http-protobuf"
+    refused, trace_id = send(world.project)
+    assert refused.status_code == 403, refused.content
+    assert world.other.encode() in refused.content
+    assert not stored_in(world, world.project, transport, trace_id)
+    taken, trace_id = send(world.other)
+    assert taken.status_code == 200, taken.content
+    assert wait_for(lambda: stored_in(world, world.other, transport, trace_id) or None,
+                    what="stored under the named project, the key's")
+
+
 def test_otel_sdk_exporters_send_the_key_from_the_environment(
         world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (

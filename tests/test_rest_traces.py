@@ -171,3 +171,23 @@ def test_ids_in_any_case_name_the_same_trace(server: ServerProcess, project: str
         one = get_json(c, f"{server.http}/api/v1/traces/{b.upper()}/spans/{span_id.upper()}",
                        project=project)
         assert (one["trace_id"], one["span_id"], one["name"]) == (b, span_id, "search")
+
+
+def test_ingest_stores_under_the_project_query_parameter(server: ServerProcess,
+                                                         project: str) -> None:
+    """Without keys, `?project=` names the project as on the REST API, before the header;
+    an invalid name is a 400 that says which parameter."""
+    trace_id = new_trace_id()
+    with httpx.Client(timeout=30) as c:
+        r = c.post(f"{server.http}/v1/traces", params={"project": project},
+                   headers={**PB, "trajhub-project": project + "-header"},
+                   content=request([span(trace_id)]).SerializeToString())
+        assert r.status_code == 200, r.content
+        wait_for(lambda: c.get(f"{server.http}/api/v1/traces/{trace_id.hex()}",
+                               params={"project": project}).status_code == 200,
+                 what="stored under the query's project")
+        assert c.get(f"{server.http}/api/v1/traces/{trace_id.hex()}",
+                     params={"project": project + "-header"}).status_code == 404
+        bad = c.post(f"{server.http}/v1/traces", params={"project": "no spaces"}, headers=PB,
+                     content=request([span(new_trace_id())]).SerializeToString())
+        assert bad.status_code == 400 and b"query parameter 'project'" in bad.content

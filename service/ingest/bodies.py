@@ -12,7 +12,7 @@ from fastapi import Request
 
 from trajhub.service.errors import BadRequest, PayloadTooLarge, UnsupportedMediaType
 from trajhub.service.ingest.worker import KIND_OTLP_JSON, KIND_OTLP_PROTOBUF
-from trajhub.service.projects import InvalidProject, header_project
+from trajhub.service.projects import InvalidProject, header_project, validate_project
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -20,12 +20,15 @@ MULTIPART = "multipart/form-data"
 
 
 def request_project(request: Request) -> str | None:
-    """The project a request names in its headers, if any (else per resource or span);
-    BadRequest when the name is invalid."""
+    """The project a request names, as the REST API reads it: the `project` query parameter,
+    else its headers; None to decide per resource or span. BadRequest when the name is
+    invalid."""
+    named = request.query_params.get("project")
     try:
-        return header_project(request.headers)
+        return validate_project(named) if named else header_project(request.headers)
     except InvalidProject as error:
-        raise BadRequest(str(error)) from None
+        raise BadRequest(f"query parameter 'project': {error}" if named else str(error)
+                         ) from None
 
 
 def media_type(content_type: str) -> str:

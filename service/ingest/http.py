@@ -50,7 +50,16 @@ router = APIRouter()
 #: btree row limit
 MAX_FILE_KEY_LENGTH = 1024
 
+#: the `project` query parameter every ingest route reads (service/ingest/bodies.py), as the
+#: REST API's `project` says it
+PROJECT_QUERY = {"name": "project", "in": "query", "required": False, "schema": {
+    "type": "string", "pattern": "^[A-Za-z0-9._:-]{0,128}$"}, "description": (
+    "the project to store under; default: the `trajhub-project` (or `cozeloop-workspace-id`) "
+    "header, else the resource's or span's, else `default`. With API keys on, the key's "
+    "project; naming another one gets 403")}
+
 _OTLP_BODY = {
+    "parameters": [PROJECT_QUERY],
     "requestBody": {
         "required": True,
         "description": "An OTLP ExportTraceServiceRequest. gzip or deflate Content-Encoding.",
@@ -148,7 +157,8 @@ def _loop_reply(code: int, msg: str, status: int = 200,
 @router.post(
     "/v1/loop/traces/ingest", tags=["coze loop"], responses=COZELOOP_RESPONSES,
     summary="Coze Loop native span ingest (cozeloop-python, cozeloop-go / Eino)",
-    openapi_extra={"requestBody": {"required": True, "content": {JSON: {"schema": {
+    openapi_extra={"parameters": [PROJECT_QUERY], "requestBody": {
+        "required": True, "content": {JSON: {"schema": {
         "type": "object", "properties": {"spans": {"type": "array", "items": {
             "type": "object", "description": "UploadSpan"}}}}}}}},
 )
@@ -168,7 +178,8 @@ def _loop_error(error: IngestError) -> Response:
     return _loop_reply(error.http_status, error.message, error.http_status, error_headers(error))
 
 
-_UPLOAD_BODY = {"requestBody": {"required": True, "content": {MULTIPART: {"schema": {
+_UPLOAD_BODY = {"parameters": [PROJECT_QUERY], "requestBody": {"required": True, "content": {
+    MULTIPART: {"schema": {
     "type": "object", "required": ["file"], "properties": {
         "file": {"type": "string", "format": "binary",
                  "description": "the file; its file name is the storage key"},
