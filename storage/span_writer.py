@@ -1,24 +1,25 @@
 """The ingest write path: one transaction per request, committed before the client is answered.
 
-The common case — spans never seen before — is a plain COPY into `spans`, much faster than
-the merge below (bench/README.md, "Decoding and storing spans"). When the COPY hits a span
-already stored (a client retry, or the finished version of a long-running span), it rolls back
-to a savepoint and the rows go through a per-connection staging table merged with ON CONFLICT
-instead: a re-sent span is stored once, and one with a later end time replaces the stored one,
-and the traces it changed are queued for the derivation worker. After a plain COPY the ingest
-worker derives the traces the request carried whole itself and queues the rest.
+The common case — spans never seen before — is a plain COPY into `spans`, much faster than the
+merge below (bench/README.md, "Decoding and storing spans"). When a span is already stored (a
+client retry, or the finished version of a long-running span: looked up only for traces seen
+before; the COPY's unique violation, should one escape that, still leads there), the
+rows go through a per-connection staging table merged with ON CONFLICT instead: a re-sent span
+is stored once, and one with a later end time replaces the stored one, and the traces it changed
+are queued for the derivation worker. After a plain COPY the ingest worker derives the traces
+the request carried whole itself and queues the rest.
 
 Every row of a trace carries the trace's `first_seen`, the partition key of the time-partitioned
 tables (migration 0021): it comes from `trace_keys`, one row per trace, inserted the first time
 the trace arrives and only read (and locked) afterwards. So a trace whose spans arrive on both
 sides of a partition boundary, and a span re-sent in a later partition, still land in the
-partition that holds the trace, and the primary key (which includes `first_seen`) still stores
-a re-sent span once.
+partition that holds the trace, and the primary key (which includes `first_seen`) still stores a
+re-sent span once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -70,7 +71,18 @@ INSERT INTO trace_keys (project, trace_id, first_seen)
 SELECT c.project, c.trace_id, (SELECT trajhub_partition_time(now()))
 FROM unnest($1::text[], $2::text[]) AS c(project, trace_id)
 ON CONFLICT (project, trace_id) DO UPDATE SET first_seen = trace_keys.first_seen
-RETURNING project, trace_id, first_seen
+RETURNING project, trace_id, first_seen, xmax = 0 AS new
+"""
+
+# Whether any of the rows is stored already (by its primary key). Asked only for rows of traces
+# seen before, so that a re-sent batch goes to the merge without a failed COPY first: the COPY's
+# unique violation would be an ERROR line in PostgreSQL's log for a request that succeeds.
+_ANY_STORED = """
+SELECT EXISTS (
+    SELECT 1 FROM spans s
+    JOIN unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[])
+        AS k(project, trace_id, span_id, first_seen)
+        USING (project, trace_id, span_id, first_seen))
 """
 
 _MERGE = f"""
@@ -109,25 +121,36 @@ async def write_spans(
     the merge queued the traces it changed."""
     if resources:
         await conn.execute(_INSERT_RESOURCES, list(resources), list(resources.values()))
-    first_seen = await trace_partitions(conn, {(r.project, r.trace_id) for r in rows})
+    first_seen, known = await trace_partitions(conn, {(r.project, r.trace_id) for r in rows})
     stored = [(*r, first_seen[(r.project, r.trace_id)]) for r in rows]
+    seen_before = [r for r in stored if (r[0], r[1]) in known]
+    if seen_before and await conn.fetchval(
+            _ANY_STORED, [r[0] for r in seen_before], [r[1] for r in seen_before],
+            [r[2] for r in seen_before], [r[-1] for r in seen_before]):
+        return await _merge(conn, stored)
     try:
-        async with conn.transaction():  # a savepoint
+        async with conn.transaction():  # a savepoint, should a stored row escape the check
             await conn.copy_records_to_table("spans", records=stored, columns=_STORED_COLUMNS)
     except asyncpg.UniqueViolationError:
-        await conn.copy_records_to_table("span_stage", records=stored, columns=_STORED_COLUMNS)
-        await conn.execute(_MERGE)
-        return False
+        return await _merge(conn, stored)
     return True
 
 
+async def _merge(conn: Connection, stored: Sequence[tuple[object, ...]]) -> bool:
+    await conn.copy_records_to_table("span_stage", records=stored, columns=_STORED_COLUMNS)
+    await conn.execute(_MERGE)
+    return False
+
+
 async def trace_partitions(conn: Connection, traces: Collection[tuple[str, str]]
-                           ) -> dict[tuple[str, str], datetime]:
-    """The partition key (`first_seen`) of each trace, recorded now for the new ones; the key
-    rows stay locked until the caller's transaction ends."""
+                           ) -> tuple[dict[tuple[str, str], datetime], set[tuple[str, str]]]:
+    """The partition key (`first_seen`) of each trace, recorded now for the new ones, and the
+    traces that were known before; the key rows stay locked until the caller's transaction
+    ends."""
     keys = sorted(traces)
     rows = await conn.fetch(_TRACE_KEYS, [k[0] for k in keys], [k[1] for k in keys])
-    return {(r["project"], r["trace_id"]): r["first_seen"] for r in rows}
+    return ({(r["project"], r["trace_id"]): r["first_seen"] for r in rows},
+            {(r["project"], r["trace_id"]) for r in rows if not r["new"]})
 
 
 async def queue_changes(conn: Connection, traces: Collection[tuple[str, str]]) -> None:

@@ -10,6 +10,7 @@ import sys
 import threading
 import uuid
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import grpc
@@ -267,3 +268,40 @@ def test_evaluation_abandoned_by_a_dead_server_is_marked_failed_at_start(
             assert alive["status"] == "running"
     finally:
         assert second.stop() == 0
+
+
+@pytest.mark.integration  # starts PostgreSQL
+def test_a_resent_batch_writes_no_error_line_in_postgresqls_log(tmp_path: Path) -> None:
+    """A client retry is a success: stored once, answered 200, and PostgreSQL's log stays free
+    of ERROR lines (an operator reads those as failures). Uses its own PostgreSQL, to read its
+    log."""
+    pg = EmbeddedPostgres(tmp_path / "pg")
+    server = ServerProcess.start(pg.url, tmp_path)
+    project = "resend"
+    try:
+        with httpx.Client(timeout=30) as c:
+            def post(spans: list[Any]) -> None:
+                r = c.post(f"{server.http}/v1/traces", headers={**PB, "trajhub-project": project},
+                           content=request(spans).SerializeToString())
+                assert r.status_code == 200, r.content
+
+            whole = new_trace_id()
+            batch = [span(whole, name=f"s{i}") for i in range(5)]
+            post(batch)
+            post(batch)  # the same request again
+            split = new_trace_id()
+            first = [span(split, name=f"first {i}") for i in range(3)]
+            post(first)
+            post([*first[:1], span(split, name="later")])  # one re-sent, one new
+            post([span(split, name="new, of a known trace")])
+            for trace_id, count in ((whole, 5), (split, 5)):
+                spans = get_json(c, f"{server.http}/api/v1/traces/{trace_id.hex()}",
+                                 project=project, view="flat")["spans"]
+                assert len(spans) == count
+        assert server.stop() == 0
+    finally:
+        server.stop()
+        pg.stop()
+    errors = [line for line in (tmp_path / "pg" / "pgdata" / "log").read_text().splitlines()
+              if "ERROR" in line]
+    assert errors == []
