@@ -108,6 +108,26 @@ def test_the_document_is_the_same_on_every_read(server: ServerProcess,
     assert with_empty and all(s.count({}) == 1 for s in with_empty)
 
 
+def test_every_bound_is_stated_in_json_schema_words(openapi: dict[str, Any]) -> None:
+    """A bound pydantic could not place (e.g. on a union) lands under its own name (`ge`,
+    `le`, ...), which no JSON Schema reader understands: every bound is `minimum`, `maximum`,
+    `exclusiveMinimum`, `exclusiveMaximum`, `minLength` or `maxLength`."""
+    found: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in ("ge", "le", "gt", "lt", "min_length", "max_length", "multiple_of"):
+                    found.append(f"{path}/{key}")
+                walk(value, f"{path}/{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, f"{path}/{i}")
+
+    walk(openapi, "")
+    assert found == []
+
+
 def test_every_api_route_documents_its_bad_parameter_answer(openapi: dict[str, Any]) -> None:
     for path, operations in openapi["paths"].items():
         if path.startswith("/api/v1/") and path != "/api/v1/schema/trajectory":

@@ -14,13 +14,10 @@ from typing import Annotated, Any
 import asyncpg
 from fastapi import APIRouter, HTTPException, Path, Response
 from pydantic import (
-    AllowInfNan,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
-    StrictFloat,
-    StrictInt,
 )
 
 from trajhub.evaluators import ConfigError, Expectations
@@ -54,9 +51,11 @@ BackfillId = Annotated[int, Path(ge=1, le=INT64_MAX, description="the backfill's
 RuleName = Annotated[str, Field(min_length=1, max_length=NAME_MAX, pattern=NAME_PATTERN,
                                 description=f"unique in the project: up to {NAME_MAX} "
                                 "letters, digits and `_.:/-`")]
-SampleRate = Annotated[StrictFloat | StrictInt, AllowInfNan(False),
-                       Field(ge=0, le=1, description="the share of matching trajectories "
-                             "it runs on, 0 to 1")]
+# one float type (an integer is one too; a boolean or a string is not), so that
+# /openapi.json states the bounds as `minimum` / `maximum`
+SampleRate = Annotated[float, Field(ge=0, le=1, strict=True, allow_inf_nan=False,
+                                    description="the share of matching trajectories it runs "
+                                    "on, 0 to 1")]
 JudgeCap = Annotated[int, Field(ge=1, le=1_000_000, description="LLM judges: at most this "
                                 "many judge calls a minute; null for no cap"),
                      BeforeValidator(whole_number)]
