@@ -192,18 +192,23 @@ def test_import_upload_is_cut_off_while_streaming(database, tmp_path: Path) -> N
         limited.stop()
 
 
-def test_nul_characters_in_bodies_are_4xx(api: httpx.Client, project: str) -> None:
-    """PostgreSQL cannot store NUL in text or JSON: a body carrying one is refused, not a 500."""
+def test_nul_characters_in_bodies_are_a_400_naming_where(api: httpx.Client,
+                                                          project: str) -> None:
+    """PostgreSQL cannot store NUL in text or JSON: a body carrying one is refused with a 400
+    that names where it is and carries none of PostgreSQL's own words."""
     params = {"project": project}
-    assert api.post("/api/v1/datasets", params=params,
-                    json={"name": "nul", "description": "a\x00b"}).status_code == 422
+    r = api.post("/api/v1/datasets", params=params, json={"name": "nul", "description": "a\x00b"})
+    assert r.status_code == 400 and r.json()["detail"].startswith("body.description holds a NUL")
     assert api.post("/api/v1/datasets", params=params, json={"name": "nul"}).status_code == 201
     r = api.post("/api/v1/datasets/nul/items", params=params,
                  json={"input": {"question": "a\x00b"}})
-    assert r.status_code == 422 and "NUL" in r.json()["detail"]
+    assert r.status_code == 400 and r.json()["detail"].startswith("body.input.question holds")
+    r = api.post("/api/v1/datasets/nul/items", params=params, json={"input": {"a\x00": 1}})
+    assert r.status_code == 400 and "body.input (a key) holds a NUL" in r.json()["detail"]
     line = b'{"input": "a\\u0000b", "expectations": {}}\n'
     r = api.post("/api/v1/datasets/nul/import", params=params, content=line,
                  headers={"content-type": "application/x-ndjson"})
-    assert 400 <= r.status_code < 500, r.text
+    assert r.status_code == 400 and "NUL" in r.json()["detail"], r.text
+    assert "Unicode" not in r.json()["detail"]  # PostgreSQL's words
     items = api.get("/api/v1/datasets/nul/items", params=params).json()["items"]
     assert items == []

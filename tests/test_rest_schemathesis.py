@@ -48,7 +48,7 @@ def config_toml(project: str, admin: str, ci: bool) -> str:
         "[generation]",
         'mode = "all"',
         # PostgreSQL text and jsonb cannot hold NUL: the server refuses one anywhere in a body
-        # with a 422 naming it (test_rest_input.py), which JSON Schema cannot say of free-form
+        # with a 400 naming it (test_rest_input.py), which JSON Schema cannot say of free-form
         # values
         "allow-x00 = false",
         f"max-examples = {MAX_EXAMPLES}",

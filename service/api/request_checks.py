@@ -1,6 +1,7 @@
 """Checks every REST request goes through (`ROUTER_CHECKS`: unknown query parameters, the
-body's content type) and the answers to bad parameters: a 400 naming the parameter, a 405 with
-the `Allow` /openapi.json gives, a 422 for text PostgreSQL cannot store."""
+body's content type, NUL characters in a JSON body) and the answers to bad parameters: a 400
+naming the parameter, a 405 with the `Allow` /openapi.json gives, a 400 for text PostgreSQL
+cannot store."""
 
 from __future__ import annotations
 
@@ -160,11 +161,56 @@ async def parameter_error(request: Request, exc: Exception) -> Response:
                         status_code=400)
 
 
+#: the one rule for NUL characters (README, "NUL characters"): what trajhub stores as text or
+#: JSON cannot hold one, so a request that carries one there is refused, never altered
+NUL_REFUSED = ("holds a NUL character (\\u0000), which cannot be stored as text; remove it or "
+               "encode it")
+
+
 async def unstorable_text(request: Request, exc: Exception) -> Response:
-    """PostgreSQL cannot hold a NUL character in text or JSON: a body that carries one (say
-    `"\\u0000"` in an item's input) is the client's mistake, a 422, not a server error."""
-    return JSONResponse({"detail": "a value in the request holds a NUL character (\\u0000), "
-                                   f"which cannot be stored: {exc}"}, status_code=422)
+    """PostgreSQL cannot hold a NUL character in text or JSON: a request that reaches the
+    database with one anyway is the client's mistake, a 400 (PostgreSQL's own words stay in
+    its log)."""
+    return JSONResponse({"detail": f"a value in the request {NUL_REFUSED}"}, status_code=400)
+
+
+def nul_path(value: Any, path: str = "body") -> str | None:
+    """Where the first NUL character of a parsed JSON value is (`body.input.question`,
+    `body.items[2]`), or None."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in key:
+                return f"{path} (a key)"
+            found = nul_path(item, f"{path}.{key}")
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = nul_path(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
+
+async def nul_free_body(request: Request) -> None:
+    """Router dependency: a JSON body read into a model holds no NUL character; a 400 names
+    where one is (before the body is validated, so the answer does not depend on the field).
+    Routes that read their body themselves, bounded, check it as they parse it."""
+    route = request.scope.get("route")
+    if request.method not in _BODY_METHODS or not isinstance(route, APIRoute) \
+            or route.body_field is None:
+        return
+    body = await request.body()  # FastAPI reads it whole for the model anyway, and keeps it
+    if b"\\u0000" not in body:  # the only way JSON text carries a NUL
+        return
+    try:
+        where = nul_path(orjson.loads(body))
+    except orjson.JSONDecodeError:
+        return  # the body's validation says what is wrong
+    if where is not None:
+        raise HTTPException(400, f"{where} {NUL_REFUSED}")
 
 
 #: the database errors `unstorable_text` answers
@@ -211,4 +257,5 @@ def declared_content_type(request: Request) -> None:
 
 #: what every REST router checks before a route runs (the key first: an unauthenticated
 #: request learns nothing about parameters)
-ROUTER_CHECKS = [Depends(require_key), Depends(known_query_only), Depends(declared_content_type)]
+ROUTER_CHECKS = [Depends(require_key), Depends(known_query_only), Depends(declared_content_type),
+                 Depends(nul_free_body)]
