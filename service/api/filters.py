@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from trajhub.records.scores import score_sort_name
 from trajhub.records.trajectories import SORT_PATTERN, TRAJECTORY_FILTER, TRAJECTORY_SORTS
 from trajhub.service.api.cursors import decode_cursor
-from trajhub.service.api.params import Text
+from trajhub.service.api.params import CURSOR_DESCRIPTION, Text
 from trajhub.service.api.records import filter_values, query_model
 from trajhub.storage import trajectory_reads
 
@@ -56,7 +56,7 @@ class TrajectoryListQuery(TrajectoryQuery):
     order: Literal["desc", "asc"] = "desc"
     # a plain int: the bounds of an Annotated Int32 would override these
     limit: int = Field(50, ge=1, le=1000)
-    cursor: Text | None = Field(None, description="`next_cursor` of the previous page")
+    cursor: Text | None = Field(None, description=CURSOR_DESCRIPTION)
     count: bool = Field(False, description="add `total`: how many trajectories match (the "
                         "cursor aside)")
 

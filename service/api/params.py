@@ -40,7 +40,10 @@ def no_nul(value: str) -> str:
 #: a text query parameter: no NUL, at most MAX_TEXT characters
 Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(no_nul)]
 #: a list's `cursor` query parameter
-Cursor = Annotated[Text | None, Query(description="`next_cursor` of the previous page")]
+#: what a `cursor` parameter is, in every list's words
+CURSOR_DESCRIPTION = ("an opaque string: the `next_cursor` of this list's previous page, as "
+                      "the API gave it; any other value is a 400")
+Cursor = Annotated[Text | None, Query(description=CURSOR_DESCRIPTION)]
 
 
 def whole_number(value: Any) -> Any:

@@ -22,7 +22,7 @@ from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY, SESSION_TU
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.models import NOT_FOUND, example_config
-from trajhub.service.api.params import MAX_TEXT, PREFIX, Text, no_nul
+from trajhub.service.api.params import CURSOR_DESCRIPTION, MAX_TEXT, PREFIX, Text, no_nul
 from trajhub.service.api.records import answer, filter_values, query_model, response_model
 from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.prices import cost_json, prices_for, summary_cost
@@ -103,7 +103,7 @@ class SessionListQuery(SessionQuery):
         "by the session's mean of that score (its `scores`), highest first; only the sessions "
         "that have one are listed. Without it: the session with the latest turn first")
     limit: int = Field(50, ge=1, le=1000)
-    cursor: Text | None = Field(None, description="`next_cursor` of the previous page")
+    cursor: Text | None = Field(None, description=CURSOR_DESCRIPTION)
 
     def list_filter(self) -> session_reads.SessionFilter:
         name = score_sort_name(self.sort) if self.sort else None
