@@ -21,8 +21,8 @@ from typing import Any, ClassVar, Literal, Self
 import asyncpg
 
 from trajhub.records import Record
-from trajhub.records.traces import TRACE_SUMMARY
-from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+from trajhub.records.traces import TraceSummary
+from trajhub.records.trajectories import TrajectorySummary
 from trajhub.storage.stored_documents import DOCUMENT, EXPLANATION, unpack
 
 
@@ -79,11 +79,11 @@ class Row(Mapping[str, Any]):
 
 class RecordRow(Mapping[str, Any]):
     """A row read with a declared record's select list (`Record.select_list`): its values by
-    key (`Field.read_key`), plus the `extra` computed columns of the query. Subclasses name
+    key (`Column.read_key`), plus the `extra` computed columns of the query. Subclasses name
     the record and give typed properties for what storage and the API read by hand."""
 
     __slots__ = ("_values",)
-    record: ClassVar[Record]
+    record: ClassVar[type[Record]]
     #: computed columns the query adds: name → SQL expression with {placeholders}
     extra: ClassVar[Mapping[str, str]] = {}
 
@@ -146,7 +146,7 @@ class TraceSummaryRow(RecordRow):
     worker), as declared in trajhub.records.traces."""
 
     __slots__ = ()
-    record = TRACE_SUMMARY
+    record = TraceSummary
 
     @property
     def start_ns(self) -> int:
@@ -172,7 +172,7 @@ class TrajectorySummaryRow(RecordRow):
     cursor)."""
 
     __slots__ = ()
-    record = TRAJECTORY_SUMMARY
+    record = TrajectorySummary
     extra: ClassVar[Mapping[str, str]] = {"sort_value": "{sort}"}
 
     @property

@@ -7,17 +7,18 @@ model's JSON Schema before orjson encodes it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import ExtraValues
 
-from trajhub.records.evaluations import EVALUATION_RESULT
-from trajhub.records.traces import TRACE_SUMMARY
-from trajhub.records.trajectories import COST, TRAJECTORY_SUMMARY
+# the declared records (trajhub.records) are the response models of their rows
+from trajhub.records.evaluations import EvaluationResult as EvaluationResult
+from trajhub.records.traces import TraceSummary as TraceSummary
+from trajhub.records.trajectories import CostView as CostView
+from trajhub.records.trajectories import TrajectorySummary as TrajectorySummary
 from trajhub.service.api.params import TimeText
-from trajhub.service.api.records import response_model
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN_ID = "00f067aa0ba902b7"
@@ -80,25 +81,8 @@ class ErrorDetail(BaseModel):
 
 # ------------------------------------------------------------------------------------ traces
 
-# The models of declared records (trajhub.records) are generated; type checkers see BaseModel.
-if TYPE_CHECKING:
-    TraceSummary = BaseModel
-    CostView = BaseModel
-    TrajectorySummary = BaseModel
-    EvaluationResult = BaseModel
-else:
-    #: a trace list row, as trajhub.records.traces declares it
-    TraceSummary = response_model(TRACE_SUMMARY)
-    #: money and tokens (trajhub.records.trajectories: COST)
-    CostView = response_model(COST)
-    #: a trajectory list row, as trajhub.records.trajectories declares it
-    TrajectorySummary = response_model(TRAJECTORY_SUMMARY)
-    #: an evaluation result, as trajhub.records.evaluations declares it
-    EvaluationResult = response_model(EVALUATION_RESULT)
-
-
 class TracePage(BaseModel):
-    model_config = example_config({"items": [TRACE_SUMMARY.example()], "next_cursor": None})
+    model_config = example_config({"items": [TraceSummary.example()], "next_cursor": None})
     items: list[TraceSummary]
     next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
                                     "the last")
@@ -237,7 +221,7 @@ class ProjectList(BaseModel):
 # ------------------------------------------------------------------------------ trajectories
 
 class TrajectoryPage(BaseModel):
-    model_config = example_config({"items": [TRAJECTORY_SUMMARY.example()],
+    model_config = example_config({"items": [TrajectorySummary.example()],
                                    "next_cursor": None, "total": 1})
     items: list[TrajectorySummary]
     next_cursor: str | None
@@ -527,7 +511,7 @@ class EvaluationPage(BaseModel):
 
 
 class ResultPage(BaseModel):
-    model_config = example_config({"items": [EVALUATION_RESULT.example()], "next_cursor": None})
+    model_config = example_config({"items": [EvaluationResult.example()], "next_cursor": None})
     items: list[EvaluationResult]
     next_cursor: str | None
 

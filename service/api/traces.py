@@ -8,7 +8,7 @@ import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from trajhub.records.traces import TRACE_SUMMARY
+from trajhub.records.traces import TraceSummary
 from trajhub.service import stored_spans
 from trajhub.service.api import views
 from trajhub.service.api.answers import CheckedRoute, model_response
@@ -83,7 +83,7 @@ async def list_traces(
         limit=limit)
     async with rt.db.acquire() as conn:
         rows = await trace_reads.list_traces(conn, project, f)
-    items = [answer(TRACE_SUMMARY, r) for r in rows]
+    items = [answer(TraceSummary, r) for r in rows]
     next_cursor = (encode_cursor(rows[-1].start_ns, rows[-1].trace_id)
                    if len(rows) == limit else None)
     return {"items": items, "next_cursor": next_cursor}

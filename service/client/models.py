@@ -1,25 +1,32 @@
 """What the REST API returns, as typed objects. Each class reads the fields it knows from a
 response body and ignores the rest, so a newer server with more fields still works.
 
-The summaries of the trace and trajectory lists are generated from their declarations
-(trajhub.records, which is plain data: the client still imports nothing of the server), so they
-hold exactly the fields the API serves, with the same types."""
+The records (the trace and trajectory summaries, scores, sessions, rules, review queues and
+items, evaluation results) are the classes trajhub.records declares, which the API serves as
+they are (pydantic and the standard library only: the client still imports nothing of the
+server). Each field has a default, so an answer from an older server without a newer field
+still reads."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
-from trajhub.records import Field, Record, empty_value, is_optional
-from trajhub.records.evaluations import EVALUATION_RESULT
-from trajhub.records.review import REVIEW_ITEM, REVIEW_QUEUE
-from trajhub.records.rules import BACKFILL, RULE
-from trajhub.records.scores import SCORE, SCORE_CONFIG
-from trajhub.records.sessions import SESSION_SUMMARY, SESSION_TURN
-from trajhub.records.traces import TRACE_SUMMARY
-from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+# The records are declared once (trajhub.records): those classes are the client's models.
+from trajhub.records.evaluations import EvaluationResult as EvaluationResult
+from trajhub.records.review import ReviewItem as ReviewItem
+from trajhub.records.review import ReviewQueue as ReviewQueue
+from trajhub.records.rules import Rule as Rule
+from trajhub.records.rules import RuleBackfill as RuleBackfill
+from trajhub.records.scores import Score as Score
+from trajhub.records.scores import ScoreConfig as ScoreConfig
+from trajhub.records.sessions import SessionSummary as SessionSummary
+from trajhub.records.sessions import SessionTurn as SessionTurn
+from trajhub.records.traces import TraceSummary as TraceSummary
+from trajhub.records.trajectories import CostView as CostView
+from trajhub.records.trajectories import TrajectorySummary as TrajectorySummary
 
 T = TypeVar("T")
 
@@ -47,95 +54,6 @@ class Project(_FromJson):
     span_count: int = 0
     first_span_at: str | None = None
     last_span_at: str | None = None
-
-
-@dataclass(frozen=True)
-class RecordModel(_FromJson):
-    """Base of the models generated from a record declaration (`record_model`): one attribute
-    per served field, nested records as their own models."""
-
-    record: ClassVar[Record]
-
-    if TYPE_CHECKING:
-        # the fields are generated: type checkers see each as Any
-        def __getattr__(self, name: str) -> Any: ...
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
-        values = {}
-        for f in cls.record.served:
-            if f.name not in data:
-                continue
-            value = data[f.name]
-            if isinstance(f.type, Record) and isinstance(value, Mapping):
-                value = record_model(f.type).from_json(value)
-            values[f.name] = value
-        return cls(**values)
-
-
-_CLIENT_MODELS: dict[Record, type[RecordModel]] = {}
-
-
-def _attribute(f: Field, required: bool) -> tuple[str, Any, Any]:
-    if isinstance(f.type, Record):
-        return f.name, record_model(f.type) | None, dataclasses.field(default=None)
-    if required:
-        return f.name, f.type, dataclasses.field()
-    empty = empty_value(f.type)
-    if isinstance(empty, tuple):  # a list: its own empty list per object
-        return f.name, f.type, dataclasses.field(default_factory=list)
-    return f.name, f.type, dataclasses.field(default=None if is_optional(f.type) else empty)
-
-
-def record_model(record: Record) -> type[RecordModel]:
-    """The frozen dataclass of a served record: its key field (`written_by="key"`) required,
-    every other field defaulting to its type's empty value, so an answer from an older server
-    (without a newer field) still reads."""
-    if record not in _CLIENT_MODELS:
-        attributes = [_attribute(f, f.written_by == "key") for f in record.served]
-        model = dataclasses.make_dataclass(
-            record.name, attributes, bases=(RecordModel,), frozen=True,
-            namespace={"record": record, "__doc__": record.description,
-                       "__module__": __name__})
-        _CLIENT_MODELS[record] = model
-    return _CLIENT_MODELS[record]
-
-
-if TYPE_CHECKING:
-    TraceSummary = RecordModel
-    TrajectorySummary = RecordModel
-    EvaluationResult = RecordModel
-    Score = RecordModel
-    ScoreConfig = RecordModel
-    SessionSummary = RecordModel
-    SessionTurn = RecordModel
-    Rule = RecordModel
-    RuleBackfill = RecordModel
-    ReviewQueue = RecordModel
-    ReviewItem = RecordModel
-else:
-    #: a row of the trace list (trajhub.records.traces)
-    TraceSummary = record_model(TRACE_SUMMARY)
-    #: a row of the trajectory list (trajhub.records.trajectories), with its `cost`
-    TrajectorySummary = record_model(TRAJECTORY_SUMMARY)
-    #: one evaluator's result for one item (trajhub.records.evaluations)
-    EvaluationResult = record_model(EVALUATION_RESULT)
-    #: a score of a trajectory or of one of its steps (trajhub.records.scores)
-    Score = record_model(SCORE)
-    #: what a project's scores of one name must be (trajhub.records.scores)
-    ScoreConfig = record_model(SCORE_CONFIG)
-    #: an online evaluation rule (trajhub.records.rules)
-    Rule = record_model(RULE)
-    #: a rule's backfill and its progress (trajhub.records.rules)
-    RuleBackfill = record_model(BACKFILL)
-    #: a row of the session list (trajhub.records.sessions), with its `cost`
-    SessionSummary = record_model(SESSION_SUMMARY)
-    #: one turn of a session: the user's text, the answer, status, tokens and cost
-    SessionTurn = record_model(SESSION_TURN)
-    #: an annotation queue and its progress (trajhub.records.review)
-    ReviewQueue = record_model(REVIEW_QUEUE)
-    #: a trajectory in an annotation queue, and its review (trajhub.records.review)
-    ReviewItem = record_model(REVIEW_ITEM)
 
 
 @dataclass(frozen=True)

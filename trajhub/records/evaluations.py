@@ -5,27 +5,36 @@ and the client's. Only served so far: the evaluation worker still writes the row
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from trajhub.records import Field, Record
+from pydantic import Field
+
+from trajhub.records import SERVED_ONLY, Example, Record, Stored
 from trajhub.records.trajectories import TRACE_ID
 
 
-def _served(name: str, type_: Any, description: str = "", example: Any = None,
-            key: bool = False) -> Field:
-    return Field(name, type_, description, column=None, example=example,
-                 written_by="key" if key else "")
+class EvaluationResult(Record):
+    """One evaluator's result for one item."""
 
-
-EVALUATION_RESULT = Record("EvaluationResult", "One evaluator's result for one item.", (
-    _served("item_id", str, "the item of the evaluation set",
-            "6f1d0c6b1c7e4a0e9d5b0f3a8e2c4b71", key=True),
-    _served("evaluator", str, "the evaluator's name", "expected_agents_tools"),
-    _served("trace_id", str | None, "the trajectory it scored", TRACE_ID),
-    _served("score", float | None, "0 to 1; null when the evaluator failed", 1.0),
-    _served("passed", bool | None, "null when the evaluator failed", True),
-    _served("error", str | None, "why the evaluator could not score the item", None),
-    _served("reason", Any, "the evaluator's structured reason", {}),
-    _served("explanation", str | None, "the reason, readable",
-            "all expected agents and tools were called"),
-))
+    item_id: Annotated[
+        str,
+        Stored(column=None, written_by="key"),
+        Example("6f1d0c6b1c7e4a0e9d5b0f3a8e2c4b71"),
+    ] = Field(description="the item of the evaluation set")
+    evaluator: Annotated[str, SERVED_ONLY, Example("expected_agents_tools")] = Field(
+        default="", description="the evaluator's name")
+    trace_id: Annotated[str | None, SERVED_ONLY, Example(TRACE_ID)] = Field(
+        default=None, description="the trajectory it scored")
+    score: Annotated[float | None, SERVED_ONLY, Example(1.0)] = Field(
+        default=None, description="0 to 1; null when the evaluator failed")
+    passed: Annotated[bool | None, SERVED_ONLY, Example(True)] = Field(
+        default=None, description="null when the evaluator failed")
+    error: Annotated[str | None, SERVED_ONLY] = Field(
+        default=None, description="why the evaluator could not score the item")
+    reason: Annotated[Any, SERVED_ONLY, Example({})] = Field(
+        default=None, description="the evaluator's structured reason")
+    explanation: Annotated[
+        str | None,
+        SERVED_ONLY,
+        Example("all expected agents and tools were called"),
+    ] = Field(default=None, description="the reason, readable")
