@@ -21,6 +21,8 @@ from typing import Any, ClassVar, Literal, Self
 import asyncpg
 
 from trajhub.records import Record
+from trajhub.records.datasets import Dataset
+from trajhub.records.projects import ProjectEntry
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectorySummary
 from trajhub.storage.stored_documents import DOCUMENT, EXPLANATION, unpack
@@ -153,15 +155,12 @@ class TraceSummaryRow(RecordRow):
         return int(self["start_ns"])
 
 
-@dataclass(frozen=True)
-class ProjectRow(Row):
-    """A project and the size and time span of what it holds."""
+class ProjectRow(RecordRow):
+    """A project and the size and time span of what it holds (its rows of `traces`
+    aggregated), as declared in trajhub.records.projects."""
 
-    name: str = field(metadata=sql("project"))
-    trace_count: int = field(metadata=sql("count(*)"))
-    span_count: int = field(metadata=sql("coalesce(sum(span_count), 0)"))
-    first_span_ns: int | None = field(metadata=sql("min(start_ns)"))
-    last_span_ns: int | None = field(metadata=sql("max(end_ns)"))
+    __slots__ = ()
+    record = ProjectEntry
 
 
 # ------------------------------------------------------------------------------ trajectories
@@ -230,13 +229,20 @@ class ExplanationRow(Row):
 
 @dataclass(frozen=True)
 class DatasetRow(Row):
+    """An evaluation set as declared in trajhub.records.datasets (its select list is the
+    declaration's), and its id."""
+
     id: int
     name: str
     description: str
     created_at: datetime
     updated_at: datetime
-    item_count: int = field(metadata=sql(
-        "(SELECT count(*) FROM dataset_items i WHERE i.dataset_id = d.id)"))
+    item_count: int
+
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        prefix = f"{alias}." if alias else ""
+        return f"{prefix}id, {Dataset.select_list(alias)}"
 
 
 @dataclass(frozen=True)

@@ -267,3 +267,26 @@ def test_every_declared_column_exists_in_the_migrated_database(
                           ("scores", Score), ("score_configs", ScoreConfig)):
         stored = {f.stored_column for f in record.declared() if f.stored_column is not None}
         assert stored - asyncio.run(columns(table)) == set(), table
+
+
+def test_the_dataset_evaluation_and_project_records_are_the_clients_and_storages() -> None:
+    from trajhub.records.datasets import Dataset, FillOutcome, ImportOutcome
+    from trajhub.records.evaluations import EvaluatorAggregate, ItemOutcomes
+    from trajhub.records.projects import ProjectEntry
+    from trajhub.service.api import models as api
+    from trajhub.service.client import models as client
+    from trajhub.storage.rows import DatasetRow, ProjectRow
+
+    assert (client.Dataset, client.FillResult, client.ImportResult, client.Project) == (
+        Dataset, FillOutcome, ImportOutcome, ProjectEntry)
+    assert client.EvaluatorAggregate is api.EvaluatorAggregate is EvaluatorAggregate
+    assert client.ItemOutcomes is api.ItemOutcomes is ItemOutcomes
+    assert issubclass(api.FillOutcome, FillOutcome) and issubclass(api.Dataset, Dataset)
+    filled = client.FillResult.from_json({"added": 1, "item_ids": ["i1"], "newer": True})
+    assert (filled.added, filled.item_ids, filled.not_found) == (1, ["i1"], [])
+    assert DatasetRow.columns("d") == (
+        "d.id, d.name, d.description, (SELECT count(*) FROM dataset_items i WHERE "
+        "i.dataset_id = d.id) AS item_count, d.created_at, d.updated_at")
+    assert ProjectRow.columns() == (
+        "project AS name, count(*) AS trace_count, coalesce(sum(span_count), 0) AS span_count, "
+        "min(start_ns) AS first_span_at, max(end_ns) AS last_span_at")

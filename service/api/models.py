@@ -14,7 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import ExtraValues
 
 # the declared records (trajhub.records) are the response models of their rows
+from trajhub.records import datasets as declared_sets
 from trajhub.records.evaluations import EvaluationResult as EvaluationResult
+from trajhub.records.evaluations import EvaluatorAggregate as EvaluatorAggregate
+from trajhub.records.evaluations import ItemOutcomes as ItemOutcomes
+from trajhub.records.projects import ProjectEntry as ProjectEntry
 from trajhub.records.traces import TraceSummary as TraceSummary
 from trajhub.records.trajectories import CostView as CostView
 from trajhub.records.trajectories import TrajectorySummary as TrajectorySummary
@@ -203,14 +207,6 @@ class CozeLoopTrace(BaseModel):
 TraceBody = TraceSpans | OtlpTrace | CozeLoopTrace
 
 
-class ProjectEntry(BaseModel):
-    name: str
-    trace_count: int
-    span_count: int
-    first_span_at: str | None = Field(description="RFC 3339: when the earliest span started")
-    last_span_at: str | None = Field(description="RFC 3339: when the latest span ended")
-
-
 class ProjectList(BaseModel):
     model_config = example_config({"projects": [{
         "name": "default", "trace_count": 42, "span_count": 518,
@@ -385,13 +381,8 @@ DATASET_EXAMPLE: dict[str, Any] = {"name": "weather", "description": "", "item_c
                              "updated_at": "2026-11-22T10:00:00Z"}
 
 
-class Dataset(BaseModel):
+class Dataset(declared_sets.Dataset):
     model_config = example_config(DATASET_EXAMPLE)
-    name: str
-    description: str
-    item_count: int
-    created_at: str
-    updated_at: str
 
 
 class DatasetList(BaseModel):
@@ -434,22 +425,14 @@ class ItemPage(BaseModel):
     next_cursor: str | None
 
 
-class FillOutcome(BaseModel):
+class FillOutcome(declared_sets.FillOutcome):
     model_config = example_config({"added": 2, "skipped_duplicates": 1, "sampled_out": 0,
                              "not_found": [], "not_final": [],
                              "item_ids": ["6f1d0c6b1c7e4a0e9d5b0f3a8e2c4b71"]})
-    added: int
-    skipped_duplicates: int = Field(description="traces the set already held")
-    sampled_out: int
-    not_found: list[str] = Field(description="trace ids with no trajectory")
-    not_final: list[str] = Field(description="trace ids whose trajectory is still open")
-    item_ids: list[str]
 
 
-class ImportOutcome(BaseModel):
+class ImportOutcome(declared_sets.ImportOutcome):
     model_config = example_config({"added": 10, "skipped_duplicates": 0})
-    added: int
-    skipped_duplicates: int
 
 
 # ------------------------------------------------------------------------------- evaluations
@@ -474,24 +457,6 @@ class Evaluation(BaseModel):
     done_items: int
     created_at: str | None
     finished_at: str | None
-
-
-class EvaluatorAggregate(BaseModel):
-    evaluator: str
-    total: int
-    passed: int
-    failed: int
-    errors: int
-    pass_rate: float | None = Field(description="errors count as not passed")
-    mean_score: float | None
-
-
-class ItemOutcomes(BaseModel):
-    total: int
-    evaluated: int
-    passed: int
-    errors: int
-    failed: int
 
 
 class EvaluationDetail(Evaluation):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -27,8 +28,13 @@ def _score_value(text: str) -> Any:
     return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
+def _timestamp(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
 CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "time": iso_time,
+    "timestamp": _timestamp,
     "ns_text": str,
     "json": orjson.loads,
     "score_value": _score_value,

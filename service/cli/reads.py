@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import asdict
 from typing import Any
 
 from trajhub.normalizers.document import parse_document
@@ -103,7 +102,7 @@ def _projects(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         projects = hub.list_projects()
     if args.json:
-        print_json({"projects": [asdict(p) for p in projects]})
+        print_json({"projects": [p.model_dump() for p in projects]})
         return 0
     if not projects:
         print("no projects yet: no spans stored")

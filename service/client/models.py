@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Self, TypeVar
 
 # The records are declared once (trajhub.records): those classes are the client's models.
+from trajhub.records.datasets import Dataset as Dataset
+from trajhub.records.datasets import FillOutcome, ImportOutcome
 from trajhub.records.evaluations import EvaluationResult as EvaluationResult
+from trajhub.records.evaluations import EvaluatorAggregate as EvaluatorAggregate
+from trajhub.records.evaluations import ItemOutcomes as ItemOutcomes
+from trajhub.records.projects import ProjectEntry
 from trajhub.records.review import ReviewItem as ReviewItem
 from trajhub.records.review import ReviewQueue as ReviewQueue
 from trajhub.records.rules import Rule as Rule
@@ -27,6 +32,13 @@ from trajhub.records.sessions import SessionTurn as SessionTurn
 from trajhub.records.traces import TraceSummary as TraceSummary
 from trajhub.records.trajectories import CostView as CostView
 from trajhub.records.trajectories import TrajectorySummary as TrajectorySummary
+
+#: a project and its trace and span counts (trajhub.records.projects)
+Project = ProjectEntry
+#: what filling an evaluation set did (trajhub.records.datasets)
+FillResult = FillOutcome
+#: what importing items did (trajhub.records.datasets)
+ImportResult = ImportOutcome
 
 T = TypeVar("T")
 
@@ -45,15 +57,6 @@ class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None = None
     total: int | None = None
-
-
-@dataclass(frozen=True)
-class Project(_FromJson):
-    name: str
-    trace_count: int = 0
-    span_count: int = 0
-    first_span_at: str | None = None
-    last_span_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,15 +106,6 @@ class StoredTrajectory:
 
 
 @dataclass(frozen=True)
-class Dataset(_FromJson):
-    name: str
-    description: str = ""
-    item_count: int = 0
-    created_at: str | None = None
-    updated_at: str | None = None
-
-
-@dataclass(frozen=True)
 class DatasetItem(_FromJson):
     id: str
     dataset: str | None = None
@@ -125,41 +119,6 @@ class DatasetItem(_FromJson):
     created_at: str | None = None
     updated_at: str | None = None
     trajectory: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class FillResult(_FromJson):
-    added: int = 0
-    skipped_duplicates: int = 0
-    sampled_out: int = 0
-    not_found: list[str] = field(default_factory=list)
-    not_final: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ImportResult(_FromJson):
-    added: int = 0
-    skipped_duplicates: int = 0
-
-
-@dataclass(frozen=True)
-class EvaluatorAggregate(_FromJson):
-    evaluator: str
-    total: int = 0
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    pass_rate: float | None = None
-    mean_score: float | None = None
-
-
-@dataclass(frozen=True)
-class ItemOutcomes(_FromJson):
-    total: int = 0
-    evaluated: int = 0
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,8 @@ class Stored:
     #: an SQL expression read instead of a plain column (over the record's table)
     select: str | None = None
     #: how a stored value becomes the served one: "" as is; "time" ns → RFC 3339; "ns_text"
-    #: ns → decimal text; any other name is a converter the API supplies (e.g. "cost")
+    #: ns → decimal text; "timestamp" a timestamptz → RFC 3339; "json" JSON text → its value;
+    #: any other name is a converter the API supplies (e.g. "cost")
     convert: str = ""
     #: the type of the stored value when it differs from the served one (Unix ns for a time)
     stored_type: Any = None

@@ -1,7 +1,10 @@
 """One evaluator's result for one item of an evaluation run (a row of
-`GET /api/v1/evaluations/{id}/results`), declared once (`trajhub.records`) for the API's model
-and the client's. Only served so far: the evaluation worker still writes the row by hand
-(service/workers/evaluations.py)."""
+`GET /api/v1/evaluations/{id}/results`), and a run's outcome per evaluator and over its items
+(`GET /api/v1/evaluations/{id}`), declared once (`trajhub.records`) for the API's models and the
+client's. Only served so far: the evaluation worker still writes the rows by hand
+(service/workers/evaluations.py), and storage/rows.py reads the outcomes (`AggregateRow`,
+`ItemOutcomesRow`). The run itself is not declared here yet (service/api/models.py
+`Evaluation`)."""
 
 from __future__ import annotations
 
@@ -38,3 +41,24 @@ class EvaluationResult(Record):
         SERVED_ONLY,
         Example("all expected agents and tools were called"),
     ] = Field(default=None, description="the reason, readable")
+
+
+# no docstring: the model's description in /openapi.json would change
+class EvaluatorAggregate(Record):
+    evaluator: Annotated[str, Stored(column=None, written_by="key")]
+    total: Annotated[int, SERVED_ONLY] = 0
+    passed: Annotated[int, SERVED_ONLY] = 0
+    failed: Annotated[int, SERVED_ONLY] = 0
+    errors: Annotated[int, SERVED_ONLY] = 0
+    pass_rate: Annotated[float | None, SERVED_ONLY] = Field(
+        default=None, description="errors count as not passed")
+    mean_score: Annotated[float | None, SERVED_ONLY] = None
+
+
+# no docstring: the model's description in /openapi.json would change
+class ItemOutcomes(Record):
+    total: Annotated[int, SERVED_ONLY] = 0
+    evaluated: Annotated[int, SERVED_ONLY] = 0
+    passed: Annotated[int, SERVED_ONLY] = 0
+    errors: Annotated[int, SERVED_ONLY] = 0
+    failed: Annotated[int, SERVED_ONLY] = 0
