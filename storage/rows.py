@@ -22,6 +22,7 @@ import asyncpg
 
 from trajhub.records import Record
 from trajhub.records.datasets import Dataset
+from trajhub.records.evaluations import Evaluation
 from trajhub.records.projects import ProjectEntry
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectorySummary
@@ -273,17 +274,24 @@ class ItemWithTrajectoryRow(ItemRow):
 
 @dataclass(frozen=True)
 class EvaluationRow(Row):
+    """An evaluation run as declared in trajhub.records.evaluations (its select list is the
+    declaration's)."""
+
     id: int
     dataset_name: str
     target: str
     run_name: str | None
-    evaluators: str = field(metadata=sql("evaluators::text"))
+    evaluators: str
     status: str
     error: str | None
     item_count: int
     done_items: int
     created_at: datetime
     finished_at: datetime | None
+
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        return Evaluation.select_list(alias)
 
 
 @dataclass(frozen=True)

@@ -290,3 +290,23 @@ def test_the_dataset_evaluation_and_project_records_are_the_clients_and_storages
     assert ProjectRow.columns() == (
         "project AS name, count(*) AS trace_count, coalesce(sum(span_count), 0) AS span_count, "
         "min(start_ns) AS first_span_at, max(end_ns) AS last_span_at")
+
+
+def test_the_evaluation_record_is_the_clients_and_storages() -> None:
+    from trajhub.records.evaluations import Evaluation, EvaluationDetail
+    from trajhub.service.api import models as api
+    from trajhub.service.client import models as client
+    from trajhub.storage.rows import EvaluationRow
+
+    assert client.Evaluation is EvaluationDetail and issubclass(api.Evaluation, Evaluation)
+    assert issubclass(api.EvaluationDetail, EvaluationDetail)
+    run = client.Evaluation.from_json({
+        "id": 7, "dataset": "weather", "target": "snapshot", "status": "running",
+        "aggregates": [{"evaluator": "e", "total": 2, "passed": 1}],
+        "items": {"total": 2, "evaluated": 1}})
+    assert run.running and run.aggregates[0].passed == 1 and run.items.evaluated == 1
+    listed = client.Evaluation.from_json({"id": 8, "status": "done"})
+    assert not listed.running and listed.aggregates == [] and listed.items.total == 0
+    assert EvaluationRow.columns() == (
+        "id, dataset_name, target, run_name, evaluators::text AS evaluators, status, error, "
+        "item_count, done_items, created_at, finished_at")

@@ -15,6 +15,7 @@ from pydantic.config import ExtraValues
 
 # the declared records (trajhub.records) are the response models of their rows
 from trajhub.records import datasets as declared_sets
+from trajhub.records import evaluations as declared_evaluations
 from trajhub.records.evaluations import EvaluationResult as EvaluationResult
 from trajhub.records.evaluations import EvaluatorAggregate as EvaluatorAggregate
 from trajhub.records.evaluations import ItemOutcomes as ItemOutcomes
@@ -444,29 +445,16 @@ EVALUATION_EXAMPLE: dict[str, Any] = {
         "finished_at": "2026-11-22T10:00:01Z"}
 
 
-class Evaluation(BaseModel):
+class Evaluation(declared_evaluations.Evaluation):
     model_config = example_config(EVALUATION_EXAMPLE)
-    id: int
-    dataset: str
-    target: Literal["snapshot", "live"]
-    run: str | None
-    evaluators: list[dict[str, Any]]
-    status: str = Field(description="running, done or failed")
-    error: str | None
-    item_count: int
-    done_items: int
-    created_at: str | None
-    finished_at: str | None
 
 
-class EvaluationDetail(Evaluation):
+class EvaluationDetail(declared_evaluations.EvaluationDetail):
     model_config = example_config({
         **EVALUATION_EXAMPLE,
         "aggregates": [{"evaluator": "expected_agents_tools", "total": 3, "passed": 2,
                         "failed": 1, "errors": 0, "pass_rate": 0.667, "mean_score": 0.8}],
         "items": {"total": 3, "evaluated": 3, "passed": 2, "errors": 0, "failed": 1}})
-    aggregates: list[EvaluatorAggregate]
-    items: ItemOutcomes
 
 
 class EvaluationPage(BaseModel):

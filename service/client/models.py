@@ -17,6 +17,7 @@ from typing import Any, Generic, Self, TypeVar
 # The records are declared once (trajhub.records): those classes are the client's models.
 from trajhub.records.datasets import Dataset as Dataset
 from trajhub.records.datasets import FillOutcome, ImportOutcome
+from trajhub.records.evaluations import EvaluationDetail
 from trajhub.records.evaluations import EvaluationResult as EvaluationResult
 from trajhub.records.evaluations import EvaluatorAggregate as EvaluatorAggregate
 from trajhub.records.evaluations import ItemOutcomes as ItemOutcomes
@@ -39,6 +40,9 @@ Project = ProjectEntry
 FillResult = FillOutcome
 #: what importing items did (trajhub.records.datasets)
 ImportResult = ImportOutcome
+#: an evaluation run (trajhub.records.evaluations); `aggregates` and `items` are filled by
+#: `get_evaluation` only (empty otherwise)
+Evaluation = EvaluationDetail
 
 T = TypeVar("T")
 
@@ -119,34 +123,3 @@ class DatasetItem(_FromJson):
     created_at: str | None = None
     updated_at: str | None = None
     trajectory: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Evaluation(_FromJson):
-    """An evaluation run. `aggregates` and `items` are filled by `get_evaluation` only."""
-
-    id: int
-    dataset: str
-    target: str
-    status: str
-    run: str | None = None
-    evaluators: list[Any] = field(default_factory=list)
-    error: str | None = None
-    item_count: int = 0
-    done_items: int = 0
-    created_at: str | None = None
-    finished_at: str | None = None
-    aggregates: list[EvaluatorAggregate] = field(default_factory=list)
-    items: ItemOutcomes | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.status == "running"
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
-        out = super().from_json({k: v for k, v in data.items()
-                                 if k not in ("aggregates", "items")})
-        return dataclasses.replace(
-            out, aggregates=[EvaluatorAggregate.from_json(a) for a in data.get("aggregates", [])],
-            items=ItemOutcomes.from_json(data["items"]) if data.get("items") else None)

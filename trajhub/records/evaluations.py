@@ -3,12 +3,12 @@
 (`GET /api/v1/evaluations/{id}`), declared once (`trajhub.records`) for the API's models and the
 client's. Only served so far: the evaluation worker still writes the rows by hand
 (service/workers/evaluations.py), and storage/rows.py reads the outcomes (`AggregateRow`,
-`ItemOutcomesRow`). The run itself is not declared here yet (service/api/models.py
-`Evaluation`)."""
+`ItemOutcomesRow`); and the run itself (`Evaluation`, `EvaluationDetail`)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -62,3 +62,42 @@ class ItemOutcomes(Record):
     passed: Annotated[int, SERVED_ONLY] = 0
     errors: Annotated[int, SERVED_ONLY] = 0
     failed: Annotated[int, SERVED_ONLY] = 0
+
+
+_WHEN = Stored(written_by="database", convert="timestamp", stored_type=datetime)
+
+
+class Evaluation(Record):
+    """An evaluation run: evaluators scoring the items of an evaluation set (storage/rows.py
+    `EvaluationRow` reads it with this select list)."""
+
+    id: Annotated[int, Stored(written_by="database")]
+    dataset: Annotated[str, Stored(column="dataset_name")] = ""
+    target: Literal["snapshot", "live"] = "snapshot"
+    run: Annotated[str | None, Stored(column="run_name")] = None
+    evaluators: Annotated[
+        list[dict[str, Any]],
+        Stored(select="evaluators::text", convert="json", stored_type=str),
+    ] = Field(default_factory=list)
+    status: str = Field(default="", description="running, done or failed")
+    error: str | None = None
+    item_count: int = 0
+    done_items: int = 0
+    created_at: Annotated[str | None, _WHEN] = None
+    finished_at: Annotated[str | None, _WHEN] = None
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
+
+
+def _no_outcomes() -> ItemOutcomes:
+    return ItemOutcomes()
+
+
+class EvaluationDetail(Evaluation):
+    """An evaluation run with its outcome per evaluator and over its items (the client's
+    `Evaluation`: a list's runs leave both empty)."""
+
+    aggregates: Annotated[list[EvaluatorAggregate], SERVED_ONLY] = Field(default_factory=list)
+    items: Annotated[ItemOutcomes, SERVED_ONLY] = Field(default_factory=_no_outcomes)
