@@ -22,7 +22,7 @@ import asyncpg
 
 from trajhub.records import Record
 from trajhub.records.datasets import Dataset
-from trajhub.records.evaluations import Evaluation
+from trajhub.records.evaluations import Evaluation, EvaluatorAggregate, ItemOutcomes
 from trajhub.records.projects import ProjectEntry
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectorySummary
@@ -296,22 +296,32 @@ class EvaluationRow(Row):
 
 @dataclass(frozen=True)
 class AggregateRow(Row):
-    """One evaluator's results over a run."""
+    """One evaluator's results over a run, as declared in trajhub.records.evaluations
+    (`EvaluatorAggregate`: its select list is the declaration's)."""
 
     evaluator: str
-    total: int = field(metadata=sql("count(*)"))
-    passed: int = field(metadata=sql("count(*) FILTER (WHERE passed)"))
-    errors: int = field(metadata=sql("count(*) FILTER (WHERE error IS NOT NULL)"))
-    mean_score: float | None = field(metadata=sql("avg(score)"))
+    total: int
+    passed: int
+    errors: int
+    mean_score: float | None
+
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        return EvaluatorAggregate.select_list(alias)
 
 
 @dataclass(frozen=True)
 class ItemOutcomesRow(Row):
-    """Items judged so far: passed every evaluator, failed one, or hit an error."""
+    """Items judged so far: passed every evaluator, failed one, or hit an error, as declared
+    in trajhub.records.evaluations (`ItemOutcomes`: its select list is the declaration's)."""
 
-    evaluated: int = field(metadata=sql("count(*)"))
-    passed: int = field(metadata=sql("count(*) FILTER (WHERE all_passed)"))
-    errors: int = field(metadata=sql("count(*) FILTER (WHERE any_error)"))
+    evaluated: int
+    passed: int
+    errors: int
+
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        return ItemOutcomes.select_list(alias)
 
 
 @dataclass(frozen=True)

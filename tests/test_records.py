@@ -296,7 +296,7 @@ def test_the_evaluation_record_is_the_clients_and_storages() -> None:
     from trajhub.records.evaluations import Evaluation, EvaluationDetail
     from trajhub.service.api import models as api
     from trajhub.service.client import models as client
-    from trajhub.storage.rows import EvaluationRow
+    from trajhub.storage.rows import AggregateRow, EvaluationRow, ItemOutcomesRow
 
     assert client.Evaluation is EvaluationDetail and issubclass(api.Evaluation, Evaluation)
     assert issubclass(api.EvaluationDetail, EvaluationDetail)
@@ -310,3 +310,10 @@ def test_the_evaluation_record_is_the_clients_and_storages() -> None:
     assert EvaluationRow.columns() == (
         "id, dataset_name, target, run_name, evaluators::text AS evaluators, status, error, "
         "item_count, done_items, created_at, finished_at")
+    # what the API computes (`failed`, `pass_rate`, `total`) is not selected
+    assert AggregateRow.columns() == (
+        "evaluator, count(*) AS total, count(*) FILTER (WHERE passed) AS passed, "
+        "count(*) FILTER (WHERE error IS NOT NULL) AS errors, avg(score) AS mean_score")
+    assert ItemOutcomesRow.columns() == (
+        "count(*) AS evaluated, count(*) FILTER (WHERE all_passed) AS passed, "
+        "count(*) FILTER (WHERE any_error) AS errors")

@@ -279,10 +279,12 @@ class Record(BaseModel):
     @classmethod
     def select_items(cls) -> tuple[tuple[str, str | None], ...]:
         """What a read row selects: (key, SQL expression or None for the plain column), each
-        key once, for every served field."""
+        key once, for every served field that is stored or selected (not `SERVED_ONLY`: the
+        API computes those)."""
         out: dict[str, str | None] = {}
         for c in cls.served():
-            out.setdefault(c.read_key, c.select)
+            if c.stored_column is not None or c.select is not None:
+                out.setdefault(c.read_key, c.select)
         return tuple(out.items())
 
     @classmethod

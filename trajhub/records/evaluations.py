@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from trajhub.records import SERVED_ONLY, Example, Record, Stored
+from trajhub.records import SERVED_ONLY, Example, Record, Stored, computed
 from trajhub.records.trajectories import TRACE_ID
 
 
@@ -43,24 +43,28 @@ class EvaluationResult(Record):
     ] = Field(default=None, description="the reason, readable")
 
 
-# no docstring: the model's description in /openapi.json would change
+# One evaluator's results over a run, aggregated over its rows of `evaluation_results`
+# (storage/evaluations.py, `aggregates`); `failed` and `pass_rate` the API computes. No
+# docstring: the model's description in /openapi.json would change.
 class EvaluatorAggregate(Record):
-    evaluator: Annotated[str, Stored(column=None, written_by="key")]
-    total: Annotated[int, SERVED_ONLY] = 0
-    passed: Annotated[int, SERVED_ONLY] = 0
+    evaluator: Annotated[str, Stored(written_by="key")]
+    total: Annotated[int, computed("count(*)")] = 0
+    passed: Annotated[int, computed("count(*) FILTER (WHERE passed)")] = 0
     failed: Annotated[int, SERVED_ONLY] = 0
-    errors: Annotated[int, SERVED_ONLY] = 0
+    errors: Annotated[int, computed("count(*) FILTER (WHERE error IS NOT NULL)")] = 0
     pass_rate: Annotated[float | None, SERVED_ONLY] = Field(
         default=None, description="errors count as not passed")
-    mean_score: Annotated[float | None, SERVED_ONLY] = None
+    mean_score: Annotated[float | None, computed("avg(score)")] = None
 
 
-# no docstring: the model's description in /openapi.json would change
+# A run's items judged so far, over one row per item (storage/evaluations.py,
+# `item_outcomes`): passed every evaluator, failed one, or hit an error; `total` and `failed`
+# the API computes. No docstring: the model's description in /openapi.json would change.
 class ItemOutcomes(Record):
     total: Annotated[int, SERVED_ONLY] = 0
-    evaluated: Annotated[int, SERVED_ONLY] = 0
-    passed: Annotated[int, SERVED_ONLY] = 0
-    errors: Annotated[int, SERVED_ONLY] = 0
+    evaluated: Annotated[int, computed("count(*)")] = 0
+    passed: Annotated[int, computed("count(*) FILTER (WHERE all_passed)")] = 0
+    errors: Annotated[int, computed("count(*) FILTER (WHERE any_error)")] = 0
     failed: Annotated[int, SERVED_ONLY] = 0
 
 
