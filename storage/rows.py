@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Literal, Self
 import asyncpg
 
 from trajhub.records import Record
-from trajhub.records.datasets import Dataset
+from trajhub.records.datasets import Dataset, Item, ItemWithTrajectory
 from trajhub.records.evaluations import Evaluation, EvaluatorAggregate, ItemOutcomes
 from trajhub.records.projects import ProjectEntry
 from trajhub.records.traces import TraceSummary
@@ -248,26 +248,40 @@ class DatasetRow(Row):
 
 @dataclass(frozen=True)
 class ItemRow(Row):
-    """An item of an evaluation set; JSON fields as JSON text."""
+    """An item of an evaluation set as declared in trajhub.records.datasets (its select list
+    is the declaration's), with its place in the set; JSON fields as JSON text."""
 
     id: str
     seq: int
-    input: str | None = field(metadata=sql("input::text"))
-    reference_output: str | None = field(metadata=sql("reference_output::text"))
-    expectations: str = field(metadata=sql("expectations::text"))
+    input: str | None
+    reference_output: str | None
+    expectations: str
     #: the rest of the run's state, a JSON object
-    metadata: str = field(metadata=sql("metadata::text"))
+    metadata: str
     source_trace_id: str | None
     tags: list[str]
     created_at: datetime
     updated_at: datetime
+
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        return _item_columns(Item, alias)
 
 
 @dataclass(frozen=True)
 class ItemWithTrajectoryRow(ItemRow):
     """An item with its trajectory snapshot (the document's bytes as stored)."""
 
-    trajectory: str | None = field(metadata=sql("trajectory::text"))
+    trajectory: str | None = None
+
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        return _item_columns(ItemWithTrajectory, alias)
+
+
+def _item_columns(record: type[Record], alias: str) -> str:
+    prefix = f"{alias}." if alias else ""
+    return f"{record.select_list(alias)}, {prefix}seq"
 
 
 # ------------------------------------------------------------------------------ evaluations

@@ -270,12 +270,18 @@ def test_every_declared_column_exists_in_the_migrated_database(
 
 
 def test_the_dataset_evaluation_and_project_records_are_the_clients_and_storages() -> None:
-    from trajhub.records.datasets import Dataset, FillOutcome, ImportOutcome
+    from trajhub.records.datasets import (
+        Dataset,
+        FillOutcome,
+        ImportOutcome,
+        Item,
+        ItemWithTrajectory,
+    )
     from trajhub.records.evaluations import EvaluatorAggregate, ItemOutcomes
     from trajhub.records.projects import ProjectEntry
     from trajhub.service.api import models as api
     from trajhub.service.client import models as client
-    from trajhub.storage.rows import DatasetRow, ProjectRow
+    from trajhub.storage.rows import DatasetRow, ItemWithTrajectoryRow, ProjectRow
 
     assert (client.Dataset, client.FillResult, client.ImportResult, client.Project) == (
         Dataset, FillOutcome, ImportOutcome, ProjectEntry)
@@ -287,6 +293,13 @@ def test_the_dataset_evaluation_and_project_records_are_the_clients_and_storages
     assert DatasetRow.columns("d") == (
         "d.id, d.name, d.description, (SELECT count(*) FROM dataset_items i WHERE "
         "i.dataset_id = d.id) AS item_count, d.created_at, d.updated_at")
+    assert client.DatasetItem is ItemWithTrajectory and issubclass(api.Item, Item)
+    item = client.DatasetItem.from_json({"id": "i1", "dataset": "d", "tags": ["a"]})
+    assert (item.id, item.tags, item.expectations, item.trajectory) == ("i1", ["a"], {}, None)
+    assert ItemWithTrajectoryRow.columns() == (
+        "id, input::text AS input, reference_output::text AS reference_output, "
+        "expectations::text AS expectations, metadata::text AS metadata, source_trace_id, tags, "
+        "created_at, updated_at, trajectory::text AS trajectory, seq")
     assert ProjectRow.columns() == (
         "project AS name, count(*) AS trace_count, coalesce(sum(span_count), 0) AS span_count, "
         "min(start_ns) AS first_span_at, max(end_ns) AS last_span_at")

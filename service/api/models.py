@@ -402,22 +402,13 @@ ITEM_EXAMPLE: dict[str, Any] = {
         "updated_at": "2026-11-22T10:00:00Z"}
 
 
-class Item(BaseModel):
+class Item(declared_sets.Item):
     model_config = example_config(ITEM_EXAMPLE)
-    id: str
-    dataset: str
-    input: Any
-    reference_output: Any
-    expectations: dict[str, Any]
-    metadata: dict[str, Any] = Field(
-        description="the rest of the run's state: what its input and output held besides the "
-                    "request and the final answer (filled items), or what was given")
-    source_trace_id: str | None
-    tags: list[str]
-    created_at: str
-    updated_at: str
+    # the snapshot as the API's model of a trajectory document (trajhub.records.datasets:
+    # ItemWithTrajectory declares it as a plain object)
     trajectory: TrajectoryDocument | None = Field(
-        None, description="the trajectory snapshot (single items, or `include_trajectory`)")
+        None, exclude_if=lambda value: value is None,
+        description=declared_sets.TRAJECTORY_DESCRIPTION)
 
 
 class ItemPage(BaseModel):

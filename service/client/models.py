@@ -2,21 +2,20 @@
 response body and ignores the rest, so a newer server with more fields still works.
 
 The records (the trace and trajectory summaries, scores, sessions, rules, review queues and
-items, evaluation results) are the classes trajhub.records declares, which the API serves as
-they are (pydantic and the standard library only: the client still imports nothing of the
-server). Each field has a default, so an answer from an older server without a newer field
-still reads."""
+items, projects, evaluation sets and their items, evaluation runs and their results) are the
+classes trajhub.records declares, which the API serves as they are (pydantic and the standard
+library only: the client still imports nothing of the server); `from_json` reads one. Each
+field has a default, so an answer from an older server without a newer field still reads."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Generic, Self, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 # The records are declared once (trajhub.records): those classes are the client's models.
 from trajhub.records.datasets import Dataset as Dataset
-from trajhub.records.datasets import FillOutcome, ImportOutcome
+from trajhub.records.datasets import FillOutcome, ImportOutcome, ItemWithTrajectory
 from trajhub.records.evaluations import EvaluationDetail
 from trajhub.records.evaluations import EvaluationResult as EvaluationResult
 from trajhub.records.evaluations import EvaluatorAggregate as EvaluatorAggregate
@@ -36,6 +35,9 @@ from trajhub.records.trajectories import TrajectorySummary as TrajectorySummary
 
 #: a project and its trace and span counts (trajhub.records.projects)
 Project = ProjectEntry
+#: an item of an evaluation set, with its trajectory snapshot when asked for
+#: (trajhub.records.datasets)
+DatasetItem = ItemWithTrajectory
 #: what filling an evaluation set did (trajhub.records.datasets)
 FillResult = FillOutcome
 #: what importing items did (trajhub.records.datasets)
@@ -45,13 +47,6 @@ ImportResult = ImportOutcome
 Evaluation = EvaluationDetail
 
 T = TypeVar("T")
-
-
-class _FromJson:
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
-        known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass(frozen=True)
@@ -107,19 +102,3 @@ class StoredTrajectory:
     @property
     def final(self) -> bool:
         return self.status == "final"
-
-
-@dataclass(frozen=True)
-class DatasetItem(_FromJson):
-    id: str
-    dataset: str | None = None
-    input: Any = None
-    reference_output: Any = None
-    expectations: dict[str, Any] | None = None
-    #: the rest of the run's state (the request and final answer are input / reference_output)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    source_trace_id: str | None = None
-    tags: list[str] = field(default_factory=list)
-    created_at: str | None = None
-    updated_at: str | None = None
-    trajectory: dict[str, Any] | None = None

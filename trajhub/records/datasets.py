@@ -1,12 +1,13 @@
 """An evaluation set (a row of `GET /api/v1/datasets`, of the `datasets` table, and of the
-client's `list_datasets`), and what filling or importing one did, declared once
-(`trajhub.records`) for the API's models, the client's and storage's select list. Its items
-are not declared here yet (service/api/models.py `Item`, storage/rows.py `ItemRow`)."""
+client's `list_datasets`), its items, and what filling or importing one did, declared once
+(`trajhub.records`) for the API's models, the client's and storage's select lists. The API
+serves an item's snapshot as its own model of a trajectory document (service/api/models.py,
+`Item`)."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -48,3 +49,45 @@ class ImportOutcome(Record):
 
     added: Annotated[int, SERVED_ONLY] = 0
     skipped_duplicates: Annotated[int, SERVED_ONLY] = 0
+
+
+def _json(column: str) -> Stored:
+    # a jsonb column, read as its text and served as its value
+    return Stored(select=f"{column}::text", convert="json", stored_type=str)
+
+
+class Item(Record):
+    """An item of an evaluation set: a test case (from a run, or given), what it should do,
+    and where it came from. Its trajectory snapshot is `ItemWithTrajectory`'s."""
+
+    stored_only = (StoredOnly("seq", int, Stored(written_by="database")),)
+
+    id: Annotated[str, Stored(written_by="key")]
+    dataset: Annotated[str, SERVED_ONLY] = ""
+    input: Annotated[Any, _json("input")] = None
+    reference_output: Annotated[Any, _json("reference_output")] = None
+    expectations: Annotated[dict[str, Any], _json("expectations")] = Field(default_factory=dict)
+    metadata: Annotated[dict[str, Any], _json("metadata")] = Field(
+        default_factory=dict, description="the rest of the run's state: what its input and "
+        "output held besides the request and the final answer (filled items), or what was "
+        "given")
+    source_trace_id: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    created_at: Annotated[str, _WHEN] = ""
+    updated_at: Annotated[str, _WHEN] = ""
+
+
+#: the API leaves a snapshot out unless it was asked for: never required in /openapi.json
+def _absent(value: object) -> bool:
+    return value is None
+
+
+TRAJECTORY_DESCRIPTION = "the trajectory snapshot (single items, or `include_trajectory`)"
+
+
+class ItemWithTrajectory(Item):
+    """An item of an evaluation set with its trajectory snapshot (a trajectory document) when
+    one was asked for (the client's `DatasetItem`)."""
+
+    trajectory: Annotated[dict[str, Any] | None, _json("trajectory")] = Field(
+        default=None, exclude_if=_absent, description=TRAJECTORY_DESCRIPTION)
