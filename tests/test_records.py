@@ -330,3 +330,18 @@ def test_the_evaluation_record_is_the_clients_and_storages() -> None:
     assert ItemOutcomesRow.columns() == (
         "count(*) AS evaluated, count(*) FILTER (WHERE all_passed) AS passed, "
         "count(*) FILTER (WHERE any_error) AS errors")
+
+
+# a fresh interpreter shows what importing the declarations loads: a subprocess, so not the
+# unit tier
+@pytest.mark.integration
+def test_the_declarations_import_nothing_of_the_server() -> None:
+    code = ("import sys, pkgutil, importlib, trajhub.records as r\n"
+            "for m in pkgutil.iter_modules(r.__path__): importlib.import_module("
+            "'trajhub.records.' + m.name)\n"
+            "print(sorted({n.split('.')[0] if not n.startswith('trajhub.') else "
+            "'.'.join(n.split('.')[:2]) for n in sys.modules}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    loaded = set(json.loads(done.stdout.replace("'", '"')))
+    assert {"fastapi", "asyncpg", "trajhub.service", "trajhub.storage", "httpx"} & loaded == set()

@@ -21,7 +21,9 @@ each one (`json_schema_serialization_defaults_required`, and no defaults in the 
 This module depends on nothing beyond the standard library and pydantic, so that the client
 (which must not import the server) and the pure normalizers may read it, and storage needs
 nothing of the service. The declarations themselves are in the modules beside this one:
-`trajectories`, `traces`, `scores`, `sessions`, `rules`, `review` and `evaluations`.
+`trajectories`, `traces`, `scores`, `sessions`, `rules`, `review`, `datasets`, `evaluations`
+and `projects`; `query_types` holds the filters' parameter types (bounded texts, integers,
+times), which the API checks and /openapi.json declares.
 
 Time vocabulary (one across the API): a moment is `<what>_time`, an RFC 3339 UTC timestamp
 (`start_time`, `end_time`); a length of time is `<what>_ms`, whole milliseconds as an integer
