@@ -161,7 +161,7 @@ def _score_sort(name: str, arg: Params) -> tuple[str, str]:
     return value, having
 
 
-#: the filters whose condition is not a template (`Param.custom`), by name
+#: the filters whose condition is not a template (`Condition.custom`), by name
 _CUSTOM: dict[str, Callable[[Any, Params], list[str]]] = {"status": _status, "q": _text,
                                                           "score": _score}
 _missing = {p.name for p in TrajectoryQuery.params() if p.custom} - set(_CUSTOM)

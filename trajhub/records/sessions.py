@@ -2,7 +2,7 @@
 read by convention in normalizers/run_context.py; docs/conventions.md, "Which id is the
 session"). A session is not stored: it is aggregated from the `trajectories` table when read
 (storage/session_reads.py), so every field below is an aggregate over the session's turns
-(`Field.select`), and each filter is a condition on the session's turns, checked on its latest
+(`Stored.select`), and each filter is a condition on the session's turns, checked on its latest
 turn as the list walks them.
 
 Declared once here (`trajhub.records`) for the REST API (`GET /api/v1/sessions`,
