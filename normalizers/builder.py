@@ -80,8 +80,9 @@ class SpanExplanation:
 @immutable
 class DerivedSummary:
     """What the normalizer derives for the trajectory list: the attributes that
-    trajhub.records.trajectories declares as filled by the summary (`written_by="summary"`),
-    by the same names. Pure values: how they are stored and served is the declaration's."""
+    trajhub.records.trajectories declares as filled by the summary
+    (`Stored(written_by="summary")`), by the same names. Pure values: how they are stored and
+    served is the declaration's."""
 
     framework: str
     conventions: list[str]

@@ -25,8 +25,8 @@ from trajhub.normalizers.playback import model_usage
 from trajhub.normalizers.run_context import RunContext, preview, run_context
 from trajhub.normalizers.trajectory import trajectory_to_dict
 from trajhub.records import Record, write_values
-from trajhub.records.traces import TRACE_SUMMARY
-from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+from trajhub.records.traces import TraceSummary
+from trajhub.records.trajectories import TrajectorySummary
 from trajhub.service import stored_trajectory
 from trajhub.service.heap import collector_paused, release_free_memory
 from trajhub.service.stored_spans import to_model
@@ -54,7 +54,7 @@ def _pg(value: Any) -> Any:
     return value
 
 
-def _written(record: Record, summary: object | None, given: Mapping[str, Any]
+def _written(record: type[Record], summary: object | None, given: Mapping[str, Any]
              ) -> dict[str, Any]:
     """Every column the record's declaration has the derivation write, made fit for
     PostgreSQL: a field filled by the normalizer comes from its summary by the declared name,
@@ -70,7 +70,7 @@ def trace_row(project: str, trace_id: str, rows: Sequence[RowMapping],
     roots = sorted((r for r in rows if r["parent_span_id"] not in ids),
                    key=lambda r: (r["start_ns"], r["end_ns"], r["span_id"]))
     root = roots[0] if roots else min(rows, key=lambda r: (r["start_ns"], r["span_id"]))
-    return TraceWrite(project, trace_id, write_values(TRACE_SUMMARY, None, {
+    return TraceWrite(project, trace_id, write_values(TraceSummary, None, {
         "root_span_id": root["span_id"], "root_name": root["name"],
         "service_name": root["service_name"], "start_ns": min(r["start_ns"] for r in rows),
         "end_ns": max(r["end_ns"] for r in rows), "span_count": len(rows),
@@ -84,7 +84,7 @@ def failed_trajectory(project: str, trace_id: str, settle_at: datetime, error: B
     """The row recording that this trace's trajectory could not be derived, and why."""
     context = context or RunContext(None, None, None)
     return TrajectoryWrite(project, trace_id, settle_at, ended, None, None, [], _written(
-        TRAJECTORY_SUMMARY, None, {
+        TrajectorySummary, None, {
             "normalizer_version": NORMALIZER_VERSION,
             "derivation_error": pg_text(f"{type(error).__name__}: {error}")[:2000],
             "start_ns": start_ns, "service": context.service,
@@ -109,7 +109,7 @@ def trajectory_row(project: str, trace_id: str, spans: list[Span], settle_at: da
     s = d.summary
     user_text, answer = run_texts(s.root_input, s.root_output)
     explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
-    values = _written(TRAJECTORY_SUMMARY, s, {
+    values = _written(TrajectorySummary, s, {
         "normalizer_version": NORMALIZER_VERSION, "derivation_error": None,
         "model_usage": orjson.dumps(model_usage(d.trajectory)).decode(),
         "service": context.service, "session_id": context.session_id,

@@ -54,7 +54,7 @@ def prices_for(settings: Any) -> Prices:
 
 
 def cost_json(cost: Cost, prices: Prices) -> dict[str, Any]:
-    """A Cost as the API's CostView (trajhub.records.trajectories: COST)."""
+    """A Cost as the API's CostView (trajhub.records.trajectories)."""
     return {**asdict(cost), "price_sources": [prices.label(s) for s in cost.price_sources],
             "currency": prices.currency, "price_table": prices.description,
             "prices_as_of": _as_of(cost, prices)}

@@ -10,8 +10,8 @@ from typing import Any, NamedTuple
 
 import asyncpg
 
-from trajhub.records.traces import TRACE_SUMMARY
-from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+from trajhub.records.traces import TraceSummary
+from trajhub.records.trajectories import TrajectorySummary
 from trajhub.storage.database import Connection
 from trajhub.storage.sql import Params
 from trajhub.storage.trace_reads import SPAN_FIELDS
@@ -140,7 +140,7 @@ class TraceWrite(NamedTuple):
 
     project: str
     trace_id: str
-    #: every written column of TRACE_SUMMARY by name (`trajhub.records.write_values`)
+    #: every written column of TraceSummary by name (`trajhub.records.write_values`)
     values: Mapping[str, Any]
 
     @property
@@ -161,7 +161,7 @@ class TrajectoryWrite(NamedTuple):
     document: bytes | None
     explanation: bytes | None
     warnings: Sequence[str]
-    #: every written column of TRAJECTORY_SUMMARY by name (`trajhub.records.write_values`)
+    #: every written column of TrajectorySummary by name (`trajhub.records.write_values`)
     values: Mapping[str, Any]
     #: a large trajectory's playback order, head and step chunks, compressed
     #: (storage/step_chunks.py, migration 0061); empty for the others, which are paged from
@@ -169,9 +169,9 @@ class TrajectoryWrite(NamedTuple):
     chunks: Sequence[bytes] = ()
 
 
-_TRACE_VALUES = TRACE_SUMMARY.write_columns()
+_TRACE_VALUES = TraceSummary.write_columns()
 _TRACE_COLUMNS: tuple[str, ...] = ("project", "trace_id", *_TRACE_VALUES)
-_TRAJECTORY_VALUES = TRAJECTORY_SUMMARY.write_columns()
+_TRAJECTORY_VALUES = TrajectorySummary.write_columns()
 #: the row's own columns: every field but the chunks (their own table) and the summary values
 _OWN = tuple(f for f in TrajectoryWrite._fields if f not in ("chunks", "values"))
 TRAJECTORY_COLUMNS: tuple[str, ...] = (*_OWN, *_TRAJECTORY_VALUES)

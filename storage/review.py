@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import asyncpg
 
-from trajhub.records.review import REVIEW_ITEM, REVIEW_QUEUE
+from trajhub.records.review import ReviewItem, ReviewQueue
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import RecordRow
 
@@ -23,7 +23,7 @@ class QueueRow(RecordRow):
     """A stored queue with its progress, as trajhub.records.review declares it."""
 
     __slots__ = ()
-    record = REVIEW_QUEUE
+    record = ReviewQueue
     extra: ClassVar[Mapping[str, str]] = {"queue_id": "q.id"}
 
     @property
@@ -39,7 +39,7 @@ class ItemRow(RecordRow):
     """A stored queue item, as trajhub.records.review declares it."""
 
     __slots__ = ()
-    record = REVIEW_ITEM
+    record = ReviewItem
 
     @property
     def id(self) -> int:
@@ -125,14 +125,14 @@ async def items(conn: Connection, queue_id: int, status: str | None, limit: int
                 ) -> list[ItemRow]:
     """A queue's items in the order they were added (only those of `status` when given)."""
     return ItemRow.from_records(await conn.fetch(
-        f"SELECT {REVIEW_ITEM.select_list()} FROM review_items WHERE queue_id = $1 "
+        f"SELECT {ReviewItem.select_list()} FROM review_items WHERE queue_id = $1 "
         "AND ($2::text IS NULL OR status = $2) ORDER BY id LIMIT $3",
         queue_id, status, limit))
 
 
 async def item(conn: Connection, queue_id: int, item_id: int) -> ItemRow | None:
     row = await conn.fetchrow(
-        f"SELECT {REVIEW_ITEM.select_list()} FROM review_items "
+        f"SELECT {ReviewItem.select_list()} FROM review_items "
         "WHERE queue_id = $1 AND id = $2", queue_id, item_id)
     return ItemRow.from_record(row) if row is not None else None
 
@@ -150,7 +150,7 @@ _CLAIM = (
     "ORDER BY (reviewer = $2 AND lease_until_ns > " + NOW_NS + ") IS TRUE DESC, id "
     "LIMIT 1 FOR UPDATE SKIP LOCKED) "
     f"AND status = 'pending' AND {_FREE} "
-    f"RETURNING {REVIEW_ITEM.select_list()}")
+    f"RETURNING {ReviewItem.select_list()}")
 
 
 async def claim_next(conn: Connection, queue_id: int, reviewer: str, lease_seconds: int
@@ -167,7 +167,7 @@ async def held_by(conn: Connection, queue_id: int, item_id: int, reviewer: str
     pending: their lease keeps others off it, and once it has run out they may still finish
     it as long as nobody else has taken it (a claim sets `reviewer`, under the same lock)."""
     row = await conn.fetchrow(
-        f"SELECT {REVIEW_ITEM.select_list()} FROM review_items WHERE queue_id = $1 "
+        f"SELECT {ReviewItem.select_list()} FROM review_items WHERE queue_id = $1 "
         "AND id = $2 AND status = 'pending' AND reviewer = $3 FOR UPDATE",
         queue_id, item_id, reviewer)
     return ItemRow.from_record(row) if row is not None else None
@@ -180,7 +180,7 @@ async def finish(conn: Connection, item_id: int, status: str, comment: str | Non
     row = await conn.fetchrow(
         f"UPDATE review_items SET status = $2, comment = $3, expectations = $4::jsonb, "
         f"lease_until_ns = NULL, completed_ns = {NOW_NS} WHERE id = $1 "
-        f"RETURNING {REVIEW_ITEM.select_list()}", item_id, status, comment, expectations)
+        f"RETURNING {ReviewItem.select_list()}", item_id, status, comment, expectations)
     assert row is not None
     return ItemRow.from_record(row)
 

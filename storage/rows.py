@@ -21,8 +21,11 @@ from typing import Any, ClassVar, Literal, Self
 import asyncpg
 
 from trajhub.records import Record
-from trajhub.records.traces import TRACE_SUMMARY
-from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+from trajhub.records.datasets import Dataset, Item, ItemWithTrajectory
+from trajhub.records.evaluations import Evaluation, EvaluatorAggregate, ItemOutcomes
+from trajhub.records.projects import ProjectEntry
+from trajhub.records.traces import TraceSummary
+from trajhub.records.trajectories import TrajectorySummary
 from trajhub.storage.stored_documents import DOCUMENT, EXPLANATION, unpack
 
 
@@ -79,11 +82,11 @@ class Row(Mapping[str, Any]):
 
 class RecordRow(Mapping[str, Any]):
     """A row read with a declared record's select list (`Record.select_list`): its values by
-    key (`Field.read_key`), plus the `extra` computed columns of the query. Subclasses name
+    key (`Column.read_key`), plus the `extra` computed columns of the query. Subclasses name
     the record and give typed properties for what storage and the API read by hand."""
 
     __slots__ = ("_values",)
-    record: ClassVar[Record]
+    record: ClassVar[type[Record]]
     #: computed columns the query adds: name → SQL expression with {placeholders}
     extra: ClassVar[Mapping[str, str]] = {}
 
@@ -146,22 +149,19 @@ class TraceSummaryRow(RecordRow):
     worker), as declared in trajhub.records.traces."""
 
     __slots__ = ()
-    record = TRACE_SUMMARY
+    record = TraceSummary
 
     @property
     def start_ns(self) -> int:
         return int(self["start_ns"])
 
 
-@dataclass(frozen=True)
-class ProjectRow(Row):
-    """A project and the size and time span of what it holds."""
+class ProjectRow(RecordRow):
+    """A project and the size and time span of what it holds (its rows of `traces`
+    aggregated), as declared in trajhub.records.projects."""
 
-    name: str = field(metadata=sql("project"))
-    trace_count: int = field(metadata=sql("count(*)"))
-    span_count: int = field(metadata=sql("coalesce(sum(span_count), 0)"))
-    first_span_ns: int | None = field(metadata=sql("min(start_ns)"))
-    last_span_ns: int | None = field(metadata=sql("max(end_ns)"))
+    __slots__ = ()
+    record = ProjectEntry
 
 
 # ------------------------------------------------------------------------------ trajectories
@@ -172,7 +172,7 @@ class TrajectorySummaryRow(RecordRow):
     cursor)."""
 
     __slots__ = ()
-    record = TRAJECTORY_SUMMARY
+    record = TrajectorySummary
     extra: ClassVar[Mapping[str, str]] = {"sort_value": "{sort}"}
 
     @property
@@ -230,48 +230,72 @@ class ExplanationRow(Row):
 
 @dataclass(frozen=True)
 class DatasetRow(Row):
+    """An evaluation set as declared in trajhub.records.datasets (its select list is the
+    declaration's), and its id."""
+
     id: int
     name: str
     description: str
     created_at: datetime
     updated_at: datetime
-    item_count: int = field(metadata=sql(
-        "(SELECT count(*) FROM dataset_items i WHERE i.dataset_id = d.id)"))
+    item_count: int
+
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        prefix = f"{alias}." if alias else ""
+        return f"{prefix}id, {Dataset.select_list(alias)}"
 
 
 @dataclass(frozen=True)
 class ItemRow(Row):
-    """An item of an evaluation set; JSON fields as JSON text."""
+    """An item of an evaluation set as declared in trajhub.records.datasets (its select list
+    is the declaration's), with its place in the set; JSON fields as JSON text."""
 
     id: str
     seq: int
-    input: str | None = field(metadata=sql("input::text"))
-    reference_output: str | None = field(metadata=sql("reference_output::text"))
-    expectations: str = field(metadata=sql("expectations::text"))
+    input: str | None
+    reference_output: str | None
+    expectations: str
     #: the rest of the run's state, a JSON object
-    metadata: str = field(metadata=sql("metadata::text"))
+    metadata: str
     source_trace_id: str | None
     tags: list[str]
     created_at: datetime
     updated_at: datetime
+
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        return _item_columns(Item, alias)
 
 
 @dataclass(frozen=True)
 class ItemWithTrajectoryRow(ItemRow):
     """An item with its trajectory snapshot (the document's bytes as stored)."""
 
-    trajectory: str | None = field(metadata=sql("trajectory::text"))
+    trajectory: str | None = None
+
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        return _item_columns(ItemWithTrajectory, alias)
+
+
+def _item_columns(record: type[Record], alias: str) -> str:
+    prefix = f"{alias}." if alias else ""
+    return f"{record.select_list(alias)}, {prefix}seq"
 
 
 # ------------------------------------------------------------------------------ evaluations
 
 @dataclass(frozen=True)
 class EvaluationRow(Row):
+    """An evaluation run as declared in trajhub.records.evaluations (its select list is the
+    declaration's)."""
+
     id: int
     dataset_name: str
     target: str
     run_name: str | None
-    evaluators: str = field(metadata=sql("evaluators::text"))
+    evaluators: str
     status: str
     error: str | None
     item_count: int
@@ -279,25 +303,39 @@ class EvaluationRow(Row):
     created_at: datetime
     finished_at: datetime | None
 
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        return Evaluation.select_list(alias)
+
 
 @dataclass(frozen=True)
 class AggregateRow(Row):
-    """One evaluator's results over a run."""
+    """One evaluator's results over a run, as declared in trajhub.records.evaluations
+    (`EvaluatorAggregate`: its select list is the declaration's)."""
 
     evaluator: str
-    total: int = field(metadata=sql("count(*)"))
-    passed: int = field(metadata=sql("count(*) FILTER (WHERE passed)"))
-    errors: int = field(metadata=sql("count(*) FILTER (WHERE error IS NOT NULL)"))
-    mean_score: float | None = field(metadata=sql("avg(score)"))
+    total: int
+    passed: int
+    errors: int
+    mean_score: float | None
+
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        return EvaluatorAggregate.select_list(alias)
 
 
 @dataclass(frozen=True)
 class ItemOutcomesRow(Row):
-    """Items judged so far: passed every evaluator, failed one, or hit an error."""
+    """Items judged so far: passed every evaluator, failed one, or hit an error, as declared
+    in trajhub.records.evaluations (`ItemOutcomes`: its select list is the declaration's)."""
 
-    evaluated: int = field(metadata=sql("count(*)"))
-    passed: int = field(metadata=sql("count(*) FILTER (WHERE all_passed)"))
-    errors: int = field(metadata=sql("count(*) FILTER (WHERE any_error)"))
+    evaluated: int
+    passed: int
+    errors: int
+
+    @classmethod
+    def columns(cls, alias: str = "", **params: str) -> str:
+        return ItemOutcomes.select_list(alias)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from trajhub.records.rules import BACKFILL, RULE
+from trajhub.records.rules import Rule, RuleBackfill
 from trajhub.storage import review as review_store
 from trajhub.storage import scores as score_store
 from trajhub.storage import trajectory_reads
@@ -33,7 +33,7 @@ class RuleRow(RecordRow):
     """A stored rule, as trajhub.records.rules declares it."""
 
     __slots__ = ()
-    record = RULE
+    record = Rule
 
     @property
     def id(self) -> int:
@@ -42,10 +42,10 @@ class RuleRow(RecordRow):
 
 class BackfillRow(RecordRow):
     __slots__ = ()
-    record = BACKFILL
+    record = RuleBackfill
 
 
-_WRITTEN = RULE.write_columns("service")
+_WRITTEN = Rule.write_columns("service")
 #: JSON columns travel as text and are cast on write
 _JSON = {"config", "expectations", "filter"}
 
@@ -67,7 +67,7 @@ async def create(conn: Connection, project: str, values: Mapping[str, Any]) -> R
     row = await conn.fetchrow(
         f"INSERT INTO rules (project, {', '.join(columns)}) VALUES ($1, "
         + ", ".join(_placeholder(c, i) for i, c in enumerate(columns, 2))
-        + f") ON CONFLICT (project, name) DO NOTHING RETURNING {RULE.select_list()}",
+        + f") ON CONFLICT (project, name) DO NOTHING RETURNING {Rule.select_list()}",
         project, *(_json(c, values[c]) for c in columns))
     return RuleRow.from_record(row) if row is not None else None
 
@@ -81,19 +81,19 @@ async def update(conn: Connection, project: str, rule_id: int, values: Mapping[s
     sets.append("updated_ns = (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000")
     row = await conn.fetchrow(
         f"UPDATE rules SET {', '.join(sets)} WHERE project = $1 AND id = $2 "
-        f"RETURNING {RULE.select_list()}",
+        f"RETURNING {Rule.select_list()}",
         project, rule_id, *(_json(c, values[c]) for c in columns))
     return RuleRow.from_record(row) if row is not None else None
 
 
 async def list_rules(conn: Connection, project: str) -> list[RuleRow]:
     return RuleRow.from_records(await conn.fetch(
-        f"SELECT {RULE.select_list()} FROM rules WHERE project = $1 ORDER BY id", project))
+        f"SELECT {Rule.select_list()} FROM rules WHERE project = $1 ORDER BY id", project))
 
 
 async def get(conn: Connection, project: str, rule_id: int) -> RuleRow | None:
     row = await conn.fetchrow(
-        f"SELECT {RULE.select_list()} FROM rules WHERE project = $1 AND id = $2",
+        f"SELECT {Rule.select_list()} FROM rules WHERE project = $1 AND id = $2",
         project, rule_id)
     return RuleRow.from_record(row) if row is not None else None
 
@@ -129,14 +129,14 @@ async def backfill(conn: Connection, project: str, rule_id: int, f: TrajectoryFi
         total = int(queued.split()[-1])
         row = await conn.fetchrow(
             f"UPDATE rule_backfills SET total_count = $2 WHERE id = $1 "
-            f"RETURNING {BACKFILL.select_list()}", job, total)
+            f"RETURNING {RuleBackfill.select_list()}", job, total)
     assert row is not None
     return BackfillRow.from_record(row)
 
 
 async def backfills(conn: Connection, project: str, rule_id: int) -> list[BackfillRow]:
     return BackfillRow.from_records(await conn.fetch(
-        f"SELECT {BACKFILL.select_list('b')} FROM rule_backfills b JOIN rules r "
+        f"SELECT {RuleBackfill.select_list('b')} FROM rule_backfills b JOIN rules r "
         "ON r.id = b.rule_id WHERE r.project = $1 AND b.rule_id = $2 ORDER BY b.id DESC",
         project, rule_id))
 
@@ -144,7 +144,7 @@ async def backfills(conn: Connection, project: str, rule_id: int) -> list[Backfi
 async def get_backfill(conn: Connection, project: str, rule_id: int, backfill_id: int
                        ) -> BackfillRow | None:
     row = await conn.fetchrow(
-        f"SELECT {BACKFILL.select_list('b')} FROM rule_backfills b JOIN rules r "
+        f"SELECT {RuleBackfill.select_list('b')} FROM rule_backfills b JOIN rules r "
         "ON r.id = b.rule_id WHERE r.project = $1 AND b.rule_id = $2 AND b.id = $3",
         project, rule_id, backfill_id)
     return BackfillRow.from_record(row) if row is not None else None

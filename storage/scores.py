@@ -7,28 +7,28 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from trajhub.records import Field, is_optional
-from trajhub.records.scores import SCORE, SCORE_CONFIG
+from trajhub.records import Column, is_optional
+from trajhub.records.scores import Score, ScoreConfig
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import RecordRow
 
 #: the columns an insert takes from its caller, in declaration order (the key `trace_id`
 #: first); `revision`, `id` and `created_ns` are the insert's own
-WRITTEN: tuple[str, ...] = SCORE.write_columns("key", "service")
+WRITTEN: tuple[str, ...] = Score.write_columns("key", "service")
 
 
 class ScoreRow(RecordRow):
     """A stored score, as trajhub.records.scores declares it."""
 
     __slots__ = ()
-    record = SCORE
+    record = Score
 
     @property
     def id(self) -> int:
         return int(self["id"])
 
 
-def _pg_type(f: Field) -> str:
+def _pg_type(f: Column) -> str:
     """The PostgreSQL type of a written column, from its declared (stored) type."""
     annotation = f.stored_type if f.stored_type is not None else f.type
     if is_optional(annotation):
@@ -38,7 +38,7 @@ def _pg_type(f: Field) -> str:
     return {int: "bigint", float: "double precision", bool: "boolean"}[annotation]
 
 
-_FIELDS = {f.stored_column: f for f in SCORE.writes("key", "service")}
+_FIELDS = {f.stored_column: f for f in Score.writes("key", "service")}
 _TYPES = {c: _pg_type(_FIELDS[c]) for c in WRITTEN}
 # a JSON column (served through the "json" converter) travels as text and is cast on insert
 _CASTS = {c: "::jsonb" for c in WRITTEN if _FIELDS[c].convert == "json"}
@@ -51,7 +51,7 @@ _INSERT = (
     f"WITH ORDINALITY AS v({', '.join(WRITTEN)}, n) "
     "JOIN trajectories t ON t.project = $1 AND t.trace_id = v.trace_id "
     # ids in the order given (a batch lists as it was sent)
-    f"ORDER BY v.n RETURNING {SCORE.select_list()}")
+    f"ORDER BY v.n RETURNING {Score.select_list()}")
 
 
 async def add(conn: Connection, project: str, rows: Sequence[Mapping[str, Any]]
@@ -76,7 +76,7 @@ async def for_trajectories(conn: Connection, project: str, trace_ids: Sequence[s
     """The scores of a set of trajectories (e.g. a session's turns), by trajectory (in the
     order of `trace_ids`), then oldest first."""
     rows = ScoreRow.from_records(await conn.fetch(
-        f"SELECT {SCORE.select_list()} FROM scores "
+        f"SELECT {Score.select_list()} FROM scores "
         "WHERE project = $1 AND trace_id = ANY($2::text[]) ORDER BY trace_id, id",
         project, list(trace_ids)))
     order = {t: i for i, t in enumerate(trace_ids)}
@@ -100,20 +100,20 @@ async def key_name(conn: Connection, key_id: str) -> str:
 # ----------------------------------------------------------------------------- score configs
 
 class ScoreConfigRow(RecordRow):
-    """A stored score config, as trajhub.records.scores declares it (SCORE_CONFIG)."""
+    """A stored score config, as trajhub.records.scores declares it (ScoreConfig)."""
 
     __slots__ = ()
-    record = SCORE_CONFIG
+    record = ScoreConfig
 
 
-_CONFIG_COLUMNS = SCORE_CONFIG.write_columns("key", "service")
+_CONFIG_COLUMNS = ScoreConfig.write_columns("key", "service")
 
 
 async def configs(conn: Connection, project: str, names: Sequence[str] | None = None
                   ) -> list[ScoreConfigRow]:
     """The project's score configs (only those of `names` when given), by name."""
     return ScoreConfigRow.from_records(await conn.fetch(
-        f"SELECT {SCORE_CONFIG.select_list()} FROM score_configs WHERE project = $1 "
+        f"SELECT {ScoreConfig.select_list()} FROM score_configs WHERE project = $1 "
         "AND ($2::text[] IS NULL OR name = ANY($2::text[])) ORDER BY name",
         project, list(names) if names is not None else None))
 
@@ -127,7 +127,7 @@ async def put_config(conn: Connection, project: str, values: Mapping[str, Any]
     row = await conn.fetchrow(
         f"INSERT INTO score_configs (project, {columns}) VALUES ($1, {placeholders}) "
         f"ON CONFLICT (project, name) DO UPDATE SET {updates} "
-        f"RETURNING {SCORE_CONFIG.select_list()}",
+        f"RETURNING {ScoreConfig.select_list()}",
         project, *(values.get(c) for c in _CONFIG_COLUMNS))
     assert row is not None
     return ScoreConfigRow.from_record(row)

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY, SESSION_TURN
+from trajhub.records.sessions import SessionQuery, SessionSummary, SessionTurn
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import RecordRow
 from trajhub.storage.sql import Params
@@ -28,7 +28,7 @@ SMALL_SET = 1000
 
 @dataclass(frozen=True)
 class SessionFilter:
-    """A session list query: `values` holds the filters of SESSION_FILTER that were given, by
+    """A session list query: `values` holds the filters of SessionQuery that were given, by
     name (times already in Unix ns); `cursor` is the last listed session's
     (latest turn start ns, session id)."""
 
@@ -40,17 +40,17 @@ class SessionFilter:
     score_sort: str | None = None
 
     def __post_init__(self) -> None:
-        unknown = set(self.values) - set(SESSION_FILTER.names())
+        unknown = set(self.values) - set(SessionQuery.names())
         if unknown:
             raise ValueError(f"unknown session filters: {sorted(unknown)}")
 
 
 class SessionSummaryRow(RecordRow):
-    """A session as the list shows it (trajhub.records.sessions' SESSION_SUMMARY); the
+    """A session as the list shows it (trajhub.records.sessions' SessionSummary); the
     `last_turn_time` key holds the latest turn's start in Unix ns until the API converts it."""
 
     __slots__ = ()
-    record = SESSION_SUMMARY
+    record = SessionSummary
 
     @property
     def session_id(self) -> str:
@@ -67,10 +67,10 @@ class SessionSummaryRow(RecordRow):
 
 
 class SessionTurnRow(RecordRow):
-    """One turn (SESSION_TURN) and its trajectory document's text (None when it has none)."""
+    """One turn (SessionTurn) and its trajectory document's text (None when it has none)."""
 
     __slots__ = ()
-    record = SESSION_TURN
+    record = SessionTurn
     extra: ClassVar[Mapping[str, str]] = {"document": DOCUMENT}
 
     @property
@@ -100,7 +100,7 @@ class _Conditions:
 
 def _conditions(values: Mapping[str, Any], arg: Params) -> _Conditions:
     out = _Conditions()
-    given = [(p, values[p.name]) for p in SESSION_FILTER.params
+    given = [(p, values[p.name]) for p in SessionQuery.params()
              if values.get(p.name) is not None]
     for p, value in given:  # the sets a session must be in, first
         if p.custom:  # `score`: a turn whose latest whole-run score of the name compares so
@@ -182,7 +182,7 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
            f"ORDER BY t.start_ns DESC, t.session_id DESC LIMIT {arg(f.limit)}) "
            # the page's sessions, each aggregated from its own turns (the session index)
            "SELECT a.* FROM page p CROSS JOIN LATERAL "
-           f"(SELECT {SESSION_SUMMARY.select_list()} FROM trajectories "
+           f"(SELECT {SessionSummary.select_list()} FROM trajectories "
            "WHERE project = $1 AND session_id = p.session_id GROUP BY session_id) a "
            "ORDER BY a.last_turn_time DESC, a.session_id DESC")
     return SessionSummaryRow.from_records(await conn.fetch(sql, *arg.values))
@@ -218,7 +218,7 @@ async def _by_score(conn: Connection, f: SessionFilter, c: _Conditions, arg: Par
            f"page AS (SELECT s.session_id, s.mean FROM scored s WHERE {' AND '.join(conditions)} "
            f"ORDER BY s.mean DESC, s.session_id DESC LIMIT {arg(f.limit)}) "
            "SELECT a.*, p.mean AS sort_value FROM page p CROSS JOIN LATERAL "
-           f"(SELECT {SESSION_SUMMARY.select_list()} FROM trajectories "
+           f"(SELECT {SessionSummary.select_list()} FROM trajectories "
            "WHERE project = $1 AND session_id = p.session_id GROUP BY session_id) a "
            "ORDER BY p.mean DESC, a.session_id DESC")
     return SessionSummaryRow.from_records(await conn.fetch(sql, *arg.values))
@@ -227,7 +227,7 @@ async def _by_score(conn: Connection, f: SessionFilter, c: _Conditions, arg: Par
 async def session_summary(conn: Connection, project: str, session_id: str
                           ) -> SessionSummaryRow | None:
     row = await conn.fetchrow(
-        f"SELECT {SESSION_SUMMARY.select_list()} FROM trajectories "
+        f"SELECT {SessionSummary.select_list()} FROM trajectories "
         "WHERE project = $1 AND session_id = $2 GROUP BY session_id", project, session_id)
     return SessionSummaryRow.from_record(row) if row is not None else None
 

@@ -6,9 +6,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple, TypeGuard, TypeVar
 
-from trajhub.records import Filter
+from trajhub.records import Query
 from trajhub.records.scores import ScoreCondition, score_sort_name
-from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SORTS
+from trajhub.records.trajectories import TRAJECTORY_SORTS, TrajectoryQuery
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import (
     ExplanationRow,
@@ -30,7 +30,7 @@ SORTS = TRAJECTORY_SORTS
 @dataclass(frozen=True)
 class TrajectoryFilter:
     """A trajectory list query: `values` holds the filters of trajhub.records.trajectories'
-    TRAJECTORY_FILTER that were given, by name (times already in Unix ns)."""
+    TrajectoryQuery that were given, by name (times already in Unix ns)."""
 
     values: Mapping[str, Any] = field(default_factory=dict)
     trace_ids: Sequence[str] | None = None
@@ -40,7 +40,7 @@ class TrajectoryFilter:
     limit: int = 50
 
     def __post_init__(self) -> None:
-        unknown = set(self.values) - set(TRAJECTORY_FILTER.names())
+        unknown = set(self.values) - set(TrajectoryQuery.names())
         if unknown:
             raise ValueError(f"unknown trajectory filters: {sorted(unknown)}")
 
@@ -161,19 +161,19 @@ def _score_sort(name: str, arg: Params) -> tuple[str, str]:
     return value, having
 
 
-#: the filters whose condition is not a template (`Param.custom`), by name
+#: the filters whose condition is not a template (`Condition.custom`), by name
 _CUSTOM: dict[str, Callable[[Any, Params], list[str]]] = {"status": _status, "q": _text,
                                                           "score": _score}
-_missing = {p.name for p in TRAJECTORY_FILTER.params if p.custom} - set(_CUSTOM)
+_missing = {p.name for p in TrajectoryQuery.params() if p.custom} - set(_CUSTOM)
 assert not _missing, f"custom trajectory filters without a condition: {_missing}"
 
 
-def conditions(filter_: Filter, values: Mapping[str, Any], arg: Params,
+def conditions(filter_: type[Query], values: Mapping[str, Any], arg: Params,
                custom: Mapping[str, Callable[[Any, Params], list[str]]]) -> list[str]:
     """The SQL conditions of the given filters, in declaration order: each parameter's
     template with its value as a query argument (a bool's condition or its negation)."""
     where: list[str] = []
-    for p in filter_.params:
+    for p in filter_.params():
         if p.name not in values or values[p.name] is None:
             continue
         value = values[p.name]
@@ -222,7 +222,7 @@ def select(project: str, f: TrajectoryFilter) -> Selection:
     conditions to it: what a rule's filter matches is exactly what the list shows
     (storage/rules.py)."""
     arg = Params(project)
-    where = ["project = $1", *conditions(TRAJECTORY_FILTER, f.values, arg, _CUSTOM)]
+    where = ["project = $1", *conditions(TrajectoryQuery, f.values, arg, _CUSTOM)]
     score_name = score_sort_name(f.sort)
     if score_name is not None:
         sort, having = _score_sort(score_name, arg)

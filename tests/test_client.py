@@ -77,8 +77,8 @@ def test_datasets_and_evaluations(hub: TrajhubClient, react: tuple[str, str]) ->
     _, trace_id = react
     name = "client-" + uuid.uuid4().hex[:8]
     created = hub.create_dataset(name, "made by the client")
-    assert created == Dataset(name, "made by the client", 0, created.created_at,
-                              created.updated_at)
+    assert created == Dataset(name=name, description="made by the client", item_count=0,
+                              created_at=created.created_at, updated_at=created.updated_at)
     assert name in {d.name for d in hub.list_datasets()}
 
     filled = hub.fill_dataset(name, trace_ids=[trace_id])
@@ -187,8 +187,11 @@ def test_projects_follow_the_contract() -> None:
     with TrajhubClient("http://trajhub.test", transport=httpx.MockTransport(_projects_server)
                        ) as hub:
         projects = hub.list_projects()
-    assert projects == [Project("default", 12, 340, "2026-01-02T03:04:05.000000Z",
-                                "2026-01-03T00:00:00Z"), Project("empty-ish", 0, 0, None, None)]
+    assert projects == [
+        Project(name="default", trace_count=12, span_count=340,
+                first_span_at="2026-01-02T03:04:05.000000Z", last_span_at="2026-01-03T00:00:00Z"),
+        Project(name="empty-ish", trace_count=0, span_count=0, first_span_at=None,
+                last_span_at=None)]
 
 
 def test_projects_command(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

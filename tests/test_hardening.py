@@ -439,8 +439,8 @@ def test_the_trajectory_worker_records_a_trace_the_database_refuses_and_stores_t
     from datetime import UTC, datetime
 
     from trajhub.records import write_values
-    from trajhub.records.traces import TRACE_SUMMARY
-    from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+    from trajhub.records.traces import TraceSummary
+    from trajhub.records.trajectories import TrajectorySummary
     from trajhub.service.derivation import store_results
     from trajhub.storage.derivation_store import TraceWrite, TrajectoryWrite
     from trajhub.storage.stored_documents import pack
@@ -449,11 +449,11 @@ def test_the_trajectory_worker_records_a_trace_the_database_refuses_and_stores_t
     good_id, bad_id = os.urandom(16).hex(), os.urandom(16).hex()
 
     def result(trace_id: str, root_name: str) -> tuple[TraceWrite, TrajectoryWrite]:
-        trace = write_values(TRACE_SUMMARY, None, {
+        trace = write_values(TraceSummary, None, {
             "root_span_id": "1" * 16, "root_name": root_name, "service_name": "svc",
             "start_ns": 1, "end_ns": 2, "span_count": 1, "error_count": 0,
             "last_received_at": now})
-        summary = write_values(TRAJECTORY_SUMMARY, None, {
+        summary = write_values(TrajectorySummary, None, {
             "normalizer_version": "test", "root_name": root_name})
         return (TraceWrite(project, trace_id, trace),
                 TrajectoryWrite(project, trace_id, now, True, pack("{}"), pack("[]"), [], summary))

@@ -22,7 +22,7 @@ from tests.harness import (
 )
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.records import write_values
-from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+from trajhub.records.trajectories import TrajectorySummary
 from trajhub.storage import derivation_store, search_words, trajectory_reads
 from trajhub.storage.database import POOL_SETTINGS
 from trajhub.storage.embedded import EmbeddedPostgres
@@ -165,7 +165,7 @@ def _run_row(trace_id: str, start_ns: int, question: str, answer: str
     return derivation_store.TrajectoryWrite(
         project="p", trace_id=trace_id, settle_at=datetime.now(UTC), root_ended=True,
         document=None, explanation=None, warnings=[], values=write_values(
-            TRAJECTORY_SUMMARY, None, {"normalizer_version": "test", "root_input": question,
+            TrajectorySummary, None, {"normalizer_version": "test", "root_input": question,
                                        "root_output": answer, "start_ns": start_ns}))
 
 

@@ -1,7 +1,7 @@
 """One definition per record: a field or filter added to a declaration in
 trajhub.records appears in /openapi.json, the client's model, the CLI, the SQL column lists
-and the SQL conditions, with no other change; and the time vocabulary's deprecated aliases are
-marked so."""
+and the SQL conditions, with no other change; each record is one static class every layer uses
+as it is; and the time vocabulary's deprecated aliases are marked so."""
 
 from __future__ import annotations
 
@@ -10,36 +10,43 @@ import subprocess
 import sys
 import textwrap
 from types import SimpleNamespace
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from pydantic import Field
 
 from tests.harness import ServerProcess, TestDatabase
-from trajhub.records import Cli, Field, Param, Record, write_values
-from trajhub.records.scores import SCORE, SCORE_CONFIG
-from trajhub.records.traces import TRACE_SUMMARY
-from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SUMMARY
+from trajhub.records import Cli, Condition, Record, Stored, StoredOnly, write_values
+from trajhub.records.scores import Score, ScoreConfig
+from trajhub.records.traces import TraceSummary
+from trajhub.records.trajectories import TrajectoryQuery, TrajectorySummary
 
-# Runs in a fresh interpreter: the declaration is replaced by a copy with one more field and
-# one more filter before anything reads it, exactly as if the declaration module said so.
+# Runs in a fresh interpreter: the declarations are replaced by subclasses with one more field
+# and one more filter before anything reads them, as if the declaration module said so.
 _WITH_A_NEW_FIELD = textwrap.dedent('''
-    import json, sys
-    from trajhub.records import Cli, Field, Param
+    import json
+    from typing import Annotated
+    from pydantic import Field
+    from trajhub.records import Cli, Condition, Example, Stored
     import trajhub.records.trajectories as declared
 
-    declared.TRAJECTORY_SUMMARY = declared.TRAJECTORY_SUMMARY.with_field(
-        Field("retry_count", int, "model calls that were retried", written_by="summary",
-              example=2, cli=Cli("RETRIES", right=True)), after="step_count")
-    declared.TRAJECTORY_FILTER = declared.TRAJECTORY_FILTER.with_param(
-        Param("min_retries", int, "retried at least this many model calls",
-              "retry_count >= {}"))
+    class TrajectorySummary(declared.TrajectorySummary):
+        """A trajectory as the trajectory list shows it."""
+        retry_count: Annotated[int, Stored(written_by="summary"), Cli("RETRIES", right=True),
+                               Example(2)] = Field(0, description="model calls that were retried")
+
+    class TrajectoryQuery(declared.TrajectoryQuery):
+        min_retries: Annotated[int | None, Condition("retry_count >= {}")] = Field(
+            None, description="retried at least this many model calls")
+
+    declared.TrajectorySummary = TrajectorySummary
+    declared.TrajectoryQuery = TrajectoryQuery
 
     from trajhub.service.app import create_app
     from trajhub.service.config import Settings
     from trajhub.service.runtime import Runtime
-    from trajhub.service.client.models import TrajectorySummary
+    from trajhub.service.client.models import TrajectorySummary as Client
     from trajhub.storage import derivation_store, rows, trajectory_reads
-    import dataclasses
 
     openapi = create_app(Runtime(Settings(), None, None)).openapi()
     where = trajectory_reads.select("p", trajectory_reads.TrajectoryFilter(
@@ -50,9 +57,8 @@ _WITH_A_NEW_FIELD = textwrap.dedent('''
         "trace_schema": openapi["components"]["schemas"]["TraceSummary"],
         "parameters": [p["name"] for p in
                        openapi["paths"]["/api/v1/trajectories"]["get"]["parameters"]],
-        "client_fields": [f.name for f in dataclasses.fields(TrajectorySummary)],
-        "client_value": TrajectorySummary.from_json(
-            {"trace_id": "t", "retry_count": 4}).retry_count,
+        "client_fields": list(Client.model_fields),
+        "client_value": Client.from_json({"trace_id": "t", "retry_count": 4}).retry_count,
         "written_columns": list(derivation_store.TRAJECTORY_COLUMNS),
         "select_list": rows.TrajectorySummaryRow.columns(sort="start_ns"),
         "where": where,
@@ -76,10 +82,9 @@ def test_a_declared_field_appears_in_openapi_with_its_type_and_description(
     schema = with_a_new_field["schema"]
     assert schema["properties"]["retry_count"]["type"] == "integer"
     assert schema["properties"]["retry_count"]["description"] == "model calls that were retried"
+    # required, though the client's model gives it a default (an older server lacks it)
     assert "retry_count" in schema["required"]
-    # where it was declared: after step_count
-    names = list(schema["properties"])
-    assert names[names.index("step_count") + 1] == "retry_count"
+    assert "default" not in schema["properties"]["retry_count"]
     assert with_a_new_field["page_example"]["items"][0]["retry_count"] == 2
 
 
@@ -111,61 +116,104 @@ def test_the_cli_has_a_flag_and_a_column_for_what_is_declared() -> None:
 
     from trajhub.service.cli.reads import add_filter_flags, record_table
 
+    class Filters(TrajectoryQuery):
+        min_retries: Annotated[int | None, Condition("x >= {}")] = Field(
+            None, description="retried at least this many model calls")
+
     parser = argparse.ArgumentParser()
-    add_filter_flags(parser, TRAJECTORY_FILTER.with_param(
-        Param("min_retries", int, "retried at least this many model calls", "x >= {}")))
+    add_filter_flags(parser, Filters)
     args = parser.parse_args(["--min-retries", "3", "--has-error", "false", "-q", "sun"])
     assert (args.min_retries, args.has_error, args.q) == (3, False, "sun")
 
-    record = TRACE_SUMMARY.with_field(
-        Field("retry_count", int, cli=Cli("RETRIES", right=True, order=9))).with_field(
-        Field("hidden_count", int))
-    item = SimpleNamespace(trace_id="t1", start_time="2026-01-02T03:04:05Z", duration_ms=1500,
-                           span_count=3, error_count=0, service_name="svc",
-                           root_span_name="root", retry_count=9, hidden_count=7)
-    lines = record_table(record, [item]).splitlines()
+    class Traces(TraceSummary):
+        retry_count: Annotated[int, Cli("RETRIES", right=True, order=9)] = 0
+        hidden_count: int = 0
+
+    item = Traces(trace_id="t1", start_time="2026-01-02T03:04:05Z", duration_ms=1500,
+                  span_count=3, error_count=0, service_name="svc", root_span_name="root",
+                  retry_count=9, hidden_count=7)
+    lines = record_table(Traces, [item]).splitlines()
     assert lines[0].split() == ["TRACE", "ID", "START", "DURATION", "SPANS", "ERRORS",
                                 "SERVICE", "ROOT", "SPAN", "RETRIES"]
     assert lines[1].split() == ["t1", "2026-01-02", "03:04:05", "1.50s", "3", "0", "svc",
                                 "root", "9"]
 
 
+class _Written(Record):
+    stored_only = (StoredOnly("usage", str, Stored(default="{}")),)
+
+    trace_id: Annotated[str, Stored(written_by="key")]
+    start_time: Annotated[str, Stored(column="start_ns", stored_type=int, convert="time",
+                                      written_by="summary")] = ""
+    tools: Annotated[list[str], Stored(written_by="summary", source="tool_names")] = Field(
+        default_factory=list)
+    service: str | None = None
+    status: Annotated[str, Stored(written_by="database")] = ""
+
+
 def test_written_columns_come_from_the_normalizers_summary_by_the_declared_name() -> None:
-    record = Record("R", "", (
-        Field("trace_id", str, written_by="key"),
-        Field("start_time", str, column="start_ns", stored_type=int, convert="time",
-              written_by="summary"),
-        Field("tools", list[str], written_by="summary", source="tool_names"),
-        Field("service", str | None),
-        Field("usage", str, served=False, default="{}"),
-        Field("status", str, written_by="database"),
-    ))
     summary = SimpleNamespace(start_ns=5, tool_names=["a"])
-    assert write_values(record, summary, {"service": "svc"}) == {
+    assert write_values(_Written, summary, {"service": "svc"}) == {
         "start_ns": 5, "tools": ["a"], "service": "svc", "usage": "{}"}
     # nothing derived (a failed derivation): the declared defaults
-    assert write_values(record, None, {}) == {
+    assert write_values(_Written, None, {}) == {
         "start_ns": 0, "tools": (), "service": None, "usage": "{}"}
     with pytest.raises(KeyError):
-        write_values(record, None, {"status": "final"})
+        write_values(_Written, None, {"status": "final"})
+    # the plan is made once per class
+    assert _Written.write_plan() is _Written.write_plan()
 
 
-def test_a_record_refuses_a_field_declared_twice() -> None:
+def test_a_record_refuses_a_column_declared_twice() -> None:
+    class Twice(TrajectorySummary):
+        stored_only = (StoredOnly("duration_ms", int),)
+
     with pytest.raises(ValueError, match="twice"):
-        TRAJECTORY_SUMMARY.with_field(Field("duration_ms", int))
+        Twice.declared()
 
 
 def test_time_fields_follow_one_vocabulary() -> None:
     """Moments are `<what>_time` (RFC 3339 text), lengths `<what>_ms` (integers); any other
     time field is a deprecated alias of one of those."""
-    for record in (TRAJECTORY_SUMMARY, TRACE_SUMMARY):
-        for f in record.served:
+    for record in (TrajectorySummary, TraceSummary):
+        for f in record.served():
             if f.name.endswith("_time"):
-                assert f.type is str and f.convert == "time", (record.name, f.name)
+                assert f.type is str and f.convert == "time", (record.__name__, f.name)
             elif f.name.endswith("_ms"):
-                assert f.type is int, (record.name, f.name)
+                assert f.type is int, (record.__name__, f.name)
             elif any(part in f.name for part in ("_ns", "nano", "_at")):
-                assert f.deprecated.endswith("_time"), (record.name, f.name)
+                deprecated = record.model_fields[f.name].deprecated
+                assert f.deprecated and str(deprecated).endswith("_time"), f.name
+
+
+def test_records_are_static_classes_that_every_layer_uses_as_they_are() -> None:
+    """Each record is one class that type checkers see field by field: the API's response
+    model and the client's model are that class, and nothing builds a class at run time."""
+    import pathlib
+
+    from trajhub.service.api import models as api_models
+    from trajhub.service.client import models as client_models
+
+    assert Score.model_fields["name"].annotation is str
+    assert Score.model_fields["step_id"].annotation == str | None
+    assert client_models.Score is Score
+    assert client_models.TrajectorySummary is api_models.TrajectorySummary is TrajectorySummary
+    # the client reads an answer from an older server (no newer field) and ignores unknown ones
+    old = client_models.TrajectorySummary.from_json({"trace_id": "t", "surprise": 1})
+    assert old.step_count == 0 and old.cost.usd is None and old.agent_names == []
+    root = pathlib.Path(__file__).resolve().parent.parent
+    built = [str(p.relative_to(root))
+             for d in ("trajhub", "service", "storage", "normalizers", "evaluators")
+             for p in (root / d).rglob("*.py")
+             if "create_model(" in p.read_text() or "make_dataclass(" in p.read_text()]
+    assert built == []
+
+
+def test_a_record_serves_every_field_as_required_in_openapi() -> None:
+    schema = ScoreConfig.model_json_schema(mode="serialization")
+    assert schema["required"] == list(ScoreConfig.model_fields)
+    assert all("default" not in p for p in schema["properties"].values())
+    assert ScoreConfig.example()["name"] == "correctness"
 
 
 # a fresh interpreter holds the changed declaration: a subprocess, so not the unit tier
@@ -181,7 +229,7 @@ def test_the_deprecated_alias_is_marked_in_openapi_and_still_served(
     row = {"trace_id": "t", "root_span_id": "r", "root_name": "n", "service_name": "s",
            "start_ns": 1_767_225_600_000_000_000, "end_ns": 1_767_225_602_500_000_000,
            "duration_ms": 2500, "span_count": 2, "error_count": 0}
-    served = answer(TRACE_SUMMARY, row)
+    served = answer(TraceSummary, row)
     assert served["start_time"] == "2026-01-01T00:00:00Z"
     assert served["end_time"] == "2026-01-01T00:00:02.500000Z"
     assert served["start_time_unix_nano"] == "1767225600000000000"
@@ -194,7 +242,7 @@ def test_every_field_filled_by_the_normalizer_is_an_attribute_of_its_summary() -
 
     from trajhub.normalizers import DerivedSummary
 
-    filled = {f.summary_attribute for f in TRAJECTORY_SUMMARY.writes("summary")}
+    filled = {f.summary_attribute for f in TrajectorySummary.writes("summary")}
     assert filled == {f.name for f in dataclasses.fields(DerivedSummary)}
 
 
@@ -215,7 +263,85 @@ def test_every_declared_column_exists_in_the_migrated_database(
             await conn.close()
         return {r["column_name"] for r in rows}
 
-    for table, record in (("trajectories", TRAJECTORY_SUMMARY), ("traces", TRACE_SUMMARY),
-                          ("scores", SCORE), ("score_configs", SCORE_CONFIG)):
-        stored = {f.stored_column for f in record.fields if f.stored_column is not None}
+    for table, record in (("trajectories", TrajectorySummary), ("traces", TraceSummary),
+                          ("scores", Score), ("score_configs", ScoreConfig)):
+        stored = {f.stored_column for f in record.declared() if f.stored_column is not None}
         assert stored - asyncio.run(columns(table)) == set(), table
+
+
+def test_the_dataset_evaluation_and_project_records_are_the_clients_and_storages() -> None:
+    from trajhub.records.datasets import (
+        Dataset,
+        FillOutcome,
+        ImportOutcome,
+        Item,
+        ItemWithTrajectory,
+    )
+    from trajhub.records.evaluations import EvaluatorAggregate, ItemOutcomes
+    from trajhub.records.projects import ProjectEntry
+    from trajhub.service.api import models as api
+    from trajhub.service.client import models as client
+    from trajhub.storage.rows import DatasetRow, ItemWithTrajectoryRow, ProjectRow
+
+    assert (client.Dataset, client.FillResult, client.ImportResult, client.Project) == (
+        Dataset, FillOutcome, ImportOutcome, ProjectEntry)
+    assert client.EvaluatorAggregate is api.EvaluatorAggregate is EvaluatorAggregate
+    assert client.ItemOutcomes is api.ItemOutcomes is ItemOutcomes
+    assert issubclass(api.FillOutcome, FillOutcome) and issubclass(api.Dataset, Dataset)
+    filled = client.FillResult.from_json({"added": 1, "item_ids": ["i1"], "newer": True})
+    assert (filled.added, filled.item_ids, filled.not_found) == (1, ["i1"], [])
+    assert DatasetRow.columns("d") == (
+        "d.id, d.name, d.description, (SELECT count(*) FROM dataset_items i WHERE "
+        "i.dataset_id = d.id) AS item_count, d.created_at, d.updated_at")
+    assert client.DatasetItem is ItemWithTrajectory and issubclass(api.Item, Item)
+    item = client.DatasetItem.from_json({"id": "i1", "dataset": "d", "tags": ["a"]})
+    assert (item.id, item.tags, item.expectations, item.trajectory) == ("i1", ["a"], {}, None)
+    assert ItemWithTrajectoryRow.columns() == (
+        "id, input::text AS input, reference_output::text AS reference_output, "
+        "expectations::text AS expectations, metadata::text AS metadata, source_trace_id, tags, "
+        "created_at, updated_at, trajectory::text AS trajectory, seq")
+    assert ProjectRow.columns() == (
+        "project AS name, count(*) AS trace_count, coalesce(sum(span_count), 0) AS span_count, "
+        "min(start_ns) AS first_span_at, max(end_ns) AS last_span_at")
+
+
+def test_the_evaluation_record_is_the_clients_and_storages() -> None:
+    from trajhub.records.evaluations import Evaluation, EvaluationDetail
+    from trajhub.service.api import models as api
+    from trajhub.service.client import models as client
+    from trajhub.storage.rows import AggregateRow, EvaluationRow, ItemOutcomesRow
+
+    assert client.Evaluation is EvaluationDetail and issubclass(api.Evaluation, Evaluation)
+    assert issubclass(api.EvaluationDetail, EvaluationDetail)
+    run = client.Evaluation.from_json({
+        "id": 7, "dataset": "weather", "target": "snapshot", "status": "running",
+        "aggregates": [{"evaluator": "e", "total": 2, "passed": 1}],
+        "items": {"total": 2, "evaluated": 1}})
+    assert run.running and run.aggregates[0].passed == 1 and run.items.evaluated == 1
+    listed = client.Evaluation.from_json({"id": 8, "status": "done"})
+    assert not listed.running and listed.aggregates == [] and listed.items.total == 0
+    assert EvaluationRow.columns() == (
+        "id, dataset_name, target, run_name, evaluators::text AS evaluators, status, error, "
+        "item_count, done_items, created_at, finished_at")
+    # what the API computes (`failed`, `pass_rate`, `total`) is not selected
+    assert AggregateRow.columns() == (
+        "evaluator, count(*) AS total, count(*) FILTER (WHERE passed) AS passed, "
+        "count(*) FILTER (WHERE error IS NOT NULL) AS errors, avg(score) AS mean_score")
+    assert ItemOutcomesRow.columns() == (
+        "count(*) AS evaluated, count(*) FILTER (WHERE all_passed) AS passed, "
+        "count(*) FILTER (WHERE any_error) AS errors")
+
+
+# a fresh interpreter shows what importing the declarations loads: a subprocess, so not the
+# unit tier
+@pytest.mark.integration
+def test_the_declarations_import_nothing_of_the_server() -> None:
+    code = ("import sys, pkgutil, importlib, trajhub.records as r\n"
+            "for m in pkgutil.iter_modules(r.__path__): importlib.import_module("
+            "'trajhub.records.' + m.name)\n"
+            "print(sorted({n.split('.')[0] if not n.startswith('trajhub.') else "
+            "'.'.join(n.split('.')[:2]) for n in sys.modules}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    loaded = set(json.loads(done.stdout.replace("'", '"')))
+    assert {"fastapi", "asyncpg", "trajhub.service", "trajhub.storage", "httpx"} & loaded == set()

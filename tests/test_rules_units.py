@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from trajhub.records.rules import BACKFILL, RULE
+from trajhub.records.rules import Rule, RuleBackfill
 from trajhub.service.api.filters import stored_filter
 from trajhub.service.workers.rules import MAX_BACKOFF_SECONDS, backoff_seconds
 
@@ -41,12 +41,12 @@ def test_a_filter_that_does_not_parse_is_a_value_error_naming_it(raw: object,
 
 
 def test_the_rule_records_serve_their_fields_in_order() -> None:
-    assert [f.name for f in RULE.served] == [
+    assert [f.name for f in Rule.served()] == [
         "id", "name", "evaluator", "config", "expectations", "filter", "sample_rate",
         "enabled", "max_judge_calls_per_minute", "review_queue", "fail_below", "created_time",
         "updated_time", "pending_runs"]
-    assert RULE.write_columns("service") == (
+    assert Rule.write_columns("service") == (
         "name", "evaluator", "config", "expectations", "filter", "sample_rate", "enabled",
         "max_judge_calls_per_minute", "review_queue", "fail_below")
-    assert [f.name for f in BACKFILL.served] == [
+    assert [f.name for f in RuleBackfill.served()] == [
         "rule_id", "id", "status", "total", "done", "created_time"]

@@ -9,9 +9,9 @@ import re
 
 import pytest
 
+from trajhub.records.query_types import SCORE_CONDITION_PATTERN
 from trajhub.records.scores import (
-    SCORE,
-    SCORE_CONDITION_PATTERN,
+    Score,
     ScoreCondition,
     parse_score_condition,
     score_sort_name,
@@ -102,10 +102,10 @@ def test_the_cli_refuses_a_value_not_of_the_type_asked() -> None:
 
 def test_the_written_columns_come_from_the_declaration() -> None:
     assert score_store.WRITTEN == (
-        "trace_id", "step_id", "name", "value_type", "number_value", "category_value",
-        "comment", "source", "evaluator", "evaluator_config", "evaluation_id", "rule_id",
-        "author", "error")
-    served = [f.name for f in SCORE.served]
+        "trace_id", "step_id", "name", "value_type", "comment", "source", "evaluator",
+        "evaluator_config", "evaluation_id", "rule_id", "author", "error", "number_value",
+        "category_value")
+    served = [f.name for f in Score.served()]
     assert served[:5] == ["trace_id", "id", "step_id", "name", "value"]
     assert "number_value" not in served and "category_value" not in served
 

@@ -25,7 +25,7 @@ import pytest
 from tests.harness import TestDatabase, run, separate_database
 from tests.otlp_builders import new_trace_id, request, span
 from trajhub.records import write_values
-from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+from trajhub.records.trajectories import TrajectorySummary
 from trajhub.service import derivation
 from trajhub.service.ingest import worker as ingest_worker
 from trajhub.service.ingest.decode import otlp_batch
@@ -97,7 +97,7 @@ def _run(trace_id: str, question: str, answer: str = "ok") -> derivation_store.T
     return derivation_store.TrajectoryWrite(
         project="p", trace_id=trace_id, settle_at=datetime.now(UTC), root_ended=True,
         document=None, explanation=None, warnings=[], values=write_values(
-            TRAJECTORY_SUMMARY, None, {"normalizer_version": "test", "root_input": question,
+            TrajectorySummary, None, {"normalizer_version": "test", "root_input": question,
                                        "root_output": answer}))
 
 

@@ -406,7 +406,7 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
     from datetime import datetime as dt
 
     from trajhub.records import write_values
-    from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+    from trajhub.records.trajectories import TrajectorySummary
     from trajhub.storage import derivation_store, session_reads
     from trajhub.storage.migrate import migrate
 
@@ -498,7 +498,7 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
             rows = [derivation_store.TrajectoryWrite(
                 project="p", trace_id=r["trace_id"], settle_at=dt.now(UTC), root_ended=True,
                 document=None, explanation=None, warnings=[], values=write_values(
-                    TRAJECTORY_SUMMARY, None, {
+                    TrajectorySummary, None, {
                         "normalizer_version": "test", "start_ns": r["start_ns"],
                         "session_id": r["session_id"], "user_id": r["user_id"],
                         "agent_names": r["agent_names"], "has_error": r["has_error"]}))

@@ -18,7 +18,7 @@ from trajhub.normalizers import derive
 from trajhub.normalizers.item_fields import message_text, turn_texts
 from trajhub.normalizers.run_context import run_context
 from trajhub.normalizers.trajectory import trajectory_to_json
-from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY, SESSION_TURN
+from trajhub.records.sessions import SessionQuery, SessionSummary, SessionTurn
 from trajhub.service.server import ui_address
 
 SESSIONS = Path(__file__).parent / "fixtures" / "sessions"
@@ -62,31 +62,31 @@ def test_message_text_reads_strings_parts_and_anything_else() -> None:
 
 
 def test_the_session_records_derive_the_api_client_and_cli() -> None:
-    from trajhub.service.api.sessions import SessionListQuery, SessionSummary, SessionTurn
+    from trajhub.service.api import sessions as api
     from trajhub.service.cli.reads import add_filter_flags
     from trajhub.service.client.models import SessionSummary as ClientSummary
     from trajhub.service.client.models import SessionTurn as ClientTurn
 
-    assert list(SessionSummary.model_fields) == [f.name for f in SESSION_SUMMARY.served]
-    assert list(SessionTurn.model_fields) == [f.name for f in SESSION_TURN.served]
-    assert set(SESSION_FILTER.names()) <= set(SessionListQuery.model_fields)
-    client_fields = {f for f in ClientSummary.__dataclass_fields__ if f != "record"}
-    assert client_fields == {f.name for f in SESSION_SUMMARY.served}
-    assert "input" in ClientTurn.__dataclass_fields__
+    # one class each: the API's response model and the client's model are the declaration
+    assert api.SessionSummary is ClientSummary is SessionSummary
+    assert api.SessionTurn is ClientTurn is SessionTurn
+    assert list(SessionSummary.model_fields) == [f.name for f in SessionSummary.served()]
+    assert set(SessionQuery.names()) <= set(api.SessionListQuery.model_fields)
+    assert "input" in ClientTurn.model_fields
     parser = argparse.ArgumentParser()
-    add_filter_flags(parser, SESSION_FILTER)
+    add_filter_flags(parser, SessionQuery)
     args = parser.parse_args(["--user-id", "u1", "--has-error", "true", "--min-turns", "2"])
     assert (args.user_id, args.has_error, args.min_turns) == ("u1", True, 2)
-    assert [cli.header for _, cli in SESSION_SUMMARY.cli_columns()][:2] == ["SESSION", "TURNS"]
+    assert [cli.header for _, cli in SessionSummary.cli_columns()][:2] == ["SESSION", "TURNS"]
 
 
 def test_session_times_follow_the_time_vocabulary() -> None:
-    for record in (SESSION_SUMMARY, SESSION_TURN):
-        for f in record.served:
+    for record in (SessionSummary, SessionTurn):
+        for f in record.served():
             if f.name.endswith("_time"):
-                assert f.type is str and f.convert == "time", (record.name, f.name)
+                assert f.type is str and f.convert == "time", (record.__name__, f.name)
             elif f.name.endswith("_ms"):
-                assert f.type is int, (record.name, f.name)
+                assert f.type is int, (record.__name__, f.name)
 
 
 @pytest.mark.parametrize(("host", "address"), [

@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from trajhub.evaluators import Expectations, ExpectationsError, expectations_from_trajectory
 from trajhub.evaluators.expectations import ARGS_MATCH_MODES, EXPECTED_STEP_TYPES
 from trajhub.normalizers.item_fields import check_pointer
+from trajhub.records import datasets as declared_sets
 from trajhub.service.api import dataset_fill, dataset_formats
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
@@ -31,6 +32,7 @@ from trajhub.service.api.models import (
     TrajectoryDocument,
 )
 from trajhub.service.api.params import PREFIX, Cursor, JsonInt, TraceIdText, no_nul, storable_json
+from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.errors import IngestError
 from trajhub.service.ingest.bodies import read_body
@@ -51,9 +53,7 @@ _EXPORT_PAGE = 200
 
 
 def dataset_json(row: DatasetRow) -> dict[str, Any]:
-    return {"name": row.name, "description": row.description, "item_count": row.item_count,
-            "created_at": row.created_at.isoformat().replace("+00:00", "Z"),
-            "updated_at": row.updated_at.isoformat().replace("+00:00", "Z")}
+    return answer(declared_sets.Dataset, row)
 
 
 async def _dataset_id(rt: Runtime, project: str, name: str) -> int:

@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from trajhub.evaluators import JUDGES, REGISTRY, ConfigError
+from trajhub.records import evaluations as declared
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.models import (
@@ -20,6 +21,7 @@ from trajhub.service.api.models import (
     ResultPage,
 )
 from trajhub.service.api.params import INT64_MAX, PREFIX, Cursor, Text, storable_json
+from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.runtime import Runtime
 from trajhub.service.workers import evaluations as evaluation_runner
@@ -30,10 +32,6 @@ router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["evaluations"]
 
 #: an evaluation id (a bigint)
 EvaluationId = Annotated[int, Path(ge=1, le=INT64_MAX)]
-
-
-def _iso(ts: Any) -> str | None:
-    return ts.isoformat().replace("+00:00", "Z") if ts is not None else None
 
 
 #: the evaluators a run may name, as /openapi.json lists them (an unknown one is a 400 naming
@@ -72,13 +70,7 @@ class EvaluationCreate(BaseModel):
 
 
 def evaluation_json(row: EvaluationRow) -> dict[str, Any]:
-    return {
-        "id": row.id, "dataset": row.dataset_name, "target": row.target,
-        "run": row.run_name, "evaluators": orjson.loads(row.evaluators),
-        "status": row.status, "error": row.error, "item_count": row.item_count,
-        "done_items": row.done_items, "created_at": _iso(row.created_at),
-        "finished_at": _iso(row.finished_at),
-    }
+    return answer(declared.Evaluation, row)
 
 
 def result_json(row: evaluations.ResultRow) -> dict[str, Any]:

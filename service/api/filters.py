@@ -1,32 +1,32 @@
 """The trajectory query: one typed model for `GET /api/v1/trajectories` and for filling an
 evaluation set by query (`POST /api/v1/datasets/{name}/fill`). Its parameters are the filters
-trajhub.records.trajectories declares (TRAJECTORY_FILTER), so a filter declared there works in
-both with the same name, type and checks, and in the storage query, the CLI and the client."""
+trajhub.records.trajectories declares (its TrajectoryQuery), so a filter declared there works
+in both with the same name, type and checks, and in the storage query, the CLI and the
+client."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from fastapi import HTTPException
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
+from trajhub.records import trajectories
 from trajhub.records.scores import score_sort_name
-from trajhub.records.trajectories import SORT_PATTERN, TRAJECTORY_FILTER, TRAJECTORY_SORTS
+from trajhub.records.trajectories import SORT_PATTERN, TRAJECTORY_SORTS
 from trajhub.service.api.cursors import decode_cursor
 from trajhub.service.api.params import CURSOR_DESCRIPTION, Text
-from trajhub.service.api.records import filter_values, query_model
+from trajhub.service.api.records import filter_values
 from trajhub.storage import trajectory_reads
 
 
-class TrajectoryQueryBase(BaseModel):
-    """What the generated query model does with its parameters."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class TrajectoryQuery(trajectories.TrajectoryQuery):
+    """The declared filters, and what the API does with them."""
 
     def filter_values(self) -> dict[str, Any]:
         """The given filters by name, times as Unix ns, a score condition parsed; a bad one is
         a 400 naming its parameter."""
-        return filter_values(TRAJECTORY_FILTER, self)
+        return filter_values(self)
 
     def to_filter(self, *, sort: str = "start_time", descending: bool = True,
                   cursor: tuple[object, str] | None = None, limit: int = 50
@@ -35,13 +35,6 @@ class TrajectoryQueryBase(BaseModel):
         return trajectory_reads.TrajectoryFilter(
             values=self.filter_values(), sort=sort, descending=descending, cursor=cursor,
             limit=limit)
-
-
-# the generated model's fields are not known statically: type checkers see the base
-if TYPE_CHECKING:
-    TrajectoryQuery = TrajectoryQueryBase
-else:
-    TrajectoryQuery = query_model(TRAJECTORY_FILTER, TrajectoryQueryBase)
 
 
 class TrajectoryListQuery(TrajectoryQuery):
@@ -75,10 +68,10 @@ def stored_filter(raw: Any) -> tuple[dict[str, Any], trajectory_reads.Trajectory
     what does not parse: an unknown filter, a value of the wrong type, a bad time or score."""
     if not isinstance(raw, dict):
         raise ValueError("filter must be an object of the trajectory list's filters by name")
-    unknown = sorted(set(raw) - set(TRAJECTORY_FILTER.names()))
+    unknown = sorted(set(raw) - set(TrajectoryQuery.names()))
     if unknown:
         raise ValueError(f"filter: unknown filter {unknown[0]!r} (known: "
-                         f"{', '.join(TRAJECTORY_FILTER.names())})")
+                         f"{', '.join(TrajectoryQuery.names())})")
     try:
         query = TrajectoryQuery.model_validate(raw)
     except ValidationError as exc:

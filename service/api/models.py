@@ -7,17 +7,23 @@ model's JSON Schema before orjson encodes it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import ExtraValues
 
-from trajhub.records.evaluations import EVALUATION_RESULT
-from trajhub.records.traces import TRACE_SUMMARY
-from trajhub.records.trajectories import COST, TRAJECTORY_SUMMARY
+# the declared records (trajhub.records) are the response models of their rows
+from trajhub.records import datasets as declared_sets
+from trajhub.records import evaluations as declared_evaluations
+from trajhub.records.evaluations import EvaluationResult as EvaluationResult
+from trajhub.records.evaluations import EvaluatorAggregate as EvaluatorAggregate
+from trajhub.records.evaluations import ItemOutcomes as ItemOutcomes
+from trajhub.records.projects import ProjectEntry as ProjectEntry
+from trajhub.records.traces import TraceSummary as TraceSummary
+from trajhub.records.trajectories import CostView as CostView
+from trajhub.records.trajectories import TrajectorySummary as TrajectorySummary
 from trajhub.service.api.params import TimeText
-from trajhub.service.api.records import response_model
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN_ID = "00f067aa0ba902b7"
@@ -86,25 +92,8 @@ class ErrorDetail(BaseModel):
 
 # ------------------------------------------------------------------------------------ traces
 
-# The models of declared records (trajhub.records) are generated; type checkers see BaseModel.
-if TYPE_CHECKING:
-    TraceSummary = BaseModel
-    CostView = BaseModel
-    TrajectorySummary = BaseModel
-    EvaluationResult = BaseModel
-else:
-    #: a trace list row, as trajhub.records.traces declares it
-    TraceSummary = response_model(TRACE_SUMMARY)
-    #: money and tokens (trajhub.records.trajectories: COST)
-    CostView = response_model(COST)
-    #: a trajectory list row, as trajhub.records.trajectories declares it
-    TrajectorySummary = response_model(TRAJECTORY_SUMMARY)
-    #: an evaluation result, as trajhub.records.evaluations declares it
-    EvaluationResult = response_model(EVALUATION_RESULT)
-
-
 class TracePage(BaseModel):
-    model_config = example_config({"items": [TRACE_SUMMARY.example()], "next_cursor": None})
+    model_config = example_config({"items": [TraceSummary.example()], "next_cursor": None})
     items: list[TraceSummary]
     next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
                                     "the last")
@@ -225,14 +214,6 @@ class CozeLoopTrace(BaseModel):
 TraceBody = TraceSpans | OtlpTrace | CozeLoopTrace
 
 
-class ProjectEntry(BaseModel):
-    name: str
-    trace_count: int
-    span_count: int
-    first_span_at: str | None = Field(description="RFC 3339: when the earliest span started")
-    last_span_at: str | None = Field(description="RFC 3339: when the latest span ended")
-
-
 class ProjectList(BaseModel):
     model_config = example_config({"projects": [{
         "name": "default", "trace_count": 42, "span_count": 518,
@@ -243,7 +224,7 @@ class ProjectList(BaseModel):
 # ------------------------------------------------------------------------------ trajectories
 
 class TrajectoryPage(BaseModel):
-    model_config = example_config({"items": [TRAJECTORY_SUMMARY.example()],
+    model_config = example_config({"items": [TrajectorySummary.example()],
                                    "next_cursor": None, "total": 1})
     items: list[TrajectorySummary]
     next_cursor: str | None
@@ -407,13 +388,8 @@ DATASET_EXAMPLE: dict[str, Any] = {"name": "weather", "description": "", "item_c
                              "updated_at": "2026-11-22T10:00:00Z"}
 
 
-class Dataset(BaseModel):
+class Dataset(declared_sets.Dataset):
     model_config = example_config(DATASET_EXAMPLE)
-    name: str
-    description: str
-    item_count: int
-    created_at: str
-    updated_at: str
 
 
 class DatasetList(BaseModel):
@@ -432,22 +408,13 @@ ITEM_EXAMPLE: dict[str, Any] = {
         "updated_at": "2026-11-22T10:00:00Z"}
 
 
-class Item(BaseModel):
+class Item(declared_sets.Item):
     model_config = example_config(ITEM_EXAMPLE)
-    id: str
-    dataset: str
-    input: Any
-    reference_output: Any
-    expectations: dict[str, Any]
-    metadata: dict[str, Any] = Field(
-        description="the rest of the run's state: what its input and output held besides the "
-                    "request and the final answer (filled items), or what was given")
-    source_trace_id: str | None
-    tags: list[str]
-    created_at: str
-    updated_at: str
+    # the snapshot as the API's model of a trajectory document (trajhub.records.datasets:
+    # ItemWithTrajectory declares it as a plain object)
     trajectory: TrajectoryDocument | None = Field(
-        None, description="the trajectory snapshot (single items, or `include_trajectory`)")
+        None, exclude_if=lambda value: value is None,
+        description=declared_sets.TRAJECTORY_DESCRIPTION)
 
 
 class ItemPage(BaseModel):
@@ -456,22 +423,14 @@ class ItemPage(BaseModel):
     next_cursor: str | None
 
 
-class FillOutcome(BaseModel):
+class FillOutcome(declared_sets.FillOutcome):
     model_config = example_config({"added": 2, "skipped_duplicates": 1, "sampled_out": 0,
                              "not_found": [], "not_final": [],
                              "item_ids": ["6f1d0c6b1c7e4a0e9d5b0f3a8e2c4b71"]})
-    added: int
-    skipped_duplicates: int = Field(description="traces the set already held")
-    sampled_out: int
-    not_found: list[str] = Field(description="trace ids with no trajectory")
-    not_final: list[str] = Field(description="trace ids whose trajectory is still open")
-    item_ids: list[str]
 
 
-class ImportOutcome(BaseModel):
+class ImportOutcome(declared_sets.ImportOutcome):
     model_config = example_config({"added": 10, "skipped_duplicates": 0})
-    added: int
-    skipped_duplicates: int
 
 
 # ------------------------------------------------------------------------------- evaluations
@@ -483,47 +442,16 @@ EVALUATION_EXAMPLE: dict[str, Any] = {
         "finished_at": "2026-11-22T10:00:01Z"}
 
 
-class Evaluation(BaseModel):
+class Evaluation(declared_evaluations.Evaluation):
     model_config = example_config(EVALUATION_EXAMPLE)
-    id: int
-    dataset: str
-    target: Literal["snapshot", "live"]
-    run: str | None
-    evaluators: list[dict[str, Any]]
-    status: str = Field(description="running, done or failed")
-    error: str | None
-    item_count: int
-    done_items: int
-    created_at: str | None
-    finished_at: str | None
 
 
-class EvaluatorAggregate(BaseModel):
-    evaluator: str
-    total: int
-    passed: int
-    failed: int
-    errors: int
-    pass_rate: float | None = Field(description="errors count as not passed")
-    mean_score: float | None
-
-
-class ItemOutcomes(BaseModel):
-    total: int
-    evaluated: int
-    passed: int
-    errors: int
-    failed: int
-
-
-class EvaluationDetail(Evaluation):
+class EvaluationDetail(declared_evaluations.EvaluationDetail):
     model_config = example_config({
         **EVALUATION_EXAMPLE,
         "aggregates": [{"evaluator": "expected_agents_tools", "total": 3, "passed": 2,
                         "failed": 1, "errors": 0, "pass_rate": 0.667, "mean_score": 0.8}],
         "items": {"total": 3, "evaluated": 3, "passed": 2, "errors": 0, "failed": 1}})
-    aggregates: list[EvaluatorAggregate]
-    items: ItemOutcomes
 
 
 class EvaluationPage(BaseModel):
@@ -533,7 +461,7 @@ class EvaluationPage(BaseModel):
 
 
 class ResultPage(BaseModel):
-    model_config = example_config({"items": [EVALUATION_RESULT.example()], "next_cursor": None})
+    model_config = example_config({"items": [EvaluationResult.example()], "next_cursor": None})
     items: list[EvaluationResult]
     next_cursor: str | None
 

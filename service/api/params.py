@@ -13,14 +13,27 @@ import pydantic_core
 from fastapi import HTTPException, Path, Query
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from trajhub.records.query_types import (
+    INT64_MAX,
+    MAX_TEXT,
+    TIME_PATTERN,
+    Int64,
+    Text,
+    TimeText,
+    no_nul,
+    time_text,
+    whole_number,
+)
+
 #: every REST route's path starts with it (each module's router sets it; service/api/routes.py
 #: adds the checks and the error answers)
 PREFIX = "/api/v1"
 
-INT64_MAX = 2**63 - 1
 INT32_MAX = 2**31 - 1
-#: the longest text a filter takes (names, ids, search text)
-MAX_TEXT = 1000
+# INT64_MAX, MAX_TEXT, Text, Int64, TimeText, TIME_PATTERN, no_nul, whole_number and
+# time_text are the filters' types (trajhub.records.query_types), shared with the client
+__all__ = ["INT64_MAX", "MAX_TEXT", "TIME_PATTERN", "Int64", "Text", "TimeText", "no_nul",
+           "time_text", "whole_number"]
 
 _HEX32 = re.compile(r"[0-9a-fA-F]{32}")
 _HEX16 = re.compile(r"[0-9a-fA-F]{16}")
@@ -30,15 +43,6 @@ TRACE_ID_PATTERN = "^[0-9a-fA-F]{32}$"
 SPAN_ID_PATTERN = "^[0-9a-fA-F]{16}$"
 
 
-def no_nul(value: str) -> str:
-    # PostgreSQL text cannot hold NUL: a filter with one can match nothing, say so instead
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
-    return value
-
-
-#: a text query parameter: no NUL, at most MAX_TEXT characters
-Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(no_nul)]
 #: a list's `cursor` query parameter
 #: what a `cursor` parameter is, in every list's words
 CURSOR_DESCRIPTION = ("an opaque string: the `next_cursor` of this list's previous page, as "
@@ -46,50 +50,10 @@ CURSOR_DESCRIPTION = ("an opaque string: the `next_cursor` of this list's previo
 Cursor = Annotated[Text | None, Query(description=CURSOR_DESCRIPTION)]
 
 
-def whole_number(value: Any) -> Any:
-    # JSON Schema counts 28.0 as an integer (a number with no fraction), so a body may send
-    # one; pydantic's strict mode would refuse it
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 #: an integer of a request body: also a whole number written as 28.0 (see whole_number)
 JsonInt = Annotated[int, BeforeValidator(whole_number)]
-#: a count or size held in a bigint column
-# (the bounds before the validator: after it, pydantic writes them into the JSON Schema as
-# `ge`/`le`, which JSON Schema does not know)
-Int64 = Annotated[int, Field(ge=0, le=INT64_MAX), BeforeValidator(whole_number)]
 #: a count held in an integer column
 Int32 = Annotated[int, Field(ge=0, le=INT32_MAX)]
-#: a time a filter takes: Unix nanoseconds (within a signed 64-bit integer; the pattern stops
-#: at ±9,222,999,999,999,999,999), or an RFC 3339 time with its
-#: offset, in the years a signed 64-bit count of nanoseconds reaches (1678-2262; the pattern
-#: keeps to 1680-2261). Written out so /openapi.json tells a client which texts are times.
-TIME_PATTERN = (
-    r"^(-?([0-9]{1,18}|[1-8][0-9]{18}|9[01][0-9]{17}|92[01][0-9]{16}|922[0-2][0-9]{15})|"
-    r"((1(6[89][0-9]|[7-9][0-9]{2})|2([01][0-9]{2}|2[0-5][0-9]|26[01]))-"
-    r"((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|"
-    r"02-(0[1-9]|1[0-9]|2[0-8]))|"
-    # February 29th of the leap years (1680-2261: every fourth year but 1700, 1800, 1900,
-    # 2100 and 2200), so that a date that does not exist is not a time the document promises
-    r"(16(8[048]|9[26])|1[7-9](0[48]|[2468][048]|[13579][26])|"
-    r"2[01](0[48]|[2468][048]|[13579][26])|2000|22(0[48]|[24][048]|[135][26]|60))-02-29)"
-    r"[T ]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
-    r"(\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))$")
-_TIME = re.compile(TIME_PATTERN)
-
-
-def time_text(value: str) -> str:
-    if not _TIME.match(value):
-        raise ValueError(f"must be an RFC 3339 time with its offset (Z or +hh:mm) between the "
-                         f"years 1680 and 2261, or Unix nanoseconds; got {value[:80]!r}")
-    return value
-
-
-#: a time parameter (see TIME_PATTERN); `time_ns` turns it into Unix nanoseconds
-TimeText = Annotated[str, Field(max_length=100, json_schema_extra={"pattern": TIME_PATTERN}),
-                     AfterValidator(time_text)]
 def _key_value(value: str) -> str:
     if not _KEY_VALUE.match(value):
         raise ValueError(f"{value[:80]!r} must look like key=value")

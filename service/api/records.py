@@ -1,27 +1,25 @@
-"""The REST API's side of the record declarations (trajhub.records): the pydantic response
-model of a record and its answer from a read row, and the query-parameter model of a filter.
-A field or filter declared there appears here, in /openapi.json and in the answers, with no
-change to this module."""
+"""The REST API's side of the record declarations (trajhub.records): a record's answer from a
+read row, and a filter query's values. The declared classes themselves are the response and
+query-parameter models, so a field or filter declared there appears in /openapi.json and in
+the answers with no change to this module."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any
+from datetime import datetime
+from typing import Any
 
 import orjson
 from fastapi import HTTPException
-from pydantic import AfterValidator, BaseModel, ConfigDict, create_model
-from pydantic import Field as PydanticField
 
-from trajhub.records import Field, Filter, Param, Record
-from trajhub.records.scores import SCORE_CONDITION_PATTERN, parse_score_condition
-from trajhub.service.api.params import MAX_TEXT, Int64, Text, TimeText, no_nul, time_ns
+from trajhub.records import Query, Record
+from trajhub.records.scores import parse_score_condition
+from trajhub.service.api.params import time_ns
 from trajhub.service.stored_spans import iso_time
 
-#: the models built so far, by record (a nested record is built once and shared)
-_MODELS: dict[Record, type[BaseModel]] = {}
 
-#: how a stored value becomes the served one (`Field.convert`); the API adds its own
+#: how a stored value becomes the served one (`Stored.convert`); the API adds its own
 #: converters per request (the price table's "cost")
 def _score_value(text: str) -> Any:
     """A score's value (trajhub.records.scores), read as JSON text: a number as a float
@@ -30,48 +28,24 @@ def _score_value(text: str) -> Any:
     return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
+def _timestamp(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
 CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "time": iso_time,
+    "timestamp": _timestamp,
     "ns_text": str,
     "json": orjson.loads,
     "score_value": _score_value,
 }
 
 
-def _annotation(field: Field) -> Any:
-    if isinstance(field.type, Record):
-        return response_model(field.type)
-    return field.type
-
-
-def _field_info(field: Field, required: bool = True) -> Any:
-    extra: dict[str, Any] = {}
-    if field.deprecated:
-        extra["deprecated"] = True
-    description = field.description
-    if field.deprecated:
-        description = (f"{description}; " if description else "") + \
-            f"deprecated: use `{field.deprecated}` (kept for one version)"
-    return PydanticField(... if required else None, description=description or None, **extra)
-
-
-def response_model(record: Record, config: ConfigDict | None = None) -> type[BaseModel]:
-    """The pydantic model of a served record: its served fields in declaration order, each
-    required (the API always sends every field, null where declared optional)."""
-    if record in _MODELS:
-        return _MODELS[record]
-    fields: dict[str, Any] = {f.name: (_annotation(f), _field_info(f)) for f in record.served}
-    model: type[BaseModel] = create_model(
-        record.name, __config__=config, __doc__=record.description, **fields)
-    _MODELS[record] = model
-    return model
-
-
-def filter_values(filter_: Filter, query: BaseModel) -> dict[str, Any]:
+def filter_values(query: Query) -> dict[str, Any]:
     """A query model's given filters by name, times as Unix ns, a score condition parsed; a
     bad one is a 400 naming its parameter."""
     values: dict[str, Any] = {}
-    for param in filter_.params:
+    for param in query.params():
         value = getattr(query, param.name)
         if value is None:
             continue
@@ -86,47 +60,21 @@ def filter_values(filter_: Filter, query: BaseModel) -> dict[str, Any]:
     return values
 
 
-def answer(record: Record, row: Mapping[str, Any],
+@functools.cache
+def _answer_plan(record: type[Record]) -> tuple[tuple[str, str, str], ...]:
+    # made once per record: each served field's name, read key and converter
+    return tuple((c.name, c.read_key, c.convert) for c in record.served())
+
+
+def answer(record: type[Record], row: Mapping[str, Any],
            converters: Mapping[str, Callable[[Any], Any]] | None = None) -> dict[str, Any]:
     """A read row (`Record.select_list`) as the record's JSON: each served field from its key,
     through its converter (None stays None)."""
-    convert = {**CONVERTERS, **(converters or {})}
+    convert = {**CONVERTERS, **converters} if converters else CONVERTERS
     out: dict[str, Any] = {}
-    for f in record.served:
-        value = row[f.read_key]
-        if f.convert and value is not None:
-            value = convert[f.convert](value)
-        out[f.name] = value
+    for name, key, converter in _answer_plan(record):
+        value = row[key]
+        if converter and value is not None:
+            value = convert[converter](value)
+        out[name] = value
     return out
-
-
-#: a score condition (trajhub.records.scores): the pattern documents it, the API's own check
-#: (service/api/filters.py) names what is wrong
-ScoreConditionText = Annotated[str, PydanticField(
-    max_length=MAX_TEXT, json_schema_extra={"pattern": SCORE_CONDITION_PATTERN}),
-    AfterValidator(no_nul)]
-
-
-def _param_annotation(param: Param) -> Any:
-    if param.convert == "time":
-        return TimeText
-    if param.convert == "score":
-        return ScoreConditionText
-    if param.type is str:
-        return Text
-    if param.type is int:
-        return Int64
-    return param.type
-
-
-def query_model(filter_: Filter, base: type[BaseModel]) -> type[BaseModel]:
-    """The pydantic model of a filter's query parameters, on `base` (which holds the
-    behaviour: turning the parameters into the storage filter). Every parameter is optional."""
-    fields: dict[str, Any] = {
-        p.name: (_param_annotation(p) | None,
-                 PydanticField(None, description=p.description or None))
-        for p in filter_.params}
-    model: type[BaseModel] = create_model(
-        filter_.name, __base__=base, __doc__=filter_.description, __module__=base.__module__,
-        **fields)
-    return model

@@ -19,6 +19,7 @@ import orjson
 from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import AfterValidator, BaseModel, Field
 
+from trajhub.records import review as declared
 from trajhub.records.review import (
     DESCRIPTION_MAX,
     LEASE_MAX,
@@ -26,10 +27,8 @@ from trajhub.records.review import (
     LEASE_SECONDS,
     NAME_MAX,
     NAME_PATTERN,
-    REVIEW_ITEM,
-    REVIEW_QUEUE,
 )
-from trajhub.records.scores import COMMENT_MAX, SCORE
+from trajhub.records.scores import COMMENT_MAX, Score
 from trajhub.service.api import dataset_fill
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.datasets import (
@@ -41,10 +40,9 @@ from trajhub.service.api.datasets import (
 from trajhub.service.api.datasets import Name as DatasetName
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.params import INT64_MAX, PREFIX, JsonInt, TraceIdText, no_nul
-from trajhub.service.api.records import answer, response_model
+from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Key, Project, Rt, needs
 from trajhub.service.api.scores import (
-    Score,
     ScoreCreate,
     ScoreName,
     ScoreValue,
@@ -69,17 +67,17 @@ Author = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(no_n
 _AUTHOR_HELP = ("the reviewer; only, and always, when the server runs without API keys (with a "
                 "key, the reviewer is the key's name)")
 
-_QUEUE_EXAMPLE = REVIEW_QUEUE.example()
-_ITEM_EXAMPLE = REVIEW_ITEM.example()
+_QUEUE_EXAMPLE = declared.ReviewQueue.example()
+_ITEM_EXAMPLE = declared.ReviewItem.example()
 
 
-class ReviewQueue(response_model(REVIEW_QUEUE)):  # type: ignore[misc]
+class ReviewQueue(declared.ReviewQueue):
     """The declared record's model (trajhub.records.review), with its example."""
 
     model_config = example_config(_QUEUE_EXAMPLE)
 
 
-class ReviewItem(response_model(REVIEW_ITEM)):  # type: ignore[misc]
+class ReviewItem(declared.ReviewItem):
     """The declared record's model (trajhub.records.review), with its example."""
 
     model_config = example_config(_ITEM_EXAMPLE)
@@ -103,9 +101,9 @@ class ReviewNext(BaseModel):
 
 class ReviewCompleted(BaseModel):
     model_config = example_config({"item": {**_ITEM_EXAMPLE, "status": "done"},
-                                   "scores": [{**SCORE.example(), "source": "human"}]})
+                                   "scores": [{**Score.example(), "source": "human"}]})
     item: ReviewItem
-    scores: list[Score] = Field(  # type: ignore[valid-type]
+    scores: list[Score] = Field(
         description="the scores stored (source `human`)")
 
 
@@ -237,7 +235,7 @@ async def _held(conn: Connection, queue: review.QueueRow, item_id: int, reviewer
 async def list_queues(rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         rows = await review.queues(conn, project)
-    return {"queues": [answer(REVIEW_QUEUE, r) for r in rows]}
+    return {"queues": [answer(declared.ReviewQueue, r) for r in rows]}
 
 
 @router.post("/review-queues", status_code=201, response_model=ReviewQueue,
@@ -262,7 +260,7 @@ async def create_queue(rt: Rt, project: Project, body: QueueCreate) -> Any:
         except review.DuplicateQueue:
             raise HTTPException(409, f"project {project!r} has a review queue named "
                                 f"{body.name!r}") from None
-    return answer(REVIEW_QUEUE, row)
+    return answer(declared.ReviewQueue, row)
 
 
 @router.get("/review-queues/{name}", response_model=ReviewQueue, responses=NOT_FOUND,
@@ -270,7 +268,7 @@ async def create_queue(rt: Rt, project: Project, body: QueueCreate) -> Any:
 async def get_queue(name: QueuePath, rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         row = await _queue(conn, project, name)
-    return answer(REVIEW_QUEUE, row)
+    return answer(declared.ReviewQueue, row)
 
 
 @router.delete("/review-queues/{name}", status_code=204, responses=NOT_FOUND,
@@ -318,7 +316,7 @@ async def list_items(
     async with rt.db.acquire() as conn:
         queue = await _queue(conn, project, name)
         rows = await review.items(conn, queue.queue_id, status, limit)
-    return {"items": [answer(REVIEW_ITEM, r) for r in rows]}
+    return {"items": [answer(declared.ReviewItem, r) for r in rows]}
 
 
 @router.post("/review-queues/{name}/next", response_model=ReviewNext, responses=NOT_FOUND,
@@ -332,7 +330,7 @@ async def next_item(name: QueuePath, rt: Rt, project: Project, key: Key,
         queue = await _queue(conn, project, name)
         reviewer = await _reviewer(conn, key, body.author)
         row = await review.claim_next(conn, queue.queue_id, reviewer, body.lease_seconds)
-    return {"item": answer(REVIEW_ITEM, row) if row is not None else None}
+    return {"item": answer(declared.ReviewItem, row) if row is not None else None}
 
 
 @router.post("/review-queues/{name}/items/{item_id}/complete", response_model=ReviewCompleted,
@@ -373,8 +371,8 @@ async def complete_item(name: QueuePath, item_id: ItemIdPath, rt: Rt, project: P
             await check_configs(conn, project, creates, True)
             stored = await score_store.add(conn, project, rows)
             done = await review.finish(conn, held.id, "done", body.comment, expectations)
-    return {"item": answer(REVIEW_ITEM, done),
-                                            "scores": [answer(SCORE, r) for r in stored]}
+    return {"item": answer(declared.ReviewItem, done),
+                                            "scores": [answer(Score, r) for r in stored]}
 
 
 @router.post("/review-queues/{name}/items/{item_id}/skip", response_model=ReviewItem,
@@ -389,7 +387,7 @@ async def skip_item(name: QueuePath, item_id: ItemIdPath, rt: Rt, project: Proje
         async with conn.transaction():
             held = await _held(conn, queue, item_id, reviewer)
             row = await review.finish(conn, held.id, "skipped", body.comment, None)
-    return answer(REVIEW_ITEM, row)
+    return answer(declared.ReviewItem, row)
 
 
 @router.post("/review-queues/{name}/export-to-dataset", response_model=ExportOutcome,

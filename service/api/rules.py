@@ -21,7 +21,8 @@ from pydantic import (
 )
 
 from trajhub.evaluators import ConfigError, Expectations
-from trajhub.records.rules import BACKFILL, NAME_MAX, RULE
+from trajhub.records import rules as declared
+from trajhub.records.rules import NAME_MAX
 from trajhub.records.scores import NAME_PATTERN
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.evaluations import EvaluatorName
@@ -35,7 +36,7 @@ from trajhub.service.api.params import (
     time_ns,
     whole_number,
 )
-from trajhub.service.api.records import answer, response_model
+from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Project, Rt, needs
 from trajhub.service.auth import ADMIN
 from trajhub.service.config import Settings
@@ -114,23 +115,23 @@ class RulePatch(BaseModel):
     fail_below: FailBelow | None = None
 
 
-class Rule(response_model(RULE)):  # type: ignore[misc]
+class Rule(declared.Rule):
     """The declared record's model (trajhub.records.rules), with its example."""
 
-    model_config = example_config(RULE.example())
+    model_config = example_config(declared.Rule.example())
 
 
 class RuleList(BaseModel):
-    model_config = example_config({"rules": [RULE.example()]})
+    model_config = example_config({"rules": [declared.Rule.example()]})
     rules: list[Rule] = Field(description="oldest first")
 
 
-class RuleBackfill(response_model(BACKFILL)):  # type: ignore[misc]
-    model_config = example_config(BACKFILL.example())
+class RuleBackfill(declared.RuleBackfill):
+    model_config = example_config(declared.RuleBackfill.example())
 
 
 class BackfillList(BaseModel):
-    model_config = example_config({"backfills": [BACKFILL.example()]})
+    model_config = example_config({"backfills": [declared.RuleBackfill.example()]})
     backfills: list[RuleBackfill] = Field(description="newest first")
 
 
@@ -189,14 +190,14 @@ async def create_rule(rt: Rt, project: Project, body: RuleCreate) -> Any:
         row = await rule_store.create(conn, project, values)
     if row is None:
         raise HTTPException(409, f"project {project!r} has a rule named {body.name!r}")
-    return answer(RULE, row)
+    return answer(declared.Rule, row)
 
 
 @router.get("/rules", response_model=RuleList, summary="The project's rules, oldest first")
 async def list_rules(rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         rows = await rule_store.list_rules(conn, project)
-    return {"rules": [answer(RULE, r) for r in rows]}
+    return {"rules": [answer(declared.Rule, r) for r in rows]}
 
 
 @router.get("/rules/{rule_id}", response_model=Rule, summary="One rule",
@@ -206,7 +207,7 @@ async def get_rule(rule_id: RuleId, rt: Rt, project: Project) -> Any:
         row = await rule_store.get(conn, project, rule_id)
     if row is None:
         raise _no_rule(rule_id, project)
-    return answer(RULE, row)
+    return answer(declared.Rule, row)
 
 
 @router.patch("/rules/{rule_id}", response_model=Rule, openapi_extra=needs(ADMIN),
@@ -224,7 +225,7 @@ async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) 
         row = await rule_store.get(conn, project, rule_id)
         if row is None:
             raise _no_rule(rule_id, project)
-        current = answer(RULE, row)
+        current = answer(declared.Rule, row)
         merged = checked({**{c: current[c] for c in ("evaluator", "config", "expectations",
                                                      "filter")}, **given}, rt.settings)
         changes = {c: merged[c] for c in given}
@@ -236,7 +237,7 @@ async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) 
                                      f"{given.get('name')!r}") from None
     if updated is None:
         raise _no_rule(rule_id, project)
-    return answer(RULE, updated)
+    return answer(declared.Rule, updated)
 
 
 @router.delete("/rules/{rule_id}", status_code=204, responses=NOT_FOUND,
@@ -263,7 +264,7 @@ async def start_backfill(rule_id: RuleId, rt: Rt, project: Project,
         if row is None:
             raise _no_rule(rule_id, project)
         try:
-            _, trajectory_filter = stored_filter(answer(RULE, row)["filter"])
+            _, trajectory_filter = stored_filter(answer(declared.Rule, row)["filter"])
         except ValueError as exc:
             raise HTTPException(400, str(exc)) from None
         since = time_ns(body.since, "since")
@@ -272,7 +273,7 @@ async def start_backfill(rule_id: RuleId, rt: Rt, project: Project,
             trajectory_filter = replace(trajectory_filter,
                                         values={**trajectory_filter.values, "start": start})
         job = await rule_store.backfill(conn, project, rule_id, trajectory_filter)
-    return answer(BACKFILL, job)
+    return answer(declared.RuleBackfill, job)
 
 
 @router.get("/rules/{rule_id}/backfills", response_model=BackfillList, responses=NOT_FOUND,
@@ -282,7 +283,7 @@ async def list_backfills(rule_id: RuleId, rt: Rt, project: Project) -> Any:
         if await rule_store.get(conn, project, rule_id) is None:
             raise _no_rule(rule_id, project)
         rows = await rule_store.backfills(conn, project, rule_id)
-    return {"backfills": [answer(BACKFILL, r) for r in rows]}
+    return {"backfills": [answer(declared.RuleBackfill, r) for r in rows]}
 
 
 @router.get("/rules/{rule_id}/backfills/{backfill_id}", response_model=RuleBackfill,
@@ -294,4 +295,4 @@ async def get_backfill(rule_id: RuleId, backfill_id: BackfillId, rt: Rt,
     if row is None:
         raise HTTPException(404, f"rule {rule_id} has no backfill {backfill_id} in project "
                                  f"{project!r}")
-    return answer(BACKFILL, row)
+    return answer(declared.RuleBackfill, row)

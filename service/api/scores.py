@@ -27,14 +27,14 @@ from trajhub.records.scores import (
     COMMENT_MAX,
     NAME_MAX,
     NAME_PATTERN,
-    SCORE,
-    SCORE_CONFIG,
+    Score,
     outside_config,
 )
+from trajhub.records.scores import ScoreConfig as DeclaredScoreConfig
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.params import INT64_MAX, PREFIX, TraceIdPath, storable_json
-from trajhub.service.api.records import answer, response_model
+from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Key, Project, Rt, needs
 from trajhub.service.api.stored import no_trajectory
 from trajhub.service.auth import ADMIN, BOOTSTRAP_KEY_ID
@@ -97,15 +97,13 @@ def _body_kind(value: Any) -> str:
 ScoreBody = Annotated[Annotated[ScoreCreate, Tag("one")] | Annotated[ScoreBatch, Tag("batch")],
                       Discriminator(_body_kind)]
 
-_EXAMPLE = SCORE.example()
-
-# the declared record's model (generated: type checkers see BaseModel)
-Score = response_model(SCORE)
+# the declared record (trajhub.records.scores) is the response model
+_EXAMPLE = Score.example()
 
 
 class ScoreList(BaseModel):
     model_config = example_config({"scores": [_EXAMPLE]})
-    scores: list[Score] = Field(description="oldest first")  # type: ignore[valid-type]
+    scores: list[Score] = Field(description="oldest first")
 
 
 ScoreId = Annotated[int, Path(ge=1, le=INT64_MAX, description="the score's `id`")]
@@ -166,7 +164,7 @@ async def check_configs(conn: Any, project: str, given: list[ScoreCreate], batch
                          ) -> None:
     """A score of a name the project has a config for must fit it: 400 naming the score and
     what is wrong."""
-    found = {r["name"]: answer(SCORE_CONFIG, r) for r in await score_store.configs(
+    found = {r["name"]: answer(DeclaredScoreConfig, r) for r in await score_store.configs(
         conn, project, sorted({s.name for s in given}))}
     for i, score in enumerate(given):
         config = found.get(score.name)
@@ -194,7 +192,7 @@ def step_ids(document: str) -> set[str]:
 
 
 def _scores_json(rows: list[score_store.ScoreRow]) -> dict[str, Any]:
-    return {"scores": [answer(SCORE, r) for r in rows]}
+    return {"scores": [answer(Score, r) for r in rows]}
 
 
 @router.post(
@@ -259,14 +257,15 @@ async def delete_score(trace_id: TraceIdPath, score_id: ScoreId, rt: Rt,
 
 # ----------------------------------------------------------------------------- score configs
 
-class ScoreConfig(response_model(SCORE_CONFIG)):  # type: ignore[misc]
+# (the docstring is /openapi.json's description of the model, kept as it was)
+class ScoreConfig(DeclaredScoreConfig):
     """The declared record's model (SCORE_CONFIG), with its example: PUT answers it alone."""
 
-    model_config = example_config(SCORE_CONFIG.example())
+    model_config = example_config(DeclaredScoreConfig.example())
 
 
 class ScoreConfigList(BaseModel):
-    model_config = example_config({"configs": [SCORE_CONFIG.example()]})
+    model_config = example_config({"configs": [DeclaredScoreConfig.example()]})
     configs: list[ScoreConfig] = Field(description="by name")
 
 
@@ -310,7 +309,7 @@ async def list_score_configs(rt: Rt, project: Project) -> Any:
     one of its categories; a score of any other name is not checked."""
     async with rt.db.acquire() as conn:
         rows = await score_store.configs(conn, project)
-    return {"configs": [answer(SCORE_CONFIG, r) for r in rows]}
+    return {"configs": [answer(DeclaredScoreConfig, r) for r in rows]}
 
 
 @router.put("/score-configs/{name}", response_model=ScoreConfig, openapi_extra=needs(ADMIN),
@@ -335,7 +334,7 @@ async def put_score_config(name: ConfigName, rt: Rt, project: Project,
             "name": name, "data_type": body.data_type, "min_value": body.min,
             "max_value": body.max, "categories": body.categories,
             "description": body.description})
-    return answer(SCORE_CONFIG, row)
+    return answer(DeclaredScoreConfig, row)
 
 
 @router.delete("/score-configs/{name}", status_code=204, responses=NOT_FOUND,

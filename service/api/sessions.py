@@ -7,7 +7,7 @@ text and the answer, as a conversation reads."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, HTTPException, Path, Query
@@ -18,12 +18,12 @@ from starlette.convertors import Convertor, register_url_convertor
 from trajhub.evaluators.pricing import Prices, usage_cost
 from trajhub.normalizers.item_fields import turn_texts
 from trajhub.records.scores import score_sort_name
-from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY, SESSION_TURN
+from trajhub.records.sessions import SessionQuery, SessionSummary, SessionTurn
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.models import NOT_FOUND, example_config
 from trajhub.service.api.params import CURSOR_DESCRIPTION, MAX_TEXT, PREFIX, Text, no_nul
-from trajhub.service.api.records import answer, filter_values, query_model, response_model
+from trajhub.service.api.records import answer, filter_values
 from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.prices import cost_json, prices_for, summary_cost
 from trajhub.storage import session_reads
@@ -48,27 +48,17 @@ register_url_convertor("anytext", _AnyText())
 
 router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["sessions"])
 
-if TYPE_CHECKING:
-    SessionSummary = BaseModel
-    SessionTurn = BaseModel
-else:
-    #: a session list row, as trajhub.records.sessions declares it
-    SessionSummary = response_model(SESSION_SUMMARY)
-    #: one turn of a session, as trajhub.records.sessions declares it
-    SessionTurn = response_model(SESSION_TURN)
-
-
 class SessionPage(BaseModel):
-    model_config = example_config({"items": [SESSION_SUMMARY.example()], "next_cursor": None})
+    model_config = example_config({"items": [SessionSummary.example()], "next_cursor": None})
     items: list[SessionSummary]
     next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
                                                 "the last")
 
 
 class SessionDetail(BaseModel):
-    model_config = example_config({"session_id": SESSION_SUMMARY.example()["session_id"],
-                                   "summary": SESSION_SUMMARY.example(),
-                                   "turns": [SESSION_TURN.example()], "truncated": False})
+    model_config = example_config({"session_id": SessionSummary.example()["session_id"],
+                                   "summary": SessionSummary.example(),
+                                   "turns": [SessionTurn.example()], "truncated": False})
     session_id: str
     summary: SessionSummary
     turns: list[SessionTurn] = Field(description="in the order they started (ties by trace id)")
@@ -76,25 +66,9 @@ class SessionDetail(BaseModel):
                                         "`turns` holds the first `limit`")
 
 
-class SessionQueryBase(BaseModel):
-    """What the generated query model does with its parameters."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    def filter_values(self) -> dict[str, Any]:
-        """The given filters by name, times as Unix ns, a score condition parsed; a bad one
-        is a 400 naming its parameter."""
-        return filter_values(SESSION_FILTER, self)
-
-
-if TYPE_CHECKING:
-    SessionQuery = SessionQueryBase
-else:
-    SessionQuery = query_model(SESSION_FILTER, SessionQueryBase)
-
-
 class SessionListQuery(SessionQuery):
-    """The query parameters of `GET /api/v1/sessions`: the filters, then paging."""
+    """The query parameters of `GET /api/v1/sessions`: the filters (trajhub.records.sessions),
+    then paging."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -109,7 +83,7 @@ class SessionListQuery(SessionQuery):
         name = score_sort_name(self.sort) if self.sort else None
         cursor = decode_cursor(self.cursor, (float if name is not None else int, str))
         return session_reads.SessionFilter(
-            values=self.filter_values(), limit=self.limit, score_sort=name,
+            values=filter_values(self), limit=self.limit, score_sort=name,
             cursor=(cursor[0], str(cursor[1])) if cursor is not None else None)
 
 
@@ -178,7 +152,7 @@ async def list_sessions(rt: Rt, project: Project,
     last = rows[-1] if len(rows) == f.limit else None
     next_cursor = None if last is None else encode_cursor(
         last.sort_value if f.score_sort is not None else last.last_turn_ns, last.session_id)
-    items = [answer(SESSION_SUMMARY, r, converters) for r in rows]
+    items = [answer(SessionSummary, r, converters) for r in rows]
     return {"items": items, "next_cursor": next_cursor}
 
 
@@ -186,7 +160,7 @@ def _turns(rows: list[session_reads.SessionTurnRow], converters: Mapping[str, An
            ) -> list[dict[str, Any]]:
     out = []
     for row in rows:
-        turn = answer(SESSION_TURN, row, converters)
+        turn = answer(SessionTurn, row, converters)
         document = row.document
         if document is not None:
             turn["input"], turn["output"] = turn_texts(orjson.loads(document))
@@ -211,7 +185,7 @@ async def get_session(
         rows = await session_reads.session_turns(conn, project, session_id, limit)
     converters = _converters(prices_for(rt.settings))
     turns = await run_in_threadpool(_turns, rows, converters)
-    doc = answer(SESSION_SUMMARY, summary, converters)
+    doc = answer(SessionSummary, summary, converters)
     return {
         "session_id": summary.session_id, "summary": doc, "turns": turns,
         "truncated": doc["turns"] > len(turns)}

@@ -8,7 +8,8 @@ import orjson
 from fastapi import APIRouter, HTTPException, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from trajhub.records.traces import TRACE_SUMMARY
+from trajhub.records.projects import ProjectEntry
+from trajhub.records.traces import TraceSummary
 from trajhub.service import stored_spans
 from trajhub.service.api import views
 from trajhub.service.api.answers import CheckedRoute, model_response
@@ -40,7 +41,6 @@ from trajhub.service.api.scopes import Key, Project, Rt
 from trajhub.service.api.stored import no_trajectory, not_derived
 from trajhub.service.ingest.decode import FORMAT_COZELOOP
 from trajhub.service.stored_spans import (
-    iso_time,
     otlp_json,
     span_view,
     to_model,
@@ -83,7 +83,7 @@ async def list_traces(
         limit=limit)
     async with rt.db.acquire() as conn:
         rows = await trace_reads.list_traces(conn, project, f)
-    items = [answer(TRACE_SUMMARY, r) for r in rows]
+    items = [answer(TraceSummary, r) for r in rows]
     next_cursor = (encode_cursor(rows[-1].start_ns, rows[-1].trace_id)
                    if len(rows) == limit else None)
     return {"items": items, "next_cursor": next_cursor}
@@ -204,11 +204,7 @@ async def list_projects(rt: Rt, key: Key) -> Any:
     only = key.project if key is not None else None
     async with rt.db.acquire() as conn:
         rows = await trace_reads.projects(conn, only)
-    projects = [{
-        "name": r.name, "trace_count": r.trace_count, "span_count": r.span_count,
-        "first_span_at": iso_time(r.first_span_ns) if r.first_span_ns is not None else None,
-        "last_span_at": iso_time(r.last_span_ns) if r.last_span_ns is not None else None,
-    } for r in rows]
+    projects = [answer(ProjectEntry, r) for r in rows]
     if only is not None and not projects:
         projects = [{"name": only, "trace_count": 0, "span_count": 0, "first_span_at": None,
                      "last_span_at": None}]

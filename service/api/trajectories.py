@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from trajhub.normalizers import NORMALIZER_VERSION, DerivationError, derive, pages
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.trajectory import trajectory_to_json
-from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+from trajhub.records.trajectories import TrajectorySummary
 from trajhub.service.api.answers import CheckedRoute, json_response
 from trajhub.service.api.cursors import encode_cursor
 from trajhub.service.api.filters import TrajectoryListQuery
@@ -73,7 +73,7 @@ async def list_trajectories(
     next_cursor = (encode_cursor(rows[-1].sort_value, rows[-1].trace_id)
                    if len(rows) == f.limit else None)
     page: dict[str, Any] = {
-        "items": [answer(TRAJECTORY_SUMMARY, r, converters) for r in rows],
+        "items": [answer(TrajectorySummary, r, converters) for r in rows],
         "next_cursor": next_cursor}
     if total is not None:
         page["total"] = total

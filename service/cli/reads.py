@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import argparse
 import re
-from dataclasses import asdict
 from typing import Any
 
 from trajhub.normalizers.document import parse_document
 from trajhub.normalizers.trajectory import BasicInfo, ModelInfo
-from trajhub.records import Cli, Field, Filter, Param, Record
-from trajhub.records.traces import TRACE_SUMMARY
+from trajhub.records import Cli, Column, Param, Query, Record
+from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import (
     SCORE_SORT,
     SORT_PATTERN,
-    TRAJECTORY_FILTER,
     TRAJECTORY_SORTS,
-    TRAJECTORY_SUMMARY,
+    TrajectoryQuery,
+    TrajectorySummary,
 )
 from trajhub.service.cli.common import (
     clip,
@@ -35,7 +34,7 @@ def _filters(args: argparse.Namespace, names: tuple[str, ...]) -> dict[str, Any]
     return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
 
-def _cell(item: Any, f: Field, cli: Cli) -> Any:
+def _cell(item: Any, f: Column, cli: Cli) -> Any:
     value = getattr(item, f.name)
     if cli.format == "when":
         return when(value)
@@ -53,18 +52,18 @@ def _cell(item: Any, f: Field, cli: Cli) -> Any:
     return value
 
 
-def record_table(record: Record, items: list[Any]) -> str:
-    """A list as a table of the columns its declaration shows in the CLI (`Field.cli`)."""
+def record_table(record: type[Record], items: list[Any]) -> str:
+    """A list as a table of the columns its declaration shows in the CLI (its fields' `Cli`)."""
     columns = record.cli_columns()
     return table([[_cell(item, f, cli) for f, cli in columns] for item in items],
                  [cli.header for _, cli in columns],
                  right=[i for i, (_, cli) in enumerate(columns) if cli.right])
 
 
-def add_filter_flags(parser: argparse.ArgumentParser, filter_: Filter) -> None:
+def add_filter_flags(parser: argparse.ArgumentParser, filter_: type[Query]) -> None:
     """One flag per declared filter: `--session-id` for `session_id` (`-q` for a one-letter
     name), typed as the filter is."""
-    for param in filter_.params:
+    for param in filter_.params():
         parser.add_argument(param.flag, dest=param.name, metavar=param.metavar,
                             help=param.cli_help or param.description, **_flag_type(param))
 
@@ -80,11 +79,11 @@ def _flag_type(param: Param) -> dict[str, Any]:
     return {}
 
 
-def print_page(record: Record, page: Page[Any], as_json: bool, what: str) -> None:
+def print_page(record: type[Record], page: Page[Any], as_json: bool, what: str) -> None:
     """A list's page: as JSON ({items, next_cursor, total when counted}), or the record's
     table (or that no `what` match), its total when counted, and how to get the next page."""
     if as_json:
-        print_json({"items": [asdict(i) for i in page.items], "next_cursor": page.next_cursor,
+        print_json({"items": [i.model_dump() for i in page.items], "next_cursor": page.next_cursor,
                     **({"total": page.total} if page.total is not None else {})})
         return
     if not page.items:
@@ -103,7 +102,7 @@ def _projects(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         projects = hub.list_projects()
     if args.json:
-        print_json({"projects": [asdict(p) for p in projects]})
+        print_json({"projects": [p.model_dump() for p in projects]})
         return 0
     if not projects:
         print("no projects yet: no spans stored")
@@ -124,7 +123,7 @@ def _traces_list(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         page = hub.list_traces(limit=args.limit, cursor=args.cursor,
                                **_filters(args, _TRACE_FILTERS))
-    print_page(TRACE_SUMMARY, page, args.json, "traces")
+    print_page(TraceSummary, page, args.json, "traces")
     return 0
 
 
@@ -162,7 +161,7 @@ def _traces_show(args: argparse.Namespace) -> int:
 
 # --- trajectories --------------------------------------------------------------------------
 
-_TRAJECTORY_FILTERS = (*TRAJECTORY_FILTER.names(), "sort", "order")
+_TRAJECTORY_FILTERS = (*TrajectoryQuery.names(), "sort", "order")
 
 
 def _trajectories_list(args: argparse.Namespace) -> int:
@@ -170,7 +169,7 @@ def _trajectories_list(args: argparse.Namespace) -> int:
         page = hub.list_trajectories(limit=args.limit, cursor=args.cursor,
                                      count=args.count or None,
                                      **_filters(args, _TRAJECTORY_FILTERS))
-    print_page(TRAJECTORY_SUMMARY, page, args.json, "trajectories")
+    print_page(TrajectorySummary, page, args.json, "trajectories")
     return 0
 
 
@@ -282,7 +281,7 @@ def register(sub: Any) -> None:
     p = tj.add_parser("list", parents=[common], help="trajectory summaries, filtered",
                       description="Trajectory summaries; the flags are the filters of "
                                   "GET /api/v1/trajectories.")
-    add_filter_flags(p, TRAJECTORY_FILTER)
+    add_filter_flags(p, TrajectoryQuery)
     p.add_argument("--sort", type=_sort, metavar="|".join((*TRAJECTORY_SORTS, SCORE_SORT)),
                    help="sort by this (score:<name>: by that score, listing only the "
                         "trajectories that have it)")

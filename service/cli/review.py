@@ -5,11 +5,10 @@ Reviewing itself is the web UI's review screen (or the client's `next_review_ite
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
 from typing import Any
 
-from trajhub.records.review import REVIEW_QUEUE
-from trajhub.records.trajectories import TRAJECTORY_FILTER
+from trajhub.records.review import ReviewQueue
+from trajhub.records.trajectories import TrajectoryQuery
 from trajhub.service.cli.common import CliError, connect, print_json, server_options
 from trajhub.service.cli.reads import add_filter_flags, record_table
 
@@ -18,11 +17,11 @@ def _list(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         queues = hub.list_review_queues()
     if args.json:
-        print_json({"queues": [asdict(q) for q in queues]})
+        print_json({"queues": [q.model_dump() for q in queues]})
     elif not queues:
         print("no review queues")
     else:
-        print(record_table(REVIEW_QUEUE, queues))
+        print(record_table(ReviewQueue, queues))
     return 0
 
 
@@ -35,7 +34,7 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    filters = {p.name: getattr(args, p.name) for p in TRAJECTORY_FILTER.params
+    filters = {p.name: getattr(args, p.name) for p in TrajectoryQuery.params()
                if getattr(args, p.name, None) is not None}
     if args.trace_id and filters:
         raise CliError("give trace ids or filters, not both")
@@ -56,7 +55,7 @@ def _progress(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         queue = hub.review_queue(args.name)
     if args.json:
-        print_json(asdict(queue))
+        print_json(queue.model_dump())
     else:
         print(f"{queue.name}: {queue.done} done, {queue.skipped} skipped, {queue.in_review} "
               f"in review, {queue.pending - queue.in_review} waiting, of {queue.total}")
@@ -91,7 +90,7 @@ def register(sub: Any) -> None:
     p.add_argument("trace_id", nargs="*", help="trace ids to add")
     p.add_argument("--limit", type=int, default=100,
                    help="with filters: add at most this many (default 100)")
-    add_filter_flags(p, TRAJECTORY_FILTER)
+    add_filter_flags(p, TrajectoryQuery)
     p.add_argument("--json", action="store_true", help="print what was added as JSON")
     p.set_defaults(func=_add)
 

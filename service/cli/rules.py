@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import asdict
 from typing import Any
 
-from trajhub.records.rules import RULE
+from trajhub.records.rules import Rule
 from trajhub.service.cli.common import CliError, connect, print_json, server_options
 from trajhub.service.cli.reads import record_table
 
@@ -31,11 +30,11 @@ def _list(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         rules = hub.list_rules()
     if args.json:
-        print_json({"rules": [asdict(r) for r in rules]})
+        print_json({"rules": [r.model_dump() for r in rules]})
     elif not rules:
         print("no rules: `trajhub rules add NAME EVALUATOR` creates one")
     else:
-        print(record_table(RULE, rules))
+        print(record_table(Rule, rules))
     return 0
 
 
@@ -56,7 +55,7 @@ def _add(args: argparse.Namespace) -> int:
                             review_queue=args.review_queue,
                             fail_below=1.0 if args.fail_below is None else args.fail_below)
     if args.json:
-        print_json(asdict(rule))
+        print_json(rule.model_dump())
     else:
         _say(rule, "created")
     return 0

@@ -4,10 +4,9 @@ of its steps) from the command line, and the project's score configs."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
 from typing import Any
 
-from trajhub.records.scores import SCORE, SCORE_CONFIG, number_of
+from trajhub.records.scores import Score, ScoreConfig, number_of
 from trajhub.service.cli.common import CliError, connect, print_json, server_options
 from trajhub.service.cli.reads import record_table
 
@@ -31,12 +30,12 @@ def _list(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         scores = hub.list_scores(args.trace_id)
     if args.json:
-        print_json({"scores": [asdict(s) for s in scores]})
+        print_json({"scores": [s.model_dump() for s in scores]})
         return 0
     if not scores:
         print(f"trajectory {args.trace_id} has no scores")
         return 0
-    print(record_table(SCORE, scores))
+    print(record_table(Score, scores))
     return 0
 
 
@@ -47,7 +46,7 @@ def _add(args: argparse.Namespace) -> int:
         score = hub.add_score(args.trace_id, args.name, score_value(args.value, args.type),
                               **fields)
     if args.json:
-        print_json(asdict(score))
+        print_json(score.model_dump())
     else:
         where = f"step {score.step_id}" if score.step_id else "the trajectory"
         print(f"score {score.id}: {score.name} = {score.value} on {where} "
@@ -66,11 +65,11 @@ def _configs(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         configs = hub.list_score_configs()
     if args.json:
-        print_json({"configs": [asdict(c) for c in configs]})
+        print_json({"configs": [c.model_dump() for c in configs]})
     elif not configs:
         print("no score configs: scores of any name and type are taken")
     else:
-        print(record_table(SCORE_CONFIG, configs))
+        print(record_table(ScoreConfig, configs))
     return 0
 
 

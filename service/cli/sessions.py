@@ -4,10 +4,9 @@ as a table and as a transcript for people, and `--json` for machines."""
 from __future__ import annotations
 
 import argparse
-from dataclasses import asdict
 from typing import Any
 
-from trajhub.records.sessions import SESSION_FILTER, SESSION_SUMMARY
+from trajhub.records.sessions import SessionQuery, SessionSummary
 from trajhub.service.cli.common import connect, duration, print_json, server_options, when
 from trajhub.service.cli.reads import add_filter_flags, print_page
 
@@ -24,12 +23,12 @@ def _usd(cost: Any) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    filters = {name: getattr(args, name) for name in SESSION_FILTER.names()
+    filters = {name: getattr(args, name) for name in SessionQuery.names()
                if getattr(args, name) is not None}
     with connect(args) as hub:
         page = hub.list_sessions(limit=args.limit, cursor=args.cursor, sort=args.sort,
                                  **filters)
-    print_page(SESSION_SUMMARY, page, args.json, "sessions")
+    print_page(SessionSummary, page, args.json, "sessions")
     return 0
 
 
@@ -44,8 +43,8 @@ def _show(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         session = hub.get_session(args.session_id, limit=args.limit)
     if args.json:
-        print_json({"session_id": session.session_id, "summary": asdict(session.summary),
-                    "turns": [asdict(t) for t in session.turns],
+        print_json({"session_id": session.session_id, "summary": session.summary.model_dump(),
+                    "turns": [t.model_dump() for t in session.turns],
                     "truncated": session.truncated})
         return 0
     s = session.summary
@@ -77,7 +76,7 @@ def register(sub: Any) -> None:
     p = ss.add_parser("list", parents=[common], help="sessions, latest turn first",
                       description="Sessions, the one whose latest turn started last first; the "
                                   "flags are the filters of GET /api/v1/sessions.")
-    add_filter_flags(p, SESSION_FILTER)
+    add_filter_flags(p, SessionQuery)
     p.add_argument("--sort", metavar="score:NAME",
                    help="by the sessions' mean of a score, highest first (only those with one)")
     p.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")

@@ -24,9 +24,9 @@ import httpx
 import orjson
 
 from trajhub import __version__
-from trajhub.records import Filter
-from trajhub.records.sessions import SESSION_FILTER
-from trajhub.records.trajectories import TRAJECTORY_FILTER
+from trajhub.records import Query
+from trajhub.records.sessions import SessionQuery
+from trajhub.records.trajectories import TrajectoryQuery
 from trajhub.service.client.models import (
     Dataset,
     DatasetItem,
@@ -102,7 +102,7 @@ def error_detail(response: httpx.Response) -> str:
     return response.text.strip() or response.reason_phrase
 
 
-def checked_filters(filter_: Filter, filters: Mapping[str, Any], also: Sequence[str] = ()
+def checked_filters(filter_: type[Query], filters: Mapping[str, Any], also: Sequence[str] = ()
                     ) -> Mapping[str, Any]:
     """`filters` when every name is one of the declared filters (or in `also`); a TypeError
     naming the unknown ones and the known ones otherwise, before anything is sent."""
@@ -114,8 +114,8 @@ def checked_filters(filter_: Filter, filters: Mapping[str, Any], also: Sequence[
     return filters
 
 
-def _filter_doc(filter_: Filter) -> str:
-    return "\n".join(f"        {p.name}: {p.description}" for p in filter_.params)
+def _filter_doc(filter_: type[Query]) -> str:
+    return "\n".join(f"        {p.name}: {p.description}" for p in filter_.params())
 
 
 def _query(filters: Mapping[str, Any]) -> dict[str, Any]:
@@ -255,14 +255,14 @@ class TrajhubClient:
 
 {filters}
         """
-        checked_filters(TRAJECTORY_FILTER, filters, ("sort", "order", "count"))
+        checked_filters(TrajectoryQuery, filters, ("sort", "order", "count"))
         return self._page("/trajectories", TrajectorySummary.from_json,
                           {**filters, "limit": limit, "cursor": cursor})
 
     # the filters come from their declaration (trajhub.records.trajectories)
     if list_trajectories.__doc__:
         list_trajectories.__doc__ = list_trajectories.__doc__.replace(
-            "{filters}", _filter_doc(TRAJECTORY_FILTER))
+            "{filters}", _filter_doc(TrajectoryQuery))
 
     # --- sessions ------------------------------------------------------------------------
 
@@ -274,13 +274,13 @@ class TrajhubClient:
 
 {filters}
         """
-        checked_filters(SESSION_FILTER, filters)
+        checked_filters(SessionQuery, filters)
         return self._page("/sessions", SessionSummary.from_json,
                           {**filters, "limit": limit, "cursor": cursor, "sort": sort})
 
     if list_sessions.__doc__:
         list_sessions.__doc__ = list_sessions.__doc__.replace(
-            "{filters}", _filter_doc(SESSION_FILTER))
+            "{filters}", _filter_doc(SessionQuery))
 
     def iter_sessions(self, **filters: Any) -> Iterator[SessionSummary]:
         """Every matching session, page after page."""
@@ -348,7 +348,7 @@ class TrajhubClient:
     def agent_graph(self, *, limit: int = 500, **filters: Any) -> dict[str, Any]:
         """The agent graph of the newest `limit` runs the filters select (the filters of
         `list_trajectories`), with the agent paths taken and how often."""
-        checked_filters(TRAJECTORY_FILTER, filters, ())
+        checked_filters(TrajectoryQuery, filters, ())
         out: dict[str, Any] = self._json("GET", "/graph", params={**filters, "limit": limit})
         return out
 
@@ -480,7 +480,7 @@ class TrajhubClient:
         if trace_ids is not None:
             body: dict[str, Any] = {"trace_ids": list(trace_ids)}
         else:
-            checked_filters(TRAJECTORY_FILTER, filters, ())
+            checked_filters(TrajectoryQuery, filters, ())
             body = {"query": filters, "limit": limit}
         out: dict[str, list[str]] = self._json(
             "POST", f"/review-queues/{quote(name)}/items", json=body)

@@ -1,34 +1,52 @@
 """What the REST API returns, as typed objects. Each class reads the fields it knows from a
 response body and ignores the rest, so a newer server with more fields still works.
 
-The summaries of the trace and trajectory lists are generated from their declarations
-(trajhub.records, which is plain data: the client still imports nothing of the server), so they
-hold exactly the fields the API serves, with the same types."""
+The records (the trace and trajectory summaries, scores, sessions, rules, review queues and
+items, projects, evaluation sets and their items, evaluation runs and their results) are the
+classes trajhub.records declares, which the API serves as they are (pydantic and the standard
+library only: the client still imports nothing of the server); `from_json` reads one. Each
+field has a default, so an answer from an older server without a newer field still reads."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from trajhub.records import Field, Record, empty_value, is_optional
-from trajhub.records.evaluations import EVALUATION_RESULT
-from trajhub.records.review import REVIEW_ITEM, REVIEW_QUEUE
-from trajhub.records.rules import BACKFILL, RULE
-from trajhub.records.scores import SCORE, SCORE_CONFIG
-from trajhub.records.sessions import SESSION_SUMMARY, SESSION_TURN
-from trajhub.records.traces import TRACE_SUMMARY
-from trajhub.records.trajectories import TRAJECTORY_SUMMARY
+# The records are declared once (trajhub.records): those classes are the client's models.
+from trajhub.records.datasets import Dataset as Dataset
+from trajhub.records.datasets import FillOutcome, ImportOutcome, ItemWithTrajectory
+from trajhub.records.evaluations import EvaluationDetail
+from trajhub.records.evaluations import EvaluationResult as EvaluationResult
+from trajhub.records.evaluations import EvaluatorAggregate as EvaluatorAggregate
+from trajhub.records.evaluations import ItemOutcomes as ItemOutcomes
+from trajhub.records.projects import ProjectEntry
+from trajhub.records.review import ReviewItem as ReviewItem
+from trajhub.records.review import ReviewQueue as ReviewQueue
+from trajhub.records.rules import Rule as Rule
+from trajhub.records.rules import RuleBackfill as RuleBackfill
+from trajhub.records.scores import Score as Score
+from trajhub.records.scores import ScoreConfig as ScoreConfig
+from trajhub.records.sessions import SessionSummary as SessionSummary
+from trajhub.records.sessions import SessionTurn as SessionTurn
+from trajhub.records.traces import TraceSummary as TraceSummary
+from trajhub.records.trajectories import CostView as CostView
+from trajhub.records.trajectories import TrajectorySummary as TrajectorySummary
+
+#: a project and its trace and span counts (trajhub.records.projects)
+Project = ProjectEntry
+#: an item of an evaluation set, with its trajectory snapshot when asked for
+#: (trajhub.records.datasets)
+DatasetItem = ItemWithTrajectory
+#: what filling an evaluation set did (trajhub.records.datasets)
+FillResult = FillOutcome
+#: what importing items did (trajhub.records.datasets)
+ImportResult = ImportOutcome
+#: an evaluation run (trajhub.records.evaluations); `aggregates` and `items` are filled by
+#: `get_evaluation` only (empty otherwise)
+Evaluation = EvaluationDetail
 
 T = TypeVar("T")
-
-
-class _FromJson:
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
-        known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 @dataclass(frozen=True)
@@ -38,104 +56,6 @@ class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None = None
     total: int | None = None
-
-
-@dataclass(frozen=True)
-class Project(_FromJson):
-    name: str
-    trace_count: int = 0
-    span_count: int = 0
-    first_span_at: str | None = None
-    last_span_at: str | None = None
-
-
-@dataclass(frozen=True)
-class RecordModel(_FromJson):
-    """Base of the models generated from a record declaration (`record_model`): one attribute
-    per served field, nested records as their own models."""
-
-    record: ClassVar[Record]
-
-    if TYPE_CHECKING:
-        # the fields are generated: type checkers see each as Any
-        def __getattr__(self, name: str) -> Any: ...
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
-        values = {}
-        for f in cls.record.served:
-            if f.name not in data:
-                continue
-            value = data[f.name]
-            if isinstance(f.type, Record) and isinstance(value, Mapping):
-                value = record_model(f.type).from_json(value)
-            values[f.name] = value
-        return cls(**values)
-
-
-_CLIENT_MODELS: dict[Record, type[RecordModel]] = {}
-
-
-def _attribute(f: Field, required: bool) -> tuple[str, Any, Any]:
-    if isinstance(f.type, Record):
-        return f.name, record_model(f.type) | None, dataclasses.field(default=None)
-    if required:
-        return f.name, f.type, dataclasses.field()
-    empty = empty_value(f.type)
-    if isinstance(empty, tuple):  # a list: its own empty list per object
-        return f.name, f.type, dataclasses.field(default_factory=list)
-    return f.name, f.type, dataclasses.field(default=None if is_optional(f.type) else empty)
-
-
-def record_model(record: Record) -> type[RecordModel]:
-    """The frozen dataclass of a served record: its key field (`written_by="key"`) required,
-    every other field defaulting to its type's empty value, so an answer from an older server
-    (without a newer field) still reads."""
-    if record not in _CLIENT_MODELS:
-        attributes = [_attribute(f, f.written_by == "key") for f in record.served]
-        model = dataclasses.make_dataclass(
-            record.name, attributes, bases=(RecordModel,), frozen=True,
-            namespace={"record": record, "__doc__": record.description,
-                       "__module__": __name__})
-        _CLIENT_MODELS[record] = model
-    return _CLIENT_MODELS[record]
-
-
-if TYPE_CHECKING:
-    TraceSummary = RecordModel
-    TrajectorySummary = RecordModel
-    EvaluationResult = RecordModel
-    Score = RecordModel
-    ScoreConfig = RecordModel
-    SessionSummary = RecordModel
-    SessionTurn = RecordModel
-    Rule = RecordModel
-    RuleBackfill = RecordModel
-    ReviewQueue = RecordModel
-    ReviewItem = RecordModel
-else:
-    #: a row of the trace list (trajhub.records.traces)
-    TraceSummary = record_model(TRACE_SUMMARY)
-    #: a row of the trajectory list (trajhub.records.trajectories), with its `cost`
-    TrajectorySummary = record_model(TRAJECTORY_SUMMARY)
-    #: one evaluator's result for one item (trajhub.records.evaluations)
-    EvaluationResult = record_model(EVALUATION_RESULT)
-    #: a score of a trajectory or of one of its steps (trajhub.records.scores)
-    Score = record_model(SCORE)
-    #: what a project's scores of one name must be (trajhub.records.scores)
-    ScoreConfig = record_model(SCORE_CONFIG)
-    #: an online evaluation rule (trajhub.records.rules)
-    Rule = record_model(RULE)
-    #: a rule's backfill and its progress (trajhub.records.rules)
-    RuleBackfill = record_model(BACKFILL)
-    #: a row of the session list (trajhub.records.sessions), with its `cost`
-    SessionSummary = record_model(SESSION_SUMMARY)
-    #: one turn of a session: the user's text, the answer, status, tokens and cost
-    SessionTurn = record_model(SESSION_TURN)
-    #: an annotation queue and its progress (trajhub.records.review)
-    ReviewQueue = record_model(REVIEW_QUEUE)
-    #: a trajectory in an annotation queue, and its review (trajhub.records.review)
-    ReviewItem = record_model(REVIEW_ITEM)
 
 
 @dataclass(frozen=True)
@@ -182,94 +102,3 @@ class StoredTrajectory:
     @property
     def final(self) -> bool:
         return self.status == "final"
-
-
-@dataclass(frozen=True)
-class Dataset(_FromJson):
-    name: str
-    description: str = ""
-    item_count: int = 0
-    created_at: str | None = None
-    updated_at: str | None = None
-
-
-@dataclass(frozen=True)
-class DatasetItem(_FromJson):
-    id: str
-    dataset: str | None = None
-    input: Any = None
-    reference_output: Any = None
-    expectations: dict[str, Any] | None = None
-    #: the rest of the run's state (the request and final answer are input / reference_output)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    source_trace_id: str | None = None
-    tags: list[str] = field(default_factory=list)
-    created_at: str | None = None
-    updated_at: str | None = None
-    trajectory: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class FillResult(_FromJson):
-    added: int = 0
-    skipped_duplicates: int = 0
-    sampled_out: int = 0
-    not_found: list[str] = field(default_factory=list)
-    not_final: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class ImportResult(_FromJson):
-    added: int = 0
-    skipped_duplicates: int = 0
-
-
-@dataclass(frozen=True)
-class EvaluatorAggregate(_FromJson):
-    evaluator: str
-    total: int = 0
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-    pass_rate: float | None = None
-    mean_score: float | None = None
-
-
-@dataclass(frozen=True)
-class ItemOutcomes(_FromJson):
-    total: int = 0
-    evaluated: int = 0
-    passed: int = 0
-    failed: int = 0
-    errors: int = 0
-
-
-@dataclass(frozen=True)
-class Evaluation(_FromJson):
-    """An evaluation run. `aggregates` and `items` are filled by `get_evaluation` only."""
-
-    id: int
-    dataset: str
-    target: str
-    status: str
-    run: str | None = None
-    evaluators: list[Any] = field(default_factory=list)
-    error: str | None = None
-    item_count: int = 0
-    done_items: int = 0
-    created_at: str | None = None
-    finished_at: str | None = None
-    aggregates: list[EvaluatorAggregate] = field(default_factory=list)
-    items: ItemOutcomes | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.status == "running"
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Self:
-        out = super().from_json({k: v for k, v in data.items()
-                                 if k not in ("aggregates", "items")})
-        return dataclasses.replace(
-            out, aggregates=[EvaluatorAggregate.from_json(a) for a in data.get("aggregates", [])],
-            items=ItemOutcomes.from_json(data["items"]) if data.get("items") else None)

@@ -3,7 +3,7 @@
 
 A rule belongs to a project: an evaluator with its config (any of trajhub's evaluators, the LLM
 judges included, named and configured as a dataset evaluation names them), a trajectory filter
-in the trajectory list's syntax (TRAJECTORY_FILTER's parameters, by name), a sample rate and an
+in the trajectory list's syntax (TrajectoryQuery's parameters, by name), a sample rate and an
 on/off switch. Each enabled rule runs on every trajectory of its project that becomes final,
 matches its filter and falls in its sample; its verdict is a score (source `evaluator`, with the
 rule's id in `rule_id`). docs/rules.md says how the runs are queued.
@@ -11,73 +11,111 @@ rule's id in `rule_id`). docs/rules.md says how the runs are queued.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from trajhub.records import Cli, Field, Record
+from pydantic import Field
+
+from trajhub.records import Cli, Example, Record, Stored, computed
 
 #: what a rule's name may be (as a score name: trajhub.records.scores.NAME_PATTERN)
 NAME_MAX = 100
 
-RULE = Record("Rule", "An online evaluation rule: an evaluator run on every new final "
-              "trajectory of the project that matches a filter.", (
-    Field("id", int, "the rule's id", written_by="database", example=3,
-          cli=Cli("ID", right=True)),
-    Field("name", str, "the rule's name, unique in its project; its scores are named after "
-          "the evaluator", example="efficiency-prod", cli=Cli("NAME")),
-    Field("evaluator", str, "the evaluator: one of the names `POST /api/v1/evaluations` "
-          "takes, the LLM judges included", example="efficiency", cli=Cli("EVALUATOR")),
-    Field("config", dict[str, Any], "the evaluator's config (as a dataset evaluation takes "
-          "it)", select="config::text", convert="json", stored_type=str,
-          example={"max_steps": 10}),
-    Field("expectations", dict[str, Any] | None, "what the trajectory should have done, as an "
-          "evaluation item's expectations (for evaluators that compare against them); null "
-          "for none", select="expectations::text", convert="json", stored_type=str,
-          example=None),
-    Field("filter", dict[str, Any], "the trajectories it runs on: the trajectory list's "
-          "filters (`GET /api/v1/trajectories` query parameters) by name, e.g. "
-          "{\"agent\": \"planner\", \"has_error\": false}; {} for all",
-          select="filter::text", convert="json", stored_type=str,
-          example={"service": "weather-agent"}, cli=Cli("FILTER", "clip", order=2)),
-    Field("sample_rate", float, "the share of matching trajectories it runs on, 0 to 1 "
-          "(chosen by trace id, so a new revision of a sampled trajectory is sampled too)",
-          example=1.0, cli=Cli("SAMPLE", "value", right=True)),
-    Field("enabled", bool, "on: it runs on new final trajectories", example=True,
-          cli=Cli("ON", "yes")),
-    Field("max_judge_calls_per_minute", int | None, "LLM judges: at most this many judge "
-          "calls a minute for this rule (runs beyond wait); null for no cap", example=None),
-    Field("review_queue", str | None, "the annotation queue (docs/review.md) its failures go "
-          "to: a trajectory whose score from this rule is an error or below `fail_below`; null "
-          "for none", example="triage"),
-    Field("fail_below", float, "a score below this is a failure (for `review_queue`); 1.0: "
-          "anything short of a full score", example=1.0),
-    Field("created_time", str, "RFC 3339: when it was created", column="created_ns",
-          stored_type=int, convert="time", written_by="database",
-          example="2026-11-22T10:00:00Z"),
-    Field("updated_time", str, "RFC 3339: when it was last changed", column="updated_ns",
-          stored_type=int, convert="time", written_by="database",
-          example="2026-11-22T10:00:00Z"),
-    Field("pending_runs", int, "runs queued and not yet done", column=None,
-          select="(SELECT count(*) FROM rule_runs q WHERE q.rule_id = rules.id)",
-          written_by="", example=0, cli=Cli("PENDING", right=True)),
-))
 
-BACKFILL = Record("RuleBackfill", "A rule run over the existing trajectories matching its "
-                  "filter: how far it is.", (
-    Field("rule_id", int, "the rule", written_by="key", example=3),
-    Field("id", int, "the backfill's id", written_by="database", example=5,
-          cli=Cli("ID", right=True)),
-    Field("status", Literal["running", "done"], "running until every queued run is done",
-          column=None, select="(CASE WHEN done_count >= total_count THEN 'done' "
-          "ELSE 'running' END)", written_by="", example="running", cli=Cli("STATUS")),
-    Field("total", int, "the trajectories queued (matching the filter and in the sample)",
-          column="total_count", example=120, cli=Cli("TOTAL", right=True)),
-    Field("done", int, "the runs finished so far (scored, errored or skipped)",
-          column="done_count", written_by="database", example=40,
-          cli=Cli("DONE", right=True)),
-    Field("created_time", str, "RFC 3339: when it was started", column="created_ns",
-          stored_type=int, convert="time", written_by="database",
-          example="2026-11-22T10:00:00Z"),
-))
+class Rule(Record):
+    """An online evaluation rule: an evaluator run on every new final trajectory of the project
+    that matches a filter."""
+
+    id: Annotated[int, Stored(written_by="database"), Cli("ID", right=True), Example(3)] = Field(
+        default=0, description="the rule's id")
+    name: Annotated[str, Cli("NAME"), Example("efficiency-prod")] = Field(
+        default="", description="the rule's name, unique in its project; its scores are named "
+        "after the evaluator")
+    evaluator: Annotated[str, Cli("EVALUATOR"), Example("efficiency")] = Field(
+        default="", description="the evaluator: one of the names `POST /api/v1/evaluations` "
+        "takes, the LLM judges included")
+    config: Annotated[
+        dict[str, Any],
+        Stored(select="config::text", convert="json", stored_type=str),
+        Example({"max_steps": 10}),
+    ] = Field(default_factory=dict, description="the evaluator's config (as a dataset evaluation "
+              "takes it)")
+    expectations: Annotated[
+        dict[str, Any] | None,
+        Stored(select="expectations::text", convert="json", stored_type=str),
+    ] = Field(default=None, description="what the trajectory should have done, as an evaluation "
+              "item's expectations (for evaluators that compare against them); null for none")
+    filter: Annotated[
+        dict[str, Any],
+        Stored(select="filter::text", convert="json", stored_type=str),
+        Cli("FILTER", "clip", order=2),
+        Example({"service": "weather-agent"}),
+    ] = Field(default_factory=dict, description="the trajectories it runs on: the trajectory "
+              "list's filters (`GET /api/v1/trajectories` query parameters) by name, e.g. "
+              "{\"agent\": \"planner\", \"has_error\": false}; {} for all")
+    sample_rate: Annotated[float, Cli("SAMPLE", "value", right=True), Example(1.0)] = Field(
+        default=0.0, description="the share of matching trajectories it runs on, 0 to 1 (chosen "
+        "by trace id, so a new revision of a sampled trajectory is sampled too)")
+    enabled: Annotated[bool, Cli("ON", "yes"), Example(True)] = Field(
+        default=False, description="on: it runs on new final trajectories")
+    max_judge_calls_per_minute: int | None = Field(
+        default=None, description="LLM judges: at most this many judge calls a minute for this "
+        "rule (runs beyond wait); null for no cap")
+    review_queue: Annotated[str | None, Example("triage")] = Field(
+        default=None, description="the annotation queue (docs/review.md) its failures go to: a "
+        "trajectory whose score from this rule is an error or below `fail_below`; null for none")
+    fail_below: Annotated[float, Example(1.0)] = Field(
+        default=0.0, description="a score below this is a failure (for `review_queue`); 1.0: "
+        "anything short of a full score")
+    created_time: Annotated[
+        str,
+        Stored(column="created_ns", written_by="database", convert="time", stored_type=int),
+        Example("2026-11-22T10:00:00Z"),
+    ] = Field(default="", description="RFC 3339: when it was created")
+    updated_time: Annotated[
+        str,
+        Stored(column="updated_ns", written_by="database", convert="time", stored_type=int),
+        Example("2026-11-22T10:00:00Z"),
+    ] = Field(default="", description="RFC 3339: when it was last changed")
+    pending_runs: Annotated[
+        int,
+        computed("(SELECT count(*) FROM rule_runs q WHERE q.rule_id = rules.id)"),
+        Cli("PENDING", right=True),
+        Example(0),
+    ] = Field(default=0, description="runs queued and not yet done")
+
+
+class RuleBackfill(Record):
+    """A rule run over the existing trajectories matching its filter: how far it is."""
+
+    rule_id: Annotated[int, Stored(written_by="key"), Example(3)] = Field(
+        description="the rule")
+    id: Annotated[int, Stored(written_by="database"), Cli("ID", right=True), Example(5)] = Field(
+        default=0, description="the backfill's id")
+    status: Annotated[
+        Literal["running", "done"],
+        computed("(CASE WHEN done_count >= total_count THEN 'done' ELSE 'running' END)"),
+        Cli("STATUS"),
+        Example("running"),
+    ] = Field(default="running", description="running until every queued run is done")
+    total: Annotated[
+        int,
+        Stored(column="total_count"),
+        Cli("TOTAL", right=True),
+        Example(120),
+    ] = Field(default=0, description="the trajectories queued (matching the filter and in the "
+              "sample)")
+    done: Annotated[
+        int,
+        Stored(column="done_count", written_by="database"),
+        Cli("DONE", right=True),
+        Example(40),
+    ] = Field(default=0, description="the runs finished so far (scored, errored or skipped)")
+    created_time: Annotated[
+        str,
+        Stored(column="created_ns", written_by="database", convert="time", stored_type=int),
+        Example("2026-11-22T10:00:00Z"),
+    ] = Field(default="", description="RFC 3339: when it was started")
+
 
 #: why a rule's run ends without a score (never an error score: nothing was judged)
 SKIP_REASONS = ("no-match", "superseded", "gone")

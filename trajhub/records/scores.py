@@ -19,9 +19,11 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from trajhub.records import Cli, Field, Record
+from pydantic import Field
+
+from trajhub.records import Cli, Example, Record, Stored, StoredOnly, computed
 from trajhub.records.trajectories import TRACE_ID
 
 #: what a score name may be: letters, digits and `_.:/-`, starting with a letter or digit, so
@@ -40,54 +42,80 @@ _VALUE_SQL = ("(CASE value_type WHEN 'number' THEN to_jsonb(number_value) "
               "WHEN 'boolean' THEN to_jsonb(number_value <> 0) "
               "WHEN 'category' THEN to_jsonb(category_value) END)::text")
 
-SCORE = Record("Score", "A score of a trajectory, or of one step of it.", (
-    Field("trace_id", str, "the trajectory it scores", written_by="key", example=TRACE_ID),
-    Field("id", int, "the score's id (for deleting it)", written_by="database", example=17,
-          cli=Cli("ID", right=True)),
-    Field("step_id", str | None, "the step it scores (the step's `id` in the trajectory "
-          "document, its span id); null for the whole trajectory", example=None,
-          cli=Cli("STEP")),
-    Field("name", str, "what it measures", example="correctness", cli=Cli("NAME")),
-    Field("value", bool | float | str | None, "a number, a boolean or a category; null only "
-          "when `error` says why the evaluator gave none", column=None, select=_VALUE_SQL,
-          convert="score_value", written_by="", example=0.75, cli=Cli("VALUE", "value")),
-    Field("data_type", Literal["number", "boolean", "category"] | None,
-          "the value's type; null when there is no value", column="value_type",
-          example="number"),
-    Field("number_value", float | None, served=False),
-    Field("category_value", str | None, served=False),
-    Field("comment", str | None, "why, in words", example="the answer names the right city",
-          cli=Cli("COMMENT", "clip", order=2)),
-    Field("source", Literal["evaluator", "api", "human"], "who gave it: an evaluator "
-          "(`evaluator` names it, with its config), a client through the API, or a person",
-          example="api", cli=Cli("SOURCE")),
-    Field("evaluator", str | None, "the evaluator's name (source `evaluator`)", example=None,
-          cli=Cli("EVALUATOR")),
-    Field("evaluator_config", dict[str, Any] | None, "the evaluator's config (source "
-          "`evaluator`)", select="evaluator_config::text", convert="json", stored_type=str,
-          example=None),
-    Field("evaluation_id", int | None, "the dataset evaluation run that gave it, if one did",
-          example=None),
-    Field("rule_id", int | None, "the online evaluation rule that gave it, if one did "
-          "(docs/rules.md)", example=None),
-    Field("author", str | None, "the name of the API key that created it (its id when the "
-          "key has no name); the given `author` when the server runs without keys",
-          example="alice", cli=Cli("AUTHOR")),
-    Field("error", str | None, "why the evaluator could not score (then `value` is null)",
-          example=None),
+
+class Score(Record):
+    """A score of a trajectory, or of one step of it."""
+
+    stored_only = (
+        StoredOnly("number_value", float | None),
+        StoredOnly("category_value", str | None),
+    )
+
+    trace_id: Annotated[str, Stored(written_by="key"), Example(TRACE_ID)] = Field(
+        description="the trajectory it scores")
+    id: Annotated[int, Stored(written_by="database"), Cli("ID", right=True), Example(17)] = Field(
+        default=0, description="the score's id (for deleting it)")
+    step_id: Annotated[str | None, Cli("STEP")] = Field(
+        default=None, description="the step it scores (the step's `id` in the trajectory "
+        "document, its span id); null for the whole trajectory")
+    name: Annotated[str, Cli("NAME"), Example("correctness")] = Field(
+        default="", description="what it measures")
+    value: Annotated[
+        bool | float | str | None,
+        computed(_VALUE_SQL, "score_value"),
+        Cli("VALUE", "value"),
+        Example(0.75),
+    ] = Field(default=None, description="a number, a boolean or a category; null only when "
+              "`error` says why the evaluator gave none")
+    data_type: Annotated[
+        Literal["number", "boolean", "category"] | None,
+        Stored(column="value_type"),
+        Example("number"),
+    ] = Field(default=None, description="the value's type; null when there is no value")
+    comment: Annotated[
+        str | None,
+        Cli("COMMENT", "clip", order=2),
+        Example("the answer names the right city"),
+    ] = Field(default=None, description="why, in words")
+    source: Annotated[Literal["evaluator", "api", "human"], Cli("SOURCE"), Example("api")] = Field(
+        default="evaluator", description="who gave it: an evaluator (`evaluator` names it, with "
+        "its config), a client through the API, or a person")
+    evaluator: Annotated[str | None, Cli("EVALUATOR")] = Field(
+        default=None, description="the evaluator's name (source `evaluator`)")
+    evaluator_config: Annotated[
+        dict[str, Any] | None,
+        Stored(select="evaluator_config::text", convert="json", stored_type=str),
+    ] = Field(default=None, description="the evaluator's config (source `evaluator`)")
+    evaluation_id: int | None = Field(default=None, description="the dataset evaluation run that "
+                                      "gave it, if one did")
+    rule_id: int | None = Field(default=None, description="the online evaluation rule that gave "
+                                "it, if one did (docs/rules.md)")
+    author: Annotated[str | None, Cli("AUTHOR"), Example("alice")] = Field(
+        default=None, description="the name of the API key that created it (its id when the key "
+        "has no name); the given `author` when the server runs without keys")
+    error: str | None = Field(default=None, description="why the evaluator could not score (then "
+                              "`value` is null)")
     # the insert reads it from the trajectory (storage/scores.py)
-    Field("revision", int, "the trajectory's revision when it was scored",
-          written_by="database", example=2,
-          cli=Cli("REV", right=True)),
-    Field("created_time", str, "RFC 3339: when it was created", column="created_ns",
-          stored_type=int, convert="time", written_by="database",
-          example="2026-11-22T10:05:00Z", cli=Cli("CREATED", "when", order=1)),
-))
+    revision: Annotated[
+        int,
+        Stored(written_by="database"),
+        Cli("REV", right=True),
+        Example(2),
+    ] = Field(default=0, description="the trajectory's revision when it was scored")
+    created_time: Annotated[
+        str,
+        Stored(column="created_ns", written_by="database", convert="time", stored_type=int),
+        Cli("CREATED", "when", order=1),
+        Example("2026-11-22T10:05:00Z"),
+    ] = Field(default="", description="RFC 3339: when it was created")
 
 
 # ------------------------------------------------------------------- the trajectory list's filter
 
+
 @dataclass(frozen=True)
+
+
 class ScoreCondition:
     """`score=<name><op><value>` of the trajectory list: the trajectory's latest whole-run
     score of that name compares so. `>=` and `<=` take a number (numbers compare); `=` and `!=`
@@ -101,12 +129,7 @@ class ScoreCondition:
     boolean: bool | None
 
 
-#: what `parse_score_condition` takes, as /openapi.json declares it (a number of at most 20
-#: digits and a 2-digit exponent: no text it matches overflows to infinity)
-SCORE_CONDITION_PATTERN = (r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,99}"
-                           r"((>=|<=)[+-]?([0-9]{1,20}(\.[0-9]{0,20})?|\.[0-9]{1,20})"
-                           r"([eE][+-]?[0-9]{1,2})?|!?=.+)$")
-
+#: what `parse_score_condition` takes is SCORE_CONDITION_PATTERN (trajhub.records.query_types)
 _CONDITION = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.:/-]*)(>=|<=|!=|=)(.*)", re.DOTALL)
 
 
@@ -147,27 +170,40 @@ def score_sort_name(sort: str) -> str | None:
 
 # ----------------------------------------------------------------------------- score configs
 
+
 #: a score config (a row of `GET /api/v1/score-configs`, of the `score_configs` table): the
 #: type, range or categories a project's score of that name must have. A score of a name with
 #: no config is not checked.
-SCORE_CONFIG = Record("ScoreConfig", "What a project's scores of one name must be.", (
-    Field("name", str, "the score's name", written_by="key", example="correctness",
-          cli=Cli("NAME")),
-    Field("data_type", Literal["number", "boolean", "category"], "the value's type",
-          example="number", cli=Cli("TYPE")),
-    Field("min", float | None, "the least number allowed (number only)", column="min_value",
-          example=0.0, cli=Cli("MIN", "value", right=True)),
-    Field("max", float | None, "the greatest number allowed (number only)",
-          column="max_value", example=1.0, cli=Cli("MAX", "value", right=True)),
-    Field("categories", list[str] | None, "the categories allowed (category only)",
-          example=None, cli=Cli("CATEGORIES")),
-    Field("description", str, "what it measures, for people", example="the answer is right",
-          cli=Cli("DESCRIPTION", "clip")),
-))
+class ScoreConfig(Record):
+    """What a project's scores of one name must be."""
+
+    name: Annotated[str, Stored(written_by="key"), Cli("NAME"), Example("correctness")] = Field(
+        description="the score's name")
+    data_type: Annotated[
+        Literal["number", "boolean", "category"],
+        Cli("TYPE"),
+        Example("number"),
+    ] = Field(default="number", description="the value's type")
+    min: Annotated[
+        float | None,
+        Stored(column="min_value"),
+        Cli("MIN", "value", right=True),
+        Example(0.0),
+    ] = Field(default=None, description="the least number allowed (number only)")
+    max: Annotated[
+        float | None,
+        Stored(column="max_value"),
+        Cli("MAX", "value", right=True),
+        Example(1.0),
+    ] = Field(default=None, description="the greatest number allowed (number only)")
+    categories: Annotated[list[str] | None, Cli("CATEGORIES")] = Field(
+        default=None, description="the categories allowed (category only)")
+    description: Annotated[str, Cli("DESCRIPTION", "clip"), Example("the answer is right")] = Field(
+        default="", description="what it measures, for people")
 
 
 def outside_config(data_type: str | None, value: Any, config: Any) -> str | None:
-    """Why a value does not fit a score config (a mapping of SCORE_CONFIG's fields), or None
+    """Why a value does not fit a score config (a mapping of ScoreConfig's fields), or None
     when it does."""
     expected = config["data_type"]
     if data_type != expected:

@@ -2,7 +2,7 @@
 read by convention in normalizers/run_context.py; docs/conventions.md, "Which id is the
 session"). A session is not stored: it is aggregated from the `trajectories` table when read
 (storage/session_reads.py), so every field below is an aggregate over the session's turns
-(`Field.select`), and each filter is a condition on the session's turns, checked on its latest
+(`Stored.select`), and each filter is a condition on the session's turns, checked on its latest
 turn as the list walks them.
 
 Declared once here (`trajhub.records`) for the REST API (`GET /api/v1/sessions`,
@@ -11,18 +11,15 @@ Declared once here (`trajhub.records`) for the REST API (`GET /api/v1/sessions`,
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from trajhub.records import Cli, Field, Filter, Param, Record
-from trajhub.records.trajectories import COST, TRACE_ID
+from pydantic import Field
+
+from trajhub.records import Cli, Condition, Example, Query, Record, Stored, computed
+from trajhub.records.query_types import Int64, ScoreConditionText, Text, TimeText
+from trajhub.records.trajectories import TRACE_ID, CostView, empty_cost
 
 SESSION_ID = "session-demo-1"
-
-
-def _aggregate(name: str, type_: Any, description: str, select: str, example: Any,
-               convert: str = "", cli: Cli | None = None) -> Field:
-    return Field(name, type_, description, column=None, select=select, convert=convert,
-                 written_by="", example=example, cli=cli)
 
 
 #: each score name's mean over the session's turns (their latest whole-run score of it); an
@@ -47,108 +44,188 @@ _TURN_SCORES = (
     "WHERE sc.project = trajectories.project AND sc.trace_id = trajectories.trace_id "
     "AND sc.step_id IS NULL ORDER BY sc.name, sc.id DESC) l WHERE l.value IS NOT NULL)")
 
-SESSION_SUMMARY = Record("SessionSummary", "A session as the session list shows it: an "
-                         "aggregate of its turns (the trajectories sharing its session id).", (
-    Field("session_id", str, "the session (conversation, thread) id its turns share",
-          column=None, select="session_id", written_by="key", example=SESSION_ID,
-          cli=Cli("SESSION")),
-    _aggregate("turns", int, "how many runs (trajectories) it holds", "count(*)", 2,
-               cli=Cli("TURNS", right=True)),
-    _aggregate("start_time", str, "RFC 3339: when its first turn started", "min(start_ns)",
-               "2026-11-22T10:00:00Z", convert="time", cli=Cli("FIRST", "when", order=1)),
-    _aggregate("last_turn_time", str, "RFC 3339: when its latest turn started (the list is "
-               "newest first by this)", "max(start_ns)", "2026-11-22T10:05:00Z",
-               convert="time", cli=Cli("LAST", "when", order=1)),
-    _aggregate("end_time", str, "RFC 3339: when its last turn to end ended",
-               "max(start_ns + duration_ms::bigint * 1000000)", "2026-11-22T10:05:03.200000Z",
-               convert="time"),
-    _aggregate("user_ids", list[str], "the user ids its turns recorded, sorted",
-               "array_remove(array_agg(DISTINCT user_id ORDER BY user_id), NULL)", ["user-42"]),
-    _aggregate("input_tokens", int, "summed over its turns", "sum(input_tokens)::bigint", 375,
-               cli=Cli("TOKENS", "sum", right=True, plus=("output_tokens",), order=2)),
-    _aggregate("output_tokens", int, "summed over its turns", "sum(output_tokens)::bigint", 37),
-    _aggregate("failed_turns", int, "turns whose root or any step failed, or that could not "
-               "be derived", "count(*) FILTER (WHERE has_error OR derivation_error IS NOT NULL)",
-               0, cli=Cli("FAILED", right=True, order=2)),
-    _aggregate("open_turns", int, "turns still open (spans may still arrive)",
-               "count(*) FILTER (WHERE status = 'open')", 0),
-    _aggregate("first_trace_id", str, "the trajectory of its first turn",
-               "(array_agg(trace_id ORDER BY start_ns, trace_id))[1]", TRACE_ID),
+
+class SessionSummary(Record):
+    """A session as the session list shows it: an aggregate of its turns (the trajectories
+    sharing its session id)."""
+
+    session_id: Annotated[
+        str,
+        Stored(column=None, written_by="key", select="session_id"),
+        Cli("SESSION"),
+        Example(SESSION_ID),
+    ] = Field(description="the session (conversation, thread) id its turns share")
+    turns: Annotated[
+        int,
+        computed("count(*)"),
+        Cli("TURNS", right=True),
+        Example(2),
+    ] = Field(default=0, description="how many runs (trajectories) it holds")
+    start_time: Annotated[
+        str,
+        computed("min(start_ns)", "time"),
+        Cli("FIRST", "when", order=1),
+        Example("2026-11-22T10:00:00Z"),
+    ] = Field(default="", description="RFC 3339: when its first turn started")
+    last_turn_time: Annotated[
+        str,
+        computed("max(start_ns)", "time"),
+        Cli("LAST", "when", order=1),
+        Example("2026-11-22T10:05:00Z"),
+    ] = Field(default="", description="RFC 3339: when its latest turn started (the list is newest "
+              "first by this)")
+    end_time: Annotated[
+        str,
+        computed("max(start_ns + duration_ms::bigint * 1000000)", "time"),
+        Example("2026-11-22T10:05:03.200000Z"),
+    ] = Field(default="", description="RFC 3339: when its last turn to end ended")
+    user_ids: Annotated[
+        list[str],
+        computed("array_remove(array_agg(DISTINCT user_id ORDER BY user_id), NULL)"),
+        Example(["user-42"]),
+    ] = Field(default_factory=list, description="the user ids its turns recorded, sorted")
+    input_tokens: Annotated[
+        int,
+        computed("sum(input_tokens)::bigint"),
+        Cli("TOKENS", "sum", right=True, plus=("output_tokens",), order=2),
+        Example(375),
+    ] = Field(default=0, description="summed over its turns")
+    output_tokens: Annotated[
+        int,
+        computed("sum(output_tokens)::bigint"),
+        Example(37),
+    ] = Field(default=0, description="summed over its turns")
+    failed_turns: Annotated[
+        int,
+        computed("count(*) FILTER (WHERE has_error OR derivation_error IS NOT NULL)"),
+        Cli("FAILED", right=True, order=2),
+        Example(0),
+    ] = Field(default=0, description="turns whose root or any step failed, or that could not be "
+              "derived")
+    open_turns: Annotated[
+        int,
+        computed("count(*) FILTER (WHERE status = 'open')"),
+        Example(0),
+    ] = Field(default=0, description="turns still open (spans may still arrive)")
+    first_trace_id: Annotated[
+        str,
+        computed("(array_agg(trace_id ORDER BY start_ns, trace_id))[1]"),
+        Example(TRACE_ID),
+    ] = Field(default="", description="the trajectory of its first turn")
     # the stored preview of the first turn's input: the start of the user's text
     # (service/derivation.py, normalizers/item_fields.py `run_texts`)
-    _aggregate("first_input_preview", str | None, "the start of the user's text in its first "
-               "turn (200 characters at most)",
-               "(array_agg(input_preview ORDER BY start_ns, trace_id))[1]",
-               "what is the weather in sf", cli=Cli("FIRST INPUT", "clip", order=3)),
+    first_input_preview: Annotated[
+        str | None,
+        computed("(array_agg(input_preview ORDER BY start_ns, trace_id))[1]"),
+        Cli("FIRST INPUT", "clip", order=3),
+        Example("what is the weather in sf"),
+    ] = Field(default=None, description="the start of the user's text in its first turn (200 "
+              "characters at most)")
     # the latest whole-run score of each name of each turn (storage/trajectory_reads.py reads
     # the same one for the list's filter), averaged over the turns that have one
-    _aggregate("scores", dict[str, float], "per score name, the mean over its turns of each "
-               "turn's latest whole-run score of that name (a boolean counts 1 or 0; "
-               "categories and errors are left out)", _MEAN_SCORES, {"correctness": 0.75},
-               convert="json"),
+    scores: Annotated[
+        dict[str, float],
+        computed(_MEAN_SCORES, "json"),
+        Example({"correctness": 0.75}),
+    ] = Field(default_factory=dict, description="per score name, the mean over its turns of each "
+              "turn's latest whole-run score of that name (a boolean counts 1 or 0; categories "
+              "and errors are left out)")
     # JSON texts: each turn's token usage per model, summed and priced on read
-    _aggregate("cost", COST, "tokens, and money where the price table lists the models "
-               "(TRAJHUB_PRICES), over all its turns", "array_agg(model_usage)", None,
-               convert="cost_of_turns"),
-))
+    cost: Annotated[
+        CostView,
+        computed("array_agg(model_usage)", "cost_of_turns"),
+    ] = Field(default_factory=empty_cost, description="tokens, and money where the price table "
+              "lists the models (TRAJHUB_PRICES), over all its turns")
+
 
 #: `input` and `output` are read from the turn's trajectory document (normalizers/item_fields.py:
 #: the request and the final answer, as an evaluation item takes them); the select gives the
 #: stored previews, which stand in when the trajectory has no document (it could not be derived)
-SESSION_TURN = Record("SessionTurn", "One turn of a session: one run (trajectory), with the "
-                      "user's text and the answer.", (
-    Field("trace_id", str, "the turn's trajectory", written_by="key", example=TRACE_ID),
-    Field("status", Literal["open", "final"], "open while spans may still arrive, then final",
-          written_by="", example="final"),
-    Field("start_time", str, "RFC 3339: when the turn started", column="start_ns",
-          stored_type=int, convert="time", written_by="", example="2026-11-22T10:00:00Z"),
-    Field("duration_ms", int, "the turn's duration in whole milliseconds", written_by="",
-          example=2103),
-    Field("user_id", str | None, "the user id the turn recorded", written_by="",
-          example="user-42"),
-    Field("agent_names", list[str], "its agent (and graph) steps' names, in order",
-          written_by="", example=["assistant"]),
-    Field("input", str | None, "the user's text: the content of the last user message of the "
-          "run's input (its whole input as text when it is not chat-shaped); null when the "
-          "run recorded none", column=None, select="input_preview", written_by="",
-          example="what is the weather in sf"),
-    Field("output", str | None, "the answer: the content of the last assistant message of "
-          "the run's output (its whole output as text when it is not chat-shaped); null when "
-          "the run recorded none", column=None, select="output_preview", written_by="",
-          example="It is sunny in sf."),
-    Field("has_error", bool, "the root or any step failed", written_by="", example=False),
-    Field("derivation_error", str | None, "why the trace could not be turned into a "
-          "trajectory; null when it was", written_by="", example=None),
-    Field("input_tokens", int, written_by="", example=130),
-    Field("output_tokens", int, written_by="", example=19),
-    Field("cost", COST, "tokens, and money where the price table lists the models",
-          column=None, select="model_usage", convert="cost", written_by=""),
-    Field("scores", dict[str, float | bool | str], "its latest whole-run score of each name "
-          "(docs/scores.md)", column=None, select=_TURN_SCORES, convert="json",
-          written_by="", example={"correctness": 1.0, "verdict": "pass"}),
-))
+class SessionTurn(Record):
+    """One turn of a session: one run (trajectory), with the user's text and the answer."""
+
+    trace_id: Annotated[str, Stored(written_by="key"), Example(TRACE_ID)] = Field(
+        description="the turn's trajectory")
+    status: Annotated[Literal["open", "final"], Stored(written_by=""), Example("final")] = Field(
+        default="open", description="open while spans may still arrive, then final")
+    start_time: Annotated[
+        str,
+        Stored(column="start_ns", written_by="", convert="time", stored_type=int),
+        Example("2026-11-22T10:00:00Z"),
+    ] = Field(default="", description="RFC 3339: when the turn started")
+    duration_ms: Annotated[int, Stored(written_by=""), Example(2103)] = Field(
+        default=0, description="the turn's duration in whole milliseconds")
+    user_id: Annotated[str | None, Stored(written_by=""), Example("user-42")] = Field(
+        default=None, description="the user id the turn recorded")
+    agent_names: Annotated[list[str], Stored(written_by=""), Example(["assistant"])] = Field(
+        default_factory=list, description="its agent (and graph) steps' names, in order")
+    input: Annotated[
+        str | None,
+        computed("input_preview"),
+        Example("what is the weather in sf"),
+    ] = Field(default=None, description="the user's text: the content of the last user message of "
+              "the run's input (its whole input as text when it is not chat-shaped); null when "
+              "the run recorded none")
+    output: Annotated[
+        str | None,
+        computed("output_preview"),
+        Example("It is sunny in sf."),
+    ] = Field(default=None, description="the answer: the content of the last assistant message of "
+              "the run's output (its whole output as text when it is not chat-shaped); null when "
+              "the run recorded none")
+    has_error: Annotated[bool, Stored(written_by=""), Example(False)] = Field(
+        default=False, description="the root or any step failed")
+    derivation_error: Annotated[str | None, Stored(written_by="")] = Field(
+        default=None, description="why the trace could not be turned into a trajectory; null when "
+        "it was")
+    input_tokens: Annotated[int, Stored(written_by=""), Example(130)] = 0
+    output_tokens: Annotated[int, Stored(written_by=""), Example(19)] = 0
+    cost: Annotated[
+        CostView,
+        computed("model_usage", "cost"),
+    ] = Field(default_factory=empty_cost, description="tokens, and money where the price table "
+              "lists the models")
+    scores: Annotated[
+        dict[str, float | bool | str],
+        computed(_TURN_SCORES, "json"),
+        Example({"correctness": 1.0, "verdict": "pass"}),
+    ] = Field(default_factory=dict, description="its latest whole-run score of each name "
+              "(docs/scores.md)")
+
 
 _FAILED = "(s.has_error OR s.derivation_error IS NOT NULL)"
+
 
 #: How storage/session_reads.py uses each condition: `t.…` is a condition on the session's
 #: latest turn `t`; `s.…` is a condition on any one turn `s` (the session has such a turn, or,
 #: for a bool's negation `NOT …`, has none); `count(*) …` is a condition on how many turns it has.
-SESSION_FILTER = Filter("SessionQuery", "Filters over sessions; every one given must match. "
-                        "Each is a condition on the session as a whole (any of its turns).", (
+class SessionQuery(Query):
+    """Filters over sessions; every one given must match. Each is a condition on the session as a
+    whole (any of its turns)."""
+
     # a turn at or after the time: the latest turn is one
-    Param("start", str, "has a turn started at or after this (RFC 3339 or Unix ns)",
-          "t.start_ns >= {}", convert="time"),
-    Param("end", str, "has a turn started before this (RFC 3339 or Unix ns)",
-          "s.start_ns < {}", convert="time"),
-    Param("user_id", str, "a turn recorded this user id", "s.user_id = {}"),
-    Param("agent", str, "a turn has an agent (or graph) step of this name (case-insensitive)",
-          "trajhub_lower_all(s.agent_names) @> ARRAY[lower({})]"),
-    Param("has_error", bool, "some turn failed (true) or none did (false)", _FAILED,
-          f"NOT {_FAILED}", metavar="true|false"),
-    Param("min_turns", int, "has at least this many turns", "count(*) >= {}"),
+    start: Annotated[TimeText | None, Condition("t.start_ns >= {}", convert="time")] = Field(
+        default=None, description="has a turn started at or after this (RFC 3339 or Unix ns)")
+    end: Annotated[TimeText | None, Condition("s.start_ns < {}", convert="time")] = Field(
+        default=None, description="has a turn started before this (RFC 3339 or Unix ns)")
+    user_id: Annotated[Text | None, Condition("s.user_id = {}")] = Field(
+        default=None, description="a turn recorded this user id")
+    agent: Annotated[
+        Text | None,
+        Condition("trajhub_lower_all(s.agent_names) @> ARRAY[lower({})]"),
+    ] = Field(default=None, description="a turn has an agent (or graph) step of this name "
+              "(case-insensitive)")
+    has_error: Annotated[
+        bool | None,
+        Condition(_FAILED, f"NOT {_FAILED}",
+                  metavar="true|false"),
+    ] = Field(default=None, description="some turn failed (true) or none did (false)")
+    min_turns: Annotated[Int64 | None, Condition("count(*) >= {}")] = Field(
+        default=None, description="has at least this many turns")
     # parsed by the API (trajhub.records.scores: parse_score_condition); its condition is
     # the trajectory list's, on each turn (storage/session_reads.py)
-    Param("score", str, "some turn's latest whole-run score of a name compares so: "
-          "`<name><op><value>`, as the trajectory list's `score` filter",
-          custom=True, convert="score", metavar="NAME<OP>VALUE"),
-))
+    score: Annotated[
+        ScoreConditionText | None,
+        Condition(convert="score", custom=True, metavar="NAME<OP>VALUE"),
+    ] = Field(default=None, description="some turn's latest whole-run score of a name compares so: "
+              "`<name><op><value>`, as the trajectory list's `score` filter")

@@ -2,107 +2,184 @@
 and of `trajhub trajectories list`) and the trajectory filter, declared once
 (`trajhub.records`).
 
-Adding a summary field: declare it here (`written_by="summary"`), fill the attribute of that
+Adding a summary field: declare it here (`Stored(written_by="summary")`), fill the attribute of that
 name in the normalizer's summary (normalizers/builder.py, `DerivedSummary` and `_summarize`),
 and add its column in a migration (storage/migrations).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from trajhub.records import Cli, Field, Filter, Param, Record
+from pydantic import Field
+
+from trajhub.records import (
+    SERVED_ONLY,
+    Cli,
+    Condition,
+    Example,
+    Query,
+    Record,
+    Stored,
+    StoredOnly,
+    computed,
+)
+from trajhub.records.query_types import Int64, ScoreConditionText, Text, TimeText
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 
-COST = Record("CostView", "Tokens, each counted once, and money where a price source knows "
-              "the models (docs/costs.md).", (
-    Field("input_tokens", int, "all input tokens, cache reads and writes included",
-          column=None, written_by="", example=130),
-    Field("output_tokens", int, "all output tokens, reasoning included", column=None,
-          written_by="", example=19),
-    Field("cached_input_tokens", int, "the input tokens read from a prompt cache",
-          column=None, written_by="", example=0),
-    Field("cache_write_tokens", int, "the input tokens written to a prompt cache",
-          column=None, written_by="", example=0),
-    Field("reasoning_tokens", int, "the output tokens spent on reasoning", column=None,
-          written_by="", example=0),
-    Field("usd", float | None, "sum over the priced model steps; null when none had a price",
-          column=None, written_by="", example=3.09e-05),
-    Field("complete", bool, "every model step had a price", column=None, written_by="",
-          example=True),
-    Field("unpriced_models", list[str], column=None, written_by="", example=[]),
-    Field("price_sources", list[str], "the sources that priced these steps, each with the "
-          "date of its prices: `genai-prices <version>, data of <date>` or `TRAJHUB_PRICES "
-          "<file>, as of <date>`", column=None, written_by="",
-          example=["genai-prices 0.2.3, data of 2026-11-10"]),
-    Field("currency", str, column=None, written_by="", example="USD"),
-    Field("price_table", str, "the price sources configured, the one that wins first",
-          column=None, written_by="", example="genai-prices 0.2.3, data of 2026-11-10"),
-    Field("prices_as_of", str, "the date of the prices used: the TRAJHUB_PRICES table's "
-          "`as_of` when only it priced the steps, else the date of genai-prices' data",
-          column=None, written_by="", example="2026-11-10"),
-))
 
-_SUMMARY = "summary"
+class CostView(Record):
+    """Tokens, each counted once, and money where a price source knows the models
+    (docs/costs.md)."""
 
-TRAJECTORY_SUMMARY = Record("TrajectorySummary", "A trajectory as the trajectory list shows it.", (
-    Field("trace_id", str, written_by="key", example=TRACE_ID, cli=Cli("TRACE ID")),
-    Field("status", Literal["open", "final"], "open while spans may still arrive, then final",
-          written_by="database", example="final", cli=Cli("STATUS")),
-    Field("revision", int, "how many times it was derived", written_by="database", example=1),
-    Field("normalizer_version", str, "the normalizer version that derived it", example="1"),
-    Field("framework", str, "langgraph, langchain, eino, … (empty when none was recognized)",
-          written_by=_SUMMARY, example="langgraph"),
-    Field("conventions", list[str], "the conventions its spans were read with",
-          written_by=_SUMMARY, example=["openinference"]),
-    Field("root_name", str, "the root span's name", written_by=_SUMMARY, example="LangGraph"),
-    # Free text (`q`) is all that reads these two: stored cut and lower-cased
-    # (storage/derivation_store.py, migration 0018), never served.
-    Field("root_input", str, served=False, written_by=_SUMMARY),
-    Field("root_output", str, served=False, written_by=_SUMMARY),
-    Field("agent_names", list[str], "its agent (and graph) steps' names, in order",
-          written_by=_SUMMARY, example=["LangGraph"], cli=Cli("AGENTS", order=1)),
-    Field("tool_names", list[str], "the tools it called", written_by=_SUMMARY,
-          example=["get_weather"], cli=Cli("TOOLS", order=1)),
-    Field("model_names", list[str], "the models it called", written_by=_SUMMARY,
-          example=["gpt-4o-mini"]),
-    Field("start_time", str, "RFC 3339: when the run's root started", column="start_ns",
-          stored_type=int, convert="time", written_by=_SUMMARY, example="2026-11-22T10:00:00Z",
-          cli=Cli("START", "when")),
-    Field("end_time", str, "RFC 3339: when the run's root ended (start_time + duration_ms)",
-          column=None, select="start_ns + duration_ms::bigint * 1000000", convert="time",
-          written_by="", example="2026-11-22T10:00:02.103000Z"),
-    Field("duration_ms", int, "the root's duration in whole milliseconds",
-          written_by=_SUMMARY, example=2103, cli=Cli("DURATION", "duration", right=True)),
-    Field("step_count", int, "model and tool steps", written_by=_SUMMARY, example=3,
-          cli=Cli("STEPS", right=True)),
-    Field("model_step_count", int, written_by=_SUMMARY, example=2),
-    Field("tool_step_count", int, written_by=_SUMMARY, example=1),
-    Field("input_tokens", int, written_by=_SUMMARY, example=130,
-          cli=Cli("TOKENS", "sum", right=True, plus=("output_tokens",))),
-    Field("output_tokens", int, written_by=_SUMMARY, example=19),
-    Field("failed_model_steps", int, written_by=_SUMMARY, example=0),
-    Field("failed_tool_steps", int, written_by=_SUMMARY, example=0),
-    Field("has_error", bool, "the root or any step failed", written_by=_SUMMARY,
-          example=False, cli=Cli("ERROR", "yes")),
-    Field("derivation_error", str | None, "why the trace could not be turned into a "
-          "trajectory; null when it was"),
-    Field("service", str | None, "the service that ran it", example="weather-agent"),
-    Field("session_id", str | None, "session, conversation or thread id, where the "
-          "instrumentation recorded one", example="session-demo-1"),
-    Field("user_id", str | None, "user id, where the instrumentation recorded one",
-          example="user-42"),
-    Field("input_preview", str | None, "the start of the run's input (200 characters at most)",
-          example="what is the weather in sf"),
-    Field("output_preview", str | None, "the start of the run's output",
-          example="It is sunny in sf."),
-    #: JSON text: token usage per model name (normalizers.playback.model_usage), priced on read
-    Field("model_usage", str, served=False, default="{}"),
-    Field("cost", COST, "tokens, and money where a price source knows the models "
-          "(genai-prices, TRAJHUB_PRICES)", column=None, select="model_usage", convert="cost",
-          written_by=""),
-))
+    input_tokens: Annotated[int, SERVED_ONLY, Example(130)] = Field(
+        default=0, description="all input tokens, cache reads and writes included")
+    output_tokens: Annotated[int, SERVED_ONLY, Example(19)] = Field(
+        default=0, description="all output tokens, reasoning included")
+    cached_input_tokens: Annotated[int, SERVED_ONLY, Example(0)] = Field(
+        default=0, description="the input tokens read from a prompt cache")
+    cache_write_tokens: Annotated[int, SERVED_ONLY, Example(0)] = Field(
+        default=0, description="the input tokens written to a prompt cache")
+    reasoning_tokens: Annotated[int, SERVED_ONLY, Example(0)] = Field(
+        default=0, description="the output tokens spent on reasoning")
+    usd: Annotated[float | None, SERVED_ONLY, Example(3.09e-05)] = Field(
+        default=None, description="sum over the priced model steps; null when none had a price")
+    complete: Annotated[bool, SERVED_ONLY, Example(True)] = Field(
+        default=False, description="every model step had a price")
+    unpriced_models: Annotated[list[str], SERVED_ONLY, Example([])] = Field(default_factory=list)
+    price_sources: Annotated[
+        list[str],
+        SERVED_ONLY,
+        Example(["genai-prices 0.2.3, data of 2026-11-10"]),
+    ] = Field(default_factory=list, description="the sources that priced these steps, each with "
+              "the date of its prices: `genai-prices <version>, data of <date>` or "
+              "`TRAJHUB_PRICES <file>, as of <date>`")
+    currency: Annotated[str, SERVED_ONLY, Example("USD")] = ""
+    price_table: Annotated[
+        str,
+        SERVED_ONLY,
+        Example("genai-prices 0.2.3, data of 2026-11-10"),
+    ] = Field(default="", description="the price sources configured, the one that wins first")
+    prices_as_of: Annotated[str, SERVED_ONLY, Example("2026-11-10")] = Field(
+        default="", description="the date of the prices used: the TRAJHUB_PRICES table's `as_of` "
+        "when only it priced the steps, else the date of genai-prices' data")
+
+
+def empty_cost() -> CostView:
+    """What a client reads when an answer has no cost (an older server's)."""
+    return CostView()
+
+
+class TrajectorySummary(Record):
+    """A trajectory as the trajectory list shows it."""
+
+    stored_only = (
+        # Free text (`q`) is all that reads these two: stored cut and lower-cased
+        # (storage/derivation_store.py, migration 0018), never served.
+        StoredOnly("root_input", str, Stored(written_by="summary")),
+        StoredOnly("root_output", str, Stored(written_by="summary")),
+        #: JSON text: token usage per model name (normalizers.playback.model_usage), priced on read
+        StoredOnly("model_usage", str, Stored(default="{}")),
+    )
+
+    trace_id: Annotated[str, Stored(written_by="key"), Cli("TRACE ID"), Example(TRACE_ID)]
+    status: Annotated[
+        Literal["open", "final"],
+        Stored(written_by="database"),
+        Cli("STATUS"),
+        Example("final"),
+    ] = Field(default="open", description="open while spans may still arrive, then final")
+    revision: Annotated[int, Stored(written_by="database"), Example(1)] = Field(
+        default=0, description="how many times it was derived")
+    normalizer_version: Annotated[str, Example("1")] = Field(
+        default="", description="the normalizer version that derived it")
+    framework: Annotated[str, Stored(written_by="summary"), Example("langgraph")] = Field(
+        default="", description="langgraph, langchain, eino, … (empty when none was recognized)")
+    conventions: Annotated[
+        list[str],
+        Stored(written_by="summary"),
+        Example(["openinference"]),
+    ] = Field(default_factory=list, description="the conventions its spans were read with")
+    root_name: Annotated[str, Stored(written_by="summary"), Example("LangGraph")] = Field(
+        default="", description="the root span's name")
+    agent_names: Annotated[
+        list[str],
+        Stored(written_by="summary"),
+        Cli("AGENTS", order=1),
+        Example(["LangGraph"]),
+    ] = Field(default_factory=list, description="its agent (and graph) steps' names, in order")
+    tool_names: Annotated[
+        list[str],
+        Stored(written_by="summary"),
+        Cli("TOOLS", order=1),
+        Example(["get_weather"]),
+    ] = Field(default_factory=list, description="the tools it called")
+    model_names: Annotated[
+        list[str],
+        Stored(written_by="summary"),
+        Example(["gpt-4o-mini"]),
+    ] = Field(default_factory=list, description="the models it called")
+    start_time: Annotated[
+        str,
+        Stored(column="start_ns", written_by="summary", convert="time", stored_type=int),
+        Cli("START", "when"),
+        Example("2026-11-22T10:00:00Z"),
+    ] = Field(default="", description="RFC 3339: when the run's root started")
+    end_time: Annotated[
+        str,
+        computed("start_ns + duration_ms::bigint * 1000000", "time"),
+        Example("2026-11-22T10:00:02.103000Z"),
+    ] = Field(default="", description="RFC 3339: when the run's root ended (start_time + "
+              "duration_ms)")
+    duration_ms: Annotated[
+        int,
+        Stored(written_by="summary"),
+        Cli("DURATION", "duration", right=True),
+        Example(2103),
+    ] = Field(default=0, description="the root's duration in whole milliseconds")
+    step_count: Annotated[
+        int,
+        Stored(written_by="summary"),
+        Cli("STEPS", right=True),
+        Example(3),
+    ] = Field(default=0, description="model and tool steps")
+    model_step_count: Annotated[int, Stored(written_by="summary"), Example(2)] = 0
+    tool_step_count: Annotated[int, Stored(written_by="summary"), Example(1)] = 0
+    input_tokens: Annotated[
+        int,
+        Stored(written_by="summary"),
+        Cli("TOKENS", "sum", right=True, plus=("output_tokens",)),
+        Example(130),
+    ] = 0
+    output_tokens: Annotated[int, Stored(written_by="summary"), Example(19)] = 0
+    failed_model_steps: Annotated[int, Stored(written_by="summary"), Example(0)] = 0
+    failed_tool_steps: Annotated[int, Stored(written_by="summary"), Example(0)] = 0
+    has_error: Annotated[
+        bool,
+        Stored(written_by="summary"),
+        Cli("ERROR", "yes"),
+        Example(False),
+    ] = Field(default=False, description="the root or any step failed")
+    derivation_error: str | None = Field(default=None, description="why the trace could not be "
+                                         "turned into a trajectory; null when it was")
+    service: Annotated[str | None, Example("weather-agent")] = Field(
+        default=None, description="the service that ran it")
+    session_id: Annotated[str | None, Example("session-demo-1")] = Field(
+        default=None, description="session, conversation or thread id, where the instrumentation "
+        "recorded one")
+    user_id: Annotated[str | None, Example("user-42")] = Field(
+        default=None, description="user id, where the instrumentation recorded one")
+    input_preview: Annotated[str | None, Example("what is the weather in sf")] = Field(
+        default=None, description="the start of the run's input (200 characters at most)")
+    output_preview: Annotated[str | None, Example("It is sunny in sf.")] = Field(
+        default=None, description="the start of the run's output")
+    cost: Annotated[
+        CostView,
+        computed("model_usage", "cost"),
+    ] = Field(default_factory=empty_cost, description="tokens, and money where a price source "
+              "knows the models (genai-prices, TRAJHUB_PRICES)")
+
 
 _TEXT = ("text in the root input or output, ignoring case: the text must occur as written, "
          "and each of its words must begin a word of the input or output (`weath` finds "
@@ -110,56 +187,83 @@ _TEXT = ("text in the root input or output, ignoring case: the text must occur a
          "them; only the first 100,000 characters of the input and of the output are "
          "searched. Text without letters or digits is matched by a slow scan.")
 
-TRAJECTORY_FILTER = Filter("TrajectoryQuery", "Filters over trajectory summaries; every one "
-                           "given must match.", (
-    Param("start", str, "started at or after (RFC 3339 or Unix ns)", "start_ns >= {}",
-          convert="time"),
-    Param("end", str, "started before (RFC 3339 or Unix ns)", "start_ns < {}", convert="time"),
+
+class TrajectoryQuery(Query):
+    """Filters over trajectory summaries; every one given must match."""
+
+    start: Annotated[TimeText | None, Condition("start_ns >= {}", convert="time")] = Field(
+        default=None, description="started at or after (RFC 3339 or Unix ns)")
+    end: Annotated[TimeText | None, Condition("start_ns < {}", convert="time")] = Field(
+        default=None, description="started before (RFC 3339 or Unix ns)")
     # case-insensitive array containment, so the GIN indexes over the lower-cased names serve
     # these (migration 0008)
-    Param("agent", str, "has an agent (or graph) step of this name (case-insensitive)",
-          "trajhub_lower_all(agent_names) @> ARRAY[lower({})]"),
-    Param("tool", str, "called this tool (case-insensitive)",
-          "trajhub_lower_all(tool_names) @> ARRAY[lower({})]"),
-    Param("model", str, "called this model (case-insensitive)",
-          "trajhub_lower_all(model_names) @> ARRAY[lower({})]"),
-    Param("framework", str, "langgraph, langchain, eino, …", "framework = {}"),
-    Param("service", str, "the service (resource `service.name`, or Coze Loop's service "
-          "name) of the run", "service = {}"),
-    Param("session_id", str, "the session (conversation, thread) id the instrumentation "
-          "recorded", "session_id = {}"),
-    Param("user_id", str, "the user id the instrumentation recorded", "user_id = {}"),
-    Param("status", Literal["open", "final"], "open (spans may still arrive) or final",
-          custom=True),
-    Param("failed_tool_steps", bool, "has (true) or lacks (false) failed tool steps",
-          "failed_tool_steps > 0", "failed_tool_steps = 0", metavar="true|false"),
-    Param("failed_model_steps", bool, "has (true) or lacks (false) failed model steps",
-          "failed_model_steps > 0", "failed_model_steps = 0", metavar="true|false"),
-    Param("has_error", bool, "the root or any step failed (true) or none did (false)",
-          "has_error", "NOT has_error", metavar="true|false"),
+    agent: Annotated[
+        Text | None,
+        Condition("trajhub_lower_all(agent_names) @> ARRAY[lower({})]"),
+    ] = Field(default=None, description="has an agent (or graph) step of this name "
+              "(case-insensitive)")
+    tool: Annotated[
+        Text | None,
+        Condition("trajhub_lower_all(tool_names) @> ARRAY[lower({})]"),
+    ] = Field(default=None, description="called this tool (case-insensitive)")
+    model: Annotated[
+        Text | None,
+        Condition("trajhub_lower_all(model_names) @> ARRAY[lower({})]"),
+    ] = Field(default=None, description="called this model (case-insensitive)")
+    framework: Annotated[Text | None, Condition("framework = {}")] = Field(
+        default=None, description="langgraph, langchain, eino, …")
+    service: Annotated[Text | None, Condition("service = {}")] = Field(
+        default=None, description="the service (resource `service.name`, or Coze Loop's service "
+        "name) of the run")
+    session_id: Annotated[Text | None, Condition("session_id = {}")] = Field(
+        default=None, description="the session (conversation, thread) id the instrumentation "
+        "recorded")
+    user_id: Annotated[Text | None, Condition("user_id = {}")] = Field(
+        default=None, description="the user id the instrumentation recorded")
+    status: Annotated[Literal["open", "final"] | None, Condition(custom=True)] = Field(
+        default=None, description="open (spans may still arrive) or final")
+    failed_tool_steps: Annotated[
+        bool | None,
+        Condition("failed_tool_steps > 0", "failed_tool_steps = 0", metavar="true|false"),
+    ] = Field(default=None, description="has (true) or lacks (false) failed tool steps")
+    failed_model_steps: Annotated[
+        bool | None,
+        Condition("failed_model_steps > 0", "failed_model_steps = 0", metavar="true|false"),
+    ] = Field(default=None, description="has (true) or lacks (false) failed model steps")
+    has_error: Annotated[
+        bool | None,
+        Condition("has_error", "NOT has_error", metavar="true|false"),
+    ] = Field(default=None, description="the root or any step failed (true) or none did (false)")
     # the web UI hides runs without steps by default (README "Web UI")
-    Param("has_steps", bool, "has at least one step (true) or none (false): an "
-          "instrumentation's side traces, such as Traceloop's `create_agent`, have none",
-          "step_count > 0", "step_count = 0", metavar="true|false"),
-    Param("min_tokens", int, "at least this many input + output tokens",
-          "input_tokens + output_tokens >= {}"),
-    Param("max_tokens", int, "at most this many input + output tokens",
-          "input_tokens + output_tokens <= {}"),
-    Param("min_duration_ms", int, "lasted at least this many milliseconds",
-          "duration_ms >= {}"),
-    Param("max_duration_ms", int, "lasted at most this many milliseconds",
-          "duration_ms <= {}"),
+    has_steps: Annotated[
+        bool | None,
+        Condition("step_count > 0", "step_count = 0", metavar="true|false"),
+    ] = Field(default=None, description="has at least one step (true) or none (false): an "
+              "instrumentation's side traces, such as Traceloop's `create_agent`, have none")
+    min_tokens: Annotated[Int64 | None, Condition("input_tokens + output_tokens >= {}")] = Field(
+        default=None, description="at least this many input + output tokens")
+    max_tokens: Annotated[Int64 | None, Condition("input_tokens + output_tokens <= {}")] = Field(
+        default=None, description="at most this many input + output tokens")
+    min_duration_ms: Annotated[Int64 | None, Condition("duration_ms >= {}")] = Field(
+        default=None, description="lasted at least this many milliseconds")
+    max_duration_ms: Annotated[Int64 | None, Condition("duration_ms <= {}")] = Field(
+        default=None, description="lasted at most this many milliseconds")
     # parsed by the API (trajhub.records.scores: parse_score_condition), a 400 when it does
     # not read; its condition is storage's (storage/trajectory_reads.py)
-    Param("score", str, "its latest whole-run score of a name compares so: "
-          "`<name><op><value>`, op one of >=, <= (numbers), =, != (a number, true/false, or "
-          "a category as written); e.g. `correctness>=0.5`, `verdict=pass`. A trajectory "
-          "without that score matches none of them", custom=True, convert="score",
-          metavar="NAME<OP>VALUE"),
-    Param("q", str, _TEXT, custom=True, metavar="TEXT",
-          cli_help="text in the run's input or output (each of its words must begin a word "
-                   "there; see the API's `q`)"),
-))
+    score: Annotated[
+        ScoreConditionText | None,
+        Condition(convert="score", custom=True, metavar="NAME<OP>VALUE"),
+    ] = Field(default=None, description="its latest whole-run score of a name compares so: "
+              "`<name><op><value>`, op one of >=, <= (numbers), =, != (a number, true/false, or a "
+              "category as written); e.g. `correctness>=0.5`, `verdict=pass`. A trajectory "
+              "without that score matches none of them")
+    q: Annotated[
+        Text | None,
+        Condition(custom=True, metavar="TEXT",
+                  cli_help="text in the run's input or output (each of its words must begin a "
+                           "word there; see the API's `q`)"),
+    ] = Field(default=None, description=_TEXT)
+
 
 #: how the list may be sorted: name → the column(s) it sorts by (paired with trace_id)
 TRAJECTORY_SORTS = {
