@@ -27,12 +27,12 @@ from trajhub.normalizers.model import Span
 from trajhub.normalizers.playback import (
     StepEvent,
     Tokens,
-    arguments_hash,
     model_usage,
     parse_arguments,
     step_events,
 )
 from trajhub.normalizers.trajectory import StepError
+from trajhub.records.arguments import arguments_hash
 from trajhub.service.client.replay import RecordedToolError, RecordedTools, UnrecordedToolCall
 from trajhub.service.prices import PriceFileError, load_prices
 

@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from trajhub.evaluators import Expectations, ExpectationsError, expectations_from_trajectory
 from trajhub.evaluators.expectations import ARGS_MATCH_MODES, EXPECTED_STEP_TYPES
 from trajhub.normalizers.item_fields import check_pointer
+from trajhub.records.documents import TrajectoryDocument
 from trajhub.service.api import dataset_fill, dataset_formats
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
@@ -28,7 +29,6 @@ from trajhub.service.api.models import (
     ImportOutcome,
     Item,
     ItemPage,
-    TrajectoryDocument,
 )
 from trajhub.service.api.params import PREFIX, Cursor, JsonInt, TraceIdText, no_nul, storable_json
 from trajhub.service.api.scopes import Project, Rt

@@ -1,5 +1,6 @@
 """The REST API's side of the record declarations (trajhub.records): the pydantic response
-model of a record and its answer from a read row, and the query-parameter model of a filter.
+model of a record (built in trajhub.records.served, so that the answers declared there hold
+the same class) and its answer from a read row, and the query-parameter model of a filter.
 A field or filter declared there appears here, in /openapi.json and in the answers, with no
 change to this module."""
 
@@ -10,16 +11,15 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import HTTPException
-from pydantic import AfterValidator, BaseModel, ConfigDict, create_model
+from pydantic import AfterValidator, BaseModel, create_model
 from pydantic import Field as PydanticField
 
-from trajhub.records import Field, Filter, Param, Record
+from trajhub.records import Filter, Param, Record
 from trajhub.records.scores import SCORE_CONDITION_PATTERN, parse_score_condition
+from trajhub.records.served import response_model as response_model
 from trajhub.service.api.params import MAX_TEXT, Int64, Text, TimeText, no_nul, time_ns
 from trajhub.service.stored_spans import iso_time
 
-#: the models built so far, by record (a nested record is built once and shared)
-_MODELS: dict[Record, type[BaseModel]] = {}
 
 #: how a stored value becomes the served one (`Field.convert`); the API adds its own
 #: converters per request (the price table's "cost")
@@ -36,35 +36,6 @@ CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "json": orjson.loads,
     "score_value": _score_value,
 }
-
-
-def _annotation(field: Field) -> Any:
-    if isinstance(field.type, Record):
-        return response_model(field.type)
-    return field.type
-
-
-def _field_info(field: Field, required: bool = True) -> Any:
-    extra: dict[str, Any] = {}
-    if field.deprecated:
-        extra["deprecated"] = True
-    description = field.description
-    if field.deprecated:
-        description = (f"{description}; " if description else "") + \
-            f"deprecated: use `{field.deprecated}` (kept for one version)"
-    return PydanticField(... if required else None, description=description or None, **extra)
-
-
-def response_model(record: Record, config: ConfigDict | None = None) -> type[BaseModel]:
-    """The pydantic model of a served record: its served fields in declaration order, each
-    required (the API always sends every field, null where declared optional)."""
-    if record in _MODELS:
-        return _MODELS[record]
-    fields: dict[str, Any] = {f.name: (_annotation(f), _field_info(f)) for f in record.served}
-    model: type[BaseModel] = create_model(
-        record.name, __config__=config, __doc__=record.description, **fields)
-    _MODELS[record] = model
-    return model
 
 
 def filter_values(filter_: Filter, query: BaseModel) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajhub.normalizers.playback import arguments_hash
+from trajhub.records.arguments import arguments_hash
 from trajhub.service.client.api import TrajhubClient
 
 
