@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from trajhub.records import Field, Record, empty_value, is_optional
 from trajhub.records.evaluations import EVALUATION_RESULT
+from trajhub.records.replay import StepEventView
 from trajhub.records.review import REVIEW_ITEM, REVIEW_QUEUE
 from trajhub.records.rules import BACKFILL, RULE
 from trajhub.records.scores import SCORE, SCORE_CONFIG
@@ -157,11 +158,11 @@ class Session:
 
 @dataclass(frozen=True)
 class RunEvents:
-    """A run's playback: its step events in order (dicts as `GET /trajectories/{id}/events`
-    gives them) and the state of the trajectory they were read from."""
+    """A run's playback: its step events in order (the lines of `GET /trajectories/{id}/events`)
+    and the state of the trajectory they were read from (its headers)."""
 
     trace_id: str
-    events: list[dict[str, Any]]
+    events: list[StepEventView]
     status: str
     revision: int
     #: how many events the run has (more than `events` for a page)
