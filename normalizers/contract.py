@@ -20,7 +20,7 @@ from typing import Any
 from trajhub.normalizers.document import parse_document
 from trajhub.normalizers.immutable import immutable
 from trajhub.normalizers.model import AttributeValue, Span
-from trajhub.normalizers.playback import canonical_arguments
+from trajhub.records.arguments import canonical_arguments
 
 #: contract sampling parameter → the keys it is recorded under, in the order they are tried:
 #: (attribute key) or (attribute key holding a JSON object, key inside it)

@@ -11,14 +11,13 @@ one revision never change.
 Tool arguments are compared in a canonical form (`canonical_arguments`): the arguments parsed
 from the step's input, integral floats written as integers (a tool that validates `1` into `1.0`
 must still find the recording of `1`), serialized as canonical JSON. `arguments_hash` is the
-SHA-256 of that text; `trajhub.service.client.replay` uses the same function, so a recording and
-a re-run agent agree on it.
+SHA-256 of that text; both are trajhub.records.arguments', which `trajhub.service.client.replay`
+uses too, so a recording and a re-run agent agree on it.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from trajhub.normalizers.document import PlacedStep, execution_order, parse_document
 from trajhub.normalizers.immutable import immutable
 from trajhub.normalizers.trajectory import Step, StepError, Trajectory
+from trajhub.records.arguments import arguments_hash, canonical_value
 
 #: step types that are events
 EVENT_TYPES = ("agent", "graph", "model", "tool")
@@ -77,41 +77,18 @@ class ToolResult:
     seq: int  # the event's position in the run
 
 
-def _canonical_value(value: Any) -> Any:
-    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else value
-    if isinstance(value, Mapping):
-        return {str(k): _canonical_value(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_canonical_value(v) for v in value]
-    return str(value)
-
-
 def parse_arguments(text: str) -> Any:
     """A tool step's input as a value: JSON, else a Python literal (some instrumentations record
     `str(dict)`), else the text itself."""
     try:
-        return _canonical_value(json.loads(text))
+        return canonical_value(json.loads(text))
     except ValueError:
         pass
     try:
         literal = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return text
-    return _canonical_value(literal) if isinstance(literal, (dict, list)) else text
-
-
-def canonical_arguments(arguments: Any) -> str:
-    """Canonical JSON of an arguments value: keys sorted, no whitespace, UTF-8, integral floats
-    as integers."""
-    return json.dumps(_canonical_value(arguments), sort_keys=True, separators=(",", ":"),
-                      ensure_ascii=False)
-
-
-def arguments_hash(arguments: Any) -> str:
-    return "sha256:" + hashlib.sha256(canonical_arguments(arguments).encode()).hexdigest()
+    return canonical_value(literal) if isinstance(literal, (dict, list)) else text
 
 
 def run_duration_ms(document: Mapping[str, Any]) -> int:

@@ -55,8 +55,8 @@ def test_traces_and_trajectories(hub: TrajhubClient, react: tuple[str, str]) -> 
     traces = hub.list_traces()
     assert trace_id in {t.trace_id for t in traces.items}
     assert all(isinstance(t, TraceSummary) for t in traces.items)
-    spans = hub.get_trace(trace_id, view="flat")["spans"]
-    assert {s["name"] for s in spans} >= REACT_TOOLS
+    spans = hub.get_trace(trace_id, view="flat").spans
+    assert {s.name for s in spans} >= REACT_TOOLS
 
     page = hub.list_trajectories(tool="divide", status="final")
     [summary] = page.items
@@ -70,7 +70,7 @@ def test_traces_and_trajectories(hub: TrajhubClient, react: tuple[str, str]) -> 
     assert stored.final and stored.revision == 1
     assert stored.document["id"] == trace_id  # the raw document, as the schema has it
     explained = hub.explain_trajectory(trace_id)
-    assert explained["trace_id"] == trace_id and len(explained["spans"]) == len(spans)
+    assert explained.trace_id == trace_id and len(explained.spans) == len(spans)
 
 
 def test_datasets_and_evaluations(hub: TrajhubClient, react: tuple[str, str]) -> None:

@@ -74,10 +74,10 @@ def test_the_graph_of_a_filter_adds_up_its_runs(server: ServerProcess, project: 
         assert (none["runs"], none["nodes"], none["edges"], none["paths"]) == (0, [], [], [])
     # the Python client reads the same two routes
     with TrajhubClient(server.http, project=project, timeout=30) as client:
-        assert client.agent_graph(agent="weather_agent", limit=500)["runs"] == 3
+        assert client.agent_graph(agent="weather_agent", limit=500).runs == 3
         swarm = client.trajectory_graph(replayed["swarm"])
-        assert (len(swarm["nodes"]), len(swarm["edges"])) == (SHAPES["swarm"].nodes,
-                                                              SHAPES["swarm"].edges)
+        assert (len(swarm.nodes), len(swarm.edges)) == (SHAPES["swarm"].nodes,
+                                                        SHAPES["swarm"].edges)
         with pytest.raises(TypeError, match="unknown filter"):
             client.agent_graph(agnet="weather_agent")
 

@@ -239,14 +239,14 @@ def test_python_client_pages_steps_spans_and_events(server: ServerProcess,
     large = runs["large"]
     with TrajhubClient(server.http, project=runs["project"], timeout=60) as hub:
         steps = list(hub.iter_trajectory_steps(large["trace_id"], page_size=400))
-        assert [s["id"] for s in steps] == large["steps"]
+        assert [s.id for s in steps] == large["steps"]
         spans = list(hub.iter_trace_spans(large["trace_id"], page_size=700))
-        assert [s["span_id"] for s in spans] == large["spans"]
+        assert [s.span_id for s in spans] == large["spans"]
         page = hub.events(large["trace_id"], offset=STEPS - 10, limit=50)
-        assert [e["step_id"] for e in page.events] == large["steps"][-10:]
+        assert [e.step_id for e in page.events] == large["steps"][-10:]
         assert page.total == STEPS and page.next_offset is None
         first = hub.events(large["trace_id"], limit=5)
-        assert first.next_offset == 5 and [e["seq"] for e in first.events] == list(range(5))
+        assert first.next_offset == 5 and [e.seq for e in first.events] == list(range(5))
         whole = hub.events(runs["small"]["trace_id"])
-        assert [e["step_id"] for e in whole.events] == runs["small"]["steps"]
+        assert [e.step_id for e in whole.events] == runs["small"]["steps"]
         assert whole.total == 3 and whole.next_offset is None

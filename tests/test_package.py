@@ -1,5 +1,6 @@
 """The distribution: one import package `trajhub`, its data files in the wheel, its version,
-every runtime import declared as a dependency, and a client that does not pull in the server."""
+every runtime import declared as a dependency, and a client that does not pull in the server
+and installs alone (clients/python, the `trajhub-client` distribution)."""
 
 from __future__ import annotations
 
@@ -162,16 +163,70 @@ def test_every_imported_third_party_module_is_a_declared_dependency() -> None:
     assert not undeclared, f"imported but not in [project] dependencies: {undeclared}"
 
 
+#: what the client must not load: the server's libraries, and trajhub's server-side parts
+SERVER_MODULES = ("fastapi", "starlette", "asyncpg", "grpc", "uvicorn", "pgserver", "igraph",
+                  "google", "orjson", "trajhub.service.api", "trajhub.storage",
+                  "trajhub.normalizers", "trajhub.evaluators")
+
+
 @pytest.mark.integration  # starts processes
 def test_the_client_does_not_import_the_server() -> None:
     code = ("import sys; from trajhub.client import TrajhubClient, run_dataset; "
-            "import trajhub.service.client.runner; "
-            "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('fastapi', 'starlette', 'asyncpg', 'grpc', 'uvicorn', 'pgserver'))))")
+            "import trajhub.service.client.runner, trajhub.service.client.replay; "
+            f"print(' '.join(sorted(m for m in sys.modules if m.startswith({SERVER_MODULES!r}))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ""
+
+
+#: run in the client's own environment: it imports, answers in its models, and has none of the
+#: server's libraries installed
+_CLIENT_CHECK = """
+import importlib.util, importlib.metadata, sys
+import httpx
+import trajhub.service.client.replay, trajhub.service.client.runner
+from trajhub.client import TrajhubClient, run_dataset
+answer = {"project": "p", "days": 30.0, "source": "project", "default_days": 7.0}
+hub = TrajhubClient("http://trajhub.test",
+                    transport=httpx.MockTransport(lambda r: httpx.Response(200, json=answer)))
+print(type(hub.get_retention()).__name__)
+print(" ".join(sorted(m for m in ("asyncpg", "grpc", "pgserver", "igraph", "fastapi", "orjson",
+                                  "trajhub.storage", "trajhub.normalizers")
+                      if importlib.util.find_spec(m) is not None)) or "-")
+print(" ".join(sorted(d.metadata["Name"] for d in importlib.metadata.distributions()
+                      if d.metadata["Name"].startswith("trajhub"))))
+"""
+
+
+@pytest.mark.integration  # starts processes
+@pytest.mark.slow  # a virtual environment, and its packages from PyPI
+def test_the_client_installs_alone(tmp_path: Path) -> None:
+    # a copy of the checkout (the distribution links into it), as the wheel fixture makes
+    src = tmp_path / "trajhub"
+    shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "__pycache__", "*.egg-info", "build", "dist", ".*_cache",
+        ".hypothesis", ".trajhub"))
+    venv = tmp_path / "venv"
+    python = venv / "bin" / "python"
+    uv = Path(sys.executable).parent / "uv"
+    if uv.exists():  # the README's test environment has uv: seconds instead of a minute
+        steps = [[str(uv), "venv", "--quiet", "--python", sys.executable, str(venv)],
+                 [str(uv), "pip", "install", "--quiet", "--python", str(python),
+                  str(src / "clients" / "python")]]
+    else:
+        steps = [[sys.executable, "-m", "venv", str(venv)],
+                 [str(python), "-m", "pip", "install", "--quiet",
+                  str(src / "clients" / "python")]]
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+    elsewhere = tmp_path / "run"  # not beside the copy, which `import trajhub` could find
+    elsewhere.mkdir()
+    done = subprocess.run([str(python), "-c", _CLIENT_CHECK], capture_output=True, text=True,
+                          cwd=elsewhere, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:3] == ["Retention", "-", "trajhub-client"], done.stdout
 
 
 @pytest.mark.integration  # starts processes

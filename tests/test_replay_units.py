@@ -27,12 +27,13 @@ from trajhub.normalizers.model import Span
 from trajhub.normalizers.playback import (
     StepEvent,
     Tokens,
-    arguments_hash,
     model_usage,
     parse_arguments,
     step_events,
 )
 from trajhub.normalizers.trajectory import StepError
+from trajhub.records.arguments import arguments_hash
+from trajhub.records.replay import ToolResultView
 from trajhub.service.client.replay import RecordedToolError, RecordedTools, UnrecordedToolCall
 from trajhub.service.prices import PriceFileError, load_prices
 
@@ -187,9 +188,11 @@ def test_events_of_a_capture_follow_the_script() -> None:
 
 def recorded() -> RecordedTools:
     def result(name: str, call_id: str, args: Any, output: str,
-               error: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {"tool_name": name, "call_id": call_id, "arguments": args,
-                "arguments_hash": sha_json(args), "output": output, "error": error}
+               error: dict[str, Any] | None = None) -> ToolResultView:
+        return ToolResultView.model_validate({
+            "tool_name": name, "call_id": call_id, "arguments": args,
+            "arguments_hash": sha_json(args), "output": output, "error": error,
+            "step_id": call_id, "agent": "agent", "seq": 0})
 
     return RecordedTools([
         result("search", "c1", {"q": "x"}, "first"),

@@ -87,7 +87,7 @@ def test_expired_traces_go_and_overrides_and_dataset_items_stay(
               capsys=capsys)
     assert f"project {kept_cli}: traces are kept forever (its own setting)" in out
     with TrajhubClient(server.http, project=kept_rest) as hub:
-        assert hub.set_retention(days=30)["source"] == "project"
+        assert hub.set_retention(days=30).source == "project"
 
     trace_cli = send_run(server, kept_cli)
     trace_rest = send_run(server, kept_rest)
@@ -102,7 +102,7 @@ def test_expired_traces_go_and_overrides_and_dataset_items_stay(
             final_trajectory(c, server.http, expiring, trace)
         hub.add_score(trace, "correctness", 1.0)  # goes with its trajectory
         hub.create_review_queue("expiring")  # and so does its review item
-        assert hub.add_review_items("expiring", [trace])["added"] == [trace]
+        assert hub.add_review_items("expiring", [trace]).added == [trace]
     before = counts(url, expiring, trace)
     assert before["spans"] > 0 and before["traces"] == before["trajectories"] == 1
     # its words, filled or still queued

@@ -300,7 +300,7 @@ def test_the_cli_and_the_client_make_fill_review_and_export_a_queue(
         assert [q.name for q in hub.list_review_queues()] == ["cli"]
         assert [i.trace_id for i in hub.review_items("cli", "skipped")] == [runs[1]]
         out = hub.export_review_queue("cli", "from-cli")
-        assert (out["added"], out["skipped_duplicates"]) == (1, 0)
+        assert (out.added, out.skipped_duplicates) == (1, 0)
 
     done = trajhub("review", "progress", "cli", **at)
     assert "cli: 1 done, 1 skipped, 0 in review, 0 waiting, of 2" in done.stdout, done.stderr

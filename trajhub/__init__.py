@@ -3,7 +3,8 @@
 The repository's top-level folders install as this package's subpackages:
 `trajhub.service`, `trajhub.normalizers`, `trajhub.storage` and `trajhub.evaluators`.
 `trajhub.client` is the HTTP client (`TrajhubClient`, `run_dataset`); its two main names are
-also available here, imported on first use so that `import trajhub` stays cheap.
+also available here, imported on first use so that `import trajhub` stays cheap. The
+`trajhub-client` distribution (clients/python) installs the client and `trajhub.records` alone.
 """
 
 from __future__ import annotations

@@ -11,11 +11,11 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, HTTPException, Request
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from trajhub.normalizers.atif import SCHEMA_VERSION, AtifError, from_atif, to_atif
+from trajhub.normalizers.atif import AtifError, from_atif, to_atif
 from trajhub.normalizers.document import parse_document
+from trajhub.records.documents import ATIF_EXAMPLE, AtifImported, AtifTrajectory
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import NOT_FOUND, ErrorDetail
 from trajhub.service.api.params import PREFIX, TraceIdPath
@@ -28,36 +28,6 @@ from trajhub.service.ingest.decode import decompress
 from trajhub.service.ingest.worker import KIND_OTLP_PROTOBUF, IngestJob
 
 router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["atif"])
-
-_EXAMPLE: dict[str, Any] = {
-    "schema_version": SCHEMA_VERSION, "session_id": "4bf92f3577b34da6a3ce929d0e0e4736",
-    "trajectory_id": "00f067aa0ba902b7", "agent": {"name": "weather_agent", "version": "unknown"},
-    "steps": [{"step_id": 1, "source": "user", "message": "what is the weather in sf"},
-              {"step_id": 2, "source": "agent", "message": "It is sunny in sf.",
-               "llm_call_count": 1, "metrics": {"prompt_tokens": 21, "completion_tokens": 7}}]}
-
-
-class AtifTrajectory(BaseModel):
-    """An ATIF trajectory (Harbor's RFC 0001, `ATIF-v1.8`; docs/atif.md): the fields named here,
-    and the optional ones ATIF defines (`final_metrics`, `notes`, `extra`,
-    `subagent_trajectories`, …)."""
-
-    model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [_EXAMPLE]})
-    schema_version: str = Field(description="`ATIF-v1.0` … `ATIF-v1.8`; exports write "
-                                            f"`{SCHEMA_VERSION}`")
-    agent: dict[str, Any] = Field(description="the agent: `name`, `version`, `model_name`, …")
-    steps: list[dict[str, Any]] = Field(min_length=1, description="the steps, `step_id` from 1")
-
-
-class AtifImported(BaseModel):
-    """Where an imported ATIF file was stored."""
-
-    model_config = ConfigDict(json_schema_extra={"examples": [{
-        "project": "default", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736", "spans": 6}]})
-    project: str
-    trace_id: str = Field(description="the stored trajectory's trace id (a hash of the file: "
-                                      "the same file imported again is stored once)")
-    spans: int = Field(description="the spans written for it")
 
 
 @router.get(
@@ -81,7 +51,7 @@ async def export_atif(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
     openapi_extra={**needs(INGEST), "requestBody": {"required": True, "content": {
         "application/json": {"schema": {"type": "object", "description":
                              "one ATIF trajectory (`ATIF-v1.0` … `ATIF-v1.8`)"},
-                             "example": _EXAMPLE}}}},
+                             "example": ATIF_EXAMPLE}}}},
     responses={400: {"model": ErrorDetail, "description": "not an ATIF trajectory; the "
                      "message names the field"},
                413: {"model": ErrorDetail, "description": "body over the size limit"},

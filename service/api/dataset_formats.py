@@ -199,7 +199,7 @@ def parse_import_line(raw: bytes, lineno: int) -> NewItem:
     if trajectory is not None and not isinstance(trajectory, dict):
         raise ItemImportError(f"line {lineno}: trajectory must be an object")
     if trajectory is not None:
-        # what an item's trajectory answers with (models.TrajectoryDocument)
+        # what an item's trajectory answers with (trajhub.records.documents.TrajectoryDocument)
         missing = [k for k in ("id", "root_step", "agent_steps") if k not in trajectory]
         if missing:
             raise ItemImportError(f"line {lineno}: trajectory needs {', '.join(missing)}")

@@ -15,6 +15,7 @@ from trajhub.evaluators import Expectations, ExpectationsError, expectations_fro
 from trajhub.evaluators.expectations import ARGS_MATCH_MODES, EXPECTED_STEP_TYPES
 from trajhub.normalizers.item_fields import check_pointer
 from trajhub.records import datasets as declared_sets
+from trajhub.records.documents import TrajectoryDocument
 from trajhub.service.api import dataset_fill, dataset_formats
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
@@ -29,7 +30,6 @@ from trajhub.service.api.models import (
     ImportOutcome,
     Item,
     ItemPage,
-    TrajectoryDocument,
 )
 from trajhub.service.api.params import PREFIX, Cursor, JsonInt, TraceIdText, no_nul, storable_json
 from trajhub.service.api.records import answer

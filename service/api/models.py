@@ -2,7 +2,9 @@
 
 These models declare each answer's shape (`response_model` / `responses`); a route that builds
 its answer as a dict sends it through `answers.model_response`, which checks it against the
-model's JSON Schema before orjson encodes it.
+model's JSON Schema before orjson encodes it. The answers the Python client reads are declared
+in trajhub.records (plain pydantic, no server), with their examples (`example_config`); the
+rest are here.
 """
 
 from __future__ import annotations
@@ -11,38 +13,22 @@ from typing import Any, Literal
 
 from fastapi.encoders import jsonable_encoder
 from pydantic import BaseModel, ConfigDict, Field
-from pydantic.config import ExtraValues
 
 # the declared records (trajhub.records) are the response models of their rows
 from trajhub.records import datasets as declared_sets
 from trajhub.records import evaluations as declared_evaluations
+from trajhub.records.documents import SpanExplanation, TrajectoryDocument
 from trajhub.records.evaluations import EvaluationResult as EvaluationResult
 from trajhub.records.evaluations import EvaluatorAggregate as EvaluatorAggregate
 from trajhub.records.evaluations import ItemOutcomes as ItemOutcomes
+from trajhub.records.examples import EXAMPLES, TRACE_ID
+from trajhub.records.examples import example_config as example_config
 from trajhub.records.projects import ProjectEntry as ProjectEntry
+from trajhub.records.spans import SPAN_EXAMPLE, SpanView
 from trajhub.records.traces import TraceSummary as TraceSummary
 from trajhub.records.trajectories import CostView as CostView
 from trajhub.records.trajectories import TrajectorySummary as TrajectorySummary
 from trajhub.service.api.params import TimeText
-
-TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
-SPAN_ID = "00f067aa0ba902b7"
-
-#: each model's example by model name (the OpenAPI component name)
-EXAMPLES: dict[str, dict[str, Any]] = {}
-
-
-def example_config(doc: dict[str, Any], extra: ExtraValues | None = None) -> ConfigDict:
-    """A model's config with `doc` as its example in the OpenAPI document (kept there exactly,
-    nulls included: see `restore_examples`), and its `extra` setting if given."""
-
-    def add(schema: dict[str, Any], model: type[BaseModel]) -> None:
-        schema["examples"] = [doc]
-        EXAMPLES[model.__name__] = doc
-
-    if extra is None:
-        return ConfigDict(json_schema_extra=add)
-    return ConfigDict(json_schema_extra=add, extra=extra)
 
 
 def restore_examples(openapi: dict[str, Any]) -> dict[str, Any]:
@@ -99,119 +85,6 @@ class TracePage(BaseModel):
                                     "the last")
 
 
-class SpanStatus(BaseModel):
-    code: str | int = Field(description="unset, ok or error")
-    message: str
-
-
-class SpanEvent(BaseModel):
-    name: str
-    time_unix_nano: str
-    attributes: dict[str, Any]
-
-
-class SpanScope(BaseModel):
-    name: str
-    version: str
-
-
-class CozeLoopView(BaseModel):
-    span_type: str
-    status_code: int
-    input: str
-    output: str
-    log_id: str
-    workspace_id: str
-    object_storage: str
-
-
-SPAN_EXAMPLE: dict[str, Any] = {
-        "trace_id": TRACE_ID, "span_id": SPAN_ID, "parent_span_id": "", "name": "LangGraph",
-        "kind": "internal", "start_time": "2026-11-22T10:00:00Z",
-        "end_time": "2026-11-22T10:00:02.103000Z", "start_time_unix_nano": "1795341600000000000",
-        "end_time_unix_nano": "1795341602103000000", "duration_ms": 2103.0,
-        "status": {"code": "unset", "message": ""},
-        "attributes": {"openinference.span.kind": "CHAIN"}, "events": [],
-        "resource": {"service.name": "weather-agent"},
-        "scope": {"name": "openinference.instrumentation.langchain", "version": "0.1.0"},
-        "format": "otlp"}
-
-
-class SpanView(BaseModel):
-    """A stored span, decoded."""
-
-    model_config = example_config(SPAN_EXAMPLE)
-    trace_id: str
-    span_id: str
-    parent_span_id: str
-    name: str
-    kind: str | int = Field(description="OTLP span kind name (internal, server, client, …)")
-    start_time: str
-    end_time: str
-    start_time_unix_nano: str
-    end_time_unix_nano: str
-    duration_ms: float
-    status: SpanStatus
-    attributes: dict[str, Any]
-    events: list[SpanEvent]
-    resource: dict[str, Any]
-    scope: SpanScope
-    format: Literal["otlp", "cozeloop"] = Field(description="how the span arrived")
-    cozeloop: CozeLoopView | None = Field(None, description="Coze Loop native fields "
-                                          "(format cozeloop only)")
-
-
-class SpanNode(SpanView):
-    model_config = example_config({**SPAN_EXAMPLE, "children": []})
-    children: list[SpanNode] = Field(description="child spans (view=tree and trajectory)")
-
-
-class TrajectoryNode(SpanNode):
-    model_config = example_config({**SPAN_EXAMPLE, "children": [], "step_type": "root",
-                             "original_parent_span_id": ""})
-    step_type: str = Field(description="root, agent, graph, model or tool")
-    original_parent_span_id: str = Field(description="the parent as sent (`parent_span_id` is "
-                                         "the nearest kept ancestor)")
-
-
-class TraceSpans(BaseModel):
-    """`format=json`: the spans as a tree (`view=tree`, roots with nested `children`), in
-    start order (`view=flat`), or only the trajectory nodes (`view=trajectory`)."""
-
-    model_config = example_config({"trace_id": TRACE_ID, "spans": [{
-        **SPAN_EXAMPLE, "children": []}]})
-
-    trace_id: str
-    spans: list[TrajectoryNode] | list[SpanNode] | list[SpanView]
-
-
-class OtlpTrace(BaseModel):
-    """`format=otlp`: an OTLP/JSON ExportTraceServiceRequest of the spans as received."""
-
-    model_config = example_config({"resourceSpans": [{
-        "resource": {"attributes": [{"key": "service.name",
-                                     "value": {"stringValue": "weather-agent"}}]},
-        "scopeSpans": [{"scope": {"name": "openinference.instrumentation.langchain"},
-                        "spans": [{"traceId": TRACE_ID, "spanId": SPAN_ID, "name": "LangGraph",
-                                   "kind": 1, "startTimeUnixNano": "1795341600000000000",
-                                   "endTimeUnixNano": "1795341602103000000"}]}]}]})
-
-    resourceSpans: list[dict[str, Any]]
-
-
-class CozeLoopTrace(BaseModel):
-    """`format=cozeloop`: the Coze Loop native spans (UploadSpan) as received."""
-
-    model_config = example_config({"spans": [{
-        "trace_id": TRACE_ID, "span_id": SPAN_ID, "parent_id": "0", "span_name": "ReActAgent",
-        "span_type": "graph", "started_at_micros": 1795341600000000,
-        "duration_micros": 2103000, "status_code": 0, "input": "what is the weather in sf",
-        "output": "It is sunny in sf."}]})
-
-    spans: list[dict[str, Any]]
-
-
-TraceBody = TraceSpans | OtlpTrace | CozeLoopTrace
 
 
 class ProjectList(BaseModel):
@@ -231,79 +104,6 @@ class TrajectoryPage(BaseModel):
     total: int | None = Field(None, description="how many match (only with `count=true`)")
 
 
-class TrajectoryDocument(BaseModel):
-    """A trajectory in the format of `GET /api/v1/schema/trajectory` (that JSON Schema is the
-    full contract; this names its top level)."""
-
-    model_config = ConfigDict(extra="allow", json_schema_extra={"examples": [{
-        "id": TRACE_ID, "root_step": {"name": "LangGraph", "input": "what is the weather in sf",
-                                      "output": "It is sunny in sf."},
-        "agent_steps": [{"name": "LangGraph", "steps": [{"type": "model"}, {"type": "tool"}]}]}]})
-    id: str = Field(description="the trace id")
-    root_step: dict[str, Any]
-    agent_steps: list[dict[str, Any]]
-
-
-_STEP_EXAMPLE = {"id": SPAN_ID, "parent_id": "17346b4501eaf614", "type": "model",
-                 "name": "ChatOpenAI", "input": "[]", "output": "[]", "metadata": {},
-                 "basic_info": {"started_at": "1700000000000", "duration": "5"},
-                 "offset": 0, "agent_step_id": "17346b4501eaf614"}
-
-
-class PagedAgent(BaseModel):
-    """An entry of the document's `agent_steps` without its `steps`: where they are in the flat
-    order instead."""
-
-    model_config = ConfigDict(extra="allow")
-    id: str
-    name: str
-    step_offset: int = Field(description="the offset of this agent's first step")
-    step_count: int = Field(description="how many steps its `steps` list holds")
-    step_types: dict[str, int] = Field(description="how many of them of each type")
-    failed_steps: int = Field(description="how many of them failed")
-    models: list[str] = Field(description="the distinct models of its model steps (their "
-                              "`metadata.model_name`, else their name), in order")
-
-
-class PagedStep(BaseModel):
-    """A step of the document (`agent_steps[].steps[]`, in the format of `GET
-    /api/v1/schema/trajectory`), with its place."""
-
-    model_config = ConfigDict(extra="allow")
-    offset: int = Field(description="its position in the flat order")
-    agent_step_id: str = Field(description="the agent entry whose `steps` hold it")
-    id: str
-    type: str
-    name: str
-
-
-class TrajectoryStepPage(BaseModel):
-    """A page of a trajectory's steps, with everything of the document but the other steps.
-    The steps of all agents, flattened in document order (the steps of `agent_steps[0]`, then
-    those of `agent_steps[1]`, …), are numbered by offset from 0."""
-
-    model_config = example_config({
-        "trace_id": TRACE_ID, "status": "final", "revision": 1, "normalizer_version": "1",
-        "root_step": {"id": "17346b4501eaf614", "name": "LangGraph"},
-        "agent_steps": [{"id": "17346b4501eaf614", "name": "LangGraph", "step_offset": 0,
-                         "step_count": 2, "step_types": {"model": 1, "tool": 1},
-                         "failed_steps": 0, "models": ["gpt-4o-mini"]}],
-        "total": 2, "offset": 0, "limit": 1, "steps": [_STEP_EXAMPLE], "next_offset": 1})
-    trace_id: str
-    status: str = Field(description="open (spans may still arrive) or final")
-    revision: int = Field(description="the revision the page comes from; a later page of "
-                          "another revision may place steps differently")
-    normalizer_version: str
-    root_step: dict[str, Any]
-    agent_steps: list[PagedAgent]
-    total: int = Field(description="how many steps the trajectory has")
-    offset: int
-    limit: int
-    steps: list[PagedStep]
-    next_offset: int | None = Field(description="pass as `offset` for the next page; null on "
-                                    "the last")
-
-
 class TraceSpanPage(BaseModel):
     """A page of a trace's spans in start order (start, end, span id)."""
 
@@ -315,35 +115,6 @@ class TraceSpanPage(BaseModel):
     items: list[SpanView]
     next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
                                     "the last")
-
-
-class SpanExplanation(BaseModel):
-    span_id: str
-    name: str
-    parent_span_id: str = Field(description="as sent")
-    kind: str = Field(description="agent, graph, model, tool, other or root")
-    convention: str
-    rule: str = Field(description="the rule that classified the span")
-    kept: bool
-    new_parent_id: str = Field(description="nearest kept ancestor; empty for the root and for "
-                               "dropped spans")
-    warnings: list[str]
-
-
-class TrajectoryExplanation(BaseModel):
-    model_config = example_config({
-        "trace_id": TRACE_ID, "status": "final", "revision": 1, "normalizer_version": "1",
-        "derivation_error": None, "warnings": [], "spans": [{
-            "span_id": SPAN_ID, "name": "LangGraph", "parent_span_id": "", "kind": "root",
-            "convention": "openinference", "rule": "no parent", "kept": True,
-            "new_parent_id": "", "warnings": []}]})
-    trace_id: str
-    status: Literal["open", "final"]
-    revision: int
-    normalizer_version: str
-    derivation_error: str | None
-    warnings: list[str]
-    spans: list[SpanExplanation]
 
 
 class RederiveRequest(BaseModel):

@@ -5,8 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
+from trajhub.records.retention import Retention
 from trajhub.service.api.answers import CheckedRoute
-from trajhub.service.api.models import BODY_CONFIG, example_config
+from trajhub.service.api.models import BODY_CONFIG
 from trajhub.service.api.params import PREFIX
 from trajhub.service.api.scopes import Project, Rt, needs
 from trajhub.service.auth import ADMIN
@@ -17,19 +18,6 @@ router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["retention"])
 
 #: about 1000 years: beyond it a retention is "forever" (0) in all but name
 MAX_DAYS = 365_000.0
-
-
-class Retention(BaseModel):
-    model_config = example_config(
-        {"project": "demo", "days": 30.0, "source": "project", "default_days": 7.0})
-
-    project: str
-    days: float = Field(description=(
-        "traces whose spans last arrived more than this many days ago are deleted; "
-        "0 keeps them forever"))
-    source: str = Field(description=(
-        "`project` (this project's own setting) or `default` (TRAJHUB_RETENTION_DAYS)"))
-    default_days: float = Field(description="the server's TRAJHUB_RETENTION_DAYS")
 
 
 class RetentionChange(BaseModel):

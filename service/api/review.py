@@ -20,6 +20,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import AfterValidator, BaseModel, Field
 
 from trajhub.records import review as declared
+from trajhub.records.queues import ExportOutcome, ItemsAdded
 from trajhub.records.review import (
     DESCRIPTION_MAX,
     LEASE_MAX,
@@ -105,24 +106,6 @@ class ReviewCompleted(BaseModel):
     item: ReviewItem
     scores: list[Score] = Field(
         description="the scores stored (source `human`)")
-
-
-class ItemsAdded(BaseModel):
-    model_config = example_config({"added": ["4bf92f3577b34da6a3ce929d0e0e4736"],
-                                   "already_queued": [], "not_found": []})
-    added: list[str] = Field(description="the trace ids added, in order")
-    already_queued: list[str] = Field(description="trace ids the queue holds already")
-    not_found: list[str] = Field(description="trace ids the project has no trajectory for")
-
-
-class ExportOutcome(BaseModel):
-    model_config = example_config({"dataset": "reviewed", "added": 2,
-                                   "skipped_duplicates": 0, "item_ids": ["6f1d0c6b"]})
-    dataset: str
-    added: int = Field(description="items created, one per completed item")
-    skipped_duplicates: int = Field(description="completed items whose trajectory the set "
-                                    "holds already (or is gone)")
-    item_ids: list[str]
 
 
 class QueueCreate(BaseModel):

@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from trajhub.records.projects import ProjectEntry
+from trajhub.records.spans import CozeLoopTrace, OtlpTrace, SpanView, TraceBody
 from trajhub.records.traces import TraceSummary
 from trajhub.service import stored_spans
 from trajhub.service.api import views
@@ -16,12 +17,8 @@ from trajhub.service.api.answers import CheckedRoute, model_response
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.models import (
     NOT_FOUND,
-    CozeLoopTrace,
     ErrorDetail,
-    OtlpTrace,
     ProjectList,
-    SpanView,
-    TraceBody,
     TracePage,
     TraceSpanPage,
 )

@@ -14,6 +14,11 @@ from starlette.concurrency import run_in_threadpool
 from trajhub.normalizers import NORMALIZER_VERSION, DerivationError, derive, pages
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.trajectory import trajectory_to_json
+from trajhub.records.documents import (
+    TrajectoryDocument,
+    TrajectoryExplanation,
+    TrajectoryStepPage,
+)
 from trajhub.records.trajectories import TrajectorySummary
 from trajhub.service.api.answers import CheckedRoute, json_response
 from trajhub.service.api.cursors import encode_cursor
@@ -24,10 +29,7 @@ from trajhub.service.api.models import (
     NormalizeResult,
     RederiveQueued,
     RederiveRequest,
-    TrajectoryDocument,
-    TrajectoryExplanation,
     TrajectoryPage,
-    TrajectoryStepPage,
 )
 from trajhub.service.api.params import (
     DEFAULT_PAGE,

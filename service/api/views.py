@@ -26,8 +26,8 @@ import orjson
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from trajhub.records.spans import SpanNode, SpanView, TrajectoryNode
 from trajhub.service.api.answers import ResponseContractError, schema_check
-from trajhub.service.api.models import SpanNode, SpanView, TrajectoryNode
 from trajhub.service.stored_spans import span_view, to_model
 from trajhub.storage.rows import SpanRow
 

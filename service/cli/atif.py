@@ -19,7 +19,8 @@ def _export(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         document = hub.trajectory_atif(args.trace_id)
     with output_file(args.output) as out:
-        out.write(json.dumps(document, indent=2, ensure_ascii=False).encode() + b"\n")
+        out.write(json.dumps(document.model_dump(mode="json"), indent=2,
+                             ensure_ascii=False).encode() + b"\n")
     return 0
 
 
@@ -33,8 +34,8 @@ def _import(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         for path, document in documents:
             stored = hub.import_atif(document)
-            print(f"{path}: trace {stored['trace_id']} in project {stored['project']} "
-                  f"({stored['spans']} spans)")
+            print(f"{path}: trace {stored.trace_id} in project {stored.project} "
+                  f"({stored.spans} spans)")
     return 0
 
 

@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, NoReturn
 
+from pydantic import BaseModel
+
 from trajhub.service.client.api import DEFAULT_URL, TrajhubClient
 
 #: exit status of a user mistake (argparse's own, for usage errors)
@@ -88,6 +90,10 @@ def check_writable(path: str) -> None:
 
 
 def print_json(value: Any) -> None:
+    """`value` as indented JSON; an answer read into its model (trajhub.records) as the fields
+    the server sent."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json", exclude_unset=True)
     print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
 
 

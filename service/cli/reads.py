@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from trajhub.normalizers.document import parse_document
 from trajhub.normalizers.trajectory import BasicInfo, ModelInfo
 from trajhub.records import Cli, Column, Param, Query, Record
+from trajhub.records.spans import SpanNode, SpanView
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import (
     SCORE_SORT,
@@ -127,34 +129,35 @@ def _traces_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _span_failed(span: dict[str, Any]) -> bool:
+def _span_failed(span: SpanView) -> bool:
     # an OTLP span says so in its status; a Coze Loop native span in its own status code
-    cozeloop = span.get("cozeloop") or {}
-    return (span.get("status") or {}).get("code") == "ERROR" \
-        or cozeloop.get("status_code") not in (None, 0)
+    return span.status.code == "ERROR" \
+        or (span.cozeloop is not None and span.cozeloop.status_code != 0)
 
 
-def _span_lines(nodes: list[dict[str, Any]], depth: int, out: list[str]) -> None:
+def _span_lines(nodes: Sequence[SpanView], depth: int, out: list[str]) -> None:
     for span in nodes:
-        message = (span.get("status") or {}).get("message")
+        message = span.status.message
         failed = ("  ERROR" + (f": {clip(message, 80)}" if message else "")
                   if _span_failed(span) else "")
-        out.append(f"{'  ' * depth}{span['name']}  {span['span_id']}  "
-                   f"{duration(span.get('duration_ms'))}{failed}")
-        _span_lines(span.get("children") or [], depth + 1, out)
+        out.append(f"{'  ' * depth}{span.name}  {span.span_id}  "
+                   f"{duration(span.duration_ms)}{failed}")
+        _span_lines(span.children if isinstance(span, SpanNode) else [], depth + 1, out)
 
 
 def _traces_show(args: argparse.Namespace) -> int:
     with connect(args) as hub:
-        trace = hub.get_trace(args.trace_id, view="flat" if args.flat else "tree",
-                              format="otlp" if args.otlp else "json")
-    if args.json or args.otlp:
+        if args.otlp:
+            print_json(hub.get_trace(args.trace_id, view="flat" if args.flat else "tree",
+                                     format="otlp"))
+            return 0
+        trace = hub.get_trace(args.trace_id, view="flat" if args.flat else "tree")
+    if args.json:
         print_json(trace)
         return 0
-    spans = trace["spans"]
     lines: list[str] = []
-    _span_lines(spans, 0, lines)
-    print(f"trace {trace['trace_id']}")
+    _span_lines(trace.spans, 0, lines)
+    print(f"trace {trace.trace_id}")
     print("\n".join(lines))
     return 0
 

@@ -10,6 +10,8 @@ import sys
 from datetime import datetime
 from typing import Any, TextIO
 
+from trajhub.records.regressions import RegressionReport
+from trajhub.records.replay import StepEventView
 from trajhub.service.cli.common import connect, server_options
 
 PREVIEW = 160  # characters of input / output shown per step unless --full
@@ -44,32 +46,30 @@ def _seconds(time: str) -> float:
     return datetime.fromisoformat(time).timestamp()
 
 
-def timeline(events: list[dict[str, Any]], paint: Paint, full: bool = False) -> list[str]:
+def timeline(events: list[StepEventView], paint: Paint, full: bool = False) -> list[str]:
     """The lines of a run's timeline: offset from the first step, agent, step, timing, tokens,
     cost and error, then the step's input and output."""
     if not events:
         return ["(no steps)"]
-    t0 = min(_seconds(e["start_time"]) for e in events)
+    t0 = min(_seconds(e.start_time) for e in events)
     lines = []
     for e in events:
-        offset = f"+{_seconds(e['start_time']) - t0:.3f}s"
-        head = (f"{paint(f'{offset:<9}', 'dim')} {e['seq']:>3} "
-                f"[{e['agent']}] {paint(e['type'], e['type'])} {paint(e['name'], 'bold')} "
-                f"{e['duration_ms']}ms")
-        if e.get("tokens"):
-            t = e["tokens"]
-            head += f"  {t['input']}→{t['output']} tok"
-        if e.get("model"):
-            head += f"  {e['model']}"
-        cost = e.get("cost")
-        if cost and cost.get("usd") is not None:
-            head += f"  ${cost['usd']:.6f}"
-        if e.get("error"):
-            head += "  " + paint(f"ERROR {e['error']['code']}: {e['error']['msg']}", "error")
+        offset = f"+{_seconds(e.start_time) - t0:.3f}s"
+        head = (f"{paint(f'{offset:<9}', 'dim')} {e.seq:>3} "
+                f"[{e.agent}] {paint(e.type, e.type)} {paint(e.name, 'bold')} "
+                f"{e.duration_ms}ms")
+        if e.tokens is not None:
+            head += f"  {e.tokens.input}→{e.tokens.output} tok"
+        if e.model:
+            head += f"  {e.model}"
+        if e.cost is not None and e.cost.usd is not None:
+            head += f"  ${e.cost.usd:.6f}"
+        if e.error is not None:
+            head += "  " + paint(f"ERROR {e.error.code}: {e.error.msg}", "error")
         lines.append(head)
-        if e["type"] in ("model", "tool"):
-            lines.append(f"      in:  {_short(e['input'], full)}")
-            lines.append(f"      out: {_short(e['output'], full)}")
+        if e.type in ("model", "tool"):
+            lines.append(f"      in:  {_short(e.input, full)}")
+            lines.append(f"      out: {_short(e.output, full)}")
     return lines
 
 
@@ -95,30 +95,30 @@ def _fmt(value: Any) -> str:
     return f"{int(value):+d}" if isinstance(value, (int, float)) else str(value)
 
 
-def report_table(report: dict[str, Any], paint: Paint) -> list[str]:
+def report_table(report: RegressionReport, paint: Paint) -> list[str]:
     metrics = ["path_length", "tool_calls", "retries", "tokens", "cost_usd", "duration_ms",
                "failed_steps"]
-    lines = [paint(f"regression report over set {report['dataset']!r}", "bold"),
+    lines = [paint(f"regression report over set {report.dataset!r}", "bold"),
              f"{'metric':<28}{'verdict':<9}{'better':>7}{'same':>7}{'worse':>7}{'missing':>9}"]
-    for v in report["verdicts"]:
-        style = v["verdict"] if v["verdict"] in ("better", "worse") else "dim"
-        verdict = paint(f"{v['verdict']:<9}", style)
-        lines.append(f"{v['metric']:<28}{verdict}{v['better']:>7}"
-                     f"{v['same']:>7}{v['worse']:>7}{v['missing']:>9}")
+    for v in report.verdicts:
+        style = v.verdict if v.verdict in ("better", "worse") else "dim"
+        verdict = paint(f"{v.verdict:<9}", style)
+        lines.append(f"{v.metric:<28}{verdict}{v.better:>7}"
+                     f"{v.same:>7}{v.worse:>7}{v.missing:>9}")
     lines.append("")
     lines.append(f"{'item':<38}" + "".join(f"{m[:11]:>12}" for m in metrics)
                  + "  first divergence")
-    for item in report["items"]:
-        first = item["first_divergence"]
+    for item in report.items:
+        first = item.first_divergence
         where = "-"
         if first is not None:
-            a, b = first["a"], first["b"]
-            where = (f"#{first['position']} {first['op']}: "
-                     f"{a['name'] if a else '∅'} → {b['name'] if b else '∅'}")
-        if item["problems"]:
-            where = "; ".join(item["problems"])
-        lines.append(f"{item['item_id'][:37]:<38}"
-                     + "".join(f"{_fmt(item['deltas'][m]):>12}" for m in metrics)
+            a, b = first.a, first.b
+            where = (f"#{first.position} {first.op}: "
+                     f"{a.name if a else '∅'} → {b.name if b else '∅'}")
+        if item.problems:
+            where = "; ".join(item.problems)
+        lines.append(f"{item.item_id[:37]:<38}"
+                     + "".join(f"{_fmt(item.deltas.get(m)):>12}" for m in metrics)
                      + f"  {where}")
     return lines
 
@@ -127,7 +127,7 @@ def _regress(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         report = hub.regression(_side(args.baseline), _side(args.candidate), args.dataset)
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(report.model_dump(mode="json"), indent=2))
         return 0
     for line in report_table(report, Paint(_use_color(args.color, sys.stdout))):
         print(line)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from trajhub.records.retention import Retention
 from trajhub.service.cli.common import connect, print_json, server_options
 
 
@@ -23,15 +24,15 @@ def _days(text: str) -> float:
     return days
 
 
-def _print(args: argparse.Namespace, answer: dict[str, Any]) -> int:
+def _print(args: argparse.Namespace, answer: Retention) -> int:
     if args.json:
         print_json(answer)
         return 0
-    days = answer["days"]
+    days = answer.days
     kept = "forever" if days == 0 else f"{days:g} day(s)"
-    source = ("its own setting" if answer["source"] == "project"
+    source = ("its own setting" if answer.source == "project"
               else "the server's default, TRAJHUB_RETENTION_DAYS")
-    print(f"project {answer['project']}: traces are kept {kept} ({source})")
+    print(f"project {answer.project}: traces are kept {kept} ({source})")
     return 0
 
 

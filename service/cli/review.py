@@ -46,8 +46,8 @@ def _add(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
     else:
-        print(f"added {len(out['added'])}, already queued {len(out['already_queued'])}, "
-              f"not found {len(out['not_found'])}")
+        print(f"added {len(out.added)}, already queued {len(out.already_queued)}, "
+              f"not found {len(out.not_found)}")
     return 0
 
 

@@ -14,18 +14,38 @@ imports nothing of the server.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 from urllib.parse import quote
 
 import httpx
-import orjson
+from pydantic import BaseModel, ValidationError
 
 from trajhub import __version__
 from trajhub.records import Query
+from trajhub.records.documents import (
+    AtifImported,
+    AtifTrajectory,
+    PagedStep,
+    TrajectoryExplanation,
+    TrajectoryStepPage,
+)
+from trajhub.records.graphs import AgentGraphView
+from trajhub.records.queues import ExportOutcome, ItemsAdded
+from trajhub.records.regressions import RegressionReport
+from trajhub.records.replay import (
+    ComparisonView,
+    RunContract,
+    RunCostView,
+    StepEventView,
+    ToolResults,
+)
+from trajhub.records.retention import Retention
 from trajhub.records.sessions import SessionQuery
+from trajhub.records.spans import CozeLoopTrace, OtlpTrace, SpanView, TraceBody, TraceSpans
 from trajhub.records.trajectories import TrajectoryQuery
 from trajhub.service.client.models import (
     Dataset,
@@ -56,6 +76,7 @@ DEFAULT_URL = "http://127.0.0.1:4318"
 PROJECT_HEADER = "trajhub-project"
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 
 class TrajhubError(Exception):
@@ -196,6 +217,18 @@ class TrajhubClient:
                                f"{response.request.url.path} with something other than JSON; "
                                "is it a trajhub server?") from None
 
+    def _model(self, model: type[M], method: str, path: str, **kwargs: Any) -> M:
+        """The answer read into its declared model (trajhub.records)."""
+        return self._validate(model, self._json(method, path, **kwargs), method, path)
+
+    def _validate(self, model: type[M], body: Any, method: str, path: str) -> M:
+        try:
+            return model.model_validate(body)
+        except ValidationError as exc:
+            raise TrajhubError(f"{self.base_url} answered {method} {path} with a body that is "
+                               f"not a {model.__name__} ({exc.errors()[0]['msg']}); is it a "
+                               "trajhub server of this version?") from None
+
     def _page(self, path: str, build: Callable[[Mapping[str, Any]], T],
               params: Mapping[str, Any]) -> Page[T]:
         body = self._json("GET", path, params=_query(params))
@@ -226,21 +259,39 @@ class TrajhubClient:
         return self._page("/traces", TraceSummary.from_json,
                           {**filters, "limit": limit, "cursor": cursor})
 
+    @overload
+    def get_trace(self, trace_id: str, view: str = "tree", format: Literal["json"] = "json"
+                  ) -> TraceSpans: ...
+
+    @overload
+    def get_trace(self, trace_id: str, view: str = "tree", *, format: Literal["otlp"]
+                  ) -> OtlpTrace: ...
+
+    @overload
+    def get_trace(self, trace_id: str, view: str = "tree", *, format: Literal["cozeloop"]
+                  ) -> CozeLoopTrace: ...
+
+    @overload
     def get_trace(self, trace_id: str, view: str = "tree", format: str = "json"
-                  ) -> dict[str, Any]:
-        """The trace's spans: `view` tree, flat or trajectory; `format` json, otlp, cozeloop."""
-        out: dict[str, Any] = self._json("GET", f"/traces/{trace_id}",
-                                         params={"view": view, "format": format})
-        return out
+                  ) -> TraceBody: ...
+
+    def get_trace(self, trace_id: str, view: str = "tree", format: str = "json") -> TraceBody:
+        """The trace's spans: `view` tree, flat or trajectory; `format` json (`TraceSpans`),
+        otlp (`OtlpTrace`, the OTLP/JSON request) or cozeloop (`CozeLoopTrace`)."""
+        path = f"/traces/{trace_id}"
+        model: type[TraceSpans | OtlpTrace | CozeLoopTrace] = (
+            OtlpTrace if format == "otlp" else CozeLoopTrace if format == "cozeloop"
+            else TraceSpans)
+        return self._model(model, "GET", path, params={"view": view, "format": format})
 
     def trace_spans(self, trace_id: str, *, limit: int = 100, cursor: str | None = None
-                    ) -> Page[dict[str, Any]]:
+                    ) -> Page[SpanView]:
         """A page of the trace's spans in start order (`total`: the trace's span count)."""
-        return self._page(f"/traces/{trace_id}/spans", lambda item: dict(item),
+        return self._page(f"/traces/{trace_id}/spans", SpanView.model_validate,
                           {"limit": limit, "cursor": cursor})
 
     def iter_trace_spans(self, trace_id: str, *, page_size: int = 1000
-                         ) -> Iterator[dict[str, Any]]:
+                         ) -> Iterator[SpanView]:
         """Every span of the trace in start order, a page at a time."""
         return self._all(lambda cursor: self.trace_spans(trace_id, limit=page_size,
                                                          cursor=cursor))
@@ -300,38 +351,36 @@ class TrajhubClient:
             int(response.headers.get("x-trajectory-revision", "0")))
 
     def trajectory_steps(self, trace_id: str, *, offset: int = 0, limit: int = 100
-                         ) -> dict[str, Any]:
+                         ) -> TrajectoryStepPage:
         """A page of the trajectory's steps with the rest of its document (`root_step`, the
         agents without their steps, `total`, `next_offset`): docs/large-traces.md."""
-        out: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/steps",
-                                         params={"offset": offset, "limit": limit})
-        return out
+        return self._model(TrajectoryStepPage, "GET", f"/trajectories/{trace_id}/steps",
+                           params={"offset": offset, "limit": limit})
 
     def iter_trajectory_steps(self, trace_id: str, *, page_size: int = 1000
-                              ) -> Iterator[dict[str, Any]]:
+                              ) -> Iterator[PagedStep]:
         """Every step of the trajectory in document order, a page at a time (each step with
-        its `offset` and `agent_step_id`)."""
+        its `offset` and `agent_step_id`; the rest of a step's fields are its extra fields,
+        `model_extra`, as the document holds them)."""
         offset: int | None = 0
         while offset is not None:
             page = self.trajectory_steps(trace_id, offset=offset, limit=page_size)
-            yield from page["steps"]
-            offset = page["next_offset"]
+            yield from page.steps
+            offset = page.next_offset
 
-    def trajectory_atif(self, trace_id: str) -> dict[str, Any]:
-        """The trajectory as one ATIF-v1.8 document (docs/atif.md)."""
-        document: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/atif")
-        return document
+    def trajectory_atif(self, trace_id: str) -> AtifTrajectory:
+        """The trajectory as one ATIF-v1.8 document (docs/atif.md); `model_dump(mode="json")`
+        is the whole document, the fields ATIF defines beyond the named ones included."""
+        return self._model(AtifTrajectory, "GET", f"/trajectories/{trace_id}/atif")
 
-    def import_atif(self, document: Any) -> dict[str, Any]:
-        """Store an ATIF trajectory (a parsed JSON object) in the project; answers
-        `{project, trace_id, spans}` once its spans are committed."""
-        stored: dict[str, Any] = self._json("POST", "/trajectories/import/atif", json=document)
-        return stored
+    def import_atif(self, document: Any) -> AtifImported:
+        """Store an ATIF trajectory (a parsed JSON object) in the project; answers where it was
+        stored (project, trace id, spans written) once its spans are committed."""
+        return self._model(AtifImported, "POST", "/trajectories/import/atif", json=document)
 
-    def explain_trajectory(self, trace_id: str) -> dict[str, Any]:
+    def explain_trajectory(self, trace_id: str) -> TrajectoryExplanation:
         """For every span: its classification, the rule that decided it, kept or dropped."""
-        out: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/explain")
-        return out
+        return self._model(TrajectoryExplanation, "GET", f"/trajectories/{trace_id}/explain")
 
     def rederive(self, since: str | None = None, outdated: bool = False) -> int:
         """Queue the project's traces for re-derivation; returns how many were queued."""
@@ -339,18 +388,16 @@ class TrajhubClient:
                           json={"since": since, "outdated": outdated})
         return int(body["queued"])
 
-    def trajectory_graph(self, trace_id: str) -> dict[str, Any]:
+    def trajectory_graph(self, trace_id: str) -> AgentGraphView:
         """The run's agent graph, laid out: nodes, edges with counts, paths
         (docs/agent-graph.md)."""
-        out: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/graph")
-        return out
+        return self._model(AgentGraphView, "GET", f"/trajectories/{trace_id}/graph")
 
-    def agent_graph(self, *, limit: int = 500, **filters: Any) -> dict[str, Any]:
+    def agent_graph(self, *, limit: int = 500, **filters: Any) -> AgentGraphView:
         """The agent graph of the newest `limit` runs the filters select (the filters of
         `list_trajectories`), with the agent paths taken and how often."""
         checked_filters(TrajectoryQuery, filters, ())
-        out: dict[str, Any] = self._json("GET", "/graph", params={**filters, "limit": limit})
-        return out
+        return self._model(AgentGraphView, "GET", "/graph", params={**filters, "limit": limit})
 
     # --- scores ----------------------------------------------------------------------------
 
@@ -474,7 +521,7 @@ class TrajhubClient:
         self._send("DELETE", f"/review-queues/{quote(name)}")
 
     def add_review_items(self, name: str, trace_ids: Sequence[str] | None = None, *,
-                         limit: int = 100, **filters: Any) -> dict[str, list[str]]:
+                         limit: int = 100, **filters: Any) -> ItemsAdded:
         """Add trajectories to a queue: these trace ids, or the newest `limit` the filters of
         `list_trajectories` select. Returns the trace ids added, already_queued, not_found."""
         if trace_ids is not None:
@@ -482,9 +529,7 @@ class TrajhubClient:
         else:
             checked_filters(TrajectoryQuery, filters, ())
             body = {"query": filters, "limit": limit}
-        out: dict[str, list[str]] = self._json(
-            "POST", f"/review-queues/{quote(name)}/items", json=body)
-        return out
+        return self._model(ItemsAdded, "POST", f"/review-queues/{quote(name)}/items", json=body)
 
     def review_items(self, name: str, status: str | None = None) -> list[ReviewItem]:
         """A queue's items in the order they were added (only those of `status`)."""
@@ -522,13 +567,12 @@ class TrajhubClient:
             "POST", f"/review-queues/{quote(name)}/items/{item_id}/skip", json=body))
 
     def export_review_queue(self, name: str, dataset: str,
-                            tags: Sequence[str] = ()) -> dict[str, Any]:
+                            tags: Sequence[str] = ()) -> ExportOutcome:
         """The completed items into an evaluation set (created when missing), with their
-        corrected expectations: {dataset, added, skipped_duplicates, item_ids}."""
-        out: dict[str, Any] = self._json(
-            "POST", f"/review-queues/{quote(name)}/export-to-dataset",
-            json={"dataset": dataset, "tags": list(tags)})
-        return out
+        corrected expectations: the set, the items added and the duplicates skipped."""
+        return self._model(ExportOutcome, "POST",
+                           f"/review-queues/{quote(name)}/export-to-dataset",
+                           json={"dataset": dataset, "tags": list(tags)})
 
     # --- replay and regression -------------------------------------------------------------
 
@@ -538,9 +582,11 @@ class TrajhubClient:
         with `limit`, a page of them from `offset` (`total`, `next_offset` say where the rest
         is; docs/large-traces.md)."""
         params = {"offset": offset, "limit": limit} if limit is not None or offset else {}
-        response = self._send("GET", f"/trajectories/{trace_id}/events",
+        path = f"/trajectories/{trace_id}/events"
+        response = self._send("GET", path,
                               params={k: v for k, v in params.items() if v is not None})
-        events = [orjson.loads(line) for line in response.content.splitlines() if line.strip()]
+        events = [self._validate(StepEventView, json.loads(line), "GET", path)
+                  for line in response.content.splitlines() if line.strip()]
         total = response.headers.get("x-total-count")
         following = response.headers.get("x-next-offset")
         return RunEvents(
@@ -549,50 +595,47 @@ class TrajhubClient:
             int(total) if total is not None else len(events),
             int(following) if following is not None else None)
 
-    def contract(self, trace_id: str) -> dict[str, Any]:
+    def contract(self, trace_id: str) -> RunContract:
         """What the run was: models, sampling, prompt and tool hashes, versions; each value
         with where it was read."""
-        out: dict[str, Any] = self._json("GET", f"/trajectories/{trace_id}/contract")
-        return out
+        return self._model(RunContract, "GET", f"/trajectories/{trace_id}/contract")
 
-    def tool_results(self, trace_id: str) -> list[dict[str, Any]]:
-        """The recorded tool calls, keyed by tool name, call id and argument hash."""
-        out: list[dict[str, Any]] = self._json(
-            "GET", f"/trajectories/{trace_id}/tool-results")["results"]
-        return out
+    def tool_results(self, trace_id: str) -> ToolResults:
+        """The recorded tool calls (`results`), keyed by tool name, call id and argument
+        hash."""
+        return self._model(ToolResults, "GET", f"/trajectories/{trace_id}/tool-results")
 
-    def compare(self, a: str, b: str) -> dict[str, Any]:
+    def cost(self, trace_id: str) -> RunCostView:
+        """Tokens and money per model step, per agent and for the run (docs/costs.md)."""
+        return self._model(RunCostView, "GET", f"/trajectories/{trace_id}/cost")
+
+    def compare(self, a: str, b: str) -> ComparisonView:
         """Two runs' steps aligned, the first divergence and the deltas (b − a)."""
-        out: dict[str, Any] = self._json("GET", "/trajectories/compare",
-                                         params={"a": a, "b": b})
-        return out
+        return self._model(ComparisonView, "GET", "/trajectories/compare",
+                           params={"a": a, "b": b})
 
     def regression(self, baseline: Mapping[str, Any], candidate: Mapping[str, Any],
-                   dataset: str | None = None) -> dict[str, Any]:
+                   dataset: str | None = None) -> RegressionReport:
         """Baseline vs candidate over one evaluation set: each `{"run": name}` (with
         `dataset`) or `{"evaluation": id}`."""
         body: dict[str, Any] = {"baseline": dict(baseline), "candidate": dict(candidate)}
         if dataset:
             body["dataset"] = dataset
-        out: dict[str, Any] = self._json("POST", "/regressions", json=body)
-        return out
+        return self._model(RegressionReport, "POST", "/regressions", json=body)
 
     # --- retention -----------------------------------------------------------------------
 
-    def get_retention(self) -> dict[str, Any]:
-        """The project's retention: {project, days, source, default_days}."""
-        out: dict[str, Any] = self._json("GET", "/retention")
-        return out
+    def get_retention(self) -> Retention:
+        """The project's retention: its days, whether its own or the server's default."""
+        return self._model(Retention, "GET", "/retention")
 
-    def set_retention(self, days: float) -> dict[str, Any]:
+    def set_retention(self, days: float) -> Retention:
         """Override the server's retention for the project (0 keeps its data forever)."""
-        out: dict[str, Any] = self._json("PUT", "/retention", json={"days": days})
-        return out
+        return self._model(Retention, "PUT", "/retention", json={"days": days})
 
-    def clear_retention(self) -> dict[str, Any]:
+    def clear_retention(self) -> Retention:
         """Return the project to the server's default retention."""
-        out: dict[str, Any] = self._json("DELETE", "/retention")
-        return out
+        return self._model(Retention, "DELETE", "/retention")
 
     # --- datasets ------------------------------------------------------------------------
 

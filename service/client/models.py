@@ -21,6 +21,7 @@ from trajhub.records.evaluations import EvaluationResult as EvaluationResult
 from trajhub.records.evaluations import EvaluatorAggregate as EvaluatorAggregate
 from trajhub.records.evaluations import ItemOutcomes as ItemOutcomes
 from trajhub.records.projects import ProjectEntry
+from trajhub.records.replay import StepEventView
 from trajhub.records.review import ReviewItem as ReviewItem
 from trajhub.records.review import ReviewQueue as ReviewQueue
 from trajhub.records.rules import Rule as Rule
@@ -77,11 +78,11 @@ class Session:
 
 @dataclass(frozen=True)
 class RunEvents:
-    """A run's playback: its step events in order (dicts as `GET /trajectories/{id}/events`
-    gives them) and the state of the trajectory they were read from."""
+    """A run's playback: its step events in order (the lines of `GET /trajectories/{id}/events`)
+    and the state of the trajectory they were read from (its headers)."""
 
     trace_id: str
-    events: list[dict[str, Any]]
+    events: list[StepEventView]
     status: str
     revision: int
     #: how many events the run has (more than `events` for a page)

@@ -19,11 +19,12 @@ Imports no server code: only the HTTP client, and LangChain when you wrap LangCh
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trajhub.normalizers.playback import arguments_hash
+from trajhub.records.arguments import arguments_hash
+from trajhub.records.replay import ToolResultView
 from trajhub.service.client.api import TrajhubClient
 
 
@@ -47,7 +48,7 @@ class UnansweredCall:
 class RecordedTools:
     """The tool results of one recorded run (`GET /api/v1/trajectories/{id}/tool-results`)."""
 
-    results: list[Mapping[str, Any]]
+    results: list[ToolResultView]
     unanswered: list[UnansweredCall] = field(default_factory=list)
     answered: int = 0
     _used: set[int] = field(default_factory=set)
@@ -57,15 +58,15 @@ class RecordedTools:
                     api_key: str | None = None, timeout: float = 30) -> RecordedTools:
         """The recording of `trace_id` on a running server (errors as TrajhubClient's)."""
         with TrajhubClient(base_url, project=project, api_key=api_key, timeout=timeout) as hub:
-            return cls(list(hub.tool_results(trace_id)))
+            return cls(hub.tool_results(trace_id).results)
 
     def _find(self, name: str, key: str, call_id: str | None) -> int | None:
         candidates = [i for i, r in enumerate(self.results)
-                      if r["tool_name"] == name and r["arguments_hash"] == key]
+                      if r.tool_name == name and r.arguments_hash == key]
         if not candidates:
             return None
         for i in candidates:
-            if call_id is not None and self.results[i]["call_id"] == call_id:
+            if call_id is not None and self.results[i].call_id == call_id:
                 return i
         fresh = [i for i in candidates if i not in self._used]
         # once each recording was served, a repeated call gets the last answer again
@@ -83,9 +84,9 @@ class RecordedTools:
         self._used.add(index)
         self.answered += 1
         recorded = self.results[index]
-        if recorded.get("error"):
-            raise RecordedToolError(recorded["error"].get("msg") or "recorded tool error")
-        return str(recorded["output"])
+        if recorded.error is not None:
+            raise RecordedToolError(recorded.error.msg or "recorded tool error")
+        return recorded.output
 
     def function(self, tool_name: str) -> Callable[..., str]:
         """A plain callable standing in for the tool `tool_name`: call it with the tool's

@@ -22,13 +22,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from opentelemetry import trace
-from opentelemetry.trace import Status, StatusCode, TracerProvider
+from typing import TYPE_CHECKING, Any
 
 from trajhub.service.client.api import ApiError, TrajhubClient, TrajhubError
 from trajhub.service.client.models import Evaluation, EvaluationResult
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 ITEM_ATTRIBUTE = "trajhub.dataset_item_id"
 RUN_ATTRIBUTE = "trajhub.run"
@@ -75,7 +75,14 @@ def run_dataset(
     `api_key` is sent to the REST API (a `read` key suffices); the spans go through your own
     exporter, which sends its key itself (e.g. with
     `OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20<key>` of an `ingest` key, or one
-    `admin` key for both)."""
+    `admin` key for both).
+
+    Needs the OpenTelemetry API (`opentelemetry-api`, which your instrumentation brings; the
+    client alone installs without it: `trajhub-client[otel]`)."""
+    # imported here so that the rest of the client works without OpenTelemetry installed
+    from opentelemetry import trace
+    from opentelemetry.trace import Status, StatusCode
+
     provider = tracer_provider or trace.get_tracer_provider()
     tracer = provider.get_tracer("trajhub.agent_runner")
     out = DatasetRun(run_name)

@@ -40,11 +40,13 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema
+
+if TYPE_CHECKING:  # pydantic's own dependency: the client declares pydantic alone
+    from pydantic_core import CoreSchema
 
 # -------------------------------------------------------------------------------- the fields
 

@@ -1,0 +1,1 @@
+../../../../trajhub/client.py

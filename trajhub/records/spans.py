@@ -1,0 +1,127 @@
+"""A trace's spans as the REST API answers them (`GET /api/v1/traces/{id}`, its pages of spans):
+decoded (`SpanView`), as a tree (`SpanNode`), as the trajectory's nodes (`TrajectoryNode`), or
+as they arrived (OTLP/JSON, Coze Loop)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from trajhub.records.examples import SPAN_ID, TRACE_ID, example_config
+
+
+class SpanStatus(BaseModel):
+    code: str | int = Field(description="unset, ok or error")
+    message: str
+
+
+class SpanEvent(BaseModel):
+    name: str
+    time_unix_nano: str
+    attributes: dict[str, Any]
+
+
+class SpanScope(BaseModel):
+    name: str
+    version: str
+
+
+class CozeLoopView(BaseModel):
+    span_type: str
+    status_code: int
+    input: str
+    output: str
+    log_id: str
+    workspace_id: str
+    object_storage: str
+
+
+SPAN_EXAMPLE: dict[str, Any] = {
+        "trace_id": TRACE_ID, "span_id": SPAN_ID, "parent_span_id": "", "name": "LangGraph",
+        "kind": "internal", "start_time": "2026-11-22T10:00:00Z",
+        "end_time": "2026-11-22T10:00:02.103000Z", "start_time_unix_nano": "1795341600000000000",
+        "end_time_unix_nano": "1795341602103000000", "duration_ms": 2103.0,
+        "status": {"code": "unset", "message": ""},
+        "attributes": {"openinference.span.kind": "CHAIN"}, "events": [],
+        "resource": {"service.name": "weather-agent"},
+        "scope": {"name": "openinference.instrumentation.langchain", "version": "0.1.0"},
+        "format": "otlp"}
+
+
+class SpanView(BaseModel):
+    """A stored span, decoded."""
+
+    model_config = example_config(SPAN_EXAMPLE)
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    kind: str | int = Field(description="OTLP span kind name (internal, server, client, …)")
+    start_time: str
+    end_time: str
+    start_time_unix_nano: str
+    end_time_unix_nano: str
+    duration_ms: float
+    status: SpanStatus
+    attributes: dict[str, Any]
+    events: list[SpanEvent]
+    resource: dict[str, Any]
+    scope: SpanScope
+    format: Literal["otlp", "cozeloop"] = Field(description="how the span arrived")
+    cozeloop: CozeLoopView | None = Field(None, description="Coze Loop native fields "
+                                          "(format cozeloop only)")
+
+
+class SpanNode(SpanView):
+    model_config = example_config({**SPAN_EXAMPLE, "children": []})
+    children: list[SpanNode] = Field(description="child spans (view=tree and trajectory)")
+
+
+class TrajectoryNode(SpanNode):
+    model_config = example_config({**SPAN_EXAMPLE, "children": [], "step_type": "root",
+                             "original_parent_span_id": ""})
+    step_type: str = Field(description="root, agent, graph, model or tool")
+    original_parent_span_id: str = Field(description="the parent as sent (`parent_span_id` is "
+                                         "the nearest kept ancestor)")
+
+
+class TraceSpans(BaseModel):
+    """`format=json`: the spans as a tree (`view=tree`, roots with nested `children`), in
+    start order (`view=flat`), or only the trajectory nodes (`view=trajectory`)."""
+
+    model_config = example_config({"trace_id": TRACE_ID, "spans": [{
+        **SPAN_EXAMPLE, "children": []}]})
+
+    trace_id: str
+    spans: list[TrajectoryNode] | list[SpanNode] | list[SpanView]
+
+
+class OtlpTrace(BaseModel):
+    """`format=otlp`: an OTLP/JSON ExportTraceServiceRequest of the spans as received."""
+
+    model_config = example_config({"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name",
+                                     "value": {"stringValue": "weather-agent"}}]},
+        "scopeSpans": [{"scope": {"name": "openinference.instrumentation.langchain"},
+                        "spans": [{"traceId": TRACE_ID, "spanId": SPAN_ID, "name": "LangGraph",
+                                   "kind": 1, "startTimeUnixNano": "1795341600000000000",
+                                   "endTimeUnixNano": "1795341602103000000"}]}]}]})
+
+    resourceSpans: list[dict[str, Any]]
+
+
+class CozeLoopTrace(BaseModel):
+    """`format=cozeloop`: the Coze Loop native spans (UploadSpan) as received."""
+
+    model_config = example_config({"spans": [{
+        "trace_id": TRACE_ID, "span_id": SPAN_ID, "parent_id": "0", "span_name": "ReActAgent",
+        "span_type": "graph", "started_at_micros": 1795341600000000,
+        "duration_micros": 2103000, "status_code": 0, "input": "what is the weather in sf",
+        "output": "It is sunny in sf."}]})
+
+    spans: list[dict[str, Any]]
+
+
+#: the answer of `GET /api/v1/traces/{id}`, by its `format`
+TraceBody = TraceSpans | OtlpTrace | CozeLoopTrace
