@@ -14,8 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import ExtraValues
 
 from trajhub.records.evaluations import EVALUATION_RESULT
+from trajhub.records.pages import Page, deprecated_alias
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import COST, TRAJECTORY_SUMMARY
+from trajhub.service.api.cursors import offset_cursor
 from trajhub.service.api.params import TimeText
 from trajhub.service.api.records import response_model
 
@@ -97,11 +99,8 @@ else:
     EvaluationResult = response_model(EVALUATION_RESULT)
 
 
-class TracePage(BaseModel):
+class TracePage(Page[TraceSummary]):
     model_config = example_config({"items": [TRACE_SUMMARY.example()], "next_cursor": None})
-    items: list[TraceSummary]
-    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
-                                    "the last")
 
 
 class SpanStatus(BaseModel):
@@ -227,20 +226,22 @@ class ProjectEntry(BaseModel):
     last_span_at: str | None = Field(description="RFC 3339: when the latest span ended")
 
 
-class ProjectList(BaseModel):
-    model_config = example_config({"projects": [{
-        "name": "default", "trace_count": 42, "span_count": 518,
-        "first_span_at": "2026-11-20T08:00:00Z", "last_span_at": "2026-11-22T10:00:02.103Z"}]})
-    projects: list[ProjectEntry]
+_PROJECT_EXAMPLE = {"name": "default", "trace_count": 42, "span_count": 518,
+                    "first_span_at": "2026-11-20T08:00:00Z",
+                    "last_span_at": "2026-11-22T10:00:02.103Z"}
+
+
+class ProjectList(Page[ProjectEntry]):
+    model_config = example_config({"items": [_PROJECT_EXAMPLE], "next_cursor": None,
+                                   "projects": [_PROJECT_EXAMPLE]})
+    projects: list[ProjectEntry] = deprecated_alias()
 
 
 # ------------------------------------------------------------------------------ trajectories
 
-class TrajectoryPage(BaseModel):
+class TrajectoryPage(Page[TrajectorySummary]):
     model_config = example_config({"items": [TRAJECTORY_SUMMARY.example()],
                                    "next_cursor": None, "total": 1})
-    items: list[TrajectorySummary]
-    next_cursor: str | None
     total: int | None = Field(None, description="how many match (only with `count=true`)")
 
 
@@ -290,7 +291,7 @@ class PagedStep(BaseModel):
     name: str
 
 
-class TrajectoryStepPage(BaseModel):
+class TrajectoryStepPage(Page[PagedStep]):
     """A page of a trajectory's steps, with everything of the document but the other steps.
     The steps of all agents, flattened in document order (the steps of `agent_steps[0]`, then
     those of `agent_steps[1]`, …), are numbered by offset from 0."""
@@ -301,7 +302,8 @@ class TrajectoryStepPage(BaseModel):
         "agent_steps": [{"id": "17346b4501eaf614", "name": "LangGraph", "step_offset": 0,
                          "step_count": 2, "step_types": {"model": 1, "tool": 1},
                          "failed_steps": 0, "models": ["gpt-4o-mini"]}],
-        "total": 2, "offset": 0, "limit": 1, "steps": [_STEP_EXAMPLE], "next_offset": 1})
+        "total": 2, "offset": 0, "limit": 1, "items": [_STEP_EXAMPLE],
+        "next_cursor": offset_cursor(1), "steps": [_STEP_EXAMPLE], "next_offset": 1})
     trace_id: str
     status: str = Field(description="open (spans may still arrive) or final")
     revision: int = Field(description="the revision the page comes from; a later page of "
@@ -312,12 +314,12 @@ class TrajectoryStepPage(BaseModel):
     total: int = Field(description="how many steps the trajectory has")
     offset: int
     limit: int
-    steps: list[PagedStep]
-    next_offset: int | None = Field(description="pass as `offset` for the next page; null on "
-                                    "the last")
+    steps: list[PagedStep] = deprecated_alias()
+    next_offset: int | None = deprecated_alias(
+        "next_cursor", "pass as `offset` for the next page; null on the last")
 
 
-class TraceSpanPage(BaseModel):
+class TraceSpanPage(Page[SpanView]):
     """A page of a trace's spans in start order (start, end, span id)."""
 
     model_config = example_config({"trace_id": TRACE_ID, "total": 1, "items": [SPAN_EXAMPLE],
@@ -325,9 +327,6 @@ class TraceSpanPage(BaseModel):
     trace_id: str
     total: int = Field(description="how many spans the trace has: its `span_count` in the "
                        "trace list, which the derivation updates moments after spans arrive")
-    items: list[SpanView]
-    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
-                                    "the last")
 
 
 class SpanExplanation(BaseModel):
@@ -410,9 +409,8 @@ class Dataset(BaseModel):
     updated_at: str
 
 
-class DatasetList(BaseModel):
-    model_config = example_config({"items": [DATASET_EXAMPLE]})
-    items: list[Dataset]
+class DatasetList(Page[Dataset]):
+    model_config = example_config({"items": [DATASET_EXAMPLE], "next_cursor": None})
 
 
 ITEM_EXAMPLE: dict[str, Any] = {
@@ -444,10 +442,8 @@ class Item(BaseModel):
         None, description="the trajectory snapshot (single items, or `include_trajectory`)")
 
 
-class ItemPage(BaseModel):
+class ItemPage(Page[Item]):
     model_config = example_config({"items": [ITEM_EXAMPLE], "next_cursor": None})
-    items: list[Item]
-    next_cursor: str | None
 
 
 class FillOutcome(BaseModel):
@@ -520,16 +516,12 @@ class EvaluationDetail(Evaluation):
     items: ItemOutcomes
 
 
-class EvaluationPage(BaseModel):
+class EvaluationPage(Page[Evaluation]):
     model_config = example_config({"items": [EVALUATION_EXAMPLE], "next_cursor": None})
-    items: list[Evaluation]
-    next_cursor: str | None
 
 
-class ResultPage(BaseModel):
+class ResultPage(Page[EvaluationResult]):
     model_config = example_config({"items": [EVALUATION_RESULT.example()], "next_cursor": None})
-    items: list[EvaluationResult]
-    next_cursor: str | None
 
 
 #: the error answers every REST route may give

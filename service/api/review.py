@@ -19,6 +19,7 @@ import orjson
 from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import AfterValidator, BaseModel, Field
 
+from trajhub.records.pages import Page, deprecated_alias
 from trajhub.records.review import (
     DESCRIPTION_MAX,
     LEASE_MAX,
@@ -85,13 +86,15 @@ class ReviewItem(response_model(REVIEW_ITEM)):  # type: ignore[misc]
     model_config = example_config(_ITEM_EXAMPLE)
 
 
-class ReviewQueueList(BaseModel):
-    model_config = example_config({"queues": [_QUEUE_EXAMPLE]})
-    queues: list[ReviewQueue] = Field(description="by name")
+class ReviewQueueList(Page[ReviewQueue]):
+    model_config = example_config({"items": [_QUEUE_EXAMPLE], "next_cursor": None,
+                                   "queues": [_QUEUE_EXAMPLE]})
+    items: list[ReviewQueue] = Field(description="by name")
+    queues: list[ReviewQueue] = deprecated_alias(description="by name")
 
 
-class ReviewItemList(BaseModel):
-    model_config = example_config({"items": [_ITEM_EXAMPLE]})
+class ReviewItemList(Page[ReviewItem]):
+    model_config = example_config({"items": [_ITEM_EXAMPLE], "next_cursor": None})
     items: list[ReviewItem] = Field(description="in the order they were added")
 
 
@@ -237,7 +240,7 @@ async def _held(conn: Connection, queue: review.QueueRow, item_id: int, reviewer
 async def list_queues(rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         rows = await review.queues(conn, project)
-    return {"queues": [answer(REVIEW_QUEUE, r) for r in rows]}
+    return ReviewQueueList.answer([answer(REVIEW_QUEUE, r) for r in rows])
 
 
 @router.post("/review-queues", status_code=201, response_model=ReviewQueue,
@@ -318,7 +321,7 @@ async def list_items(
     async with rt.db.acquire() as conn:
         queue = await _queue(conn, project, name)
         rows = await review.items(conn, queue.queue_id, status, limit)
-    return {"items": [answer(REVIEW_ITEM, r) for r in rows]}
+    return ReviewItemList.answer([answer(REVIEW_ITEM, r) for r in rows])
 
 
 @router.post("/review-queues/{name}/next", response_model=ReviewNext, responses=NOT_FOUND,

@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from trajhub.evaluators import ConfigError, Expectations
+from trajhub.records.pages import Page, deprecated_alias
 from trajhub.records.rules import BACKFILL, NAME_MAX, RULE
 from trajhub.records.scores import NAME_PATTERN
 from trajhub.service.api.answers import CheckedRoute
@@ -121,18 +122,22 @@ class Rule(response_model(RULE)):  # type: ignore[misc]
     model_config = example_config(RULE.example())
 
 
-class RuleList(BaseModel):
-    model_config = example_config({"rules": [RULE.example()]})
-    rules: list[Rule] = Field(description="oldest first")
+class RuleList(Page[Rule]):
+    model_config = example_config({"items": [RULE.example()], "next_cursor": None,
+                                   "rules": [RULE.example()]})
+    items: list[Rule] = Field(description="oldest first")
+    rules: list[Rule] = deprecated_alias(description="oldest first")
 
 
 class RuleBackfill(response_model(BACKFILL)):  # type: ignore[misc]
     model_config = example_config(BACKFILL.example())
 
 
-class BackfillList(BaseModel):
-    model_config = example_config({"backfills": [BACKFILL.example()]})
-    backfills: list[RuleBackfill] = Field(description="newest first")
+class BackfillList(Page[RuleBackfill]):
+    model_config = example_config({"items": [BACKFILL.example()], "next_cursor": None,
+                                   "backfills": [BACKFILL.example()]})
+    items: list[RuleBackfill] = Field(description="newest first")
+    backfills: list[RuleBackfill] = deprecated_alias(description="newest first")
 
 
 class BackfillRequest(BaseModel):
@@ -197,7 +202,7 @@ async def create_rule(rt: Rt, project: Project, body: RuleCreate) -> Any:
 async def list_rules(rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         rows = await rule_store.list_rules(conn, project)
-    return {"rules": [answer(RULE, r) for r in rows]}
+    return RuleList.answer([answer(RULE, r) for r in rows])
 
 
 @router.get("/rules/{rule_id}", response_model=Rule, summary="One rule",
@@ -283,7 +288,7 @@ async def list_backfills(rule_id: RuleId, rt: Rt, project: Project) -> Any:
         if await rule_store.get(conn, project, rule_id) is None:
             raise _no_rule(rule_id, project)
         rows = await rule_store.backfills(conn, project, rule_id)
-    return {"backfills": [answer(BACKFILL, r) for r in rows]}
+    return BackfillList.answer([answer(BACKFILL, r) for r in rows])
 
 
 @router.get("/rules/{rule_id}/backfills/{backfill_id}", response_model=RuleBackfill,

@@ -22,6 +22,7 @@ from pydantic import (
     Tag,
 )
 
+from trajhub.records.pages import Page, deprecated_alias
 from trajhub.records.scores import (
     CATEGORY_MAX,
     COMMENT_MAX,
@@ -103,9 +104,12 @@ _EXAMPLE = SCORE.example()
 Score = response_model(SCORE)
 
 
-class ScoreList(BaseModel):
-    model_config = example_config({"scores": [_EXAMPLE]})
-    scores: list[Score] = Field(description="oldest first")  # type: ignore[valid-type]
+class ScoreList(Page[Score]):  # type: ignore[valid-type]
+    model_config = example_config({"items": [_EXAMPLE], "next_cursor": None,
+                                   "scores": [_EXAMPLE]})
+    items: list[Score] = Field(description="oldest first")  # type: ignore[valid-type]
+    scores: list[Score] = deprecated_alias(  # type: ignore[valid-type]
+        description="oldest first")
 
 
 ScoreId = Annotated[int, Path(ge=1, le=INT64_MAX, description="the score's `id`")]
@@ -194,7 +198,7 @@ def step_ids(document: str) -> set[str]:
 
 
 def _scores_json(rows: list[score_store.ScoreRow]) -> dict[str, Any]:
-    return {"scores": [answer(SCORE, r) for r in rows]}
+    return ScoreList.answer([answer(SCORE, r) for r in rows])
 
 
 @router.post(
@@ -265,9 +269,11 @@ class ScoreConfig(response_model(SCORE_CONFIG)):  # type: ignore[misc]
     model_config = example_config(SCORE_CONFIG.example())
 
 
-class ScoreConfigList(BaseModel):
-    model_config = example_config({"configs": [SCORE_CONFIG.example()]})
-    configs: list[ScoreConfig] = Field(description="by name")
+class ScoreConfigList(Page[ScoreConfig]):
+    model_config = example_config({"items": [SCORE_CONFIG.example()], "next_cursor": None,
+                                   "configs": [SCORE_CONFIG.example()]})
+    items: list[ScoreConfig] = Field(description="by name")
+    configs: list[ScoreConfig] = deprecated_alias(description="by name")
 
 
 Finite = Annotated[StrictFloat, AllowInfNan(False)]
@@ -310,7 +316,7 @@ async def list_score_configs(rt: Rt, project: Project) -> Any:
     one of its categories; a score of any other name is not checked."""
     async with rt.db.acquire() as conn:
         rows = await score_store.configs(conn, project)
-    return {"configs": [answer(SCORE_CONFIG, r) for r in rows]}
+    return ScoreConfigList.answer([answer(SCORE_CONFIG, r) for r in rows])
 
 
 @router.put("/score-configs/{name}", response_model=ScoreConfig, openapi_extra=needs(ADMIN),
