@@ -264,13 +264,13 @@ def test_the_read_key_reads_its_project_without_naming_it(world: World) -> None:
     with httpx.Client(timeout=30, headers=bearer(world.read)) as c:
         traj = c.get(f"{world.http}/api/v1/trajectories/{world.trace_id}")
         assert traj.status_code == 200 and world.marker in traj.text
-        projects = c.get(f"{world.http}/api/v1/projects").json()["projects"]
+        projects = c.get(f"{world.http}/api/v1/projects").json()["items"]
         assert [p["name"] for p in projects] == [world.project]
         # naming its own project is fine too
         r = c.get(f"{world.http}/api/v1/datasets", params={"project": world.project})
         assert r.status_code == 200 and world.dataset in r.text
     with httpx.Client(timeout=30, headers=bearer(world.other_admin)) as c:
-        projects = c.get(f"{world.http}/api/v1/projects").json()["projects"]
+        projects = c.get(f"{world.http}/api/v1/projects").json()["items"]
         assert world.project not in [p["name"] for p in projects]
 
 
@@ -292,7 +292,7 @@ def assert_a_intact(world: World) -> None:
         traces = c.get(f"{world.http}/api/v1/traces").json()["items"]
         assert world.trace_id in [t["trace_id"] for t in traces]
         assert c.get(f"{world.http}/api/v1/files/{world.file_key}").content == world.marker.encode()
-        keys = c.get(f"{world.http}/api/v1/keys").json()["keys"]
+        keys = c.get(f"{world.http}/api/v1/keys").json()["items"]
         assert sorted(k["scope"] for k in keys) == ["admin", "admin", "ingest", "read"]
         assert sum(k["revoked_at"] is not None for k in keys) == 1
         assert c.get(f"{world.http}/api/v1/evaluations").json()["items"] == []
@@ -545,7 +545,7 @@ def test_cli_creates_lists_and_revokes_keys(world: World, database: TestDatabase
     assert unknown.returncode == 2 and "no API key" in unknown.stderr
     # the REST list shows the CLI's key as revoked; its admin key sees only its project
     with httpx.Client(timeout=30, headers=bearer(world.admin)) as c:
-        keys = {k["key_id"]: k for k in c.get(f"{world.http}/api/v1/keys").json()["keys"]}
+        keys = {k["key_id"]: k for k in c.get(f"{world.http}/api/v1/keys").json()["items"]}
         assert keys[key_id]["revoked_at"] is not None
         assert {k["project"] for k in keys.values()} == {world.project}
         assert "key" not in keys[key_id]
@@ -644,8 +644,10 @@ def test_a_key_of_an_empty_project_learns_its_project(world: World) -> None:
     with httpx.Client(timeout=30) as c:
         key = create_key(c, world.http, world.bootstrap, empty, "read")
         projects = c.get(f"{world.http}/api/v1/projects", headers=bearer(key)).json()
-    assert projects == {"projects": [{"name": empty, "trace_count": 0, "span_count": 0,
-                                      "first_span_at": None, "last_span_at": None}]}
+    only = [{"name": empty, "trace_count": 0, "span_count": 0, "first_span_at": None,
+             "last_span_at": None}]
+    # the old item key is still sent beside `items` (deprecated)
+    assert projects == {"items": only, "next_cursor": None, "projects": only}
 
 
 # ----------------------------------------------------------------------------------- metrics
@@ -721,7 +723,7 @@ def test_only_the_bootstrap_key_makes_a_metrics_key_over_rest(world: World) -> N
     assert "'metrics'" in r.json()["detail"] and "TRAJHUB_BOOTSTRAP_KEY" in r.json()["detail"]
     listed = httpx.get(f"{world.http}/api/v1/keys", headers=bearer(world.admin), timeout=30)
     assert name not in listed.text and "metrics" not in [k["scope"] for k in
-                                                         listed.json()["keys"]]
+                                                         listed.json()["items"]]
 
 
 def test_openapi_documents_who_may_scrape_metrics(world: World) -> None:

@@ -170,17 +170,19 @@ def test_an_unreachable_server() -> None:
 
 # --- projects: the contract of GET /api/v1/projects -------------------------------------------
 
-PROJECTS = {"projects": [
+PROJECTS = [
     {"name": "default", "trace_count": 12, "span_count": 340,
      "first_span_at": "2026-01-02T03:04:05.000000Z", "last_span_at": "2026-01-03T00:00:00Z"},
     {"name": "empty-ish", "trace_count": 0, "span_count": 0, "first_span_at": None,
      "last_span_at": None},
-]}
+]
 
 
 def _projects_server(request: httpx.Request) -> httpx.Response:
+    # the list's one item key; the client reads no other (the server's deprecated
+    # `projects` alias is left out here)
     assert request.url.path == "/api/v1/projects"
-    return httpx.Response(200, json=PROJECTS)
+    return httpx.Response(200, json={"items": PROJECTS, "next_cursor": None})
 
 
 def test_projects_follow_the_contract() -> None:
@@ -205,7 +207,7 @@ def test_projects_command(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
                                "00:00:00"]
     assert rows[1].split() == ["empty-ish", "0", "0", "-", "-"]
     assert cli_main.main(["projects", "--json", "--url", "http://trajhub.test"]) == 0
-    assert json.loads(capsys.readouterr().out) == PROJECTS
+    assert json.loads(capsys.readouterr().out) == {"projects": PROJECTS}
 
 
 def test_a_server_that_is_not_trajhub() -> None:

@@ -1,8 +1,9 @@
 """Large trajectories in pages (docs/large-traces.md): a run of 1,250 steps (stored in
 chunks) and one of 3 (paged from its document) read through GET /trajectories/{id}/steps,
 /traces/{id}/spans and the paged /trajectories/{id}/events: every step, span and event once, in
-order, the same as the whole document and the whole playback; totals and next offsets and
-cursors that lead to the end; and a 4xx naming the parameter for bad input. The expected ids and
+order, the same as the whole document and the whole playback; totals and cursors that lead to
+the end (and the deprecated offsets, which lead to the same pages); and a 4xx naming the
+parameter for bad input. The expected ids and
 names are the script's own."""
 
 from __future__ import annotations
@@ -83,17 +84,37 @@ def _get(server: ServerProcess, runs: dict[str, Any], path: str, **params: Any
 
 def _steps_by_pages(server: ServerProcess, runs: dict[str, Any], run: str, limit: int
                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Every page from offset 0, following `next_offset`; the pages and their steps."""
-    pages, steps, offset = [], [], 0
+    """Every page from the first, following `next_cursor`; the pages and their steps."""
+    pages: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = []
+    cursor = None
+    tid = runs[run]["trace_id"]
+    while True:
+        params = {"limit": limit, **({"cursor": cursor} if cursor else {})}
+        r = _get(server, runs, f"/api/v1/trajectories/{tid}/steps", **params)
+        assert r.status_code == 200, r.text
+        page = r.json()
+        pages.append(page)
+        assert page["offset"] == len(steps)
+        steps.extend(page["items"])
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return pages, steps
+        assert len(page["items"]) == limit
+
+
+def _steps_by_offsets(server: ServerProcess, runs: dict[str, Any], run: str, limit: int
+                      ) -> list[dict[str, Any]]:
+    """Every page from offset 0, following `next_offset` (the cursor's deprecated alias)."""
+    pages, offset = [], 0
     tid = runs[run]["trace_id"]
     while True:
         r = _get(server, runs, f"/api/v1/trajectories/{tid}/steps", offset=offset, limit=limit)
         assert r.status_code == 200, r.text
         page = r.json()
         pages.append(page)
-        steps.extend(page["steps"])
         if page["next_offset"] is None:
-            return pages, steps
+            return pages
         assert page["next_offset"] == offset + len(page["steps"]) == offset + limit
         offset = page["next_offset"]
 
@@ -127,19 +148,36 @@ def test_step_pages_hold_every_step_once_in_order(server: ServerProcess, runs: d
         k: v for k, v in doc["agent_steps"][0].items() if k != "steps"}
 
 
+@pytest.mark.parametrize("run", ["large", "small"])
+def test_the_cursor_walk_of_the_steps_is_the_offset_walk(server: ServerProcess,
+                                                         runs: dict[str, Any], run: str) -> None:
+    limit = 300 if run == "large" else 2
+    by_cursor, _ = _steps_by_pages(server, runs, run, limit)
+    by_offset = _steps_by_offsets(server, runs, run, limit)
+    # the same answers, each with the deprecated aliases beside what replaces them
+    assert by_cursor == by_offset
+    for page in by_offset:
+        assert page["steps"] == page["items"]
+        assert (page["next_offset"] is None) == (page["next_cursor"] is None)
+
+
 def test_a_page_anywhere_and_past_the_end(server: ServerProcess, runs: dict[str, Any]) -> None:
     tid, expected = runs["large"]["trace_id"], runs["large"]["steps"]
-    # a page across the boundary of two stored chunks (500 steps each)
+    # a page across the boundary of two stored chunks (500 steps each), asked for by position
     r = _get(server, runs, f"/api/v1/trajectories/{tid}/steps", offset=490, limit=20)
     page = r.json()
-    assert [s["id"] for s in page["steps"]] == expected[490:510]
-    assert page["next_offset"] == 510 and page["offset"] == 490 and page["limit"] == 20
+    assert [s["id"] for s in page["items"]] == expected[490:510]
+    assert page["offset"] == 490 and page["limit"] == 20
     assert r.headers["etag"] == f'"{page["revision"]}"'
     assert r.headers["x-trajectory-status"] == "final"
+    following = _get(server, runs, f"/api/v1/trajectories/{tid}/steps",
+                     cursor=page["next_cursor"], limit=20).json()
+    assert following["offset"] == 510
+    assert [s["id"] for s in following["items"]] == expected[510:530]
     last = _get(server, runs, f"/api/v1/trajectories/{tid}/steps", offset=STEPS - 1).json()
-    assert [s["id"] for s in last["steps"]] == expected[-1:] and last["next_offset"] is None
+    assert [s["id"] for s in last["items"]] == expected[-1:] and last["next_cursor"] is None
     past = _get(server, runs, f"/api/v1/trajectories/{tid}/steps", offset=STEPS + 5).json()
-    assert past["steps"] == [] and past["next_offset"] is None and past["total"] == STEPS
+    assert past["items"] == [] and past["next_cursor"] is None and past["total"] == STEPS
     again = httpx.get(f"{server.http}/api/v1/trajectories/{tid}/steps",
                       params={"project": runs["project"]},
                       headers={"if-none-match": r.headers["etag"]})
@@ -159,18 +197,30 @@ def test_event_pages_are_the_whole_playback_in_pieces(server: ServerProcess,
     assert [e["step_id"] for e in whole] == runs[run]["steps"]
     limit = 400 if run == "large" else 2
     paged: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        params = {"limit": limit, **({"cursor": cursor} if cursor else {})}
+        r = _get(server, runs, f"/api/v1/trajectories/{tid}/events", **params)
+        events = _ndjson(r)
+        assert int(r.headers["x-total-count"]) == len(whole)
+        paged.extend(events)
+        cursor = r.headers.get("x-next-cursor")
+        if cursor is None:
+            break
+    assert paged == whole
+    # the deprecated offsets lead through the same pages
+    by_offset: list[dict[str, Any]] = []
     offset: int | None = 0
     while offset is not None:
         r = _get(server, runs, f"/api/v1/trajectories/{tid}/events", offset=offset,
                  limit=limit)
-        events = _ndjson(r)
-        assert int(r.headers["x-total-count"]) == len(whole)
-        paged.extend(events)
+        by_offset.extend(_ndjson(r))
         following = r.headers.get("x-next-offset")
         offset = int(following) if following is not None else None
+        assert (offset is None) == ("x-next-cursor" not in r.headers)
         if offset is not None:
-            assert offset == len(paged)
-    assert paged == whole
+            assert offset == len(by_offset)
+    assert by_offset == whole
     assert [e["seq"] for e in paged] == list(range(len(whole)))
     # the large run's events come from its chunks: the same as the document's playback
     from_document = step_events(runs[run]["document"])
@@ -210,6 +260,9 @@ def test_span_pages_follow_the_cursor_to_the_last_span(server: ServerProcess,
     ("steps", {"offset": -1}, "offset"),
     ("steps", {"offset": "x"}, "offset"),
     ("steps", {"offset": 2**31}, "offset"),
+    ("steps", {"cursor": "bm90IG91cnM"}, "cursor"),
+    ("steps", {"cursor": "WzUwMF0", "offset": 3}, "cursor"),
+    ("events", {"cursor": "WzFd", "offset": 3, "limit": 5}, "cursor"),
     ("events", {"limit": 0}, "limit"),
     ("events", {"offset": -3, "limit": 5}, "offset"),
     ("spans", {"cursor": "bm90IG91cnM"}, "cursor"),
@@ -243,10 +296,13 @@ def test_python_client_pages_steps_spans_and_events(server: ServerProcess,
         spans = list(hub.iter_trace_spans(large["trace_id"], page_size=700))
         assert [s.span_id for s in spans] == large["spans"]
         page = hub.events(large["trace_id"], offset=STEPS - 10, limit=50)
-        assert [e.step_id for e in page.events] == large["steps"][-10:]
-        assert page.total == STEPS and page.next_offset is None
-        first = hub.events(large["trace_id"], limit=5)
-        assert first.next_offset == 5 and [e.seq for e in first.events] == list(range(5))
+        assert [e.step_id for e in page.events] == large.steps[-10:]
+        assert page.total == STEPS and page.next_cursor is None and page.next_offset is None
+        first = hub.events(large.trace_id, limit=5)
+        assert [e.seq for e in first.events] == list(range(5)) and first.next_offset == 5
+        second = hub.events(large.trace_id, cursor=first.next_cursor, limit=5)
+        assert [e.seq for e in second.events] == list(range(5, 10))
+        assert second.next_cursor is not None
         whole = hub.events(runs["small"]["trace_id"])
         assert [e.step_id for e in whole.events] == runs["small"]["steps"]
-        assert whole.total == 3 and whole.next_offset is None
+        assert whole.total == 3 and whole.next_cursor is None

@@ -242,7 +242,7 @@ def test_projects_lists_counts_and_times(server: ServerProcess, project: str) ->
         final_trajectory(c, server.http, other, lone.hex())
 
         listed = {p["name"]: p for p in get_json(c, f"{server.http}/api/v1/projects")[
-            "projects"]}
+            "items"]}
         assert listed[project] == {
             "name": project, "trace_count": 2, "span_count": 6,
             "first_span_at": "2023-11-14T22:13:20Z",

@@ -14,10 +14,11 @@ DATASET = {"name": "weather", "description": "", "item_count": 3,
 
 
 def test_a_body_that_fits_its_model_is_sent_as_given() -> None:
-    response = model_response(DatasetList, {"items": [DATASET]}, 200, {"X-Test": "1"})
+    page = {"items": [DATASET], "next_cursor": None}
+    response = model_response(DatasetList, page, 200, {"X-Test": "1"})
     assert response.status_code == 200 and response.headers["x-test"] == "1"
     assert response.media_type == "application/json"
-    assert orjson.loads(response.body) == {"items": [DATASET]}
+    assert orjson.loads(response.body) == page
 
 
 @pytest.mark.parametrize("broken", [

@@ -292,12 +292,12 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
         "name": "correctness", "value": 0.8, "comment": "right city"}))
     assert res.status_code == 201, res.text
     # the author is the name of the key that wrote it (tests/conftest.py: `secured`)
-    assert res.json()["scores"][0]["author"] == "contract tests"
+    assert res.json()["items"][0]["author"] == "contract tests"
     res = r("post", "/api/v1/trajectories/{trace_id}/scores", c.post(scores, json={"scores": [
         {"name": "tool_ok", "value": True, "step_id": a_root, "source": "human"},
         {"name": "verdict", "value": "pass"}]}))
     assert res.status_code == 201, res.text
-    step_score = res.json()["scores"][0]["id"]
+    step_score = res.json()["items"][0]["id"]
     r("post", "/api/v1/trajectories/{trace_id}/scores", c.post(scores, json={
         "name": "x", "value": 1, "step_id": "0" * 16}))  # 400: no such step
     r("post", "/api/v1/trajectories/{trace_id}/scores", c.post(scores, json={
@@ -307,7 +307,7 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     assert res.status_code == 400 and "set from the API key" in res.text, res.text
     res = r("get", "/api/v1/trajectories/{trace_id}/scores", c.get(scores))
     # the evaluations above judged a_id too (expected_agents_tools), twice
-    assert [s["name"] for s in res.json()["scores"]] == [
+    assert [s["name"] for s in res.json()["items"]] == [
         "expected_agents_tools", "expected_agents_tools", "correctness", "tool_ok", "verdict"]
     r("get", "/api/v1/trajectories/{trace_id}/scores",
       c.get(f"/api/v1/trajectories/{'0' * 31}1/scores"))  # 404
@@ -331,7 +331,7 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     assert res.status_code == 400 and "outside its config" in res.text, res.text
     res = r("get", "/api/v1/score-configs", c.get("/api/v1/score-configs"))
     # other test files share this server's project (the `secured` fixture) and add configs too
-    assert "correctness" in [x["name"] for x in res.json()["configs"]], res.text
+    assert "correctness" in [x["name"] for x in res.json()["items"]], res.text
     res = r("delete", "/api/v1/score-configs/{name}",
             c.delete("/api/v1/score-configs/correctness"))
     assert res.status_code == 204, res.text
@@ -351,7 +351,7 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
         "filter": {"score": "x~1"}}))  # 400: the filter does not parse
     assert res.status_code == 400 and "score" in res.text, res.text
     res = r("get", "/api/v1/rules", c.get("/api/v1/rules"))
-    assert [x["name"] for x in res.json()["rules"]] == ["steps"]
+    assert [x["name"] for x in res.json()["items"]] == ["steps"]
     r("get", "/api/v1/rules/{rule_id}", c.get(f"/api/v1/rules/{rule}"))
     r("get", "/api/v1/rules/{rule_id}", c.get("/api/v1/rules/999999999"))  # 404
     # the filter now takes every trajectory: a backfill judges a_id among them
@@ -372,7 +372,7 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     r("get", "/api/v1/rules/{rule_id}/backfills/{backfill_id}",
       c.get(f"/api/v1/rules/{rule}/backfills/999999999"))  # 404
     r("get", "/api/v1/rules/{rule_id}/backfills", c.get(f"/api/v1/rules/{rule}/backfills"))
-    judged = [x for x in c.get(scores).json()["scores"] if x["rule_id"] == rule]
+    judged = [x for x in c.get(scores).json()["items"] if x["rule_id"] == rule]
     assert [(x["name"], x["source"], x["value"]) for x in judged] == [
         ("efficiency", "evaluator", 1.0)], judged
     res = r("delete", "/api/v1/rules/{rule_id}", c.delete(f"/api/v1/rules/{rule}"))

@@ -133,7 +133,7 @@ def test_a_queue_is_filled_reviewed_and_exported_with_corrections(
     assert done["item"]["expectations"] == {**corrected, "tool_order": []}
     assert [(s["name"], s["value"], s["source"], s["author"]) for s in done["scores"]] == [
         ("correct", False, "human", "alice"), ("quality", 2.0, "human", "alice")]
-    stored = api.get(f"/trajectories/{runs[0]}/scores").json()["scores"]
+    stored = api.get(f"/trajectories/{runs[0]}/scores").json()["items"]
     assert [(s["name"], s["value"], s["source"], s["author"]) for s in stored] == [
         ("correct", False, "human", "alice"), ("quality", 2.0, "human", "alice")]
     # completing again: the item is no longer held
@@ -154,7 +154,7 @@ def test_a_queue_is_filled_reviewed_and_exported_with_corrections(
     progress = api.get("/review-queues/triage").json()
     assert [progress[k] for k in ("total", "done", "skipped", "in_review", "pending")] == [
         3, 2, 1, 0, 0]
-    listed = api.get("/review-queues").json()["queues"]
+    listed = api.get("/review-queues").json()["items"]
     assert [(q["name"], q["done"]) for q in listed] == [("triage", 2)]
     assert [i["trace_id"] for i in api.get("/review-queues/triage/items",
                                            params={"status": "done"}).json()["items"]] == [

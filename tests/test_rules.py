@@ -76,7 +76,7 @@ def api(server: ServerProcess, project: str) -> Iterator[httpx.Client]:
 def scores_of(api: httpx.Client, trace_id: str) -> list[dict[str, Any]]:
     r = api.get(f"/trajectories/{trace_id}/scores")
     assert r.status_code == 200, r.text
-    return list(r.json()["scores"])
+    return list(r.json()["items"])
 
 
 def add_rule(api: httpx.Client, **body: Any) -> dict[str, Any]:
@@ -86,7 +86,7 @@ def add_rule(api: httpx.Client, **body: Any) -> dict[str, Any]:
 
 
 def drained(api: httpx.Client) -> bool:
-    return all(r["pending_runs"] == 0 for r in api.get("/rules").json()["rules"])
+    return all(r["pending_runs"] == 0 for r in api.get("/rules").json()["items"])
 
 
 def test_a_rule_scores_each_new_final_trajectory_that_matches_its_filter(
@@ -194,7 +194,7 @@ def test_bad_rules_get_a_4xx_naming_the_problem(api: httpx.Client) -> None:
     assert api.post("/rules", json=base).status_code == 201
     taken = api.post("/rules", json=base)
     assert taken.status_code == 409 and "'a'" in taken.text
-    (rule,) = api.get("/rules").json()["rules"]
+    (rule,) = api.get("/rules").json()["items"]
     bad_patch = api.patch(f"/rules/{rule['id']}", json={"filter": {"agnt": "x"}})
     assert bad_patch.status_code == 400 and "agnt" in bad_patch.text
     # a null leaves a field that always has a value as it is
@@ -221,7 +221,7 @@ def test_rules_are_edited_switched_off_and_deleted(
     assert api.get(f"/rules/{rule['id']}").json()["pending_runs"] == 0
     assert api.delete(f"/rules/{rule['id']}").status_code == 204
     assert api.get(f"/rules/{rule['id']}").status_code == 404
-    assert api.get("/rules").json()["rules"] == []
+    assert api.get("/rules").json()["items"] == []
 
 
 def test_a_backfill_runs_a_rule_over_stored_trajectories_with_progress(
@@ -245,7 +245,7 @@ def test_a_backfill_runs_a_rule_over_stored_trajectories_with_progress(
     assert (finished["done"], finished["total"]) == (3, 3)
     assert [len(scores_of(api, t)) for t in weather] == [1, 1, 1]
     assert scores_of(api, planner) == []
-    listed = api.get(f"/rules/{rule['id']}/backfills").json()["backfills"]
+    listed = api.get(f"/rules/{rule['id']}/backfills").json()["items"]
     assert [b["id"] for b in listed] == [job["id"]]
 
 

@@ -59,7 +59,7 @@ def test_scores_are_added_one_or_in_a_batch_listed_and_deleted(
     url = f"/trajectories/{trace_id}/scores"
     one = api.post(url, json={"name": "correctness", "value": 0.75, "comment": "close"})
     assert one.status_code == 201, one.text
-    (first,) = one.json()["scores"]
+    (first,) = one.json()["items"]
     assert (first["trace_id"], first["step_id"], first["name"], first["value"],
             first["data_type"], first["comment"], first["source"], first["revision"],
             first["author"], first["error"]) == (
@@ -74,7 +74,7 @@ def test_scores_are_added_one_or_in_a_batch_listed_and_deleted(
          "evaluator_config": {"model": "m"}},
     ]})
     assert batch.status_code == 201, batch.text
-    added = batch.json()["scores"]
+    added = batch.json()["items"]
     assert [(s["name"], s["value"], s["data_type"], s["step_id"], s["source"])
             for s in added] == [
         ("tool_ok", True, "boolean", steps["tool"], "human"),
@@ -85,12 +85,12 @@ def test_scores_are_added_one_or_in_a_batch_listed_and_deleted(
 
     listed = api.get(url)
     assert listed.status_code == 200
-    assert [s["name"] for s in listed.json()["scores"]] == [
+    assert [s["name"] for s in listed.json()["items"]] == [
         "correctness", "tool_ok", "verdict", "judge"]
 
     gone = api.delete(f"{url}/{added[1]['id']}")
     assert gone.status_code == 204
-    assert [s["name"] for s in api.get(url).json()["scores"]] == [
+    assert [s["name"] for s in api.get(url).json()["items"]] == [
         "correctness", "tool_ok", "judge"]
     again = api.delete(f"{url}/{added[1]['id']}")
     assert again.status_code == 404 and str(added[1]["id"]) in again.json()["detail"]
@@ -131,7 +131,7 @@ def test_bad_scores_get_a_4xx_naming_the_problem(server: ServerProcess, project:
     status, detail = refused({"scores": [{"name": "ok", "value": 1},
                                          {"name": "x", "value": 2, "step_id": "zz"}]})
     assert status == 400 and detail.startswith("scores[1]: ") and "'zz'" in detail
-    assert api.get(url).json()["scores"] == []
+    assert api.get(url).json()["items"] == []
     # no such trajectory
     r = api.post(f"/trajectories/{'ab' * 16}/scores", json={"name": "x", "value": 1})
     assert r.status_code == 404 and "ab" * 16 in r.json()["detail"]
@@ -151,7 +151,7 @@ def test_scores_stay_through_rederivation_on_the_same_step(
     assert api.post("/trajectories/rederive", json={}).json()["queued"] == 1
     wait_for(lambda: api.get(f"/trajectories/{trace_id}").headers.get(
         "x-trajectory-revision") == "2", what="revision 2")
-    listed = api.get(url).json()["scores"]
+    listed = api.get(url).json()["items"]
     assert [(s["name"], s["value"], s["step_id"], s["revision"]) for s in listed] == [
         ("overall", 0.5, None, 1), ("tool_ok", False, steps["tool"], 1)]
     # the step it scores is still in the new revision, under the same id
@@ -160,7 +160,7 @@ def test_scores_stay_through_rederivation_on_the_same_step(
     assert [s["id"] for s in tool_steps] == [steps["tool"]]
     # a score made now is on revision 2
     r = api.post(url, json={"name": "overall", "value": 0.9})
-    assert r.json()["scores"][0]["revision"] == 2
+    assert r.json()["items"][0]["revision"] == 2
 
 
 def test_the_trajectory_list_filters_and_sorts_by_a_score(
@@ -270,7 +270,7 @@ def test_a_dataset_evaluation_stores_its_verdicts_as_scores_on_the_trajectories(
     wait_for(lambda: api.get(f"/evaluations/{evaluation}").json()["status"] == "done",
              what="evaluation done")
     for trace_id, value in ((right, 1.0), (wrong, 0.5)):
-        (score,) = api.get(f"/trajectories/{trace_id}/scores").json()["scores"]
+        (score,) = api.get(f"/trajectories/{trace_id}/scores").json()["items"]
         assert (score["name"], score["value"], score["source"], score["evaluator"],
                 score["evaluator_config"], score["evaluation_id"], score["revision"]) == (
             "expected_agents_tools", value, "evaluator", "expected_agents_tools", {},
@@ -356,7 +356,7 @@ def test_a_score_outside_its_config_is_a_400_naming_it(server: ServerProcess, pr
                                {"name": "verdict", "value": "maybe"}]}) == (
         "scores[1]: score 'verdict' is outside its config: 'maybe' is not one of its config's "
         "categories (pass, fail)")
-    assert api.get(url).json()["scores"] == []
+    assert api.get(url).json()["items"] == []
     # inside the config, and a name without one, are taken
     r = api.post(url, json={"scores": [{"name": "quality", "value": 1},
                                        {"name": "verdict", "value": "fail"},
@@ -372,7 +372,7 @@ def test_a_score_outside_its_config_is_a_400_naming_it(server: ServerProcess, pr
         assert r.status_code == 400 and words in r.json()["detail"], r.text
     assert api.put("/score-configs/bad%20name", json={"data_type": "number"}).status_code == 400
 
-    listed = api.get("/score-configs").json()["configs"]
+    listed = api.get("/score-configs").json()["items"]
     assert [c["name"] for c in listed] == ["quality", "verdict"]
     with TrajhubClient(server.http, project=project) as hub:
         hub.set_score_config("flag", "boolean")

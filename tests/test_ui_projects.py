@@ -40,9 +40,10 @@ def test_switching_project_shows_that_projects_trajectories(server: ServerProces
     failed = ingest(server, other, "cozeloop_python/model_error.prebuilt.stream")
 
     def projects(route: Any) -> None:
-        route.fulfill(json={"projects": [
+        route.fulfill(json={"items": [
             {"name": name, "trace_count": 1, "span_count": 10,
-             "first_span_at": None, "last_span_at": None} for name in (project, other)]})
+             "first_span_at": None, "last_span_at": None} for name in (project, other)],
+            "next_cursor": None})
 
     with browser_page(server.http, artifacts_dir("projects")) as ui:
         page = ui.page

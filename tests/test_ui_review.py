@@ -83,7 +83,7 @@ def test_a_queue_of_three_runs_is_reviewed_by_keyboard(server: ServerProcess,
     with httpx.Client(base_url=server.http + "/api/v1", timeout=30,
                       headers={"trajhub-project": project}) as api:
         for run, (correct, quality, _) in zip(runs, plan, strict=True):
-            scores = api.get(f"/trajectories/{run}/scores").json()["scores"]
+            scores = api.get(f"/trajectories/{run}/scores").json()["items"]
             assert sorted((s["name"], s["value"], s["source"], s["author"]) for s in scores) == [
                 ("correct", correct == "y", "human", "rita"),
                 ("quality", float(quality), "human", "rita")]

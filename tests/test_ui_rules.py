@@ -33,7 +33,7 @@ def test_the_rules_page_creates_edits_switches_and_deletes_rules(
         page.fill("#rule-filter", '{"agnt": "planner"}')
         page.click("#rule-form button[type=submit]")
         expect(page.locator("#rule-status")).to_contain_text("agnt")
-        assert api.get("/rules").json()["rules"] == []
+        assert api.get("/rules").json()["items"] == []
 
         page.fill("#rule-filter", '{"agent": "planner"}')
         page.fill("#rule-sample", "0.5")
@@ -43,7 +43,7 @@ def test_the_rules_page_creates_edits_switches_and_deletes_rules(
         expect(row).to_contain_text("efficiency")
         expect(row).to_contain_text('{"agent":"planner"}')
         expect(row).to_contain_text("0.5")
-        (rule,) = api.get("/rules").json()["rules"]
+        (rule,) = api.get("/rules").json()["items"]
         assert (rule["name"], rule["config"], rule["filter"], rule["sample_rate"],
                 rule["enabled"]) == ("budget", {"max_steps": 20}, {"agent": "planner"}, 0.5,
                                      True)
@@ -64,7 +64,7 @@ def test_the_rules_page_creates_edits_switches_and_deletes_rules(
                 edited["review_queue"], edited["fail_below"]) == (
             {"max_steps": 12}, {"agent": "planner"}, 0.5, "triage", 0.5)
         expect(page.locator("#rule-form button[type=submit]")).to_have_text("Create rule")
-        assert len(api.get("/rules").json()["rules"]) == 1
+        assert len(api.get("/rules").json()["items"]) == 1
 
         toggle = row.locator("button.rule-toggle")
         toggle.click()
@@ -78,6 +78,6 @@ def test_the_rules_page_creates_edits_switches_and_deletes_rules(
         row.locator("button.rule-delete").click()
         expect(page.locator("#rule-status")).to_contain_text("deleted")
         expect(page.locator("#rule-table tbody")).to_contain_text("No rule yet")
-        assert api.get("/rules").json()["rules"] == []
+        assert api.get("/rules").json()["items"] == []
         ui.assert_clean(EXPECTED_FAILURES | {(400, "/api/v1/rules")})
     api.close()

@@ -1,4 +1,5 @@
-"""Opaque list cursors: the sort values of the last item of a page, and their check."""
+"""Opaque list cursors: the sort values of the last item of a page, or the position of the
+next page in a list paged by position (a trajectory's steps and events), and their check."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 import orjson
 from fastapi import HTTPException
 
-from trajhub.service.api.params import INT64_MAX, MAX_TEXT
+from trajhub.service.api.params import INT32_MAX, INT64_MAX, MAX_TEXT
+
+_BAD_CURSOR = "query parameter 'cursor': not one this API returned"
 
 
 def encode_cursor(*values: Any) -> str:
@@ -36,4 +39,25 @@ def decode_cursor(cursor: str | None, shape: tuple[type, ...]) -> tuple[Any, ...
             return tuple(values)
     except (ValueError, orjson.JSONDecodeError):
         pass
-    raise HTTPException(400, "query parameter 'cursor': not one this API returned")
+    raise HTTPException(400, _BAD_CURSOR)
+
+
+def offset_cursor(offset: int) -> str:
+    """The cursor of the page of a list paged by position that starts at `offset`."""
+    return encode_cursor(offset)
+
+
+def page_offset(cursor: str | None, offset: int) -> int:
+    """Where the asked page of a list paged by position starts: at `cursor` (a `next_cursor`
+    of that list), else at `offset` (its deprecated alias); both given is a 400."""
+    if not cursor:
+        return offset
+    if offset:
+        raise HTTPException(400, "query parameters 'cursor' and 'offset': give one of them, "
+                                 "not both ('offset' is deprecated)")
+    values = decode_cursor(cursor, (int,))
+    assert values is not None
+    if not 0 <= values[0] <= INT32_MAX:
+        raise HTTPException(400, _BAD_CURSOR)
+    start: int = values[0]
+    return start

@@ -226,7 +226,7 @@ async def create_dataset(rt: Rt, project: Project, body: DatasetCreate) -> Any:
 async def list_datasets(rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         rows = await datasets.list_datasets(conn, project)
-    return {"items": [dataset_json(r) for r in rows]}
+    return DatasetList.answer([dataset_json(r) for r in rows])
 
 
 @router.get("/datasets/{name}", summary="Get an evaluation set", response_model=Dataset,

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Path
 from pydantic import BaseModel, Field
 
+from trajhub.records.pages import Page, deprecated_alias
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.params import PREFIX
@@ -78,9 +79,13 @@ class CreatedKey(ApiKey):
                                  "Send it as `Authorization: Bearer <key>`")
 
 
-class KeyList(BaseModel):
-    model_config = example_config({"keys": [_KEY]})
-    keys: list[ApiKey] = Field(description="oldest first, revoked ones included")
+_KEYS_ORDER = "oldest first, revoked ones included"
+
+
+class KeyList(Page[ApiKey]):
+    model_config = example_config({"items": [_KEY], "next_cursor": None, "keys": [_KEY]})
+    items: list[ApiKey] = Field(description=_KEYS_ORDER)
+    keys: list[ApiKey] = deprecated_alias(description=_KEYS_ORDER)
 
 
 def _api_key(row: KeyRow) -> ApiKey:
@@ -106,7 +111,7 @@ async def create_key(rt: Rt, caller: Key, project: Project, body: KeyCreate) -> 
 async def list_keys(rt: Rt, project: Project) -> KeyList:
     async with rt.db.acquire() as conn:
         rows = await keys.list_keys(conn, project)
-    return KeyList(keys=[_api_key(r) for r in rows])
+    return KeyList(**KeyList.answer([_api_key(r) for r in rows]))
 
 
 @router.delete("/keys/{key_id}", response_model=ApiKey, openapi_extra=needs(ADMIN),

@@ -23,6 +23,7 @@ from trajhub.records.evaluations import EvaluatorAggregate as EvaluatorAggregate
 from trajhub.records.evaluations import ItemOutcomes as ItemOutcomes
 from trajhub.records.examples import EXAMPLES, TRACE_ID
 from trajhub.records.examples import example_config as example_config
+from trajhub.records.pages import Page, deprecated_alias
 from trajhub.records.projects import ProjectEntry as ProjectEntry
 from trajhub.records.spans import SPAN_EXAMPLE, SpanView
 from trajhub.records.traces import TraceSummary as TraceSummary
@@ -78,33 +79,32 @@ class ErrorDetail(BaseModel):
 
 # ------------------------------------------------------------------------------------ traces
 
-class TracePage(BaseModel):
+class TracePage(Page[TraceSummary]):
     model_config = example_config({"items": [TraceSummary.example()], "next_cursor": None})
-    items: list[TraceSummary]
-    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
-                                    "the last")
 
 
 
 
-class ProjectList(BaseModel):
-    model_config = example_config({"projects": [{
-        "name": "default", "trace_count": 42, "span_count": 518,
-        "first_span_at": "2026-11-20T08:00:00Z", "last_span_at": "2026-11-22T10:00:02.103Z"}]})
-    projects: list[ProjectEntry]
+_PROJECT_EXAMPLE = {"name": "default", "trace_count": 42, "span_count": 518,
+                    "first_span_at": "2026-11-20T08:00:00Z",
+                    "last_span_at": "2026-11-22T10:00:02.103Z"}
+
+
+class ProjectList(Page[ProjectEntry]):
+    model_config = example_config({"items": [_PROJECT_EXAMPLE], "next_cursor": None,
+                                   "projects": [_PROJECT_EXAMPLE]})
+    projects: list[ProjectEntry] = deprecated_alias()
 
 
 # ------------------------------------------------------------------------------ trajectories
 
-class TrajectoryPage(BaseModel):
+class TrajectoryPage(Page[TrajectorySummary]):
     model_config = example_config({"items": [TrajectorySummary.example()],
                                    "next_cursor": None, "total": 1})
-    items: list[TrajectorySummary]
-    next_cursor: str | None
     total: int | None = Field(None, description="how many match (only with `count=true`)")
 
 
-class TraceSpanPage(BaseModel):
+class TraceSpanPage(Page[SpanView]):
     """A page of a trace's spans in start order (start, end, span id)."""
 
     model_config = example_config({"trace_id": TRACE_ID, "total": 1, "items": [SPAN_EXAMPLE],
@@ -112,9 +112,6 @@ class TraceSpanPage(BaseModel):
     trace_id: str
     total: int = Field(description="how many spans the trace has: its `span_count` in the "
                        "trace list, which the derivation updates moments after spans arrive")
-    items: list[SpanView]
-    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
-                                    "the last")
 
 
 class RederiveRequest(BaseModel):
@@ -163,9 +160,8 @@ class Dataset(declared_sets.Dataset):
     model_config = example_config(DATASET_EXAMPLE)
 
 
-class DatasetList(BaseModel):
-    model_config = example_config({"items": [DATASET_EXAMPLE]})
-    items: list[Dataset]
+class DatasetList(Page[Dataset]):
+    model_config = example_config({"items": [DATASET_EXAMPLE], "next_cursor": None})
 
 
 ITEM_EXAMPLE: dict[str, Any] = {
@@ -188,10 +184,8 @@ class Item(declared_sets.Item):
         description=declared_sets.TRAJECTORY_DESCRIPTION)
 
 
-class ItemPage(BaseModel):
+class ItemPage(Page[Item]):
     model_config = example_config({"items": [ITEM_EXAMPLE], "next_cursor": None})
-    items: list[Item]
-    next_cursor: str | None
 
 
 class FillOutcome(declared_sets.FillOutcome):
@@ -225,16 +219,12 @@ class EvaluationDetail(declared_evaluations.EvaluationDetail):
         "items": {"total": 3, "evaluated": 3, "passed": 2, "errors": 0, "failed": 1}})
 
 
-class EvaluationPage(BaseModel):
+class EvaluationPage(Page[Evaluation]):
     model_config = example_config({"items": [EVALUATION_EXAMPLE], "next_cursor": None})
-    items: list[Evaluation]
-    next_cursor: str | None
 
 
-class ResultPage(BaseModel):
+class ResultPage(Page[EvaluationResult]):
     model_config = example_config({"items": [EvaluationResult.example()], "next_cursor": None})
-    items: list[EvaluationResult]
-    next_cursor: str | None
 
 
 #: the error answers every REST route may give

@@ -114,9 +114,11 @@ def storable_json(value: Any, field: str) -> str:
 #: the largest page of steps or events, and the default
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
-Offset = Annotated[int, Query(ge=0, le=INT32_MAX, description="the position of the first "
-                              "item of the page (0: the first); `next_offset` of the previous "
-                              "page")]
+#: the position of a page of steps or events, the deprecated alias of `Cursor` there
+Offset = Annotated[int, Query(ge=0, le=INT32_MAX, deprecated=True, description="the position "
+                              "of the first item of the page (0: the first); `next_offset` of "
+                              "the previous page; deprecated: use `cursor` (kept for one "
+                              "version)")]
 
 
 def time_ns(value: str | None, name: str) -> int | None:

@@ -26,8 +26,16 @@ from trajhub.records.replay import (
     ToolResults,
 )
 from trajhub.service.api.answers import CheckedRoute
+from trajhub.service.api.cursors import offset_cursor, page_offset
 from trajhub.service.api.models import NOT_FOUND
-from trajhub.service.api.params import MAX_PAGE, PREFIX, Offset, TraceIdPath, TraceIdQuery
+from trajhub.service.api.params import (
+    MAX_PAGE,
+    PREFIX,
+    Cursor,
+    Offset,
+    TraceIdPath,
+    TraceIdQuery,
+)
 from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.api.stored import no_trajectory, paged_read
 from trajhub.service.prices import cost_json, prices_for
@@ -188,23 +196,31 @@ async def contract(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
                      "started. Headers: `ETag` / `X-Trajectory-Revision` (the trajectory "
                      "revision the events come from), `X-Trajectory-Status`, `X-Total-Count` "
                      "(the run's events) and, with `limit` unless this is the last page, "
-                     "`X-Next-Offset` (pass as `offset` for the next page). Without `limit`, "
-                     "a large run's events are streamed.",
+                     "`X-Next-Cursor` (pass as `cursor` for the next page; `X-Next-Offset`, "
+                     "its deprecated alias, as `offset`). Without `limit`, a large run's "
+                     "events are streamed.",
                      "headers": {
                          "X-Total-Count": {"description": "how many events the run has",
                                            "schema": {"type": "integer"}},
+                         "X-Next-Cursor": {"description": "with `limit`, unless the page is "
+                                           "the last: pass as `cursor` for the next page",
+                                           "schema": {"type": "string"}},
                          "X-Next-Offset": {"description": "with `limit`, unless the page is "
-                                           "the last: the `offset` of the next page",
+                                           "the last: the `offset` of the next page; "
+                                           "deprecated: use `X-Next-Cursor` (kept for one "
+                                           "version)",
+                                           "deprecated": True,
                                            "schema": {"type": "integer"}}}},
                404: {"description": "No spans of this trace yet"},
                422: {"description": "The trajectory could not be derived"}},
 )
 async def events(
-    trace_id: TraceIdPath, rt: Rt, project: Project, offset: Offset = 0,
+    trace_id: TraceIdPath, rt: Rt, project: Project, cursor: Cursor = None, offset: Offset = 0,
     limit: Annotated[int | None, Query(ge=1, le=MAX_PAGE, description="a page of at most this "
-                                       "many events from `offset` (docs/large-traces.md); "
-                                       "without it, every event from `offset` on")] = None,
+                                       "many events from `cursor` (docs/large-traces.md); "
+                                       "without it, every event from there on")] = None,
 ) -> Response:
+    offset = page_offset(cursor, offset)
     prices = prices_for(rt.settings)
     count = MAX_OFFSET if limit is None else limit
     # without `limit`, a large run's events are streamed a page at a time from its chunks,
@@ -241,6 +257,7 @@ async def events(
         body, shown = _ndjson(page, run_cost(prices, page).steps, prices), len(page)
     headers["X-Total-Count"] = str(total)
     if offset + shown < total:
+        headers["X-Next-Cursor"] = offset_cursor(offset + shown)
         headers["X-Next-Offset"] = str(offset + shown)
     return NDJSONResponse(body, headers=headers)
 

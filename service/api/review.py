@@ -20,6 +20,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import AfterValidator, BaseModel, Field
 
 from trajhub.records import review as declared
+from trajhub.records.pages import Page, deprecated_alias
 from trajhub.records.queues import ExportOutcome, ItemsAdded
 from trajhub.records.review import (
     DESCRIPTION_MAX,
@@ -84,13 +85,15 @@ class ReviewItem(declared.ReviewItem):
     model_config = example_config(_ITEM_EXAMPLE)
 
 
-class ReviewQueueList(BaseModel):
-    model_config = example_config({"queues": [_QUEUE_EXAMPLE]})
-    queues: list[ReviewQueue] = Field(description="by name")
+class ReviewQueueList(Page[ReviewQueue]):
+    model_config = example_config({"items": [_QUEUE_EXAMPLE], "next_cursor": None,
+                                   "queues": [_QUEUE_EXAMPLE]})
+    items: list[ReviewQueue] = Field(description="by name")
+    queues: list[ReviewQueue] = deprecated_alias(description="by name")
 
 
-class ReviewItemList(BaseModel):
-    model_config = example_config({"items": [_ITEM_EXAMPLE]})
+class ReviewItemList(Page[ReviewItem]):
+    model_config = example_config({"items": [_ITEM_EXAMPLE], "next_cursor": None})
     items: list[ReviewItem] = Field(description="in the order they were added")
 
 
@@ -218,7 +221,7 @@ async def _held(conn: Connection, queue: review.QueueRow, item_id: int, reviewer
 async def list_queues(rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         rows = await review.queues(conn, project)
-    return {"queues": [answer(declared.ReviewQueue, r) for r in rows]}
+    return ReviewQueueList.answer([answer(declared.ReviewQueue, r) for r in rows])
 
 
 @router.post("/review-queues", status_code=201, response_model=ReviewQueue,
@@ -299,7 +302,7 @@ async def list_items(
     async with rt.db.acquire() as conn:
         queue = await _queue(conn, project, name)
         rows = await review.items(conn, queue.queue_id, status, limit)
-    return {"items": [answer(declared.ReviewItem, r) for r in rows]}
+    return ReviewItemList.answer([answer(declared.ReviewItem, r) for r in rows])
 
 
 @router.post("/review-queues/{name}/next", response_model=ReviewNext, responses=NOT_FOUND,

@@ -22,6 +22,7 @@ from pydantic import (
 
 from trajhub.evaluators import ConfigError, Expectations
 from trajhub.records import rules as declared
+from trajhub.records.pages import Page, deprecated_alias
 from trajhub.records.rules import NAME_MAX
 from trajhub.records.scores import NAME_PATTERN
 from trajhub.service.api.answers import CheckedRoute
@@ -121,18 +122,22 @@ class Rule(declared.Rule):
     model_config = example_config(declared.Rule.example())
 
 
-class RuleList(BaseModel):
-    model_config = example_config({"rules": [declared.Rule.example()]})
-    rules: list[Rule] = Field(description="oldest first")
+class RuleList(Page[Rule]):
+    model_config = example_config({"items": [declared.Rule.example()], "next_cursor": None,
+                                   "rules": [declared.Rule.example()]})
+    items: list[Rule] = Field(description="oldest first")
+    rules: list[Rule] = deprecated_alias(description="oldest first")
 
 
 class RuleBackfill(declared.RuleBackfill):
     model_config = example_config(declared.RuleBackfill.example())
 
 
-class BackfillList(BaseModel):
-    model_config = example_config({"backfills": [declared.RuleBackfill.example()]})
-    backfills: list[RuleBackfill] = Field(description="newest first")
+class BackfillList(Page[RuleBackfill]):
+    model_config = example_config({"items": [declared.RuleBackfill.example()], "next_cursor": None,
+                                   "backfills": [declared.RuleBackfill.example()]})
+    items: list[RuleBackfill] = Field(description="newest first")
+    backfills: list[RuleBackfill] = deprecated_alias(description="newest first")
 
 
 class BackfillRequest(BaseModel):
@@ -197,7 +202,7 @@ async def create_rule(rt: Rt, project: Project, body: RuleCreate) -> Any:
 async def list_rules(rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         rows = await rule_store.list_rules(conn, project)
-    return {"rules": [answer(declared.Rule, r) for r in rows]}
+    return RuleList.answer([answer(declared.Rule, r) for r in rows])
 
 
 @router.get("/rules/{rule_id}", response_model=Rule, summary="One rule",
@@ -283,7 +288,7 @@ async def list_backfills(rule_id: RuleId, rt: Rt, project: Project) -> Any:
         if await rule_store.get(conn, project, rule_id) is None:
             raise _no_rule(rule_id, project)
         rows = await rule_store.backfills(conn, project, rule_id)
-    return {"backfills": [answer(declared.RuleBackfill, r) for r in rows]}
+    return BackfillList.answer([answer(declared.RuleBackfill, r) for r in rows])
 
 
 @router.get("/rules/{rule_id}/backfills/{backfill_id}", response_model=RuleBackfill,

@@ -22,6 +22,7 @@ from pydantic import (
     Tag,
 )
 
+from trajhub.records.pages import Page, deprecated_alias
 from trajhub.records.scores import (
     CATEGORY_MAX,
     COMMENT_MAX,
@@ -101,9 +102,12 @@ ScoreBody = Annotated[Annotated[ScoreCreate, Tag("one")] | Annotated[ScoreBatch,
 _EXAMPLE = Score.example()
 
 
-class ScoreList(BaseModel):
-    model_config = example_config({"scores": [_EXAMPLE]})
-    scores: list[Score] = Field(description="oldest first")
+class ScoreList(Page[Score]):
+    model_config = example_config({"items": [_EXAMPLE], "next_cursor": None,
+                                   "scores": [_EXAMPLE]})
+    items: list[Score] = Field(description="oldest first")
+    scores: list[Score] = deprecated_alias(
+        description="oldest first")
 
 
 ScoreId = Annotated[int, Path(ge=1, le=INT64_MAX, description="the score's `id`")]
@@ -192,7 +196,7 @@ def step_ids(document: str) -> set[str]:
 
 
 def _scores_json(rows: list[score_store.ScoreRow]) -> dict[str, Any]:
-    return {"scores": [answer(Score, r) for r in rows]}
+    return ScoreList.answer([answer(Score, r) for r in rows])
 
 
 @router.post(
@@ -264,9 +268,11 @@ class ScoreConfig(DeclaredScoreConfig):
     model_config = example_config(DeclaredScoreConfig.example())
 
 
-class ScoreConfigList(BaseModel):
-    model_config = example_config({"configs": [DeclaredScoreConfig.example()]})
-    configs: list[ScoreConfig] = Field(description="by name")
+class ScoreConfigList(Page[ScoreConfig]):
+    model_config = example_config({"items": [DeclaredScoreConfig.example()], "next_cursor": None,
+                                   "configs": [DeclaredScoreConfig.example()]})
+    items: list[ScoreConfig] = Field(description="by name")
+    configs: list[ScoreConfig] = deprecated_alias(description="by name")
 
 
 Finite = Annotated[StrictFloat, AllowInfNan(False)]
@@ -309,7 +315,7 @@ async def list_score_configs(rt: Rt, project: Project) -> Any:
     one of its categories; a score of any other name is not checked."""
     async with rt.db.acquire() as conn:
         rows = await score_store.configs(conn, project)
-    return {"configs": [answer(DeclaredScoreConfig, r) for r in rows]}
+    return ScoreConfigList.answer([answer(DeclaredScoreConfig, r) for r in rows])
 
 
 @router.put("/score-configs/{name}", response_model=ScoreConfig, openapi_extra=needs(ADMIN),

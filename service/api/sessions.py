@@ -17,6 +17,7 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from trajhub.evaluators.pricing import Prices, usage_cost
 from trajhub.normalizers.item_fields import turn_texts
+from trajhub.records.pages import Page
 from trajhub.records.scores import score_sort_name
 from trajhub.records.sessions import SessionQuery, SessionSummary, SessionTurn
 from trajhub.service.api.answers import CheckedRoute
@@ -48,11 +49,8 @@ register_url_convertor("anytext", _AnyText())
 
 router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["sessions"])
 
-class SessionPage(BaseModel):
+class SessionPage(Page[SessionSummary]):
     model_config = example_config({"items": [SessionSummary.example()], "next_cursor": None})
-    items: list[SessionSummary]
-    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on "
-                                                "the last")
 
 
 class SessionDetail(BaseModel):

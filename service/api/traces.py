@@ -205,5 +205,5 @@ async def list_projects(rt: Rt, key: Key) -> Any:
     if only is not None and not projects:
         projects = [{"name": only, "trace_count": 0, "span_count": 0, "first_span_at": None,
                      "last_span_at": None}]
-    return {"projects": projects}
+    return ProjectList.answer(projects)
 

@@ -21,7 +21,7 @@ from trajhub.records.documents import (
 )
 from trajhub.records.trajectories import TrajectorySummary
 from trajhub.service.api.answers import CheckedRoute, json_response
-from trajhub.service.api.cursors import encode_cursor
+from trajhub.service.api.cursors import encode_cursor, offset_cursor, page_offset
 from trajhub.service.api.filters import TrajectoryListQuery
 from trajhub.service.api.models import (
     NOT_FOUND,
@@ -35,6 +35,7 @@ from trajhub.service.api.params import (
     DEFAULT_PAGE,
     MAX_PAGE,
     PREFIX,
+    Cursor,
     Offset,
     TraceIdPath,
     parse_time,
@@ -138,13 +139,15 @@ async def get_trajectory(
                      "turned into a trajectory (the message says why)"}},
 )
 async def trajectory_steps(
-    trace_id: TraceIdPath, rt: Rt, project: Project, response: Response, offset: Offset = 0,
+    trace_id: TraceIdPath, rt: Rt, project: Project, response: Response,
+    cursor: Cursor = None, offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = DEFAULT_PAGE,
     if_none_match: Annotated[str | None, Header()] = None,
 ) -> Any:
     """For a large trajectory (docs/large-traces.md): the first page answers in milliseconds
     whatever the run's size, where `GET /api/v1/trajectories/{trace_id}` (the export) sends the
     whole document. An offset at or past `total` gives an empty page."""
+    offset = page_offset(cursor, offset)
 
     def wanted(head: dict[str, Any], order: object) -> range:
         return pages.chunk_range(offset, limit, int(head["step_total"]))
@@ -165,12 +168,14 @@ async def trajectory_steps(
     total = int(head["step_total"])
     end = min(offset + limit, total)
     response.headers.update(headers)
-    return {
-        "trace_id": trace_id, "status": read.status, "revision": read.revision,
-        "normalizer_version": read.normalizer_version, "root_step": head["root_step"],
-        "agent_steps": head["agent_steps"], "total": total, "offset": offset, "limit": limit,
-        "steps": pages.page_steps(head, chunks, offset, limit),
-        "next_offset": end if end < total else None}
+    following = end if end < total else None
+    return TrajectoryStepPage.answer(
+        pages.page_steps(head, chunks, offset, limit),
+        offset_cursor(following) if following is not None else None,
+        trace_id=trace_id, status=read.status, revision=read.revision,
+        normalizer_version=read.normalizer_version, root_step=head["root_step"],
+        agent_steps=head["agent_steps"], total=total, offset=offset, limit=limit,
+        next_offset=following)
 
 
 @router.get("/trajectories/{trace_id}/explain",

@@ -234,6 +234,11 @@ class TrajhubClient:
         body = self._json("GET", path, params=_query(params))
         return Page([build(i) for i in body["items"]], body.get("next_cursor"), body.get("total"))
 
+    def _items(self, method: str, path: str, **kwargs: Any) -> list[Any]:
+        """The `items` of a list answered whole (every list's item key)."""
+        items: list[Any] = self._json(method, path, **kwargs)["items"]
+        return items
+
     @staticmethod
     def _all(fetch: Callable[[str | None], Page[T]]) -> Iterator[T]:
         cursor: str | None = None
@@ -248,7 +253,7 @@ class TrajhubClient:
 
     def list_projects(self) -> list[Project]:
         """Every project with stored spans: its trace and span counts and time range."""
-        return [Project.from_json(p) for p in self._json("GET", "/projects")["projects"]]
+        return [Project.from_json(p) for p in self._items("GET", "/projects")]
 
     # --- traces --------------------------------------------------------------------------
 
@@ -350,23 +355,27 @@ class TrajhubClient:
             trace_id, self._decode(response), response.headers.get("x-trajectory-status", ""),
             int(response.headers.get("x-trajectory-revision", "0")))
 
-    def trajectory_steps(self, trace_id: str, *, offset: int = 0, limit: int = 100
-                         ) -> TrajectoryStepPage:
-        """A page of the trajectory's steps with the rest of its document (`root_step`, the
-        agents without their steps, `total`, `next_offset`): docs/large-traces.md."""
+    def trajectory_steps(self, trace_id: str, *, cursor: str | None = None, limit: int = 100,
+                         offset: int | None = None) -> TrajectoryStepPage:
+        """A page of the trajectory's steps (`items`) with the rest of its document
+        (`root_step`, the agents without their steps, `total`, `next_cursor`):
+        docs/large-traces.md. `cursor` is the previous page's `next_cursor`; `offset`, the
+        server's deprecated alias, starts the page at a position instead."""
         return self._model(TrajectoryStepPage, "GET", f"/trajectories/{trace_id}/steps",
-                           params={"offset": offset, "limit": limit})
+                           params=_query({"cursor": cursor, "offset": offset, "limit": limit}))
 
     def iter_trajectory_steps(self, trace_id: str, *, page_size: int = 1000
                               ) -> Iterator[PagedStep]:
         """Every step of the trajectory in document order, a page at a time (each step with
         its `offset` and `agent_step_id`; the rest of a step's fields are its extra fields,
         `model_extra`, as the document holds them)."""
-        offset: int | None = 0
-        while offset is not None:
-            page = self.trajectory_steps(trace_id, offset=offset, limit=page_size)
-            yield from page.steps
-            offset = page.next_offset
+        cursor: str | None = None
+        while True:
+            page = self.trajectory_steps(trace_id, cursor=cursor, limit=page_size)
+            yield from page.items
+            cursor = page.next_cursor
+            if not cursor:
+                return
 
     def trajectory_atif(self, trace_id: str) -> AtifTrajectory:
         """The trajectory as one ATIF-v1.8 document (docs/atif.md); `model_dump(mode="json")`
@@ -404,7 +413,7 @@ class TrajhubClient:
     def list_scores(self, trace_id: str) -> list[Score]:
         """A trajectory's scores, its steps' included, oldest first (each with its revision)."""
         return [Score.from_json(s) for s in
-                self._json("GET", f"/trajectories/{trace_id}/scores")["scores"]]
+                self._items("GET", f"/trajectories/{trace_id}/scores")]
 
     def add_score(self, trace_id: str, name: str, value: bool | float | str | None = None,
                   **fields: Any) -> Score:
@@ -413,24 +422,23 @@ class TrajhubClient:
         data_type, source (api, human, evaluator), evaluator, evaluator_config, error,
         author."""
         body = {"name": name, "value": value, **fields}
-        return Score.from_json(self._json(
+        return Score.from_json(self._items(
             "POST", f"/trajectories/{trace_id}/scores",
-            json={k: v for k, v in body.items() if v is not None})["scores"][0])
+            json={k: v for k, v in body.items() if v is not None})[0])
 
     def add_scores(self, trace_id: str, scores: Sequence[Mapping[str, Any]]) -> list[Score]:
         """Several scores of one trajectory at once (each a dict of `add_score`'s fields,
         `name` and `value` included); stored all or none."""
-        body = self._json("POST", f"/trajectories/{trace_id}/scores",
-                          json={"scores": [dict(s) for s in scores]})
-        return [Score.from_json(s) for s in body["scores"]]
+        stored = self._items("POST", f"/trajectories/{trace_id}/scores",
+                             json={"scores": [dict(s) for s in scores]})
+        return [Score.from_json(s) for s in stored]
 
     def delete_score(self, trace_id: str, score_id: int) -> None:
         self._send("DELETE", f"/trajectories/{trace_id}/scores/{score_id}")
 
     def list_score_configs(self) -> list[ScoreConfig]:
         """The project's score configs: what its scores of each name must be."""
-        return [ScoreConfig.from_json(c) for c in
-                self._json("GET", "/score-configs")["configs"]]
+        return [ScoreConfig.from_json(c) for c in self._items("GET", "/score-configs")]
 
     def set_score_config(self, name: str, data_type: str, *, min: float | None = None,
                          max: float | None = None, categories: Sequence[str] | None = None,
@@ -451,7 +459,7 @@ class TrajhubClient:
 
     def list_rules(self) -> list[Rule]:
         """The project's online evaluation rules, oldest first."""
-        return [Rule.from_json(r) for r in self._json("GET", "/rules")["rules"]]
+        return [Rule.from_json(r) for r in self._items("GET", "/rules")]
 
     def get_rule(self, rule_id: int) -> Rule:
         return Rule.from_json(self._json("GET", f"/rules/{rule_id}"))
@@ -498,13 +506,12 @@ class TrajhubClient:
 
     def list_backfills(self, rule_id: int) -> list[RuleBackfill]:
         return [RuleBackfill.from_json(b) for b in
-                self._json("GET", f"/rules/{rule_id}/backfills")["backfills"]]
+                self._items("GET", f"/rules/{rule_id}/backfills")]
     # --- review (annotation queues: docs/review.md) ----------------------------------------
 
     def list_review_queues(self) -> list[ReviewQueue]:
         """The project's annotation queues, each with its progress."""
-        return [ReviewQueue.from_json(q) for q in
-                self._json("GET", "/review-queues")["queues"]]
+        return [ReviewQueue.from_json(q) for q in self._items("GET", "/review-queues")]
 
     def review_queue(self, name: str) -> ReviewQueue:
         """One queue and its progress (total, done, skipped, in_review, pending)."""
@@ -534,8 +541,8 @@ class TrajhubClient:
     def review_items(self, name: str, status: str | None = None) -> list[ReviewItem]:
         """A queue's items in the order they were added (only those of `status`)."""
         params = {"status": status} if status else {}
-        return [ReviewItem.from_json(i) for i in self._json(
-            "GET", f"/review-queues/{quote(name)}/items", params=params)["items"]]
+        return [ReviewItem.from_json(i) for i in self._items(
+            "GET", f"/review-queues/{quote(name)}/items", params=params)]
 
     def next_review_item(self, name: str, *, author: str | None = None,
                          lease_seconds: int | None = None) -> ReviewItem | None:
@@ -576,24 +583,24 @@ class TrajhubClient:
 
     # --- replay and regression -------------------------------------------------------------
 
-    def events(self, trace_id: str, *, offset: int = 0, limit: int | None = None
-               ) -> RunEvents:
+    def events(self, trace_id: str, *, cursor: str | None = None, limit: int | None = None,
+               offset: int = 0) -> RunEvents:
         """Playback: the run's step events in the order they happened (NDJSON on the wire);
-        with `limit`, a page of them from `offset` (`total`, `next_offset` say where the rest
-        is; docs/large-traces.md)."""
-        params = {"offset": offset, "limit": limit} if limit is not None or offset else {}
+        with `limit`, a page of them (`total` and `next_cursor` say where the rest is;
+        docs/large-traces.md). `cursor` is the previous page's `next_cursor`; `offset`, the
+        server's deprecated alias, starts at a position instead."""
+        params = _query({"cursor": cursor, "offset": offset or None, "limit": limit})
         path = f"/trajectories/{trace_id}/events"
-        response = self._send("GET", path,
-                              params={k: v for k, v in params.items() if v is not None})
+        response = self._send("GET", path, params=params)
         events = [self._validate(StepEventView, json.loads(line), "GET", path)
                   for line in response.content.splitlines() if line.strip()]
         total = response.headers.get("x-total-count")
-        following = response.headers.get("x-next-offset")
+        following = response.headers.get("x-next-cursor")
         return RunEvents(
             trace_id, events, response.headers.get("x-trajectory-status", ""),
             int(response.headers.get("x-trajectory-revision", "0")),
-            int(total) if total is not None else len(events),
-            int(following) if following is not None else None)
+            int(total) if total is not None else len(events), following,
+            offset + len(events) if following is not None and not cursor else None)
 
     def contract(self, trace_id: str) -> RunContract:
         """What the run was: models, sampling, prompt and tool hashes, versions; each value
@@ -640,7 +647,7 @@ class TrajhubClient:
     # --- datasets ------------------------------------------------------------------------
 
     def list_datasets(self) -> list[Dataset]:
-        return [Dataset.from_json(d) for d in self._json("GET", "/datasets")["items"]]
+        return [Dataset.from_json(d) for d in self._items("GET", "/datasets")]
 
     def get_dataset(self, name: str) -> Dataset:
         return Dataset.from_json(self._json("GET", f"/datasets/{name}"))

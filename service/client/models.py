@@ -87,7 +87,11 @@ class RunEvents:
     revision: int
     #: how many events the run has (more than `events` for a page)
     total: int = 0
-    #: a page's: the `offset` of the next page; None on the last (or when all were asked for)
+    #: a page's: pass as `cursor` for the next page; None on the last (or when all were asked
+    #: for)
+    next_cursor: str | None = None
+    #: deprecated (kept for one version): use `next_cursor`. The position of the next page,
+    #: for a page asked for by `offset`
     next_offset: int | None = None
 
 

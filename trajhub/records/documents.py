@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from trajhub.records.examples import SPAN_ID, TRACE_ID, example_config
+from trajhub.records.pages import Page, deprecated_alias
 
 #: the ATIF version trajhub writes: normalizers/atif.py's SCHEMA_VERSION, which this module cannot
 #: import (the normalizers need protobuf); tests/test_client_models.py holds the two equal
@@ -61,7 +62,7 @@ class PagedStep(BaseModel):
     name: str
 
 
-class TrajectoryStepPage(BaseModel):
+class TrajectoryStepPage(Page[PagedStep]):
     """A page of a trajectory's steps, with everything of the document but the other steps.
     The steps of all agents, flattened in document order (the steps of `agent_steps[0]`, then
     those of `agent_steps[1]`, …), are numbered by offset from 0."""
@@ -72,7 +73,9 @@ class TrajectoryStepPage(BaseModel):
         "agent_steps": [{"id": "17346b4501eaf614", "name": "LangGraph", "step_offset": 0,
                          "step_count": 2, "step_types": {"model": 1, "tool": 1},
                          "failed_steps": 0, "models": ["gpt-4o-mini"]}],
-        "total": 2, "offset": 0, "limit": 1, "steps": [_STEP_EXAMPLE], "next_offset": 1})
+        "total": 2, "offset": 0, "limit": 1, "items": [_STEP_EXAMPLE],
+        # the cursor of offset 1 (service/api/cursors.py, `offset_cursor`)
+        "next_cursor": "WzFd", "steps": [_STEP_EXAMPLE], "next_offset": 1})
     trace_id: str
     status: str = Field(description="open (spans may still arrive) or final")
     revision: int = Field(description="the revision the page comes from; a later page of "
@@ -83,9 +86,9 @@ class TrajectoryStepPage(BaseModel):
     total: int = Field(description="how many steps the trajectory has")
     offset: int
     limit: int
-    steps: list[PagedStep]
-    next_offset: int | None = Field(description="pass as `offset` for the next page; null on "
-                                    "the last")
+    steps: list[PagedStep] = deprecated_alias()
+    next_offset: int | None = deprecated_alias(
+        "next_cursor", "pass as `offset` for the next page; null on the last")
 
 
 class SpanExplanation(BaseModel):

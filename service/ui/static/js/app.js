@@ -77,7 +77,7 @@ let knownProjects = null;  // null: the server has no project list; the switcher
 async function loadProjects() {
   try {
     const answer = await get("/api/v1/projects", null, {project: false, keyListener: false});
-    knownProjects = answer.projects || [];
+    knownProjects = answer.items || [];
   } catch (error) {
     if (!(error instanceof ApiError) || (error.status !== 404 && error.status !== 405)) {
       console.warn("project list:", error);

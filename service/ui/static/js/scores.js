@@ -6,7 +6,7 @@ import {enc, get} from "./api.js";
 import {fmtTime, h, truncate} from "./dom.js";
 
 export function loadScores(traceId) {
-  return get(`/api/v1/trajectories/${enc(traceId)}/scores`).then((data) => data.scores);
+  return get(`/api/v1/trajectories/${enc(traceId)}/scores`).then((data) => data.items);
 }
 
 /** A value as written: a number in full, true/false, a category as is; an error says so. */

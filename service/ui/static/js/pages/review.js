@@ -13,7 +13,7 @@ const AUTHOR_KEY = "trajhub.reviewer";
 
 export async function renderReviewQueues(ctx) {
   const {main} = ctx;
-  const {queues} = await get("/api/v1/review-queues");
+  const {items: queues} = await get("/api/v1/review-queues");
   if (!ctx.alive()) return;
   main.append(h("header", {class: "page-head"}, h("h1", null, "Review"),
     h("p", {class: "muted"}, "Annotation queues: runs for people to review and score. " +
@@ -50,7 +50,7 @@ function scoreKeys(config) {
 
 export async function renderReview(ctx) {
   const {main, args: [name]} = ctx;
-  const [queue, {configs}] = await Promise.all([
+  const [queue, {items: configs}] = await Promise.all([
     get(`/api/v1/review-queues/${enc(name)}`), get("/api/v1/score-configs")]);
   if (!ctx.alive()) return;
   const configOf = new Map(configs.map((c) => [c.name, c]));

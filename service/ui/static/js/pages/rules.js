@@ -45,7 +45,7 @@ export async function renderRules(ctx) {
       "Created", ""].map((c) => h("th", {scope: "col"}, c)))), body);
 
   const draw = async () => {
-    const {rules} = await get("/api/v1/rules");
+    const {items: rules} = await get("/api/v1/rules");
     if (!ctx.alive()) return;
     clear(body);
     if (!rules.length) {

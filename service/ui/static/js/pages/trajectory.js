@@ -28,7 +28,7 @@ const OVERSCAN = 10;
 
 async function fetchTrajectory(id, etag) {
   const response = await request(`/api/v1/trajectories/${enc(id)}/steps`,
-    {raw: true, query: {offset: 0, limit: FIRST_PAGE},
+    {raw: true, query: {limit: FIRST_PAGE},
       headers: etag ? {"If-None-Match": etag} : {}});
   const meta = {status: response.headers.get("X-Trajectory-Status"),
     revision: response.headers.get("X-Trajectory-Revision"),
@@ -43,9 +43,9 @@ async function fetchTrajectory(id, etag) {
 /** The view's data from the first page: the whole document when it holds every step. */
 function fromPage(traceId, meta, page) {
   const head = {id: page.trace_id, root_step: page.root_step};
-  if (page.next_offset === null) {
+  if (page.next_cursor === null) {
     // as GET /api/v1/trajectories/{id} sends it
-    const steps = page.steps.map(({offset, agent_step_id: agent, ...step}) => step);
+    const steps = page.items.map(({offset, agent_step_id: agent, ...step}) => step);
     head.agent_steps = page.agent_steps.map(({step_offset: from, step_count: count,
       step_types: types, failed_steps: failed, models, ...agent}) =>
       ({...agent, steps: steps.slice(from, from + count)}));
@@ -68,13 +68,15 @@ class StepStore {
   }
 
   add(page) {
-    for (const step of page.steps) this.steps.set(step.offset, step);
-    for (const listener of this.listeners) listener(page.steps);
+    for (const step of page.items) this.steps.set(step.offset, step);
+    for (const listener of this.listeners) listener(page.items);
   }
 
   get(offset) { return this.steps.get(offset); }
 
-  /** Fetch the pages holding these offsets (each page once). */
+  /** Fetch the pages holding these offsets (each page once). The table scrolls anywhere, so a
+   * page is asked for by its position (`offset`, deprecated beside `cursor`): a cursor only
+   * leads to the page after one already read. */
   ensure(offsets) {
     const pages = new Set(offsets.filter((o) => !this.steps.has(o)).map((o) => Math.floor(o / PAGE)));
     return Promise.all([...pages].map((n) => {
