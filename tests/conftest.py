@@ -56,6 +56,16 @@ settings.register_profile("ci", derandomize=True, database=None)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
+#: how long every HTTP call of the suite waits for an answer unless it says otherwise: on a
+#: busy machine (another suite beside this one, Chromium installing) a request can wait seconds
+#: for a core, and httpx's default of 5 s failed tests that only wanted an answer. A test waits
+#: for conditions, not for time; a hung server still fails it, a minute later.
+SUITE_HTTP_TIMEOUT = httpx.Timeout(60.0)
+for _call in (httpx.Client.__init__, httpx.AsyncClient.__init__, httpx.request, httpx.get,
+              httpx.post, httpx.put, httpx.patch, httpx.delete, httpx.head, httpx.options):
+    assert _call.__kwdefaults__ is not None and "timeout" in _call.__kwdefaults__, _call
+    _call.__kwdefaults__["timeout"] = SUITE_HTTP_TIMEOUT
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 TIERS = ("unit", "integration", "browser")
