@@ -26,15 +26,8 @@ import json
 from collections.abc import Mapping
 from typing import Final
 
-from trajhub.normalizers.attrs import (
-    first_present_int,
-    parse_json,
-    put,
-    split_error,
-    to_float,
-    to_int,
-    to_str,
-)
+from trajhub.normalizers.attrs import first_present_int, parse_json, put, split_error
+from trajhub.normalizers.coerce import to_float, to_int, to_str
 from trajhub.normalizers.cozeloop import inside_adk_agent, tool_call_id_from_calls
 from trajhub.normalizers.model import STATUS_ERROR, Attributes, Span
 from trajhub.normalizers.reading import (

@@ -1,9 +1,12 @@
-"""The normalizers' one value-coercion toolkit: typed, forgiving readers for attribute values and
-the JSON-ish text inside them, shared by every convention module.
+"""Reading span attributes: getters that look keys up in an attribute map (the first present key
+wins), the JSON and Python-literal text inside attribute values, flattened attributes rebuilt
+into lists and maps, and what a span's status, error attributes and `exception` event say about
+its failure. Shared by every convention module.
 
-Instrumentations disagree on types (CozeLoop JS sends token counts as strings, OTLP/JSON may send
-ints as decimal strings, a buggy client may send anything), so every getter accepts the plausible
-forms and returns None for the rest instead of raising: a normalizer must never crash on odd input.
+Converting one loosely typed value to an int, float or string is `normalizers.coerce`'s job;
+these readers use it. Like it, none of them raises: a normalizer must never crash on odd input
+(instrumentations disagree on types: CozeLoop JS sends token counts as strings, OTLP/JSON may send
+ints as decimal strings, a buggy client may send anything).
 """
 
 from __future__ import annotations
@@ -15,11 +18,7 @@ from typing import Any
 
 import orjson
 
-# the coercions live in one module for every reader (normalizers.coerce); re-exported for the
-# convention modules that import them from here
-from trajhub.normalizers.coerce import to_float as to_float
-from trajhub.normalizers.coerce import to_int as to_int
-from trajhub.normalizers.coerce import to_str as to_str
+from trajhub.normalizers.coerce import to_float, to_int, to_str
 from trajhub.normalizers.model import STATUS_ERROR, STATUS_OK, AttributeValue, Span
 from trajhub.normalizers.reading import ErrorInfo
 

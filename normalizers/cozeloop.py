@@ -15,8 +15,8 @@ agent (Coze Loop drops it: its match is case-sensitive), and a LangGraph compile
 name — which both callbacks report as a plain `chain` — is still recognised as the graph when it is
 the run's root (see `_is_unnamed_langgraph_root`).
 
-`tool_call_id_from_calls` is shared with `normalizers.apmplus`; value coercion comes from the one
-toolkit, `normalizers.attrs`.
+`tool_call_id_from_calls` is shared with `normalizers.apmplus`; values are coerced by
+`normalizers.coerce`.
 """
 
 from __future__ import annotations
@@ -26,16 +26,8 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from trajhub.normalizers.attrs import (
-    first_present_int,
-    parse_json,
-    parse_literal,
-    put,
-    split_error,
-    to_float,
-    to_int,
-    to_str,
-)
+from trajhub.normalizers.attrs import first_present_int, parse_json, parse_literal, put, split_error
+from trajhub.normalizers.coerce import to_float, to_int, to_str
 from trajhub.normalizers.genai import CACHE_READ_KEYS, CACHE_WRITE_KEYS
 from trajhub.normalizers.langgraph import tool_call_id_from_tool_message
 from trajhub.normalizers.model import STATUS_ERROR, AttributeValue, Span

@@ -18,15 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from trajhub.normalizers.attrs import (
-    dig,
-    get_int,
-    get_str,
-    parse_json,
-    parse_literal,
-    span_error,
-    to_int,
-)
+from trajhub.normalizers.attrs import dig, get_int, get_str, parse_json, parse_literal, span_error
+from trajhub.normalizers.coerce import to_int
 from trajhub.normalizers.langgraph import is_graph
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView

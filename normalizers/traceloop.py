@@ -38,7 +38,8 @@ import json
 import weakref
 from typing import Any
 
-from trajhub.normalizers.attrs import dig, get_int, get_str, parse_json, span_error, to_str
+from trajhub.normalizers.attrs import dig, get_int, get_str, parse_json, span_error
+from trajhub.normalizers.coerce import to_str
 from trajhub.normalizers.genai import MODEL_OPERATIONS, input_messages, model_name, model_usage
 from trajhub.normalizers.langgraph import runs_graph_nodes, tool_call_id_from_node_input
 from trajhub.normalizers.model import Span

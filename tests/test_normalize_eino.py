@@ -107,7 +107,7 @@ def test_adk_agent_baggage_and_apmplus_agent_end() -> None:
     assert agent.metadata["span_type"] == "workflow"
 
 
-def test_apmplus_content_reassembly() -> None:
+def test_apmplus_content_is_rebuilt_from_its_indexed_attributes() -> None:
     spans = load_files(capture_files("react_tools", "apmplus"))
     readings = read_all(spans, APMPLUS)
     want = truth("react_tools")
