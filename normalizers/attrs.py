@@ -42,6 +42,15 @@ def put(metadata: dict[str, str], key: str, value: object) -> None:
         metadata[key] = text
 
 
+def copy_attrs(
+    metadata: dict[str, str], attrs: Mapping[str, AttributeValue], keys: Mapping[str, str]
+) -> None:
+    """For each metadata name → attribute key, set the name to the attribute's value as a string
+    (`put`: an absent or empty attribute sets nothing)."""
+    for name, key in keys.items():
+        put(metadata, name, attrs.get(key))
+
+
 def get_int(attrs: Mapping[str, AttributeValue], *keys: str) -> int | None:
     for key in keys:
         number = to_int(attrs.get(key))

@@ -51,7 +51,8 @@ class ModelUsage:
 
 @immutable
 class SpanReading:
-    """What one convention reads from one span."""
+    """What one convention reads from one span. The conventions pass the first four fields (who
+    read it, what step it is, why, and its name) by position, the rest by keyword."""
 
     convention: str  # e.g. "openinference", "cozeloop", "genai"
     kind: StepKind
@@ -66,6 +67,15 @@ class SpanReading:
     metadata: Mapping[str, str] = field(default_factory=dict)
     framework: str = ""  # "langgraph", "langchain", "eino", "" when unknown
     warnings: tuple[str, ...] = ()
+
+
+def put_tool_call_id(metadata: dict[str, str], warnings: list[str], call_id: str | None) -> None:
+    """A tool step's call id in its metadata, or, when the convention found none, the warning
+    every convention gives for that."""
+    if call_id:
+        metadata["tool_call_id"] = call_id
+    else:
+        warnings.append("tool call id not found")
 
 
 class TraceView(Protocol):

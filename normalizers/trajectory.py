@@ -18,7 +18,7 @@ Serialization sorts keys at every level, so the bytes depend only on the values.
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -142,6 +142,18 @@ class RootStep:
     basic_info: BasicInfo
     metrics_info: MetricsInfo
     metadata: dict[str, str] = field(default_factory=dict)
+
+
+class EntryFields(TypedDict):
+    """The fields the root, an agent step and a step all have, for building any of them: the
+    writer (`builder`) fills them from a span, the reader (`document`) from a stored entry."""
+
+    id: str
+    name: str
+    input: str
+    output: str
+    basic_info: BasicInfo
+    metadata: dict[str, str]
 
 
 @immutable
