@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
@@ -81,9 +81,6 @@ class EfficiencyReason:
             actual = "not recorded" if check.actual is None else _number(check.actual)
             lines.append(f"{mark} {check.budget}: {actual} (limit {_number(check.limit)})")
         return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def efficiency(

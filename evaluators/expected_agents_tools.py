@@ -10,7 +10,7 @@ wrong".
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from trajhub.evaluators._config import config_from_mapping
@@ -74,9 +74,6 @@ class AgentsToolsReason:
             if self.extra_tools:
                 lines.append(f"   extra: {', '.join(map(str, self.extra_tools))}")
         return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def expected_agents_tools(

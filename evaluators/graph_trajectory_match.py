@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from trajhub.evaluators._config import ConfigError, config_from_mapping
@@ -76,9 +76,6 @@ class GraphTrajectoryMatchReason:
                 parts.append(f"unexpected {', '.join(diff.extra)}")
             lines.append(f"run {diff.run}: {'; '.join(parts)}")
         return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def graph_trajectory_match(

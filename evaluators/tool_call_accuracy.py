@@ -18,7 +18,7 @@ exactly that.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from trajhub.evaluators._config import config_from_mapping, require_type
@@ -80,9 +80,6 @@ class ToolCallAccuracyReason:
             if self.strict_mode and called and len(self.actual_tools) != 1:
                 lines.append(f"strict mode needs exactly one call, got {len(self.actual_tools)}")
         return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def is_ordered_subsequence(expected: Sequence[str], actual: Sequence[str]) -> bool:

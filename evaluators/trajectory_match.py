@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from trajhub.evaluators._config import ConfigError, config_from_mapping, require_type
@@ -156,9 +156,6 @@ class TrajectoryMatchReason:
             reps = ", ".join(f"{r.name}({_compact(r.args)}) x{r.count}" for r in self.repeated)
             lines.append(f"repeated: {reps}")
         return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def trajectory_match(
