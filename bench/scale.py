@@ -52,14 +52,16 @@ import httpx
 from _common import (
     MARKER_LEN,
     Server,
-    _kv,
     build_trace,
     machine_busy,
     percentile,
+    resource_spans,
     trace_sizes,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from trajhub.normalizers.atif import key_value
 
 SERVICES = ("checkout-agent", "support-agent", "search-agent", "travel-agent")
 USERS = tuple(f"user-{i}" for i in range(20))
@@ -105,10 +107,7 @@ def build_template(rng: random.Random, index: int, rare: bool) -> RequestTemplat
     marker = rng.getrandbits(8 * MARKER_LEN).to_bytes(MARKER_LEN, "big")
     session_marker = "".join(rng.choices(string.ascii_lowercase, k=12)).encode()
     service = RARE["service"] if rare else SERVICES[index % len(SERVICES)]
-    rs = ResourceSpans()
-    rs.resource.attributes.extend([
-        _kv("service.name", service), _kv("telemetry.sdk.language", "python"),
-        _kv("telemetry.sdk.name", "opentelemetry"), _kv("telemetry.sdk.version", "1.45.2")])
+    rs = resource_spans(service)
     ss = rs.scope_spans.add()
     ss.scope.name = "openinference.instrumentation.langchain"
     ss.scope.version = "0.1.80"
@@ -133,7 +132,7 @@ def build_template(rng: random.Random, index: int, rare: bool) -> RequestTemplat
             names = {"LangGraph": RARE["agent"], "get_weather": RARE["tool"]}
         _rewrite(spans, subs, names)
         root = spans[0]
-        root.attributes.append(_kv("user.id", user))
+        root.attributes.append(key_value("user.id", user))
         if rare:  # a word no other run has, and token counts no other run reaches
             for kv in root.attributes:
                 if kv.key == "input.value":

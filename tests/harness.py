@@ -140,6 +140,12 @@ def database_url(url: str, name: str) -> str:
 _READY = re.compile(r"trajhub ready http_port=(\d+) grpc_port=(\d+)")
 
 
+def ready_ports(line: str) -> tuple[int, int] | None:
+    """(HTTP port, gRPC port) from the line `trajhub serve` prints once it listens; else None."""
+    match = _READY.search(line)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
 @dataclass
 class ServerProcess:
     process: subprocess.Popen[str]
@@ -178,22 +184,29 @@ class ServerProcess:
             line = process.stdout.readline()
             if not line:
                 break
-            match = _READY.search(line)
-            if match:
-                return cls(process, int(match.group(1)), int(match.group(2)), log_path)
+            ports = ready_ports(line)
+            if ports:
+                return cls(process, *ports, log_path)
         process.kill()
         raise RuntimeError("trajhub did not start:\n" + log_path.read_text())
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.exit_code = self.process.returncode
+        self.exit_code = stop_process(self.process, sig, timeout)
         return self.exit_code
+
+
+def stop_process(process: subprocess.Popen[Any], sig: int = signal.SIGTERM, timeout: float = 60
+                 ) -> int:
+    """Send `sig` to `process` unless it has exited, wait up to `timeout` seconds, then kill it;
+    its exit status. The benchmarks stop their servers with it too (bench/_common.py)."""
+    if process.poll() is None:
+        process.send_signal(sig)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
 
 
 def wait_for(probe: Callable[[], T | None], timeout: float = 20, interval: float = 0.05,
