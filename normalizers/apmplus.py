@@ -30,14 +30,7 @@ from trajhub.normalizers.attrs import copy_attrs, first_present_int, parse_json,
 from trajhub.normalizers.coerce import to_float, to_int, to_str
 from trajhub.normalizers.cozeloop import inside_adk_agent, tool_call_id_from_calls
 from trajhub.normalizers.model import STATUS_ERROR, Attributes, Span
-from trajhub.normalizers.reading import (
-    Convention,
-    ErrorInfo,
-    ModelUsage,
-    SpanReading,
-    StepKind,
-    TraceView,
-)
+from trajhub.normalizers.reading import ErrorInfo, ModelUsage, SpanReading, StepKind, TraceView
 
 _KINDS: Final[Mapping[str, StepKind]] = {
     "chatmodel": StepKind.MODEL,
@@ -266,4 +259,4 @@ def _tool_call_id(span: Span, tool_name: str, arguments: str, trace: TraceView) 
 
 APMPLUS: Final = Apmplus()
 
-CONVENTIONS: tuple[Convention, ...] = (APMPLUS,)
+CONVENTIONS = (APMPLUS,)

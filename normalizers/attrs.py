@@ -51,6 +51,15 @@ def copy_attrs(
         put(metadata, name, attrs.get(key))
 
 
+def put_tool_call_id(metadata: dict[str, str], warnings: list[str], call_id: str | None) -> None:
+    """A tool step's call id in its metadata, or, when the convention found none, the warning
+    every convention gives for that."""
+    if call_id:
+        metadata["tool_call_id"] = call_id
+    else:
+        warnings.append("tool call id not found")
+
+
 def get_int(attrs: Mapping[str, AttributeValue], *keys: str) -> int | None:
     for key in keys:
         number = to_int(attrs.get(key))

@@ -32,16 +32,11 @@ from trajhub.normalizers.attrs import (
     get_str,
     parse_json,
     put,
+    put_tool_call_id,
     span_error,
 )
 from trajhub.normalizers.model import Attributes, Span
-from trajhub.normalizers.reading import (
-    ModelUsage,
-    SpanReading,
-    StepKind,
-    TraceView,
-    put_tool_call_id,
-)
+from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
 
 OPERATION_KEY = "gen_ai.operation.name"
 

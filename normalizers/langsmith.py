@@ -26,18 +26,13 @@ from trajhub.normalizers.attrs import (
     parse_json,
     parse_literal,
     put,
+    put_tool_call_id,
     span_error,
 )
 from trajhub.normalizers.coerce import to_int
 from trajhub.normalizers.langgraph import is_graph
 from trajhub.normalizers.model import Span
-from trajhub.normalizers.reading import (
-    ModelUsage,
-    SpanReading,
-    StepKind,
-    TraceView,
-    put_tool_call_id,
-)
+from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
 
 KIND_KEY = "langsmith.span.kind"
 _META = "langsmith.metadata."

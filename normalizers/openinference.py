@@ -36,6 +36,7 @@ from trajhub.normalizers.attrs import (
     get_str,
     parse_json,
     put,
+    put_tool_call_id,
     span_error,
     unflatten,
 )
@@ -46,13 +47,7 @@ from trajhub.normalizers.langgraph import (
 )
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.payloads import model_input, model_output
-from trajhub.normalizers.reading import (
-    ModelUsage,
-    SpanReading,
-    StepKind,
-    TraceView,
-    put_tool_call_id,
-)
+from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
 
 KIND_KEY = "openinference.span.kind"
 

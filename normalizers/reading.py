@@ -69,15 +69,6 @@ class SpanReading:
     warnings: tuple[str, ...] = ()
 
 
-def put_tool_call_id(metadata: dict[str, str], warnings: list[str], call_id: str | None) -> None:
-    """A tool step's call id in its metadata, or, when the convention found none, the warning
-    every convention gives for that."""
-    if call_id:
-        metadata["tool_call_id"] = call_id
-    else:
-        warnings.append("tool call id not found")
-
-
 class TraceView(Protocol):
     """Read-only access to the other spans of the trace, for rules that look at neighbours
     (e.g. "a CHAIN whose direct children carry metadata.langgraph_node is a graph")."""

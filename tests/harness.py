@@ -222,6 +222,15 @@ def wait_for(probe: Callable[[], T | None], timeout: float = 20, interval: float
         time.sleep(interval)
 
 
+def python_output(code: str, cwd: str | None = None) -> str:
+    """What `python -c code` prints, in a process of its own (a fresh set of imported modules);
+    fails the test, with the error output, when it exits with an error."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def get_json(client: httpx.Client, url: str, **params: Any) -> Any:
     response = client.get(url, params=params)
     assert response.status_code == 200, response.text

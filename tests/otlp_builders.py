@@ -52,3 +52,20 @@ def span(trace_id: bytes, name: str = "op", parent: bytes = b"", span_id: bytes 
         s.status.code = 2
         s.status.message = "boom"
     return s
+
+
+def agent_run_spans(trace_id: bytes, root: bytes, chat: bytes, tool: bytes, start: int,
+              agent: str = "weather") -> list[Span]:
+    """One GenAI agent run with the given ids: the agent `agent`, a model call (gpt-4o, 5 input
+    and 2 output tokens) and a get_weather tool call."""
+    return [
+        span(trace_id, f"invoke_agent {agent}", span_id=root, start=start, duration=10_000_000,
+             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}),
+        span(trace_id, "chat gpt", parent=root, span_id=chat, start=start + 1_000_000,
+             attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                         "gen_ai.usage.input_tokens": 5, "gen_ai.usage.output_tokens": 2}),
+        span(trace_id, "execute_tool get_weather", parent=root, span_id=tool,
+             start=start + 3_000_000,
+             attributes={"gen_ai.operation.name": "execute_tool",
+                         "gen_ai.tool.name": "get_weather"}),
+    ]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import trajhub
+from tests.harness import python_output
 
 ROOT = Path(__file__).parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -82,10 +83,7 @@ def test_the_editable_install_imports_from_the_repository() -> None:
     code = ("import trajhub, trajhub.service.cli.main, trajhub.storage.migrate, "
             "trajhub.normalizers, trajhub.evaluators, trajhub.client; "
             "print(trajhub.__version__); print(trajhub.service.cli.main.__file__)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd="/", timeout=60)
-    assert done.returncode == 0, done.stderr
-    version, main_file = done.stdout.split()
+    version, main_file = python_output(code, cwd="/").split()
     assert version == trajhub.__version__
     assert Path(main_file).resolve() == (ROOT / "service" / "cli" / "main.py").resolve()
     assert importlib.metadata.version("trajhub") == trajhub.__version__
@@ -168,10 +166,7 @@ def test_the_client_does_not_import_the_server() -> None:
             "import trajhub.service.client.runner; "
             "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
             "('fastapi', 'starlette', 'asyncpg', 'grpc', 'uvicorn', 'pgserver'))))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == ""
+    assert python_output(code).strip() == ""
 
 
 @pytest.mark.integration  # starts processes
@@ -180,7 +175,4 @@ def test_the_package_exports_the_client_lazily() -> None:
             "from trajhub import TrajhubClient, run_dataset; "
             "from trajhub.service.client import TrajhubClient as Same; "
             "print(before, TrajhubClient is Same, run_dataset.__module__)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["False", "True", "trajhub.service.client.runner"]
+    assert python_output(code).split() == ["False", "True", "trajhub.service.client.runner"]
