@@ -26,11 +26,12 @@ import json
 from collections.abc import Mapping
 from typing import Final
 
-from trajhub.normalizers.attrs import copy_attrs, first_present_int, parse_json, put, split_error
+from trajhub.normalizers.attrs import copy_attrs, first_present_int, parse_json, put
 from trajhub.normalizers.coerce import to_float, to_int, to_str
 from trajhub.normalizers.cozeloop import inside_adk_agent, tool_call_id_from_calls
 from trajhub.normalizers.model import STATUS_ERROR, Attributes, Span
 from trajhub.normalizers.reading import ErrorInfo, ModelUsage, SpanReading, StepKind, TraceView
+from trajhub.normalizers.span_errors import split_error
 
 _KINDS: Final[Mapping[str, StepKind]] = {
     "chatmodel": StepKind.MODEL,

@@ -26,14 +26,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from trajhub.normalizers.attrs import (
-    copy_attrs,
-    first_present_int,
-    parse_json,
-    parse_literal,
-    put,
-    split_error,
-)
+from trajhub.normalizers.attrs import copy_attrs, first_present_int, parse_json, parse_literal, put
 from trajhub.normalizers.coerce import to_float, to_int, to_str
 from trajhub.normalizers.genai import CACHE_READ_KEYS, CACHE_WRITE_KEYS
 from trajhub.normalizers.langgraph import tool_call_id_from_tool_message
@@ -46,6 +39,7 @@ from trajhub.normalizers.reading import (
     StepKind,
     TraceView,
 )
+from trajhub.normalizers.span_errors import split_error
 
 #: How far we walk up a parent chain or down a subtree; a malformed trace (a cycle, or a span
 #: that claims itself as parent) must not hang the normalizer.

@@ -33,10 +33,10 @@ from trajhub.normalizers.attrs import (
     parse_json,
     put,
     put_tool_call_id,
-    span_error,
 )
 from trajhub.normalizers.model import Attributes, Span
 from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
+from trajhub.normalizers.span_errors import span_error
 
 OPERATION_KEY = "gen_ai.operation.name"
 

@@ -27,12 +27,12 @@ from trajhub.normalizers.attrs import (
     parse_literal,
     put,
     put_tool_call_id,
-    span_error,
 )
 from trajhub.normalizers.coerce import to_int
 from trajhub.normalizers.langgraph import is_graph
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
+from trajhub.normalizers.span_errors import span_error
 
 KIND_KEY = "langsmith.span.kind"
 _META = "langsmith.metadata."

@@ -37,7 +37,6 @@ from trajhub.normalizers.attrs import (
     parse_json,
     put,
     put_tool_call_id,
-    span_error,
     unflatten,
 )
 from trajhub.normalizers.langgraph import (
@@ -48,6 +47,7 @@ from trajhub.normalizers.langgraph import (
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.payloads import model_input, model_output
 from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
+from trajhub.normalizers.span_errors import span_error
 
 KIND_KEY = "openinference.span.kind"
 

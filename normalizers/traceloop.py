@@ -46,13 +46,13 @@ from trajhub.normalizers.attrs import (
     parse_json,
     put,
     put_tool_call_id,
-    span_error,
 )
 from trajhub.normalizers.coerce import to_str
 from trajhub.normalizers.genai import MODEL_OPERATIONS, input_messages, model_name, model_usage
 from trajhub.normalizers.langgraph import runs_graph_nodes, tool_call_id_from_node_input
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.reading import ErrorInfo, SpanReading, StepKind, TraceView
+from trajhub.normalizers.span_errors import span_error
 
 SCOPES = ("opentelemetry.instrumentation.langchain", "opentelemetry.instrumentation.langgraph")
 #: Traceloop JS's LangChain instrumentation (its spans' parents are the active span, not the run's)
