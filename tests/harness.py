@@ -110,6 +110,19 @@ def rolled_back(database: TestDatabase,
     asyncio.run(main())
 
 
+def fetch_value(url: str, query: str, *args: Any) -> Any:
+    """The first value `query` returns, on a connection of its own to the database at `url`."""
+
+    async def fetch() -> Any:
+        conn = await asyncpg.connect(url)
+        try:
+            return await conn.fetchval(query, *args)
+        finally:
+            await conn.close()
+
+    return run(fetch())
+
+
 @contextlib.contextmanager
 def separate_database(db: TestDatabase) -> Iterator[str]:
     """The URL of a fresh database on the session's PostgreSQL server, dropped afterwards: for a

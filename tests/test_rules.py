@@ -28,6 +28,7 @@ from tests.fake_judge import FakeJudge
 from tests.harness import (
     ServerProcess,
     TestDatabase,
+    fetch_value,
     final_trajectory,
     run,
     separate_database,
@@ -321,14 +322,8 @@ def _counts(url: str, project: str) -> list[tuple[str, int, int]]:
 
 def _pending(url: str, claimed: bool = False) -> int:
     """Queued runs (only those a worker had claimed, when `claimed`)."""
-    async def query() -> int:
-        conn = await asyncpg.connect(url)
-        try:
-            return int(await conn.fetchval(
-                "SELECT count(*) FROM rule_runs WHERE claim IS NOT NULL OR NOT $1", claimed))
-        finally:
-            await conn.close()
-    return int(run(query()))
+    return int(fetch_value(
+        url, "SELECT count(*) FROM rule_runs WHERE claim IS NOT NULL OR NOT $1", claimed))
 
 
 @pytest.mark.slow  # several servers
