@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from trajhub.evaluators._config import ConfigError, config_from_mapping, require_budget
+from trajhub.evaluators._config import ConfigError, Options, require_budget
 from trajhub.evaluators.expectations import Expectations
 from trajhub.evaluators.result import EvaluatorOutput
 from trajhub.evaluators.trajectory_view import ToolCall, parse_trajectory
@@ -23,7 +23,9 @@ REPEAT_SCOPES = ("anywhere", "consecutive")
 
 
 @dataclass(frozen=True)
-class EfficiencyConfig:
+class EfficiencyConfig(Options):
+    EVALUATOR = NAME
+
     max_steps: int | None = None
     max_tokens: int | None = None
     max_duration_ms: int | None = None
@@ -56,10 +58,6 @@ class EfficiencyConfig:
             (self.max_repeated_calls, "repeated_calls"),
             (self.max_tool_error_rate, "tool_error_rate"),
         ]
-
-    @classmethod
-    def from_dict(cls, options: Mapping[str, Any] | None) -> EfficiencyConfig:
-        return config_from_mapping(cls, options, NAME)
 
 
 @dataclass(frozen=True)
