@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import orjson
 
 from trajhub.normalizers.coerce import to_float, to_int, to_str
 from trajhub.normalizers.model import AttributeValue
+
+T = TypeVar("T")
 
 
 def get_str(attrs: Mapping[str, AttributeValue], *keys: str) -> str | None:
@@ -60,10 +62,21 @@ def put_tool_call_id(metadata: dict[str, str], warnings: list[str], call_id: str
 
 
 def get_int(attrs: Mapping[str, AttributeValue], *keys: str) -> int | None:
+    """The first of `keys` whose value is an integer (`to_int`); an ill-typed one is skipped."""
+    return _first(attrs, keys, to_int)
+
+
+def get_float(attrs: Mapping[str, AttributeValue], *keys: str) -> float | None:
+    """The first of `keys` whose value is a finite number (`to_float`)."""
+    return _first(attrs, keys, to_float)
+
+
+def _first(attrs: Mapping[str, AttributeValue], keys: tuple[str, ...],
+           read: Callable[[object], T | None]) -> T | None:
     for key in keys:
-        number = to_int(attrs.get(key))
-        if number is not None:
-            return number
+        value = read(attrs.get(key))
+        if value is not None:
+            return value
     return None
 
 
@@ -81,14 +94,6 @@ def first_present_int(
             if value is None:
                 warnings.append(f"{label}{key} is not an integer: {attrs[key]!r}")
             return value
-    return None
-
-
-def get_float(attrs: Mapping[str, AttributeValue], *keys: str) -> float | None:
-    for key in keys:
-        number = to_float(attrs.get(key))
-        if number is not None:
-            return number
     return None
 
 
