@@ -112,15 +112,20 @@ def rolled_back(database: TestDatabase,
 
 def fetch_value(url: str, query: str, *args: Any) -> Any:
     """The first value `query` returns, on a connection of its own to the database at `url`."""
+    return run(_fetch(url, "fetchval", query, args))
 
-    async def fetch() -> Any:
-        conn = await asyncpg.connect(url)
-        try:
-            return await conn.fetchval(query, *args)
-        finally:
-            await conn.close()
 
-    return run(fetch())
+def fetch_rows(url: str, query: str, *args: Any) -> list[asyncpg.Record]:
+    """The rows `query` returns, on a connection of its own to the database at `url`."""
+    return list(run(_fetch(url, "fetch", query, args)))
+
+
+async def _fetch(url: str, method: str, query: str, args: tuple[Any, ...]) -> Any:
+    conn = await asyncpg.connect(url)
+    try:
+        return await getattr(conn, method)(query, *args)
+    finally:
+        await conn.close()
 
 
 @contextlib.contextmanager

@@ -202,20 +202,12 @@ def test_every_declared_column_exists_in_the_migrated_database(
         server: ServerProcess, database: TestDatabase) -> None:
     """A declared column without its migration fails here, not in production. (`server` has
     migrated the database.)"""
-    import asyncio
-
-    import asyncpg
-
-    async def columns(table: str) -> set[str]:
-        conn = await asyncpg.connect(database.url)
-        try:
-            rows = await conn.fetch("SELECT column_name FROM information_schema.columns "
-                                    "WHERE table_name = $1", table)
-        finally:
-            await conn.close()
-        return {r["column_name"] for r in rows}
+    from tests.harness import fetch_rows
 
     for table, record in (("trajectories", TRAJECTORY_SUMMARY), ("traces", TRACE_SUMMARY),
                           ("scores", SCORE), ("score_configs", SCORE_CONFIG)):
         stored = {f.stored_column for f in record.fields if f.stored_column is not None}
-        assert stored - asyncio.run(columns(table)) == set(), table
+        columns = {r["column_name"] for r in fetch_rows(
+            database.url, "SELECT column_name FROM information_schema.columns "
+            "WHERE table_name = $1", table)}
+        assert stored - columns == set(), table
