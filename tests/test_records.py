@@ -17,6 +17,7 @@ import pytest
 from tests.harness import ServerProcess, TestDatabase
 from trajhub.records import Cli, Field, Param, Record, write_values
 from trajhub.records.scores import SCORE, SCORE_CONFIG
+from trajhub.records.sessions import SESSION_SUMMARY, SESSION_TURN
 from trajhub.records.traces import TRACE_SUMMARY
 from trajhub.records.trajectories import TRAJECTORY_FILTER, TRAJECTORY_SUMMARY
 
@@ -158,7 +159,7 @@ def test_a_record_refuses_a_field_declared_twice() -> None:
 def test_time_fields_follow_one_vocabulary() -> None:
     """Moments are `<what>_time` (RFC 3339 text), lengths `<what>_ms` (integers); any other
     time field is a deprecated alias of one of those."""
-    for record in (TRAJECTORY_SUMMARY, TRACE_SUMMARY):
+    for record in (TRAJECTORY_SUMMARY, TRACE_SUMMARY, SESSION_SUMMARY, SESSION_TURN):
         for f in record.served:
             if f.name.endswith("_time"):
                 assert f.type is str and f.convert == "time", (record.name, f.name)
