@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -18,6 +19,14 @@ def new_trace_id() -> bytes:
 
 def new_span_id() -> bytes:
     return os.urandom(8)
+
+
+def post_spans(base: str, project: str, spans: list[Span]) -> None:
+    """Send `spans` to the trajhub at `base` over OTLP/HTTP into `project`; it must accept them."""
+    response = httpx.post(f"{base}/v1/traces", content=request(spans).SerializeToString(),
+                          headers={"content-type": "application/x-protobuf",
+                                   "trajhub-project": project})
+    assert response.status_code == 200, response.text
 
 
 def kv(key: str, value: Any) -> KeyValue:
