@@ -61,6 +61,7 @@ from _common import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
+from tests.harness import CapturedQuery
 from trajhub.normalizers.atif import key_value
 
 SERVICES = ("checkout-agent", "support-agent", "search-agent", "travel-agent")
@@ -497,21 +498,6 @@ def measure(url: str, project: str, case: Case, n: int) -> dict[str, Any]:
             "max_ms": round(max(lat), 1), "ok": p99 < TARGETS_MS[case.group]}
 
 
-class _Captured:
-    """Stands in for a connection: keeps the SQL a storage read would run (what it counts
-    first, the session list's set sizes, is counted on `conn`)."""
-
-    def __init__(self, conn: Any = None) -> None:
-        self.conn = conn
-
-    async def fetchval(self, sql: str, *args: Any) -> Any:
-        return await self.conn.fetchval(sql, *args)
-
-    async def fetch(self, sql: str, *args: Any) -> list[Any]:
-        self.sql, self.args = sql, args
-        return []
-
-
 async def explain(database_url: str, project: str, cs: list[Case]) -> dict[str, dict[str, Any]]:
     """The plan of each list case's query (the SQL the API builds for it): the database's own
     execution time, and the scans and indexes it used (a 'Seq Scan' is what must not be)."""
@@ -525,7 +511,7 @@ async def explain(database_url: str, project: str, cs: list[Case]) -> dict[str, 
         for case in cs:
             if case.group not in ("trajectory list", "trace list", "session list"):
                 continue
-            params, cap = case.params(0), _Captured(conn)
+            params, cap = case.params(0), CapturedQuery(conn)
             if case.group == "session list":
                 from trajhub.service.api.sessions import SessionListQuery
                 from trajhub.storage import session_reads

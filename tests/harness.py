@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -108,6 +108,25 @@ def rolled_back(database: TestDatabase,
             await conn.close()
 
     asyncio.run(main())
+
+
+class CapturedQuery:
+    """Stands in for a connection to keep the SQL (and its arguments) a storage read hands to
+    `fetch`, which answers no rows; `fetchval` (a count the read makes first) runs on `conn`. The
+    tests and the benchmarks that EXPLAIN a read's query use it."""
+
+    sql: str
+    args: tuple[Any, ...]
+
+    def __init__(self, conn: Any = None) -> None:
+        self.conn = conn
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        return await self.conn.fetchval(sql, *args)
+
+    async def fetch(self, sql: str, *args: Any) -> list[Any]:
+        self.sql, self.args = sql, args
+        return []
 
 
 def fetch_value(url: str, query: str, *args: Any) -> Any:
@@ -238,6 +257,13 @@ def wait_for(probe: Callable[[], T | None], timeout: float = 20, interval: float
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(interval)
+
+
+def final_trajectories(base: str, project: str, trace_ids: Iterable[str]) -> None:
+    """Wait until every one of the traces has its final trajectory."""
+    with httpx.Client() as client:
+        for trace_id in trace_ids:
+            final_trajectory(client, base, project, trace_id)
 
 
 def python_output(code: str, cwd: str | None = None) -> str:
