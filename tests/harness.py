@@ -246,6 +246,16 @@ def stop_process(process: subprocess.Popen[Any], sig: int = signal.SIGTERM, time
     return process.returncode
 
 
+def proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state is [0], ppid [1], nice [16],
+    rss in pages [21]); None once the process is gone. The benchmarks read it too."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return raw[raw.rindex(")") + 2:].split()
+
+
 def wait_for(probe: Callable[[], T | None], timeout: float = 20, interval: float = 0.05,
              what: str = "condition") -> T:
     """Poll until `probe` returns something truthy."""
