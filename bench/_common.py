@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
@@ -31,8 +30,14 @@ from pathlib import Path
 from typing import Any, Self
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
+
+from trajhub.normalizers.atif import key_value
+
+# the repository's root: the benchmarks run as scripts, and start and stop their servers with the
+# test harness's helpers
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.harness import ready_ports, stop_process
 
 MARKER_LEN = 12
 
@@ -52,16 +57,6 @@ def _text(rng: random.Random, size: int) -> str:
         out.append(w)
         n += len(w) + 1
     return " ".join(out)[:size]
-
-
-def _kv(key: str, value: Any) -> KeyValue:
-    if isinstance(value, bool):
-        return KeyValue(key=key, value=AnyValue(bool_value=value))
-    if isinstance(value, int):
-        return KeyValue(key=key, value=AnyValue(int_value=value))
-    if isinstance(value, float):
-        return KeyValue(key=key, value=AnyValue(double_value=value))
-    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
 
 
 TOOLS = (("get_weather", "Return the current weather for a city."),
@@ -100,7 +95,7 @@ class _Builder:
         self.spans.append(Span(
             trace_id=self.trace_id, span_id=sid, parent_span_id=parent, name=name,
             kind=Span.SPAN_KIND_INTERNAL, start_time_unix_nano=start_ns,
-            end_time_unix_nano=end_ns, attributes=[_kv(k, v) for k, v in attrs.items()],
+            end_time_unix_nano=end_ns, attributes=[key_value(k, v) for k, v in attrs.items()],
             status=Status(code=Status.STATUS_CODE_OK)))
         return sid, start_ns - self.t0, end_ns - self.t0
 
@@ -228,7 +223,7 @@ def build_trace(rng: random.Random, trace_id: bytes, n: int) -> tuple[list[Span]
     b.spans.insert(0, Span(
         trace_id=trace_id, span_id=root_id, name="LangGraph", kind=Span.SPAN_KIND_INTERNAL,
         start_time_unix_nano=t0, end_time_unix_nano=t0 + b.clock,
-        attributes=[_kv(k, v) for k, v in {
+        attributes=[key_value(k, v) for k, v in {
             "input.value": root_in, "input.mime_type": "application/json",
             "output.value": json.dumps({"messages": history[-2:]}),
             "output.mime_type": "application/json", "session.id": session,
@@ -239,11 +234,12 @@ def build_trace(rng: random.Random, trace_id: bytes, n: int) -> tuple[list[Span]
     return b.spans, TraceShape(n, len(conts), tools_n, in_tok, out_tok)
 
 
-def _resource() -> ResourceSpans:
+def resource_spans(service: str = "bench-agent") -> ResourceSpans:
+    """The spans' resource: the service and the OpenTelemetry Python SDK that sent them."""
     rs = ResourceSpans()
-    rs.resource.attributes.extend([
-        _kv("service.name", "bench-agent"), _kv("telemetry.sdk.language", "python"),
-        _kv("telemetry.sdk.name", "opentelemetry"), _kv("telemetry.sdk.version", "1.45.2")])
+    rs.resource.attributes.extend(key_value(k, v) for k, v in {
+        "service.name": service, "telemetry.sdk.language": "python",
+        "telemetry.sdk.name": "opentelemetry", "telemetry.sdk.version": "1.45.2"}.items())
     return rs
 
 
@@ -276,7 +272,7 @@ class Template:
 def build_request(rng: random.Random, sizes: list[int]) -> Template:
     """One ExportTraceServiceRequest with one trace per entry of `sizes`."""
     marker = rng.getrandbits(8 * MARKER_LEN).to_bytes(MARKER_LEN, "big")
-    rs = _resource()
+    rs = resource_spans()
     ss = rs.scope_spans.add()
     ss.scope.name = "openinference.instrumentation.langchain"
     ss.scope.version = "0.1.80"
@@ -327,11 +323,9 @@ class Server:
         def read() -> None:
             assert self.proc.stdout is not None
             for line in self.proc.stdout:
-                text = line.decode(errors="replace").strip()
-                if text.startswith("trajhub ready"):
-                    parts = dict(p.split("=") for p in text.split()[2:])
-                    self.http_port = int(parts["http_port"])
-                    self.grpc_port = int(parts["grpc_port"])
+                ports = ready_ports(line.decode(errors="replace"))
+                if ports:
+                    self.http_port, self.grpc_port = ports
                     ready.set()
 
         threading.Thread(target=read, daemon=True).start()
@@ -421,16 +415,7 @@ class Server:
         return code
 
     def stop(self) -> int | None:
-        code = None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                code = self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                code = self.proc.wait()
-        else:
-            code = self.proc.returncode
+        code = stop_process(self.proc)
         self._log.close()
         if not self.keep_dir:
             import shutil

@@ -39,6 +39,9 @@ import httpx
 from _common import Server, Template, build_request, machine_busy, percentile, trace_sizes
 
 POLL_S = 0.05
+#: what a sent trace adds to the expected totals: total -> the TraceShape field it sums
+_SHAPE_COUNTS = {"spans": "spans", "model": "model_steps", "tool": "tool_steps",
+                 "in": "input_tokens", "out": "output_tokens"}
 
 
 def _unique(t: Template) -> tuple[bytes, list[str]]:
@@ -106,11 +109,8 @@ def throughput(server: Server, args: argparse.Namespace) -> dict[str, Any]:
             expect["requests"] += 1
             for shape in t.traces:
                 expect["traces"] += 1
-                expect["spans"] += shape.spans
-                expect["model"] += shape.model_steps
-                expect["tool"] += shape.tool_steps
-                expect["in"] += shape.input_tokens
-                expect["out"] += shape.output_tokens
+                for key, count in _SHAPE_COUNTS.items():
+                    expect[key] += getattr(shape, count)
 
     def sender(i: int) -> None:
         if not args.duration:

@@ -43,9 +43,11 @@ import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
 
+from trajhub.normalizers.atif import key_value
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _common import BackgroundSampler, Server, _kv, _text  # noqa: E402
+from _common import BackgroundSampler, Server, _text  # noqa: E402
 
 BATCH = 512
 
@@ -74,21 +76,22 @@ def build_spans(n: int, rng: random.Random) -> tuple[bytes, list[Span]]:
                 trace_id=trace_id, span_id=os.urandom(8), parent_span_id=root_id, name=name,
                 kind=Span.SPAN_KIND_INTERNAL, start_time_unix_nano=clock,
                 end_time_unix_nano=clock + 5_000_000,
-                attributes=[_kv(k, v) for k, v in attrs.items()],
+                attributes=[key_value(k, v) for k, v in attrs.items()],
                 status=Status(code=Status.STATUS_CODE_OK)))
             clock += 6_000_000
     spans.append(Span(
         trace_id=trace_id, span_id=root_id, name="agent", kind=Span.SPAN_KIND_INTERNAL,
         start_time_unix_nano=t0, end_time_unix_nano=clock,
-        attributes=[_kv("openinference.span.kind", "AGENT"),
-                    _kv("input.value", _text(rng, 1000)), _kv("output.value", _text(rng, 1000))],
+        attributes=[key_value("openinference.span.kind", "AGENT"),
+                    key_value("input.value", _text(rng, 1000)),
+                    key_value("output.value", _text(rng, 1000))],
         status=Status(code=Status.STATUS_CODE_OK)))
     return trace_id, spans
 
 
 def body(spans: list[Span]) -> bytes:
     rs = ResourceSpans()
-    rs.resource.attributes.extend([_kv("service.name", "large-trace-agent")])
+    rs.resource.attributes.extend([key_value("service.name", "large-trace-agent")])
     ss = rs.scope_spans.add()
     ss.scope.name = "openinference.instrumentation.langchain"
     ss.spans.extend(spans)

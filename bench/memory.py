@@ -38,6 +38,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import Server, Template, build_request, trace_sizes, unique_body
 
+from tests.harness import proc_stat
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -45,17 +47,8 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 # processes and their RSS, from /proc (psutil is not a declared dependency)
 
 
-def _stat(pid: int) -> list[str] | None:
-    """Fields of /proc/PID/stat after the command name (field 3 onward), or None if gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rindex(")") + 2:].split()
-
-
 def rss_bytes(pid: int) -> int | None:
-    fields = _stat(pid)
+    fields = proc_stat(pid)
     return int(fields[21]) * PAGE if fields else None  # field 24: rss in pages
 
 
@@ -63,7 +56,7 @@ def descendants(root: int) -> list[int]:
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            fields = _stat(int(entry))
+            fields = proc_stat(int(entry))
             if fields:
                 children.setdefault(int(fields[1]), []).append(int(entry))
     out, todo = [], [root]
@@ -85,7 +78,7 @@ def role(pid: int, root: int) -> str:
         return "gone"
     if "resource_tracker" in cmdline:
         return "resource tracker"
-    fields = _stat(pid)
+    fields = proc_stat(pid)
     if fields and int(fields[16]) > 0:  # field 19: nice
         return "derivation worker"
     return "ingest worker"

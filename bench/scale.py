@@ -52,14 +52,17 @@ import httpx
 from _common import (
     MARKER_LEN,
     Server,
-    _kv,
     build_trace,
     machine_busy,
     percentile,
+    resource_spans,
     trace_sizes,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from tests.harness import CapturedQuery
+from trajhub.normalizers.atif import key_value
 
 SERVICES = ("checkout-agent", "support-agent", "search-agent", "travel-agent")
 USERS = tuple(f"user-{i}" for i in range(20))
@@ -105,10 +108,7 @@ def build_template(rng: random.Random, index: int, rare: bool) -> RequestTemplat
     marker = rng.getrandbits(8 * MARKER_LEN).to_bytes(MARKER_LEN, "big")
     session_marker = "".join(rng.choices(string.ascii_lowercase, k=12)).encode()
     service = RARE["service"] if rare else SERVICES[index % len(SERVICES)]
-    rs = ResourceSpans()
-    rs.resource.attributes.extend([
-        _kv("service.name", service), _kv("telemetry.sdk.language", "python"),
-        _kv("telemetry.sdk.name", "opentelemetry"), _kv("telemetry.sdk.version", "1.45.2")])
+    rs = resource_spans(service)
     ss = rs.scope_spans.add()
     ss.scope.name = "openinference.instrumentation.langchain"
     ss.scope.version = "0.1.80"
@@ -133,7 +133,7 @@ def build_template(rng: random.Random, index: int, rare: bool) -> RequestTemplat
             names = {"LangGraph": RARE["agent"], "get_weather": RARE["tool"]}
         _rewrite(spans, subs, names)
         root = spans[0]
-        root.attributes.append(_kv("user.id", user))
+        root.attributes.append(key_value("user.id", user))
         if rare:  # a word no other run has, and token counts no other run reaches
             for kv in root.attributes:
                 if kv.key == "input.value":
@@ -498,21 +498,6 @@ def measure(url: str, project: str, case: Case, n: int) -> dict[str, Any]:
             "max_ms": round(max(lat), 1), "ok": p99 < TARGETS_MS[case.group]}
 
 
-class _Captured:
-    """Stands in for a connection: keeps the SQL a storage read would run (what it counts
-    first, the session list's set sizes, is counted on `conn`)."""
-
-    def __init__(self, conn: Any = None) -> None:
-        self.conn = conn
-
-    async def fetchval(self, sql: str, *args: Any) -> Any:
-        return await self.conn.fetchval(sql, *args)
-
-    async def fetch(self, sql: str, *args: Any) -> list[Any]:
-        self.sql, self.args = sql, args
-        return []
-
-
 async def explain(database_url: str, project: str, cs: list[Case]) -> dict[str, dict[str, Any]]:
     """The plan of each list case's query (the SQL the API builds for it): the database's own
     execution time, and the scans and indexes it used (a 'Seq Scan' is what must not be)."""
@@ -526,7 +511,7 @@ async def explain(database_url: str, project: str, cs: list[Case]) -> dict[str, 
         for case in cs:
             if case.group not in ("trajectory list", "trace list", "session list"):
                 continue
-            params, cap = case.params(0), _Captured(conn)
+            params, cap = case.params(0), CapturedQuery(conn)
             if case.group == "session list":
                 from trajhub.service.api.sessions import SessionListQuery
                 from trajhub.storage import session_reads

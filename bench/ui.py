@@ -32,19 +32,14 @@ from typing import Any
 import httpx
 from _common import Server
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from trajhub.normalizers.atif import key_value
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 PROJECT = "bench-ui"
 MS = 1_000_000
-
-
-def _kv(key: str, value: Any) -> KeyValue:
-    if isinstance(value, int):
-        return KeyValue(key=key, value=AnyValue(int_value=value))
-    return KeyValue(key=key, value=AnyValue(string_value=str(value)))
 
 
 def build(steps: int, agents: int = 5) -> tuple[bytes, str, int]:
@@ -58,7 +53,7 @@ def build(steps: int, agents: int = 5) -> tuple[bytes, str, int]:
         s = Span(trace_id=trace_id, span_id=os.urandom(8), parent_span_id=parent, name=name,
                  kind=Span.SPAN_KIND_INTERNAL, start_time_unix_nano=start,
                  end_time_unix_nano=start + dur)
-        s.attributes.extend(_kv(k, v) for k, v in attrs.items())
+        s.attributes.extend(key_value(k, v) for k, v in attrs.items())
         if error:
             s.status.code = 2
             s.status.message = "tool backend returned HTTP 503"
@@ -91,7 +86,7 @@ def build(steps: int, agents: int = 5) -> tuple[bytes, str, int]:
             clock += 3 * MS
     request = ExportTraceServiceRequest()
     rs = request.resource_spans.add()
-    rs.resource.attributes.append(_kv("service.name", "bench-ui"))
+    rs.resource.attributes.append(key_value("service.name", "bench-ui"))
     rs.scope_spans.add().spans.extend(spans)
     return request.SerializeToString(), trace_id.hex(), agents * per_agent + agents
 

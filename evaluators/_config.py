@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeVar
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -34,6 +34,18 @@ def config_from_mapping(cls: type[C], options: Mapping[str, Any] | None, evaluat
             f"{evaluator}: unknown option {unknown[0]!r} (known: {', '.join(sorted(known))})"
         )
     return cls(**options)
+
+
+class Options:
+    """Base of an evaluator's config dataclass: it names its evaluator in `EVALUATOR`, and
+    `from_dict` builds it from JSON options with `config_from_mapping`."""
+
+    EVALUATOR: ClassVar[str] = ""
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @classmethod
+    def from_dict(cls, options: Mapping[str, Any] | None) -> Self:
+        return config_from_mapping(cls, options, cls.EVALUATOR)
 
 
 def require_type(evaluator: str, name: str, value: Any, *types: type) -> None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from trajhub.evaluators._config import ConfigError, config_from_mapping, require_budget
+from trajhub.evaluators._config import ConfigError, Options, require_budget
 from trajhub.evaluators.expectations import Expectations
 from trajhub.evaluators.result import EvaluatorOutput
 from trajhub.evaluators.trajectory_view import ToolCall, parse_trajectory
@@ -23,7 +23,9 @@ REPEAT_SCOPES = ("anywhere", "consecutive")
 
 
 @dataclass(frozen=True)
-class EfficiencyConfig:
+class EfficiencyConfig(Options):
+    EVALUATOR = NAME
+
     max_steps: int | None = None
     max_tokens: int | None = None
     max_duration_ms: int | None = None
@@ -57,10 +59,6 @@ class EfficiencyConfig:
             (self.max_tool_error_rate, "tool_error_rate"),
         ]
 
-    @classmethod
-    def from_dict(cls, options: Mapping[str, Any] | None) -> EfficiencyConfig:
-        return config_from_mapping(cls, options, NAME)
-
 
 @dataclass(frozen=True)
 class BudgetCheck:
@@ -81,9 +79,6 @@ class EfficiencyReason:
             actual = "not recorded" if check.actual is None else _number(check.actual)
             lines.append(f"{mark} {check.budget}: {actual} (limit {_number(check.limit)})")
         return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def efficiency(

@@ -10,10 +10,10 @@ wrong".
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
-from trajhub.evaluators._config import config_from_mapping
+from trajhub.evaluators._config import Options
 from trajhub.evaluators.expectations import Expectations
 from trajhub.evaluators.result import EvaluatorOutput, join_or_none
 from trajhub.evaluators.trajectory_view import parse_trajectory
@@ -22,12 +22,11 @@ NAME = "expected_agents_tools"
 
 
 @dataclass(frozen=True)
-class ExpectedAgentsToolsConfig:
+class ExpectedAgentsToolsConfig(Options):
     """No options: the expectations say everything. Kept so every evaluator has a config type."""
 
-    @classmethod
-    def from_dict(cls, options: Mapping[str, Any] | None) -> ExpectedAgentsToolsConfig:
-        return config_from_mapping(cls, options, NAME)
+    EVALUATOR = NAME
+
 
 
 @dataclass(frozen=True)
@@ -74,9 +73,6 @@ class AgentsToolsReason:
             if self.extra_tools:
                 lines.append(f"   extra: {', '.join(map(str, self.extra_tools))}")
         return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def expected_agents_tools(

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
-from trajhub.evaluators._config import ConfigError, config_from_mapping
+from trajhub.evaluators._config import ConfigError, Options
 from trajhub.evaluators.expectations import Expectations
 from trajhub.evaluators.graph_runs import graph_runs
 from trajhub.evaluators.result import EvaluatorOutput
@@ -31,16 +31,14 @@ MODES = ("strict", "superset")
 
 
 @dataclass(frozen=True)
-class GraphTrajectoryMatchConfig:
+class GraphTrajectoryMatchConfig(Options):
+    EVALUATOR = NAME
+
     mode: str = "strict"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ConfigError(f"{NAME}: option 'mode' must be one of {', '.join(MODES)}")
-
-    @classmethod
-    def from_dict(cls, options: Mapping[str, Any] | None) -> GraphTrajectoryMatchConfig:
-        return config_from_mapping(cls, options, NAME)
 
 
 @dataclass(frozen=True)
@@ -76,9 +74,6 @@ class GraphTrajectoryMatchReason:
                 parts.append(f"unexpected {', '.join(diff.extra)}")
             lines.append(f"run {diff.run}: {'; '.join(parts)}")
         return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def graph_trajectory_match(

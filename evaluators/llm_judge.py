@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from trajhub.evaluators.agentevals_format import to_agentevals_messages
@@ -48,9 +48,6 @@ class JudgeReason:
     def explain_lines(self) -> list[str]:
         suffix = f" (judge: {self.model})" if self.model else ""
         return [self.text + suffix]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def build_judge_request(

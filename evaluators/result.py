@@ -7,19 +7,18 @@ A score for ranking and dashboards, a boolean for gates, and a reason that is bo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, Protocol
 
 
 class Reason(Protocol):
-    """What an evaluator-specific reason dataclass provides."""
+    """What an evaluator-specific reason provides: it is a dataclass, whose fields are its
+    structured form (`EvaluatorOutput.to_dict`), and it has readable lines."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
 
     def explain_lines(self) -> list[str]:
         """Human-readable lines, without the verdict header."""
-        ...
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready structured form."""
         ...
 
 
@@ -48,7 +47,7 @@ class EvaluatorOutput:
             "evaluator": self.evaluator,
             "score": self.score,
             "passed": self.passed,
-            "reason": self.reason.to_dict(),
+            "reason": asdict(self.reason),
             "explanation": self.explain(),
         }
 

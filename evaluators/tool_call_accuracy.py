@@ -18,10 +18,10 @@ exactly that.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
-from trajhub.evaluators._config import config_from_mapping, require_type
+from trajhub.evaluators._config import Options, require_type
 from trajhub.evaluators.expectations import Expectations
 from trajhub.evaluators.result import EvaluatorOutput, join_or_none
 from trajhub.evaluators.trajectory_view import parse_trajectory
@@ -30,7 +30,9 @@ NAME = "tool_call_accuracy"
 
 
 @dataclass(frozen=True)
-class ToolCallAccuracyConfig:
+class ToolCallAccuracyConfig(Options):
+    EVALUATOR = NAME
+
     expected_tool: str | None = None
     strict_mode: bool = False
     expected_tool_order: tuple[str, ...] | None = None
@@ -45,10 +47,6 @@ class ToolCallAccuracyConfig:
                 require_type(NAME, "expected_tool_order[]", tool, str)
             # JSON gives a list; keep the frozen config hashable and immutable.
             object.__setattr__(self, "expected_tool_order", tuple(self.expected_tool_order))
-
-    @classmethod
-    def from_dict(cls, options: Mapping[str, Any] | None) -> ToolCallAccuracyConfig:
-        return config_from_mapping(cls, options, NAME)
 
 
 @dataclass(frozen=True)
@@ -80,9 +78,6 @@ class ToolCallAccuracyReason:
             if self.strict_mode and called and len(self.actual_tools) != 1:
                 lines.append(f"strict mode needs exactly one call, got {len(self.actual_tools)}")
         return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def is_ordered_subsequence(expected: Sequence[str], actual: Sequence[str]) -> bool:

@@ -11,7 +11,7 @@ not called (Mastra's rule). Passes when score >= `threshold` (default 1: every c
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from trajhub.evaluators._config import require_type
@@ -88,9 +88,6 @@ class ToolChoiceReason:
         if self.missing_tools:
             lines.append(f"needed but not called: {', '.join(self.missing_tools)}")
         return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def build_tool_choice_request(

@@ -11,7 +11,7 @@ is trajhub's own; the criteria follow what agentevals' and Mastra's trajectory j
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from trajhub.evaluators._config import ConfigError, require_type
@@ -89,9 +89,6 @@ class TrajectoryJudgeReason:
         judge = f" (judge: {self.model})" if self.model else ""
         reference = "against the reference" if self.with_reference else "without a reference"
         return [f"judged {reference}, pass at >= {self.threshold:g}{judge}", self.reasoning]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def build_trajectory_judge_request(

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from trajhub.evaluators._config import ConfigError, config_from_mapping, require_type
+from trajhub.evaluators._config import ConfigError, Options, require_type
 from trajhub.evaluators.expectations import (
     ArgsMatchSpec,
     Expectations,
@@ -55,7 +55,9 @@ REPEAT_PENALTY = 0.1
 
 
 @dataclass(frozen=True)
-class TrajectoryMatchConfig:
+class TrajectoryMatchConfig(Options):
+    EVALUATOR = NAME
+
     mode: str = "strict"
     level: str = "tool"
     #: the default matcher: a mode name or a list of dotted key paths (as an override)
@@ -84,10 +86,6 @@ class TrajectoryMatchConfig:
                     " or a callable"
                 )
         object.__setattr__(self, "args_match_overrides", overrides)
-
-    @classmethod
-    def from_dict(cls, options: Mapping[str, Any] | None) -> TrajectoryMatchConfig:
-        return config_from_mapping(cls, options, NAME)
 
 
 @dataclass(frozen=True)
@@ -156,9 +154,6 @@ class TrajectoryMatchReason:
             reps = ", ".join(f"{r.name}({_compact(r.args)}) x{r.count}" for r in self.repeated)
             lines.append(f"repeated: {reps}")
         return lines
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def trajectory_match(

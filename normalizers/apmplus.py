@@ -26,25 +26,12 @@ import json
 from collections.abc import Mapping
 from typing import Final
 
-from trajhub.normalizers.attrs import (
-    first_present_int,
-    parse_json,
-    put,
-    split_error,
-    to_float,
-    to_int,
-    to_str,
-)
+from trajhub.normalizers.attrs import copy_attrs, first_present_int, parse_json, put
+from trajhub.normalizers.coerce import to_float, to_int, to_str
 from trajhub.normalizers.cozeloop import inside_adk_agent, tool_call_id_from_calls
 from trajhub.normalizers.model import STATUS_ERROR, Attributes, Span
-from trajhub.normalizers.reading import (
-    Convention,
-    ErrorInfo,
-    ModelUsage,
-    SpanReading,
-    StepKind,
-    TraceView,
-)
+from trajhub.normalizers.reading import ErrorInfo, ModelUsage, SpanReading, StepKind, TraceView
+from trajhub.normalizers.span_errors import split_error
 
 _KINDS: Final[Mapping[str, StepKind]] = {
     "chatmodel": StepKind.MODEL,
@@ -180,9 +167,9 @@ class Apmplus:
         }
         put(metadata, "eino_run_info_component", component)
         put(metadata, "eino_run_info_name", run_name)
-        put(metadata, "eino_run_info_type", attrs.get("runinfo.type"))
-        put(metadata, "session_id", attrs.get("gen_ai.session.id"))
-        put(metadata, "user_id", attrs.get("gen_ai.user.id"))
+        copy_attrs(metadata, attrs, {"eino_run_info_type": "runinfo.type",
+                                     "session_id": "gen_ai.session.id",
+                                     "user_id": "gen_ai.user.id"})
         if "gen_ai.is_streaming" in attrs:
             put(metadata, "stream", attrs.get("gen_ai.is_streaming"))
 
@@ -214,19 +201,9 @@ class Apmplus:
         error = _error(span)
         if error is None and kind is StepKind.AGENT:
             error = _agent_error(span, trace)
-        return SpanReading(
-            convention=self.name,
-            kind=kind,
-            rule=rule,
-            name=name,
-            input=input_text,
-            output=output_text,
-            error=error,
-            usage=usage,
-            metadata=metadata,
-            framework="eino",
-            warnings=tuple(warnings),
-        )
+        return SpanReading(self.name, kind, rule, name, input=input_text, output=output_text,
+                           error=error, usage=usage, metadata=metadata, framework="eino",
+                           warnings=tuple(warnings))
 
 
 def _usage(attrs: Attributes, warnings: list[str]) -> ModelUsage:
@@ -283,4 +260,4 @@ def _tool_call_id(span: Span, tool_name: str, arguments: str, trace: TraceView) 
 
 APMPLUS: Final = Apmplus()
 
-CONVENTIONS: tuple[Convention, ...] = (APMPLUS,)
+CONVENTIONS = (APMPLUS,)

@@ -288,7 +288,8 @@ def to_atif(trajectory: Trajectory) -> dict[str, Any]:
 # ATIF -> OTLP spans
 
 
-def _kv(key: str, value: Any) -> KeyValue:
+def key_value(key: str, value: Any) -> KeyValue:
+    """An OTLP attribute: a bool, int or float as itself, a string as is, anything else as JSON."""
     if isinstance(value, bool):
         return KeyValue(key=key, value=AnyValue(bool_value=value))
     if isinstance(value, int):
@@ -297,6 +298,18 @@ def _kv(key: str, value: Any) -> KeyValue:
         return KeyValue(key=key, value=AnyValue(double_value=value))
     text = value if isinstance(value, str) else orjson.dumps(value).decode()
     return KeyValue(key=key, value=AnyValue(string_value=text))
+
+
+def _describe(span: OtlpSpan, attributes: Mapping[str, Any],
+              error: Mapping[str, Any] | None) -> None:
+    """Set a built span's attributes (the present ones) and, for an ATIF error, its status."""
+    span.attributes.extend(key_value(k, v) for k, v in attributes.items() if v not in (None, ""))
+    if error is not None:
+        code = to_whole(error.get("code"))
+        span.status.CopyFrom(Status(code=_STATUS_ERROR,  # type: ignore[arg-type]
+                                    message=to_str(error.get("msg")) or "error"))
+        if code is not None and code not in (-1, 0):
+            span.attributes.append(key_value("error.type", str(code)))
 
 
 def _hash(*parts: str) -> bytes:
@@ -345,13 +358,7 @@ class _Importer:
         span = OtlpSpan(trace_id=self.trace_id, span_id=span_id, parent_span_id=parent,
                         name=name, kind=kind,  # type: ignore[arg-type]
                         start_time_unix_nano=start, end_time_unix_nano=max(end, start))
-        span.attributes.extend(_kv(k, v) for k, v in attributes.items() if v not in (None, ""))
-        if error is not None:
-            code = to_whole(error.get("code"))
-            span.status.CopyFrom(Status(code=_STATUS_ERROR,  # type: ignore[arg-type]
-                                        message=to_str(error.get("msg")) or "error"))
-            if code is not None and code not in (-1, 0):
-                span.attributes.append(_kv("error.type", str(code)))
+        _describe(span, attributes, error)
         self.spans.append(span)
         return span_id
 
@@ -404,13 +411,7 @@ class _Importer:
         built = OtlpSpan(trace_id=self.trace_id, span_id=span_id, parent_span_id=parent,
                          name=f"{operation} {name}", kind=_INTERNAL,  # type: ignore[arg-type]
                          start_time_unix_nano=start, end_time_unix_nano=end)
-        built.attributes.extend(_kv(k, v) for k, v in attributes.items() if v not in (None, ""))
-        if error is not None:
-            code = to_whole(error.get("code"))
-            built.status.CopyFrom(Status(code=_STATUS_ERROR,  # type: ignore[arg-type]
-                                         message=to_str(error.get("msg")) or "error"))
-            if code is not None and code not in (-1, 0):
-                built.attributes.append(_kv("error.type", str(code)))
+        _describe(built, attributes, error)
         self.spans[placeholder] = built
         return start, end
 
@@ -590,7 +591,7 @@ def from_atif(document: Any, start_ns: int) -> tuple[str, ExportTraceServiceRequ
         importer.agent(document, b"", embedded, "$")
     request = ExportTraceServiceRequest()
     resource_spans = request.resource_spans.add()
-    resource_spans.resource.attributes.append(_kv("service.name", IMPORT_SERVICE))
+    resource_spans.resource.attributes.append(key_value("service.name", IMPORT_SERVICE))
     scope_spans = resource_spans.scope_spans.add()
     scope_spans.scope.name = IMPORT_SCOPE
     scope_spans.scope.version = SCHEMA_VERSION

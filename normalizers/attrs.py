@@ -1,27 +1,27 @@
-"""The normalizers' one value-coercion toolkit: typed, forgiving readers for attribute values and
-the JSON-ish text inside them, shared by every convention module.
+"""Reading span attributes: getters that look keys up in an attribute map (the first present key
+wins), the JSON and Python-literal text inside attribute values, flattened attributes rebuilt
+into lists and maps, and the helpers that copy them into a reading's metadata. Shared by every
+convention module; what a span says about its failure is `normalizers.span_errors`'s job.
 
-Instrumentations disagree on types (CozeLoop JS sends token counts as strings, OTLP/JSON may send
-ints as decimal strings, a buggy client may send anything), so every getter accepts the plausible
-forms and returns None for the rest instead of raising: a normalizer must never crash on odd input.
+Converting one loosely typed value to an int, float or string is `normalizers.coerce`'s job;
+these readers use it. Like it, none of them raises: a normalizer must never crash on odd input
+(instrumentations disagree on types: CozeLoop JS sends token counts as strings, OTLP/JSON may send
+ints as decimal strings, a buggy client may send anything).
 """
 
 from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import orjson
 
-# the coercions live in one module for every reader (normalizers.coerce); re-exported for the
-# convention modules that import them from here
-from trajhub.normalizers.coerce import to_float as to_float
-from trajhub.normalizers.coerce import to_int as to_int
-from trajhub.normalizers.coerce import to_str as to_str
-from trajhub.normalizers.model import STATUS_ERROR, STATUS_OK, AttributeValue, Span
-from trajhub.normalizers.reading import ErrorInfo
+from trajhub.normalizers.coerce import to_float, to_int, to_str
+from trajhub.normalizers.model import AttributeValue
+
+T = TypeVar("T")
 
 
 def get_str(attrs: Mapping[str, AttributeValue], *keys: str) -> str | None:
@@ -43,11 +43,40 @@ def put(metadata: dict[str, str], key: str, value: object) -> None:
         metadata[key] = text
 
 
+def copy_attrs(
+    metadata: dict[str, str], attrs: Mapping[str, AttributeValue], keys: Mapping[str, str]
+) -> None:
+    """For each metadata name → attribute key, set the name to the attribute's value as a string
+    (`put`: an absent or empty attribute sets nothing)."""
+    for name, key in keys.items():
+        put(metadata, name, attrs.get(key))
+
+
+def put_tool_call_id(metadata: dict[str, str], warnings: list[str], call_id: str | None) -> None:
+    """A tool step's call id in its metadata, or, when the convention found none, the warning
+    every convention gives for that."""
+    if call_id:
+        metadata["tool_call_id"] = call_id
+    else:
+        warnings.append("tool call id not found")
+
+
 def get_int(attrs: Mapping[str, AttributeValue], *keys: str) -> int | None:
+    """The first of `keys` whose value is an integer (`to_int`); an ill-typed one is skipped."""
+    return _first(attrs, keys, to_int)
+
+
+def get_float(attrs: Mapping[str, AttributeValue], *keys: str) -> float | None:
+    """The first of `keys` whose value is a finite number (`to_float`)."""
+    return _first(attrs, keys, to_float)
+
+
+def _first(attrs: Mapping[str, AttributeValue], keys: tuple[str, ...],
+           read: Callable[[object], T | None]) -> T | None:
     for key in keys:
-        number = to_int(attrs.get(key))
-        if number is not None:
-            return number
+        value = read(attrs.get(key))
+        if value is not None:
+            return value
     return None
 
 
@@ -65,14 +94,6 @@ def first_present_int(
             if value is None:
                 warnings.append(f"{label}{key} is not an integer: {attrs[key]!r}")
             return value
-    return None
-
-
-def get_float(attrs: Mapping[str, AttributeValue], *keys: str) -> float | None:
-    for key in keys:
-        number = to_float(attrs.get(key))
-        if number is not None:
-            return number
     return None
 
 
@@ -185,132 +206,3 @@ def _listify(node: Any) -> Any:
     if converted and all(k.isdigit() for k in converted):
         return [converted[k] for k in sorted(converted, key=int)]
     return converted
-
-
-# ---------------------------------------------------------------------------------------------
-# errors
-
-_TRACEBACK_MARK = "Traceback (most recent call last)"
-_MAX_MESSAGE = 500
-_GENERIC_EXCEPTION_TYPES = frozenset({"", "Exception", "BaseException", "Error"})
-#: attributes that carry a numeric provider / HTTP code of a failed call
-_CODE_KEYS = (
-    "http.response.status_code",
-    "http.status_code",
-    "error.code",
-    "error.status_code",
-    "gen_ai.response.status_code",
-)
-
-
-def one_line(text: str) -> str:
-    """The most specific single line of an error text: the part before a Python traceback, first
-    non-empty line, capped (a traceback belongs in metadata, not in `msg`)."""
-    head = text.split(_TRACEBACK_MARK, 1)[0]
-    for line in head.splitlines():
-        line = line.strip()
-        if line:
-            return line[:_MAX_MESSAGE]
-    return ""
-
-
-def split_error(text: str) -> tuple[str, str]:
-    """(one-line message, the rest). The schema's `msg` is one line; Eino's graph errors append
-    a "----\\nnode path: [...]" block and tracebacks are many lines, which belong in metadata."""
-    stripped = text.strip()
-    if not stripped:
-        return "", ""
-    lines = stripped.splitlines()
-    first = next((line.strip() for line in lines if line.strip()), "")
-    rest = stripped if len(lines) > 1 else ""
-    return first, rest
-
-
-def _traceback_of(text: str) -> str:
-    index = text.find(_TRACEBACK_MARK)
-    return text[index:].strip() if index >= 0 else ""
-
-
-def span_failed(span: Span, extra_error_keys: Iterable[str] = ()) -> bool:
-    """A span failed when its status is ERROR, its Coze Loop status_code is non-zero, or it carries
-    error attributes or an `exception` event (docs/trajectory-rules.md §4). An explicit status OK
-    wins over events: OpenInference records an `exception` event for GraphInterrupt/Command but
-    deliberately sets OK, because those are control flow, not failures."""
-    if span.status_code == STATUS_ERROR:
-        return True
-    if span.cozeloop is not None and span.cozeloop.status_code != 0:
-        return True
-    if span.status_code == STATUS_OK:
-        return False
-    attrs = span.attributes
-    if any(get_str(attrs, key) for key in ("error.type", "error.message", *extra_error_keys)):
-        return True
-    if any(key.startswith("exception.") for key in attrs):
-        return True
-    return any(event.name == "exception" for event in span.events)
-
-
-def span_error(span: Span, extra_message_keys: Iterable[str] = ()) -> ErrorInfo | None:
-    """The ErrorInfo of a failed span (None when it did not fail), docs/trajectory-rules.md §4."""
-    extra = tuple(extra_message_keys)
-    if not span_failed(span, extra):
-        return None
-    return error_info(span, extra)
-
-
-def error_info(span: Span, extra_message_keys: Iterable[str] = ()) -> ErrorInfo:
-    """The ErrorInfo a span's status, error attributes and `exception` event describe, whether
-    or not the span counts as failed (a root exported with status OK can still record the
-    run's exception: docs/trajectory-rules.md §4)."""
-    extra = tuple(extra_message_keys)
-    attrs = span.attributes
-    code = -1
-    if span.cozeloop is not None and span.cozeloop.status_code != 0:
-        code = span.cozeloop.status_code
-    else:
-        provider_code = get_int(attrs, *_CODE_KEYS)
-        if provider_code is None:
-            # OTel GenAI: error.type is "a provider code or an exception class"; use it when numeric
-            provider_code = get_int(attrs, "error.type")
-        if provider_code is not None and provider_code != 0:
-            code = provider_code
-
-    event = next((e for e in span.events if e.name == "exception"), None)
-    ev_type = get_str(event.attributes, "exception.type") if event else None
-    ev_message = get_str(event.attributes, "exception.message") if event else None
-    ev_trace = get_str(event.attributes, "exception.stacktrace") if event else None
-    attr_type = get_str(attrs, "exception.type", "error.type")
-    attr_message = get_str(attrs, *extra, "error.message", "exception.message")
-
-    candidates: list[str] = []
-    # exception event first: it has the class and the message apart; LangSmith's event message
-    # is repr(err)+traceback with a generic type, which one_line() cuts down to repr(err)
-    if ev_message:
-        line = one_line(ev_message)
-        if ev_type and ev_type not in _GENERIC_EXCEPTION_TYPES and not line.startswith(ev_type):
-            line = f"{ev_type}: {line}"
-        candidates.append(line)
-    if attr_message:
-        line = one_line(attr_message)
-        if (
-            attr_type
-            and attr_type not in _GENERIC_EXCEPTION_TYPES
-            and not line.startswith(attr_type)
-        ):
-            line = f"{attr_type}: {line}"
-        candidates.append(line)
-    if span.status_message:
-        candidates.append(one_line(span.status_message))
-    if attr_type:
-        candidates.append(attr_type)
-    if ev_type:
-        candidates.append(ev_type)
-    message = next((c for c in candidates if c), "error")
-
-    traceback = ev_trace or get_str(attrs, "exception.stacktrace", "error_trace") or ""
-    if not traceback:
-        for text in (span.status_message, ev_message or "", attr_message or ""):
-            traceback = _traceback_of(text)
-            if traceback:
-                break
-    return ErrorInfo(code=code, message=message, traceback=traceback)

@@ -34,6 +34,7 @@ from trajhub.normalizers.reading import Convention, ModelUsage, SpanReading, Ste
 from trajhub.normalizers.trajectory import (
     AgentStep,
     BasicInfo,
+    EntryFields,
     MetricsInfo,
     ModelInfo,
     RootStep,
@@ -373,19 +374,16 @@ def _metadata(span: Span, reading: SpanReading, orphan: bool) -> dict[str, str]:
     return meta
 
 
-def _step(node: _Node) -> Step:
+def _entry(node: _Node) -> EntryFields:
     reading = node.reading
-    return Step(
-        id=node.span.span_id,
-        parent_id=node.new_parent_id,
-        type=reading.kind.value,
-        name=reading.name,
-        input=reading.input,
-        output=reading.output,
-        basic_info=_basic_info(node),
-        metadata=node.metadata,
-        model_info=node.model_info if reading.kind is StepKind.MODEL else None,
-    )
+    return EntryFields(id=node.span.span_id, name=reading.name, input=reading.input,
+                       output=reading.output, basic_info=_basic_info(node), metadata=node.metadata)
+
+
+def _step(node: _Node) -> Step:
+    kind = node.reading.kind
+    return Step(**_entry(node), parent_id=node.new_parent_id, type=kind.value,
+                model_info=node.model_info if kind is StepKind.MODEL else None)
 
 
 def _metrics(nodes: Sequence[_Node]) -> MetricsInfo:
@@ -590,33 +588,12 @@ def _trajectory(
     for entry, own in entries:
         for node in own:
             all_steps.setdefault(node.span.span_id, node)
-        reading = entry.reading
-        agent_steps.append(
-            AgentStep(
-                id=entry.span.span_id,
-                parent_id=entry.new_parent_id,
-                name=reading.name,
-                input=reading.input,
-                output=reading.output,
-                basic_info=_basic_info(entry),
-                metrics_info=_metrics(own),
-                steps=[_step(n) for n in own],
-                metadata=entry.metadata,
-            )
-        )
+        agent_steps.append(AgentStep(**_entry(entry), parent_id=entry.new_parent_id,
+                                     metrics_info=_metrics(own), steps=[_step(n) for n in own]))
     steps = list(all_steps.values())
-    root_reading = root_node.reading
     trajectory = Trajectory(
         id=trace_id,
-        root_step=RootStep(
-            id=root_node.span.span_id,
-            name=root_reading.name,
-            input=root_reading.input,
-            output=root_reading.output,
-            basic_info=_basic_info(root_node),
-            metrics_info=_metrics(steps),
-            metadata=root_node.metadata,
-        ),
+        root_step=RootStep(**_entry(root_node), metrics_info=_metrics(steps)),
         agent_steps=agent_steps,
     )
     return trajectory, steps

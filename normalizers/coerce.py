@@ -1,4 +1,6 @@
-"""The one set of value coercions for normalizers, evaluators and the service's document reads.
+"""Value coercions: one loosely typed value to an int, float, string, bool, list or map, for the
+normalizers, the evaluators and the service's document reads. Looking keys up in a span's
+attributes, and parsing the text inside them, is `normalizers.attrs`'s job, built on these.
 
 Span attributes and stored trajectory documents both carry values whose type was chosen by
 someone else (an instrumentation, an older normalizer, a hand-written test document). Every

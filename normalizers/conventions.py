@@ -26,12 +26,8 @@ class Fallback:
         return True
 
     def read(self, span: Span, trace: TraceView) -> SpanReading:
-        return SpanReading(
-            convention=self.name,
-            kind=StepKind.OTHER,
-            rule="no convention recognised the span",
-            name=span.name,
-        )
+        return SpanReading(self.name, StepKind.OTHER, "no convention recognised the span",
+                           span.name)
 
 
 FALLBACK = Fallback()

@@ -15,8 +15,8 @@ agent (Coze Loop drops it: its match is case-sensitive), and a LangGraph compile
 name — which both callbacks report as a plain `chain` — is still recognised as the graph when it is
 the run's root (see `_is_unnamed_langgraph_root`).
 
-`tool_call_id_from_calls` is shared with `normalizers.apmplus`; value coercion comes from the one
-toolkit, `normalizers.attrs`.
+`tool_call_id_from_calls` is shared with `normalizers.apmplus`; values are coerced by
+`normalizers.coerce`.
 """
 
 from __future__ import annotations
@@ -26,16 +26,8 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from trajhub.normalizers.attrs import (
-    first_present_int,
-    parse_json,
-    parse_literal,
-    put,
-    split_error,
-    to_float,
-    to_int,
-    to_str,
-)
+from trajhub.normalizers.attrs import copy_attrs, first_present_int, parse_json, parse_literal, put
+from trajhub.normalizers.coerce import to_float, to_int, to_str
 from trajhub.normalizers.genai import CACHE_READ_KEYS, CACHE_WRITE_KEYS
 from trajhub.normalizers.langgraph import tool_call_id_from_tool_message
 from trajhub.normalizers.model import STATUS_ERROR, AttributeValue, Span
@@ -47,6 +39,7 @@ from trajhub.normalizers.reading import (
     StepKind,
     TraceView,
 )
+from trajhub.normalizers.span_errors import split_error
 
 #: How far we walk up a parent chain or down a subtree; a malformed trace (a cycle, or a span
 #: that claims itself as parent) must not hang the normalizer.
@@ -285,13 +278,8 @@ class CozeLoopNative:
     def read(self, span: Span, trace: TraceView) -> SpanReading:
         native = span.cozeloop
         if native is None:  # detect() said no; read anyway rather than raise
-            return SpanReading(
-                convention=self.name,
-                kind=StepKind.OTHER,
-                rule="cozeloop: not a native span",
-                name=span.name,
-                warnings=("cozeloop: span has no native Coze Loop fields",),
-            )
+            return SpanReading(self.name, StepKind.OTHER, "cozeloop: not a native span", span.name,
+                               warnings=("cozeloop: span has no native Coze Loop fields",))
         warnings: list[str] = []
         runtime = _runtime(span)
         language = to_str(runtime.get("language"))
@@ -373,19 +361,9 @@ class CozeLoopNative:
 
         error = self._error(span, kind, is_eino, trace)
         usage = self._usage(span, language, library, warnings) if kind is StepKind.MODEL else None
-        return SpanReading(
-            convention=self.name,
-            kind=kind,
-            rule=rule,
-            name=name,
-            input=input_text,
-            output=output_text,
-            error=error,
-            usage=usage,
-            metadata=metadata,
-            framework=framework,
-            warnings=tuple(warnings),
-        )
+        return SpanReading(self.name, kind, rule, name, input=input_text, output=output_text,
+                           error=error, usage=usage, metadata=metadata, framework=framework,
+                           warnings=tuple(warnings))
 
     @staticmethod
     def _error(span: Span, kind: StepKind, is_eino: bool, trace: TraceView) -> ErrorInfo | None:
@@ -591,6 +569,17 @@ def _first_exception(span: Span) -> Mapping[str, AttributeValue] | None:
     return None
 
 
+#: metadata copied as is from the attributes of @cozeloop/langchain's spans
+_OTEL_COPIED = {
+    "langchain_run_id": "langchain-run-id",
+    "session_id": "session.id",
+    "user_id": "user.id",
+    "message_id": "messaging.message.id",
+    "prompt_key": "cozeloop.prompt_key",
+    "prompt_version": "cozeloop.prompt_version",
+}
+
+
 class CozeLoopOtel:
     """`cozeloop.*` OTLP spans (@cozeloop/langchain for LangChain.js / LangGraph.js)."""
 
@@ -613,12 +602,7 @@ class CozeLoopOtel:
 
         metadata: dict[str, str] = {"convention": self.name, "span_type": span_type}
         put(metadata, "framework", framework)
-        put(metadata, "langchain_run_id", attrs.get("langchain-run-id"))
-        put(metadata, "session_id", attrs.get("session.id"))
-        put(metadata, "user_id", attrs.get("user.id"))
-        put(metadata, "message_id", attrs.get("messaging.message.id"))
-        put(metadata, "prompt_key", attrs.get("cozeloop.prompt_key"))
-        put(metadata, "prompt_version", attrs.get("cozeloop.prompt_version"))
+        copy_attrs(metadata, attrs, _OTEL_COPIED)
         if "cozeloop.stream" in attrs:
             put(metadata, "stream", attrs.get("cozeloop.stream"))
 
@@ -647,19 +631,10 @@ class CozeLoopOtel:
                 )
             put(metadata, "tool_call_id", call_id)
 
-        return SpanReading(
-            convention=self.name,
-            kind=kind,
-            rule=rule,
-            name=span.name,
-            input=to_str(attrs.get("cozeloop.input")),
-            output=output,
-            error=self._error(span),
-            usage=usage,
-            metadata=metadata,
-            framework=framework,
-            warnings=tuple(warnings),
-        )
+        return SpanReading(self.name, kind, rule, span.name,
+                           input=to_str(attrs.get("cozeloop.input")), output=output,
+                           error=self._error(span), usage=usage, metadata=metadata,
+                           framework=framework, warnings=tuple(warnings))
 
     @staticmethod
     def _error(span: Span) -> ErrorInfo | None:

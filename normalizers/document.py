@@ -46,6 +46,7 @@ from trajhub.normalizers.immutable import immutable
 from trajhub.normalizers.trajectory import (
     AgentStep,
     BasicInfo,
+    EntryFields,
     MetricsInfo,
     ModelInfo,
     RootStep,
@@ -75,15 +76,7 @@ def parse_document(document: object) -> Trajectory:
     entries = to_list(doc.get("agent_steps")) or to_list(root.get("agent_steps"))
     return Trajectory(
         id=to_str(doc.get("id")),
-        root_step=RootStep(
-            id=to_str(root.get("id")),
-            name=to_str(root.get("name")),
-            input=to_str(root.get("input")),
-            output=to_str(root.get("output")),
-            basic_info=_basic_info(root.get("basic_info")),
-            metrics_info=_metrics_info(root.get("metrics_info")),
-            metadata=_metadata(root.get("metadata")),
-        ),
+        root_step=RootStep(**_entry(root), metrics_info=_metrics_info(root.get("metrics_info"))),
         agent_steps=[_agent(entry) for entry in entries if isinstance(entry, Mapping)],
     )
 
@@ -223,28 +216,18 @@ def _model_info(value: object) -> ModelInfo | None:
 
 def parse_step(raw: Mapping[str, Any]) -> Step:
     """One step entry of a stored document (an `agent_steps[].steps[]` object)."""
-    return Step(
-        id=to_str(raw.get("id")),
-        parent_id=to_str(raw.get("parent_id")),
-        type=to_str(raw.get("type")).lower(),
-        name=to_str(raw.get("name")),
-        input=to_str(raw.get("input")),
-        output=to_str(raw.get("output")),
-        basic_info=_basic_info(raw.get("basic_info")),
-        metadata=_metadata(raw.get("metadata")),
-        model_info=_model_info(raw.get("model_info")),
-    )
+    return Step(**_entry(raw), parent_id=to_str(raw.get("parent_id")),
+                type=to_str(raw.get("type")).lower(), model_info=_model_info(raw.get("model_info")))
 
 
 def _agent(raw: Mapping[str, Any]) -> AgentStep:
-    return AgentStep(
-        id=to_str(raw.get("id")),
-        parent_id=to_str(raw.get("parent_id")),
-        name=to_str(raw.get("name")),
-        input=to_str(raw.get("input")),
-        output=to_str(raw.get("output")),
-        basic_info=_basic_info(raw.get("basic_info")),
-        metrics_info=_metrics_info(raw.get("metrics_info")),
-        steps=[parse_step(step) for step in to_list(raw.get("steps")) if isinstance(step, Mapping)],
-        metadata=_metadata(raw.get("metadata")),
-    )
+    steps = [parse_step(step) for step in to_list(raw.get("steps")) if isinstance(step, Mapping)]
+    return AgentStep(**_entry(raw), parent_id=to_str(raw.get("parent_id")),
+                     metrics_info=_metrics_info(raw.get("metrics_info")), steps=steps)
+
+
+def _entry(raw: Mapping[str, Any]) -> EntryFields:
+    return EntryFields(id=to_str(raw.get("id")), name=to_str(raw.get("name")),
+                       input=to_str(raw.get("input")), output=to_str(raw.get("output")),
+                       basic_info=_basic_info(raw.get("basic_info")),
+                       metadata=_metadata(raw.get("metadata")))

@@ -24,9 +24,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from trajhub.normalizers.attrs import dumps, get_float, get_int, get_str, parse_json, span_error
+from trajhub.normalizers.attrs import (
+    copy_attrs,
+    dumps,
+    get_float,
+    get_int,
+    get_str,
+    parse_json,
+    put,
+    put_tool_call_id,
+)
 from trajhub.normalizers.model import Attributes, Span
 from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
+from trajhub.normalizers.span_errors import span_error
 
 OPERATION_KEY = "gen_ai.operation.name"
 
@@ -184,11 +194,8 @@ def _mcp_metadata(span: Span, trace: TraceView) -> dict[str, str]:
                 break
     if server or address:
         metadata["mcp_server"] = server or address
-    for key, attr in (("mcp_session_id", "mcp.session.id"),
-                      ("mcp_protocol_version", "mcp.protocol.version")):
-        value = get_str(attrs, attr)
-        if value:
-            metadata[key] = value
+    copy_attrs(metadata, attrs, {"mcp_session_id": "mcp.session.id",
+                                 "mcp_protocol_version": "mcp.protocol.version"})
     return metadata
 
 
@@ -295,12 +302,9 @@ def _memory(operation: str, attrs: Attributes) -> tuple[str, str, str, dict[str,
     if not writes and records is not None:
         output_text = records if isinstance(records, str) else dumps(records)
     metadata = {"operation": operation}
-    for key, attr in (("memory_store_id", "gen_ai.memory.store.id"),
-                      ("memory_record_id", "gen_ai.memory.record.id"),
-                      ("memory_record_count", "gen_ai.memory.record.count")):
-        value = get_str(attrs, attr)
-        if value:
-            metadata[key] = value
+    copy_attrs(metadata, attrs, {"memory_store_id": "gen_ai.memory.store.id",
+                                 "memory_record_id": "gen_ai.memory.record.id",
+                                 "memory_record_count": "gen_ai.memory.record.count"})
     # the span name the registry gives it: `{gen_ai.operation.name}`
     return operation, input_text, output_text, metadata
 
@@ -366,11 +370,7 @@ class GenAI:
             )
             if _is_mcp_tool_call(span):
                 metadata.update(_mcp_metadata(span, trace))
-            call_id = get_str(attrs, "gen_ai.tool.call.id")
-            if call_id:
-                metadata["tool_call_id"] = call_id
-            else:
-                warnings.append("tool call id not found")
+            put_tool_call_id(metadata, warnings, get_str(attrs, "gen_ai.tool.call.id"))
         else:
             input_text = input_messages(attrs) or get_str(attrs, "gen_ai.prompt") or ""
             output_text = output_messages(attrs) or get_str(attrs, "gen_ai.completion") or ""
@@ -378,9 +378,7 @@ class GenAI:
                 input_text, output_text = _event_content(span)
         if kind is StepKind.MODEL:
             usage = model_usage(attrs)
-            model = model_name(attrs)
-            if model:
-                metadata["model_name"] = model
+            put(metadata, "model_name", model_name(attrs))
             plan = span if operation == "plan" else _in_plan(span, trace)
             if plan is not None:
                 metadata["phase"] = "plan"
@@ -392,9 +390,7 @@ class GenAI:
                 # spans); whether its inner steps are missing is decided over the kept tree
                 # (normalizers/multiagent.py)
                 metadata["remote_agent"] = "true"
-                address = _server_address(attrs)
-                if address:
-                    metadata["server_address"] = address
+                put(metadata, "server_address", _server_address(attrs))
                 if any(MCP_METHOD_KEY not in c.attributes and "a2a.method.name" in c.attributes
                        for c in trace.children(span)):
                     metadata["remote_protocol"] = "a2a"
@@ -402,34 +398,17 @@ class GenAI:
                 # the count is kept where a reader sees it, not added to the run's totals
                 for key, attr in (("remote_input_tokens", "gen_ai.usage.input_tokens"),
                                   ("remote_output_tokens", "gen_ai.usage.output_tokens")):
-                    count = get_int(attrs, attr)
-                    if count is not None:
-                        metadata[key] = str(count)
+                    put(metadata, key, get_int(attrs, attr))
         elif kind is StepKind.GRAPH:
             name = get_str(attrs, "gen_ai.workflow.name") or span.name
         provider = get_str(attrs, "gen_ai.provider.name", "gen_ai.system")
         if provider and kind is StepKind.MODEL:
             metadata["model_provider"] = provider
-        for key, attr in (
-            ("session_id", "gen_ai.conversation.id"),
-            ("agent_id", "gen_ai.agent.id"),
-        ):
-            value = get_str(attrs, attr)
-            if value:
-                metadata[key] = value
-        return SpanReading(
-            convention=self.name,
-            kind=kind,
-            rule=rule,
-            name=name,
-            input=input_text,
-            output=output_text,
-            error=span_error(span),
-            usage=usage,
-            metadata=metadata,
-            framework="",
-            warnings=tuple(warnings),
-        )
+        copy_attrs(metadata, attrs, {"session_id": "gen_ai.conversation.id",
+                                     "agent_id": "gen_ai.agent.id"})
+        return SpanReading(self.name, kind, rule, name, input=input_text, output=output_text,
+                           error=span_error(span), usage=usage, metadata=metadata,
+                           warnings=tuple(warnings))
 
 
 GENAI = GenAI()

@@ -19,20 +19,29 @@ from __future__ import annotations
 from typing import Any
 
 from trajhub.normalizers.attrs import (
+    copy_attrs,
     dig,
     get_int,
     get_str,
     parse_json,
     parse_literal,
-    span_error,
-    to_int,
+    put,
+    put_tool_call_id,
 )
+from trajhub.normalizers.coerce import to_int
 from trajhub.normalizers.langgraph import is_graph
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
+from trajhub.normalizers.span_errors import span_error
 
 KIND_KEY = "langsmith.span.kind"
 _META = "langsmith.metadata."
+#: metadata copied as is from `langsmith.metadata.<the same name>`: the LangGraph node, step and
+#: task id ("<node>:<id>", which tells parallel tasks of one node in one step apart), and the
+#: run's session, user and thread
+_COPIED = {key: _META + key for key in (
+    "langgraph_node", "langgraph_step", "langgraph_checkpoint_ns", "session_id", "user_id",
+    "thread_id")}
 
 
 def node_of(span: Span) -> str:
@@ -91,50 +100,20 @@ class LangSmith:
                 cache_read_tokens=to_int(in_details.get("cache_read")),
                 cache_write_tokens=to_int(in_details.get("cache_creation")),
             )
-            model = get_str(
-                attrs, "gen_ai.response.model", "gen_ai.request.model", _META + "ls_model_name"
-            )
-            if model:
-                metadata["model_name"] = model
-            provider = get_str(attrs, _META + "ls_provider", "gen_ai.system")
-            if provider:
-                metadata["model_provider"] = provider
+            put(metadata, "model_name", get_str(
+                attrs, "gen_ai.response.model", "gen_ai.request.model", _META + "ls_model_name"))
+            put(metadata, "model_provider", get_str(attrs, _META + "ls_provider", "gen_ai.system"))
         elif kind is StepKind.TOOL:
             name = get_str(attrs, "gen_ai.tool.name") or span.name
-            call_id = get_str(attrs, "gen_ai.tool.call.id")
-            if call_id:
-                metadata["tool_call_id"] = call_id
-            else:
-                warnings.append("tool call id not found")
+            put_tool_call_id(metadata, warnings, get_str(attrs, "gen_ai.tool.call.id"))
 
-        if node:
-            metadata["langgraph_node"] = node
-        step = get_str(attrs, _META + "langgraph_step")
-        if step:
-            metadata["langgraph_step"] = step
-        # the task id ("<node>:<id>"): tells parallel tasks of one node in one step apart
-        task = get_str(attrs, _META + "langgraph_checkpoint_ns")
-        if task:
-            metadata["langgraph_checkpoint_ns"] = task
-        for key in ("session_id", "user_id", "thread_id"):
-            value = get_str(attrs, _META + key)
-            if value:
-                metadata[key] = value
-
+        copy_attrs(metadata, attrs, _COPIED)
         framework = "langgraph" if in_langgraph else "langchain"
-        return SpanReading(
-            convention=self.name,
-            kind=kind,
-            rule=rule,
-            name=name,
-            input=get_str(attrs, "gen_ai.prompt") or "",
-            output=get_str(attrs, "gen_ai.completion") or "",
-            error=span_error(span),
-            usage=usage,
-            metadata=metadata,
-            framework=framework,
-            warnings=tuple(warnings),
-        )
+        return SpanReading(self.name, kind, rule, name,
+                           input=get_str(attrs, "gen_ai.prompt") or "",
+                           output=get_str(attrs, "gen_ai.completion") or "",
+                           error=span_error(span), usage=usage, metadata=metadata,
+                           framework=framework, warnings=tuple(warnings))
 
 
 LANGSMITH = LangSmith()

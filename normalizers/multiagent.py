@@ -27,10 +27,11 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Any, Final
 
-from trajhub.normalizers.attrs import error_info, parse_json
+from trajhub.normalizers.attrs import parse_json
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.payloads import command_goto
 from trajhub.normalizers.reading import ErrorInfo, SpanReading, StepKind
+from trajhub.normalizers.span_errors import error_info
 
 #: exceptions LangGraph raises to route, never to fail (langgraph.errors)
 _CONTROL_FLOW: Final = ("ParentCommand", "GraphBubbleUp", "GraphInterrupt", "NodeInterrupt")

@@ -29,12 +29,14 @@ from functools import lru_cache
 from typing import Any
 
 from trajhub.normalizers.attrs import (
+    copy_attrs,
     dig,
     dumps,
     get_int,
     get_str,
     parse_json,
-    span_error,
+    put,
+    put_tool_call_id,
     unflatten,
 )
 from trajhub.normalizers.langgraph import (
@@ -45,6 +47,7 @@ from trajhub.normalizers.langgraph import (
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.payloads import model_input, model_output
 from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
+from trajhub.normalizers.span_errors import span_error
 
 KIND_KEY = "openinference.span.kind"
 
@@ -194,14 +197,9 @@ class OpenInference:
                     "cache_creation",
                 ),
             )
-            model = get_str(
-                attrs, "llm.response.model_name", "llm.model_name", "llm.request.model_name"
-            )
-            if model:
-                metadata["model_name"] = model
-            provider = get_str(attrs, "llm.provider", "llm.system")
-            if provider:
-                metadata["model_provider"] = provider
+            put(metadata, "model_name", get_str(
+                attrs, "llm.response.model_name", "llm.model_name", "llm.request.model_name"))
+            put(metadata, "model_provider", get_str(attrs, "llm.provider", "llm.system"))
         elif kind is StepKind.TOOL:
             call_id = get_str(attrs, "tool.id") or tool_call_id_from_tool_message(output_text)
             parent = trace.parent(span)
@@ -210,10 +208,7 @@ class OpenInference:
                 call_id = tool_call_id_from_node_input(
                     parse_json(get_str(parent.attributes, "input.value")), name
                 )
-            if call_id:
-                metadata["tool_call_id"] = call_id
-            else:
-                warnings.append("tool call id not found")
+            put_tool_call_id(metadata, warnings, call_id)
 
         if isinstance(node, str) and node:
             metadata["langgraph_node"] = node
@@ -224,29 +219,16 @@ class OpenInference:
         task = meta_json.get("langgraph_checkpoint_ns")
         if isinstance(task, str) and task:
             metadata["langgraph_checkpoint_ns"] = task
-        for key, attr in (("session_id", "session.id"), ("user_id", "user.id")):
-            value = get_str(attrs, attr)
-            if value:
-                metadata[key] = value
+        copy_attrs(metadata, attrs, {"session_id": "session.id", "user_id": "user.id"})
 
         framework = ""
         if in_langgraph:
             framework = "langgraph"
         elif "langchain" in span.scope_name:
             framework = "langchain"
-        return SpanReading(
-            convention=self.name,
-            kind=kind,
-            rule=rule,
-            name=name,
-            input=input_text,
-            output=output_text,
-            error=span_error(span),
-            usage=usage,
-            metadata=metadata,
-            framework=framework,
-            warnings=tuple(warnings),
-        )
+        return SpanReading(self.name, kind, rule, name, input=input_text, output=output_text,
+                           error=span_error(span), usage=usage, metadata=metadata,
+                           framework=framework, warnings=tuple(warnings))
 
 
 OPENINFERENCE = OpenInference()

@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from trajhub.normalizers.attrs import dumps, parse_json, parse_literal, to_str
+from trajhub.normalizers.attrs import dumps, parse_json, parse_literal
+from trajhub.normalizers.coerce import to_str
 from trajhub.normalizers.reading import SpanReading, StepKind
 
 #: every role name seen in the wild → the four roles of §8

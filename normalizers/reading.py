@@ -51,7 +51,8 @@ class ModelUsage:
 
 @immutable
 class SpanReading:
-    """What one convention reads from one span."""
+    """What one convention reads from one span. The conventions pass the first four fields (who
+    read it, what step it is, why, and its name) by position, the rest by keyword."""
 
     convention: str  # e.g. "openinference", "cozeloop", "genai"
     kind: StepKind

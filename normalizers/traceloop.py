@@ -38,11 +38,21 @@ import json
 import weakref
 from typing import Any
 
-from trajhub.normalizers.attrs import dig, get_int, get_str, parse_json, span_error, to_str
+from trajhub.normalizers.attrs import (
+    copy_attrs,
+    dig,
+    get_int,
+    get_str,
+    parse_json,
+    put,
+    put_tool_call_id,
+)
+from trajhub.normalizers.coerce import to_str
 from trajhub.normalizers.genai import MODEL_OPERATIONS, input_messages, model_name, model_usage
 from trajhub.normalizers.langgraph import runs_graph_nodes, tool_call_id_from_node_input
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.reading import ErrorInfo, SpanReading, StepKind, TraceView
+from trajhub.normalizers.span_errors import span_error
 
 SCOPES = ("opentelemetry.instrumentation.langchain", "opentelemetry.instrumentation.langgraph")
 #: Traceloop JS's LangChain instrumentation (its spans' parents are the active span, not the run's)
@@ -54,6 +64,11 @@ _NO_ARGUMENTS: dict[str, Any] = {"args": [], "kwargs": {}}
 _KIND = "traceloop.span.kind"
 _OP = "gen_ai.operation.name"
 _PROPS = "traceloop.association.properties."
+#: metadata copied as is from the association property of the same name: the LangGraph task id
+#: ("<node>:<id>", which tells parallel tasks of one node in one step apart), and the run's
+#: session, user and thread
+_COPIED = {key: _PROPS + key for key in (
+    "langgraph_checkpoint_ns", "session_id", "user_id", "thread_id")}
 
 
 def node_of(span: Span) -> str:
@@ -280,14 +295,9 @@ class Traceloop:
             if span.scope_name == JS_SCOPE:
                 output_text = _answer(span, trace) or output_text
             usage = model_usage(attrs)
-            model = model_name(attrs)
-            if model:
-                metadata["model_name"] = model
-            provider = get_str(
-                attrs, _PROPS + "ls_provider", "gen_ai.provider.name", "gen_ai.system"
-            )
-            if provider:
-                metadata["model_provider"] = provider
+            put(metadata, "model_name", model_name(attrs))
+            put(metadata, "model_provider", get_str(
+                attrs, _PROPS + "ls_provider", "gen_ai.provider.name", "gen_ai.system"))
         elif kind is StepKind.TOOL:
             name = get_str(
                 attrs, "gen_ai.tool.name", "traceloop.entity.name"
@@ -310,10 +320,7 @@ class Traceloop:
             if not call_id and parent is not None:
                 # a failed tool returns no ToolMessage; its `tools` task input has the call
                 call_id = tool_call_id_from_node_input(parse_json(_entity_input(parent)), name)
-            if call_id:
-                metadata["tool_call_id"] = call_id
-            else:
-                warnings.append("tool call id not found")
+            put_tool_call_id(metadata, warnings, call_id)
         elif span.scope_name == SDK_SCOPE and kind is StepKind.GRAPH:
             # `withWorkflow(config, () => graph.invoke(...))`: the SDK records the wrapped
             # function's arguments (none) and its resolved value in a serialisation of its own;
@@ -339,42 +346,21 @@ class Traceloop:
         if error is None and get_str(attrs, "gen_ai.task.status") == "failure":
             error = ErrorInfo(code=-1, message="task failed")
 
-        node = get_str(attrs, _PROPS + "langgraph_node")
-        if node:
-            metadata["langgraph_node"] = node
-        step = get_int(attrs, _PROPS + "langgraph_step")
-        if step is not None:
-            metadata["langgraph_step"] = str(step)
-        # the task id ("<node>:<id>"): tells parallel tasks of one node in one step apart
-        task = get_str(attrs, _PROPS + "langgraph_checkpoint_ns")
-        if task:
-            metadata["langgraph_checkpoint_ns"] = task
-        for key in ("session_id", "user_id", "thread_id"):
-            value = get_str(attrs, _PROPS + key)
-            if value:
-                metadata[key] = value
-        conversation = get_str(attrs, "gen_ai.conversation.id")
-        if conversation and "thread_id" not in metadata:
-            metadata["thread_id"] = conversation
+        put(metadata, "langgraph_node", attrs.get(_PROPS + "langgraph_node"))
+        put(metadata, "langgraph_step", get_int(attrs, _PROPS + "langgraph_step"))
+        copy_attrs(metadata, attrs, _COPIED)
+        if "thread_id" not in metadata:
+            put(metadata, "thread_id", attrs.get("gen_ai.conversation.id"))
 
         in_langgraph = (
-            bool(node)
+            "langgraph_node" in metadata
             or get_str(attrs, _PROPS + "ls_integration") == "langgraph"
             or get_str(attrs, "gen_ai.provider.name") == "langgraph"
         )
-        return SpanReading(
-            convention=self.name,
-            kind=kind,
-            rule=rule,
-            name=name,
-            input=input_text,
-            output=output_text,
-            error=error,
-            usage=usage,
-            metadata=metadata,
-            framework="langgraph" if in_langgraph else "langchain",
-            warnings=tuple(warnings),
-        )
+        framework = "langgraph" if in_langgraph else "langchain"
+        return SpanReading(self.name, kind, rule, name, input=input_text, output=output_text,
+                           error=error, usage=usage, metadata=metadata, framework=framework,
+                           warnings=tuple(warnings))
 
 
 TRACELOOP = Traceloop()

@@ -18,7 +18,7 @@ Serialization sorts keys at every level, so the bytes depend only on the values.
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any
+from typing import Any, TypedDict
 
 import orjson
 
@@ -144,6 +144,18 @@ class RootStep:
     metadata: dict[str, str] = field(default_factory=dict)
 
 
+class EntryFields(TypedDict):
+    """The fields the root, an agent step and a step all have, for building any of them: the
+    writer (`builder`) fills them from a span, the reader (`document`) from a stored entry."""
+
+    id: str
+    name: str
+    input: str
+    output: str
+    basic_info: BasicInfo
+    metadata: dict[str, str]
+
+
 @immutable
 class Trajectory:
     id: str  # the trace id
@@ -183,46 +195,27 @@ def _model_info(info: ModelInfo) -> dict[str, Any]:
     }
 
 
+def _entry(entry: Step | AgentStep | RootStep) -> dict[str, Any]:
+    """The `EntryFields` of any entry of the tree."""
+    return {"id": entry.id, "name": entry.name, "input": entry.input, "output": entry.output,
+            "metadata": dict(entry.metadata), "basic_info": _basic_info(entry.basic_info)}
+
+
 def step_to_dict(step: Step) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "id": step.id,
-        "parent_id": step.parent_id,
-        "type": step.type,
-        "name": step.name,
-        "input": step.input,
-        "output": step.output,
-        "metadata": dict(step.metadata),
-        "basic_info": _basic_info(step.basic_info),
-    }
+    out = {**_entry(step), "parent_id": step.parent_id, "type": step.type}
     if step.model_info is not None:
         out["model_info"] = _model_info(step.model_info)
     return out
 
 
 def agent_step_to_dict(agent: AgentStep) -> dict[str, Any]:
-    return {
-        "id": agent.id,
-        "parent_id": agent.parent_id,
-        "name": agent.name,
-        "input": agent.input,
-        "output": agent.output,
-        "steps": [step_to_dict(s) for s in agent.steps],
-        "metadata": dict(agent.metadata),
-        "basic_info": _basic_info(agent.basic_info),
-        "metrics_info": _metrics(agent.metrics_info),
-    }
+    return {**_entry(agent), "parent_id": agent.parent_id,
+            "metrics_info": _metrics(agent.metrics_info),
+            "steps": [step_to_dict(s) for s in agent.steps]}
 
 
 def root_step_to_dict(root: RootStep) -> dict[str, Any]:
-    return {
-        "id": root.id,
-        "name": root.name,
-        "input": root.input,
-        "output": root.output,
-        "metadata": dict(root.metadata),
-        "basic_info": _basic_info(root.basic_info),
-        "metrics_info": _metrics(root.metrics_info),
-    }
+    return {**_entry(root), "metrics_info": _metrics(root.metrics_info)}
 
 
 def trajectory_to_dict(trajectory: Trajectory) -> dict[str, Any]:

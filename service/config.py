@@ -157,7 +157,8 @@ def add_arguments(parser: argparse.ArgumentParser, only: tuple[str, ...] | None 
 
 
 #: settings renamed when the trajectory job got one name, derivation: old environment variable
-#: → the setting it now sets. The old names keep working for one version, with a warning.
+#: → the setting it now sets. The old names keep working for one version, with a warning;
+#: docs/glossary.md, "Deprecated names", is the one place the docs name them.
 DEPRECATED_ENV = {
     "TRAJHUB_ASSEMBLY_WORKERS": "derivation_workers",
     "TRAJHUB_ASSEMBLY_INTERVAL_SECONDS": "derivation_interval_seconds",

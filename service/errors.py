@@ -22,10 +22,10 @@ log = logging.getLogger("trajhub.errors")
 
 
 class IngestError(Exception):
-    """A failure on our side that a retry will not fix (a bug): logged, 500 / INTERNAL."""
+    """A failure on our side that a retry will not fix (a bug): logged, 500 / INTERNAL. Each
+    subclass sets its answer in both transports, the HTTP status and the gRPC code, together."""
 
-    http_status = 500
-    grpc_code = grpc.StatusCode.INTERNAL
+    http_status, grpc_code = 500, grpc.StatusCode.INTERNAL
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -35,42 +35,36 @@ class IngestError(Exception):
 class BadRequest(IngestError):
     """Undecodable or permanently invalid data: the client must not retry."""
 
-    http_status = 400
-    grpc_code = grpc.StatusCode.INVALID_ARGUMENT
+    http_status, grpc_code = 400, grpc.StatusCode.INVALID_ARGUMENT
 
 
 class UnsupportedMediaType(IngestError):
-    http_status = 415
-    grpc_code = grpc.StatusCode.INVALID_ARGUMENT
+    http_status, grpc_code = 415, grpc.StatusCode.INVALID_ARGUMENT
 
 
 class Unauthenticated(IngestError):
     """No API key, or one that is not valid (never issued, or revoked)."""
 
-    http_status = 401
-    grpc_code = grpc.StatusCode.UNAUTHENTICATED
+    http_status, grpc_code = 401, grpc.StatusCode.UNAUTHENTICATED
 
 
 class Forbidden(IngestError):
     """A request its API key does not allow (another project, too small a scope), or a browser
     request from an origin that is not allowed (TRAJHUB_CORS_ORIGINS)."""
 
-    http_status = 403
-    grpc_code = grpc.StatusCode.PERMISSION_DENIED
+    http_status, grpc_code = 403, grpc.StatusCode.PERMISSION_DENIED
 
 
 class PayloadTooLarge(IngestError):
     """The (decompressed) request exceeds the configured limit."""
 
-    http_status = 413
-    grpc_code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    http_status, grpc_code = 413, grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
 class Unavailable(IngestError):
     """A transient fault (database unreachable, ingestion saturated): retry after a while."""
 
-    http_status = 503
-    grpc_code = grpc.StatusCode.UNAVAILABLE
+    http_status, grpc_code = 503, grpc.StatusCode.UNAVAILABLE
 
     def __init__(self, message: str, retry_after_s: int = 1) -> None:
         super().__init__(message)

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -110,6 +110,43 @@ def rolled_back(database: TestDatabase,
     asyncio.run(main())
 
 
+class CapturedQuery:
+    """Stands in for a connection to keep the SQL (and its arguments) a storage read hands to
+    `fetch`, which answers no rows; `fetchval` (a count the read makes first) runs on `conn`. The
+    tests and the benchmarks that EXPLAIN a read's query use it."""
+
+    sql: str
+    args: tuple[Any, ...]
+
+    def __init__(self, conn: Any = None) -> None:
+        self.conn = conn
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        return await self.conn.fetchval(sql, *args)
+
+    async def fetch(self, sql: str, *args: Any) -> list[Any]:
+        self.sql, self.args = sql, args
+        return []
+
+
+def fetch_value(url: str, query: str, *args: Any) -> Any:
+    """The first value `query` returns, on a connection of its own to the database at `url`."""
+    return run(_fetch(url, "fetchval", query, args))
+
+
+def fetch_rows(url: str, query: str, *args: Any) -> list[asyncpg.Record]:
+    """The rows `query` returns, on a connection of its own to the database at `url`."""
+    return list(run(_fetch(url, "fetch", query, args)))
+
+
+async def _fetch(url: str, method: str, query: str, args: tuple[Any, ...]) -> Any:
+    conn = await asyncpg.connect(url)
+    try:
+        return await getattr(conn, method)(query, *args)
+    finally:
+        await conn.close()
+
+
 @contextlib.contextmanager
 def separate_database(db: TestDatabase) -> Iterator[str]:
     """The URL of a fresh database on the session's PostgreSQL server, dropped afterwards: for a
@@ -138,6 +175,12 @@ def database_url(url: str, name: str) -> str:
 
 
 _READY = re.compile(r"trajhub ready http_port=(\d+) grpc_port=(\d+)")
+
+
+def ready_ports(line: str) -> tuple[int, int] | None:
+    """(HTTP port, gRPC port) from the line `trajhub serve` prints once it listens; else None."""
+    match = _READY.search(line)
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 @dataclass
@@ -178,22 +221,39 @@ class ServerProcess:
             line = process.stdout.readline()
             if not line:
                 break
-            match = _READY.search(line)
-            if match:
-                return cls(process, int(match.group(1)), int(match.group(2)), log_path)
+            ports = ready_ports(line)
+            if ports:
+                return cls(process, *ports, log_path)
         process.kill()
         raise RuntimeError("trajhub did not start:\n" + log_path.read_text())
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.exit_code = self.process.returncode
+        self.exit_code = stop_process(self.process, sig, timeout)
         return self.exit_code
+
+
+def stop_process(process: subprocess.Popen[Any], sig: int = signal.SIGTERM, timeout: float = 60
+                 ) -> int:
+    """Send `sig` to `process` unless it has exited, wait up to `timeout` seconds, then kill it;
+    its exit status. The benchmarks stop their servers with it too (bench/_common.py)."""
+    if process.poll() is None:
+        process.send_signal(sig)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
+
+
+def proc_stat(pid: int) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name (state is [0], ppid [1], nice [16],
+    rss in pages [21]); None once the process is gone. The benchmarks read it too."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return raw[raw.rindex(")") + 2:].split()
 
 
 def wait_for(probe: Callable[[], T | None], timeout: float = 20, interval: float = 0.05,
@@ -207,6 +267,22 @@ def wait_for(probe: Callable[[], T | None], timeout: float = 20, interval: float
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(interval)
+
+
+def final_trajectories(base: str, project: str, trace_ids: Iterable[str]) -> None:
+    """Wait until every one of the traces has its final trajectory."""
+    with httpx.Client() as client:
+        for trace_id in trace_ids:
+            final_trajectory(client, base, project, trace_id)
+
+
+def python_output(code: str, cwd: str | None = None) -> str:
+    """What `python -c code` prints, in a process of its own (a fresh set of imported modules);
+    fails the test, with the error output, when it exits with an error."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def get_json(client: httpx.Client, url: str, **params: Any) -> Any:

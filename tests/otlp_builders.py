@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import httpx
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -18,6 +19,14 @@ def new_trace_id() -> bytes:
 
 def new_span_id() -> bytes:
     return os.urandom(8)
+
+
+def post_spans(base: str, project: str, spans: list[Span]) -> None:
+    """Send `spans` to the trajhub at `base` over OTLP/HTTP into `project`; it must accept them."""
+    response = httpx.post(f"{base}/v1/traces", content=request(spans).SerializeToString(),
+                          headers={"content-type": "application/x-protobuf",
+                                   "trajhub-project": project})
+    assert response.status_code == 200, response.text
 
 
 def kv(key: str, value: Any) -> KeyValue:
@@ -52,3 +61,20 @@ def span(trace_id: bytes, name: str = "op", parent: bytes = b"", span_id: bytes 
         s.status.code = 2
         s.status.message = "boom"
     return s
+
+
+def agent_run_spans(trace_id: bytes, root: bytes, chat: bytes, tool: bytes, start: int,
+              agent: str = "weather") -> list[Span]:
+    """One GenAI agent run with the given ids: the agent `agent`, a model call (gpt-4o, 5 input
+    and 2 output tokens) and a get_weather tool call."""
+    return [
+        span(trace_id, f"invoke_agent {agent}", span_id=root, start=start, duration=10_000_000,
+             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}),
+        span(trace_id, "chat gpt", parent=root, span_id=chat, start=start + 1_000_000,
+             attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+                         "gen_ai.usage.input_tokens": 5, "gen_ai.usage.output_tokens": 2}),
+        span(trace_id, "execute_tool get_weather", parent=root, span_id=tool,
+             start=start + 3_000_000,
+             attributes={"gen_ai.operation.name": "execute_tool",
+                         "gen_ai.tool.name": "get_weather"}),
+    ]

@@ -44,7 +44,14 @@ from bench._collector import (
     free_port,
     replicas_config,
 )
-from tests.harness import ServerProcess, TestDatabase, run, separate_database, wait_for
+from tests.harness import (
+    ServerProcess,
+    TestDatabase,
+    fetch_value,
+    run,
+    separate_database,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration  # builds and runs the Collector
 
@@ -167,15 +174,7 @@ async def stored(url: str) -> tuple[list[asyncpg.Record], list[asyncpg.Record]]:
 
 
 def stored_span_count(url: str) -> int:
-    async def count() -> int:
-        conn = await asyncpg.connect(url)
-        try:
-            return int(await conn.fetchval(
-                "SELECT count(*) FROM spans WHERE project = $1", PROJECT))
-        finally:
-            await conn.close()
-
-    return int(run(count()))
+    return int(fetch_value(url, "SELECT count(*) FROM spans WHERE project = $1", PROJECT))
 
 
 def kill_9(server: ServerProcess) -> None:

@@ -64,6 +64,20 @@ def _events(model_attrs: dict[str, AttributeValue], convention: str) -> list[Any
     return step_events(trajectory_to_dict(d.trajectory))
 
 
+def _genai_events(model: str, input: int, cache_read: int, output: int, reasoning: int
+                  ) -> list[Any]:
+    """`_events` of a GenAI model call with these token counts (input includes cache reads)."""
+    return _events({"gen_ai.request.model": model, "gen_ai.usage.input_tokens": input,
+                    "gen_ai.usage.cache_read.input_tokens": cache_read,
+                    "gen_ai.usage.output_tokens": output,
+                    "gen_ai.usage.reasoning.output_tokens": reasoning}, "genai")
+
+
+def _listed(prices: dict[str, float], uncached: int, cached: int, output: int) -> float:
+    """The USD a list of prices per 1M tokens gives for uncached input, cached input, output."""
+    return (uncached * prices["input"] + cached * prices["cached"] + output * prices["output"]) / M
+
+
 def _usd(events: list[Any], prices: Prices = GENAI) -> float | None:
     (model_event,) = [e for e in events if e.type == "model"]
     return run_cost(prices, events).steps[model_event.step_id].usd
@@ -78,9 +92,7 @@ def test_openai_cached_input_is_part_of_the_input_and_billed_once_at_the_cached_
     events = _events({"llm.model_name": "gpt-4o-2024-08-06", "llm.token_count.prompt": 10_000,
                       "llm.token_count.prompt_details.cache_read": 4_000,
                       "llm.token_count.completion": 500}, "openinference")
-    expected = (6_000 * GPT_4O["input"] + 4_000 * GPT_4O["cached"]
-                + 500 * GPT_4O["output"]) / M
-    assert _usd(events) == pytest.approx(expected)  # 0.0225
+    assert _usd(events) == pytest.approx(_listed(GPT_4O, 6_000, 4_000, 500))  # 0.0225
     cost = run_cost(GENAI, events).run
     assert (cost.input_tokens, cost.cached_input_tokens, cost.output_tokens) == (
         10_000, 4_000, 500)
@@ -88,14 +100,8 @@ def test_openai_cached_input_is_part_of_the_input_and_billed_once_at_the_cached_
 
 def test_openai_reasoning_tokens_are_output_tokens_counted_once() -> None:
     # completion_tokens include completion_tokens_details.reasoning_tokens
-    events = _events({"gen_ai.request.model": "o4-mini-2025-04-16",
-                      "gen_ai.usage.input_tokens": 10_000,
-                      "gen_ai.usage.cache_read.input_tokens": 4_000,
-                      "gen_ai.usage.output_tokens": 2_000,
-                      "gen_ai.usage.reasoning.output_tokens": 1_500}, "genai")
-    expected = (6_000 * O4_MINI["input"] + 4_000 * O4_MINI["cached"]
-                + 2_000 * O4_MINI["output"]) / M
-    assert _usd(events) == pytest.approx(expected)  # 0.0165
+    events = _genai_events("o4-mini-2025-04-16", 10_000, 4_000, 2_000, 1_500)
+    assert _usd(events) == pytest.approx(_listed(O4_MINI, 6_000, 4_000, 2_000))  # 0.0165
     cost = run_cost(GENAI, events).run
     assert (cost.output_tokens, cost.reasoning_tokens) == (2_000, 1_500)
 
@@ -153,14 +159,8 @@ def test_a_bedrock_model_id_is_priced_as_the_same_claude_on_aws() -> None:
 def test_gemini_thinking_tokens_are_output_and_implicit_cache_hits_are_input() -> None:
     # Gemini's promptTokenCount includes cachedContentTokenCount; LangChain's and the OTel
     # instrumentations' output count includes thoughtsTokenCount
-    events = _events({"gen_ai.request.model": "models/gemini-2.5-pro",
-                      "gen_ai.usage.input_tokens": 50_000,
-                      "gen_ai.usage.cache_read.input_tokens": 10_000,
-                      "gen_ai.usage.output_tokens": 3_000,
-                      "gen_ai.usage.reasoning.output_tokens": 2_000}, "genai")
-    expected = (40_000 * GEMINI_25_PRO["input"] + 10_000 * GEMINI_25_PRO["cached"]
-                + 3_000 * GEMINI_25_PRO["output"]) / M
-    assert _usd(events) == pytest.approx(expected)  # 0.08125
+    events = _genai_events("models/gemini-2.5-pro", 50_000, 10_000, 3_000, 2_000)
+    assert _usd(events) == pytest.approx(_listed(GEMINI_25_PRO, 40_000, 10_000, 3_000))  # 0.08125
 
 
 def test_gemini_raw_usage_that_leaves_thoughts_out_of_the_output_is_added_not_lost() -> None:

@@ -9,11 +9,9 @@ import csv
 import io
 import json
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.harness import ServerProcess
 from tests.test_datasets_support import (
@@ -21,8 +19,10 @@ from tests.test_datasets_support import (
     LANGGRAPH_MODEL_ERROR,
     LANGGRAPH_REACT,
     Ingested,
-    ingest_all,
+    project_fixtures,
 )
+
+ingested, api = project_fixtures()
 
 #: fixtures/README.md, scenario `react`: the three tool calls and their arguments
 REACT_TOOL_ARGS = {"get_weather": {"city": "Paris"}, "add": {"a": 2, "b": 3},
@@ -38,18 +38,6 @@ def same_args(actual: dict[str, Any]) -> bool:
         return False
     return all(actual[name] == args or (name == "get_weather" and actual[name] == "Paris")
                for name, args in REACT_TOOL_ARGS.items())
-
-
-@pytest.fixture(scope="module")
-def ingested(server: ServerProcess) -> Ingested:
-    return ingest_all(server, "t-ds-" + uuid.uuid4().hex[:10])
-
-
-@pytest.fixture
-def api(server: ServerProcess, ingested: Ingested) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.http + "/api/v1", timeout=30,
-                      headers={"trajhub-project": ingested.project}) as client:
-        yield client
 
 
 def new_set(api: httpx.Client) -> str:

@@ -1,11 +1,15 @@
 """Helpers for the dataset and evaluation tests: replay real-client captures into a project and
-wait for their trajectories. (No tests here.)"""
+wait for their trajectories, and the fixtures both test modules import. (No tests here.)"""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
+import pytest
 
 from tests.captures import replay_run
 from tests.harness import ServerProcess, final_trajectory, wait_for
@@ -40,6 +44,24 @@ def ingest_all(server: ServerProcess, project: str) -> Ingested:
             for trace_id in trace_ids:
                 final_trajectory(client, server.http, project, trace_id)
     return Ingested(project, traces)
+
+
+def project_fixtures() -> tuple[Any, Any]:
+    """The fixtures `ingested` (every capture of ALL_CAPTURES in a project of the test module's
+    own) and `api` (a client of the REST API in that project), for a test module to assign."""
+
+    @pytest.fixture(scope="module")
+    def ingested(server: ServerProcess, request: pytest.FixtureRequest) -> Ingested:
+        module = request.module.__name__.rsplit(".", 1)[-1].removeprefix("test_")
+        return ingest_all(server, f"t-{module}-{uuid.uuid4().hex[:10]}")
+
+    @pytest.fixture
+    def api(server: ServerProcess, ingested: Ingested) -> Iterator[httpx.Client]:
+        with httpx.Client(base_url=server.http + "/api/v1", timeout=30,
+                          headers={"trajhub-project": ingested.project}) as client:
+            yield client
+
+    return ingested, api
 
 
 def wait_evaluation(client: httpx.Client, base: str, project: str, evaluation: int,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,9 @@ import httpx
 import pytest
 
 from tests.harness import ServerProcess
-from tests.test_datasets_support import Ingested, ingest_all, wait_evaluation
+from tests.test_datasets_support import Ingested, project_fixtures, wait_evaluation
+
+ingested, api = project_fixtures()
 
 ROOT = Path(__file__).parent.parent
 
@@ -44,18 +45,6 @@ WRONG = {
     ],
 }
 EVALUATORS = ["expected_agents_tools", "tool_call_accuracy", "trajectory_match"]
-
-
-@pytest.fixture(scope="module")
-def ingested(server: ServerProcess) -> Ingested:
-    return ingest_all(server, "t-ev-" + uuid.uuid4().hex[:10])
-
-
-@pytest.fixture
-def api(server: ServerProcess, ingested: Ingested) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.http + "/api/v1", timeout=30,
-                      headers={"trajhub-project": ingested.project}) as client:
-        yield client
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.graph_support import SHAPES, replay_folder
-from tests.harness import ServerProcess, final_trajectory
+from tests.harness import ServerProcess, final_trajectories
 from trajhub.client import TrajhubClient
 
 
@@ -19,9 +19,7 @@ def replayed(server: ServerProcess, project: str) -> dict[str, str]:
     """Every shape, once, into a fresh project; shape → trace id (final)."""
     ids = {shape: replay_folder(spec.folder, server.http, project)
            for shape, spec in SHAPES.items()}
-    with httpx.Client() as client:
-        for trace_id in ids.values():
-            final_trajectory(client, server.http, project, trace_id)
+    final_trajectories(server.http, project, ids.values())
     return ids
 
 

@@ -16,11 +16,12 @@ import pytest
 
 from tests.normalize_support import FIXTURES, Skeleton, View, load_files, skeleton
 from trajhub.normalizers import derive
-from trajhub.normalizers.attrs import split_error, to_int
+from trajhub.normalizers.coerce import to_int
 from trajhub.normalizers.cozeloop import CONVENTIONS, NATIVE, OTEL
 from trajhub.normalizers.model import CozeLoopFields, Span
 from trajhub.normalizers.reading import SpanReading, StepKind
 from trajhub.normalizers.sources import span_from_cozeloop
+from trajhub.normalizers.span_errors import split_error
 
 PY = FIXTURES / "real-clients" / "cozeloop_python"
 JS = FIXTURES / "real-clients" / "cozeloop_js"

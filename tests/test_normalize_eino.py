@@ -9,17 +9,17 @@ shape's ground truth are in tests/test_eino_real.py. Here: how each span is read
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 from tests.eino_real_support import capture_files, truth
+from tests.normalize_spans import span as make_span
 from tests.normalize_support import View, load_files
 from trajhub.normalizers import derive
 from trajhub.normalizers.apmplus import APMPLUS
 from trajhub.normalizers.apmplus import CONVENTIONS as APMPLUS_CONVENTIONS
 from trajhub.normalizers.cozeloop import NATIVE
-from trajhub.normalizers.model import STATUS_ERROR, Event, Span
+from trajhub.normalizers.model import STATUS_ERROR, AttributeValue, Event, Span
 from trajhub.normalizers.reading import Convention, SpanReading, StepKind
 from trajhub.normalizers.sources import span_from_cozeloop
 
@@ -107,7 +107,7 @@ def test_adk_agent_baggage_and_apmplus_agent_end() -> None:
     assert agent.metadata["span_type"] == "workflow"
 
 
-def test_apmplus_content_reassembly() -> None:
+def test_apmplus_content_is_rebuilt_from_its_indexed_attributes() -> None:
     spans = load_files(capture_files("react_tools", "apmplus"))
     readings = read_all(spans, APMPLUS)
     want = truth("react_tools")
@@ -153,15 +153,8 @@ def test_cozeloop_stream_mode_values_are_one_value() -> None:
 
 
 def test_apmplus_detection_and_odd_input() -> None:
-    def span(**attributes: Any) -> Span:
-        return Span(
-            trace_id="a" * 32,
-            span_id="b" * 16,
-            name="n",
-            start_ns=1,
-            end_ns=2,
-            attributes=attributes,
-        )
+    def span(**attributes: AttributeValue) -> Span:
+        return make_span("b" * 16, name="n", start_ms=1, end_ms=2, attrs=attributes)
 
     assert [c.name for c in APMPLUS_CONVENTIONS] == ["apmplus"]
     assert APMPLUS.detect(span(**{"gen_ai.span.kind": "chatmodel"}))
@@ -189,16 +182,10 @@ def test_apmplus_detection_and_odd_input() -> None:
     assert reading.input == "" and reading.output == "7"
     assert len(reading.warnings) == 2  # no runinfo.component, bad prompt_tokens
 
-    failed = Span(
-        trace_id="a" * 32,
-        span_id="c" * 16,
-        name="t",
-        start_ns=1,
-        end_ns=2,
-        status_code=STATUS_ERROR,
-        events=(Event("exception", 2, {"exception.message": "boom\nmore"}),),
-        attributes={"gen_ai.span.kind": "tool", "runinfo.component": "Tool"},
-    )
+    failed = make_span("c" * 16, name="t", start_ms=1, end_ms=2,
+                       attrs={"gen_ai.span.kind": "tool", "runinfo.component": "Tool"},
+                       status=STATUS_ERROR,
+                       events=(Event("exception", 2, {"exception.message": "boom\nmore"}),))
     failure = APMPLUS.read(failed, View([failed]))
     assert failure.error is not None
     assert (failure.error.code, failure.error.message) == (-1, "boom")

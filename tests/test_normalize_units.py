@@ -8,9 +8,11 @@ import pytest
 
 from tests.normalize_spans import span
 from trajhub.normalizers import derive
-from trajhub.normalizers.attrs import one_line, span_error, to_int, unflatten
+from trajhub.normalizers.attrs import unflatten
 from trajhub.normalizers.builder import _latency_ms
+from trajhub.normalizers.coerce import to_int
 from trajhub.normalizers.model import STATUS_ERROR, STATUS_OK, AttributeValue, Event
+from trajhub.normalizers.span_errors import one_line, span_error
 from trajhub.normalizers.trajectory import round_rate
 
 

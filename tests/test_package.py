@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import trajhub
+from tests.harness import python_output
 
 ROOT = Path(__file__).parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -83,10 +84,7 @@ def test_the_editable_install_imports_from_the_repository() -> None:
     code = ("import trajhub, trajhub.service.cli.main, trajhub.storage.migrate, "
             "trajhub.normalizers, trajhub.evaluators, trajhub.client; "
             "print(trajhub.__version__); print(trajhub.service.cli.main.__file__)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd="/", timeout=60)
-    assert done.returncode == 0, done.stderr
-    version, main_file = done.stdout.split()
+    version, main_file = python_output(code, cwd="/").split()
     assert version == trajhub.__version__
     assert Path(main_file).resolve() == (ROOT / "service" / "cli" / "main.py").resolve()
     assert importlib.metadata.version("trajhub") == trajhub.__version__

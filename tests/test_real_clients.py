@@ -36,18 +36,15 @@ def test_otel_sdk_exporter_spans_read_back(kind: str, server: ServerProcess,
     with tracer.start_as_current_span("agent run", kind=SpanKind.SERVER) as root:
         root.set_attribute("gen_ai.operation.name", "invoke_agent")
         with tracer.start_as_current_span("chat gpt") as llm:
-            llm.set_attribute("gen_ai.operation.name", "chat")
-            llm.set_attribute("gen_ai.request.model", "gpt-4o-mini")
-            llm.set_attribute("gen_ai.usage.input_tokens", 12)
-            llm.set_attribute("gen_ai.usage.output_tokens", 3)
-            llm.set_attribute("temperature", 0.5)
-            llm.set_attribute("stream", True)
-            llm.set_attribute("stop", ["\n", "END"])
+            llm.set_attributes({"gen_ai.operation.name": "chat",
+                                "gen_ai.request.model": "gpt-4o-mini",
+                                "gen_ai.usage.input_tokens": 12, "gen_ai.usage.output_tokens": 3,
+                                "temperature": 0.5, "stream": True, "stop": ["\n", "END"]})
             llm.add_event("first token", {"index": 0})
         with tracer.start_as_current_span("execute_tool add",
                                           links=[Link(llm.get_span_context())]) as tool:
-            tool.set_attribute("gen_ai.operation.name", "execute_tool")
-            tool.set_attribute("gen_ai.tool.name", "add")
+            tool.set_attributes({"gen_ai.operation.name": "execute_tool",
+                                 "gen_ai.tool.name": "add"})
             tool.set_status(Status(StatusCode.ERROR, "bad arguments"))
     provider.force_flush()
     provider.shutdown()

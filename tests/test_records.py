@@ -18,6 +18,7 @@ from pydantic import Field
 from tests.harness import ServerProcess, TestDatabase
 from trajhub.records import Cli, Condition, Record, Stored, StoredOnly, write_values
 from trajhub.records.scores import Score, ScoreConfig
+from trajhub.records.sessions import SessionSummary, SessionTurn
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectoryQuery, TrajectorySummary
 
@@ -175,7 +176,7 @@ def test_a_record_refuses_a_column_declared_twice() -> None:
 def test_time_fields_follow_one_vocabulary() -> None:
     """Moments are `<what>_time` (RFC 3339 text), lengths `<what>_ms` (integers); any other
     time field is a deprecated alias of one of those."""
-    for record in (TrajectorySummary, TraceSummary):
+    for record in (TrajectorySummary, TraceSummary, SessionSummary, SessionTurn):
         for f in record.served():
             if f.name.endswith("_time"):
                 assert f.type is str and f.convert == "time", (record.__name__, f.name)
@@ -250,23 +251,15 @@ def test_every_declared_column_exists_in_the_migrated_database(
         server: ServerProcess, database: TestDatabase) -> None:
     """A declared column without its migration fails here, not in production. (`server` has
     migrated the database.)"""
-    import asyncio
-
-    import asyncpg
-
-    async def columns(table: str) -> set[str]:
-        conn = await asyncpg.connect(database.url)
-        try:
-            rows = await conn.fetch("SELECT column_name FROM information_schema.columns "
-                                    "WHERE table_name = $1", table)
-        finally:
-            await conn.close()
-        return {r["column_name"] for r in rows}
+    from tests.harness import fetch_rows
 
     for table, record in (("trajectories", TrajectorySummary), ("traces", TraceSummary),
                           ("scores", Score), ("score_configs", ScoreConfig)):
         stored = {f.stored_column for f in record.declared() if f.stored_column is not None}
-        assert stored - asyncio.run(columns(table)) == set(), table
+        columns = {r["column_name"] for r in fetch_rows(
+            database.url, "SELECT column_name FROM information_schema.columns "
+            "WHERE table_name = $1", table)}
+        assert stored - columns == set(), table
 
 
 def test_the_dataset_evaluation_and_project_records_are_the_clients_and_storages() -> None:

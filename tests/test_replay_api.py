@@ -189,30 +189,28 @@ def test_late_span_changes_events_tool_results_and_contract(server: ServerProces
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("tests.replay")
     with tracer.start_as_current_span("invoke_agent planner") as root:
-        root.set_attribute("gen_ai.operation.name", "invoke_agent")
-        root.set_attribute("gen_ai.agent.name", "planner")
+        root.set_attributes({"gen_ai.operation.name": "invoke_agent",
+                             "gen_ai.agent.name": "planner"})
         with tracer.start_as_current_span("chat gpt-4o-mini") as llm:
-            llm.set_attribute("gen_ai.operation.name", "chat")
-            llm.set_attribute("gen_ai.request.model", "gpt-4o-mini")
-            llm.set_attribute("gen_ai.request.temperature", 0.2)
-            llm.set_attribute("gen_ai.usage.input_tokens", 1000)
-            llm.set_attribute("gen_ai.usage.output_tokens", 500)
+            llm.set_attributes({"gen_ai.operation.name": "chat",
+                                "gen_ai.request.model": "gpt-4o-mini",
+                                "gen_ai.request.temperature": 0.2,
+                                "gen_ai.usage.input_tokens": 1000,
+                                "gen_ai.usage.output_tokens": 500})
         with tracer.start_as_current_span("execute_tool search") as tool:
-            tool.set_attribute("gen_ai.operation.name", "execute_tool")
-            tool.set_attribute("gen_ai.tool.name", "search")
-            tool.set_attribute("gen_ai.tool.call.id", "call_1")
-            tool.set_attribute("gen_ai.tool.call.arguments", '{"q": "paris"}')
-            tool.set_attribute("gen_ai.tool.call.result", "Paris is in France")
+            tool.set_attributes({"gen_ai.operation.name": "execute_tool",
+                                 "gen_ai.tool.name": "search", "gen_ai.tool.call.id": "call_1",
+                                 "gen_ai.tool.call.arguments": '{"q": "paris"}',
+                                 "gen_ai.tool.call.result": "Paris is in France"})
         with tracer.start_as_current_span("execute_tool lookup") as late_tool:
-            late_tool.set_attribute("gen_ai.operation.name", "execute_tool")
-            late_tool.set_attribute("gen_ai.tool.name", "lookup")
-            late_tool.set_attribute("gen_ai.tool.call.id", "call_2")
-            late_tool.set_attribute("gen_ai.tool.call.arguments", '{"id": 7}')
+            late_tool.set_attributes({"gen_ai.operation.name": "execute_tool",
+                                      "gen_ai.tool.name": "lookup", "gen_ai.tool.call.id": "call_2",
+                                      "gen_ai.tool.call.arguments": '{"id": 7}'})
             late_tool.set_status(Status(StatusCode.ERROR, "lookup failed"))
         with tracer.start_as_current_span("chat gpt-4o-mini") as late_llm:
-            late_llm.set_attribute("gen_ai.operation.name", "chat")
-            late_llm.set_attribute("gen_ai.request.model", "gpt-4o-mini")
-            late_llm.set_attribute("gen_ai.request.temperature", 0.9)
+            late_llm.set_attributes({"gen_ai.operation.name": "chat",
+                                     "gen_ai.request.model": "gpt-4o-mini",
+                                     "gen_ai.request.temperature": 0.9})
     provider.shutdown()
     trace_id = format(root.get_span_context().trace_id, "032x")
     finished = memory.get_finished_spans()
@@ -262,22 +260,20 @@ def test_multi_agent_events_name_their_agents(server: ServerProcess, project: st
 
     def chat(name: str) -> None:
         with tracer.start_as_current_span(f"chat {name}") as s:
-            s.set_attribute("gen_ai.operation.name", "chat")
-            s.set_attribute("gen_ai.request.model", name)
+            s.set_attributes({"gen_ai.operation.name": "chat", "gen_ai.request.model": name})
 
     def tool(name: str, args: str) -> None:
         with tracer.start_as_current_span(f"execute_tool {name}") as s:
-            s.set_attribute("gen_ai.operation.name", "execute_tool")
-            s.set_attribute("gen_ai.tool.name", name)
-            s.set_attribute("gen_ai.tool.call.arguments", args)
+            s.set_attributes({"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                              "gen_ai.tool.call.arguments": args})
 
     with tracer.start_as_current_span("invoke_agent supervisor") as root:
-        root.set_attribute("gen_ai.operation.name", "invoke_agent")
-        root.set_attribute("gen_ai.agent.name", "supervisor")
+        root.set_attributes({"gen_ai.operation.name": "invoke_agent",
+                             "gen_ai.agent.name": "supervisor"})
         chat("gpt-4o")
         with tracer.start_as_current_span("invoke_agent researcher") as sub:
-            sub.set_attribute("gen_ai.operation.name", "invoke_agent")
-            sub.set_attribute("gen_ai.agent.name", "researcher")
+            sub.set_attributes({"gen_ai.operation.name": "invoke_agent",
+                                "gen_ai.agent.name": "researcher"})
             chat("gpt-4o-mini")
             tool("search", '{"q": "x"}')
         chat("gpt-4o")

@@ -246,15 +246,12 @@ def test_model_usage_sums_tokens_per_model() -> None:
 
 @pytest.mark.integration  # starts processes
 def test_the_replay_client_imports_no_server_code() -> None:
-    import subprocess
-    import sys
+    from tests.harness import python_output
 
     code = ("import sys, trajhub.service.client.replay; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & "
             "{'fastapi', 'starlette', 'asyncpg', 'grpc', 'uvicorn'}))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    assert out.strip() == "[]"
+    assert python_output(code).strip() == "[]"
 
 
 def test_regression_items_without_a_run_are_missing_not_compared() -> None:

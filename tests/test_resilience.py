@@ -19,7 +19,14 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
-from tests.harness import ServerProcess, TestDatabase, database_url, get_json, wait_for
+from tests.harness import (
+    ServerProcess,
+    TestDatabase,
+    database_url,
+    fetch_rows,
+    get_json,
+    wait_for,
+)
 from tests.otlp_builders import new_trace_id, request, span
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate, migration_files
@@ -148,16 +155,9 @@ def test_sigterm_under_load_exits_0_and_keeps_every_acknowledged_span(
     for t in threads:
         t.join()
 
-    async def stored() -> dict[str, int]:
-        conn = await asyncpg.connect(database.url)
-        try:
-            rows = await conn.fetch("SELECT trace_id, count(*) AS n FROM spans "
-                                    "WHERE project = $1 GROUP BY trace_id", project)
-        finally:
-            await conn.close()
-        return {r["trace_id"]: r["n"] for r in rows}
-
-    counts = asyncio.run(stored())
+    counts = {r["trace_id"]: r["n"] for r in fetch_rows(
+        database.url, "SELECT trace_id, count(*) AS n FROM spans WHERE project = $1 "
+        "GROUP BY trace_id", project)}
     assert acked
     assert all(counts.get(tid) == 50 for tid in acked), "an acknowledged span is missing"
 

@@ -28,12 +28,13 @@ from tests.fake_judge import FakeJudge
 from tests.harness import (
     ServerProcess,
     TestDatabase,
+    fetch_value,
     final_trajectory,
     run,
     separate_database,
     wait_for,
 )
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import agent_run_spans, new_span_id, new_trace_id, request, span
 from trajhub.client import ApiError, TrajhubClient
 
 PB = {"content-type": "application/x-protobuf"}
@@ -46,17 +47,7 @@ def send_run(base: str, project: str, agent: str = "weather", wait: bool = True,
     trajectory when `wait`. Returns the trace id."""
     tid = tid or new_trace_id()
     root, chat, tool = root or new_span_id(), new_span_id(), new_span_id()
-    spans = [
-        span(tid, f"invoke_agent {agent}", span_id=root, start=start, duration=10_000_000,
-             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}),
-        span(tid, "chat gpt", parent=root, span_id=chat, start=start + 1_000_000,
-             attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
-                         "gen_ai.usage.input_tokens": 5, "gen_ai.usage.output_tokens": 2}),
-        span(tid, "execute_tool get_weather", parent=root, span_id=tool,
-             start=start + 3_000_000,
-             attributes={"gen_ai.operation.name": "execute_tool",
-                         "gen_ai.tool.name": "get_weather"}),
-    ]
+    spans = agent_run_spans(tid, root, chat, tool, start, agent)
     with httpx.Client(timeout=30) as c:
         r = c.post(f"{base}/v1/traces", content=request(spans).SerializeToString(),
                    headers={**PB, "trajhub-project": project})
@@ -331,14 +322,8 @@ def _counts(url: str, project: str) -> list[tuple[str, int, int]]:
 
 def _pending(url: str, claimed: bool = False) -> int:
     """Queued runs (only those a worker had claimed, when `claimed`)."""
-    async def query() -> int:
-        conn = await asyncpg.connect(url)
-        try:
-            return int(await conn.fetchval(
-                "SELECT count(*) FROM rule_runs WHERE claim IS NOT NULL OR NOT $1", claimed))
-        finally:
-            await conn.close()
-    return int(run(query()))
+    return int(fetch_value(
+        url, "SELECT count(*) FROM rule_runs WHERE claim IS NOT NULL OR NOT $1", claimed))
 
 
 @pytest.mark.slow  # several servers

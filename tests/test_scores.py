@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.harness import ServerProcess, TestDatabase, final_trajectory, wait_for
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import agent_run_spans, new_span_id, new_trace_id, request
 from trajhub.storage import scores as score_store
 
 PB = {"content-type": "application/x-protobuf"}
@@ -26,18 +26,7 @@ def agent_run(server: ServerProcess, project: str, start: int = T0) -> tuple[str
     """Send one agent run (an agent, a model call, a tool call) and wait for its final
     trajectory; returns its trace id and its spans' ids by name."""
     tid, root, chat, tool = new_trace_id(), new_span_id(), new_span_id(), new_span_id()
-    spans = [
-        span(tid, "invoke_agent weather", span_id=root, start=start, duration=10_000_000,
-             attributes={"gen_ai.operation.name": "invoke_agent",
-                         "gen_ai.agent.name": "weather"}),
-        span(tid, "chat gpt", parent=root, span_id=chat, start=start + 1_000_000,
-             attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
-                         "gen_ai.usage.input_tokens": 5, "gen_ai.usage.output_tokens": 2}),
-        span(tid, "execute_tool get_weather", parent=root, span_id=tool,
-             start=start + 3_000_000,
-             attributes={"gen_ai.operation.name": "execute_tool",
-                         "gen_ai.tool.name": "get_weather"}),
-    ]
+    spans = agent_run_spans(tid, root, chat, tool, start)
     with httpx.Client() as c:
         r = c.post(f"{server.http}/v1/traces", content=request(spans).SerializeToString(),
                    headers={**PB, "trajhub-project": project})

@@ -28,6 +28,7 @@ import pytest
 
 from tests.captures import Capture, replay
 from tests.harness import (
+    CapturedQuery,
     ServerProcess,
     TestDatabase,
     final_trajectory,
@@ -478,19 +479,6 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
                  if rng.random() < 0.5}
         cases.append((drawn, keeps(drawn)))
 
-    class Captured:
-        """Keeps the list's query; the size of a set of sessions is counted for real."""
-
-        def __init__(self, conn: asyncpg.Connection) -> None:
-            self.conn = conn
-
-        async def fetchval(self, sql: str, *args: Any) -> Any:
-            return await self.conn.fetchval(sql, *args)
-
-        async def fetch(self, sql: str, *args: Any) -> list[Any]:
-            self.sql, self.args = sql, args
-            return []
-
     async def check(url: str) -> None:
         conn = await asyncpg.connect(url)
         try:
@@ -530,7 +518,7 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
                 if small_set == 10 or index >= fixed:
                     # forced: with a few thousand rows the planner rightly reads them whole
                     continue
-                cap = Captured(conn)
+                cap = CapturedQuery(conn)
                 await session_reads.list_sessions(cap, "p", session_reads.SessionFilter(  # type: ignore[arg-type]
                     values=values))
                 plan = "\n".join(r[0] for r in await conn.fetch("EXPLAIN " + cap.sql,

@@ -71,7 +71,7 @@ def test_flags_win_over_variables_which_win_over_defaults(clean_env: pytest.Monk
     assert flagged.settle_seconds == 0.5  # the variable still applies where no flag is given
 
 
-def test_the_old_assembly_settings_still_set_the_derivation_ones(clean_env: pytest.MonkeyPatch
+def test_the_deprecated_settings_still_set_the_derivation_ones(clean_env: pytest.MonkeyPatch
                                                                 ) -> None:
     clean_env.setenv("TRAJHUB_ASSEMBLY_WORKERS", "3")
     clean_env.setenv("TRAJHUB_ASSEMBLY_INTERVAL_SECONDS", "0.7")

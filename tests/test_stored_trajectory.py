@@ -11,45 +11,36 @@ from typing import Any
 import orjson
 import pytest
 
+from trajhub.normalizers import trajectory as tree
 from trajhub.normalizers.pages import CHUNK_STEPS, PAGED_FROM, split
-from trajhub.normalizers.trajectory import (
-    AgentStep,
-    BasicInfo,
-    MetricsInfo,
-    ModelInfo,
-    RootStep,
-    Step,
-    StepError,
-    Trajectory,
-    trajectory_to_dict,
-    trajectory_to_json,
-)
+from trajhub.normalizers.trajectory import trajectory_to_dict, trajectory_to_json
 from trajhub.service import stored_trajectory
 from trajhub.storage.compression import decompress
 
 
-def _step(agent: int, n: int) -> Step:
+def _step(agent: int, n: int) -> tree.Step:
     model = n % 3 == 0
-    return Step(
+    return tree.Step(
         id=f"s{agent}-{n}", parent_id=f"a{agent}", type="model" if model else "tool",
         name="gpt-4o" if model else f"tool_{n % 5}",
         input=f'{{"q": "step {n} \\"quoted\\" \u00e9t\u00e9 \u6f22"}}', output=f"out\x00{n}",
-        basic_info=BasicInfo(str(1_700_000_000_000 + n), "3",
-                             StepError(2, "boom") if n % 97 == 5 else None),
+        basic_info=tree.BasicInfo(str(1_700_000_000_000 + n), "3",
+                                  tree.StepError(2, "boom") if n % 97 == 5 else None),
         metadata={"model_name": "gpt-4o"} if model else {"tool_call_id": f"c{n}"},
-        model_info=ModelInfo(input_tokens=n, output_tokens=1) if model else None)
+        model_info=tree.ModelInfo(input_tokens=n, output_tokens=1) if model else None)
 
 
-def _trajectory(steps_per_agent: list[int]) -> Trajectory:
-    agents = [AgentStep(id=f"a{k}", parent_id="root", name=f"agent {k}", input="in",
-                        output="out", basic_info=BasicInfo("1700000000000", "9"),
-                        metrics_info=MetricsInfo(),
-                        steps=[_step(k, n) for n in range(count)],
-                        metadata={"zz": "after steps", "aa": "before"})
+def _trajectory(steps_per_agent: list[int]) -> tree.Trajectory:
+    agents = [tree.AgentStep(id=f"a{k}", parent_id="root", name=f"agent {k}", input="in",
+                             output="out", basic_info=tree.BasicInfo("1700000000000", "9"),
+                             metrics_info=tree.MetricsInfo(),
+                             steps=[_step(k, n) for n in range(count)],
+                             metadata={"zz": "after steps", "aa": "before"})
               for k, count in enumerate(steps_per_agent)]
-    root = RootStep(id="root", name="run", input="hi", output="bye",
-                    basic_info=BasicInfo("1700000000000", "10"), metrics_info=MetricsInfo())
-    return Trajectory(id="t" * 32, root_step=root, agent_steps=agents)
+    root = tree.RootStep(id="root", name="run", input="hi", output="bye",
+                         basic_info=tree.BasicInfo("1700000000000", "10"),
+                         metrics_info=tree.MetricsInfo())
+    return tree.Trajectory(id="t" * 32, root_step=root, agent_steps=agents)
 
 
 def _json(value: Any) -> bytes:

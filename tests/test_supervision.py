@@ -20,7 +20,14 @@ import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
-from tests.harness import ServerProcess, TestDatabase, final_trajectory, get_json, wait_for
+from tests.harness import (
+    ServerProcess,
+    TestDatabase,
+    final_trajectory,
+    get_json,
+    proc_stat,
+    wait_for,
+)
 from tests.otlp_builders import new_trace_id, request, span
 
 PB = {"content-type": "application/x-protobuf"}
@@ -29,17 +36,8 @@ REPO = Path(__file__).parent.parent
 
 # ---------------------------------------------------------------------------- processes
 
-def _stat(pid: int) -> list[str] | None:
-    """/proc/<pid>/stat fields after the command name (state is [0], ppid [1], nice [16])."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return raw[raw.rindex(")") + 2:].split()
-
-
 def alive(pid: int) -> bool:
-    fields = _stat(pid)
+    fields = proc_stat(pid)
     return fields is not None and fields[0] not in ("Z", "X")  # a zombie has exited
 
 
@@ -47,7 +45,7 @@ def children(pid: int) -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
-            fields = _stat(int(entry.name))
+            fields = proc_stat(int(entry.name))
             if fields is not None and fields[1] == str(pid) and fields[0] not in ("Z", "X"):
                 found.append(int(entry.name))
     return found
@@ -64,7 +62,7 @@ def workers(server: ServerProcess) -> tuple[set[int], set[int]]:
             continue  # it exited between the listing and this read (a killed worker reaped)
         if b"spawn_main" not in cmdline:
             continue  # multiprocessing's resource tracker
-        fields = _stat(pid)
+        fields = proc_stat(pid)
         (derivation if fields is not None and fields[16] == "10" else ingest).add(pid)
     return ingest, derivation
 

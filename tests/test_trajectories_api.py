@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from tests.captures import capture_runs, replay_run
-from tests.harness import ServerProcess, final_trajectory, get_json, wait_for
+from tests.harness import ServerProcess, final_trajectories, final_trajectory, get_json, wait_for
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 
 SCHEMA = orjson.loads(
@@ -37,9 +37,7 @@ def react_traces(server: ServerProcess, project: str) -> dict[str, str]:
     """openinference react (prebuilt, stream) and cozeloop_python model_error, final."""
     traces = {"react": ingest_run(server, project, "openinference/react.prebuilt.stream"),
               "error": ingest_run(server, project, "cozeloop_python/model_error.prebuilt.stream")}
-    with httpx.Client() as c:
-        for trace_id in traces.values():
-            final_trajectory(c, server.http, project, trace_id)
+    final_trajectories(server.http, project, traces.values())
     return traces
 
 

@@ -22,14 +22,6 @@ def _browser() -> None:
     require_browser()
 
 
-def post_spans(server: ServerProcess, project: str, spans: list) -> None:
-    response = httpx.post(f"{server.http}/v1/traces",
-                          content=b.request(spans).SerializeToString(),
-                          headers={"content-type": "application/x-protobuf",
-                                   "trajhub-project": project})
-    assert response.status_code == 200, response.text
-
-
 def chat(trace: bytes, parent: bytes, start: int) -> object:
     return b.span(trace, "chat m", parent=parent, start=start, duration=10 * MS, attributes={
         "gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
@@ -39,7 +31,7 @@ def chat(trace: bytes, parent: bytes, start: int) -> object:
 def open_trace(server: ServerProcess, project: str) -> tuple[bytes, bytes]:
     """A sub-agent with one model call, whose root (the supervisor's run) has not arrived."""
     trace, root, helper = b.new_trace_id(), b.new_span_id(), b.new_span_id()
-    post_spans(server, project, [
+    b.post_spans(server.http, project, [
         b.span(trace, "invoke_agent helper", span_id=helper, parent=root, start=T0 + 10 * MS,
                duration=30 * MS, attributes={"gen_ai.operation.name": "invoke_agent",
                                             "gen_ai.agent.name": "helper"}),
@@ -56,7 +48,7 @@ def open_trace(server: ServerProcess, project: str) -> tuple[bytes, bytes]:
 
 def finish(server: ServerProcess, project: str, trace: bytes, root: bytes) -> None:
     """The supervisor's run arrives, with a model call of its own."""
-    post_spans(server, project, [
+    b.post_spans(server.http, project, [
         b.span(trace, "invoke_agent supervisor", span_id=root, start=T0, duration=100 * MS,
                attributes={"gen_ai.operation.name": "invoke_agent",
                            "gen_ai.agent.name": "supervisor"}),

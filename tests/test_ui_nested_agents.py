@@ -24,10 +24,9 @@ def _browser() -> None:
 
 def chat(tracer: object, model: str, tokens_in: int, tokens_out: int) -> None:
     with tracer.start_as_current_span(f"chat {model}") as span:  # type: ignore[attr-defined]
-        span.set_attribute("gen_ai.operation.name", "chat")
-        span.set_attribute("gen_ai.request.model", model)
-        span.set_attribute("gen_ai.usage.input_tokens", tokens_in)
-        span.set_attribute("gen_ai.usage.output_tokens", tokens_out)
+        span.set_attributes({"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
+                             "gen_ai.usage.input_tokens": tokens_in,
+                             "gen_ai.usage.output_tokens": tokens_out})
 
 
 def run_supervisor(server: ServerProcess, project: str) -> str:
@@ -36,18 +35,18 @@ def run_supervisor(server: ServerProcess, project: str) -> str:
         endpoint=f"{server.http}/v1/traces", headers={"trajhub-project": project})))
     tracer = provider.get_tracer("tests.ui")
     with tracer.start_as_current_span("invoke_agent supervisor") as root:
-        root.set_attribute("gen_ai.operation.name", "invoke_agent")
-        root.set_attribute("gen_ai.agent.name", "supervisor")
+        root.set_attributes({"gen_ai.operation.name": "invoke_agent",
+                             "gen_ai.agent.name": "supervisor"})
         chat(tracer, "gpt-4o", 100, 10)
         with tracer.start_as_current_span("invoke_agent researcher") as sub:
-            sub.set_attribute("gen_ai.operation.name", "invoke_agent")
-            sub.set_attribute("gen_ai.agent.name", "researcher")
+            sub.set_attributes({"gen_ai.operation.name": "invoke_agent",
+                                "gen_ai.agent.name": "researcher"})
             chat(tracer, "gpt-4o-mini", 40, 4)
             with tracer.start_as_current_span("execute_tool search_web") as tool:
-                tool.set_attribute("gen_ai.operation.name", "execute_tool")
-                tool.set_attribute("gen_ai.tool.name", "search_web")
-                tool.set_attribute("gen_ai.tool.call.id", "call_1")
-                tool.set_attribute("gen_ai.tool.call.arguments", '{"query": "trajhub"}')
+                tool.set_attributes({"gen_ai.operation.name": "execute_tool",
+                                     "gen_ai.tool.name": "search_web",
+                                     "gen_ai.tool.call.id": "call_1",
+                                     "gen_ai.tool.call.arguments": '{"query": "trajhub"}'})
                 tool.set_status(Status(StatusCode.ERROR, "search backend timed out"))
         chat(tracer, "gpt-4o", 50, 5)
     provider.shutdown()

@@ -24,18 +24,10 @@ T0 = 1_700_000_000_000_000_000
 MS = 1_000_000
 
 
-def post_spans(server: ServerProcess, project: str, spans: list) -> None:
-    response = httpx.post(f"{server.http}/v1/traces",
-                          content=b.request(spans).SerializeToString(),
-                          headers={"content-type": "application/x-protobuf",
-                                   "trajhub-project": project})
-    assert response.status_code == 200, response.text
-
-
 def test_revisions_record_each_derivation_newest_first(server: ServerProcess, project: str,
                                                        database: TestDatabase) -> None:
     trace, root = b.new_trace_id(), b.new_span_id()
-    post_spans(server, project, [
+    b.post_spans(server.http, project, [
         b.span(trace, "invoke_agent helper", span_id=root, start=T0, duration=100 * MS,
                attributes={"gen_ai.operation.name": "invoke_agent",
                            "gen_ai.agent.name": "helper"}),
@@ -54,7 +46,7 @@ def test_revisions_record_each_derivation_newest_first(server: ServerProcess, pr
         assert first[0]["derived_at"].endswith("Z")
 
         # a late span re-derives the trajectory: a second revision, the first kept as it was
-        post_spans(server, project, [
+        b.post_spans(server.http, project, [
             b.span(trace, "execute_tool lookup", parent=root, start=T0 + 20 * MS,
                    duration=5 * MS, error=True,
                    attributes={"gen_ai.operation.name": "execute_tool",

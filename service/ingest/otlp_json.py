@@ -19,7 +19,7 @@ import base64
 import binascii
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -171,6 +171,22 @@ def _scope(obj: Mapping[str, Any], out: InstrumentationScope) -> None:
                                             "dropped_attributes_count")
 
 
+def _envelope(raw: Mapping[str, Any], key: str, out: Any,
+              read: Callable[[Mapping[str, Any], Any], None], rejected: list[str] | None) -> str:
+    """Read `raw[key]` (a resource or a scope) into `out` with `read`. Invalid, it raises
+    BadRequest, or, when spans are rejected one by one (`rejected`), gives the reason its spans
+    are rejected for; "" when it is valid."""
+    try:
+        if raw.get(key) is not None:
+            out.SetInParent()
+            read(_dict(raw.get(key), key), out)
+    except BadRequest as error:
+        if rejected is None:
+            raise
+        return f"{key}: {error.message}"
+    return ""
+
+
 def _resource(obj: Mapping[str, Any], out: Resource) -> None:
     _key_values(_list(obj, "attributes", "attributes"), out.attributes, _RESOURCE_VALUE_DEPTH)
     out.dropped_attributes_count = _dropped(obj, "droppedAttributesCount",
@@ -244,28 +260,13 @@ def parse_request(obj: Any, rejected: list[str] | None = None) -> ExportTraceSer
     for raw_rs in _list(obj, "resourceSpans", "resource_spans"):
         raw_rs = _dict(raw_rs, "resourceSpans")
         rs: ResourceSpans = request.resource_spans.add()
-        envelope_error = ""
-        try:
-            if raw_rs.get("resource") is not None:
-                rs.resource.SetInParent()
-                _resource(_dict(raw_rs.get("resource"), "resource"), rs.resource)
-        except BadRequest as error:
-            if rejected is None:
-                raise
-            envelope_error = f"resource: {error.message}"
+        envelope_error = _envelope(raw_rs, "resource", rs.resource, _resource, rejected)
         rs.schema_url = str(_get(raw_rs, "schemaUrl", "schema_url") or "")
         for raw_ss in _list(raw_rs, "scopeSpans", "scope_spans"):
             raw_ss = _dict(raw_ss, "scopeSpans")
             ss: ScopeSpans = rs.scope_spans.add()
-            scope_error = envelope_error
-            try:
-                if raw_ss.get("scope") is not None:
-                    ss.scope.SetInParent()
-                    _scope(_dict(raw_ss.get("scope"), "scope"), ss.scope)
-            except BadRequest as error:
-                if rejected is None:
-                    raise
-                scope_error = scope_error or f"scope: {error.message}"
+            scope_error = _envelope(raw_ss, "scope", ss.scope, _scope, rejected)
+            scope_error = envelope_error or scope_error
             ss.schema_url = str(_get(raw_ss, "schemaUrl", "schema_url") or "")
             for raw_span in _list(raw_ss, "spans", "spans"):
                 if scope_error:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.capture import agents, ground_truth, script
-from tests.capture.run_python import TOKEN, WORKSPACE_ID, _instrument, _otel_provider
+from tests.capture.run_python import record, summary
 
 SESSIONS = Path(__file__).parent.parent / "fixtures" / "sessions"
 #: the official OpenTelemetry LangChain instrumentation (opentelemetry-instrumentation-genai-
@@ -78,39 +77,10 @@ def run(graph: Any, callbacks: list[Any] | None = None) -> list[str]:
 
 
 def capture(instr: str) -> Path:
-    from tests.capture.receiver import Receiver
-
     outdir = capture_dir(instr)
-    shutil.rmtree(outdir, ignore_errors=True)
-    with Receiver(outdir) as receiver:
-        if instr == "cozeloop_python":
-            import cozeloop
-            from cozeloop.integration.langchain.trace_callback import LoopTracer
-
-            client = cozeloop.new_client(api_base_url=receiver.endpoint,
-                                         workspace_id=WORKSPACE_ID, api_token=TOKEN)
-            handler = LoopTracer.get_callback_handler(
-                client, tags={"thread_id": script.CONVERSATION_THREAD_ID,
-                              "user_id": script.CONVERSATION_USER_ID})
-            print("answers:", run(build(), [handler]))
-            client.flush()
-            time.sleep(0.5)
-            client.close()
-        else:
-            seed = zlib.crc32(f"{instr}/sessions/conversation".encode())
-            provider = _otel_provider(instr, receiver.endpoint, seed)
-            _instrument(instr, provider, receiver.endpoint)
-            print("answers:", run(build()))
-            if instr == "langsmith":  # its tracer hands runs to a background thread
-                from langchain_core.tracers.langchain import wait_for_all_tracers
-
-                wait_for_all_tracers()
-                time.sleep(1.0)
-            provider.force_flush()
-            provider.shutdown()
-        time.sleep(0.3)
-    if not any(outdir.glob("http_*.bin")):
-        raise SystemExit(f"{instr} conversation: nothing was sent")
+    tags = {"thread_id": script.CONVERSATION_THREAD_ID, "user_id": script.CONVERSATION_USER_ID}
+    record(instr, outdir, zlib.crc32(f"{instr}/sessions/conversation".encode()),
+           lambda callbacks: print("answers:", run(build(), callbacks)), "conversation", tags)
     return outdir
 
 
@@ -143,10 +113,7 @@ def main() -> int:
         if failed:
             print("FAILED:", *failed)
         return 1 if failed else 0
-    outdir = capture(args.instr)
-    files = sorted(outdir.glob("http_*.bin"))
-    print(f"{outdir.relative_to(SESSIONS)}: {len(files)} requests, "
-          f"{sum(f.stat().st_size for f in files)} bytes")
+    print(summary(capture(args.instr), SESSIONS))
     return 0
 
 

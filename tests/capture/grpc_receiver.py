@@ -9,22 +9,20 @@ answered UNIMPLEMENTED, as a traces-only collector would.
 
 from __future__ import annotations
 
-import json
-import threading
 from concurrent import futures
 from pathlib import Path
 from typing import Any
 
 import grpc
 
+from tests.capture.receiver import CaptureFiles
+
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 
 class _Handler(grpc.GenericRpcHandler):
     def __init__(self, outdir: Path) -> None:
-        self.outdir = outdir
-        self.count = 0
-        self.lock = threading.Lock()
+        self.files = CaptureFiles(outdir)
 
     def service(self, handler_call_details: Any) -> grpc.RpcMethodHandler | None:
         if handler_call_details.method != TRACE_EXPORT:
@@ -33,12 +31,8 @@ class _Handler(grpc.GenericRpcHandler):
                     if isinstance(v, str)}
 
         def export(request: bytes, context: grpc.ServicerContext) -> bytes:
-            with self.lock:
-                self.count += 1
-                base = self.outdir / f"grpc_{self.count:03d}_v1_traces"
-                base.with_suffix(".bin").write_bytes(request)
-                meta = {"method": TRACE_EXPORT, "metadata": metadata, "body_len": len(request)}
-                base.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+            self.files.save("grpc", "v1_traces", {"method": TRACE_EXPORT, "metadata": metadata},
+                            request)
             return b""  # an empty ExportTraceServiceResponse: everything accepted
 
         # no (de)serializers: the handler sees the request's bytes as sent
@@ -49,7 +43,6 @@ class GrpcReceiver:
     """`with GrpcReceiver(outdir) as r:` … exporters send to `r.endpoint` (host:port) …"""
 
     def __init__(self, outdir: Path) -> None:
-        outdir.mkdir(parents=True, exist_ok=True)
         self._handler = _Handler(outdir)
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         self._server.add_generic_rpc_handlers((self._handler,))
@@ -61,7 +54,7 @@ class GrpcReceiver:
 
     @property
     def count(self) -> int:
-        return self._handler.count
+        return self._handler.files.count
 
     def __enter__(self) -> GrpcReceiver:
         self._server.start()

@@ -15,6 +15,26 @@ from pathlib import Path
 from typing import Any
 
 
+class CaptureFiles:
+    """Where a receiver saves each request: `<transport>_NNN_<name>.bin` (the body, byte for byte)
+    and `<transport>_NNN_<name>.json` (what else identifies the request, and the body's length),
+    NNN counting the requests of every thread in the order they were saved."""
+
+    def __init__(self, outdir: Path) -> None:
+        outdir.mkdir(parents=True, exist_ok=True)
+        self.outdir = outdir
+        self.count = 0
+        self._lock = threading.Lock()
+
+    def save(self, transport: str, name: str, meta: dict[str, Any], body: bytes) -> None:
+        with self._lock:
+            self.count += 1
+            base = self.outdir / f"{transport}_{self.count:03d}_{name}"
+            base.with_suffix(".bin").write_bytes(body)
+            meta = {**meta, "body_len": len(body)}
+            base.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
@@ -57,25 +77,17 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     def __init__(self, outdir: Path) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.outdir = outdir
-        self.count = 0
-        self.lock = threading.Lock()
+        self.files = CaptureFiles(outdir)
 
     def save(self, method: str, path: str, headers: dict[str, str], body: bytes) -> None:
-        with self.lock:
-            self.count += 1
-            safe = path.split("?")[0].strip("/").replace("/", "_")
-            base = self.outdir / f"http_{self.count:03d}_{safe}"
-            base.with_suffix(".bin").write_bytes(body)
-            meta = {"method": method, "path": path, "headers": headers, "body_len": len(body)}
-            base.with_suffix(".json").write_text(json.dumps(meta, indent=2) + "\n")
+        name = path.split("?")[0].strip("/").replace("/", "_")
+        self.files.save("http", name, {"method": method, "path": path, "headers": headers}, body)
 
 
 class Receiver:
     """`with Receiver(outdir) as r:` … clients post to `r.endpoint` …"""
 
     def __init__(self, outdir: Path) -> None:
-        outdir.mkdir(parents=True, exist_ok=True)
         self._server = _Server(outdir)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

@@ -18,6 +18,7 @@ import shutil
 import sys
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,12 +110,15 @@ def _run(shape: str, stream: bool, callbacks: list[Any] | None = None) -> None:
         print("run raised:", type(e).__name__, e)
 
 
-def capture(instr: str, shape: str, mode: str) -> Path:
+def record(instr: str, outdir: Path, seed: int, run: Callable[[list[Any] | None], object],
+           what: str, cozeloop_tags: dict[str, str] | None = None) -> None:
+    """Empty `outdir`, then call `run` while `instr` sends the spans of what it runs to a
+    receiver saving into `outdir`. `run` gets the LangChain callbacks to pass: the cozeloop-python
+    callback's handler (with `cozeloop_tags`), or None for an OpenTelemetry instrumentation.
+    Raises SystemExit, naming `what`, when nothing was sent."""
     from tests.capture.receiver import Receiver
 
-    outdir = capture_dir(instr, shape, mode)
     shutil.rmtree(outdir, ignore_errors=True)
-    stream = mode == "stream"
     with Receiver(outdir) as receiver:
         if instr == "cozeloop_python":
             import cozeloop
@@ -122,15 +126,15 @@ def capture(instr: str, shape: str, mode: str) -> Path:
 
             client = cozeloop.new_client(api_base_url=receiver.endpoint,
                                          workspace_id=WORKSPACE_ID, api_token=TOKEN)
-            _run(shape, stream, [LoopTracer.get_callback_handler(client)])
+            tags = {"tags": cozeloop_tags} if cozeloop_tags else {}
+            run([LoopTracer.get_callback_handler(client, **tags)])
             client.flush()
             time.sleep(0.5)
             client.close()
         else:
-            seed = zlib.crc32(f"{instr}/{outdir.name}".encode())
             provider = _otel_provider(instr, receiver.endpoint, seed)
             _instrument(instr, provider, receiver.endpoint)
-            _run(shape, stream)
+            run(None)
             if instr == "langsmith":  # its tracer hands runs to a background thread
                 from langchain_core.tracers.langchain import wait_for_all_tracers
 
@@ -140,7 +144,20 @@ def capture(instr: str, shape: str, mode: str) -> Path:
             provider.shutdown()
         time.sleep(0.3)
     if not any(outdir.glob("http_*.bin")):
-        raise SystemExit(f"{instr} {shape} {mode}: nothing was sent")
+        raise SystemExit(f"{instr} {what}: nothing was sent")
+
+
+def summary(outdir: Path, root: Path) -> str:
+    """What a capture saved: its folder (from `root`), its requests and their bytes."""
+    files = sorted(outdir.glob("http_*.bin"))
+    return (f"{outdir.relative_to(root)}: {len(files)} requests, "
+            f"{sum(f.stat().st_size for f in files)} bytes")
+
+
+def capture(instr: str, shape: str, mode: str) -> Path:
+    outdir = capture_dir(instr, shape, mode)
+    record(instr, outdir, zlib.crc32(f"{instr}/{outdir.name}".encode()),
+           lambda callbacks: _run(shape, mode == "stream", callbacks), f"{shape} {mode}")
     return outdir
 
 
@@ -151,10 +168,7 @@ def main() -> int:
     parser.add_argument("--shape", required=True, choices=sorted(script.SHAPES))
     parser.add_argument("--mode", required=True, choices=["stream", "invoke"])
     args = parser.parse_args()
-    outdir = capture(args.instr, args.shape, args.mode)
-    files = sorted(outdir.glob("http_*.bin"))
-    print(f"{outdir.relative_to(FIXTURES)}: {len(files)} requests, "
-          f"{sum(f.stat().st_size for f in files)} bytes")
+    print(summary(capture(args.instr, args.shape, args.mode), FIXTURES))
     return 0
 
 

@@ -64,6 +64,20 @@ def route(target: str, usage: tuple[int, int]) -> dict[str, Any]:
     return turn(json.dumps({"next": target}), usage)
 
 
+def _members() -> dict[str, list[dict[str, Any]]]:
+    """The two members the supervisor shapes hand over to, each answering its part in a turn."""
+    return {
+        "weather_agent": [
+            turn("", (60, 10), ("get_weather", {"city": "Paris"}, "call_weather_1")),
+            turn("It is sunny and 22C in Paris.", (85, 9)),
+        ],
+        "math_agent": [
+            turn("", (70, 12), ("add", {"a": 2, "b": 3}, "call_add_1")),
+            turn("2 + 3 = 5.", (95, 6)),
+        ],
+    }
+
+
 SHAPES: dict[str, dict[str, Any]] = {
     # a StateGraph whose "supervisor" node asks its model where to go next, and whose
     # "weather_agent" / "math_agent" nodes are create_react_agent(..., name=...) subgraphs
@@ -76,14 +90,7 @@ SHAPES: dict[str, dict[str, Any]] = {
                 route("math_agent", (90, 8)),
                 turn("It is sunny and 22C in Paris, and 2 + 3 = 5.", (130, 16)),
             ],
-            "weather_agent": [
-                turn("", (60, 10), ("get_weather", {"city": "Paris"}, "call_weather_1")),
-                turn("It is sunny and 22C in Paris.", (85, 9)),
-            ],
-            "math_agent": [
-                turn("", (70, 12), ("add", {"a": 2, "b": 3}, "call_add_1")),
-                turn("2 + 3 = 5.", (95, 6)),
-            ],
+            **_members(),
         },
     },
     # langgraph-supervisor's create_supervisor: the supervisor hands off with transfer_to_* tools
@@ -96,14 +103,7 @@ SHAPES: dict[str, dict[str, Any]] = {
                 turn("", (110, 11), ("transfer_to_math_agent", {}, "call_handoff_2")),
                 turn("It is sunny and 22C in Paris, and 2 + 3 = 5.", (160, 16)),
             ],
-            "weather_agent": [
-                turn("", (60, 10), ("get_weather", {"city": "Paris"}, "call_weather_1")),
-                turn("It is sunny and 22C in Paris.", (85, 9)),
-            ],
-            "math_agent": [
-                turn("", (70, 12), ("add", {"a": 2, "b": 3}, "call_add_1")),
-                turn("2 + 3 = 5.", (95, 6)),
-            ],
+            **_members(),
         },
     },
     # langgraph-swarm: weather_agent answers its part, then hands off to math_agent
