@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import schemathesis
 
-from trajhub.service.api.cursors import encode_cursor
+from trajhub.service.api.cursors import encode_cursor, offset_cursor
 
 
 @schemathesis.serializer("application/x-ndjson")
@@ -24,14 +24,16 @@ def ndjson(ctx: schemathesis.SerializationContext, value: Any) -> bytes:
         return json.dumps(value).encode("utf-8", "surrogatepass") + b"\n"
 
 
-#: a cursor of the shape each route issues (common.encode_cursor): (seq) or (sort value, id)
+#: a cursor of the shape each route issues (cursors.encode_cursor): (seq) or (sort value, id)
 _CURSORS = {"/api/v1/datasets/{name}/items": encode_cursor(0),
             "/api/v1/evaluations": encode_cursor(0),
             "/api/v1/traces": encode_cursor(0, ""),
             "/api/v1/trajectories": encode_cursor(0, ""),
             "/api/v1/sessions": encode_cursor(0, ""),
             "/api/v1/evaluations/{evaluation_id}/results": encode_cursor(0, ""),
-            "/api/v1/traces/{trace_id}/spans": encode_cursor(0, 0, "")}
+            "/api/v1/traces/{trace_id}/spans": encode_cursor(0, 0, ""),
+            "/api/v1/trajectories/{trace_id}/steps": offset_cursor(0),
+            "/api/v1/trajectories/{trace_id}/events": offset_cursor(0)}
 
 
 @schemathesis.hook

@@ -18,6 +18,7 @@ import orjson
 import pytest
 from pydantic import BaseModel
 
+import trajhub.records
 import trajhub.service.api
 from tests.harness import ServerProcess, final_trajectory, get_json
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
@@ -69,15 +70,23 @@ def test_every_json_success_body_has_an_example(openapi: dict[str, Any]) -> None
 
 
 def _api_models() -> dict[str, type[BaseModel]]:
-    """Every pydantic model the API modules define, by class name (the OpenAPI component name)."""
-    models: dict[str, type[BaseModel]] = {}
-    for info in pkgutil.iter_modules(trajhub.service.api.__path__):
-        module = importlib.import_module(f"trajhub.service.api.{info.name}")
-        for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, BaseModel) \
-                    and value.__module__ == module.__name__:
-                assert models.setdefault(value.__name__, value) is value, value.__name__
-    return models
+    """Every pydantic model the API modules and the declarations (trajhub.records) define, by
+    class name (the OpenAPI component name)."""
+    found: list[dict[str, type[BaseModel]]] = []
+    for package in (trajhub.records, trajhub.service.api):
+        models: dict[str, type[BaseModel]] = {}
+        for info in pkgutil.iter_modules(package.__path__):
+            _add_models(importlib.import_module(f"{package.__name__}.{info.name}"), models)
+        found.append(models)
+    # an API subclass of a declaration (same name, its own example) is the component
+    return {**found[0], **found[1]}
+
+
+def _add_models(module: Any, models: dict[str, type[BaseModel]]) -> None:
+    for value in vars(module).values():
+        if isinstance(value, type) and issubclass(value, BaseModel) \
+                and value.__module__ == module.__name__:
+            assert models.setdefault(value.__name__, value) is value, value.__name__
 
 
 def test_every_example_validates_against_its_model(openapi: dict[str, Any]) -> None:

@@ -49,12 +49,10 @@ def offset_cursor(offset: int) -> str:
 
 def page_offset(cursor: str | None, offset: int) -> int:
     """Where the asked page of a list paged by position starts: at `cursor` (a `next_cursor`
-    of that list), else at `offset` (its deprecated alias); both given is a 400."""
+    of that list), else at `offset` (its deprecated alias, which the cursor overrides: a
+    request /openapi.json allows is never refused for holding both)."""
     if not cursor:
         return offset
-    if offset:
-        raise HTTPException(400, "query parameters 'cursor' and 'offset': give one of them, "
-                                 "not both ('offset' is deprecated)")
     values = decode_cursor(cursor, (int,))
     assert values is not None
     if not 0 <= values[0] <= INT32_MAX:

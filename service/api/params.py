@@ -117,8 +117,8 @@ DEFAULT_PAGE = 100
 #: the position of a page of steps or events, the deprecated alias of `Cursor` there
 Offset = Annotated[int, Query(ge=0, le=INT32_MAX, deprecated=True, description="the position "
                               "of the first item of the page (0: the first); `next_offset` of "
-                              "the previous page; deprecated: use `cursor` (kept for one "
-                              "version)")]
+                              "the previous page; ignored when `cursor` is given; deprecated: "
+                              "use `cursor` (kept for one version)")]
 
 
 def time_ns(value: str | None, name: str) -> int | None:
