@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import asyncpg
@@ -32,7 +33,9 @@ from trajhub.service.runtime import Runtime
 from trajhub.service.shortages import SHORTAGES
 from trajhub.service.ui import mount as mount_ui
 from trajhub.storage.compression import UnknownDictionary
-from trajhub.storage.database import TRANSIENT_ERRORS, is_transient, shortage
+from trajhub.storage.database import TRANSIENT_ERRORS, is_transient, shortage, unavailable_reason
+
+log = logging.getLogger("trajhub.api")
 
 DESCRIPTION = """\
 trajhub receives OpenTelemetry traces from LLM agents (OTLP over HTTP and gRPC, and the Coze Loop
@@ -83,13 +86,15 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
         if not is_transient(exc):
             raise exc  # a bug: the server's 500
         metrics.DATABASE_ERRORS.labels("api").inc()
+        # the answer names the kind of fault, the log PostgreSQL's own text
         lack = shortage(exc)
         if lack is not None:
             SHORTAGES.seen(lack, "api", str(exc))
-            return JSONResponse({"detail": f"database unavailable: {lack}"}, status_code=503,
-                                headers={"Retry-After": "5"})
-        return JSONResponse({"detail": f"database unavailable: {exc}"}, status_code=503,
-                            headers={"Retry-After": "2"})
+        else:
+            log.warning("database unavailable to %s %s: %r", request.method, request.url.path,
+                        exc)
+        return JSONResponse({"detail": f"database unavailable: {unavailable_reason(exc)}"},
+                            status_code=503, headers={"Retry-After": "2" if lack is None else "5"})
 
     # any database error: a shortage can come under a class that is otherwise a bug (XX000)
     database_errors: tuple[type[Exception], ...] = (*TRANSIENT_ERRORS, asyncpg.PostgresError)

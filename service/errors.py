@@ -16,7 +16,7 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
-from trajhub.storage.database import is_transient, shortage
+from trajhub.storage.database import is_transient, shortage, unavailable_reason
 
 log = logging.getLogger("trajhub.errors")
 
@@ -90,13 +90,13 @@ def ingest_error(error: BaseException) -> IngestError:
     fault is Unavailable; anything unforeseen is logged and becomes a 500 / INTERNAL."""
     if isinstance(error, IngestError):
         return error
-    lack = shortage(error)
-    if lack is not None:
-        # PostgreSQL's own text goes to the log (service/shortages.py), not to the client
-        return DatabaseUnavailable(f"database unavailable: {lack}", retry_after_s=5,
-                                   shortage=lack, cause=str(error))
     if is_transient(error):
-        return DatabaseUnavailable(f"database unavailable: {error}", retry_after_s=2)
+        # the answer says what kind of fault it was; PostgreSQL's own text, which can quote
+        # stored values, goes to the log only (service/shortages.py, the ingest worker)
+        lack = shortage(error)
+        return DatabaseUnavailable(f"database unavailable: {unavailable_reason(error)}",
+                                   retry_after_s=2 if lack is None else 5, shortage=lack,
+                                   cause=str(error))
     log.error("internal error: %r", error, exc_info=error)
     return IngestError(f"internal error: {type(error).__name__}")
 

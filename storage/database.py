@@ -71,6 +71,36 @@ def shortage(error: BaseException) -> str | None:
     return "disk full" if any(words in text for words in _NO_SPACE) else None
 
 
+#: Transient failures in words, most specific class first: what a 503 says instead of the
+#: database's own text, which goes to the log only.
+_UNAVAILABLE_WORDS: tuple[tuple[type[BaseException], str], ...] = (
+    (asyncpg.CannotConnectNowError, "the database is starting up or shutting down"),
+    (asyncpg.AdminShutdownError, "the database is shutting down"),
+    (asyncpg.CrashShutdownError, "the database is restarting after a crash"),
+    (asyncpg.SerializationError, "a concurrent write conflicted"),
+    (asyncpg.DeadlockDetectedError, "a concurrent write conflicted"),
+    (asyncpg.LockNotAvailableError, "the database did not answer in time"),
+    (asyncpg.QueryCanceledError, "the database did not answer in time"),
+    (asyncio.TimeoutError, "the database did not answer in time"),
+    (asyncpg.PostgresConnectionError, "the connection to the database failed"),
+    (asyncpg.InterfaceError, "the connection to the database was lost"),
+    (asyncpg.InternalClientError, "the connection to the database was lost"),
+    (OSError, "the database cannot be reached"),
+)
+
+
+def unavailable_reason(error: BaseException) -> str:
+    """Why a transient failure happened, in trajhub's words: a shortage ("disk full"), or what
+    kind of fault it was. Never the database's own message, which can quote stored values."""
+    lack = shortage(error)
+    if lack is not None:
+        return lack
+    for kind, words in _UNAVAILABLE_WORDS:
+        if isinstance(error, kind):
+            return words
+    return "a transient database failure"
+
+
 def is_transient(error: BaseException) -> bool:
     """True when retrying later may succeed; False for a deterministic failure."""
     return isinstance(error, TRANSIENT_ERRORS) or shortage(error) is not None

@@ -13,7 +13,7 @@ import pytest
 
 from trajhub.service import shortages
 from trajhub.service.errors import DatabaseUnavailable, ingest_error
-from trajhub.storage.database import is_transient, shortage
+from trajhub.storage.database import is_transient, shortage, unavailable_reason
 
 pytestmark = pytest.mark.unit
 
@@ -38,6 +38,30 @@ def test_each_resource_error_is_a_transient_shortage_named_in_words(
         error: BaseException, words: str) -> None:
     assert shortage(error) == words
     assert is_transient(error)
+
+
+
+SECRET = "value 'alice@example.com' in row"
+
+
+@pytest.mark.parametrize(("error", "words"), [
+    (asyncpg.CannotConnectNowError(SECRET), "the database is starting up or shutting down"),
+    (asyncpg.AdminShutdownError(SECRET), "the database is shutting down"),
+    (asyncpg.SerializationError(SECRET), "a concurrent write conflicted"),
+    (asyncpg.QueryCanceledError(SECRET), "the database did not answer in time"),
+    (TimeoutError(SECRET), "the database did not answer in time"),
+    (asyncpg.ConnectionDoesNotExistError(SECRET), "the connection to the database failed"),
+    (asyncpg.InterfaceError(SECRET), "the connection to the database was lost"),
+    (ConnectionRefusedError(errno.ECONNREFUSED, SECRET), "the database cannot be reached"),
+])
+def test_a_transient_fault_answers_in_words_and_logs_postgresql_text(
+        error: BaseException, words: str) -> None:
+    assert unavailable_reason(error) == words
+    answered = ingest_error(error)
+    assert isinstance(answered, DatabaseUnavailable)
+    assert answered.message == f"database unavailable: {words}"
+    assert SECRET not in answered.message
+    assert SECRET in answered.cause  # for the log
 
 
 def test_other_internal_errors_stay_bugs() -> None:
