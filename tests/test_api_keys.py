@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.cli_runner import run_cli
 from tests.harness import ServerProcess, TestDatabase, wait_for
 from tests.otlp_builders import request, span
 from tests.test_cozeloop_ingest import native_span
@@ -520,9 +520,7 @@ def run_db(url: str, query: str) -> list[asyncpg.Record]:
 
 
 def trajhub_cli(*args: str, database: TestDatabase) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "trajhub", *args, "--database-url",
-                           database.url], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).parent.parent)
+    return run_cli(*args, "--database-url", database.url, keep_trajhub_env=True)
 
 
 def test_cli_creates_lists_and_revokes_keys(world: World, database: TestDatabase) -> None:
@@ -627,15 +625,12 @@ def test_client_and_cli_send_the_key(world: World) -> None:
             pytest.raises(ApiError) as foreign:
         client.list_datasets()
     assert foreign.value.status == 403
-    cli = [sys.executable, "-m", "trajhub", "traces", "list", "--url", world.http]
-    env = {**os.environ, "TRAJHUB_API_KEY": world.read}
-    listed = subprocess.run(cli, capture_output=True, text=True, timeout=60, env=env)
+    cli = ["traces", "list", "--url", world.http]
+    listed = run_cli(*cli, env={"TRAJHUB_API_KEY": world.read})
     assert listed.returncode == 0 and world.trace_id in listed.stdout, listed.stderr
-    flagged = subprocess.run([*cli, "--api-key", world.other_admin], capture_output=True,
-                             text=True, timeout=60)
+    flagged = run_cli(*cli, "--api-key", world.other_admin)
     assert flagged.returncode == 0 and world.trace_id not in flagged.stdout, flagged.stderr
-    bare = subprocess.run(cli, capture_output=True, text=True, timeout=60,
-                          env={k: v for k, v in os.environ.items() if k != "TRAJHUB_API_KEY"})
+    bare = run_cli(*cli)
     assert bare.returncode == 2 and "API key is required" in bare.stderr and "401" in bare.stderr
 
 

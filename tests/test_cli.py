@@ -8,10 +8,8 @@ model call fails, no tool runs)."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +20,7 @@ import httpx
 import pytest
 
 from tests.captures import replay_run
+from tests.cli_runner import run_cli
 from tests.harness import ServerProcess, TestDatabase, final_trajectory
 from tests.otlp_builders import new_trace_id, request, span
 
@@ -51,10 +50,7 @@ def runs(server: ServerProcess) -> Runs:
 def trajhub(*argv: str, url: str | None = None, project: str | None = None,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     server = [*(["--url", url] if url else []), *(["--project", project] if project else [])]
-    base = {k: v for k, v in os.environ.items() if not k.startswith("TRAJHUB_")}
-    return subprocess.run([sys.executable, "-m", "trajhub", *argv, *server],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120,
-                          env={**base, **(env or {})})
+    return run_cli(*argv, *server, env=env)
 
 
 def one_line_error(done: subprocess.CompletedProcess[str]) -> str:

@@ -5,7 +5,6 @@ REST and through `trajhub eval`."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.harness import ServerProcess
 from tests.test_datasets_support import Ingested, project_fixtures, wait_evaluation
 
@@ -130,10 +130,8 @@ def test_matchers_named_in_json_over_rest_and_the_cli(
     api.patch(f"/datasets/{name}/items/{wrong}", json={"expectations": {
         **WRONG, "trajectory": [{**step, "args_match": ["a"]} if step["name"] == "divide"
                                 else step for step in WRONG["trajectory"]]}})
-    done = subprocess.run(
-        [sys.executable, "-m", "trajhub", "eval", name, "--url", server.http, "--project",
-         ingested.project, "-e", 'trajectory_match={"args_match": ["b"]}'],
-        capture_output=True, text=True, cwd=ROOT, timeout=60)
+    done = run_cli("eval", name, "--url", server.http, "--project", ingested.project, "-e",
+                   'trajectory_match={"args_match": ["b"]}', keep_trajhub_env=True)
     # the step's own key paths win over the default ones: all three pass
     assert done.returncode == 0, done.stdout + done.stderr
     assert "100.0%" in done.stdout
@@ -194,10 +192,10 @@ def test_bad_evaluation_requests(api: httpx.Client, react_set: tuple[str, str]) 
 def test_cli_eval_prints_the_table_and_the_failures(
         server: ServerProcess, ingested: Ingested, react_set: tuple[str, str]) -> None:
     name, wrong = react_set
-    args = [sys.executable, "-m", "trajhub", "eval", name, "--url", server.http,
+    args = ["eval", name, "--url", server.http,
             "--project", ingested.project, "-e", "expected_agents_tools",
             "-e", "tool_call_accuracy", "-e", 'trajectory_match={"mode": "strict"}']
-    done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=60)
+    done = run_cli(*args, keep_trajhub_env=True)
     assert done.returncode == 1, done.stderr  # an item failed
     out = done.stdout
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()
@@ -210,18 +208,14 @@ def test_cli_eval_prints_the_table_and_the_failures(
     assert "❌ expected_agents_tools: failed" in out and "multiply" in out
     assert "❌ trajectory_match: failed" in out
 
-    bad = subprocess.run([*args[:-6], "-e", "nope"], capture_output=True, text=True, cwd=ROOT,
-                         timeout=60)
+    bad = run_cli(*args[:-6], "-e", "nope", keep_trajhub_env=True)
     assert bad.returncode == 2 and "unknown evaluator 'nope'" in bad.stderr
 
 
-@pytest.mark.slow  # a dozen CLI processes
 def test_cli_dataset_commands(server: ServerProcess, ingested: Ingested, tmp_path: Path) -> None:
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "trajhub", *argv, "--url", server.http,
-             "--project", ingested.project], capture_output=True, text=True, cwd=ROOT,
-            timeout=60)
+        return run_cli(*argv, "--url", server.http, "--project", ingested.project,
+                       keep_trajhub_env=True)
 
     name = "cli-" + uuid.uuid4().hex[:8]
     assert cli("dataset", "create", name).returncode == 0

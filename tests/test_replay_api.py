@@ -28,6 +28,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from tests import fake_agent
 from tests.captures import replay_run
+from tests.cli_runner import run_cli
 from tests.eino_real_support import capture_files
 from tests.eino_real_support import truth as eino_truth
 from tests.harness import ServerProcess, final_trajectory, get_json, wait_for
@@ -295,11 +296,12 @@ def test_multi_agent_events_name_their_agents(server: ServerProcess, project: st
 
 def trajhub_cli(*args: str, tty: bool = False) -> str:
     """Run the `trajhub` command; with `tty`, its stdout is a pseudo-terminal."""
-    cmd = [sys.executable, "-m", "trajhub", *args]
     if not tty:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        done = run_cli(*args, keep_trajhub_env=True)
         assert done.returncode == 0, done.stderr
         return done.stdout
+    # a terminal is a process's: the command runs as one here
+    cmd = [sys.executable, "-m", "trajhub", *args]
     import os
     import pty
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +26,7 @@ import httpx
 import pytest
 
 from tests.captures import Capture, replay
+from tests.cli_runner import run_cli
 from tests.harness import (
     CapturedQuery,
     ServerProcess,
@@ -359,8 +359,7 @@ def test_the_client_lists_pages_and_reads_a_session(server: ServerProcess, built
 
 
 def trajhub(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "trajhub", *argv], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120)
+    return run_cli(*argv, keep_trajhub_env=True)
 
 
 def test_cli_lists_sessions_and_shows_one_as_a_transcript(server: ServerProcess,
