@@ -12,8 +12,18 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from trajhub.records import SERVED_ONLY, Record, Stored, StoredOnly, computed
+from trajhub.records.pages import deprecated_alias
 
-_WHEN = Stored(written_by="database", convert="timestamp", stored_type=datetime)
+
+def written_when(column: str) -> Stored:
+    """A moment the database writes (a timestamptz `column`, served as RFC 3339): both the
+    `_time` field and its deprecated `_at` alias read it."""
+    return Stored(column=column, written_by="database", convert="timestamp",
+                  stored_type=datetime)
+
+
+_CREATED = written_when("created_at")
+_UPDATED = written_when("updated_at")
 
 
 class Dataset(Record):
@@ -26,8 +36,12 @@ class Dataset(Record):
     # over the set's row `d` (storage/datasets.py)
     item_count: Annotated[
         int, computed("(SELECT count(*) FROM dataset_items i WHERE i.dataset_id = d.id)")] = 0
-    created_at: Annotated[str, _WHEN] = ""
-    updated_at: Annotated[str, _WHEN] = ""
+    created_time: Annotated[str, _CREATED] = ""
+    updated_time: Annotated[str, _UPDATED] = ""
+    created_at: Annotated[str, _CREATED] = deprecated_alias("created_time", default="",
+                                                            renamed=True)
+    updated_at: Annotated[str, _UPDATED] = deprecated_alias("updated_time", default="",
+                                                            renamed=True)
 
 
 class FillOutcome(Record):
@@ -73,8 +87,12 @@ class Item(Record):
         "given")
     source_trace_id: str | None = None
     tags: list[str] = Field(default_factory=list)
-    created_at: Annotated[str, _WHEN] = ""
-    updated_at: Annotated[str, _WHEN] = ""
+    created_time: Annotated[str, _CREATED] = ""
+    updated_time: Annotated[str, _UPDATED] = ""
+    created_at: Annotated[str, _CREATED] = deprecated_alias("created_time", default="",
+                                                            renamed=True)
+    updated_at: Annotated[str, _UPDATED] = deprecated_alias("updated_time", default="",
+                                                            renamed=True)
 
 
 #: the API leaves a snapshot out unless it was asked for: never required in /openapi.json
