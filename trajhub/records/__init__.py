@@ -193,6 +193,22 @@ def is_optional(annotation: Any) -> bool:
         and type(None) in typing.get_args(annotation)
 
 
+class _Named(typing.Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_N = typing.TypeVar("_N", bound=_Named)
+
+
+def _named(items: tuple[_N, ...], name: str) -> _N:
+    """The field (or filter) of this name: a KeyError when none is declared."""
+    for item in items:
+        if item.name == name:
+            return item
+    raise KeyError(name)
+
+
 def _meta(metadata: list[Any], kind: type[Any]) -> Any:
     return next((m for m in metadata if isinstance(m, kind)), None)
 
@@ -254,10 +270,7 @@ class Record(Renames):
 
     @classmethod
     def column(cls, name: str) -> Column:
-        for c in _declared(cls):
-            if c.name == name:
-                return c
-        raise KeyError(name)
+        return _named(_declared(cls), name)
 
     @classmethod
     def write_columns(cls, *writers: str) -> tuple[str, ...]:
@@ -431,10 +444,7 @@ class Query(BaseModel):
 
     @classmethod
     def param(cls, name: str) -> Param:
-        for p in _params(cls):
-            if p.name == name:
-                return p
-        raise KeyError(name)
+        return _named(_params(cls), name)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

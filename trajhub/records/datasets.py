@@ -6,24 +6,13 @@ serves an item's snapshot as its own model of a trajectory document (service/api
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from trajhub.records import SERVED_ONLY, Record, Stored, StoredOnly, computed
 from trajhub.records.pages import deprecated_alias
-
-
-def written_when(column: str) -> Stored:
-    """A moment the database writes (a timestamptz `column`, served as RFC 3339): both the
-    `_time` field and its deprecated `_at` alias read it."""
-    return Stored(column=column, written_by="database", convert="timestamp",
-                  stored_type=datetime)
-
-
-_CREATED = written_when("created_at")
-_UPDATED = written_when("updated_at")
+from trajhub.records.times import CreatedAt, UpdatedAt
 
 
 class Dataset(Record):
@@ -36,12 +25,10 @@ class Dataset(Record):
     # over the set's row `d` (storage/datasets.py)
     item_count: Annotated[
         int, computed("(SELECT count(*) FROM dataset_items i WHERE i.dataset_id = d.id)")] = 0
-    created_time: Annotated[str, _CREATED] = ""
-    updated_time: Annotated[str, _UPDATED] = ""
-    created_at: Annotated[str, _CREATED] = deprecated_alias("created_time", default="",
-                                                            renamed=True)
-    updated_at: Annotated[str, _UPDATED] = deprecated_alias("updated_time", default="",
-                                                            renamed=True)
+    created_time: CreatedAt = ""
+    updated_time: UpdatedAt = ""
+    created_at: CreatedAt = deprecated_alias("created_time", default="", renamed=True)
+    updated_at: UpdatedAt = deprecated_alias("updated_time", default="", renamed=True)
 
 
 class FillOutcome(Record):
@@ -87,12 +74,10 @@ class Item(Record):
         "given")
     source_trace_id: str | None = None
     tags: list[str] = Field(default_factory=list)
-    created_time: Annotated[str, _CREATED] = ""
-    updated_time: Annotated[str, _UPDATED] = ""
-    created_at: Annotated[str, _CREATED] = deprecated_alias("created_time", default="",
-                                                            renamed=True)
-    updated_at: Annotated[str, _UPDATED] = deprecated_alias("updated_time", default="",
-                                                            renamed=True)
+    created_time: CreatedAt = ""
+    updated_time: UpdatedAt = ""
+    created_at: CreatedAt = deprecated_alias("created_time", default="", renamed=True)
+    updated_at: UpdatedAt = deprecated_alias("updated_time", default="", renamed=True)
 
 
 #: the API leaves a snapshot out unless it was asked for: never required in /openapi.json

@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from trajhub.records import SERVED_ONLY, Example, Record, Stored, computed
-from trajhub.records.datasets import written_when
 from trajhub.records.pages import deprecated_alias
+from trajhub.records.times import written_when
 from trajhub.records.trajectories import TRACE_ID
 
 
