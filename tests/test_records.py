@@ -246,6 +246,7 @@ def test_a_renamed_field_is_read_under_either_name() -> None:
 
     from trajhub.records.datasets import Dataset
     from trajhub.records.projects import ProjectEntry
+    from trajhub.records.spans import SpanEvent
 
     old_server = Dataset.from_json({"name": "d", "created_at": "2026-01-01T00:00:00Z"})
     new_server = ProjectEntry.from_json({"name": "p", "first_span_time": "2026-01-01T00:00:00Z"})
@@ -255,6 +256,9 @@ def test_a_renamed_field_is_read_under_either_name() -> None:
         warnings.simplefilter("always")
         assert new_server.first_span_at == "2026-01-01T00:00:00Z"
     assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+    event = SpanEvent.model_validate({"name": "e", "time_unix_nano": "1767225600500000000",
+                                      "attributes": {}})
+    assert event.time == "2026-01-01T00:00:00.500000Z"  # from an older server's nanoseconds
     assert Dataset.select_list() == "name, description, (SELECT count(*) FROM dataset_items " \
         "i WHERE i.dataset_id = d.id) AS item_count, created_at, updated_at"
 

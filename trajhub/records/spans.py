@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from trajhub.records.examples import SPAN_ID, TRACE_ID, example_config
 from trajhub.records.pages import deprecated_alias
+from trajhub.records.times import rfc3339
 
 
 class SpanStatus(BaseModel):
@@ -22,6 +23,14 @@ class SpanEvent(BaseModel):
     time: str = Field(description="RFC 3339: when the event happened")
     time_unix_nano: str = deprecated_alias("time", "Unix nanoseconds (decimal text)")
     attributes: dict[str, Any]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _time_of_an_older_server(cls, data: Any) -> Any:
+        # a server before `time` sent only the nanoseconds: the client reads the same moment
+        if isinstance(data, dict) and "time" not in data and "time_unix_nano" in data:
+            return {**data, "time": rfc3339(int(data["time_unix_nano"]))}
+        return data
 
 
 #: a span's length is fractional, unlike a run's: spans are timed to the nanosecond, and many

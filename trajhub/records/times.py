@@ -5,10 +5,15 @@ Declared once here, so that every record reads a stored moment the same way."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated
 
 from trajhub.records import Stored
+
+
+def rfc3339(ns: int) -> str:
+    """Unix nanoseconds as RFC 3339 UTC text, to the microsecond (as the API serves them)."""
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 def written_ns(column: str) -> Stored:
@@ -29,4 +34,4 @@ CreatedTime = Annotated[str, written_ns("created_ns")]
 CreatedAt = Annotated[str, written_when("created_at")]
 UpdatedAt = Annotated[str, written_when("updated_at")]
 
-__all__ = ["CreatedAt", "CreatedTime", "UpdatedAt", "written_ns", "written_when"]
+__all__ = ["CreatedAt", "CreatedTime", "UpdatedAt", "rfc3339", "written_ns", "written_when"]
