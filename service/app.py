@@ -144,7 +144,8 @@ def create_app(rt: Runtime, workers_missing: Callable[[], str] | None = None) ->
             if lacking is not None:
                 detail = f"{lacking}; now: {detail}"
             return JSONResponse({"status": "unavailable", "detail": detail}, status_code=503)
-        figures = {"derivation_backlog": backlog, "derivation_backlog_oldest_seconds": oldest}
+        figures = {"derivation_backlog": backlog, "derivation_backlog_oldest_ms": round(
+            oldest * 1000), "derivation_backlog_oldest_seconds": oldest}
         if lacking is not None:
             return JSONResponse({"status": "unavailable", "detail": lacking, **figures},
                                 status_code=503)

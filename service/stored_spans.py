@@ -231,7 +231,7 @@ def span_view(span: Span) -> dict[str, Any]:
         "status": {"code": _STATUS_NAMES[span.status_code] if 0 <= span.status_code < 3
                    else span.status_code, "message": span.status_message},
         "attributes": _jsonable(dict(span.attributes)),
-        "events": [{"name": e.name, "time_unix_nano": str(e.time_ns),
+        "events": [{"name": e.name, "time": iso_time(e.time_ns), "time_unix_nano": str(e.time_ns),
                     "attributes": _jsonable(dict(e.attributes))} for e in span.events],
         "resource": _jsonable(dict(span.resource)),
         "scope": {"name": span.scope_name, "version": span.scope_version},

@@ -87,7 +87,8 @@ def create_key(c: httpx.Client, base: str, admin: str, project: str, scope: str)
                json={"scope": scope, "name": f"test {scope}"})
     assert r.status_code == 201, r.text
     doc = r.json()
-    assert doc["project"] == project and doc["scope"] == scope and doc["revoked_at"] is None
+    assert doc["project"] == project and doc["scope"] == scope and doc["revoked_time"] is None
+    assert doc["created_time"] == doc["created_at"]  # the deprecated alias, the same moment
     assert doc["key"].startswith("thk_" + doc["key_id"] + "_")
     return str(doc["key"])
 
@@ -110,7 +111,7 @@ def world(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory) -> I
             revoked = create_key(c, base, bootstrap, project, "admin")
             revoked_id = revoked.split("_")[1]
             r = c.delete(f"{base}/api/v1/keys/{revoked_id}", headers=bearer(keys["admin"]))
-            assert r.status_code == 200 and r.json()["revoked_at"], r.text
+            assert r.status_code == 200 and r.json()["revoked_time"], r.text
             other_admin = create_key(c, base, bootstrap, other, "admin")
             other_ingest = create_key(c, base, bootstrap, other, "ingest")
 
@@ -294,7 +295,7 @@ def assert_a_intact(world: World) -> None:
         assert c.get(f"{world.http}/api/v1/files/{world.file_key}").content == world.marker.encode()
         keys = c.get(f"{world.http}/api/v1/keys").json()["items"]
         assert sorted(k["scope"] for k in keys) == ["admin", "admin", "ingest", "read"]
-        assert sum(k["revoked_at"] is not None for k in keys) == 1
+        assert sum(k["revoked_time"] is not None for k in keys) == 1
         assert c.get(f"{world.http}/api/v1/evaluations").json()["items"] == []
 
 
@@ -537,6 +538,10 @@ def test_cli_creates_lists_and_revokes_keys(world: World, database: TestDatabase
     revoked = trajhub_cli("keys", "revoke", key_id, "--project", world.project,
                           database=database)
     assert revoked.returncode == 0 and key_id in revoked.stdout, revoked.stderr
+    as_json = {k["key_id"]: k for k in json.loads(trajhub_cli(
+        "keys", "list", "--json", "--project", world.project, database=database).stdout)}
+    assert as_json[key_id]["revoked_time"] is not None  # the API's names
+    assert as_json[key_id]["created_at"] == as_json[key_id]["created_time"]
     answer = otlp_grpc(world, key, os.urandom(16), None, None)
     assert answer.status == 401 and "revoked" in answer.message
     unknown = trajhub_cli("keys", "revoke", "000000000000", database=database)
@@ -544,7 +549,7 @@ def test_cli_creates_lists_and_revokes_keys(world: World, database: TestDatabase
     # the REST list shows the CLI's key as revoked; its admin key sees only its project
     with httpx.Client(timeout=30, headers=bearer(world.admin)) as c:
         keys = {k["key_id"]: k for k in c.get(f"{world.http}/api/v1/keys").json()["items"]}
-        assert keys[key_id]["revoked_at"] is not None
+        assert keys[key_id]["revoked_time"] is not None
         assert {k["project"] for k in keys.values()} == {world.project}
         assert "key" not in keys[key_id]
         # an admin key of A cannot revoke B's keys
@@ -639,8 +644,8 @@ def test_a_key_of_an_empty_project_learns_its_project(world: World) -> None:
     with httpx.Client(timeout=30) as c:
         key = create_key(c, world.http, world.bootstrap, empty, "read")
         projects = c.get(f"{world.http}/api/v1/projects", headers=bearer(key)).json()
-    only = [{"name": empty, "trace_count": 0, "span_count": 0, "first_span_at": None,
-             "last_span_at": None}]
+    only = [{"name": empty, "trace_count": 0, "span_count": 0, "first_span_time": None,
+             "last_span_time": None, "first_span_at": None, "last_span_at": None}]
     # the old item key is still sent beside `items` (deprecated)
     assert projects == {"items": only, "next_cursor": None, "projects": only}
 
@@ -663,7 +668,8 @@ def test_metrics_refuses_missing_bogus_and_revoked_keys(world: World) -> None:
     revoked = metrics_key(world, ops)
     r = httpx.delete(f"{world.http}/api/v1/keys/{revoked.split('_')[1]}",
                      headers=bearer(world.bootstrap), params={"project": ops}, timeout=30)
-    assert r.status_code == 200 and r.json()["revoked_at"], r.text
+    assert r.status_code == 200 and r.json()["revoked_time"], r.text
+    assert r.json()["revoked_at"] == r.json()["revoked_time"]
     for what, key, says in [("no key", None, "API key is required"),
                             ("never issued", "thk_0123456789ab_" + "z" * 43, "not valid"),
                             ("not a key", "hunter2", "not valid"),

@@ -172,9 +172,10 @@ def test_an_unreachable_server() -> None:
 
 PROJECTS = [
     {"name": "default", "trace_count": 12, "span_count": 340,
+     "first_span_time": "2026-01-02T03:04:05.000000Z", "last_span_time": "2026-01-03T00:00:00Z",
      "first_span_at": "2026-01-02T03:04:05.000000Z", "last_span_at": "2026-01-03T00:00:00Z"},
-    {"name": "empty-ish", "trace_count": 0, "span_count": 0, "first_span_at": None,
-     "last_span_at": None},
+    {"name": "empty-ish", "trace_count": 0, "span_count": 0, "first_span_time": None,
+     "last_span_time": None, "first_span_at": None, "last_span_at": None},
 ]
 
 
@@ -191,9 +192,10 @@ def test_projects_follow_the_contract() -> None:
         projects = hub.list_projects()
     assert projects == [
         Project(name="default", trace_count=12, span_count=340,
-                first_span_at="2026-01-02T03:04:05.000000Z", last_span_at="2026-01-03T00:00:00Z"),
-        Project(name="empty-ish", trace_count=0, span_count=0, first_span_at=None,
-                last_span_at=None)]
+                first_span_time="2026-01-02T03:04:05.000000Z",
+                last_span_time="2026-01-03T00:00:00Z"),
+        Project(name="empty-ish", trace_count=0, span_count=0, first_span_time=None,
+                last_span_time=None)]
 
 
 def test_projects_command(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

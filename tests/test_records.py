@@ -6,6 +6,7 @@ as it is; and the time vocabulary's deprecated aliases are marked so."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -18,7 +19,6 @@ from pydantic import Field
 from tests.harness import ServerProcess, TestDatabase
 from trajhub.records import Cli, Condition, Record, Stored, StoredOnly, write_values
 from trajhub.records.scores import Score, ScoreConfig
-from trajhub.records.sessions import SessionSummary, SessionTurn
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectoryQuery, TrajectorySummary
 
@@ -173,18 +173,94 @@ def test_a_record_refuses_a_column_declared_twice() -> None:
         Twice.declared()
 
 
+#: a moment under another name than `<what>_time`: Unix times, `_at` stamps, dates, bounds
+_MOMENT_LIKE = re.compile(r"(_at|_ns|_nano|_nanos|_date|_ts|_until|_since|_epoch|_unix|_micros"
+                          r"|timestamp)$|_at_")
+#: a length in another unit than whole milliseconds
+_LENGTH_LIKE = re.compile(r"(_seconds|_secs|_sec|_s|_us|_micros|_minutes|_hours|_days)$")
+#: lengths a person chooses rather than measures, in the unit one thinks of them in (a review
+#: lease in seconds, a retention in days): docs/glossary.md, "Times"
+_CHOSEN_UNITS = {("NextRequest", "lease_seconds"), ("Retention", "default_days")}
+#: the one `_ms` that is not an integer, and why (docs/glossary.md, "Times"): a span's length,
+#: timed to the nanosecond, is fractional (many spans last under a millisecond)
+_FRACTIONAL_MS = {("SpanView", "duration_ms"), ("SpanNode", "duration_ms"),
+                  ("TrajectoryNode", "duration_ms")}
+
+
+def _types(prop: dict[str, Any]) -> set[str]:
+    """The JSON types a property may hold besides null."""
+    members = prop.get("anyOf", [prop])
+    return {m["type"] for m in members if "type" in m} - {"null"}
+
+
+def _replacement(prop: dict[str, Any]) -> str:
+    found = re.search(r"deprecated: use `([a-z_]+)`", prop.get("description", ""))
+    return found.group(1) if found else ""
+
+
 def test_time_fields_follow_one_vocabulary() -> None:
-    """Moments are `<what>_time` (RFC 3339 text), lengths `<what>_ms` (integers); any other
-    time field is a deprecated alias of one of those."""
-    for record in (TrajectorySummary, TraceSummary, SessionSummary, SessionTurn):
-        for f in record.served():
-            if f.name.endswith("_time"):
-                assert f.type is str and f.convert == "time", (record.__name__, f.name)
-            elif f.name.endswith("_ms"):
-                assert f.type is int, (record.__name__, f.name)
-            elif any(part in f.name for part in ("_ns", "nano", "_at")):
-                deprecated = record.model_fields[f.name].deprecated
-                assert f.deprecated and str(deprecated).endswith("_time"), f.name
+    """Over every model the API sends or takes (every component of /openapi.json): a moment is
+    `<what>_time` (or an event's `time`), RFC 3339 text; a length is `<what>_ms`, an integer
+    (a span's fractional length excepted); a time under any other name is a deprecated alias
+    whose description names its replacement, a field of the same model."""
+    from trajhub.service.app import create_app
+    from trajhub.service.config import Settings
+    from trajhub.service.runtime import Runtime
+
+    schemas = create_app(Runtime(Settings(), None, None)).openapi()["components"]["schemas"]
+    wrong: list[str] = []
+    checked = 0
+    for model, schema in schemas.items():
+        props: dict[str, Any] = schema.get("properties", {})
+        for name, prop in props.items():
+            where = f"{model}.{name}"
+            if name == "time" or name.endswith("_time"):
+                checked += 1
+                if _types(prop) != {"string"} or prop.get("deprecated"):
+                    wrong.append(f"{where}: a moment is RFC 3339 text")
+            elif prop.get("deprecated") and (_MOMENT_LIKE.search(name)
+                                             or _LENGTH_LIKE.search(name)
+                                             or name.endswith("_ms")):
+                checked += 1
+                new = _replacement(prop)
+                if not (new == "time" or new.endswith(("_time", "_ms"))) or new not in props:
+                    wrong.append(f"{where}: deprecated, but names no time field of {model}")
+            elif name.endswith("_ms"):
+                checked += 1
+                expected = {"number"} if (model, name) in _FRACTIONAL_MS else {"integer"}
+                if _types(prop) != expected:
+                    wrong.append(f"{where}: a length is whole milliseconds")
+            elif _MOMENT_LIKE.search(name) or (_LENGTH_LIKE.search(name)
+                                               and (model, name) not in _CHOSEN_UNITS):
+                wrong.append(f"{where}: a time outside the vocabulary, and not deprecated")
+    assert wrong == [], wrong
+    assert checked > 50  # the walk saw the models (a renamed component would not hide them)
+    for model, name in _FRACTIONAL_MS:
+        assert "fractional" in schemas[model]["properties"][name]["description"]
+
+
+def test_a_renamed_field_is_read_under_either_name() -> None:
+    """A client reads the new name from a server that sends only the old one, and the old
+    name still holds the value (a deprecated alias: `deprecated_alias(renamed=True)`)."""
+    import warnings
+
+    from trajhub.records.datasets import Dataset
+    from trajhub.records.projects import ProjectEntry
+    from trajhub.records.spans import SpanEvent
+
+    old_server = Dataset.from_json({"name": "d", "created_at": "2026-01-01T00:00:00Z"})
+    new_server = ProjectEntry.from_json({"name": "p", "first_span_time": "2026-01-01T00:00:00Z"})
+    assert old_server.created_time == "2026-01-01T00:00:00Z"
+    assert old_server.updated_time == "" and new_server.last_span_time is None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert new_server.first_span_at == "2026-01-01T00:00:00Z"
+    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+    event = SpanEvent.model_validate({"name": "e", "time_unix_nano": "1767225600500000000",
+                                      "attributes": {}})
+    assert event.time == "2026-01-01T00:00:00.500000Z"  # from an older server's nanoseconds
+    assert Dataset.select_list() == "name, description, (SELECT count(*) FROM dataset_items " \
+        "i WHERE i.dataset_id = d.id) AS item_count, created_at, updated_at"
 
 
 def test_records_are_static_classes_that_every_layer_uses_as_they_are() -> None:
@@ -295,6 +371,7 @@ def test_the_dataset_evaluation_and_project_records_are_the_clients_and_storages
         "created_at, updated_at, trajectory::text AS trajectory, seq")
     assert ProjectRow.columns() == (
         "project AS name, count(*) AS trace_count, coalesce(sum(span_count), 0) AS span_count, "
+        "min(start_ns) AS first_span_time, max(end_ns) AS last_span_time, "
         "min(start_ns) AS first_span_at, max(end_ns) AS last_span_at")
 
 

@@ -254,6 +254,9 @@ def test_projects_lists_counts_and_times(server: ServerProcess, project: str) ->
             "items"]}
         assert listed[project] == {
             "name": project, "trace_count": 2, "span_count": 6,
+            "first_span_time": "2023-11-14T22:13:20Z",
+            "last_span_time": "2023-11-14T22:13:21.003000Z",
+            # the deprecated aliases, the same moments for one version
             "first_span_at": "2023-11-14T22:13:20Z",
             "last_span_at": "2023-11-14T22:13:21.003000Z"}
         assert listed[other]["trace_count"] == 1 and listed[other]["span_count"] == 1

@@ -9,8 +9,9 @@ import pytest
 from trajhub.service.api.answers import ResponseContractError, model_response
 from trajhub.service.api.models import Dataset, DatasetList, Item
 
-DATASET = {"name": "weather", "description": "", "item_count": 3,
-           "created_at": "2026-11-22T10:00:00Z", "updated_at": "2026-11-22T10:00:00Z"}
+STAMPS = {"created_time": "2026-11-22T10:00:00Z", "updated_time": "2026-11-22T10:00:00Z",
+          "created_at": "2026-11-22T10:00:00Z", "updated_at": "2026-11-22T10:00:00Z"}
+DATASET = {"name": "weather", "description": "", "item_count": 3, **STAMPS}
 
 
 def test_a_body_that_fits_its_model_is_sent_as_given() -> None:
@@ -32,8 +33,7 @@ def test_a_body_that_breaks_its_model_is_refused(broken: dict[str, object]) -> N
 
 def test_stored_json_embedded_as_a_fragment_is_checked_too() -> None:
     item = {"id": "i", "dataset": "weather", "input": None, "reference_output": None,
-            "expectations": {}, "metadata": {}, "source_trace_id": None, "tags": [],
-            "created_at": "2026-11-22T10:00:00Z", "updated_at": "2026-11-22T10:00:00Z"}
+            "expectations": {}, "metadata": {}, "source_trace_id": None, "tags": [], **STAMPS}
     good = orjson.Fragment(b'{"id": "t", "root_step": {}, "agent_steps": []}')
     assert orjson.loads(model_response(Item, {**item, "trajectory": good}).body)[
         "trajectory"]["id"] == "t"

@@ -43,7 +43,7 @@ def test_revisions_record_each_derivation_newest_first(server: ServerProcess, pr
         assert [(r["revision"], r["status"], r["step_count"], r["input_tokens"],
                  r["output_tokens"]) for r in first] == [(1, "final", 1, 11, 2)]
         assert first[0]["derivation_error"] is None
-        assert first[0]["derived_at"].endswith("Z")
+        assert first[0]["derived_time"].endswith("Z")
 
         # a late span re-derives the trajectory: a second revision, the first kept as it was
         b.post_spans(server.http, project, [

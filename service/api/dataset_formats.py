@@ -35,8 +35,11 @@ MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"
 CSV_COLUMNS = ("id", "input", "reference_output", "expected_agents", "expected_tools",
                "expected_tool_order", "expectations", "tool_calls", "source_trace_id", "tags",
                "metadata")
+#: an item's moments, which an import ignores (`created_at`, `updated_at` their deprecated
+#: aliases)
+_STAMPS = ("created_time", "updated_time", "created_at", "updated_at")
 _IMPORT_KEYS = {"id", "input", "reference_output", "expectations", "metadata", "tags",
-                "source_trace_id", "trajectory", "created_at", "updated_at", "dataset"}
+                "source_trace_id", "trajectory", *_STAMPS, "dataset"}
 
 
 def _loads(text: str | None) -> Any:
@@ -59,6 +62,8 @@ def item_json(row: Mapping[str, Any], dataset: str) -> dict[str, Any]:
         "metadata": _loads(row["metadata"]),
         "source_trace_id": row["source_trace_id"],
         "tags": list(row["tags"]),
+        "created_time": _iso(row["created_at"]),
+        "updated_time": _iso(row["updated_at"]),
         "created_at": _iso(row["created_at"]),
         "updated_at": _iso(row["updated_at"]),
     }
@@ -69,7 +74,7 @@ def item_json(row: Mapping[str, Any], dataset: str) -> dict[str, Any]:
 
 def jsonl_line(row: Mapping[str, Any]) -> bytes:
     item = {key: value for key, value in item_json(row, "").items()
-            if key not in ("dataset", "created_at", "updated_at")}
+            if key != "dataset" and key not in _STAMPS}
     return orjson.dumps(item) + b"\n"
 
 

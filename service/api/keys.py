@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Path
 from pydantic import BaseModel, Field
 
-from trajhub.records.pages import Page, deprecated_alias
+from trajhub.records.pages import Page, Renames, deprecated_alias
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.params import PREFIX
@@ -46,7 +46,8 @@ router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["keys"],
                    dependencies=[Depends(auth_is_on)], responses=_FORBIDDEN)
 
 _KEY: dict[str, Any] = {"key_id": "3f9a1c0b7e2d", "project": "shop-agent", "scope": "ingest",
-        "name": "collector", "created_at": "2025-06-01T12:00:00Z", "revoked_at": None}
+        "name": "collector", "created_time": "2025-06-01T12:00:00Z", "revoked_time": None,
+        "created_at": "2025-06-01T12:00:00Z", "revoked_at": None}
 
 KeyId = Annotated[str, Path(max_length=64, description="the key's public id (`key_id`)")]
 
@@ -61,7 +62,7 @@ class KeyCreate(BaseModel):
     name: str = Field("", max_length=200, description="what the key is for (shown in lists)")
 
 
-class ApiKey(BaseModel):
+class ApiKey(Renames):
     """A key as listed: never the key itself, which only its creator saw once."""
 
     model_config = example_config(_KEY)
@@ -69,8 +70,12 @@ class ApiKey(BaseModel):
     project: str
     scope: Literal["ingest", "read", "admin", "metrics"]
     name: str
-    created_at: datetime
-    revoked_at: datetime | None = Field(description="when it was revoked; null while valid")
+    created_time: datetime
+    revoked_time: datetime | None = Field(description="when it was revoked; null while valid")
+    # the stored row's names (storage/keys.py), which fill the new ones
+    created_at: datetime = deprecated_alias("created_time", renamed=True)
+    revoked_at: datetime | None = deprecated_alias(
+        "revoked_time", "when it was revoked; null while valid", renamed=True)
 
 
 class CreatedKey(ApiKey):
@@ -117,7 +122,7 @@ async def list_keys(rt: Rt, project: Project) -> KeyList:
 @router.delete("/keys/{key_id}", response_model=ApiKey, openapi_extra=needs(ADMIN),
                summary="Revoke an API key of this project", responses=NOT_FOUND)
 async def revoke_key(rt: Rt, project: Project, key_id: KeyId) -> ApiKey:
-    """The key stops working at once; it stays listed, with `revoked_at`."""
+    """The key stops working at once; it stays listed, with `revoked_time`."""
     async with rt.db.acquire() as conn:
         row = await keys.revoke(conn, key_id, project)
     if row is None:

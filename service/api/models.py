@@ -59,14 +59,18 @@ class HealthStatus(BaseModel):
 
 class ReadyStatus(BaseModel):
     model_config = example_config({"status": "ready", "derivation_backlog": 12,
+                                   "derivation_backlog_oldest_ms": 800,
                                    "derivation_backlog_oldest_seconds": 0.8})
     status: Literal["ready", "unavailable", "degraded"]
     detail: str | None = Field(None, description="why not ready")
     derivation_backlog: int | None = Field(None, description=(
         "traces waiting for their trajectory to be derived (every replica's: read from the "
         "database); absent when the database could not be read"))
-    derivation_backlog_oldest_seconds: float | None = Field(None, description=(
-        "how long the oldest of them has waited, in seconds (0 when none waits)"))
+    derivation_backlog_oldest_ms: int | None = Field(None, description=(
+        "how long the oldest of them has waited, in whole milliseconds (0 when none waits)"))
+    derivation_backlog_oldest_seconds: float | None = deprecated_alias(
+        "derivation_backlog_oldest_ms", "how long the oldest of them has waited, in seconds "
+        "(0 when none waits)", None)
 
 
 class ErrorDetail(BaseModel):
@@ -86,6 +90,8 @@ class TracePage(Page[TraceSummary]):
 
 
 _PROJECT_EXAMPLE = {"name": "default", "trace_count": 42, "span_count": 518,
+                    "first_span_time": "2026-11-20T08:00:00Z",
+                    "last_span_time": "2026-11-22T10:00:02.103Z",
                     "first_span_at": "2026-11-20T08:00:00Z",
                     "last_span_at": "2026-11-22T10:00:02.103Z"}
 
@@ -152,6 +158,8 @@ class NormalizeResult(BaseModel):
 # ---------------------------------------------------------------------------------- datasets
 
 DATASET_EXAMPLE: dict[str, Any] = {"name": "weather", "description": "", "item_count": 3,
+                             "created_time": "2026-11-22T10:00:00Z",
+                             "updated_time": "2026-11-22T10:00:00Z",
                              "created_at": "2026-11-22T10:00:00Z",
                              "updated_at": "2026-11-22T10:00:00Z"}
 
@@ -171,8 +179,9 @@ ITEM_EXAMPLE: dict[str, Any] = {
         "metadata": {"trace_id": TRACE_ID, "input_messages": [
             {"role": "system", "content": "Answer briefly."},
             {"role": "user", "content": "what is the weather in sf"}]},
-        "source_trace_id": TRACE_ID, "tags": ["smoke"], "created_at": "2026-11-22T10:00:00Z",
-        "updated_at": "2026-11-22T10:00:00Z"}
+        "source_trace_id": TRACE_ID, "tags": ["smoke"],
+        "created_time": "2026-11-22T10:00:00Z", "updated_time": "2026-11-22T10:00:00Z",
+        "created_at": "2026-11-22T10:00:00Z", "updated_at": "2026-11-22T10:00:00Z"}
 
 
 class Item(declared_sets.Item):
@@ -203,8 +212,9 @@ class ImportOutcome(declared_sets.ImportOutcome):
 EVALUATION_EXAMPLE: dict[str, Any] = {
         "id": 7, "dataset": "weather", "target": "snapshot", "run": None,
         "evaluators": [{"name": "expected_agents_tools", "config": {}}], "status": "done",
-        "error": None, "item_count": 3, "done_items": 3, "created_at": "2026-11-22T10:00:00Z",
-        "finished_at": "2026-11-22T10:00:01Z"}
+        "error": None, "item_count": 3, "done_items": 3,
+        "created_time": "2026-11-22T10:00:00Z", "finished_time": "2026-11-22T10:00:01Z",
+        "created_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:00:01Z"}
 
 
 class Evaluation(declared_evaluations.Evaluation):

@@ -8,6 +8,7 @@ from typing import Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
+from trajhub.records.pages import Renames, deprecated_alias
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import example_config
 from trajhub.service.api.params import PREFIX, TraceIdPath
@@ -18,11 +19,14 @@ from trajhub.storage import revisions as revision_reads
 router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["trajectories"])
 
 
-class Revision(BaseModel):
+class Revision(Renames):
     revision: int = Field(description="1 for the first derivation; each re-derivation adds 1")
     status: Literal["open", "final"] = Field(
         description="the status this revision reached before it was superseded (or now)")
-    derived_at: datetime = Field(description="when the derivation worker derived it")
+    derived_time: datetime = Field(description="when the derivation worker derived it")
+    # the stored row's name (storage/revisions.py), which fills the new one
+    derived_at: datetime = deprecated_alias("derived_time", "when the derivation worker "
+                                            "derived it", renamed=True)
     normalizer_version: str
     step_count: int
     input_tokens: int
@@ -33,7 +37,8 @@ class Revision(BaseModel):
 
 class Revisions(BaseModel):
     model_config = example_config({"revisions": [{
-        "revision": 1, "status": "final", "derived_at": "2026-11-22T15:53:45.682839Z",
+        "revision": 1, "status": "final", "derived_time": "2026-11-22T15:53:45.682839Z",
+        "derived_at": "2026-11-22T15:53:45.682839Z",
         "normalizer_version": "1.1.0", "step_count": 6, "input_tokens": 530,
         "output_tokens": 73, "derivation_error": None}]})
     revisions: list[Revision] = Field(description="newest first")

@@ -203,7 +203,7 @@ async def list_projects(rt: Rt, key: Key) -> Any:
         rows = await trace_reads.projects(conn, only)
     projects = [answer(ProjectEntry, r) for r in rows]
     if only is not None and not projects:
-        projects = [{"name": only, "trace_count": 0, "span_count": 0, "first_span_at": None,
-                     "last_span_at": None}]
+        projects = [{"name": only, "trace_count": 0, "span_count": 0, "first_span_time": None,
+                     "last_span_time": None, "first_span_at": None, "last_span_at": None}]
     return ProjectList.answer(projects)
 

@@ -67,7 +67,7 @@ def _list(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         d = hub.get_dataset(args.name)
-        print(f"{d.name}: {d.item_count} items, created {d.created_at}")
+        print(f"{d.name}: {d.item_count} items, created {d.created_time}")
         if d.description:
             print(d.description)
         for item in hub.iter_items(args.name):

@@ -53,10 +53,18 @@ async def _list(args: argparse.Namespace) -> list[KeyRow]:
         return await keys.list_keys(conn, project)
 
 
+def _key_json(row: KeyRow) -> dict[str, Any]:
+    """A key as the API lists it (service/api/keys.py, `ApiKey`): the moments as `_time`, the
+    stored `_at` names after them as their deprecated aliases."""
+    return {"key_id": row.key_id, "project": row.project, "scope": row.scope,
+            "name": row.name, "created_time": row.created_at, "revoked_time": row.revoked_at,
+            "created_at": row.created_at, "revoked_at": row.revoked_at}
+
+
 def _run_list(args: argparse.Namespace) -> int:
     rows = asyncio.run(_list(args))
     if args.json:
-        print_json([dict(r) for r in rows])
+        print_json([_key_json(r) for r in rows])
         return 0
     print(table([(r.key_id, r.project, r.scope, r.name, when(r.created_at.isoformat()),
                   when(r.revoked_at.isoformat()) if r.revoked_at else "-") for r in rows],

@@ -109,8 +109,8 @@ def _projects(args: argparse.Namespace) -> int:
     if not projects:
         print("no projects yet: no spans stored")
         return 0
-    print(table([(p.name, p.trace_count, p.span_count, when(p.first_span_at),
-                  when(p.last_span_at)) for p in projects],
+    print(table([(p.name, p.trace_count, p.span_count, when(p.first_span_time),
+                  when(p.last_span_time)) for p in projects],
                 ("PROJECT", "TRACES", "SPANS", "FIRST SPAN", "LAST SPAN"), right=(1, 2)))
     return 0
 

@@ -27,9 +27,11 @@ times), which the API checks and /openapi.json declares.
 
 Time vocabulary (one across the API): a moment is `<what>_time`, an RFC 3339 UTC timestamp
 (`start_time`, `end_time`); a length of time is `<what>_ms`, whole milliseconds as an integer
-(`duration_ms`). A field of another shape that clients already read stays for one version as a
-deprecated alias (pydantic's `deprecated`, its description naming what replaces it): still in
-every response, marked `deprecated: true` in /openapi.json.
+(`duration_ms`). A field of another name or shape that clients already read stays for one
+version as a deprecated alias (`pages.deprecated_alias`, its description naming what replaces
+it): still in every response, marked `deprecated: true` in /openapi.json. A renamed one reads
+the same column as its new name (`created_at` and `created_time` both `Stored(column=
+"created_at")`).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
+
+from trajhub.records.pages import Renames
 
 if TYPE_CHECKING:  # pydantic's own dependency: the client declares pydantic alone
     from pydantic_core import CoreSchema
@@ -189,6 +193,22 @@ def is_optional(annotation: Any) -> bool:
         and type(None) in typing.get_args(annotation)
 
 
+class _Named(typing.Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_N = typing.TypeVar("_N", bound=_Named)
+
+
+def _named(items: tuple[_N, ...], name: str) -> _N:
+    """The field (or filter) of this name: a KeyError when none is declared."""
+    for item in items:
+        if item.name == name:
+            return item
+    raise KeyError(name)
+
+
 def _meta(metadata: list[Any], kind: type[Any]) -> Any:
     return next((m for m in metadata if isinstance(m, kind)), None)
 
@@ -203,12 +223,13 @@ def _column(name: str, type_: Any, stored: Stored, served: bool, description: st
 # ------------------------------------------------------------------------------- the records
 
 
-class Record(BaseModel):
+class Record(Renames):
     """A record: the class's name is the API's model name and the client's class name, its
     docstring says what it is (its words, as one line, are the model's description), and its
     fields are in the order the API serves them.
 
-    Frozen, and an unknown field is ignored: a client reads an answer from a newer server."""
+    Frozen, and an unknown field is ignored: a client reads an answer from a newer server; a
+    renamed field is read under either name (`Renames`)."""
 
     model_config = ConfigDict(frozen=True, extra="ignore",
                               json_schema_serialization_defaults_required=True)
@@ -249,10 +270,7 @@ class Record(BaseModel):
 
     @classmethod
     def column(cls, name: str) -> Column:
-        for c in _declared(cls):
-            if c.name == name:
-                return c
-        raise KeyError(name)
+        return _named(_declared(cls), name)
 
     @classmethod
     def write_columns(cls, *writers: str) -> tuple[str, ...]:
@@ -426,10 +444,7 @@ class Query(BaseModel):
 
     @classmethod
     def param(cls, name: str) -> Param:
-        for p in _params(cls):
-            if p.name == name:
-                return p
-        raise KeyError(name)
+        return _named(_params(cls), name)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

@@ -6,14 +6,13 @@ serves an item's snapshot as its own model of a trajectory document (service/api
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from trajhub.records import SERVED_ONLY, Record, Stored, StoredOnly, computed
-
-_WHEN = Stored(written_by="database", convert="timestamp", stored_type=datetime)
+from trajhub.records.pages import deprecated_alias
+from trajhub.records.times import CreatedAt, UpdatedAt
 
 
 class Dataset(Record):
@@ -26,8 +25,10 @@ class Dataset(Record):
     # over the set's row `d` (storage/datasets.py)
     item_count: Annotated[
         int, computed("(SELECT count(*) FROM dataset_items i WHERE i.dataset_id = d.id)")] = 0
-    created_at: Annotated[str, _WHEN] = ""
-    updated_at: Annotated[str, _WHEN] = ""
+    created_time: CreatedAt = ""
+    updated_time: UpdatedAt = ""
+    created_at: CreatedAt = deprecated_alias("created_time", default="", renamed=True)
+    updated_at: UpdatedAt = deprecated_alias("updated_time", default="", renamed=True)
 
 
 class FillOutcome(Record):
@@ -73,8 +74,10 @@ class Item(Record):
         "given")
     source_trace_id: str | None = None
     tags: list[str] = Field(default_factory=list)
-    created_at: Annotated[str, _WHEN] = ""
-    updated_at: Annotated[str, _WHEN] = ""
+    created_time: CreatedAt = ""
+    updated_time: UpdatedAt = ""
+    created_at: CreatedAt = deprecated_alias("created_time", default="", renamed=True)
+    updated_at: UpdatedAt = deprecated_alias("updated_time", default="", renamed=True)
 
 
 #: the API leaves a snapshot out unless it was asked for: never required in /openapi.json

@@ -7,12 +7,13 @@ client's. Only served so far: the evaluation worker still writes the rows by han
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from trajhub.records import SERVED_ONLY, Example, Record, Stored, computed
+from trajhub.records.pages import deprecated_alias
+from trajhub.records.times import written_when
 from trajhub.records.trajectories import TRACE_ID
 
 
@@ -68,7 +69,8 @@ class ItemOutcomes(Record):
     failed: Annotated[int, SERVED_ONLY] = 0
 
 
-_WHEN = Stored(written_by="database", convert="timestamp", stored_type=datetime)
+_CREATED = written_when("created_at")
+_FINISHED = written_when("finished_at")
 
 
 class Evaluation(Record):
@@ -87,8 +89,12 @@ class Evaluation(Record):
     error: str | None = None
     item_count: int = 0
     done_items: int = 0
-    created_at: Annotated[str | None, _WHEN] = None
-    finished_at: Annotated[str | None, _WHEN] = None
+    created_time: Annotated[str | None, _CREATED] = None
+    finished_time: Annotated[str | None, _FINISHED] = None
+    created_at: Annotated[str | None, _CREATED] = deprecated_alias(
+        "created_time", default=None, renamed=True)
+    finished_at: Annotated[str | None, _FINISHED] = deprecated_alias(
+        "finished_time", default=None, renamed=True)
 
     @property
     def running(self) -> bool:

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from trajhub.records import Condition
+
 INT64_MAX = 2**63 - 1
 #: the longest text a filter takes (names, ids, search text)
 MAX_TEXT = 1000
@@ -78,3 +80,7 @@ SCORE_CONDITION_PATTERN = (r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,99}"
 ScoreConditionText = Annotated[str, Field(
     max_length=MAX_TEXT, json_schema_extra={"pattern": SCORE_CONDITION_PATTERN}),
     AfterValidator(no_nul)]
+#: a list's score filter: parsed by the API (trajhub.records.scores, `parse_score_condition`),
+#: its condition built by storage
+ScoreFilter = Annotated[ScoreConditionText | None,
+                        Condition(convert="score", custom=True, metavar="NAME<OP>VALUE")]

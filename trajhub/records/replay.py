@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from trajhub.records.examples import example_config
+from trajhub.records.pages import deprecated_alias
 from trajhub.records.trajectories import CostView
 
 #: the price table the examples name
@@ -145,8 +146,7 @@ class StepEventView(BaseModel):
     agent_path: list[str] = Field(description="the agent and graph activations from the "
                                   "outermost down to `agent`")
     start_time: str = Field(description="RFC 3339: when the step started")
-    started_at_ms: int = Field(description="the start as Unix milliseconds; deprecated: use "
-                               "`start_time` (kept for one version)", deprecated=True)
+    started_at_ms: int = deprecated_alias("start_time", "the start as Unix milliseconds")
     duration_ms: int
     input: str
     output: str

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from trajhub.records import Cli, Example, Record, Stored, computed
+from trajhub.records.times import CreatedTime, written_ns
 from trajhub.records.trajectories import TRACE_ID
 
 #: a queue's name: as a score's (letters, digits and `_.:-`), so it reads well in a path
@@ -85,8 +86,7 @@ class ReviewQueue(Record):
         Example(2),
     ] = Field(default=0, description="items not reviewed yet (those in review included)")
     created_time: Annotated[
-        str,
-        Stored(column="created_ns", written_by="database", convert="time", stored_type=int),
+        CreatedTime,
         Example("2026-11-22T10:00:00Z"),
     ] = Field(default="", description="RFC 3339: when it was created")
 
@@ -125,7 +125,7 @@ class ReviewItem(Record):
               "dataset item's expectations); null when not corrected")
     added_time: Annotated[
         str,
-        Stored(column="added_ns", written_by="database", convert="time", stored_type=int),
+        written_ns("added_ns"),
         Example("2026-11-22T10:00:00Z"),
     ] = Field(default="", description="RFC 3339: when it was added")
     completed_time: Annotated[

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from trajhub.records import Cli, Example, Record, Stored, computed
+from trajhub.records.times import CreatedTime, written_ns
 
 #: what a rule's name may be (as a score name: trajhub.records.scores.NAME_PATTERN)
 NAME_MAX = 100
@@ -67,13 +68,12 @@ class Rule(Record):
         default=0.0, description="a score below this is a failure (for `review_queue`); 1.0: "
         "anything short of a full score")
     created_time: Annotated[
-        str,
-        Stored(column="created_ns", written_by="database", convert="time", stored_type=int),
+        CreatedTime,
         Example("2026-11-22T10:00:00Z"),
     ] = Field(default="", description="RFC 3339: when it was created")
     updated_time: Annotated[
         str,
-        Stored(column="updated_ns", written_by="database", convert="time", stored_type=int),
+        written_ns("updated_ns"),
         Example("2026-11-22T10:00:00Z"),
     ] = Field(default="", description="RFC 3339: when it was last changed")
     pending_runs: Annotated[
@@ -111,8 +111,7 @@ class RuleBackfill(Record):
         Example(40),
     ] = Field(default=0, description="the runs finished so far (scored, errored or skipped)")
     created_time: Annotated[
-        str,
-        Stored(column="created_ns", written_by="database", convert="time", stored_type=int),
+        CreatedTime,
         Example("2026-11-22T10:00:00Z"),
     ] = Field(default="", description="RFC 3339: when it was started")
 

@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from trajhub.records import Cli, Example, Record, Stored, StoredOnly, computed
+from trajhub.records.times import CreatedTime
 from trajhub.records.trajectories import TRACE_ID
 
 #: what a score name may be: letters, digits and `_.:/-`, starting with a letter or digit, so
@@ -103,8 +104,7 @@ class Score(Record):
         Example(2),
     ] = Field(default=0, description="the trajectory's revision when it was scored")
     created_time: Annotated[
-        str,
-        Stored(column="created_ns", written_by="database", convert="time", stored_type=int),
+        CreatedTime,
         Cli("CREATED", "when", order=1),
         Example("2026-11-22T10:05:00Z"),
     ] = Field(default="", description="RFC 3339: when it was created")

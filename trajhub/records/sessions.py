@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from trajhub.records import Cli, Condition, Example, Query, Record, Stored, computed
-from trajhub.records.query_types import Int64, ScoreConditionText, Text, TimeText
+from trajhub.records.query_types import Int64, ScoreFilter, Text, TimeText
 from trajhub.records.trajectories import TRACE_ID, CostView, empty_cost
 
 SESSION_ID = "session-demo-1"
@@ -224,8 +224,6 @@ class SessionQuery(Query):
         default=None, description="has at least this many turns")
     # parsed by the API (trajhub.records.scores: parse_score_condition); its condition is
     # the trajectory list's, on each turn (storage/session_reads.py)
-    score: Annotated[
-        ScoreConditionText | None,
-        Condition(convert="score", custom=True, metavar="NAME<OP>VALUE"),
-    ] = Field(default=None, description="some turn's latest whole-run score of a name compares so: "
-              "`<name><op><value>`, as the trajectory list's `score` filter")
+    score: ScoreFilter = Field(default=None, description="some turn's latest whole-run score "
+                               "of a name compares so: `<name><op><value>`, as the trajectory "
+                               "list's `score` filter")

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from trajhub.records.examples import SPAN_ID, TRACE_ID, example_config
+from trajhub.records.pages import deprecated_alias
+from trajhub.records.times import rfc3339
 
 
 class SpanStatus(BaseModel):
@@ -18,8 +20,24 @@ class SpanStatus(BaseModel):
 
 class SpanEvent(BaseModel):
     name: str
-    time_unix_nano: str
+    time: str = Field(description="RFC 3339: when the event happened")
+    time_unix_nano: str = deprecated_alias("time", "Unix nanoseconds (decimal text)")
     attributes: dict[str, Any]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _time_of_an_older_server(cls, data: Any) -> Any:
+        # a server before `time` sent only the nanoseconds: the client reads the same moment
+        if isinstance(data, dict) and "time" not in data and "time_unix_nano" in data:
+            return {**data, "time": rfc3339(int(data["time_unix_nano"]))}
+        return data
+
+
+#: a span's length is fractional, unlike a run's: spans are timed to the nanosecond, and many
+#: (a tool call, a step within a process) last under a millisecond, which a whole number would
+#: make 0 (docs/glossary.md, "Times")
+SPAN_DURATION = ("from the span's start to its end, in milliseconds: fractional (spans are "
+                 "timed to the nanosecond; many last under a millisecond)")
 
 
 class SpanScope(BaseModel):
@@ -60,9 +78,11 @@ class SpanView(BaseModel):
     kind: str | int = Field(description="OTLP span kind name (internal, server, client, …)")
     start_time: str
     end_time: str
-    start_time_unix_nano: str
-    end_time_unix_nano: str
-    duration_ms: float
+    start_time_unix_nano: str = deprecated_alias(
+        "start_time", "the start as Unix nanoseconds (decimal text; exact, as in `format=otlp`)")
+    end_time_unix_nano: str = deprecated_alias(
+        "end_time", "the end as Unix nanoseconds (decimal text; exact, as in `format=otlp`)")
+    duration_ms: float = Field(description=SPAN_DURATION)
     status: SpanStatus
     attributes: dict[str, Any]
     events: list[SpanEvent]

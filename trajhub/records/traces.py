@@ -10,6 +10,7 @@ from typing import Annotated
 from pydantic import Field
 
 from trajhub.records import Cli, Example, Record, Stored, StoredOnly, computed
+from trajhub.records.pages import deprecated_alias
 from trajhub.records.trajectories import TRACE_ID
 
 
@@ -48,9 +49,7 @@ class TraceSummary(Record):
         str,
         Stored(column="start_ns", convert="ns_text", stored_type=int),
         Example("1795341600000000000"),
-    ] = Field(default="", description="the start as Unix nanoseconds "
-              "(decimal text); deprecated: use `start_time` (kept "
-              "for one version)", deprecated="use start_time")
+    ] = deprecated_alias("start_time", "the start as Unix nanoseconds (decimal text)", "")
     duration_ms: Annotated[
         int,
         computed("(end_ns - start_ns) / 1000000"),

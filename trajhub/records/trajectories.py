@@ -24,7 +24,7 @@ from trajhub.records import (
     StoredOnly,
     computed,
 )
-from trajhub.records.query_types import Int64, ScoreConditionText, Text, TimeText
+from trajhub.records.query_types import Int64, ScoreFilter, Text, TimeText
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 
@@ -250,13 +250,11 @@ class TrajectoryQuery(Query):
         default=None, description="lasted at most this many milliseconds")
     # parsed by the API (trajhub.records.scores: parse_score_condition), a 400 when it does
     # not read; its condition is storage's (storage/trajectory_reads.py)
-    score: Annotated[
-        ScoreConditionText | None,
-        Condition(convert="score", custom=True, metavar="NAME<OP>VALUE"),
-    ] = Field(default=None, description="its latest whole-run score of a name compares so: "
-              "`<name><op><value>`, op one of >=, <= (numbers), =, != (a number, true/false, or a "
-              "category as written); e.g. `correctness>=0.5`, `verdict=pass`. A trajectory "
-              "without that score matches none of them")
+    score: ScoreFilter = Field(
+        default=None, description="its latest whole-run score of a name compares so: "
+        "`<name><op><value>`, op one of >=, <= (numbers), =, != (a number, true/false, or a "
+        "category as written); e.g. `correctness>=0.5`, `verdict=pass`. A trajectory "
+        "without that score matches none of them")
     q: Annotated[
         Text | None,
         Condition(custom=True, metavar="TEXT",

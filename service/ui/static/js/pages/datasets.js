@@ -24,7 +24,7 @@ export async function renderDatasets(ctx) {
         h("td", null, h("a", {href: link(`/datasets/${enc(s.name)}`)}, s.name)),
         h("td", null, s.description),
         h("td", {class: "num"}, fmtInt(s.item_count)),
-        h("td", null, fmtTime(s.updated_at))))
+        h("td", null, fmtTime(s.updated_time))))
         : h("tr", null, h("td", {colspan: 4, class: "muted"},
           "No evaluation set yet. Create one below, or add a run from its trajectory page."))),
     ),
@@ -98,7 +98,7 @@ function itemRow(set, item, onDeleted) {
     cell,
     h("td", {class: "metadata"}, metadataView(item.metadata)),
     h("td", null, (item.tags || []).join(", ")),
-    h("td", null, fmtTime(item.created_at)),
+    h("td", null, fmtTime(item.created_time)),
     h("td", null, h("button", {type: "button", "aria-label": `Delete item ${item.id}`,
       onclick: async (event) => {
         if (!confirm(`Delete item ${item.id}?`)) return;
@@ -133,7 +133,7 @@ export async function renderDataset(ctx) {
     h("div", {class: "crumbs"}, h("a", {href: link("/datasets")}, "Datasets"), " / "),
     h("h1", null, set.name),
     set.description ? h("p", null, set.description) : null,
-    h("p", null, count, " items · created ", fmtTime(set.created_at)),
+    h("p", null, count, " items · created ", fmtTime(set.created_time)),
     h("div", {class: "actions", role: "group", "aria-label": "Export"},
       h("span", {class: "muted"}, "Export: "), exporter("jsonl", "JSONL"), " ",
       exporter("csv", "CSV"), " ", exporter("agentevals", "agentevals"), " ", exportStatus),

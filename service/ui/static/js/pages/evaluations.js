@@ -39,7 +39,7 @@ export async function renderEvaluations(ctx) {
       h("td", null, badge(run.status)),
       h("td", {class: "num"}, `${fmtInt(run.done_items)} / ${fmtInt(run.item_count)}`),
       aggregates,
-      h("td", null, fmtTime(run.created_at))));
+      h("td", null, fmtTime(run.created_time))));
     // the list has no aggregates: each run's own page has them
     get(`/api/v1/evaluations/${run.id}`).then((full) => {
       if (ctx.alive()) clear(aggregates).append(aggregateList(full));
@@ -96,7 +96,7 @@ export async function renderEvaluation(ctx) {
       h("h1", null, `Evaluation #${run.id} `, badge(run.status)),
       h("p", null, "Set ", h("a", {href: link(`/datasets/${enc(run.dataset)}`)}, run.dataset),
         ` · ${run.target === "live" ? `live run ${run.run}` : "snapshot"} · started `,
-        fmtTime(run.created_at), run.finished_at ? [" · finished ", fmtTime(run.finished_at)] : ""),
+        fmtTime(run.created_time), run.finished_time ? [" · finished ", fmtTime(run.finished_time)] : ""),
       run.error ? notice(run.error, "error") : null,
       h("p", {id: "item-outcomes"},
         `${fmtInt(run.items.evaluated)} of ${fmtInt(run.items.total)} items evaluated: ` +

@@ -716,7 +716,7 @@ function revisionTable(data) {
       "Tokens (in → out)", "Derivation error"].map((c) => h("th", {scope: "col"}, c)))),
     h("tbody", null, data.revisions.map((r) => h("tr", null,
       h("td", {class: "num"}, String(r.revision)), h("td", null, badge(r.status)),
-      h("td", null, fmtTime(r.derived_at)), h("td", null, r.normalizer_version),
+      h("td", null, fmtTime(r.derived_time)), h("td", null, r.normalizer_version),
       h("td", {class: "num"}, fmtInt(r.step_count)),
       h("td", {class: "num"}, `${fmtInt(r.input_tokens)} → ${fmtInt(r.output_tokens)}`),
       h("td", {class: r.derivation_error ? "failed-text" : "muted"}, r.derivation_error || "—")))));
