@@ -14,6 +14,7 @@ Pure file reading: no server, no database.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import re
 import tokenize
@@ -126,6 +127,7 @@ def _slug(heading: str) -> str:
     return text.replace(" ", "-")
 
 
+@functools.cache  # a long document is cited hundreds of times
 def _headings(document: Path) -> list[str]:
     text = document.read_text(encoding="utf-8")
     text = re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
