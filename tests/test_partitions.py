@@ -396,8 +396,10 @@ def test_every_partition_of_the_words_index_gets_a_64_mb_pending_list(
             await migrate(conn)
             assert [r["relname"] for r in await conn.fetch(words_options)] == existing
             # a week of hourly partitions ahead of the daily ones
+            # hourly partitions past the migrations' daily ones (which reach at most 3 days
+            # ahead): a day of them is enough to see which options each got
             assert await conn.fetchval(
-                "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 7)") > 0
+                "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 4)") > 0
             rows = await conn.fetch(words_options)
             assert {r["relname"] for r in rows} > set(existing)
             assert {r["relname"]: r["reloptions"] for r in rows} == {
@@ -428,14 +430,16 @@ def test_every_partition_of_trajectories_is_analyzed_once_its_writes_exceed_nine
             await migrate(conn, before=65)
             before_0065 = {r["relname"] for r in await conn.fetch(options)}
             await migrate(conn, before=67)
+            # hourly partitions past the migrations' daily ones (which reach at most 3 days
+            # ahead): a day of them is enough to see which options each got
             assert await conn.fetchval(
-                "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 7)") > 0
+                "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 4)") > 0
             at_half = {r["relname"] for r in await conn.fetch(options)
                        if scale_factors(r["reloptions"]) == ["autovacuum_analyze_scale_factor=0.5"]}
             assert at_half - before_0065, "0065 left no partition at a half to replace"
             await migrate(conn)
             assert await conn.fetchval(
-                "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 14)") > 0
+                "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 5)") > 0
             rows = await conn.fetch(options)
             assert {r["relname"] for r in rows} > before_0065 | at_half
             for r in rows:
