@@ -395,7 +395,6 @@ def test_every_partition_of_the_words_index_gets_a_64_mb_pending_list(
             words_options = options.replace("$1", "'trajectory_words_search'")
             await migrate(conn)
             assert [r["relname"] for r in await conn.fetch(words_options)] == existing
-            # a week of hourly partitions ahead of the daily ones
             # hourly partitions past the migrations' daily ones (which reach at most 3 days
             # ahead): a day of them is enough to see which options each got
             assert await conn.fetchval(
