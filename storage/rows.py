@@ -26,6 +26,7 @@ from trajhub.records.evaluations import Evaluation, EvaluatorAggregate, ItemOutc
 from trajhub.records.projects import ProjectEntry
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectorySummary
+from trajhub.storage.database import Connection
 from trajhub.storage.stored_documents import DOCUMENT, EXPLANATION, unpack
 
 
@@ -68,6 +69,12 @@ class Row(Mapping[str, Any]):
     def from_records(cls, records: list[asyncpg.Record]) -> list[Self]:
         return [cls.from_record(r) for r in records]
 
+    @classmethod
+    async def fetch_one(cls, conn: Connection, query: str, *args: Any) -> Self | None:
+        """The first row `query` returns, read as this class; None when it returns none."""
+        row = await conn.fetchrow(query, *args)
+        return cls.from_record(row) if row is not None else None
+
     def __getitem__(self, key: str) -> Any:
         if key not in self.__dataclass_fields__:  # type: ignore[attr-defined]
             raise KeyError(key)
@@ -107,6 +114,12 @@ class RecordRow(Mapping[str, Any]):
     def from_records(cls, records: list[asyncpg.Record]) -> list[Self]:
         return [cls(dict(r.items())) for r in records]
 
+    @classmethod
+    async def fetch_one(cls, conn: Connection, query: str, *args: Any) -> Self | None:
+        """The first row `query` returns, read as this class; None when it returns none."""
+        row = await conn.fetchrow(query, *args)
+        return cls.from_record(row) if row is not None else None
+
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
 
@@ -142,6 +155,16 @@ class SpanRow(Row):
     resource_id: int | None
     format: int
     body: bytes
+
+
+class IdRow(RecordRow):
+    """A record row keyed by an integer `id` (a rule, a score, a review item)."""
+
+    __slots__ = ()
+
+    @property
+    def id(self) -> int:
+        return int(self["id"])
 
 
 class TraceSummaryRow(RecordRow):
