@@ -62,6 +62,18 @@ def record_table(record: type[Record], items: list[Any]) -> str:
                  right=[i for i, (_, cli) in enumerate(columns) if cli.right])
 
 
+def print_records(args: argparse.Namespace, key: str, record: type[Record], items: list[Any],
+                  none: str) -> None:
+    """A list command's answer: `{key: items}` as JSON with --json, else a table of the
+    items, or the sentence `none` when there are none."""
+    if args.json:
+        print_json({key: [item.model_dump() for item in items]})
+    elif not items:
+        print(none)
+    else:
+        print(record_table(record, items))
+
+
 def add_filter_flags(parser: argparse.ArgumentParser, filter_: type[Query]) -> None:
     """One flag per declared filter: `--session-id` for `session_id` (`-q` for a one-letter
     name), typed as the filter is."""

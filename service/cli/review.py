@@ -10,18 +10,13 @@ from typing import Any
 from trajhub.records.review import ReviewQueue
 from trajhub.records.trajectories import TrajectoryQuery
 from trajhub.service.cli.common import CliError, connect, print_json, server_options
-from trajhub.service.cli.reads import add_filter_flags, record_table
+from trajhub.service.cli.reads import add_filter_flags, print_records
 
 
 def _list(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         queues = hub.list_review_queues()
-    if args.json:
-        print_json({"queues": [q.model_dump() for q in queues]})
-    elif not queues:
-        print("no review queues")
-    else:
-        print(record_table(ReviewQueue, queues))
+    print_records(args, "queues", ReviewQueue, queues, "no review queues")
     return 0
 
 

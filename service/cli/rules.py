@@ -10,7 +10,7 @@ from typing import Any
 
 from trajhub.records.rules import Rule
 from trajhub.service.cli.common import CliError, connect, print_json, server_options
-from trajhub.service.cli.reads import record_table
+from trajhub.service.cli.reads import print_records
 
 
 def _object(raw: str | None, what: str) -> dict[str, Any] | None:
@@ -29,12 +29,8 @@ def _object(raw: str | None, what: str) -> dict[str, Any] | None:
 def _list(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         rules = hub.list_rules()
-    if args.json:
-        print_json({"rules": [r.model_dump() for r in rules]})
-    elif not rules:
-        print("no rules: `trajhub rules add NAME EVALUATOR` creates one")
-    else:
-        print(record_table(Rule, rules))
+    print_records(args, "rules", Rule, rules,
+                  "no rules: `trajhub rules add NAME EVALUATOR` creates one")
     return 0
 
 

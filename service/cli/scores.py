@@ -8,7 +8,7 @@ from typing import Any
 
 from trajhub.records.scores import Score, ScoreConfig, number_of
 from trajhub.service.cli.common import CliError, connect, print_json, server_options
-from trajhub.service.cli.reads import record_table
+from trajhub.service.cli.reads import print_records
 
 
 def score_value(raw: str, data_type: str | None) -> bool | float | str:
@@ -29,13 +29,7 @@ def score_value(raw: str, data_type: str | None) -> bool | float | str:
 def _list(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         scores = hub.list_scores(args.trace_id)
-    if args.json:
-        print_json({"scores": [s.model_dump() for s in scores]})
-        return 0
-    if not scores:
-        print(f"trajectory {args.trace_id} has no scores")
-        return 0
-    print(record_table(Score, scores))
+    print_records(args, "scores", Score, scores, f"trajectory {args.trace_id} has no scores")
     return 0
 
 
@@ -64,12 +58,8 @@ def _delete(args: argparse.Namespace) -> int:
 def _configs(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         configs = hub.list_score_configs()
-    if args.json:
-        print_json({"configs": [c.model_dump() for c in configs]})
-    elif not configs:
-        print("no score configs: scores of any name and type are taken")
-    else:
-        print(record_table(ScoreConfig, configs))
+    print_records(args, "configs", ScoreConfig, configs,
+                  "no score configs: scores of any name and type are taken")
     return 0
 
 
