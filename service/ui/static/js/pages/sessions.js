@@ -6,12 +6,11 @@ import {enc, get} from "../api.js";
 import {costNode} from "../cost.js";
 import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, toIso, toLocal, truncate} from "../dom.js";
 import {link, navigate} from "../router.js";
+import {fillPager} from "../pager.js";
 import {namedScores} from "../scores.js";
 
 const PAGE = 50;
 const ERRORS = [["", "any"], ["true", "with a failed turn"], ["false", "without failures"]];
-/** cursors of the pages before the current one, per filter set (for "Previous page") */
-const previousCursors = new Map();
 
 function apiQuery(params) {
   const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);
@@ -90,9 +89,6 @@ export async function renderSessions(ctx) {
   const pager = h("nav", {class: "pager", "aria-label": "Pages"});
   main.append(summary, table, pager);
 
-  const filterKey = [...params.entries()].filter(([k]) => k !== "cursor" && k !== "project")
-    .map(([k, v]) => `${k}=${v}`).join("&");
-  const cursor = params.get("cursor") || "";
   const page = await get("/api/v1/sessions", apiQuery(params));
   if (!ctx.alive()) return;
   body.append(...page.items.map(sessionRow));
@@ -100,20 +96,7 @@ export async function renderSessions(ctx) {
   if (!page.items.length) body.append(h("tr", null, h("td", {colspan: 10, class: "muted"},
     "No session matches these filters. A run is in a session when its instrumentation " +
     "recorded a session, conversation or thread id.")));
-  const stack = previousCursors.get(filterKey) || [];
-  if (cursor) {
-    pager.append(h("button", {type: "button", onclick: () => {
-      const before = stack.pop();
-      navigate("/sessions", {...Object.fromEntries(params), cursor: before || ""});
-    }}, "← Previous page"), " ");
-  }
-  if (page.next_cursor) {
-    pager.append(h("button", {type: "button", id: "next-page", onclick: () => {
-      stack.push(cursor);
-      previousCursors.set(filterKey, stack);
-      navigate("/sessions", {...Object.fromEntries(params), cursor: page.next_cursor});
-    }}, "Next page →"));
-  }
+  fillPager(pager, "/sessions", params, page.next_cursor);
 }
 
 function message(role, who, text, extra) {

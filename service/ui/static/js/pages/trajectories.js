@@ -2,6 +2,7 @@
 
 import {get} from "../api.js";
 import {link, navigate} from "../router.js";
+import {fillPager} from "../pager.js";
 import {costNode} from "../cost.js";
 import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, toIso, toLocal, truncate} from "../dom.js";
 
@@ -15,8 +16,6 @@ const ERRORS = [
   ["failed_model_steps", "failed model steps"],
   ["no_error", "without errors"],
 ];
-/** cursors of the pages before the current one, per filter set (for "Previous page") */
-const previousCursors = new Map();
 
 function apiQuery(params) {
   const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);
@@ -126,10 +125,6 @@ export async function renderTrajectories(ctx) {
   const pager = h("nav", {class: "pager", "aria-label": "Pages"});
   main.append(summary, table, pager);
 
-  const filterKey = [...params.entries()].filter(([k]) => k !== "cursor" && k !== "project")
-    .map(([k, v]) => `${k}=${v}`).join("&");
-  const cursor = params.get("cursor") || "";
-
   async function load() {
     const page = await get("/api/v1/trajectories", apiQuery(params));
     if (!ctx.alive()) return;
@@ -141,20 +136,7 @@ export async function renderTrajectories(ctx) {
     if (!page.items.length) body.append(h("tr", null, h("td", {colspan: 9, class: "muted"},
       "No trajectory matches these filters.")));
     clear(pager);
-    const stack = previousCursors.get(filterKey) || [];
-    if (cursor) {
-      pager.append(h("button", {type: "button", onclick: () => {
-        const before = stack.pop();
-        navigate("/trajectories", {...Object.fromEntries(params), cursor: before || ""});
-      }}, "← Previous page"), " ");
-    }
-    if (page.next_cursor) {
-      pager.append(h("button", {type: "button", id: "next-page", onclick: () => {
-        stack.push(cursor);
-        previousCursors.set(filterKey, stack);
-        navigate("/trajectories", {...Object.fromEntries(params), cursor: page.next_cursor});
-      }}, "Next page →"));
-    }
+    fillPager(pager, "/trajectories", params, page.next_cursor);
     if (open) setTimeout(() => { if (ctx.alive()) load().catch(showError); }, REFRESH_MS);
   }
 
