@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trajhub.normalizers.playback import StepEvent
+from trajhub.records.replay import RunMetrics
 
 SAME, CHANGED, INSERTED, DELETED = "same", "changed", "inserted", "deleted"
 
@@ -36,18 +37,6 @@ class AlignedPair:
     position: int  # index in the alignment
     a: AlignedStep | None
     b: AlignedStep | None
-
-
-@dataclass(frozen=True, slots=True)
-class RunMetrics:
-    path_length: int  # model + tool steps
-    model_steps: int
-    tool_calls: int
-    retries: int
-    input_tokens: int
-    output_tokens: int
-    duration_ms: int
-    failed_steps: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +146,7 @@ def run_metrics(events: Sequence[StepEvent], duration_ms: int) -> RunMetrics:
 
 
 def metric_deltas(a: RunMetrics, b: RunMetrics) -> dict[str, int]:
-    return {name: getattr(b, name) - getattr(a, name) for name in RunMetrics.__slots__}
+    return {name: getattr(b, name) - getattr(a, name) for name in RunMetrics.model_fields}
 
 
 def compare(a: Sequence[StepEvent], a_duration_ms: int, b: Sequence[StepEvent],
