@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from trajhub.records.pages import Page, deprecated_alias
 from trajhub.service.api.answers import CheckedRoute
+from trajhub.service.api.found import found
 from trajhub.service.api.models import NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.params import PREFIX
 from trajhub.service.api.scopes import Key, Project, Rt, needs
@@ -120,6 +121,4 @@ async def revoke_key(rt: Rt, project: Project, key_id: KeyId) -> ApiKey:
     """The key stops working at once; it stays listed, with `revoked_at`."""
     async with rt.db.acquire() as conn:
         row = await keys.revoke(conn, key_id, project)
-    if row is None:
-        raise HTTPException(404, f"no API key {key_id!r} in project {project!r}")
-    return _api_key(row)
+    return _api_key(found(row, f"no API key {key_id!r} in project {project!r}"))

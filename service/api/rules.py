@@ -45,6 +45,7 @@ from trajhub.service.workers.rules import check_evaluator
 from trajhub.storage import review as review_store
 from trajhub.storage import rules as rule_store
 from trajhub.storage.database import Connection
+from trajhub.storage.rules import RuleRow
 
 router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["rules"])
 
@@ -182,6 +183,14 @@ def _no_rule(rule_id: int, project: str) -> HTTPException:
     return HTTPException(404, f"no rule {rule_id} in project {project!r}")
 
 
+async def _stored_rule(conn: Connection, project: str, rule_id: int) -> RuleRow:
+    """The project's rule, or a 404."""
+    row = await rule_store.get(conn, project, rule_id)
+    if row is None:
+        raise _no_rule(rule_id, project)
+    return row
+
+
 @router.post("/rules", status_code=201, response_model=Rule, openapi_extra=needs(ADMIN),
              summary="Create an online evaluation rule", responses={**_BAD, **_TAKEN})
 async def create_rule(rt: Rt, project: Project, body: RuleCreate) -> Any:
@@ -209,9 +218,7 @@ async def list_rules(rt: Rt, project: Project) -> Any:
             responses=NOT_FOUND)
 async def get_rule(rule_id: RuleId, rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
-        row = await rule_store.get(conn, project, rule_id)
-    if row is None:
-        raise _no_rule(rule_id, project)
+        row = await _stored_rule(conn, project, rule_id)
     return answer(declared.Rule, row)
 
 
@@ -227,10 +234,7 @@ async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) 
         if column in given and given[column] is None:
             del given[column]  # a null: unchanged (these fields always have a value)
     async with rt.db.acquire() as conn:
-        row = await rule_store.get(conn, project, rule_id)
-        if row is None:
-            raise _no_rule(rule_id, project)
-        current = answer(declared.Rule, row)
+        current = answer(declared.Rule, await _stored_rule(conn, project, rule_id))
         merged = checked({**{c: current[c] for c in ("evaluator", "config", "expectations",
                                                      "filter")}, **given}, rt.settings)
         changes = {c: merged[c] for c in given}
@@ -265,9 +269,7 @@ async def start_backfill(rule_id: RuleId, rt: Rt, project: Project,
     `GET /api/v1/rules/{id}/backfills/{backfill_id}`. The runs go through the same queue as
     the new trajectories' (a switched-off rule's wait until it is on)."""
     async with rt.db.acquire() as conn:
-        row = await rule_store.get(conn, project, rule_id)
-        if row is None:
-            raise _no_rule(rule_id, project)
+        row = await _stored_rule(conn, project, rule_id)
         try:
             _, trajectory_filter = stored_filter(answer(declared.Rule, row)["filter"])
         except ValueError as exc:
@@ -285,8 +287,7 @@ async def start_backfill(rule_id: RuleId, rt: Rt, project: Project,
             summary="A rule's backfills, newest first, with their progress")
 async def list_backfills(rule_id: RuleId, rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
-        if await rule_store.get(conn, project, rule_id) is None:
-            raise _no_rule(rule_id, project)
+        await _stored_rule(conn, project, rule_id)
         rows = await rule_store.backfills(conn, project, rule_id)
     return BackfillList.answer([answer(declared.RuleBackfill, r) for r in rows])
 
