@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from trajhub.normalizers.document import parse_document
@@ -22,6 +22,7 @@ from trajhub.records.trajectories import (
 )
 from trajhub.service.cli.common import (
     Command,
+    Handler,
     clip,
     connect,
     duration,
@@ -30,6 +31,7 @@ from trajhub.service.cli.common import (
     table,
     when,
 )
+from trajhub.service.client.api import TrajhubClient
 from trajhub.service.client.models import Page
 
 
@@ -73,6 +75,18 @@ def print_records(args: argparse.Namespace, key: str, record: type[Record], item
         print(none)
     else:
         print(record_table(record, items))
+
+
+def list_action(fetch: Callable[[TrajhubClient], list[Any]], key: str, record: type[Record],
+                none: str) -> Handler:
+    """The handler of a list ACTION that takes no arguments: what `fetch` reads from the
+    server, printed by print_records."""
+    def run(args: argparse.Namespace) -> int:
+        with connect(args) as hub:
+            items = fetch(hub)
+        print_records(args, key, record, items, none)
+        return 0
+    return run
 
 
 def add_filter_flags(parser: argparse.ArgumentParser, filter_: type[Query]) -> None:

@@ -10,14 +10,10 @@ from typing import Any
 from trajhub.records.review import ReviewQueue
 from trajhub.records.trajectories import TrajectoryQuery
 from trajhub.service.cli.common import CliError, Command, connect, print_json
-from trajhub.service.cli.reads import add_filter_flags, print_records
+from trajhub.service.cli.reads import add_filter_flags, list_action
+from trajhub.service.client.api import TrajhubClient
 
-
-def _list(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        queues = hub.list_review_queues()
-    print_records(args, "queues", ReviewQueue, queues, "no review queues")
-    return 0
+_list = list_action(TrajhubClient.list_review_queues, "queues", ReviewQueue, "no review queues")
 
 
 def _create(args: argparse.Namespace) -> int:

@@ -10,7 +10,8 @@ from typing import Any
 
 from trajhub.records.rules import Rule
 from trajhub.service.cli.common import CliError, Command, connect, print_json
-from trajhub.service.cli.reads import print_records
+from trajhub.service.cli.reads import list_action
+from trajhub.service.client.api import TrajhubClient
 
 
 def _object(raw: str | None, what: str) -> dict[str, Any] | None:
@@ -26,12 +27,8 @@ def _object(raw: str | None, what: str) -> dict[str, Any] | None:
     return value
 
 
-def _list(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        rules = hub.list_rules()
-    print_records(args, "rules", Rule, rules,
-                  "no rules: `trajhub rules add NAME EVALUATOR` creates one")
-    return 0
+_list = list_action(TrajhubClient.list_rules, "rules", Rule,
+                    "no rules: `trajhub rules add NAME EVALUATOR` creates one")
 
 
 def _say(rule: Any, verb: str) -> None:

@@ -8,7 +8,8 @@ from typing import Any
 
 from trajhub.records.scores import Score, ScoreConfig, number_of
 from trajhub.service.cli.common import CliError, Command, connect, print_json
-from trajhub.service.cli.reads import print_records
+from trajhub.service.cli.reads import list_action, print_records
+from trajhub.service.client.api import TrajhubClient
 
 
 def score_value(raw: str, data_type: str | None) -> bool | float | str:
@@ -55,12 +56,8 @@ def _delete(args: argparse.Namespace) -> int:
     return 0
 
 
-def _configs(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        configs = hub.list_score_configs()
-    print_records(args, "configs", ScoreConfig, configs,
-                  "no score configs: scores of any name and type are taken")
-    return 0
+_configs = list_action(TrajhubClient.list_score_configs, "configs", ScoreConfig,
+                       "no score configs: scores of any name and type are taken")
 
 
 def _configure(args: argparse.Namespace) -> int:
