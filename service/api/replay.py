@@ -141,8 +141,8 @@ async def compare_runs(
         "b": {"trace_id": run_b.trace_id, "revision": run_b.revision, "status": run_b.status,
               "metrics": c.b.model_dump(), "cost": cost_json(cost_b, prices)},
         "distance": c.distance, "counts": c.counts,
-        "first_divergence": asdict(c.first_divergence) if c.first_divergence else None,
-        "alignment": [asdict(p) for p in c.alignment], "deltas": deltas,
+        "first_divergence": c.first_divergence.model_dump() if c.first_divergence else None,
+        "alignment": [p.model_dump() for p in c.alignment], "deltas": deltas,
     }
 
 
