@@ -18,6 +18,7 @@ from trajhub.records.pages import Page, deprecated_alias
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.found import found
 from trajhub.service.api.models import NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.page_examples import aliased_page_example
 from trajhub.service.api.params import PREFIX
 from trajhub.service.api.scopes import Key, Project, Rt, needs
 from trajhub.service.auth import ADMIN, METRICS, auth_enabled
@@ -84,7 +85,7 @@ _KEYS_ORDER = "oldest first, revoked ones included"
 
 
 class KeyList(Page[ApiKey]):
-    model_config = example_config({"items": [_KEY], "next_cursor": None, "keys": [_KEY]})
+    model_config = example_config(aliased_page_example(_KEY, "keys"))
     items: list[ApiKey] = Field(description=_KEYS_ORDER)
     keys: list[ApiKey] = deprecated_alias(description=_KEYS_ORDER)
 

@@ -41,6 +41,7 @@ from trajhub.service.api.datasets import (
 )
 from trajhub.service.api.datasets import Name as DatasetName
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.page_examples import aliased_page_example
 from trajhub.service.api.params import INT64_MAX, PREFIX, JsonInt, TraceIdText, no_nul
 from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Key, Project, Rt, needs
@@ -86,8 +87,7 @@ class ReviewItem(declared.ReviewItem):
 
 
 class ReviewQueueList(Page[ReviewQueue]):
-    model_config = example_config({"items": [_QUEUE_EXAMPLE], "next_cursor": None,
-                                   "queues": [_QUEUE_EXAMPLE]})
+    model_config = example_config(aliased_page_example(_QUEUE_EXAMPLE, "queues"))
     items: list[ReviewQueue] = Field(description="by name")
     queues: list[ReviewQueue] = deprecated_alias(description="by name")
 

@@ -29,6 +29,7 @@ from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.evaluations import EvaluatorName
 from trajhub.service.api.filters import stored_filter
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.page_examples import aliased_page_example
 from trajhub.service.api.params import (
     INT64_MAX,
     PREFIX,
@@ -124,8 +125,7 @@ class Rule(declared.Rule):
 
 
 class RuleList(Page[Rule]):
-    model_config = example_config({"items": [declared.Rule.example()], "next_cursor": None,
-                                   "rules": [declared.Rule.example()]})
+    model_config = example_config(aliased_page_example(declared.Rule.example(), "rules"))
     items: list[Rule] = Field(description="oldest first")
     rules: list[Rule] = deprecated_alias(description="oldest first")
 
@@ -135,8 +135,8 @@ class RuleBackfill(declared.RuleBackfill):
 
 
 class BackfillList(Page[RuleBackfill]):
-    model_config = example_config({"items": [declared.RuleBackfill.example()], "next_cursor": None,
-                                   "backfills": [declared.RuleBackfill.example()]})
+    model_config = example_config(
+        aliased_page_example(declared.RuleBackfill.example(), "backfills"))
     items: list[RuleBackfill] = Field(description="newest first")
     backfills: list[RuleBackfill] = deprecated_alias(description="newest first")
 

@@ -34,6 +34,7 @@ from trajhub.records.scores import (
 from trajhub.records.scores import ScoreConfig as DeclaredScoreConfig
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.page_examples import aliased_page_example
 from trajhub.service.api.params import INT64_MAX, PREFIX, TraceIdPath, storable_json
 from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Key, Project, Rt, needs
@@ -103,8 +104,7 @@ _EXAMPLE = Score.example()
 
 
 class ScoreList(Page[Score]):
-    model_config = example_config({"items": [_EXAMPLE], "next_cursor": None,
-                                   "scores": [_EXAMPLE]})
+    model_config = example_config(aliased_page_example(_EXAMPLE, "scores"))
     items: list[Score] = Field(description="oldest first")
     scores: list[Score] = deprecated_alias(
         description="oldest first")
@@ -269,8 +269,7 @@ class ScoreConfig(DeclaredScoreConfig):
 
 
 class ScoreConfigList(Page[ScoreConfig]):
-    model_config = example_config({"items": [DeclaredScoreConfig.example()], "next_cursor": None,
-                                   "configs": [DeclaredScoreConfig.example()]})
+    model_config = example_config(aliased_page_example(DeclaredScoreConfig.example(), "configs"))
     items: list[ScoreConfig] = Field(description="by name")
     configs: list[ScoreConfig] = deprecated_alias(description="by name")
 
