@@ -79,28 +79,31 @@ ASK = {
 FINAL = {"role": "assistant", "content": ANSWER}
 
 
+def _agent_frame(p: str, agent: str, start: int, end: int) -> list[Node]:
+    """A ChatModelAgent's own runs under the app span: the agent, its Chain, the Chain's Lambda
+    and the ReAct graph (`<p>4`) that holds its model and tool calls."""
+    return [
+        Node(f"{p}1", "a0", agent, "Agent", start, end, "ChatModel", [USER], None, agent=agent),
+        Node(f"{p}2", f"{p}1", agent, "Chain", start + 1, end - 1, agent=agent),
+        Node(f"{p}3", f"{p}2", "", "Lambda", start + 2, start + 3, agent=agent),
+        Node(f"{p}4", f"{p}2", "ReAct", "Graph", start + 4, end - 2, agent=agent),
+    ]
+
+
+def _model_call(span_id: str, parent: str, start: int, end: int, messages: list[Any],
+                answer: Any, tokens: tuple[int, int], agent: str) -> Node:
+    """One call of the agents' OpenAI ChatModel."""
+    return Node(span_id, parent, "ChatModel", "ChatModel", start, end, "OpenAI", messages,
+                answer, tokens=tokens, agent=agent)
+
+
 def _run() -> list[Node]:
     router, weather = "router", "weather"
     return [
         Node("a0", "", "chat", "", 0, 100, input=QUESTION, output=ANSWER),
         # router: agent > Chain > {Lambda, ReAct > {ChatModel, ToolsNode > transfer_to_agent}}
-        Node("r1", "a0", router, "Agent", 1, 40, "ChatModel", [USER], None, agent=router),
-        Node("r2", "r1", router, "Chain", 2, 39, agent=router),
-        Node("r3", "r2", "", "Lambda", 3, 4, agent=router),
-        Node("r4", "r2", "ReAct", "Graph", 5, 38, agent=router),
-        Node(
-            "r5",
-            "r4",
-            "ChatModel",
-            "ChatModel",
-            6,
-            20,
-            "OpenAI",
-            [USER],
-            TRANSFER,
-            tokens=(60, 12),
-            agent=router,
-        ),
+        *_agent_frame("r", router, 1, 40),
+        _model_call("r5", "r4", 6, 20, [USER], TRANSFER, (60, 12), router),
         Node("r6", "r4", "ToolsNode", "ToolsNode", 21, 37, agent=router),
         Node(
             "r7",
@@ -116,23 +119,8 @@ def _run() -> list[Node]:
             agent=router,
         ),
         # weather: a sibling of router (ctxForSubAgents), run after the transfer
-        Node("w1", "a0", weather, "Agent", 41, 99, "ChatModel", [USER], None, agent=weather),
-        Node("w2", "w1", weather, "Chain", 42, 98, agent=weather),
-        Node("w3", "w2", "", "Lambda", 43, 44, agent=weather),
-        Node("w4", "w2", "ReAct", "Graph", 45, 97, agent=weather),
-        Node(
-            "w5",
-            "w4",
-            "ChatModel",
-            "ChatModel",
-            46,
-            60,
-            "OpenAI",
-            [USER],
-            ASK,
-            tokens=(80, 10),
-            agent=weather,
-        ),
+        *_agent_frame("w", weather, 41, 99),
+        _model_call("w5", "w4", 46, 60, [USER], ASK, (80, 10), weather),
         Node("w6", "w4", "ToolsNode", "ToolsNode", 61, 70, agent=weather),
         Node(
             "w7",
@@ -147,19 +135,7 @@ def _run() -> list[Node]:
             tool_call_id="call_w1",
             agent=weather,
         ),
-        Node(
-            "w8",
-            "w4",
-            "ChatModel",
-            "ChatModel",
-            71,
-            96,
-            "OpenAI",
-            [USER, ASK],
-            FINAL,
-            tokens=(110, 9),
-            agent=weather,
-        ),
+        _model_call("w8", "w4", 71, 96, [USER, ASK], FINAL, (110, 9), weather),
     ]
 
 
