@@ -97,6 +97,16 @@ def _model_call(span_id: str, parent: str, start: int, end: int, messages: list[
                 answer, tokens=tokens, agent=agent)
 
 
+def _tool_call(p: str, agent: str, start: int, end: int, name: str, type_: str,
+               arguments: str, result: str, call_id: str) -> list[Node]:
+    """The ReAct graph's ToolsNode (`<p>6`) running one tool call (`<p>7`)."""
+    return [
+        Node(f"{p}6", f"{p}4", "ToolsNode", "ToolsNode", start, end, agent=agent),
+        Node(f"{p}7", f"{p}6", name, "Tool", start + 1, end - 1, type_, arguments, result,
+             tool_call_id=call_id, agent=agent),
+    ]
+
+
 def _run() -> list[Node]:
     router, weather = "router", "weather"
     return [
@@ -104,37 +114,13 @@ def _run() -> list[Node]:
         # router: agent > Chain > {Lambda, ReAct > {ChatModel, ToolsNode > transfer_to_agent}}
         *_agent_frame("r", router, 1, 40),
         _model_call("r5", "r4", 6, 20, [USER], TRANSFER, (60, 12), router),
-        Node("r6", "r4", "ToolsNode", "ToolsNode", 21, 37, agent=router),
-        Node(
-            "r7",
-            "r6",
-            "transfer_to_agent",
-            "Tool",
-            22,
-            36,
-            "transferToAgent",
-            '{"agent_name": "weather"}',
-            TRANSFERRED,
-            tool_call_id="call_t1",
-            agent=router,
-        ),
+        *_tool_call("r", router, 21, 37, "transfer_to_agent", "transferToAgent",
+                    '{"agent_name": "weather"}', TRANSFERRED, "call_t1"),
         # weather: a sibling of router (ctxForSubAgents), run after the transfer
         *_agent_frame("w", weather, 41, 99),
         _model_call("w5", "w4", 46, 60, [USER], ASK, (80, 10), weather),
-        Node("w6", "w4", "ToolsNode", "ToolsNode", 61, 70, agent=weather),
-        Node(
-            "w7",
-            "w6",
-            "get_weather",
-            "Tool",
-            62,
-            69,
-            "GetWeather",
-            '{"city": "Paris"}',
-            "Sunny, 22C in Paris",
-            tool_call_id="call_w1",
-            agent=weather,
-        ),
+        *_tool_call("w", weather, 61, 70, "get_weather", "GetWeather", '{"city": "Paris"}',
+                    "Sunny, 22C in Paris", "call_w1"),
         _model_call("w8", "w4", 71, 96, [USER, ASK], FINAL, (110, 9), weather),
     ]
 
