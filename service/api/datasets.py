@@ -20,7 +20,7 @@ from trajhub.service.api import dataset_fill, dataset_formats
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.filters import TrajectoryQuery
-from trajhub.service.api.found import found
+from trajhub.service.api.found import deleted, found
 from trajhub.service.api.models import (
     BODY_CONFIG,
     NOT_FOUND,
@@ -259,9 +259,8 @@ async def patch_dataset(rt: Rt, project: Project, name: SetName, body: DatasetPa
                summary="Delete an evaluation set and its items", responses=NOT_FOUND)
 async def delete_dataset(rt: Rt, project: Project, name: SetName) -> Response:
     async with rt.db.acquire() as conn:
-        if not await datasets.delete_dataset(conn, project, name):
-            raise HTTPException(404, _no_set(name, project))
-    return Response(status_code=204)
+        done = await datasets.delete_dataset(conn, project, name)
+    return deleted(done, _no_set(name, project))
 
 
 @router.get("/datasets/{name}/items", summary="List the items of an evaluation set",
@@ -366,9 +365,8 @@ async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, b
 async def delete_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) -> Response:
     dataset = await _dataset_id(rt, project, name)
     async with rt.db.acquire() as conn:
-        if not await datasets.delete_item(conn, dataset, item_id):
-            raise HTTPException(404, f"no item {item_id!r} in evaluation set {name!r}")
-    return Response(status_code=204)
+        done = await datasets.delete_item(conn, dataset, item_id)
+    return deleted(done, f"no item {item_id!r} in evaluation set {name!r}")
 
 
 @router.post("/datasets/{name}/fill", summary="Add trajectories to the set, by id or by query",

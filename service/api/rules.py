@@ -28,6 +28,7 @@ from trajhub.records.scores import NAME_PATTERN
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.evaluations import EvaluatorName
 from trajhub.service.api.filters import stored_filter
+from trajhub.service.api.found import deleted, found
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.page_examples import aliased_page_example
 from trajhub.service.api.params import (
@@ -179,16 +180,13 @@ async def _queue_exists(conn: Connection, project: str, name: str | None) -> Non
                                  f"named {name!r} (create it with POST /api/v1/review-queues)")
 
 
-def _no_rule(rule_id: int, project: str) -> HTTPException:
-    return HTTPException(404, f"no rule {rule_id} in project {project!r}")
+def _no_rule(rule_id: int, project: str) -> str:
+    return f"no rule {rule_id} in project {project!r}"
 
 
 async def _stored_rule(conn: Connection, project: str, rule_id: int) -> RuleRow:
     """The project's rule, or a 404."""
-    row = await rule_store.get(conn, project, rule_id)
-    if row is None:
-        raise _no_rule(rule_id, project)
-    return row
+    return found(await rule_store.get(conn, project, rule_id), _no_rule(rule_id, project))
 
 
 @router.post("/rules", status_code=201, response_model=Rule, openapi_extra=needs(ADMIN),
@@ -244,19 +242,15 @@ async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) 
         except asyncpg.UniqueViolationError:
             raise HTTPException(409, f"project {project!r} has a rule named "
                                      f"{given.get('name')!r}") from None
-    if updated is None:
-        raise _no_rule(rule_id, project)
-    return answer(declared.Rule, updated)
+    return answer(declared.Rule, found(updated, _no_rule(rule_id, project)))
 
 
 @router.delete("/rules/{rule_id}", status_code=204, responses=NOT_FOUND,
                summary="Delete a rule and its queued runs (its scores stay)")
 async def delete_rule(rule_id: RuleId, rt: Rt, project: Project) -> Response:
     async with rt.db.acquire() as conn:
-        deleted = await rule_store.delete(conn, project, rule_id)
-    if not deleted:
-        raise _no_rule(rule_id, project)
-    return Response(status_code=204)
+        done = await rule_store.delete(conn, project, rule_id)
+    return deleted(done, _no_rule(rule_id, project))
 
 
 @router.post("/rules/{rule_id}/backfills", status_code=202, response_model=RuleBackfill,
