@@ -37,7 +37,7 @@ from trajhub.normalizers.atif import key_value
 # the repository's root: the benchmarks run as scripts, and start and stop their servers with the
 # test harness's helpers
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.harness import ready_ports, stop_process
+from tests.harness import LoopbackPorts, ready_ports, stop_process
 
 MARKER_LEN = 12
 
@@ -299,7 +299,7 @@ def unique_body(t: Template) -> tuple[bytes, bytes]:
 # the server under test
 
 
-class Server:
+class Server(LoopbackPorts):
     """`trajhub serve` on free ports; embedded PostgreSQL in a temp dir unless database_url."""
 
     def __init__(self, database_url: str = "", env: dict[str, str] | None = None,
@@ -348,14 +348,6 @@ class Server:
             raise SystemExit("cannot find the embedded PostgreSQL's postmaster.pid")
         self.postmaster_pid = info.pid
         return info.get_uri()
-
-    @property
-    def http_url(self) -> str:
-        return f"http://127.0.0.1:{self.http_port}"
-
-    @property
-    def grpc_target(self) -> str:
-        return f"127.0.0.1:{self.grpc_port}"
 
     def process_tree_cpu(self) -> dict[str, float]:
         """CPU seconds (user+sys) so far: "trajhub" (the receiving process), "child <pid>" for

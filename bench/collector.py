@@ -114,7 +114,7 @@ def deferred(replicas: list[Server]) -> float:
     ack (ingest saturated, `TRAJHUB_DERIVE_AT_INGEST=auto`), summed over the replicas."""
     total = 0.0
     for replica in replicas:
-        text = httpx.get(f"{replica.http_url}/metrics", timeout=30).text
+        text = httpx.get(f"{replica.http}/metrics", timeout=30).text
         total += sum(float(line.split()[-1]) for line in text.splitlines()
                      if line.startswith("trajhub_ingest_deferred_total"))
     return total
@@ -171,13 +171,13 @@ def main() -> int:
         collector = None
         try:
             grpc_port, health_port = free_port(), free_port()
-            config = replicas_config([r.grpc_target for r in replicas], Path(tmp) / "queue",
+            config = replicas_config([r.grpc for r in replicas], Path(tmp) / "queue",
                                      grpc_port=grpc_port, http_port=free_port(),
                                      health_port=health_port)
             (Path(tmp) / "queue").mkdir()
             collector = Collector(binary, config, Path(tmp), health_port)
             collector.wait_ready()
-            ways = [("direct", [r.grpc_target for r in replicas], None),
+            ways = [("direct", [r.grpc for r in replicas], None),
                     ("collector", [f"127.0.0.1:{grpc_port}"], collector)]
             for round_no in range(1, args.rounds + 1):
                 for name, targets, via in ways:

@@ -98,7 +98,7 @@ def throughput(server: Server, args: argparse.Namespace) -> dict[str, Any]:
 
     def send(t: Template) -> None:
         body, _ = _unique(t)
-        with httpx.Client(base_url=server.http_url, timeout=60) as client:
+        with httpx.Client(base_url=server.http, timeout=60) as client:
             n503, errors = _post(client, body, project)
         now = time.time()
         with lock:
@@ -222,7 +222,7 @@ async def latency(server: Server, args: argparse.Namespace) -> dict[str, Any]:
     open_seen = 0
     n503 = 0
     timeouts = 0
-    async with httpx.AsyncClient(base_url=server.http_url, timeout=30) as client:
+    async with httpx.AsyncClient(base_url=server.http, timeout=30) as client:
 
         async def one(i: int) -> None:
             nonlocal open_seen, n503, timeouts
@@ -297,7 +297,7 @@ def main() -> int:
                                         "TRAJHUB_DERIVE_AT_INGEST": args.derive_at_ingest,
                                         "TRAJHUB_DERIVATION_WORKERS":
                                             str(args.derivation_workers)})
-    print(f"trajhub started: http {server.http_url}, settle {args.settle} s, log "
+    print(f"trajhub started: http {server.http}, settle {args.settle} s, log "
           f"{server.log_path}")
     out: dict[str, Any] = {}
     code = None

@@ -361,7 +361,7 @@ def main() -> int:
             env["TRAJHUB_INGEST_WORKERS"] = str(args.ingest_workers)
         t = time.time()
         server = Server(args.database_url, env)
-        http_url, grpc_target, database_url = server.http_url, server.grpc_target, \
+        http_url, grpc_target, database_url = server.http, server.grpc, \
             server.database_url
         print(f"trajhub started in {time.time() - t:.1f} s: http {http_url}, grpc "
               f"{grpc_target}, database {'external' if args.database_url else 'embedded'}, "

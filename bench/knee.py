@@ -62,7 +62,7 @@ def offered_run(shared: Path, rate: float, seconds: float, settle: float, poll: 
     failures: list[str] = []
     lock = threading.Lock()
     try:
-        host, port = "127.0.0.1", int(server.http_url.rsplit(":", 1)[1])
+        host, port = "127.0.0.1", int(server.http.rsplit(":", 1)[1])
         start = time.monotonic() + 1.0
         next_index = [0]
 

@@ -231,7 +231,7 @@ def main() -> int:
     del spans
     server = Server(args.database_url, {"TRAJHUB_LOG_LEVEL": "warning"})
     try:
-        with RssSampler(server) as rss, httpx.Client(base_url=server.http_url,
+        with RssSampler(server) as rss, httpx.Client(base_url=server.http,
                                                        timeout=300) as client:
             before = rss.settle()
             for b in bodies:
@@ -260,7 +260,7 @@ def main() -> int:
                 "GET trace": timed_get(client, f"/api/v1/traces/{tid}"),
                 "GET events": timed_get(client, f"/api/v1/trajectories/{tid}/events"),
             }
-            screens = first_screen(server.http_url, tid, args.runs) if args.browser else []
+            screens = first_screen(server.http, tid, args.runs) if args.browser else []
             after = rss.now()
         print(f"{args.spans:,} spans in {len(bodies)} requests ({total:,} steps): final "
               f"{final_after:.1f} s after the last ack, derived {revision} times")

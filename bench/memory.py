@@ -203,7 +203,7 @@ def probe_max_rate(server: Server, args: argparse.Namespace) -> int:
     ns = argparse.Namespace(seed=args.seed + 100, connections=1, templates=3,
                             duration=args.probe_seconds, retry_sleep=0.05,
                             senders=args.senders, drain_timeout=120.0)
-    report = ingest.run_phase("http", ns, server.http_url, server.grpc_target,
+    report = ingest.run_phase("http", ns, server.http, server.grpc,
                               server.database_url, server)
     print(f"max rate: {report['durable_spans_per_s']} durable spans/s over "
           f"{report['wall_s']} s (stored == acked: {report['stored_equals_acked']}); "
@@ -272,7 +272,7 @@ def main() -> int:
         start = time.time() + 0.5
         stop_at = start + duration
         threads = [threading.Thread(target=paced_sender, daemon=True, args=(
-            server.http_url, project, templates, start, interval, i, args.connections,
+            server.http, project, templates, start, interval, i, args.connections,
             stop_at, res, lock)) for i in range(args.connections)]
         for th in threads:
             th.start()

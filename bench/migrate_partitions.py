@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import asyncpg
+from _common import scratch_postgres
 
 from trajhub.storage import retention, span_writer
 from trajhub.storage.migrate import migrate
@@ -133,14 +132,8 @@ def main() -> None:
     if args.database_url:
         asyncio.run(bench(args.database_url, *run_args))
         return
-    from trajhub.storage.embedded import EmbeddedPostgres
-
-    with tempfile.TemporaryDirectory(prefix="trajhub-bench-migrate-") as tmp:
-        embedded = EmbeddedPostgres(Path(tmp))
-        try:
-            asyncio.run(bench(embedded.url, *run_args))
-        finally:
-            embedded.stop()
+    with scratch_postgres("trajhub-bench-migrate-") as url:
+        asyncio.run(bench(url, *run_args))
 
 
 if __name__ == "__main__":

@@ -124,7 +124,7 @@ def _loadgen(shared: Path, server: Server, args: argparse.Namespace
     """loadgen's result, and when (monotonic) it began sending and got its last
     acknowledgement (read from its progress lines)."""
     out = Path(tempfile.mkstemp(suffix=".json")[1])
-    target = server.http_url if args.protocol == "http" else server.grpc_target
+    target = server.http if args.protocol == "http" else server.grpc
     cmd = loadgen_command(shared, target, args.protocol, server.database_url,
                           PROBES["range"]["pipeline"], args, out)
     began = acked = 0.0

@@ -18,12 +18,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import asyncpg
+from _common import scratch_postgres
 
 from trajhub.storage import retention
 from trajhub.storage.migrate import migrate
@@ -103,15 +102,8 @@ def main() -> None:
         asyncio.run(bench(args.database_url, sorted(args.sizes), args.spans_per_trace,
                           args.rounds))
         return
-    from trajhub.storage.embedded import EmbeddedPostgres
-
-    with tempfile.TemporaryDirectory(prefix="trajhub-bench-retention-") as tmp:
-        embedded = EmbeddedPostgres(Path(tmp))
-        try:
-            asyncio.run(bench(embedded.url, sorted(args.sizes), args.spans_per_trace,
-                              args.rounds))
-        finally:
-            embedded.stop()
+    with scratch_postgres("trajhub-bench-retention-") as url:
+        asyncio.run(bench(url, sorted(args.sizes), args.spans_per_trace, args.rounds))
 
 
 if __name__ == "__main__":

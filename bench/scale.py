@@ -599,7 +599,7 @@ def main() -> int:
         server = Server(args.database_url, {"TRAJHUB_LOG_LEVEL": "warning",
                                             "TRAJHUB_SETTLE_SECONDS": str(args.settle)},
                         keep_dir=args.keep)
-        url, database_url = server.http_url, server.database_url
+        url, database_url = server.http, server.database_url
         print(f"trajhub started: {url}, log {server.log_path}")
     out: dict[str, Any] = {"args": vars(args)}
     failed = False

@@ -104,7 +104,7 @@ def main() -> int:
     server = Server()
     try:
         body, trace_id, bars = build(args.steps)
-        base = server.http_url
+        base = server.http
         response = httpx.post(f"{base}/v1/traces", content=body, headers={
             "content-type": "application/x-protobuf", "trajhub-project": PROJECT}, timeout=60)
         response.raise_for_status()

@@ -295,7 +295,7 @@ def trajhub_round(shared: Path, data_dir: Path, args: argparse.Namespace, index:
     server = Server(data_dir=data_dir, env=env)
     try:
         out: dict[str, Any] = {}
-        runs = [("http", server.http_url), ("grpc", server.grpc_target)]
+        runs = [("http", server.http), ("grpc", server.grpc)]
         spans_sql, pipeline_sql = PROBES[args.probe]["spans"], PROBES[args.probe]["pipeline"]
         measures = {"burst": [("", spans_sql)], "pipeline": [("pipeline_", pipeline_sql)],
                     "both": [("", spans_sql), ("pipeline_", pipeline_sql)]}[args.measure]

@@ -58,6 +58,16 @@ def require_type(evaluator: str, name: str, value: Any, *types: type) -> None:
         )
 
 
+def require_names(options: Any, evaluator: str, name: str) -> None:
+    """The option `name` of the frozen `options` is a list of strings; kept as a tuple (JSON
+    gives a list), so the options stay hashable and immutable."""
+    names = getattr(options, name)
+    require_type(evaluator, name, names, list, tuple)
+    for item in names:
+        require_type(evaluator, f"{name}[]", item, str)
+    object.__setattr__(options, name, tuple(names))
+
+
 def require_budget(evaluator: str, name: str, value: Any, *, integer: bool) -> None:
     if value is None:
         return

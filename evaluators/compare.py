@@ -16,45 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from trajhub.normalizers.playback import StepEvent
+from trajhub.records.replay import AlignedPairView, RunMetrics, StepRefView
 
 SAME, CHANGED, INSERTED, DELETED = "same", "changed", "inserted", "deleted"
 
 
 @dataclass(frozen=True, slots=True)
-class AlignedStep:
-    seq: int
-    step_id: str
-    type: str
-    name: str
-    agent: str
-    arguments_hash: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class AlignedPair:
-    op: str  # same | changed | inserted | deleted
-    position: int  # index in the alignment
-    a: AlignedStep | None
-    b: AlignedStep | None
-
-
-@dataclass(frozen=True, slots=True)
-class RunMetrics:
-    path_length: int  # model + tool steps
-    model_steps: int
-    tool_calls: int
-    retries: int
-    input_tokens: int
-    output_tokens: int
-    duration_ms: int
-    failed_steps: int
-
-
-@dataclass(frozen=True, slots=True)
 class Comparison:
     distance: int
-    alignment: list[AlignedPair]
-    first_divergence: AlignedPair | None
+    alignment: list[AlignedPairView]
+    first_divergence: AlignedPairView | None
     counts: dict[str, int]  # pairs per op
     a: RunMetrics
     b: RunMetrics
@@ -82,12 +53,12 @@ def canonical_order(events: Sequence[StepEvent]) -> list[StepEvent]:
     return out
 
 
-def _ref(e: StepEvent) -> AlignedStep:
-    return AlignedStep(seq=e.seq, step_id=e.step_id, type=e.type, name=e.name, agent=e.agent,
-                   arguments_hash=e.arguments_hash)
+def _ref(e: StepEvent) -> StepRefView:
+    return StepRefView(seq=e.seq, step_id=e.step_id, type=e.type, name=e.name, agent=e.agent,
+                       arguments_hash=e.arguments_hash)
 
 
-def align(a: Sequence[StepEvent], b: Sequence[StepEvent]) -> tuple[int, list[AlignedPair]]:
+def align(a: Sequence[StepEvent], b: Sequence[StepEvent]) -> tuple[int, list[AlignedPairView]]:
     """Minimum-cost edit script from `a` to `b` (Levenshtein; substitution only between steps
     of the same type). Computed over suffixes and read from the start, preferring a match,
     then a change, then a deletion, then an insertion: the runs agree for as long as any
@@ -109,21 +80,21 @@ def align(a: Sequence[StepEvent], b: Sequence[StepEvent]) -> tuple[int, list[Ali
             else:
                 cost[i][j] = min(cost[i + 1][j + 1] + substitution(i, j),
                                  cost[i + 1][j] + 1, cost[i][j + 1] + 1)
-    pairs: list[AlignedPair] = []
+    pairs: list[AlignedPairView] = []
     i = j = 0
     while i < n or j < m:
         if i < n and j < m:
             sub = substitution(i, j)
             if sub < 2 and cost[i][j] == cost[i + 1][j + 1] + sub:
-                pairs.append(AlignedPair(SAME if sub == 0 else CHANGED, len(pairs),
-                                         _ref(a[i]), _ref(b[j])))
+                pairs.append(AlignedPairView(op=SAME if sub == 0 else CHANGED,
+                                             position=len(pairs), a=_ref(a[i]), b=_ref(b[j])))
                 i, j = i + 1, j + 1
                 continue
         if i < n and (j == m or cost[i][j] == cost[i + 1][j] + 1):
-            pairs.append(AlignedPair(DELETED, len(pairs), _ref(a[i]), None))
+            pairs.append(AlignedPairView(op=DELETED, position=len(pairs), a=_ref(a[i]), b=None))
             i += 1
         else:
-            pairs.append(AlignedPair(INSERTED, len(pairs), None, _ref(b[j])))
+            pairs.append(AlignedPairView(op=INSERTED, position=len(pairs), a=None, b=_ref(b[j])))
             j += 1
     return cost[0][0], pairs
 
@@ -157,7 +128,7 @@ def run_metrics(events: Sequence[StepEvent], duration_ms: int) -> RunMetrics:
 
 
 def metric_deltas(a: RunMetrics, b: RunMetrics) -> dict[str, int]:
-    return {name: getattr(b, name) - getattr(a, name) for name in RunMetrics.__slots__}
+    return {name: getattr(b, name) - getattr(a, name) for name in RunMetrics.model_fields}
 
 
 def compare(a: Sequence[StepEvent], a_duration_ms: int, b: Sequence[StepEvent],

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from trajhub.evaluators.compare import AlignedPair, compare, run_metrics
+from trajhub.evaluators.compare import compare, run_metrics
 from trajhub.normalizers.coerce import to_float
 from trajhub.normalizers.playback import StepEvent
+from trajhub.records.replay import AlignedPairView
 
 #: metrics where lower is better, as RunMetrics field names plus `cost_usd` and `tokens`
 LOWER_IS_BETTER = ("path_length", "tool_calls", "retries", "tokens", "cost_usd", "duration_ms",
@@ -53,7 +54,7 @@ class ItemReport:
     deltas: dict[str, float | None]  # candidate − baseline; None when either is unknown
     quality: dict[str, dict[str, float | bool | None]]  # evaluator → scores, passes, delta
     distance: int | None
-    first_divergence: AlignedPair | None
+    first_divergence: AlignedPairView | None
     problems: list[str]
 
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trajhub.evaluators._config import Options, require_type
+from trajhub.evaluators._config import Options, require_names, require_type
 from trajhub.evaluators.expectations import Expectations
 from trajhub.evaluators.result import EvaluatorOutput, join_or_none
 from trajhub.evaluators.trajectory_view import parse_trajectory
@@ -42,11 +42,7 @@ class ToolCallAccuracyConfig(Options):
             require_type(NAME, "expected_tool", self.expected_tool, str)
         require_type(NAME, "strict_mode", self.strict_mode, bool)
         if self.expected_tool_order is not None:
-            require_type(NAME, "expected_tool_order", self.expected_tool_order, list, tuple)
-            for tool in self.expected_tool_order:
-                require_type(NAME, "expected_tool_order[]", tool, str)
-            # JSON gives a list; keep the frozen config hashable and immutable.
-            object.__setattr__(self, "expected_tool_order", tuple(self.expected_tool_order))
+            require_names(self, NAME, "expected_tool_order")
 
 
 @dataclass(frozen=True)

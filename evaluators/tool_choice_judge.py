@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from trajhub.evaluators._config import require_type
+from trajhub.evaluators._config import require_names
 from trajhub.evaluators.judge_protocol import (
     JudgeContext,
     JudgeOptions,
@@ -57,10 +57,7 @@ class ToolChoiceJudgeConfig(JudgeOptions):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_threshold(NAME, self.threshold)
-        require_type(NAME, "available_tools", self.available_tools, list, tuple)
-        for tool in self.available_tools:
-            require_type(NAME, "available_tools[]", tool, str)
-        object.__setattr__(self, "available_tools", tuple(self.available_tools))
+        require_names(self, NAME, "available_tools")
 
 
 @dataclass(frozen=True)

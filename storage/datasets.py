@@ -57,10 +57,9 @@ async def list_datasets(conn: Connection, project: str) -> list[DatasetRow]:
 
 async def get_dataset(conn: Connection, project: str, name: str
                       ) -> DatasetRow | None:
-    row = await conn.fetchrow(
-        f"SELECT {DATASET_COLUMNS} FROM datasets d WHERE d.project = $1 AND d.name = $2",
+    return await DatasetRow.fetch_one(
+        conn, f"SELECT {DATASET_COLUMNS} FROM datasets d WHERE d.project = $1 AND d.name = $2",
         project, name)
-    return DatasetRow.from_record(row) if row is not None else None
 
 
 async def dataset_id(conn: Connection, project: str, name: str) -> int | None:
@@ -127,10 +126,9 @@ async def list_items(conn: Connection, dataset: int, after_seq: int, limit: int,
 
 async def get_item(conn: Connection, dataset: int, item_id: str
                    ) -> ItemWithTrajectoryRow | None:
-    row = await conn.fetchrow(
-        f"SELECT {ItemWithTrajectoryRow.columns()} FROM dataset_items "
+    return await ItemWithTrajectoryRow.fetch_one(
+        conn, f"SELECT {ItemWithTrajectoryRow.columns()} FROM dataset_items "
         "WHERE dataset_id = $1 AND id = $2", dataset, item_id)
-    return ItemWithTrajectoryRow.from_record(row) if row is not None else None
 
 
 async def update_item(conn: Connection, dataset: int, item_id: str,

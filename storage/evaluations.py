@@ -106,10 +106,9 @@ async def list_evaluations(conn: Connection, project: str, dataset_name: str | N
 
 async def get_evaluation(conn: Connection, project: str, evaluation: int
                          ) -> EvaluationRow | None:
-    row = await conn.fetchrow(
-        f"SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE project = $1 AND id = $2",
+    return await EvaluationRow.fetch_one(
+        conn, f"SELECT {EVALUATION_COLUMNS} FROM evaluations WHERE project = $1 AND id = $2",
         project, evaluation)
-    return EvaluationRow.from_record(row) if row is not None else None
 
 
 async def aggregates(conn: Connection, evaluation: int) -> list[AggregateRow]:

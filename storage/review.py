@@ -13,7 +13,7 @@ import asyncpg
 
 from trajhub.records.review import ReviewItem, ReviewQueue
 from trajhub.storage.database import Connection
-from trajhub.storage.rows import RecordRow
+from trajhub.storage.rows import IdRow, RecordRow
 
 #: now, as Unix ns (the clock of the statement, not of the transaction's start)
 NOW_NS = "((extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000)"
@@ -35,15 +35,11 @@ class QueueRow(RecordRow):
         return list(self["score_names"])
 
 
-class ItemRow(RecordRow):
+class ItemRow(IdRow):
     """A stored queue item, as trajhub.records.review declares it."""
 
     __slots__ = ()
     record = ReviewItem
-
-    @property
-    def id(self) -> int:
-        return int(self["id"])
 
 
 class DuplicateQueue(Exception):
@@ -71,10 +67,9 @@ async def queues(conn: Connection, project: str) -> list[QueueRow]:
 
 
 async def queue(conn: Connection, project: str, name: str) -> QueueRow | None:
-    row = await conn.fetchrow(
-        f"SELECT {QueueRow.columns('q')} FROM review_queues q "
+    return await QueueRow.fetch_one(
+        conn, f"SELECT {QueueRow.columns('q')} FROM review_queues q "
         "WHERE q.project = $1 AND q.name = $2", project, name)
-    return QueueRow.from_record(row) if row is not None else None
 
 
 async def delete_queue(conn: Connection, project: str, name: str) -> bool:
@@ -131,10 +126,9 @@ async def items(conn: Connection, queue_id: int, status: str | None, limit: int
 
 
 async def item(conn: Connection, queue_id: int, item_id: int) -> ItemRow | None:
-    row = await conn.fetchrow(
-        f"SELECT {ReviewItem.select_list()} FROM review_items "
+    return await ItemRow.fetch_one(
+        conn, f"SELECT {ReviewItem.select_list()} FROM review_items "
         "WHERE queue_id = $1 AND id = $2", queue_id, item_id)
-    return ItemRow.from_record(row) if row is not None else None
 
 
 # One statement: the pending item the reviewer holds already (its lease renewed), else the
@@ -157,8 +151,7 @@ async def claim_next(conn: Connection, queue_id: int, reviewer: str, lease_secon
                      ) -> ItemRow | None:
     """The item the reviewer now holds for `lease_seconds`: the one they held (renewed), else
     the next free pending one; None when no pending item is free."""
-    row = await conn.fetchrow(_CLAIM, queue_id, reviewer, lease_seconds * 1_000_000_000)
-    return ItemRow.from_record(row) if row is not None else None
+    return await ItemRow.fetch_one(conn, _CLAIM, queue_id, reviewer, lease_seconds * 1_000_000_000)
 
 
 async def held_by(conn: Connection, queue_id: int, item_id: int, reviewer: str
@@ -166,11 +159,10 @@ async def held_by(conn: Connection, queue_id: int, item_id: int, reviewer: str
     """The item, locked for this transaction, if `reviewer` took it last and it is still
     pending: their lease keeps others off it, and once it has run out they may still finish
     it as long as nobody else has taken it (a claim sets `reviewer`, under the same lock)."""
-    row = await conn.fetchrow(
-        f"SELECT {ReviewItem.select_list()} FROM review_items WHERE queue_id = $1 "
+    return await ItemRow.fetch_one(
+        conn, f"SELECT {ReviewItem.select_list()} FROM review_items WHERE queue_id = $1 "
         "AND id = $2 AND status = 'pending' AND reviewer = $3 FOR UPDATE",
         queue_id, item_id, reviewer)
-    return ItemRow.from_record(row) if row is not None else None
 
 
 async def finish(conn: Connection, item_id: int, status: str, comment: str | None,

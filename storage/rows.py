@@ -26,6 +26,7 @@ from trajhub.records.evaluations import Evaluation, EvaluatorAggregate, ItemOutc
 from trajhub.records.projects import ProjectEntry
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectorySummary
+from trajhub.storage.database import Connection
 from trajhub.storage.stored_documents import DOCUMENT, EXPLANATION, unpack
 
 
@@ -44,10 +45,15 @@ def stored_text(expression: str) -> dict[str, str]:
 class Row(Mapping[str, Any]):
     """Base of the row classes (subclasses are frozen dataclasses)."""
 
+    #: the declared record (trajhub.records) whose select list reads this row, if any
+    declared: ClassVar[type[Record] | None] = None
+
     @classmethod
     def columns(cls, alias: str = "", **params: str) -> str:
-        """The SELECT list: plain fields as `alias.field`, computed ones as `expr AS field`
-        (`params` fill `{placeholders}` in the expressions)."""
+        """The SELECT list: the declared record's, or else plain fields as `alias.field` and
+        computed ones as `expr AS field` (`params` fill `{placeholders}` in the expressions)."""
+        if cls.declared is not None:
+            return cls.declared.select_list(alias)
         prefix = f"{alias}." if alias else ""
         out = []
         for f in fields(cls):  # type: ignore[arg-type]
@@ -67,6 +73,12 @@ class Row(Mapping[str, Any]):
     @classmethod
     def from_records(cls, records: list[asyncpg.Record]) -> list[Self]:
         return [cls.from_record(r) for r in records]
+
+    @classmethod
+    async def fetch_one(cls, conn: Connection, query: str, *args: Any) -> Self | None:
+        """The first row `query` returns, read as this class; None when it returns none."""
+        row = await conn.fetchrow(query, *args)
+        return cls.from_record(row) if row is not None else None
 
     def __getitem__(self, key: str) -> Any:
         if key not in self.__dataclass_fields__:  # type: ignore[attr-defined]
@@ -107,6 +119,12 @@ class RecordRow(Mapping[str, Any]):
     def from_records(cls, records: list[asyncpg.Record]) -> list[Self]:
         return [cls(dict(r.items())) for r in records]
 
+    @classmethod
+    async def fetch_one(cls, conn: Connection, query: str, *args: Any) -> Self | None:
+        """The first row `query` returns, read as this class; None when it returns none."""
+        row = await conn.fetchrow(query, *args)
+        return cls.from_record(row) if row is not None else None
+
     def __getitem__(self, key: str) -> Any:
         return self._values[key]
 
@@ -122,6 +140,16 @@ class RecordRow(Mapping[str, Any]):
     @property
     def trace_id(self) -> str:
         return str(self._values["trace_id"])
+
+
+class IdRow(RecordRow):
+    """A record row keyed by an integer `id` (a rule, a score, a review item)."""
+
+    __slots__ = ()
+
+    @property
+    def id(self) -> int:
+        return int(self["id"])
 
 
 # ------------------------------------------------------------------------------ traces, spans
@@ -291,6 +319,8 @@ class EvaluationRow(Row):
     """An evaluation run as declared in trajhub.records.evaluations (its select list is the
     declaration's)."""
 
+    declared = Evaluation
+
     id: int
     dataset_name: str
     target: str
@@ -303,15 +333,13 @@ class EvaluationRow(Row):
     created_at: datetime
     finished_at: datetime | None
 
-    @classmethod
-    def columns(cls, alias: str = "", **params: str) -> str:
-        return Evaluation.select_list(alias)
-
 
 @dataclass(frozen=True)
 class AggregateRow(Row):
     """One evaluator's results over a run, as declared in trajhub.records.evaluations
     (`EvaluatorAggregate`: its select list is the declaration's)."""
+
+    declared = EvaluatorAggregate
 
     evaluator: str
     total: int
@@ -319,23 +347,17 @@ class AggregateRow(Row):
     errors: int
     mean_score: float | None
 
-    @classmethod
-    def columns(cls, alias: str = "", **params: str) -> str:
-        return EvaluatorAggregate.select_list(alias)
-
 
 @dataclass(frozen=True)
 class ItemOutcomesRow(Row):
     """Items judged so far: passed every evaluator, failed one, or hit an error, as declared
     in trajhub.records.evaluations (`ItemOutcomes`: its select list is the declaration's)."""
 
+    declared = ItemOutcomes
+
     evaluated: int
     passed: int
     errors: int
-
-    @classmethod
-    def columns(cls, alias: str = "", **params: str) -> str:
-        return ItemOutcomes.select_list(alias)
 
 
 @dataclass(frozen=True)

@@ -25,19 +25,15 @@ from trajhub.storage import scores as score_store
 from trajhub.storage import trajectory_reads
 from trajhub.storage.database import Connection
 from trajhub.storage.derivation_store import SAMPLED
-from trajhub.storage.rows import RecordRow
+from trajhub.storage.rows import IdRow, RecordRow
 from trajhub.storage.trajectory_reads import TrajectoryFilter, select
 
 
-class RuleRow(RecordRow):
+class RuleRow(IdRow):
     """A stored rule, as trajhub.records.rules declares it."""
 
     __slots__ = ()
     record = Rule
-
-    @property
-    def id(self) -> int:
-        return int(self["id"])
 
 
 class BackfillRow(RecordRow):
@@ -64,12 +60,11 @@ def _json(column: str, value: Any) -> Any:
 async def create(conn: Connection, project: str, values: Mapping[str, Any]) -> RuleRow | None:
     """A new rule (values by column); None when the project has one of that name."""
     columns = [c for c in _WRITTEN if c in values]
-    row = await conn.fetchrow(
-        f"INSERT INTO rules (project, {', '.join(columns)}) VALUES ($1, "
+    return await RuleRow.fetch_one(
+        conn, f"INSERT INTO rules (project, {', '.join(columns)}) VALUES ($1, "
         + ", ".join(_placeholder(c, i) for i, c in enumerate(columns, 2))
         + f") ON CONFLICT (project, name) DO NOTHING RETURNING {Rule.select_list()}",
         project, *(_json(c, values[c]) for c in columns))
-    return RuleRow.from_record(row) if row is not None else None
 
 
 async def update(conn: Connection, project: str, rule_id: int, values: Mapping[str, Any]
@@ -79,11 +74,10 @@ async def update(conn: Connection, project: str, rule_id: int, values: Mapping[s
     columns = [c for c in _WRITTEN if c in values]
     sets = [f"{c} = {_placeholder(c, i)}" for i, c in enumerate(columns, 3)]
     sets.append("updated_ns = (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000")
-    row = await conn.fetchrow(
-        f"UPDATE rules SET {', '.join(sets)} WHERE project = $1 AND id = $2 "
+    return await RuleRow.fetch_one(
+        conn, f"UPDATE rules SET {', '.join(sets)} WHERE project = $1 AND id = $2 "
         f"RETURNING {Rule.select_list()}",
         project, rule_id, *(_json(c, values[c]) for c in columns))
-    return RuleRow.from_record(row) if row is not None else None
 
 
 async def list_rules(conn: Connection, project: str) -> list[RuleRow]:
@@ -92,10 +86,9 @@ async def list_rules(conn: Connection, project: str) -> list[RuleRow]:
 
 
 async def get(conn: Connection, project: str, rule_id: int) -> RuleRow | None:
-    row = await conn.fetchrow(
-        f"SELECT {Rule.select_list()} FROM rules WHERE project = $1 AND id = $2",
+    return await RuleRow.fetch_one(
+        conn, f"SELECT {Rule.select_list()} FROM rules WHERE project = $1 AND id = $2",
         project, rule_id)
-    return RuleRow.from_record(row) if row is not None else None
 
 
 async def delete(conn: Connection, project: str, rule_id: int) -> bool:
@@ -143,11 +136,10 @@ async def backfills(conn: Connection, project: str, rule_id: int) -> list[Backfi
 
 async def get_backfill(conn: Connection, project: str, rule_id: int, backfill_id: int
                        ) -> BackfillRow | None:
-    row = await conn.fetchrow(
-        f"SELECT {RuleBackfill.select_list('b')} FROM rule_backfills b JOIN rules r "
+    return await BackfillRow.fetch_one(
+        conn, f"SELECT {RuleBackfill.select_list('b')} FROM rule_backfills b JOIN rules r "
         "ON r.id = b.rule_id WHERE r.project = $1 AND b.rule_id = $2 AND b.id = $3",
         project, rule_id, backfill_id)
-    return BackfillRow.from_record(row) if row is not None else None
 
 
 # ---------------------------------------------------------------------------------- the queue

@@ -10,22 +10,18 @@ from typing import Any
 from trajhub.records import Column, is_optional
 from trajhub.records.scores import Score, ScoreConfig
 from trajhub.storage.database import Connection
-from trajhub.storage.rows import RecordRow
+from trajhub.storage.rows import IdRow, RecordRow
 
 #: the columns an insert takes from its caller, in declaration order (the key `trace_id`
 #: first); `revision`, `id` and `created_ns` are the insert's own
 WRITTEN: tuple[str, ...] = Score.write_columns("key", "service")
 
 
-class ScoreRow(RecordRow):
+class ScoreRow(IdRow):
     """A stored score, as trajhub.records.scores declares it."""
 
     __slots__ = ()
     record = Score
-
-    @property
-    def id(self) -> int:
-        return int(self["id"])
 
 
 def _pg_type(f: Column) -> str:

@@ -226,10 +226,9 @@ async def _by_score(conn: Connection, f: SessionFilter, c: _Conditions, arg: Par
 
 async def session_summary(conn: Connection, project: str, session_id: str
                           ) -> SessionSummaryRow | None:
-    row = await conn.fetchrow(
-        f"SELECT {SessionSummary.select_list()} FROM trajectories "
+    return await SessionSummaryRow.fetch_one(
+        conn, f"SELECT {SessionSummary.select_list()} FROM trajectories "
         "WHERE project = $1 AND session_id = $2 GROUP BY session_id", project, session_id)
-    return SessionSummaryRow.from_record(row) if row is not None else None
 
 
 async def session_turns(conn: Connection, project: str, session_id: str,

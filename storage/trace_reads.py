@@ -52,12 +52,11 @@ async def trace_span_page(conn: Connection, project: str, trace_id: str,
 
 async def span(conn: Connection, project: str, trace_id: str, span_id: str
                ) -> SpanRow | None:
-    row = await conn.fetchrow(
-        f"SELECT {SPAN_FIELDS} FROM spans s "
+    return await SpanRow.fetch_one(
+        conn, f"SELECT {SPAN_FIELDS} FROM spans s "
         f"WHERE s.project = $1 AND s.trace_id = $2 AND s.span_id = $3 "
         f"AND {in_trace_partition('s.')}",
         project, trace_id, span_id)
-    return SpanRow.from_record(row) if row is not None else None
 
 
 async def resources(conn: Connection, ids: Sequence[int]) -> dict[int, bytes]:

@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -183,13 +184,12 @@ def ready_ports(line: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-@dataclass
-class ServerProcess:
-    process: subprocess.Popen[str]
+class LoopbackPorts:
+    """The addresses of a `trajhub serve` on this machine, by the ports it listens on (the
+    benchmarks' servers are these too: bench/_common.py)."""
+
     http_port: int
     grpc_port: int
-    log_path: Path
-    exit_code: int | None = field(default=None)
 
     @property
     def http(self) -> str:
@@ -198,6 +198,15 @@ class ServerProcess:
     @property
     def grpc(self) -> str:
         return f"127.0.0.1:{self.grpc_port}"
+
+
+@dataclass
+class ServerProcess(LoopbackPorts):
+    process: subprocess.Popen[str]
+    http_port: int
+    grpc_port: int
+    log_path: Path
+    exit_code: int | None = field(default=None)
 
     @classmethod
     def start(cls, database_url: str, workdir: Path, settle_seconds: float = 0.5,
@@ -244,6 +253,14 @@ def stop_process(process: subprocess.Popen[Any], sig: int = signal.SIGTERM, time
             process.kill()
             process.wait()
     return process.returncode
+
+
+def stop_threads(stop: threading.Event, threads: Iterable[threading.Thread]) -> None:
+    """Set `stop` and wait for the threads that watch it (one never started is passed over)."""
+    stop.set()
+    for t in threads:
+        if t.is_alive():
+            t.join()
 
 
 def proc_stat(pid: int) -> list[str] | None:

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
-from tests.harness import ServerProcess, final_trajectory, get_json, wait_for
+from tests.harness import ServerProcess, final_trajectory, get_json, stop_threads, wait_for
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 
 PB = {"content-type": "application/x-protobuf"}
@@ -150,9 +150,7 @@ def test_a_full_disk_gives_503_says_so_and_loses_nothing_acknowledged(
             ballast.unlink()
             wait_for(lambda: len(acked) >= full_since + 20, timeout=120, interval=0.2,
                      what="ingest recovered after space was freed")
-            stop.set()
-            for t in threads:
-                t.join()
+            stop_threads(stop, threads)
 
             assert set(http_statuses) <= {200, 503}, sorted(set(http_statuses))
             assert set(grpc_codes) <= {grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE}, \
@@ -169,8 +167,5 @@ def test_a_full_disk_gives_503_says_so_and_loses_nothing_acknowledged(
         assert "disk full" in server.log_path.read_text()
         assert server.stop() == 0
     finally:
-        stop.set()
-        for t in threads:
-            if t.is_alive():
-                t.join()
+        stop_threads(stop, threads)
         server.stop()

@@ -104,6 +104,14 @@ def judged_set(judged_server: ServerProcess) -> Iterator[tuple[httpx.Client, str
     api.close()
 
 
+@pytest.fixture
+def fresh_judges(judges: tuple[FakeJudge, FakeJudge]) -> tuple[FakeJudge, FakeJudge]:
+    """`judges` with no request recorded yet (the module's earlier tests called them too)."""
+    for judge in judges:
+        judge.requests.clear()
+    return judges
+
+
 def evaluate(api: httpx.Client, server: ServerProcess, project: str, name: str,
              evaluators: list[Any]) -> tuple[dict[str, Any], dict[tuple[str, str], Any]]:
     r = api.post("/evaluations", json={"dataset": name, "evaluators": evaluators})
@@ -115,11 +123,10 @@ def evaluate(api: httpx.Client, server: ServerProcess, project: str, name: str,
 
 
 def test_llm_judge_verdicts_and_a_malformed_answer(
-        judged_server: ServerProcess, judges: tuple[FakeJudge, FakeJudge],
+        judged_server: ServerProcess, fresh_judges: tuple[FakeJudge, FakeJudge],
         judged_set: tuple[httpx.Client, str, str, str]) -> None:
     api, project, name, bad = judged_set
-    default, _ = judges
-    default.requests.clear()
+    default, _ = fresh_judges
     run, results = evaluate(api, judged_server, project, name,
                             [{"name": "llm_judge", "config": {"rubric": "Be strict."}}])
     (agg,) = run["aggregates"]
@@ -143,12 +150,10 @@ def test_llm_judge_verdicts_and_a_malformed_answer(
 
 
 def test_trajectory_and_tool_choice_judges_with_per_evaluation_settings(
-        judged_server: ServerProcess, judges: tuple[FakeJudge, FakeJudge],
+        judged_server: ServerProcess, fresh_judges: tuple[FakeJudge, FakeJudge],
         judged_set: tuple[httpx.Client, str, str, str]) -> None:
     api, project, name, bad = judged_set
-    default, other = judges
-    default.requests.clear()
-    other.requests.clear()
+    default, other = fresh_judges
     tool_choice = {"endpoint": other.url, "model": "other-model", "temperature": 0.5,
                    "api_key_env": "TRAJHUB_JUDGE_KEY_OTHER"}
     run, results = evaluate(api, judged_server, project, name, [

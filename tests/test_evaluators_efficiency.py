@@ -18,6 +18,7 @@ from tests.test_evaluators_support import (
 )
 from trajhub.evaluators import ConfigError, EfficiencyConfig, evaluate, parse_trajectory
 from trajhub.evaluators.efficiency import efficiency
+from trajhub.evaluators.result import EvaluatorOutput
 
 
 def test_view_of_the_spec_example() -> None:
@@ -69,23 +70,22 @@ def run() -> dict[str, Any]:
     return doc
 
 
+def judged(**budgets: Any) -> EvaluatorOutput:
+    """`run()` judged against these budgets."""
+    return efficiency(run(), None, EfficiencyConfig(**budgets))
+
+
 def test_all_budgets_met() -> None:
-    config = EfficiencyConfig(
-        max_steps=6, max_tokens=350, max_duration_ms=5000, max_repeated_calls=2,
-        max_tool_error_rate=0.25,
-    )  # fmt: skip
-    result = efficiency(run(), None, config)
+    result = judged(max_steps=6, max_tokens=350, max_duration_ms=5000, max_repeated_calls=2,
+                    max_tool_error_rate=0.25)
     assert result.passed
     assert result.score == 1.0
 
 
 def test_score_is_fraction_of_budgets_met() -> None:
     # 6 steps > 5; 350 tokens > 300; 5000 ms <= 6000; 2 repeats > 1; error rate 1/4 <= 0.5
-    config = EfficiencyConfig(
-        max_steps=5, max_tokens=300, max_duration_ms=6000, max_repeated_calls=1,
-        max_tool_error_rate=0.5,
-    )  # fmt: skip
-    result = efficiency(run(), None, config)
+    result = judged(max_steps=5, max_tokens=300, max_duration_ms=6000, max_repeated_calls=1,
+                    max_tool_error_rate=0.5)
     assert not result.passed
     assert result.score == pytest.approx(2 / 5)
     text = result.explain()
@@ -98,9 +98,8 @@ def test_score_is_fraction_of_budgets_met() -> None:
 
 def test_repeated_calls_scope() -> None:
     # search(a), search(a), search(b), search(a): 2 repeats anywhere, 1 back-to-back
-    consecutive = EfficiencyConfig(max_repeated_calls=1, repeated_calls_scope="consecutive")
-    assert efficiency(run(), None, consecutive).passed
-    assert not efficiency(run(), None, EfficiencyConfig(max_repeated_calls=1)).passed
+    assert judged(max_repeated_calls=1, repeated_calls_scope="consecutive").passed
+    assert not judged(max_repeated_calls=1).passed
 
 
 def test_unmeasurable_budget_is_not_met() -> None:

@@ -79,87 +79,49 @@ ASK = {
 FINAL = {"role": "assistant", "content": ANSWER}
 
 
+def _agent_frame(p: str, agent: str, start: int, end: int) -> list[Node]:
+    """A ChatModelAgent's own runs under the app span: the agent, its Chain, the Chain's Lambda
+    and the ReAct graph (`<p>4`) that holds its model and tool calls."""
+    return [
+        Node(f"{p}1", "a0", agent, "Agent", start, end, "ChatModel", [USER], None, agent=agent),
+        Node(f"{p}2", f"{p}1", agent, "Chain", start + 1, end - 1, agent=agent),
+        Node(f"{p}3", f"{p}2", "", "Lambda", start + 2, start + 3, agent=agent),
+        Node(f"{p}4", f"{p}2", "ReAct", "Graph", start + 4, end - 2, agent=agent),
+    ]
+
+
+def _model_call(span_id: str, parent: str, start: int, end: int, messages: list[Any],
+                answer: Any, tokens: tuple[int, int], agent: str) -> Node:
+    """One call of the agents' OpenAI ChatModel."""
+    return Node(span_id, parent, "ChatModel", "ChatModel", start, end, "OpenAI", messages,
+                answer, tokens=tokens, agent=agent)
+
+
+def _tool_call(p: str, agent: str, start: int, end: int, name: str, type_: str,
+               arguments: str, result: str, call_id: str) -> list[Node]:
+    """The ReAct graph's ToolsNode (`<p>6`) running one tool call (`<p>7`)."""
+    return [
+        Node(f"{p}6", f"{p}4", "ToolsNode", "ToolsNode", start, end, agent=agent),
+        Node(f"{p}7", f"{p}6", name, "Tool", start + 1, end - 1, type_, arguments, result,
+             tool_call_id=call_id, agent=agent),
+    ]
+
+
 def _run() -> list[Node]:
     router, weather = "router", "weather"
     return [
         Node("a0", "", "chat", "", 0, 100, input=QUESTION, output=ANSWER),
         # router: agent > Chain > {Lambda, ReAct > {ChatModel, ToolsNode > transfer_to_agent}}
-        Node("r1", "a0", router, "Agent", 1, 40, "ChatModel", [USER], None, agent=router),
-        Node("r2", "r1", router, "Chain", 2, 39, agent=router),
-        Node("r3", "r2", "", "Lambda", 3, 4, agent=router),
-        Node("r4", "r2", "ReAct", "Graph", 5, 38, agent=router),
-        Node(
-            "r5",
-            "r4",
-            "ChatModel",
-            "ChatModel",
-            6,
-            20,
-            "OpenAI",
-            [USER],
-            TRANSFER,
-            tokens=(60, 12),
-            agent=router,
-        ),
-        Node("r6", "r4", "ToolsNode", "ToolsNode", 21, 37, agent=router),
-        Node(
-            "r7",
-            "r6",
-            "transfer_to_agent",
-            "Tool",
-            22,
-            36,
-            "transferToAgent",
-            '{"agent_name": "weather"}',
-            TRANSFERRED,
-            tool_call_id="call_t1",
-            agent=router,
-        ),
+        *_agent_frame("r", router, 1, 40),
+        _model_call("r5", "r4", 6, 20, [USER], TRANSFER, (60, 12), router),
+        *_tool_call("r", router, 21, 37, "transfer_to_agent", "transferToAgent",
+                    '{"agent_name": "weather"}', TRANSFERRED, "call_t1"),
         # weather: a sibling of router (ctxForSubAgents), run after the transfer
-        Node("w1", "a0", weather, "Agent", 41, 99, "ChatModel", [USER], None, agent=weather),
-        Node("w2", "w1", weather, "Chain", 42, 98, agent=weather),
-        Node("w3", "w2", "", "Lambda", 43, 44, agent=weather),
-        Node("w4", "w2", "ReAct", "Graph", 45, 97, agent=weather),
-        Node(
-            "w5",
-            "w4",
-            "ChatModel",
-            "ChatModel",
-            46,
-            60,
-            "OpenAI",
-            [USER],
-            ASK,
-            tokens=(80, 10),
-            agent=weather,
-        ),
-        Node("w6", "w4", "ToolsNode", "ToolsNode", 61, 70, agent=weather),
-        Node(
-            "w7",
-            "w6",
-            "get_weather",
-            "Tool",
-            62,
-            69,
-            "GetWeather",
-            '{"city": "Paris"}',
-            "Sunny, 22C in Paris",
-            tool_call_id="call_w1",
-            agent=weather,
-        ),
-        Node(
-            "w8",
-            "w4",
-            "ChatModel",
-            "ChatModel",
-            71,
-            96,
-            "OpenAI",
-            [USER, ASK],
-            FINAL,
-            tokens=(110, 9),
-            agent=weather,
-        ),
+        *_agent_frame("w", weather, 41, 99),
+        _model_call("w5", "w4", 46, 60, [USER], ASK, (80, 10), weather),
+        *_tool_call("w", weather, 61, 70, "get_weather", "GetWeather", '{"city": "Paris"}',
+                    "Sunny, 22C in Paris", "call_w1"),
+        _model_call("w8", "w4", 71, 96, [USER, ASK], FINAL, (110, 9), weather),
     ]
 
 

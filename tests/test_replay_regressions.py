@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from tests.harness import ServerProcess
 from tests.test_replay_api import trajhub_cli
-from trajhub.service.client.runner import run_dataset
+from trajhub.service.client.runner import DatasetRun, run_dataset
 
 # gpt-4o-mini list price (openai.com/api/pricing): $0.15 / 1M input, $0.60 / 1M output tokens
 IN_USD, OUT_USD = 0.15e-6, 0.60e-6
@@ -52,20 +52,28 @@ def calculator(provider: TracerProvider, second_thoughts: bool) -> Callable[[str
     return agent
 
 
-def test_regression_report_by_run_name_and_by_evaluation(
-        server: ServerProcess, project: str, provider: TracerProvider) -> None:
+def two_runs(server: ServerProcess, project: str, provider: TracerProvider
+             ) -> tuple[list[str], DatasetRun, DatasetRun]:
+    """The set `sums` ("2+3", "4+5": its item ids) run as `v1` by the calculator, then as `v2`
+    with second thoughts, each evaluated by `efficiency` (at most 2 steps)."""
     api = f"{server.http}/api/v1"
     with httpx.Client(headers={"trajhub-project": project}, timeout=30) as c:
         assert c.post(f"{api}/datasets", json={"name": "sums"}).status_code == 201
         ids = [c.post(f"{api}/datasets/sums/items", json={"input": q}).json()["id"]
                for q in ("2+3", "4+5")]
-        evaluators: list[str | dict[str, Any]] = [
-            {"name": "efficiency", "config": {"max_steps": 2}}]
-        v1 = run_dataset(server.http, "sums", calculator(provider, False), "v1", evaluators,
-                         tracer_provider=provider, project=project)
-        v2 = run_dataset(server.http, "sums", calculator(provider, True), "v2", evaluators,
-                         tracer_provider=provider, project=project)
+    evaluators: list[str | dict[str, Any]] = [{"name": "efficiency", "config": {"max_steps": 2}}]
+    v1 = run_dataset(server.http, "sums", calculator(provider, False), "v1", evaluators,
+                     tracer_provider=provider, project=project)
+    v2 = run_dataset(server.http, "sums", calculator(provider, True), "v2", evaluators,
+                     tracer_provider=provider, project=project)
+    return ids, v1, v2
 
+
+def test_regression_report_by_run_name_and_by_evaluation(
+        server: ServerProcess, project: str, provider: TracerProvider) -> None:
+    ids, v1, v2 = two_runs(server, project, provider)
+    api = f"{server.http}/api/v1"
+    with httpx.Client(headers={"trajhub-project": project}, timeout=30) as c:
         by_name = c.post(f"{api}/regressions", json={
             "dataset": "sums", "baseline": {"run": "v1"}, "candidate": {"run": "v2"}})
         assert by_name.status_code == 200, by_name.text

@@ -25,6 +25,7 @@ from tests.harness import (
     database_url,
     fetch_rows,
     get_json,
+    stop_threads,
     wait_for,
 )
 from tests.otlp_builders import new_trace_id, request, span
@@ -151,9 +152,7 @@ def test_sigterm_under_load_exits_0_and_keeps_every_acknowledged_span(
         t.start()
     wait_for(lambda: len(acked) >= 10, what="some acknowledged requests")
     assert server.stop(signal.SIGTERM) == 0
-    stop.set()
-    for t in threads:
-        t.join()
+    stop_threads(stop, threads)
 
     counts = {r["trace_id"]: r["n"] for r in fetch_rows(
         database.url, "SELECT trace_id, count(*) AS n FROM spans WHERE project = $1 "

@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -326,6 +327,22 @@ def _pending(url: str, claimed: bool = False) -> int:
         url, "SELECT count(*) FROM rule_runs WHERE claim IS NOT NULL OR NOT $1", claimed))
 
 
+@contextmanager
+def killed_at_the_end(url: str, data_dir: Path, project: str
+                      ) -> Iterator[tuple[ServerProcess, httpx.Client]]:
+    """A server on the database `url` and a REST client of `project` on it; on the way out the
+    server is killed with SIGKILL, the crash the queued work must survive."""
+    data_dir.mkdir()
+    server = ServerProcess.start(url, data_dir, settle_seconds=0.3)
+    try:
+        with httpx.Client(base_url=server.http + "/api/v1", timeout=30,
+                          headers={"trajhub-project": project}) as c:
+            yield server, c
+    finally:
+        os.kill(server.process.pid, signal.SIGKILL)
+        server.process.wait()
+
+
 @pytest.mark.slow  # several servers
 def test_pending_runs_run_exactly_once_after_kill_9(
         database: TestDatabase, tmp_path: Path) -> None:
@@ -333,29 +350,22 @@ def test_pending_runs_run_exactly_once_after_kill_9(
     database every trajectory has exactly one score per rule."""
     judge = Judge(delay=0.5)
     project = "t-" + uuid.uuid4().hex[:12]
-    for name in ("one", "two"):
-        (tmp_path / name).mkdir()
+    (tmp_path / "two").mkdir()
     with separate_database(database) as url:
-        first = ServerProcess.start(url, tmp_path / "one", settle_seconds=0.3)
-        try:
-            with httpx.Client(base_url=first.http + "/api/v1", timeout=30,
-                              headers={"trajhub-project": project}) as c:
-                judged = add_rule(c, name="judge", evaluator="llm_judge",
-                                  config=judge.config())
-                coded = add_rule(c, name="steps", evaluator="efficiency",
-                                 config={"max_steps": 10})
-                traces = [send_run(first.http, project, start=T0 + i, wait=False)
-                          for i in range(24)]
-                # some judged, most not: 24 runs at 8 at once and 0.5 s each take 1.5 s. A
-                # run stays claimed for its judge's 0.5 s, so one claimed now still is at the
-                # kill, moments later (on a busy machine the rest may not be queued yet)
-                wait_for(lambda: 0 < len([c for c in _counts(url, project)
-                                          if c[1] == judged["id"]]) < 24
-                         and _pending(url, claimed=True) > 0 and _pending(url) > 0,
-                         timeout=60, interval=0.02, what="some judge scores, and runs claimed")
-        finally:
-            os.kill(first.process.pid, signal.SIGKILL)
-            first.process.wait()
+        with killed_at_the_end(url, tmp_path / "one", project) as (first, c):
+            judged = add_rule(c, name="judge", evaluator="llm_judge",
+                              config=judge.config())
+            coded = add_rule(c, name="steps", evaluator="efficiency",
+                             config={"max_steps": 10})
+            traces = [send_run(first.http, project, start=T0 + i, wait=False)
+                      for i in range(24)]
+            # some judged, most not: 24 runs at 8 at once and 0.5 s each take 1.5 s. A
+            # run stays claimed for its judge's 0.5 s, so one claimed now still is at the
+            # kill, moments later (on a busy machine the rest may not be queued yet)
+            wait_for(lambda: 0 < len([c for c in _counts(url, project)
+                                      if c[1] == judged["id"]]) < 24
+                     and _pending(url, claimed=True) > 0 and _pending(url) > 0,
+                     timeout=60, interval=0.02, what="some judge scores, and runs claimed")
         # runs were left queued, some of them claimed (being judged) when the server died
         assert _pending(url) > 0 and _pending(url, claimed=True) > 0
         second = ServerProcess.start(url, tmp_path / "two", settle_seconds=0.3)
@@ -422,31 +432,24 @@ def test_a_dataset_evaluation_resumes_after_kill_9_and_stores_each_item_once(
     judge = Judge(delay=0.4)
     project = "t-" + uuid.uuid4().hex[:12]
     items = 16
-    for name in ("one", "two"):
-        (tmp_path / name).mkdir()
+    (tmp_path / "two").mkdir()
     with separate_database(database) as url:
-        first = ServerProcess.start(url, tmp_path / "one", settle_seconds=0.3)
-        try:
-            with httpx.Client(base_url=first.http + "/api/v1", timeout=30,
-                              headers={"trajhub-project": project}) as c:
-                traces = [send_run(first.http, project, start=T0 + i, wait=False)
-                          for i in range(items)]
-                for t in traces:
-                    final_trajectory(c, first.http, project, t)
-                assert c.post("/datasets", json={"name": "set"}).status_code == 201
-                filled = c.post("/datasets/set/fill", json={"trace_ids": traces})
-                assert filled.status_code == 200 and filled.json()["added"] == items, filled.text
-                started = c.post("/evaluations", json={
-                    "dataset": "set", "evaluators": [
-                        {"name": "llm_judge", "config": judge.config()}]})
-                assert started.status_code == 202, started.text
-                evaluation = started.json()["id"]
-                # 16 items, 8 at once, 0.4 s each: kill once some are stored, not all
-                wait_for(lambda: 0 < c.get(f"/evaluations/{evaluation}").json()[
-                    "done_items"] < items, timeout=30, interval=0.02, what="some items")
-        finally:
-            os.kill(first.process.pid, signal.SIGKILL)
-            first.process.wait()
+        with killed_at_the_end(url, tmp_path / "one", project) as (first, c):
+            traces = [send_run(first.http, project, start=T0 + i, wait=False)
+                      for i in range(items)]
+            for t in traces:
+                final_trajectory(c, first.http, project, t)
+            assert c.post("/datasets", json={"name": "set"}).status_code == 201
+            filled = c.post("/datasets/set/fill", json={"trace_ids": traces})
+            assert filled.status_code == 200 and filled.json()["added"] == items, filled.text
+            started = c.post("/evaluations", json={
+                "dataset": "set", "evaluators": [
+                    {"name": "llm_judge", "config": judge.config()}]})
+            assert started.status_code == 202, started.text
+            evaluation = started.json()["id"]
+            # 16 items, 8 at once, 0.4 s each: kill once some are stored, not all
+            wait_for(lambda: 0 < c.get(f"/evaluations/{evaluation}").json()[
+                "done_items"] < items, timeout=30, interval=0.02, what="some items")
         second = ServerProcess.start(url, tmp_path / "two", settle_seconds=0.3)
         try:
             with httpx.Client(base_url=second.http + "/api/v1", timeout=30,

@@ -26,6 +26,7 @@ from tests.harness import (
     final_trajectory,
     get_json,
     proc_stat,
+    stop_threads,
     wait_for,
 )
 from tests.otlp_builders import new_trace_id, request, span
@@ -320,9 +321,7 @@ def test_embedded_postgres_killed_under_load_is_restarted_and_nothing_acked_is_l
             return pid != postmaster and alive(pid) and len(acked) >= before + 20
 
         wait_for(restarted, timeout=60, interval=0.2, what="PostgreSQL restarted, ingest resumed")
-        stop.set()
-        for t in threads:
-            t.join()
+        stop_threads(stop, threads)
         # the outage was seen, and answered only with 503 / UNAVAILABLE
         assert 503 in http_statuses or grpc.StatusCode.UNAVAILABLE in grpc_codes
         assert http_statuses <= {200, 503}, http_statuses
@@ -346,10 +345,7 @@ def test_embedded_postgres_killed_under_load_is_restarted_and_nothing_acked_is_l
         assert len(ingest) == 2 and derivation
         assert "embedded PostgreSQL died" in server.log_path.read_text()
     finally:
-        stop.set()
-        for t in threads:
-            if t.is_alive():
-                t.join()
+        stop_threads(stop, threads)
         server.stop()
 
 

@@ -22,9 +22,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from tests import fake_agent
 from tests.harness import ServerProcess, final_trajectory
 from tests.test_replay_api import SYSTEM_PROMPT, run_agent
-from tests.test_replay_regressions import IN_USD, OUT_USD, calculator
+from tests.test_replay_regressions import IN_USD, OUT_USD, two_runs
 from tests.ui_support import EXPECTED_FAILURES, artifacts_dir, browser_page, require_browser
-from trajhub.service.client.runner import run_dataset
 
 #: the model and tool steps of `react`, in order; the two tool calls of the first turn run in
 #: parallel, so their order is compared as a set
@@ -180,16 +179,7 @@ def test_regression_report_from_the_evaluations_page(
         server: ServerProcess, project: str, provider: TracerProvider) -> None:
     from playwright.sync_api import expect
 
-    api = f"{server.http}/api/v1"
-    with httpx.Client(headers={"trajhub-project": project}, timeout=30) as c:
-        assert c.post(f"{api}/datasets", json={"name": "sums"}).status_code == 201
-        ids = [c.post(f"{api}/datasets/sums/items", json={"input": q}).json()["id"]
-               for q in ("2+3", "4+5")]
-    evaluators: list[str | dict[str, Any]] = [{"name": "efficiency", "config": {"max_steps": 2}}]
-    v1 = run_dataset(server.http, "sums", calculator(provider, False), "v1", evaluators,
-                     tracer_provider=provider, project=project)
-    v2 = run_dataset(server.http, "sums", calculator(provider, True), "v2", evaluators,
-                     tracer_provider=provider, project=project)
+    ids, v1, v2 = two_runs(server, project, provider)
     # one model call at gpt-4o-mini's price: 12 × $0.15 + 4 × $0.60 per 1M tokens
     assert round(12 * IN_USD + 4 * OUT_USD, 12) == 0.0000042
 

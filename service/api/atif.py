@@ -20,7 +20,7 @@ from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.models import NOT_FOUND, ErrorDetail
 from trajhub.service.api.params import PREFIX, TraceIdPath
 from trajhub.service.api.scopes import Project, Rt, needs
-from trajhub.service.api.stored import derived_document
+from trajhub.service.api.stored import NOT_DERIVED, derived_document
 from trajhub.service.auth import INGEST
 from trajhub.service.errors import IngestError
 from trajhub.service.ingest.bodies import read_body, require_media
@@ -33,9 +33,7 @@ router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["atif"])
 @router.get(
     "/trajectories/{trace_id}/atif", response_model=AtifTrajectory,
     summary="One trajectory as ATIF (Agent Trajectory Interchange Format)",
-    responses={**NOT_FOUND,
-               422: {"model": ErrorDetail, "description": "The trace's spans could not be "
-                     "turned into a trajectory (the message says why)"}})
+    responses={**NOT_FOUND, **NOT_DERIVED})
 async def export_atif(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
     """The stored trajectory as one `ATIF-v1.8` document (docs/atif.md): model steps as agent
     steps with their tool calls and results, sub-agents as embedded trajectories, and trajhub's

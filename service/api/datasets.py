@@ -20,6 +20,7 @@ from trajhub.service.api import dataset_fill, dataset_formats
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
 from trajhub.service.api.filters import TrajectoryQuery
+from trajhub.service.api.found import deleted, found
 from trajhub.service.api.models import (
     BODY_CONFIG,
     NOT_FOUND,
@@ -56,12 +57,14 @@ def dataset_json(row: DatasetRow) -> dict[str, Any]:
     return answer(declared_sets.Dataset, row)
 
 
+def _no_set(name: str, project: str) -> str:
+    return f"no evaluation set {name!r} in project {project!r}"
+
+
 async def _dataset_id(rt: Runtime, project: str, name: str) -> int:
     async with rt.db.acquire() as conn:
-        found = await datasets.dataset_id(conn, project, name)
-    if found is None:
-        raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
-    return found
+        dataset = await datasets.dataset_id(conn, project, name)
+    return found(dataset, _no_set(name, project))
 
 
 def stored_expectations(raw: Any) -> str:
@@ -234,9 +237,7 @@ async def list_datasets(rt: Rt, project: Project) -> Any:
 async def get_dataset(rt: Rt, project: Project, name: SetName) -> Any:
     async with rt.db.acquire() as conn:
         row = await datasets.get_dataset(conn, project, name)
-    if row is None:
-        raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
-    return dataset_json(row)
+    return dataset_json(found(row, _no_set(name, project)))
 
 
 @router.patch("/datasets/{name}", summary="Rename an evaluation set or change its description",
@@ -246,23 +247,20 @@ async def get_dataset(rt: Rt, project: Project, name: SetName) -> Any:
 async def patch_dataset(rt: Rt, project: Project, name: SetName, body: DatasetPatch) -> Any:
     async with rt.db.acquire() as conn:
         try:
-            found = await datasets.update_dataset(conn, project, name, body.name,
-                                                  body.description)
+            updated = await datasets.update_dataset(conn, project, name, body.name,
+                                                    body.description)
         except datasets.DuplicateName as exc:
             raise HTTPException(409, f"evaluation set {exc.args[0]!r} already exists") from None
-        row = await datasets.get_dataset(conn, project, body.name or name) if found else None
-    if row is None:
-        raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
-    return dataset_json(row)
+        row = await datasets.get_dataset(conn, project, body.name or name) if updated else None
+    return dataset_json(found(row, _no_set(name, project)))
 
 
 @router.delete("/datasets/{name}", status_code=204,
                summary="Delete an evaluation set and its items", responses=NOT_FOUND)
 async def delete_dataset(rt: Rt, project: Project, name: SetName) -> Response:
     async with rt.db.acquire() as conn:
-        if not await datasets.delete_dataset(conn, project, name):
-            raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
-    return Response(status_code=204)
+        done = await datasets.delete_dataset(conn, project, name)
+    return deleted(done, _no_set(name, project))
 
 
 @router.get("/datasets/{name}/items", summary="List the items of an evaluation set",
@@ -324,9 +322,7 @@ def _json_or_null(value: Any, field: str) -> str | None:
 async def _item_row(rt: Runtime, dataset: int, name: str, item_id: str) -> Any:
     async with rt.db.acquire() as conn:
         row = await datasets.get_item(conn, dataset, item_id)
-    if row is None:
-        raise HTTPException(404, f"no item {item_id!r} in evaluation set {name!r}")
-    return row
+    return found(row, f"no item {item_id!r} in evaluation set {name!r}")
 
 
 @router.get("/datasets/{name}/items/{item_id}",
@@ -369,9 +365,8 @@ async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, b
 async def delete_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) -> Response:
     dataset = await _dataset_id(rt, project, name)
     async with rt.db.acquire() as conn:
-        if not await datasets.delete_item(conn, dataset, item_id):
-            raise HTTPException(404, f"no item {item_id!r} in evaluation set {name!r}")
-    return Response(status_code=204)
+        done = await datasets.delete_item(conn, dataset, item_id)
+    return deleted(done, f"no item {item_id!r} in evaluation set {name!r}")
 
 
 @router.post("/datasets/{name}/fill", summary="Add trajectories to the set, by id or by query",
@@ -480,7 +475,7 @@ async def import_dataset(
         if dataset is None and create:
             dataset = (await datasets.create_dataset(conn, project, name, "")).id
         if dataset is None:
-            raise HTTPException(404, f"no evaluation set {name!r} in project {project!r}")
+            raise HTTPException(404, _no_set(name, project))
         added = await datasets.insert_items(conn, dataset, items)
     return {"added": len(added),
                                           "skipped_duplicates": len(items) - len(added)}

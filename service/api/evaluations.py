@@ -12,6 +12,7 @@ from trajhub.evaluators import JUDGES, REGISTRY, ConfigError
 from trajhub.records import evaluations as declared
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
+from trajhub.service.api.found import found
 from trajhub.service.api.models import (
     BODY_CONFIG,
     NOT_FOUND,
@@ -133,9 +134,7 @@ async def list_evaluations(
 async def _evaluation(rt: Runtime, project: str, evaluation: int) -> EvaluationRow:
     async with rt.db.acquire() as conn:
         row = await evaluations.get_evaluation(conn, project, evaluation)
-    if row is None:
-        raise HTTPException(404, f"no evaluation {evaluation} in project {project!r}")
-    return row
+    return found(row, f"no evaluation {evaluation} in project {project!r}")
 
 
 @router.get("/evaluations/{evaluation_id}",

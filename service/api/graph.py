@@ -19,10 +19,10 @@ from trajhub.evaluators.graph_layout import place
 from trajhub.records.graphs import AgentGraphView
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.filters import TrajectoryQuery
-from trajhub.service.api.models import NOT_FOUND, ErrorDetail
+from trajhub.service.api.models import NOT_FOUND
 from trajhub.service.api.params import PREFIX, TraceIdPath
 from trajhub.service.api.scopes import Project, Rt
-from trajhub.service.api.stored import derived_document
+from trajhub.service.api.stored import NOT_DERIVED, derived_document
 from trajhub.storage import trajectory_reads
 
 router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["graph"])
@@ -51,9 +51,7 @@ def _many(documents: list[str]) -> dict[str, Any]:
 @router.get(
     "/trajectories/{trace_id}/graph", response_model=AgentGraphView,
     summary="The agent graph of one trajectory, laid out",
-    responses={**NOT_FOUND,
-               422: {"model": ErrorDetail, "description": "The trace's spans could not be "
-                     "turned into a trajectory (the message says why)"}})
+    responses={**NOT_FOUND, **NOT_DERIVED})
 async def trajectory_graph(trace_id: TraceIdPath, rt: Rt, project: Project) -> dict[str, Any]:
     """Its agents and the nodes they ran, with hand-offs and transitions counted, parallel
     branches and failed nodes marked, and every node's step ids (to select them). Built from

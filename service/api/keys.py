@@ -16,7 +16,9 @@ from pydantic import BaseModel, Field
 
 from trajhub.records.pages import Page, Renames, deprecated_alias
 from trajhub.service.api.answers import CheckedRoute
+from trajhub.service.api.found import found
 from trajhub.service.api.models import NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.page_examples import aliased_page_example
 from trajhub.service.api.params import PREFIX
 from trajhub.service.api.scopes import Key, Project, Rt, needs
 from trajhub.service.auth import ADMIN, METRICS, auth_enabled
@@ -88,7 +90,7 @@ _KEYS_ORDER = "oldest first, revoked ones included"
 
 
 class KeyList(Page[ApiKey]):
-    model_config = example_config({"items": [_KEY], "next_cursor": None, "keys": [_KEY]})
+    model_config = example_config(aliased_page_example(_KEY, "keys"))
     items: list[ApiKey] = Field(description=_KEYS_ORDER)
     keys: list[ApiKey] = deprecated_alias(description=_KEYS_ORDER)
 
@@ -125,6 +127,4 @@ async def revoke_key(rt: Rt, project: Project, key_id: KeyId) -> ApiKey:
     """The key stops working at once; it stays listed, with `revoked_time`."""
     async with rt.db.acquire() as conn:
         row = await keys.revoke(conn, key_id, project)
-    if row is None:
-        raise HTTPException(404, f"no API key {key_id!r} in project {project!r}")
-    return _api_key(row)
+    return _api_key(found(row, f"no API key {key_id!r} in project {project!r}"))

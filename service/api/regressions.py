@@ -11,7 +11,7 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from trajhub.evaluators.pricing import Prices, run_cost
-from trajhub.evaluators.regression import ItemSide, Verdict, aggregate, item_report
+from trajhub.evaluators.regression import ItemReport, ItemSide, Verdict, aggregate, item_report
 from trajhub.normalizers.playback import run_duration_ms, step_events
 from trajhub.records.regressions import RegressionReport
 from trajhub.service.api.answers import CheckedRoute
@@ -129,6 +129,12 @@ async def _side(conn: Any, project: str, ref: RunRef, default_dataset: str | Non
     return side
 
 
+def _item_json(item: ItemReport) -> dict[str, Any]:
+    # the first divergence is a pydantic model (trajhub.records.replay), which asdict keeps
+    first = item.first_divergence
+    return {**asdict(item), "first_divergence": first.model_dump() if first else None}
+
+
 def _item_run(side: Side, item_id: str, docs: dict[str, Any], prices: Prices) -> ItemSide:
     quality = side.quality.get(item_id, {})
     trace_id = side.traces.get(item_id)
@@ -171,6 +177,6 @@ async def regression_report(rt: Rt, project: Project, body: RegressionRequest) -
         "baseline": {"evaluation": base.evaluation, "run": base.run},
         "candidate": {"evaluation": cand.evaluation, "run": cand.run},
         "verdicts": [asdict(v) for v in aggregate(items)],
-        "items": [asdict(i) for i in items],
+        "items": [_item_json(i) for i in items],
         "price_table": prices.description, "prices_as_of": prices.as_of,
     }

@@ -137,12 +137,12 @@ async def compare_runs(
                           and cost_a.complete and cost_b.complete else None)
     return {
         "a": {"trace_id": run_a.trace_id, "revision": run_a.revision, "status": run_a.status,
-              "metrics": asdict(c.a), "cost": cost_json(cost_a, prices)},
+              "metrics": c.a.model_dump(), "cost": cost_json(cost_a, prices)},
         "b": {"trace_id": run_b.trace_id, "revision": run_b.revision, "status": run_b.status,
-              "metrics": asdict(c.b), "cost": cost_json(cost_b, prices)},
+              "metrics": c.b.model_dump(), "cost": cost_json(cost_b, prices)},
         "distance": c.distance, "counts": c.counts,
-        "first_divergence": asdict(c.first_divergence) if c.first_divergence else None,
-        "alignment": [asdict(p) for p in c.alignment], "deltas": deltas,
+        "first_divergence": c.first_divergence.model_dump() if c.first_divergence else None,
+        "alignment": [p.model_dump() for p in c.alignment], "deltas": deltas,
     }
 
 

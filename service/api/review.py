@@ -40,7 +40,9 @@ from trajhub.service.api.datasets import (
     stored_expectations,
 )
 from trajhub.service.api.datasets import Name as DatasetName
+from trajhub.service.api.found import deleted
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.page_examples import aliased_page_example
 from trajhub.service.api.params import INT64_MAX, PREFIX, JsonInt, TraceIdText, no_nul
 from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Key, Project, Rt, needs
@@ -86,8 +88,7 @@ class ReviewItem(declared.ReviewItem):
 
 
 class ReviewQueueList(Page[ReviewQueue]):
-    model_config = example_config({"items": [_QUEUE_EXAMPLE], "next_cursor": None,
-                                   "queues": [_QUEUE_EXAMPLE]})
+    model_config = example_config(aliased_page_example(_QUEUE_EXAMPLE, "queues"))
     items: list[ReviewQueue] = Field(description="by name")
     queues: list[ReviewQueue] = deprecated_alias(description="by name")
 
@@ -261,9 +262,8 @@ async def get_queue(name: QueuePath, rt: Rt, project: Project) -> Any:
                summary="Delete an annotation queue and its items (not their scores)")
 async def delete_queue(name: QueuePath, rt: Rt, project: Project) -> Response:
     async with rt.db.acquire() as conn:
-        if not await review.delete_queue(conn, project, name):
-            raise HTTPException(404, f"no review queue {name!r} in project {project!r}")
-    return Response(status_code=204)
+        done = await review.delete_queue(conn, project, name)
+    return deleted(done, f"no review queue {name!r} in project {project!r}")
 
 
 @router.post("/review-queues/{name}/items", response_model=ItemsAdded, responses=NOT_FOUND,

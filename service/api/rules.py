@@ -28,7 +28,9 @@ from trajhub.records.scores import NAME_PATTERN
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.evaluations import EvaluatorName
 from trajhub.service.api.filters import stored_filter
+from trajhub.service.api.found import deleted, found
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.page_examples import aliased_page_example
 from trajhub.service.api.params import (
     INT64_MAX,
     PREFIX,
@@ -45,6 +47,7 @@ from trajhub.service.workers.rules import check_evaluator
 from trajhub.storage import review as review_store
 from trajhub.storage import rules as rule_store
 from trajhub.storage.database import Connection
+from trajhub.storage.rules import RuleRow
 
 router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["rules"])
 
@@ -123,8 +126,7 @@ class Rule(declared.Rule):
 
 
 class RuleList(Page[Rule]):
-    model_config = example_config({"items": [declared.Rule.example()], "next_cursor": None,
-                                   "rules": [declared.Rule.example()]})
+    model_config = example_config(aliased_page_example(declared.Rule.example(), "rules"))
     items: list[Rule] = Field(description="oldest first")
     rules: list[Rule] = deprecated_alias(description="oldest first")
 
@@ -134,8 +136,8 @@ class RuleBackfill(declared.RuleBackfill):
 
 
 class BackfillList(Page[RuleBackfill]):
-    model_config = example_config({"items": [declared.RuleBackfill.example()], "next_cursor": None,
-                                   "backfills": [declared.RuleBackfill.example()]})
+    model_config = example_config(
+        aliased_page_example(declared.RuleBackfill.example(), "backfills"))
     items: list[RuleBackfill] = Field(description="newest first")
     backfills: list[RuleBackfill] = deprecated_alias(description="newest first")
 
@@ -178,8 +180,13 @@ async def _queue_exists(conn: Connection, project: str, name: str | None) -> Non
                                  f"named {name!r} (create it with POST /api/v1/review-queues)")
 
 
-def _no_rule(rule_id: int, project: str) -> HTTPException:
-    return HTTPException(404, f"no rule {rule_id} in project {project!r}")
+def _no_rule(rule_id: int, project: str) -> str:
+    return f"no rule {rule_id} in project {project!r}"
+
+
+async def _stored_rule(conn: Connection, project: str, rule_id: int) -> RuleRow:
+    """The project's rule, or a 404."""
+    return found(await rule_store.get(conn, project, rule_id), _no_rule(rule_id, project))
 
 
 @router.post("/rules", status_code=201, response_model=Rule, openapi_extra=needs(ADMIN),
@@ -209,9 +216,7 @@ async def list_rules(rt: Rt, project: Project) -> Any:
             responses=NOT_FOUND)
 async def get_rule(rule_id: RuleId, rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
-        row = await rule_store.get(conn, project, rule_id)
-    if row is None:
-        raise _no_rule(rule_id, project)
+        row = await _stored_rule(conn, project, rule_id)
     return answer(declared.Rule, row)
 
 
@@ -227,10 +232,7 @@ async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) 
         if column in given and given[column] is None:
             del given[column]  # a null: unchanged (these fields always have a value)
     async with rt.db.acquire() as conn:
-        row = await rule_store.get(conn, project, rule_id)
-        if row is None:
-            raise _no_rule(rule_id, project)
-        current = answer(declared.Rule, row)
+        current = answer(declared.Rule, await _stored_rule(conn, project, rule_id))
         merged = checked({**{c: current[c] for c in ("evaluator", "config", "expectations",
                                                      "filter")}, **given}, rt.settings)
         changes = {c: merged[c] for c in given}
@@ -240,19 +242,15 @@ async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) 
         except asyncpg.UniqueViolationError:
             raise HTTPException(409, f"project {project!r} has a rule named "
                                      f"{given.get('name')!r}") from None
-    if updated is None:
-        raise _no_rule(rule_id, project)
-    return answer(declared.Rule, updated)
+    return answer(declared.Rule, found(updated, _no_rule(rule_id, project)))
 
 
 @router.delete("/rules/{rule_id}", status_code=204, responses=NOT_FOUND,
                summary="Delete a rule and its queued runs (its scores stay)")
 async def delete_rule(rule_id: RuleId, rt: Rt, project: Project) -> Response:
     async with rt.db.acquire() as conn:
-        deleted = await rule_store.delete(conn, project, rule_id)
-    if not deleted:
-        raise _no_rule(rule_id, project)
-    return Response(status_code=204)
+        done = await rule_store.delete(conn, project, rule_id)
+    return deleted(done, _no_rule(rule_id, project))
 
 
 @router.post("/rules/{rule_id}/backfills", status_code=202, response_model=RuleBackfill,
@@ -265,9 +263,7 @@ async def start_backfill(rule_id: RuleId, rt: Rt, project: Project,
     `GET /api/v1/rules/{id}/backfills/{backfill_id}`. The runs go through the same queue as
     the new trajectories' (a switched-off rule's wait until it is on)."""
     async with rt.db.acquire() as conn:
-        row = await rule_store.get(conn, project, rule_id)
-        if row is None:
-            raise _no_rule(rule_id, project)
+        row = await _stored_rule(conn, project, rule_id)
         try:
             _, trajectory_filter = stored_filter(answer(declared.Rule, row)["filter"])
         except ValueError as exc:
@@ -285,8 +281,7 @@ async def start_backfill(rule_id: RuleId, rt: Rt, project: Project,
             summary="A rule's backfills, newest first, with their progress")
 async def list_backfills(rule_id: RuleId, rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
-        if await rule_store.get(conn, project, rule_id) is None:
-            raise _no_rule(rule_id, project)
+        await _stored_rule(conn, project, rule_id)
         rows = await rule_store.backfills(conn, project, rule_id)
     return BackfillList.answer([answer(declared.RuleBackfill, r) for r in rows])
 

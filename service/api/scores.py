@@ -33,7 +33,9 @@ from trajhub.records.scores import (
 )
 from trajhub.records.scores import ScoreConfig as DeclaredScoreConfig
 from trajhub.service.api.answers import CheckedRoute
+from trajhub.service.api.found import deleted
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
+from trajhub.service.api.page_examples import aliased_page_example
 from trajhub.service.api.params import INT64_MAX, PREFIX, TraceIdPath, storable_json
 from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Key, Project, Rt, needs
@@ -103,8 +105,7 @@ _EXAMPLE = Score.example()
 
 
 class ScoreList(Page[Score]):
-    model_config = example_config({"items": [_EXAMPLE], "next_cursor": None,
-                                   "scores": [_EXAMPLE]})
+    model_config = example_config(aliased_page_example(_EXAMPLE, "scores"))
     items: list[Score] = Field(description="oldest first")
     scores: list[Score] = deprecated_alias(
         description="oldest first")
@@ -250,11 +251,8 @@ async def list_scores(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
 async def delete_score(trace_id: TraceIdPath, score_id: ScoreId, rt: Rt,
                        project: Project) -> Response:
     async with rt.db.acquire() as conn:
-        deleted = await score_store.delete(conn, project, trace_id, score_id)
-    if not deleted:
-        raise HTTPException(404, f"trace {trace_id} has no score {score_id} in project "
-                                 f"{project!r}")
-    return Response(status_code=204)
+        done = await score_store.delete(conn, project, trace_id, score_id)
+    return deleted(done, f"trace {trace_id} has no score {score_id} in project {project!r}")
 
 
 
@@ -269,8 +267,7 @@ class ScoreConfig(DeclaredScoreConfig):
 
 
 class ScoreConfigList(Page[ScoreConfig]):
-    model_config = example_config({"items": [DeclaredScoreConfig.example()], "next_cursor": None,
-                                   "configs": [DeclaredScoreConfig.example()]})
+    model_config = example_config(aliased_page_example(DeclaredScoreConfig.example(), "configs"))
     items: list[ScoreConfig] = Field(description="by name")
     configs: list[ScoreConfig] = deprecated_alias(description="by name")
 
@@ -347,7 +344,5 @@ async def put_score_config(name: ConfigName, rt: Rt, project: Project,
                summary="Delete the config of a score name")
 async def delete_score_config(name: ConfigName, rt: Rt, project: Project) -> Response:
     async with rt.db.acquire() as conn:
-        deleted = await score_store.delete_config(conn, project, name)
-    if not deleted:
-        raise HTTPException(404, f"no score config {name!r} in project {project!r}")
-    return Response(status_code=204)
+        done = await score_store.delete_config(conn, project, name)
+    return deleted(done, f"no score config {name!r} in project {project!r}")

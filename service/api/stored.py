@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import HTTPException
 
+from trajhub.service.api.models import ErrorDetail
 from trajhub.service.runtime import Runtime
 from trajhub.storage import step_chunks, trajectory_reads
 from trajhub.storage.rows import TrajectoryRow
@@ -16,6 +17,12 @@ from trajhub.storage.rows import TrajectoryRow
 def no_trajectory(trace_id: str, project: str) -> HTTPException:
     """404: the trace has no trajectory (yet)."""
     return HTTPException(404, f"no trajectory for trace {trace_id} in project {project!r} (yet)")
+
+
+#: the OpenAPI entry of `not_derived`'s answer, for the `responses` of a route that raises it
+NOT_DERIVED: dict[int | str, dict[str, Any]] = {
+    422: {"model": ErrorDetail, "description": "The trace's spans could not be turned into a "
+          "trajectory (the message says why)"}}
 
 
 def not_derived(error: str | None) -> HTTPException:

@@ -42,7 +42,7 @@ from trajhub.service.api.params import (
 )
 from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Project, Rt, needs
-from trajhub.service.api.stored import no_trajectory, paged_read
+from trajhub.service.api.stored import NOT_DERIVED, no_trajectory, paged_read
 from trajhub.service.auth import ADMIN
 from trajhub.service.errors import BadRequest, IngestError
 from trajhub.service.ingest.bodies import read_body, require_media
@@ -96,8 +96,7 @@ def _etag(revision: int) -> str:
                      "`X-Trajectory-Status` (open or final), `X-Trajectory-Revision`."},
                304: {"description": "`If-None-Match` names the current revision"},
                404: {"model": ErrorDetail, "description": "No spans of this trace yet"},
-               422: {"model": ErrorDetail, "description": "The trace's spans could not be "
-                     "turned into a trajectory (the message says why)"}},
+               **NOT_DERIVED},
 )
 async def get_trajectory(
     trace_id: TraceIdPath, rt: Rt, project: Project,
@@ -135,8 +134,7 @@ async def get_trajectory(
                      "description": "Headers as on `GET /api/v1/trajectories/{trace_id}`: "
                      "`ETag` (the revision), `X-Trajectory-Status`, `X-Trajectory-Revision`."},
                304: {"description": "`If-None-Match` names the current revision"},
-               422: {"model": ErrorDetail, "description": "The trace's spans could not be "
-                     "turned into a trajectory (the message says why)"}},
+               **NOT_DERIVED},
 )
 async def trajectory_steps(
     trace_id: TraceIdPath, rt: Rt, project: Project, response: Response,

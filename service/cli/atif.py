@@ -8,10 +8,10 @@ from typing import Any
 
 from trajhub.service.cli.common import (
     CliError,
+    Command,
     connect,
     output_file,
     read_file,
-    server_options,
 )
 
 
@@ -41,22 +41,18 @@ def _import(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add `atif export` and `atif import` to the `trajhub` subcommands."""
-    common = server_options()
-    atif = sub.add_parser(
-        "atif", help="export and import trajectories as ATIF files",
+    sub_atif = Command(
+        sub, "atif", help="export and import trajectories as ATIF files",
         description="ATIF (Agent Trajectory Interchange Format, ATIF-v1.8) is Harbor's "
                     "trajectory format, which Phoenix imports. Export a stored trajectory as "
                     "one ATIF document, or import ATIF files as stored trajectories of a "
                     "project (viewed, compared and evaluated like ingested runs).")
-    sub_atif = atif.add_subparsers(dest="atif_command", required=True, metavar="ACTION")
-    p = sub_atif.add_parser("export", parents=[common], help="one trajectory as an ATIF file")
+    p = sub_atif.action("export", _export, help="one trajectory as an ATIF file")
     p.add_argument("trace_id")
     p.add_argument("-o", "--output", default="-", help="the file to write; - for stdout "
                                                        "(default)")
-    p.set_defaults(func=_export)
-    p = sub_atif.add_parser("import", parents=[common], help="store ATIF files as trajectories",
-                            description="Each file (one ATIF trajectory, ATIF-v1.0 to v1.8) "
-                                        "becomes one stored trajectory; importing the same "
-                                        "file again stores it once. Prints each trace id.")
+    p = sub_atif.action("import", _import, help="store ATIF files as trajectories",
+                        description="Each file (one ATIF trajectory, ATIF-v1.0 to v1.8) "
+                                    "becomes one stored trajectory; importing the same "
+                                    "file again stores it once. Prints each trace id.")
     p.add_argument("files", nargs="+", help="ATIF JSON files; - for stdin")
-    p.set_defaults(func=_import)

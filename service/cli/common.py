@@ -44,6 +44,25 @@ def server_options() -> argparse.ArgumentParser:
     return common
 
 
+class Command:
+    """A `trajhub NAME ACTION` command whose actions talk to a running server: each ACTION's
+    parser has the server options and runs its handler."""
+
+    def __init__(self, sub: Any, name: str, *, help: str, description: str) -> None:
+        self._common = server_options()
+        command = sub.add_parser(name, help=help, description=description)
+        self._actions = command.add_subparsers(dest=f"{name}_command", required=True,
+                                               metavar="ACTION")
+
+    def action(self, name: str, run: Handler, *, help: str, description: str | None = None
+               ) -> argparse.ArgumentParser:
+        """Add ACTION `name`, run by `run`; its own arguments go on the parser returned."""
+        parser: argparse.ArgumentParser = self._actions.add_parser(
+            name, parents=[self._common], help=help, description=description)
+        parser.set_defaults(func=run)
+        return parser
+
+
 def connect(args: argparse.Namespace) -> TrajhubClient:
     return TrajhubClient(args.url, project=args.project, api_key=args.api_key)
 

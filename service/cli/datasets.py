@@ -11,6 +11,7 @@ from tqdm import tqdm
 
 from trajhub.service.cli.common import (
     CliError,
+    Command,
     check_writable,
     connect,
     output_file,
@@ -221,36 +222,29 @@ def _eval(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add `dataset` and `eval` to the `trajhub` subcommands."""
-    common = server_options()
-    dataset = sub.add_parser("dataset", help="manage evaluation sets on a running server",
-                             description="Create, fill, export and import evaluation sets "
-                                         "through a running trajhub server's REST API.")
-    ds = dataset.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
+    ds = Command(sub, "dataset", help="manage evaluation sets on a running server",
+                 description="Create, fill, export and import evaluation sets "
+                             "through a running trajhub server's REST API.")
 
-    p = ds.add_parser("create", parents=[common], help="create a set")
+    p = ds.action("create", _create, help="create a set")
     p.add_argument("name")
     p.add_argument("--description", default="")
-    p.set_defaults(func=_create)
 
-    p = ds.add_parser("list", parents=[common], help="list the sets")
+    p = ds.action("list", _list, help="list the sets")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=_list)
 
-    p = ds.add_parser("show", parents=[common], help="a set and its items")
+    p = ds.action("show", _show, help="a set and its items")
     p.add_argument("name")
-    p.set_defaults(func=_show)
 
-    p = ds.add_parser("rename", parents=[common], help="rename a set")
+    p = ds.action("rename", _rename, help="rename a set")
     p.add_argument("name")
     p.add_argument("new_name")
-    p.set_defaults(func=_rename)
 
-    p = ds.add_parser("delete", parents=[common], help="delete a set and its items")
+    p = ds.action("delete", _delete, help="delete a set and its items")
     p.add_argument("name")
-    p.set_defaults(func=_delete)
 
-    p = ds.add_parser(
-        "fill", parents=[common], help="add trajectories, by id or by query",
+    p = ds.action(
+        "fill", _fill, help="add trajectories, by id or by query",
         description="Add final trajectories to a set, pre-filling each item's expectations "
                     "from what the run did. Query keys are the filters of GET "
                     "/api/v1/trajectories, e.g. --query agent=LangGraph --query "
@@ -263,24 +257,21 @@ def register(sub: Any) -> None:
                    help="fraction of the matches to add, stable across re-fills (default 1)")
     p.add_argument("--limit", type=int, default=100, help="add at most this many (default 100)")
     p.add_argument("--tag", action="append", help="tag the added items (repeatable)")
-    p.set_defaults(func=_fill)
 
-    p = ds.add_parser("export", parents=[common], help="export a set to a file")
+    p = ds.action("export", _export, help="export a set to a file")
     p.add_argument("name")
     p.add_argument("-o", "--output", required=True, help="the file to write; - for stdout")
     p.add_argument("--format", choices=("jsonl", "csv", "agentevals", "atif"), default="jsonl",
                    help="jsonl (re-importable), csv, agentevals message lists, or atif "
                         "(one ATIF-v1.8 trajectory per item, docs/atif.md)")
-    p.set_defaults(func=_export)
 
-    p = ds.add_parser("import", parents=[common], help="import items from trajhub JSONL")
+    p = ds.action("import", _import, help="import items from trajhub JSONL")
     p.add_argument("name")
     p.add_argument("file", help="trajhub JSONL, as `dataset export` writes it; - for stdin")
     p.add_argument("--create", action="store_true", help="create the set if it is missing")
-    p.set_defaults(func=_import)
 
     ev = sub.add_parser(
-        "eval", parents=[common], help="evaluate a set and print the results",
+        "eval", parents=[server_options()], help="evaluate a set and print the results",
         description="Run evaluators over a set on a running server and print a summary table "
                     "(pass rate, mean score per evaluator) and each failure with its reason. "
                     "Exit status: 0 all passed, 1 some item failed or hit an error, 2 the "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from trajhub.normalizers.document import parse_document
@@ -21,6 +21,8 @@ from trajhub.records.trajectories import (
     TrajectorySummary,
 )
 from trajhub.service.cli.common import (
+    Command,
+    Handler,
     clip,
     connect,
     duration,
@@ -29,6 +31,7 @@ from trajhub.service.cli.common import (
     table,
     when,
 )
+from trajhub.service.client.api import TrajhubClient
 from trajhub.service.client.models import Page
 
 
@@ -60,6 +63,30 @@ def record_table(record: type[Record], items: list[Any]) -> str:
     return table([[_cell(item, f, cli) for f, cli in columns] for item in items],
                  [cli.header for _, cli in columns],
                  right=[i for i, (_, cli) in enumerate(columns) if cli.right])
+
+
+def print_records(args: argparse.Namespace, key: str, record: type[Record], items: list[Any],
+                  none: str) -> None:
+    """A list command's answer: `{key: items}` as JSON with --json, else a table of the
+    items, or the sentence `none` when there are none."""
+    if args.json:
+        print_json({key: [item.model_dump() for item in items]})
+    elif not items:
+        print(none)
+    else:
+        print(record_table(record, items))
+
+
+def list_action(fetch: Callable[[TrajhubClient], list[Any]], key: str, record: type[Record],
+                none: str) -> Handler:
+    """The handler of a list ACTION that takes no arguments: what `fetch` reads from the
+    server, printed by print_records."""
+    def run(args: argparse.Namespace) -> int:
+        with connect(args) as hub:
+            items = fetch(hub)
+        print_records(args, key, record, items, none)
+        return 0
+    return run
 
 
 def add_filter_flags(parser: argparse.ArgumentParser, filter_: type[Query]) -> None:
@@ -241,20 +268,17 @@ def _paging(p: argparse.ArgumentParser) -> None:
 
 def register(sub: Any) -> None:
     """Add `projects`, `traces` and `trajectories` to the `trajhub` subcommands."""
-    common = server_options()
-
-    p = sub.add_parser("projects", parents=[common], help="list the projects on a server",
+    p = sub.add_parser("projects", parents=[server_options()], help="list the projects on a server",
                        description="Every project with stored spans, with its trace and span "
                                    "counts and the time of its first and last span.")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.set_defaults(func=_projects)
 
-    traces = sub.add_parser("traces", help="list and show stored traces",
-                            description="Read the raw traces a running server stored.")
-    ts = traces.add_subparsers(dest="traces_command", required=True, metavar="ACTION")
-    p = ts.add_parser("list", parents=[common], help="traces, newest first",
-                      description="Traces, newest first; the flags are the filters of "
-                                  "GET /api/v1/traces.")
+    ts = Command(sub, "traces", help="list and show stored traces",
+                 description="Read the raw traces a running server stored.")
+    p = ts.action("list", _traces_list, help="traces, newest first",
+                  description="Traces, newest first; the flags are the filters of "
+                              "GET /api/v1/traces.")
     p.add_argument("--start", help="starting at or after (RFC 3339 or Unix ns)")
     p.add_argument("--end", help="starting before (RFC 3339 or Unix ns)")
     p.add_argument("--service", help="resource service.name")
@@ -265,25 +289,21 @@ def register(sub: Any) -> None:
                    help="has a span with this attribute (repeatable)")
     p.add_argument("--min-duration-ms", type=float)
     _paging(p)
-    p.set_defaults(func=_traces_list)
-    p = ts.add_parser("show", parents=[common], help="one trace's spans",
-                      description="One trace's spans as an indented tree (name, span id, "
-                                  "duration, error).")
+    p = ts.action("show", _traces_show, help="one trace's spans",
+                  description="One trace's spans as an indented tree (name, span id, "
+                              "duration, error).")
     p.add_argument("trace_id")
     p.add_argument("--flat", action="store_true", help="in start order instead of a tree")
     p.add_argument("--json", action="store_true", help="trajhub's span view as JSON")
     p.add_argument("--otlp", action="store_true",
                    help="the spans as received, as OTLP/JSON")
-    p.set_defaults(func=_traces_show)
 
-    trajectories = sub.add_parser("trajectories", help="list and show derived trajectories",
-                                  description="Read the trajectories a running server "
-                                              "derived from its traces.")
-    tj = trajectories.add_subparsers(dest="trajectories_command", required=True,
-                                     metavar="ACTION")
-    p = tj.add_parser("list", parents=[common], help="trajectory summaries, filtered",
-                      description="Trajectory summaries; the flags are the filters of "
-                                  "GET /api/v1/trajectories.")
+    tj = Command(sub, "trajectories", help="list and show derived trajectories",
+                 description="Read the trajectories a running server derived from its "
+                             "traces.")
+    p = tj.action("list", _trajectories_list, help="trajectory summaries, filtered",
+                  description="Trajectory summaries; the flags are the filters of "
+                              "GET /api/v1/trajectories.")
     add_filter_flags(p, TrajectoryQuery)
     p.add_argument("--sort", type=_sort, metavar="|".join((*TRAJECTORY_SORTS, SCORE_SORT)),
                    help="sort by this (score:<name>: by that score, listing only the "
@@ -292,13 +312,11 @@ def register(sub: Any) -> None:
     p.add_argument("--count", action="store_true",
                    help="also print how many trajectories match in all")
     _paging(p)
-    p.set_defaults(func=_trajectories_list)
-    p = tj.add_parser("show", parents=[common], help="one trajectory",
-                      description="One trajectory: the root, then each agent step with its "
-                                  "model and tool steps.")
+    p = tj.action("show", _trajectories_show, help="one trajectory",
+                  description="One trajectory: the root, then each agent step with its "
+                              "model and tool steps.")
     p.add_argument("trace_id")
     p.add_argument("--json", action="store_true",
                    help="the trajectory document (trajectory.schema.json's format)")
     p.add_argument("--explain", action="store_true",
                    help="how each span was classified, kept or dropped (JSON)")
-    p.set_defaults(func=_trajectories_show)

@@ -9,20 +9,11 @@ from typing import Any
 
 from trajhub.records.review import ReviewQueue
 from trajhub.records.trajectories import TrajectoryQuery
-from trajhub.service.cli.common import CliError, connect, print_json, server_options
-from trajhub.service.cli.reads import add_filter_flags, record_table
+from trajhub.service.cli.common import CliError, Command, connect, print_json
+from trajhub.service.cli.reads import add_filter_flags, list_action
+from trajhub.service.client.api import TrajhubClient
 
-
-def _list(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        queues = hub.list_review_queues()
-    if args.json:
-        print_json({"queues": [q.model_dump() for q in queues]})
-    elif not queues:
-        print("no review queues")
-    else:
-        print(record_table(ReviewQueue, queues))
-    return 0
+_list = list_action(TrajhubClient.list_review_queues, "queues", ReviewQueue, "no review queues")
 
 
 def _create(args: argparse.Namespace) -> int:
@@ -64,37 +55,31 @@ def _progress(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add `review` to the `trajhub` subcommands."""
-    common = server_options()
-    review = sub.add_parser("review", help="annotation queues: runs for people to review",
-                            description="Annotation queues: trajectories for people to review "
-                                        "and score (the web UI's Review screen).")
-    rv = review.add_subparsers(dest="review_command", required=True, metavar="ACTION")
+    rv = Command(sub, "review", help="annotation queues: runs for people to review",
+                 description="Annotation queues: trajectories for people to review "
+                             "and score (the web UI's Review screen).")
 
-    p = rv.add_parser("list", parents=[common], help="the project's queues and progress")
+    p = rv.action("list", _list, help="the project's queues and progress")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=_list)
 
-    p = rv.add_parser("create", parents=[common], help="create a queue (admin key)",
-                      description="Create a queue; each --score names a score config "
-                                  "(`trajhub scores configure`) reviewers must give.")
+    p = rv.action("create", _create, help="create a queue (admin key)",
+                  description="Create a queue; each --score names a score config "
+                              "(`trajhub scores configure`) reviewers must give.")
     p.add_argument("name")
     p.add_argument("--score", action="append", metavar="NAME",
                    help="a score reviewers must give (repeatable)")
     p.add_argument("--description", default="", help="what reviewers look for")
-    p.set_defaults(func=_create)
 
-    p = rv.add_parser("add", parents=[common], help="add trajectories to a queue",
-                      description="Add trajectories by trace id, or the newest --limit that "
-                                  "the trajectory list's filters select.")
+    p = rv.action("add", _add, help="add trajectories to a queue",
+                  description="Add trajectories by trace id, or the newest --limit that "
+                              "the trajectory list's filters select.")
     p.add_argument("name")
     p.add_argument("trace_id", nargs="*", help="trace ids to add")
     p.add_argument("--limit", type=int, default=100,
                    help="with filters: add at most this many (default 100)")
     add_filter_flags(p, TrajectoryQuery)
     p.add_argument("--json", action="store_true", help="print what was added as JSON")
-    p.set_defaults(func=_add)
 
-    p = rv.add_parser("progress", parents=[common], help="a queue's progress")
+    p = rv.action("progress", _progress, help="a queue's progress")
     p.add_argument("name")
     p.add_argument("--json", action="store_true", help="print the queue as JSON")
-    p.set_defaults(func=_progress)

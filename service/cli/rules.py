@@ -9,8 +9,9 @@ import time
 from typing import Any
 
 from trajhub.records.rules import Rule
-from trajhub.service.cli.common import CliError, connect, print_json, server_options
-from trajhub.service.cli.reads import record_table
+from trajhub.service.cli.common import CliError, Command, connect, print_json
+from trajhub.service.cli.reads import list_action
+from trajhub.service.client.api import TrajhubClient
 
 
 def _object(raw: str | None, what: str) -> dict[str, Any] | None:
@@ -26,16 +27,8 @@ def _object(raw: str | None, what: str) -> dict[str, Any] | None:
     return value
 
 
-def _list(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        rules = hub.list_rules()
-    if args.json:
-        print_json({"rules": [r.model_dump() for r in rules]})
-    elif not rules:
-        print("no rules: `trajhub rules add NAME EVALUATOR` creates one")
-    else:
-        print(record_table(Rule, rules))
-    return 0
+_list = list_action(TrajhubClient.list_rules, "rules", Rule,
+                    "no rules: `trajhub rules add NAME EVALUATOR` creates one")
 
 
 def _say(rule: Any, verb: str) -> None:
@@ -111,16 +104,13 @@ def _backfill(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add `rules` to the `trajhub` subcommands."""
-    common = server_options()
-    rules = sub.add_parser("rules", help="online evaluation rules",
-                           description="A rule runs an evaluator on every new final "
-                                       "trajectory of the project that matches its filter, and "
-                                       "stores the verdict as a score (docs/rules.md).")
-    rc = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
+    rc = Command(sub, "rules", help="online evaluation rules",
+                 description="A rule runs an evaluator on every new final "
+                             "trajectory of the project that matches its filter, and "
+                             "stores the verdict as a score (docs/rules.md).")
 
-    p = rc.add_parser("list", parents=[common], help="the project's rules")
+    p = rc.action("list", _list, help="the project's rules")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=_list)
 
     def options(p: argparse.ArgumentParser, editing: bool) -> None:
         p.add_argument("--config", metavar="JSON", help="the evaluator's options, a JSON object")
@@ -138,47 +128,41 @@ def register(sub: Any) -> None:
         p.add_argument("--fail-below", type=float, metavar="SCORE",
                        help="a score below this is a failure (default 1.0: short of full)")
 
-    p = rc.add_parser("add", parents=[common], help="create a rule (admin)",
-                      description="Create a rule: EVALUATOR (any of `POST /api/v1/evaluations`'"
-                                  " evaluators, the LLM judges included) runs on each new "
-                                  "final trajectory matching --filter.")
+    p = rc.action("add", _add, help="create a rule (admin)",
+                  description="Create a rule: EVALUATOR (any of `POST /api/v1/evaluations`'"
+                              " evaluators, the LLM judges included) runs on each new "
+                              "final trajectory matching --filter.")
     p.add_argument("name")
     p.add_argument("evaluator")
     options(p, editing=False)
     p.add_argument("--off", action="store_true", help="create it switched off")
     p.add_argument("--json", action="store_true", help="print the rule as JSON")
-    p.set_defaults(func=_add)
 
-    p = rc.add_parser("edit", parents=[common], help="change a rule (admin)",
-                      description="Change the options given; the others stay.")
+    p = rc.action("edit", _edit, help="change a rule (admin)",
+                  description="Change the options given; the others stay.")
     p.add_argument("rule_id", type=int)
     p.add_argument("--rename", metavar="NAME", help="a new name")
     p.add_argument("--evaluator", help="another evaluator")
     options(p, editing=True)
-    p.set_defaults(func=_edit)
 
-    p = rc.add_parser("enable", parents=[common], help="switch a rule on (admin)")
+    p = rc.action("enable", _switch(True), help="switch a rule on (admin)")
     p.add_argument("rule_id", type=int)
-    p.set_defaults(func=_switch(True))
 
-    p = rc.add_parser("disable", parents=[common], help="switch a rule off (admin)",
-                      description="Switch a rule off: new trajectories are not queued for it, "
-                                  "and its queued runs wait until it is on again.")
+    p = rc.action("disable", _switch(False), help="switch a rule off (admin)",
+                  description="Switch a rule off: new trajectories are not queued for it, "
+                              "and its queued runs wait until it is on again.")
     p.add_argument("rule_id", type=int)
-    p.set_defaults(func=_switch(False))
 
-    p = rc.add_parser("delete", parents=[common], help="delete a rule (admin)",
-                      description="Delete a rule and its queued runs; its scores stay.")
+    p = rc.action("delete", _delete, help="delete a rule (admin)",
+                  description="Delete a rule and its queued runs; its scores stay.")
     p.add_argument("rule_id", type=int)
-    p.set_defaults(func=_delete)
 
-    p = rc.add_parser("backfill", parents=[common],
-                      help="run a rule over the stored trajectories matching its filter",
-                      description="Queue the rule over the stored final trajectories that "
-                                  "match its filter and sample, and (with --wait) follow its "
-                                  "progress.")
+    p = rc.action("backfill", _backfill,
+                  help="run a rule over the stored trajectories matching its filter",
+                  description="Queue the rule over the stored final trajectories that "
+                              "match its filter and sample, and (with --wait) follow its "
+                              "progress.")
     p.add_argument("rule_id", type=int)
     p.add_argument("--since", metavar="TIME",
                    help="only trajectories starting at or after (RFC 3339 or Unix ns)")
     p.add_argument("--wait", action="store_true", help="print progress until it is done")
-    p.set_defaults(func=_backfill)

@@ -7,8 +7,9 @@ import argparse
 from typing import Any
 
 from trajhub.records.scores import Score, ScoreConfig, number_of
-from trajhub.service.cli.common import CliError, connect, print_json, server_options
-from trajhub.service.cli.reads import record_table
+from trajhub.service.cli.common import CliError, Command, connect, print_json
+from trajhub.service.cli.reads import list_action, print_records
+from trajhub.service.client.api import TrajhubClient
 
 
 def score_value(raw: str, data_type: str | None) -> bool | float | str:
@@ -29,13 +30,7 @@ def score_value(raw: str, data_type: str | None) -> bool | float | str:
 def _list(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         scores = hub.list_scores(args.trace_id)
-    if args.json:
-        print_json({"scores": [s.model_dump() for s in scores]})
-        return 0
-    if not scores:
-        print(f"trajectory {args.trace_id} has no scores")
-        return 0
-    print(record_table(Score, scores))
+    print_records(args, "scores", Score, scores, f"trajectory {args.trace_id} has no scores")
     return 0
 
 
@@ -61,16 +56,8 @@ def _delete(args: argparse.Namespace) -> int:
     return 0
 
 
-def _configs(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        configs = hub.list_score_configs()
-    if args.json:
-        print_json({"configs": [c.model_dump() for c in configs]})
-    elif not configs:
-        print("no score configs: scores of any name and type are taken")
-    else:
-        print(record_table(ScoreConfig, configs))
-    return 0
+_configs = list_action(TrajhubClient.list_score_configs, "configs", ScoreConfig,
+                       "no score configs: scores of any name and type are taken")
 
 
 def _configure(args: argparse.Namespace) -> int:
@@ -83,22 +70,19 @@ def _configure(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add `scores` to the `trajhub` subcommands."""
-    common = server_options()
-    scores = sub.add_parser("scores", help="list and add scores of a trajectory",
-                            description="Scores judge a trajectory, or one step of it: a "
-                                        "number, a boolean or a category, with a comment.")
-    sc = scores.add_subparsers(dest="scores_command", required=True, metavar="ACTION")
+    sc = Command(sub, "scores", help="list and add scores of a trajectory",
+                 description="Scores judge a trajectory, or one step of it: a "
+                             "number, a boolean or a category, with a comment.")
 
-    p = sc.add_parser("list", parents=[common], help="a trajectory's scores",
-                      description="A trajectory's scores (its steps' included), oldest first, "
-                                  "each with the revision it was made on.")
+    p = sc.action("list", _list, help="a trajectory's scores",
+                  description="A trajectory's scores (its steps' included), oldest first, "
+                              "each with the revision it was made on.")
     p.add_argument("trace_id")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=_list)
 
-    p = sc.add_parser("add", parents=[common], help="score a trajectory or one of its steps",
-                      description="Add a score. VALUE is a number, true or false, or a "
-                                  "category (any other text).")
+    p = sc.action("add", _add, help="score a trajectory or one of its steps",
+                  description="Add a score. VALUE is a number, true or false, or a "
+                              "category (any other text).")
     p.add_argument("trace_id")
     p.add_argument("name", help="what it measures (letters, digits and _.:/-)")
     p.add_argument("value", help="a number, true/false, or a category")
@@ -110,18 +94,16 @@ def register(sub: Any) -> None:
     p.add_argument("--type", choices=("number", "boolean", "category"),
                    help="read VALUE as this type (e.g. a category spelled like a number)")
     p.add_argument("--json", action="store_true", help="print the stored score as JSON")
-    p.set_defaults(func=_add)
 
-    p = sc.add_parser("configs", parents=[common], help="the project's score configs",
-                      description="What the project's scores of each name must be: a type, a "
-                                  "number's range, a category's list.")
+    p = sc.action("configs", _configs, help="the project's score configs",
+                  description="What the project's scores of each name must be: a type, a "
+                              "number's range, a category's list.")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.set_defaults(func=_configs)
 
-    p = sc.add_parser("configure", parents=[common], help="set what scores of a name must be",
-                      description="Create or replace the config of a score name (an admin "
-                                  "key's work); a new score of that name outside it is "
-                                  "refused.")
+    p = sc.action("configure", _configure, help="set what scores of a name must be",
+                  description="Create or replace the config of a score name (an admin "
+                              "key's work); a new score of that name outside it is "
+                              "refused.")
     p.add_argument("name")
     p.add_argument("type", choices=("number", "boolean", "category"))
     p.add_argument("--min", type=float, help="the least number allowed")
@@ -129,11 +111,9 @@ def register(sub: Any) -> None:
     p.add_argument("--category", action="append",
                    help="a category allowed (repeatable; none: any category)")
     p.add_argument("--description", default="", help="what it measures, for people")
-    p.set_defaults(func=_configure)
 
-    p = sc.add_parser("delete", parents=[common], help="delete one score",
-                      description="Delete one score of a trajectory, by the id `scores list` "
-                                  "shows (--json).")
+    p = sc.action("delete", _delete, help="delete one score",
+                  description="Delete one score of a trajectory, by the id `scores list` "
+                              "shows (--json).")
     p.add_argument("trace_id")
     p.add_argument("score_id", type=int)
-    p.set_defaults(func=_delete)

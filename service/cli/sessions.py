@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from trajhub.records.sessions import SessionQuery, SessionSummary
-from trajhub.service.cli.common import connect, duration, print_json, server_options, when
+from trajhub.service.cli.common import Command, connect, duration, print_json, when
 from trajhub.service.cli.reads import add_filter_flags, print_page
 
 
@@ -68,14 +68,12 @@ def _show(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add `sessions list|show` to the `trajhub` subcommands."""
-    common = server_options()
-    sessions = sub.add_parser("sessions", help="list sessions and read one as a transcript",
-                              description="Sessions: the runs (trajectories) of a project that "
-                                          "share a session, conversation or thread id.")
-    ss = sessions.add_subparsers(dest="sessions_command", required=True, metavar="ACTION")
-    p = ss.add_parser("list", parents=[common], help="sessions, latest turn first",
-                      description="Sessions, the one whose latest turn started last first; the "
-                                  "flags are the filters of GET /api/v1/sessions.")
+    ss = Command(sub, "sessions", help="list sessions and read one as a transcript",
+                 description="Sessions: the runs (trajectories) of a project that "
+                             "share a session, conversation or thread id.")
+    p = ss.action("list", _list, help="sessions, latest turn first",
+                  description="Sessions, the one whose latest turn started last first; the "
+                              "flags are the filters of GET /api/v1/sessions.")
     add_filter_flags(p, SessionQuery)
     p.add_argument("--sort", metavar="score:NAME",
                    help="by the sessions' mean of a score, highest first (only those with one)")
@@ -83,13 +81,11 @@ def register(sub: Any) -> None:
     p.add_argument("--cursor", help="the `more: --cursor …` of the previous page")
     p.add_argument("--json", action="store_true",
                    help="print the page as JSON ({items, next_cursor})")
-    p.set_defaults(func=_list)
-    p = ss.add_parser("show", parents=[common], help="one session as a transcript",
-                      description="One session's turns in order: for each, the user's text and "
-                                  "the answer, its status, tokens, cost and trace id.")
+    p = ss.action("show", _show, help="one session as a transcript",
+                  description="One session's turns in order: for each, the user's text and "
+                              "the answer, its status, tokens, cost and trace id.")
     p.add_argument("session_id")
     p.add_argument("--limit", type=int, help="at most this many turns, the first ones "
                    "(default: the server's, 1000)")
     p.add_argument("--json", action="store_true",
                    help="the session as JSON ({session_id, summary, turns, truncated})")
-    p.set_defaults(func=_show)

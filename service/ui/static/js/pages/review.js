@@ -286,26 +286,21 @@ class ReviewScreen {
         return;
       }
     }
-    this.busy = true;
-    try {
-      await post(`/api/v1/review-queues/${enc(this.name)}/items/${this.item.id}/complete`, body);
-      if (!this.ctx.alive()) return;
-      this.finished(`Completed ${this.item.trace_id}. Press n for the next item.`);
-    } catch (error) {
-      this.say(error instanceof ApiError ? error.message : String(error), "error");
-    } finally {
-      this.busy = false;
-    }
+    await this.settle("complete", body, "Completed");
   }
 
   async skip() {
     if (!this.item || this.busy) return;
+    await this.settle("skip", this.authorBody(), "Skipped");
+  }
+
+  /** POST the item's `action` (complete or skip), then say `done` and offer the next item. */
+  async settle(action, body, done) {
     this.busy = true;
     try {
-      await post(`/api/v1/review-queues/${enc(this.name)}/items/${this.item.id}/skip`,
-        this.authorBody());
+      await post(`/api/v1/review-queues/${enc(this.name)}/items/${this.item.id}/${action}`, body);
       if (!this.ctx.alive()) return;
-      this.finished(`Skipped ${this.item.trace_id}. Press n for the next item.`);
+      this.finished(`${done} ${this.item.trace_id}. Press n for the next item.`);
     } catch (error) {
       this.say(error instanceof ApiError ? error.message : String(error), "error");
     } finally {

@@ -4,14 +4,13 @@
 
 import {enc, get} from "../api.js";
 import {costNode} from "../cost.js";
-import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, toIso, toLocal, truncate} from "../dom.js";
-import {link, navigate} from "../router.js";
+import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, toLocal, truncate} from "../dom.js";
+import {link} from "../router.js";
+import {field, fillPager, filterForm, textInput} from "../lists.js";
 import {namedScores} from "../scores.js";
 
 const PAGE = 50;
 const ERRORS = [["", "any"], ["true", "with a failed turn"], ["false", "without failures"]];
-/** cursors of the pages before the current one, per filter set (for "Previous page") */
-const previousCursors = new Map();
 
 function apiQuery(params) {
   const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);
@@ -24,37 +23,24 @@ function apiQuery(params) {
   return query;
 }
 
-function filterForm(params) {
-  const field = (id, text, control) => h("div", {class: "field"},
-    h("label", {for: id}, text), control);
-  const textInput = (name) => h("input", {id: `s-${name}`, name, type: "text", size: 12,
-    value: params.get(name) || "", spellcheck: "false"});
-  const form = h("form", {class: "filters", role: "search", "aria-label": "Filter sessions",
-    onsubmit: (event) => {
-      event.preventDefault();
-      const next = {};
-      for (const [key, value] of new FormData(form).entries()) if (value) next[key] = value;
-      next.start = toIso(next.start);
-      next.end = toIso(next.end);
-      navigate("/sessions", next);
-    }},
-  field("s-start", "A turn from", h("input", {id: "s-start", name: "start",
-    type: "datetime-local", value: toLocal(params.get("start"))})),
-  field("s-end", "A turn before", h("input", {id: "s-end", name: "end", type: "datetime-local",
-    value: toLocal(params.get("end"))})),
-  field("s-user_id", "User", textInput("user_id")),
-  field("s-agent", "Agent", textInput("agent")),
-  field("s-has_error", "Failures", h("select", {id: "s-has_error", name: "has_error"},
-    ERRORS.map(([value, text]) =>
-      h("option", {value, selected: (params.get("has_error") || "") === value}, text)))),
-  // a score condition as the trajectory list takes it, on any turn: correctness>=0.5
-  field("s-score", "A turn's score", h("input", {id: "s-score", name: "score", type: "text",
-    size: 16, spellcheck: "false", placeholder: "name>=0.5", value: params.get("score") || "",
-    title: "<name><op><value>, op one of >=, <=, =, !="})),
-  h("div", {class: "field buttons"},
-    h("button", {type: "submit", class: "primary"}, "Apply"),
-    h("a", {href: link("/sessions"), class: "button"}, "Clear")));
-  return form;
+function sessionFilters(params) {
+  return filterForm("/sessions", "Filter sessions",
+    field("s-start", "A turn from", h("input", {id: "s-start", name: "start",
+      type: "datetime-local", value: toLocal(params.get("start"))})),
+    field("s-end", "A turn before", h("input", {id: "s-end", name: "end", type: "datetime-local",
+      value: toLocal(params.get("end"))})),
+    field("s-user_id", "User", textInput("s-", "user_id", params)),
+    field("s-agent", "Agent", textInput("s-", "agent", params)),
+    field("s-has_error", "Failures", h("select", {id: "s-has_error", name: "has_error"},
+      ERRORS.map(([value, text]) =>
+        h("option", {value, selected: (params.get("has_error") || "") === value}, text)))),
+    // a score condition as the trajectory list takes it, on any turn: correctness>=0.5
+    field("s-score", "A turn's score", h("input", {id: "s-score", name: "score", type: "text",
+      size: 16, spellcheck: "false", placeholder: "name>=0.5", value: params.get("score") || "",
+      title: "<name><op><value>, op one of >=, <=, =, !="})),
+    h("div", {class: "field buttons"},
+      h("button", {type: "submit", class: "primary"}, "Apply"),
+      h("a", {href: link("/sessions"), class: "button"}, "Clear")));
 }
 
 function sessionRow(item) {
@@ -79,7 +65,7 @@ export async function renderSessions(ctx) {
   const {main, params} = ctx;
   main.append(h("h1", null, "Sessions"),
     h("p", {class: "muted small"}, "Runs that share a session, conversation or thread id, " +
-      "the one with the latest turn first."), filterForm(params));
+      "the one with the latest turn first."), sessionFilters(params));
   const summary = h("p", {class: "summary", "aria-live": "polite"});
   const body = h("tbody");
   const table = h("table", {class: "grid", id: "session-table"},
@@ -90,9 +76,6 @@ export async function renderSessions(ctx) {
   const pager = h("nav", {class: "pager", "aria-label": "Pages"});
   main.append(summary, table, pager);
 
-  const filterKey = [...params.entries()].filter(([k]) => k !== "cursor" && k !== "project")
-    .map(([k, v]) => `${k}=${v}`).join("&");
-  const cursor = params.get("cursor") || "";
   const page = await get("/api/v1/sessions", apiQuery(params));
   if (!ctx.alive()) return;
   body.append(...page.items.map(sessionRow));
@@ -100,20 +83,7 @@ export async function renderSessions(ctx) {
   if (!page.items.length) body.append(h("tr", null, h("td", {colspan: 10, class: "muted"},
     "No session matches these filters. A run is in a session when its instrumentation " +
     "recorded a session, conversation or thread id.")));
-  const stack = previousCursors.get(filterKey) || [];
-  if (cursor) {
-    pager.append(h("button", {type: "button", onclick: () => {
-      const before = stack.pop();
-      navigate("/sessions", {...Object.fromEntries(params), cursor: before || ""});
-    }}, "← Previous page"), " ");
-  }
-  if (page.next_cursor) {
-    pager.append(h("button", {type: "button", id: "next-page", onclick: () => {
-      stack.push(cursor);
-      previousCursors.set(filterKey, stack);
-      navigate("/sessions", {...Object.fromEntries(params), cursor: page.next_cursor});
-    }}, "Next page →"));
-  }
+  fillPager(pager, "/sessions", params, page.next_cursor);
 }
 
 function message(role, who, text, extra) {

@@ -1,9 +1,10 @@
 // The trajectory list: filters, server-side pages (cursor), open trajectories refreshed.
 
 import {get} from "../api.js";
-import {link, navigate} from "../router.js";
+import {link} from "../router.js";
+import {field, fillPager, filterForm, textInput} from "../lists.js";
 import {costNode} from "../cost.js";
-import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, toIso, toLocal, truncate} from "../dom.js";
+import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, toLocal, truncate} from "../dom.js";
 
 const REFRESH_MS = 2000;
 const PAGE = 50;  // rows per page; `limit=` in the address changes it (1–200)
@@ -15,8 +16,6 @@ const ERRORS = [
   ["failed_model_steps", "failed model steps"],
   ["no_error", "without errors"],
 ];
-/** cursors of the pages before the current one, per filter set (for "Previous page") */
-const previousCursors = new Map();
 
 function apiQuery(params) {
   const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);
@@ -33,51 +32,37 @@ function apiQuery(params) {
   return query;
 }
 
-function filterForm(params) {
-  const field = (id, text, control) => h("div", {class: "field"},
-    h("label", {for: id}, text), control);
-  const textInput = (name) => h("input", {id: `f-${name}`, name, type: "text", size: 12,
-    value: params.get(name) || "", spellcheck: "false"});
-  const form = h("form", {class: "filters", role: "search", "aria-label": "Filter trajectories",
-    onsubmit: (event) => {
-      event.preventDefault();
-      const data = new FormData(form);
-      const next = {};
-      for (const [key, value] of data.entries()) if (value) next[key] = value;
-      next.start = toIso(next.start);
-      next.end = toIso(next.end);
-      navigate("/trajectories", next);
-    }},
-  field("f-start", "From", h("input", {id: "f-start", name: "start", type: "datetime-local",
-    value: toLocal(params.get("start"))})),
-  field("f-end", "To", h("input", {id: "f-end", name: "end", type: "datetime-local",
-    value: toLocal(params.get("end"))})),
-  TEXT_FILTERS.map(([name, text]) => field(`f-${name}`, text, textInput(name))),
-  field("f-status", "Status", h("select", {id: "f-status", name: "status"},
-    [["", "any"], ["open", "open"], ["final", "final"]].map(([value, text]) =>
-      h("option", {value, selected: (params.get("status") || "") === value}, text)))),
-  field("f-errors", "Errors", h("select", {id: "f-errors", name: "errors"},
-    ERRORS.map(([value, text]) =>
-      h("option", {value, selected: (params.get("errors") || "") === value}, text)))),
-  field("f-q", "Text in input or output", h("input", {id: "f-q", name: "q", type: "search",
-    size: 22, value: params.get("q") || ""})),
-  // a score condition as the API takes it (README "Scores"): correctness>=0.5, verdict=pass
-  field("f-score", "Score", h("input", {id: "f-score", name: "score", type: "text", size: 16,
-    spellcheck: "false", placeholder: "name>=0.5", value: params.get("score") || "",
-    title: "<name><op><value>, op one of >=, <=, =, !="})),
-  h("div", {class: "field check"},
-    h("input", {id: "f-empty", name: "empty", type: "checkbox", value: "show",
-      checked: params.get("empty") === "show"}),
-    h("label", {for: "f-empty", title: "side traces of an instrumentation, such as " +
-      "Traceloop's create_agent, have no steps"}, "Show runs without steps")),
-  h("div", {class: "field buttons"},
-    h("button", {type: "submit", class: "primary"}, "Apply"),
-    h("a", {href: link("/trajectories"), class: "button"}, "Clear"),
-    // the same filters over the newest runs, as one agent graph (pages/graph.js)
-    h("a", {href: link("/graph", Object.fromEntries([...params.entries()]
-      .filter(([k]) => k !== "cursor" && k !== "project" && k !== "limit"))),
-    class: "button", id: "graph-link"}, "Agent graph")));
-  return form;
+function trajectoryFilters(params) {
+  return filterForm("/trajectories", "Filter trajectories",
+    field("f-start", "From", h("input", {id: "f-start", name: "start", type: "datetime-local",
+      value: toLocal(params.get("start"))})),
+    field("f-end", "To", h("input", {id: "f-end", name: "end", type: "datetime-local",
+      value: toLocal(params.get("end"))})),
+    TEXT_FILTERS.map(([name, text]) => field(`f-${name}`, text, textInput("f-", name, params))),
+    field("f-status", "Status", h("select", {id: "f-status", name: "status"},
+      [["", "any"], ["open", "open"], ["final", "final"]].map(([value, text]) =>
+        h("option", {value, selected: (params.get("status") || "") === value}, text)))),
+    field("f-errors", "Errors", h("select", {id: "f-errors", name: "errors"},
+      ERRORS.map(([value, text]) =>
+        h("option", {value, selected: (params.get("errors") || "") === value}, text)))),
+    field("f-q", "Text in input or output", h("input", {id: "f-q", name: "q", type: "search",
+      size: 22, value: params.get("q") || ""})),
+    // a score condition as the API takes it (README "Scores"): correctness>=0.5, verdict=pass
+    field("f-score", "Score", h("input", {id: "f-score", name: "score", type: "text", size: 16,
+      spellcheck: "false", placeholder: "name>=0.5", value: params.get("score") || "",
+      title: "<name><op><value>, op one of >=, <=, =, !="})),
+    h("div", {class: "field check"},
+      h("input", {id: "f-empty", name: "empty", type: "checkbox", value: "show",
+        checked: params.get("empty") === "show"}),
+      h("label", {for: "f-empty", title: "side traces of an instrumentation, such as " +
+        "Traceloop's create_agent, have no steps"}, "Show runs without steps")),
+    h("div", {class: "field buttons"},
+      h("button", {type: "submit", class: "primary"}, "Apply"),
+      h("a", {href: link("/trajectories"), class: "button"}, "Clear"),
+      // the same filters over the newest runs, as one agent graph (pages/graph.js)
+      h("a", {href: link("/graph", Object.fromEntries([...params.entries()]
+        .filter(([k]) => k !== "cursor" && k !== "project" && k !== "limit"))),
+      class: "button", id: "graph-link"}, "Agent graph")));
 }
 
 function stepsCell(item) {
@@ -115,7 +100,7 @@ function row(item) {
 
 export async function renderTrajectories(ctx) {
   const {main, params} = ctx;
-  main.append(h("h1", null, "Trajectories"), filterForm(params));
+  main.append(h("h1", null, "Trajectories"), trajectoryFilters(params));
   const summary = h("p", {class: "summary", "aria-live": "polite"});
   const table = h("table", {class: "grid", id: "trajectory-table"},
     h("caption", {class: "sr-only"}, "Trajectories, newest first"),
@@ -125,10 +110,6 @@ export async function renderTrajectories(ctx) {
   table.append(body);
   const pager = h("nav", {class: "pager", "aria-label": "Pages"});
   main.append(summary, table, pager);
-
-  const filterKey = [...params.entries()].filter(([k]) => k !== "cursor" && k !== "project")
-    .map(([k, v]) => `${k}=${v}`).join("&");
-  const cursor = params.get("cursor") || "";
 
   async function load() {
     const page = await get("/api/v1/trajectories", apiQuery(params));
@@ -141,20 +122,7 @@ export async function renderTrajectories(ctx) {
     if (!page.items.length) body.append(h("tr", null, h("td", {colspan: 9, class: "muted"},
       "No trajectory matches these filters.")));
     clear(pager);
-    const stack = previousCursors.get(filterKey) || [];
-    if (cursor) {
-      pager.append(h("button", {type: "button", onclick: () => {
-        const before = stack.pop();
-        navigate("/trajectories", {...Object.fromEntries(params), cursor: before || ""});
-      }}, "← Previous page"), " ");
-    }
-    if (page.next_cursor) {
-      pager.append(h("button", {type: "button", id: "next-page", onclick: () => {
-        stack.push(cursor);
-        previousCursors.set(filterKey, stack);
-        navigate("/trajectories", {...Object.fromEntries(params), cursor: page.next_cursor});
-      }}, "Next page →"));
-    }
+    fillPager(pager, "/trajectories", params, page.next_cursor);
     if (open) setTimeout(() => { if (ctx.alive()) load().catch(showError); }, REFRESH_MS);
   }
 
