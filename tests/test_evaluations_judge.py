@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +19,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from tests.cli_runner import run_cli
 from tests.fake_judge import FakeJudge
 from tests.harness import ServerProcess, TestDatabase
 from tests.test_datasets_support import ingest_all, wait_evaluation
@@ -215,11 +214,9 @@ def test_bad_judge_configs_are_400(judged_set: tuple[httpx.Client, str, str, str
 def test_cli_runs_the_new_evaluators(judged_server: ServerProcess,
                                      judged_set: tuple[httpx.Client, str, str, str]) -> None:
     _, project, name, _ = judged_set
-    done = subprocess.run(
-        [sys.executable, "-m", "trajhub", "eval", name, "--url", judged_server.http,
-         "--project", project, "-e", 'tool_choice_judge={"threshold": 0.5}',
-         "-e", "graph_trajectory_match", "-e", 'trajectory_judge={"reference": "none"}'],
-        capture_output=True, text=True, cwd=ROOT, timeout=120)
+    done = run_cli("eval", name, "--url", judged_server.http, "--project", project,
+                   "-e", 'tool_choice_judge={"threshold": 0.5}', "-e", "graph_trajectory_match",
+                   "-e", 'trajectory_judge={"reference": "none"}', keep_trajhub_env=True)
     rows = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines()
             if line.split()}
     # pass rate, mean score, passed, failed, errors; one item per set is MALFORMED for judges

@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,6 +22,7 @@ import asyncpg
 import httpx
 import pytest
 
+from tests.cli_runner import run_cli
 from tests.conftest import Secured
 from tests.fake_judge import FakeJudge
 from tests.harness import (
@@ -384,9 +383,8 @@ def test_pending_runs_run_exactly_once_after_kill_9(
 # -------------------------------------------------------------------------- client and CLI
 
 def cli(server: ServerProcess, project: str, *argv: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "trajhub", "rules", *argv, "--url",
-                           server.http, "--project", project],
-                          capture_output=True, text=True, timeout=60)
+    done = run_cli("rules", *argv, "--url", server.http, "--project", project,
+                   keep_trajhub_env=True)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
