@@ -1,4 +1,4 @@
-"""What an evaluation-set item expects of a trajectory.
+"""What a dataset item expects of a trajectory.
 
 Seed 001's `ExpectedBehavior` (agents, tools per agent), Mastra's expected tool order, and an
 optional expected trajectory of steps for agentevals-style matching. Stored as JSON with the item,
@@ -179,7 +179,7 @@ class Expectations:
 
 def expectations_from_trajectory(doc: Mapping[str, Any]) -> Expectations:
     """Pre-fill expectations from a (production) trajectory: what it did becomes what is expected,
-    for a human to prune before the item joins an evaluation set.
+    for a human to prune before the item joins a dataset.
 
     The expected trajectory lists the agents, then the graph node visits, then the tool calls with
     their decoded arguments and their turns (numbered from 0: calls issued together share one);

@@ -1,4 +1,4 @@
-"""What every LLM judge shares: its per-evaluation settings, the OpenAI-compatible request, the
+"""What every LLM judge shares: its per-datasettings, the OpenAI-compatible request, the
 strict reading of the answer, and the rendering of a trajectory for a prompt.
 
 Pure: the service sends the request and hands the response body back. A judge answer that is not

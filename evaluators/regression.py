@@ -1,4 +1,4 @@
-"""Regression report: a baseline and a candidate run of the same evaluation set compared item by
+"""Regression report: a baseline and a candidate run of the same dataset compared item by
 item — path length, cost and quality deltas, where each item's two runs diverged — and a verdict
 per metric (better / same / worse, with counts). Pure; the service gathers each item's runs and
 evaluation results and passes them in.

@@ -40,7 +40,7 @@ log = logging.getLogger("trajhub.api")
 DESCRIPTION = """\
 trajhub receives OpenTelemetry traces from LLM agents (OTLP over HTTP and gRPC, and the Coze Loop
 ingest API), stores every span losslessly in PostgreSQL, and turns each trace into a standard
-trajectory you can query, export to evaluation sets and score.
+trajectory you can query, export to datasets and score.
 
 Every REST query is scoped to one project: the `project` query parameter, else the
 `trajhub-project` header, else `default`. A bad or unknown query parameter is a 400 naming it;

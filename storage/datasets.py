@@ -1,4 +1,4 @@
-"""SQL for evaluation sets and their items."""
+"""SQL for datasets and their items."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SQL for evaluation runs, their per-item results and the traces of a live run."""
+"""SQL for evaluations, their per-item results and the traces of a live run."""
 
 from __future__ import annotations
 

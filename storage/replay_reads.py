@@ -1,5 +1,5 @@
 """Reads for playback, compare and regression reports: a trajectory with its raw spans, and the
-runs and evaluation results of an evaluation set."""
+runs and evaluation results of a dataset."""
 
 from __future__ import annotations
 

@@ -88,7 +88,7 @@ WITH e AS (
     DELETE FROM scores x USING e
     WHERE x.project = e.project AND x.trace_id = e.trace_id
 ), gone_review_items AS (
-    -- so are annotation queues' items (migration 0060)
+    -- so are review queues' items (migration 0060)
     DELETE FROM review_items i USING e
     WHERE i.project = e.project AND i.trace_id = e.trace_id
 ), gone_chunks AS (

@@ -1,4 +1,4 @@
-"""SQL of annotation queues and their items (migration 0060; the records are declared in
+"""SQL of review queues and their items (migration 0060; the records are declared in
 trajhub.records.review): create, list, delete a queue; add items (by trace id: `add_items`,
 which the API's hand and filter additions use, and an online rule's failures may too); claim
 the next item for a reviewer; complete or skip it."""

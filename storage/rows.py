@@ -258,7 +258,7 @@ class ExplanationRow(Row):
 
 @dataclass(frozen=True)
 class DatasetRow(Row):
-    """An evaluation set as declared in trajhub.records.datasets (its select list is the
+    """A dataset as declared in trajhub.records.datasets (its select list is the
     declaration's), and its id."""
 
     id: int
@@ -276,7 +276,7 @@ class DatasetRow(Row):
 
 @dataclass(frozen=True)
 class ItemRow(Row):
-    """An item of an evaluation set as declared in trajhub.records.datasets (its select list
+    """An item of a dataset as declared in trajhub.records.datasets (its select list
     is the declaration's), with its place in the set; JSON fields as JSON text."""
 
     id: str
@@ -316,7 +316,7 @@ def _item_columns(record: type[Record], alias: str) -> str:
 
 @dataclass(frozen=True)
 class EvaluationRow(Row):
-    """An evaluation run as declared in trajhub.records.evaluations (its select list is the
+    """An evaluation as declared in trajhub.records.evaluations (its select list is the
     declaration's)."""
 
     declared = Evaluation

@@ -258,7 +258,7 @@ async def count_trajectories(conn: Connection, project: str, f: TrajectoryFilter
 
 async def trajectory_documents(conn: Connection, project: str, f: TrajectoryFilter
                                ) -> list[TrajectoryDocumentRow]:
-    """Like list_trajectories, with the documents (for filling evaluation sets)."""
+    """Like list_trajectories, with the documents (for filling datasets)."""
     s = select(project, f)
     s.where.append(HAS_DOCUMENT)
     order, limit = "start_ns DESC, trace_id DESC", s.arg(f.limit)

@@ -219,7 +219,7 @@ def test_an_unknown_dataset(server: ServerProcess, runs: Runs, tmp_path: Path) -
                  ("dataset", "export", "no-such-set", "-o", str(tmp_path / "out.jsonl")),
                  ("eval", "no-such-set", "-e", "expected_agents_tools")):
         line = one_line_error(trajhub(*argv, url=server.http, project=runs.project))
-        assert "no evaluation set 'no-such-set'" in line and line.endswith("(HTTP 404)"), line
+        assert "no dataset 'no-such-set'" in line and line.endswith("(HTTP 404)"), line
     assert not (tmp_path / "out.jsonl").exists()  # nothing written for a failed export
 
 

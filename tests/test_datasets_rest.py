@@ -1,4 +1,4 @@
-"""Evaluation sets over REST, end to end: real-client captures ingested into a real server, sets
+"""Datasets over REST, end to end: real-client captures ingested into a real server, sets
 filled from their final trajectories, edited, exported and imported.
 
 Expected values come from tests/fixtures/README.md (ground truth of the captured runs)."""

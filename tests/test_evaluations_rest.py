@@ -1,4 +1,4 @@
-"""Evaluation runs end to end: real-client captures ingested, trajectories final, a set filled by
+"""Evaluations end to end: real-client captures ingested, trajectories final, a set filled by
 query, expectations written from the ground truth of tests/fixtures/README.md, then evaluated over
 REST and through `trajhub eval`."""
 

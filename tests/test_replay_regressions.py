@@ -1,4 +1,4 @@
-"""Regression reports over live runs: two runs of an evaluation set (run_dataset, an agent in OTel
+"""Regression reports over live runs: two runs of a dataset (run_dataset, an agent in OTel
 GenAI conventions exported by the OTel SDK), each evaluated, compared by run name and by
 evaluation id."""
 

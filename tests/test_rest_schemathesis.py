@@ -102,7 +102,7 @@ def config_toml(project: str, admin: str, ci: bool) -> str:
         "[[operations]]",
         'include-path = "/api/v1/evaluations"',
         'include-method = "POST"',
-        # each evaluator checks its own options (evaluators/, README's "Evaluation sets and
+        # each evaluator checks its own options (evaluators/, README's "Datasets and
         # runs"); the document gives them in prose, so generated options are mostly a 400
         # naming one
         "checks.positive_data_acceptance.enabled = false",

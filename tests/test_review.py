@@ -1,4 +1,4 @@
-"""Annotation queues (docs/review.md): a queue is created with the score configs
+"""Review queues (docs/review.md): a queue is created with the score configs
 reviewers must give; trajectories are added by hand and by the list's filter; a reviewer takes
 the next item (held by them), scores it (source `human`, author the reviewer; a score outside
 its config or a missing one is a 400 naming it), comments, corrects the expectations, and

@@ -240,7 +240,7 @@ def test_list_filter_open_failed_step_and_add_to_dataset(server: ServerProcess,
         draft_metadata = page.locator("#draft-metadata")
         draft_metadata.locator("summary").click()
         expect(draft_metadata.locator("pre")).to_contain_text(f'"trace_id": "{retry}"')
-        page.get_by_label("Evaluation set", exact=True).select_option(label="New set…")
+        page.get_by_label("Dataset", exact=True).select_option(label="New set…")
         page.get_by_label("New set name").fill("regressions")
         ui.shot("11-add-to-dataset")
         page.get_by_role("button", name="Save").click()

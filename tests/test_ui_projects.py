@@ -63,6 +63,6 @@ def test_switching_project_shows_that_projects_trajectories(server: ServerProces
         ui.shot("01-project-switched")
         # the choice sticks: other pages use the chosen project
         page.get_by_role("link", name="Datasets").click()
-        expect(page.locator("#dataset-table")).to_contain_text("No evaluation set yet")
+        expect(page.locator("#dataset-table")).to_contain_text("No dataset yet")
         assert f"project={other}" in page.url
         ui.assert_clean()

@@ -245,7 +245,7 @@ def test_regression_report_from_the_evaluations_page(
         page.get_by_role("link", name="By run name…").click()
         page.get_by_role("group", name="Baseline").get_by_label("Run name").fill("v1")
         page.get_by_role("group", name="Candidate").get_by_label("Run name").fill("v2")
-        page.get_by_label("Evaluation set (for run names)").fill("sums")
+        page.get_by_label("Dataset (for run names)").fill("sums")
         page.get_by_role("button", name="Compare").click()
         expect(page.locator("#regression-items tbody tr")).to_have_count(2)
         expect(page.locator('#verdict-table tr[data-metric="path_length"] td').first

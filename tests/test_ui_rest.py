@@ -1,5 +1,5 @@
 """The REST endpoints the UI added: a trajectory's revision history (migrations 0010 and 0063)
-and the evaluation-set item a run would become."""
+and the dataset item a run would become."""
 
 from __future__ import annotations
 

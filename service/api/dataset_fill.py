@@ -1,4 +1,4 @@
-"""Filling an evaluation set from stored trajectories (Coze Loop's flow-back of traces).
+"""Filling a dataset from stored trajectories (Coze Loop's flow-back of traces).
 
 The query language is the one of `GET /api/v1/trajectories`: `filters.TrajectoryQuery`, the
 typed model both use, so a filter added there works here too, with the same names, types and

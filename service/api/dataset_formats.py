@@ -1,4 +1,4 @@
-"""Evaluation-set items as JSON, and the export and import formats.
+"""Dataset items as JSON, and the export and import formats.
 
 - `jsonl`: trajhub's own format, one item per line; it round-trips through import.
 - `csv`: one row per item, lists and objects as JSON in their cells, for spreadsheets.

@@ -1,4 +1,4 @@
-"""REST: evaluation sets — CRUD, items, fill from trajectories, export and import."""
+"""REST: datasets — CRUD, items, fill from trajectories, export and import."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def dataset_json(row: DatasetRow) -> dict[str, Any]:
 
 
 def _no_set(name: str, project: str) -> str:
-    return f"no evaluation set {name!r} in project {project!r}"
+    return f"no dataset {name!r} in project {project!r}"
 
 
 async def _dataset_id(rt: Runtime, project: str, name: str) -> int:
@@ -213,7 +213,7 @@ class FillRequest(TraceSelection):
                     "reference output; default: the last assistant message's content")
 
 
-@router.post("/datasets", status_code=201, summary="Create an evaluation set",
+@router.post("/datasets", status_code=201, summary="Create a dataset",
              response_model=Dataset,
              responses={409: {"model": ErrorDetail, "description": "the name is taken"}})
 async def create_dataset(rt: Rt, project: Project, body: DatasetCreate) -> Any:
@@ -221,18 +221,18 @@ async def create_dataset(rt: Rt, project: Project, body: DatasetCreate) -> Any:
         try:
             row = await datasets.create_dataset(conn, project, body.name, body.description)
         except datasets.DuplicateName:
-            raise HTTPException(409, f"evaluation set {body.name!r} already exists") from None
+            raise HTTPException(409, f"dataset {body.name!r} already exists") from None
     return dataset_json(row)
 
 
-@router.get("/datasets", summary="List evaluation sets", response_model=DatasetList)
+@router.get("/datasets", summary="List datasets", response_model=DatasetList)
 async def list_datasets(rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         rows = await datasets.list_datasets(conn, project)
     return DatasetList.answer([dataset_json(r) for r in rows])
 
 
-@router.get("/datasets/{name}", summary="Get an evaluation set", response_model=Dataset,
+@router.get("/datasets/{name}", summary="Get a dataset", response_model=Dataset,
             responses=NOT_FOUND)
 async def get_dataset(rt: Rt, project: Project, name: SetName) -> Any:
     async with rt.db.acquire() as conn:
@@ -240,7 +240,7 @@ async def get_dataset(rt: Rt, project: Project, name: SetName) -> Any:
     return dataset_json(found(row, _no_set(name, project)))
 
 
-@router.patch("/datasets/{name}", summary="Rename an evaluation set or change its description",
+@router.patch("/datasets/{name}", summary="Rename a dataset or change its description",
               response_model=Dataset,
               responses={**NOT_FOUND,
                          409: {"model": ErrorDetail, "description": "the new name is taken"}})
@@ -250,20 +250,20 @@ async def patch_dataset(rt: Rt, project: Project, name: SetName, body: DatasetPa
             updated = await datasets.update_dataset(conn, project, name, body.name,
                                                     body.description)
         except datasets.DuplicateName as exc:
-            raise HTTPException(409, f"evaluation set {exc.args[0]!r} already exists") from None
+            raise HTTPException(409, f"dataset {exc.args[0]!r} already exists") from None
         row = await datasets.get_dataset(conn, project, body.name or name) if updated else None
     return dataset_json(found(row, _no_set(name, project)))
 
 
 @router.delete("/datasets/{name}", status_code=204,
-               summary="Delete an evaluation set and its items", responses=NOT_FOUND)
+               summary="Delete a dataset and its items", responses=NOT_FOUND)
 async def delete_dataset(rt: Rt, project: Project, name: SetName) -> Response:
     async with rt.db.acquire() as conn:
         done = await datasets.delete_dataset(conn, project, name)
     return deleted(done, _no_set(name, project))
 
 
-@router.get("/datasets/{name}/items", summary="List the items of an evaluation set",
+@router.get("/datasets/{name}/items", summary="List the items of a dataset",
             response_model=ItemPage, responses=NOT_FOUND)
 async def list_items(
     rt: Rt, project: Project, name: SetName,
@@ -322,7 +322,7 @@ def _json_or_null(value: Any, field: str) -> str | None:
 async def _item_row(rt: Runtime, dataset: int, name: str, item_id: str) -> Any:
     async with rt.db.acquire() as conn:
         row = await datasets.get_item(conn, dataset, item_id)
-    return found(row, f"no item {item_id!r} in evaluation set {name!r}")
+    return found(row, f"no item {item_id!r} in dataset {name!r}")
 
 
 @router.get("/datasets/{name}/items/{item_id}",
@@ -355,7 +355,7 @@ async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, b
             changes[key] = _json_or_null(value, key)
     async with rt.db.acquire() as conn:
         if not await datasets.update_item(conn, dataset, item_id, changes):
-            raise HTTPException(404, f"no item {item_id!r} in evaluation set {name!r}")
+            raise HTTPException(404, f"no item {item_id!r} in dataset {name!r}")
     row = await _item_row(rt, dataset, name, item_id)
     return dataset_formats.item_json(row, name)
 
@@ -366,13 +366,13 @@ async def delete_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) 
     dataset = await _dataset_id(rt, project, name)
     async with rt.db.acquire() as conn:
         done = await datasets.delete_item(conn, dataset, item_id)
-    return deleted(done, f"no item {item_id!r} in evaluation set {name!r}")
+    return deleted(done, f"no item {item_id!r} in dataset {name!r}")
 
 
 @router.post("/datasets/{name}/fill", summary="Add trajectories to the set, by id or by query",
              response_model=FillOutcome, responses=NOT_FOUND)
 async def fill_dataset(rt: Rt, project: Project, name: SetName, body: FillRequest) -> Any:
-    """Coze Loop's flow-back of traces into evaluation sets. Each trajectory becomes an item
+    """Coze Loop's flow-back of traces into datasets. Each trajectory becomes an item
     whose input is the user's request, whose reference output is the final answer, whose
     metadata holds the rest of the run's state, and whose expectations are pre-filled from what
     it did (edit them afterwards); a trace the set

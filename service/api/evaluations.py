@@ -1,4 +1,4 @@
-"""REST: evaluation runs — start one over a set, follow it, read its aggregates and results."""
+"""REST: evaluations — start one over a set, follow it, read its aggregates and results."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def _run_for_live_only(schema: dict[str, Any]) -> None:
 
 class EvaluationCreate(BaseModel):
     model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_run_for_live_only)
-    dataset: Text = Field(description="the evaluation set")
+    dataset: Text = Field(description="the dataset")
     evaluators: list[EvaluatorName | EvaluatorEntry] = Field(
         min_length=1,
         description="names, or {name, config}: expected_agents_tools, tool_call_accuracy, "
@@ -83,7 +83,7 @@ def result_json(row: evaluations.ResultRow) -> dict[str, Any]:
     }
 
 
-@router.post("/evaluations", status_code=202, summary="Start an evaluation run over a set",
+@router.post("/evaluations", status_code=202, summary="Start an evaluation over a set",
              response_model=Evaluation, responses=NOT_FOUND)
 async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) -> Any:
     """Checks the evaluators and their options, then runs in the background: poll
@@ -100,7 +100,7 @@ async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) ->
     async with rt.db.acquire() as conn:
         dataset = await datasets.dataset_id(conn, project, body.dataset)
         if dataset is None:
-            raise HTTPException(404, f"no evaluation set {body.dataset!r} in project "
+            raise HTTPException(404, f"no dataset {body.dataset!r} in project "
                                      f"{project!r}")
         count = await evaluations.item_count(conn, dataset)
         async with conn.transaction():
@@ -114,7 +114,7 @@ async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) ->
     return evaluation_json(row)
 
 
-@router.get("/evaluations", summary="List evaluation runs, newest first",
+@router.get("/evaluations", summary="List evaluations, newest first",
             response_model=EvaluationPage)
 async def list_evaluations(
     rt: Rt, project: Project,
@@ -138,7 +138,7 @@ async def _evaluation(rt: Runtime, project: str, evaluation: int) -> EvaluationR
 
 
 @router.get("/evaluations/{evaluation_id}",
-            summary="An evaluation run: status, progress and per-evaluator aggregates",
+            summary="An evaluation: status, progress and per-evaluator aggregates",
             response_model=EvaluationDetail, responses=NOT_FOUND)
 async def get_evaluation(rt: Rt, project: Project, evaluation_id: EvaluationId) -> Any:
     """`aggregates`: per evaluator, the pass rate (errors count as not passed) and the mean
@@ -162,7 +162,7 @@ async def get_evaluation(rt: Rt, project: Project, evaluation_id: EvaluationId) 
 
 
 @router.get("/evaluations/{evaluation_id}/results",
-            summary="Per-item results of an evaluation run", response_model=ResultPage,
+            summary="Per-item results of an evaluation", response_model=ResultPage,
             responses=NOT_FOUND)
 async def get_results(
     rt: Rt, project: Project, evaluation_id: EvaluationId,

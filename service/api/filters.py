@@ -1,5 +1,5 @@
 """The trajectory query: one typed model for `GET /api/v1/trajectories` and for filling an
-evaluation set by query (`POST /api/v1/datasets/{name}/fill`). Its parameters are the filters
+dataset by query (`POST /api/v1/datasets/{name}/fill`). Its parameters are the filters
 trajhub.records.trajectories declares (its TrajectoryQuery), so a filter declared there works
 in both with the same name, type and checks, and in the storage query, the CLI and the
 client."""

@@ -1,4 +1,4 @@
-"""REST: the evaluation-set item a trajectory would become, before anything is saved.
+"""REST: the dataset item a trajectory would become, before anything is saved.
 
 A person adding a run to a set sees (and edits) the pre-filled expectations first; the draft is
 built by the same function as `POST /api/v1/datasets/{name}/fill`, so what is shown is what a
@@ -53,7 +53,7 @@ class ItemDraft(BaseModel):
 
 
 @router.get("/trajectories/{trace_id}/item-draft", response_model=ItemDraft,
-            summary="The evaluation-set item this trajectory would become (nothing is stored)",
+            summary="The dataset item this trajectory would become (nothing is stored)",
             responses={404: {"description": "No trajectory for this trace (yet)"},
                        422: {"description": "The trajectory could not be derived"}})
 async def item_draft(trace_id: TraceIdPath, rt: Rt, project: Project) -> ItemDraft:

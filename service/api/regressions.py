@@ -1,4 +1,4 @@
-"""REST: regression reports — a baseline and a candidate run over the same evaluation set,
+"""REST: regression reports — a baseline and a candidate run over the same dataset,
 compared item by item on path length, cost and quality, with a verdict per metric."""
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ def _one_form(schema: dict[str, Any]) -> None:
 
 
 class RunRef(BaseModel):
-    """One side: an evaluation run by id, or a live run by name over a set."""
+    """One side: an evaluation by id, or a live run by name over a set."""
 
     model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_one_form)
     # an id is a bigint: a larger number names no evaluation and is refused by the schema
     evaluation: Annotated[int, Field(ge=1, le=INT64_MAX),
                           BeforeValidator(whole_number)] | None = Field(
-        None, description="an evaluation run id: its items, traces and results")
+        None, description="an evaluation id: its items, traces and results")
     run: str | None = Field(None, min_length=1, description="a run name (the `trajhub.run` of "
                             "the traces); its newest finished evaluation supplies quality")
     dataset: str | None = Field(None, min_length=1, description="the set of a run name "
@@ -74,7 +74,7 @@ class RegressionRequest(BaseModel):
     model_config = ConfigDict(**BODY_CONFIG, json_schema_extra=_run_names_have_a_set)
     baseline: RunRef
     candidate: RunRef
-    dataset: str | None = Field(None, min_length=1, description="the evaluation set, for "
+    dataset: str | None = Field(None, min_length=1, description="the dataset, for "
                                 "sides given by run name")
 
 
@@ -114,11 +114,11 @@ async def _side(conn: Any, project: str, ref: RunRef, default_dataset: str | Non
         return side
     dataset = ref.dataset or default_dataset
     if not dataset:
-        raise HTTPException(422, f"{which}: a run name needs its evaluation set (`dataset`)")
+        raise HTTPException(422, f"{which}: a run name needs its dataset (`dataset`)")
     assert ref.run is not None
     items = await replay_reads.dataset_items(conn, project, dataset)
     if items is None:
-        raise HTTPException(404, f"{which}: no evaluation set {dataset!r} in project "
+        raise HTTPException(404, f"{which}: no dataset {dataset!r} in project "
                                  f"{project!r}")
     evaluation = await replay_reads.latest_evaluation_of_run(conn, project, dataset, ref.run)
     side = Side(dataset, evaluation, ref.run, [(r["id"], r["seq"]) for r in items])
@@ -152,7 +152,7 @@ def _item_run(side: Side, item_id: str, docs: dict[str, Any], prices: Prices) ->
 
 
 @router.post("/regressions", response_model=RegressionReport,
-             summary="Compare a candidate run with a baseline over the same evaluation set")
+             summary="Compare a candidate run with a baseline over the same dataset")
 async def regression_report(rt: Rt, project: Project, body: RegressionRequest) -> Any:
     """Per item: path-length, cost and quality deltas and where the two runs diverged; per
     metric: a better / same / worse verdict with counts. Quality comes from evaluation results

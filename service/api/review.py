@@ -1,10 +1,10 @@
-"""REST: annotation queues (README, "Review by people"; docs/review.md).
+"""REST: review queues (README, "Review by people"; docs/review.md).
 
 A project's queue holds trajectories for people to review and names the scores (score configs)
 each review must give. A reviewer takes the next item (`next`: it is held by them for a lease,
 renewed by taking `next` again), scores it (scores of source `human`, through the scores'
 checks: a score outside its config is a 400 naming it), may comment and correct the expected
-behaviour, then completes or skips it. The completed items flow into an evaluation set in one
+behaviour, then completes or skips it. The completed items flow into a dataset in one
 step (`export-to-dataset`), with their corrected expectations.
 
 The records are declared once in trajhub.records.review."""
@@ -174,7 +174,7 @@ class SkipRequest(BaseModel):
 
 class ExportRequest(BaseModel):
     model_config = BODY_CONFIG
-    dataset: DatasetName = Field(description="the evaluation set (created when missing)")
+    dataset: DatasetName = Field(description="the dataset (created when missing)")
     tags: list[Annotated[str, Field(max_length=200), AfterValidator(no_nul)]] = Field(
         [], max_length=50, description="tags for the new items (each also gets "
         "`review:<queue>`)")
@@ -218,7 +218,7 @@ async def _held(conn: Connection, queue: review.QueueRow, item_id: int, reviewer
 # ------------------------------------------------------------------------------------ routes
 
 @router.get("/review-queues", response_model=ReviewQueueList,
-            summary="The project's annotation queues with their progress, by name")
+            summary="The project's review queues with their progress, by name")
 async def list_queues(rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         rows = await review.queues(conn, project)
@@ -226,7 +226,7 @@ async def list_queues(rt: Rt, project: Project) -> Any:
 
 
 @router.post("/review-queues", status_code=201, response_model=ReviewQueue,
-             openapi_extra=needs(ADMIN), summary="Create an annotation queue",
+             openapi_extra=needs(ADMIN), summary="Create a review queue",
              responses={400: {"model": ErrorDetail, "description": "a score name with no "
                               "score config"},
                         409: {"model": ErrorDetail, "description": "the name is taken"}})
@@ -251,7 +251,7 @@ async def create_queue(rt: Rt, project: Project, body: QueueCreate) -> Any:
 
 
 @router.get("/review-queues/{name}", response_model=ReviewQueue, responses=NOT_FOUND,
-            summary="An annotation queue and its progress")
+            summary="A review queue and its progress")
 async def get_queue(name: QueuePath, rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
         row = await _queue(conn, project, name)
@@ -259,7 +259,7 @@ async def get_queue(name: QueuePath, rt: Rt, project: Project) -> Any:
 
 
 @router.delete("/review-queues/{name}", status_code=204, responses=NOT_FOUND,
-               summary="Delete an annotation queue and its items (not their scores)")
+               summary="Delete a review queue and its items (not their scores)")
 async def delete_queue(name: QueuePath, rt: Rt, project: Project) -> Response:
     async with rt.db.acquire() as conn:
         done = await review.delete_queue(conn, project, name)
@@ -378,7 +378,7 @@ async def skip_item(name: QueuePath, item_id: ItemIdPath, rt: Rt, project: Proje
 
 @router.post("/review-queues/{name}/export-to-dataset", response_model=ExportOutcome,
              responses=NOT_FOUND,
-             summary="Turn the completed items into evaluation-set items, in one step")
+             summary="Turn the completed items into dataset items, in one step")
 async def export_to_dataset(name: QueuePath, rt: Rt, project: Project,
                             body: ExportRequest) -> Any:
     """Each completed item becomes an item of the set (created when missing), filled from its

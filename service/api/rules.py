@@ -95,7 +95,7 @@ class RuleCreate(BaseModel):
     sample_rate: SampleRate = 1.0
     enabled: bool = True
     max_judge_calls_per_minute: JudgeCap | None = None
-    review_queue: QueueName | None = Field(None, description="the annotation queue its "
+    review_queue: QueueName | None = Field(None, description="the review queue its "
                                            "failures go to (it must exist); null for none")
     fail_below: FailBelow = 1.0
 
@@ -114,7 +114,7 @@ class RulePatch(BaseModel):
     enabled: bool | None = Field(None, description="false switches the rule off (its queued "
                                  "runs wait), true on again")
     max_judge_calls_per_minute: JudgeCap | None = None
-    review_queue: QueueName | None = Field(None, description="the annotation queue its "
+    review_queue: QueueName | None = Field(None, description="the review queue its "
                                            "failures go to; null for none")
     fail_below: FailBelow | None = None
 
@@ -174,9 +174,9 @@ def checked(values: dict[str, Any], settings: Settings) -> dict[str, Any]:
 
 
 async def _queue_exists(conn: Connection, project: str, name: str | None) -> None:
-    """A rule's `review_queue` names one of the project's annotation queues: 400 otherwise."""
+    """A rule's `review_queue` names one of the project's review queues: 400 otherwise."""
     if name is not None and await review_store.queue(conn, project, name) is None:
-        raise HTTPException(400, f"review_queue: project {project!r} has no annotation queue "
+        raise HTTPException(400, f"review_queue: project {project!r} has no review queue "
                                  f"named {name!r} (create it with POST /api/v1/review-queues)")
 
 

@@ -48,7 +48,7 @@ def _pairs(items: list[str] | None, what: str) -> dict[str, Any]:
 def _create(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         d = hub.create_dataset(args.name, args.description)
-    print(f"created evaluation set {d.name!r}")
+    print(f"created dataset {d.name!r}")
     return 0
 
 
@@ -59,7 +59,7 @@ def _list(args: argparse.Namespace) -> int:
         print(json.dumps([vars(d) for d in sets], indent=2))
         return 0
     if not sets:
-        print("no evaluation sets")
+        print("no datasets")
     for d in sets:
         print(f"{d.name:<32} {d.item_count:>7} items  {d.description}")
     return 0
@@ -91,7 +91,7 @@ def _rename(args: argparse.Namespace) -> int:
 def _delete(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         hub.delete_dataset(args.name)
-    print(f"deleted evaluation set {args.name!r}")
+    print(f"deleted dataset {args.name!r}")
     return 0
 
 
@@ -222,8 +222,8 @@ def _eval(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add `dataset` and `eval` to the `trajhub` subcommands."""
-    ds = Command(sub, "dataset", help="manage evaluation sets on a running server",
-                 description="Create, fill, export and import evaluation sets "
+    ds = Command(sub, "dataset", help="manage datasets on a running server",
+                 description="Create, fill, export and import datasets "
                              "through a running trajhub server's REST API.")
 
     p = ds.action("create", _create, help="create a set")
@@ -276,7 +276,7 @@ def register(sub: Any) -> None:
                     "(pass rate, mean score per evaluator) and each failure with its reason. "
                     "Exit status: 0 all passed, 1 some item failed or hit an error, 2 the "
                     "evaluation could not run.")
-    ev.add_argument("set", help="the evaluation set")
+    ev.add_argument("set", help="the dataset")
     ev.add_argument("--evaluator", "-e", action="append", required=True,
                     metavar="NAME[=JSON]",
                     help="expected_agents_tools, tool_call_accuracy, trajectory_match, "

@@ -148,13 +148,13 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_replay)
 
     p = sub.add_parser("regress", parents=[common],
-                       help="compare a candidate run with a baseline over an evaluation set",
+                       help="compare a candidate run with a baseline over a dataset",
                        description="Per item: path-length, token, cost, duration and failure "
                                    "deltas and where the runs diverged; per metric: better / "
                                    "same / worse. BASELINE and CANDIDATE are evaluation ids "
                                    "(numbers) or run names (with --dataset).")
     p.add_argument("baseline")
     p.add_argument("candidate")
-    p.add_argument("--dataset", help="the evaluation set of run names")
+    p.add_argument("--dataset", help="the dataset of run names")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_regress)

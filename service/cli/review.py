@@ -1,4 +1,4 @@
-"""`trajhub review list|create|add|progress`: the project's annotation queues (docs/review.md).
+"""`trajhub review list|create|add|progress`: the project's review queues (docs/review.md).
 Reviewing itself is the web UI's review screen (or the client's `next_review_item` and
 `complete_review_item`)."""
 
@@ -55,8 +55,8 @@ def _progress(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add `review` to the `trajhub` subcommands."""
-    rv = Command(sub, "review", help="annotation queues: runs for people to review",
-                 description="Annotation queues: trajectories for people to review "
+    rv = Command(sub, "review", help="review queues: runs for people to review",
+                 description="Review queues: trajectories for people to review "
                              "and score (the web UI's Review screen).")
 
     p = rv.action("list", _list, help="the project's queues and progress")

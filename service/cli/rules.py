@@ -124,7 +124,7 @@ def register(sub: Any) -> None:
         p.add_argument("--max-judge-calls", type=int, metavar="N",
                        help="LLM judges: at most N judge calls a minute")
         p.add_argument("--review-queue", metavar="QUEUE",
-                       help="the annotation queue its failures go to (docs/review.md)")
+                       help="the review queue its failures go to (docs/review.md)")
         p.add_argument("--fail-below", type=float, metavar="SCORE",
                        help="a score below this is a failure (default 1.0: short of full)")
 

@@ -1,5 +1,5 @@
 """The client side of trajhub: `TrajhubClient` over the REST API, and `run_dataset`, which runs
-your agent over an evaluation set. Imports nothing of the server (no FastAPI, asyncpg, gRPC)."""
+your agent over a dataset. Imports nothing of the server (no FastAPI, asyncpg, gRPC)."""
 
 from trajhub.service.client.api import (
     DEFAULT_URL,

@@ -472,7 +472,7 @@ class TrajhubClient:
         """Create a rule (admin scope): `evaluator` with its `config` runs on each new final
         trajectory matching `filter` (the trajectory list's filters by name, e.g.
         {"agent": "planner"}) and in the `sample_rate`; a trajectory it scores below
-        `fail_below` (or with an error) goes to the annotation queue `review_queue`."""
+        `fail_below` (or with an error) goes to the review queue `review_queue`."""
         body = {"name": name, "evaluator": evaluator, "config": dict(config or {}),
                 "filter": dict(filter or {}), "sample_rate": sample_rate, "enabled": enabled,
                 "expectations": dict(expectations) if expectations is not None else None,
@@ -507,10 +507,10 @@ class TrajhubClient:
     def list_backfills(self, rule_id: int) -> list[RuleBackfill]:
         return [RuleBackfill.from_json(b) for b in
                 self._items("GET", f"/rules/{rule_id}/backfills")]
-    # --- review (annotation queues: docs/review.md) ----------------------------------------
+    # --- review (review queues: docs/review.md) ----------------------------------------
 
     def list_review_queues(self) -> list[ReviewQueue]:
-        """The project's annotation queues, each with its progress."""
+        """The project's review queues, each with its progress."""
         return [ReviewQueue.from_json(q) for q in self._items("GET", "/review-queues")]
 
     def review_queue(self, name: str) -> ReviewQueue:
@@ -575,7 +575,7 @@ class TrajhubClient:
 
     def export_review_queue(self, name: str, dataset: str,
                             tags: Sequence[str] = ()) -> ExportOutcome:
-        """The completed items into an evaluation set (created when missing), with their
+        """The completed items into a dataset (created when missing), with their
         corrected expectations: the set, the items added and the duplicates skipped."""
         return self._model(ExportOutcome, "POST",
                            f"/review-queues/{quote(name)}/export-to-dataset",
@@ -623,7 +623,7 @@ class TrajhubClient:
 
     def regression(self, baseline: Mapping[str, Any], candidate: Mapping[str, Any],
                    dataset: str | None = None) -> RegressionReport:
-        """Baseline vs candidate over one evaluation set: each `{"run": name}` (with
+        """Baseline vs candidate over one dataset: each `{"run": name}` (with
         `dataset`) or `{"evaluation": id}`."""
         body: dict[str, Any] = {"baseline": dict(baseline), "candidate": dict(candidate)}
         if dataset:

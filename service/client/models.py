@@ -2,7 +2,7 @@
 response body and ignores the rest, so a newer server with more fields still works.
 
 The records (the trace and trajectory summaries, scores, sessions, rules, review queues and
-items, projects, evaluation sets and their items, evaluation runs and their results) are the
+items, projects, datasets and their items, evaluations and their results) are the
 classes trajhub.records declares, which the API serves as they are (pydantic and the standard
 library only: the client still imports nothing of the server); `from_json` reads one. Each
 field has a default, so an answer from an older server without a newer field still reads."""
@@ -36,14 +36,14 @@ from trajhub.records.trajectories import TrajectorySummary as TrajectorySummary
 
 #: a project and its trace and span counts (trajhub.records.projects)
 Project = ProjectEntry
-#: an item of an evaluation set, with its trajectory snapshot when asked for
+#: an item of a dataset, with its trajectory snapshot when asked for
 #: (trajhub.records.datasets)
 DatasetItem = ItemWithTrajectory
-#: what filling an evaluation set did (trajhub.records.datasets)
+#: what filling a dataset did (trajhub.records.datasets)
 FillResult = FillOutcome
 #: what importing items did (trajhub.records.datasets)
 ImportResult = ImportOutcome
-#: an evaluation run (trajhub.records.evaluations); `aggregates` and `items` are filled by
+#: an evaluation (trajhub.records.evaluations); `aggregates` and `items` are filled by
 #: `get_evaluation` only (empty otherwise)
 Evaluation = EvaluationDetail
 

@@ -1,4 +1,4 @@
-"""Run your agent over an evaluation set and evaluate the runs: seed 001's loop (dataset → agent
+"""Run your agent over a dataset and evaluate the runs: seed 001's loop (dataset → agent
 → collect → evaluate; docs/evaluators.md) with OpenTelemetry doing the collecting, so no event
 bus of your own.
 

@@ -167,7 +167,7 @@ async def _run_job(pool: asyncpg.Pool, settings: Settings, job: evaluations.Job,
     log.info("running evaluation %s", job.evaluation)
     if job.dataset is None:
         async with pool.acquire() as conn:
-            await evaluations.finish_job(conn, job, "the evaluation set was deleted")
+            await evaluations.finish_job(conn, job, "the dataset was deleted")
         return
     work = asyncio.create_task(_run(pool, settings, job.project, job.evaluation, job.dataset,
                                     Target(job.target, job.run_name), runs))

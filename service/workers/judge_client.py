@@ -71,7 +71,7 @@ class JudgeUnavailable(JudgeResponseError):
 
 
 class JudgeClient:
-    """One HTTP client for an evaluation run's judge requests."""
+    """One HTTP client for an evaluation's judge requests."""
 
     def __init__(self) -> None:
         self._client = httpx.AsyncClient(timeout=TIMEOUT_SECONDS)

@@ -1,4 +1,4 @@
-"""An evaluation set (a row of `GET /api/v1/datasets`, of the `datasets` table, and of the
+"""A dataset (a row of `GET /api/v1/datasets`, of the `datasets` table, and of the
 client's `list_datasets`), its items, and what filling or importing one did, declared once
 (`trajhub.records`) for the API's models, the client's and storage's select lists. The API
 serves an item's snapshot as its own model of a trajectory document (service/api/models.py,
@@ -16,7 +16,7 @@ from trajhub.records.times import CreatedAt, UpdatedAt
 
 
 class Dataset(Record):
-    """An evaluation set: its name, description and how many items it holds."""
+    """A dataset: its name, description and how many items it holds."""
 
     stored_only = (StoredOnly("id", int, Stored(written_by="database")),)
 
@@ -32,7 +32,7 @@ class Dataset(Record):
 
 
 class FillOutcome(Record):
-    """What filling an evaluation set from trajectories did (the client's `FillResult`)."""
+    """What filling a dataset from trajectories did (the client's `FillResult`)."""
 
     added: Annotated[int, SERVED_ONLY] = 0
     skipped_duplicates: Annotated[int, SERVED_ONLY] = Field(
@@ -46,7 +46,7 @@ class FillOutcome(Record):
 
 
 class ImportOutcome(Record):
-    """What importing items into an evaluation set did (the client's `ImportResult`)."""
+    """What importing items into a dataset did (the client's `ImportResult`)."""
 
     added: Annotated[int, SERVED_ONLY] = 0
     skipped_duplicates: Annotated[int, SERVED_ONLY] = 0
@@ -58,7 +58,7 @@ def _json(column: str) -> Stored:
 
 
 class Item(Record):
-    """An item of an evaluation set: a test case (from a run, or given), what it should do,
+    """An item of a dataset: a test case (from a run, or given), what it should do,
     and where it came from. Its trajectory snapshot is `ItemWithTrajectory`'s."""
 
     stored_only = (StoredOnly("seq", int, Stored(written_by="database")),)
@@ -89,7 +89,7 @@ TRAJECTORY_DESCRIPTION = "the trajectory snapshot (single items, or `include_tra
 
 
 class ItemWithTrajectory(Item):
-    """An item of an evaluation set with its trajectory snapshot (a trajectory document) when
+    """An item of a dataset with its trajectory snapshot (a trajectory document) when
     one was asked for (the client's `DatasetItem`)."""
 
     trajectory: Annotated[dict[str, Any] | None, _json("trajectory")] = Field(

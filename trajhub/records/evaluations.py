@@ -1,4 +1,4 @@
-"""One evaluator's result for one item of an evaluation run (a row of
+"""One evaluator's result for one item of an evaluation (a row of
 `GET /api/v1/evaluations/{id}/results`), and a run's outcome per evaluator and over its items
 (`GET /api/v1/evaluations/{id}`), declared once (`trajhub.records`) for the API's models and the
 client's. Only served so far: the evaluation worker still writes the rows by hand
@@ -24,7 +24,7 @@ class EvaluationResult(Record):
         str,
         Stored(column=None, written_by="key"),
         Example("6f1d0c6b1c7e4a0e9d5b0f3a8e2c4b71"),
-    ] = Field(description="the item of the evaluation set")
+    ] = Field(description="the item of the dataset")
     evaluator: Annotated[str, SERVED_ONLY, Example("expected_agents_tools")] = Field(
         default="", description="the evaluator's name")
     trace_id: Annotated[str | None, SERVED_ONLY, Example(TRACE_ID)] = Field(
@@ -74,7 +74,7 @@ _FINISHED = written_when("finished_at")
 
 
 class Evaluation(Record):
-    """An evaluation run: evaluators scoring the items of an evaluation set (storage/rows.py
+    """An evaluation: evaluators scoring the items of a dataset (storage/rows.py
     `EvaluationRow` reads it with this select list)."""
 
     id: Annotated[int, Stored(written_by="database")]
@@ -106,7 +106,7 @@ def _no_outcomes() -> ItemOutcomes:
 
 
 class EvaluationDetail(Evaluation):
-    """An evaluation run with its outcome per evaluator and over its items (the client's
+    """An evaluation with its outcome per evaluator and over its items (the client's
     `Evaluation`: a list's runs leave both empty)."""
 
     aggregates: Annotated[list[EvaluatorAggregate], SERVED_ONLY] = Field(default_factory=list)

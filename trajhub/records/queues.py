@@ -1,6 +1,6 @@
-"""What the REST API answers to the operations on an annotation queue that are not records
+"""What the REST API answers to the operations on a review queue that are not records
 of their own (trajhub.records.review declares the queue and its items): the trajectories
-added to it, and its export to an evaluation set."""
+added to it, and its export to a dataset."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A regression report as the REST API answers it (`POST /api/v1/regressions`): a baseline and
-a candidate run over one evaluation set, item by item, with a verdict per metric."""
+a candidate run over one dataset, item by item, with a verdict per metric."""
 
 from __future__ import annotations
 

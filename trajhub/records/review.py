@@ -1,4 +1,4 @@
-"""Review by people: annotation queues and their items, declared once
+"""Review by people: review queues and their items, declared once
 (`trajhub.records`) for the `review_queues` and `review_items` tables (migration 0060), the REST
 API (`/api/v1/review-queues`), the Python client and `trajhub review`.
 
@@ -42,7 +42,7 @@ def _count(condition: str) -> Stored:
 
 
 class ReviewQueue(Record):
-    """An annotation queue: trajectories for people to review, and the scores they must give
+    """A review queue: trajectories for people to review, and the scores they must give
     each."""
 
     name: Annotated[str, Stored(written_by="key"), Cli("NAME"), Example("support-triage")] = Field(
@@ -92,7 +92,7 @@ class ReviewQueue(Record):
 
 
 class ReviewItem(Record):
-    """A trajectory in an annotation queue, and its review."""
+    """A trajectory in a review queue, and its review."""
 
     trace_id: Annotated[str, Stored(written_by="key"), Cli("TRACE"), Example(TRACE_ID)] = Field(
         description="the trajectory to review")

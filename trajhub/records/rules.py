@@ -62,7 +62,7 @@ class Rule(Record):
         default=None, description="LLM judges: at most this many judge calls a minute for this "
         "rule (runs beyond wait); null for no cap")
     review_queue: Annotated[str | None, Example("triage")] = Field(
-        default=None, description="the annotation queue (docs/review.md) its failures go to: a "
+        default=None, description="the review queue (docs/review.md) its failures go to: a "
         "trajectory whose score from this rule is an error or below `fail_below`; null for none")
     fail_below: Annotated[float, Example(1.0)] = Field(
         default=0.0, description="a score below this is a failure (for `review_queue`); 1.0: "

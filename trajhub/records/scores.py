@@ -87,7 +87,7 @@ class Score(Record):
         dict[str, Any] | None,
         Stored(select="evaluator_config::text", convert="json", stored_type=str),
     ] = Field(default=None, description="the evaluator's config (source `evaluator`)")
-    evaluation_id: int | None = Field(default=None, description="the dataset evaluation run that "
+    evaluation_id: int | None = Field(default=None, description="the dataset evaluation that "
                                       "gave it, if one did")
     rule_id: int | None = Field(default=None, description="the online evaluation rule that gave "
                                 "it, if one did (docs/rules.md)")

@@ -1,4 +1,4 @@
-// Evaluation sets: the list, a set's items with their expectations (editable) and metadata
+// Datasets: the list, a set's items with their expectations (editable) and metadata
 // (read-only), exports.
 
 import {del, download, enc, get, patch, post} from "../api.js";
@@ -17,7 +17,7 @@ export async function renderDatasets(ctx) {
   const status = h("span", {role: "status"});
   main.append(
     h("table", {class: "grid", id: "dataset-table"},
-      h("caption", {class: "sr-only"}, "Evaluation sets"),
+      h("caption", {class: "sr-only"}, "Datasets"),
       h("thead", null, h("tr", null, ["Set", "Description", "Items", "Updated"].map((c) =>
         h("th", {scope: "col"}, c)))),
       h("tbody", null, sets.items.length ? sets.items.map((s) => h("tr", null,
@@ -26,7 +26,7 @@ export async function renderDatasets(ctx) {
         h("td", {class: "num"}, fmtInt(s.item_count)),
         h("td", null, fmtTime(s.updated_time))))
         : h("tr", null, h("td", {colspan: 4, class: "muted"},
-          "No evaluation set yet. Create one below, or add a run from its trajectory page."))),
+          "No dataset yet. Create one below, or add a run from its trajectory page."))),
     ),
     h("form", {class: "filters", onsubmit: async (event) => {
       event.preventDefault();

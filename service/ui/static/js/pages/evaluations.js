@@ -1,4 +1,4 @@
-// Evaluation runs: pass rate and mean score per evaluator; a run's failed items with reasons;
+// Evaluations: pass rate and mean score per evaluator; a run's failed items with reasons;
 // two runs of one set compared as a regression report.
 
 import {enc, get} from "../api.js";
@@ -22,12 +22,12 @@ export async function renderEvaluations(ctx) {
   if (!ctx.alive()) return;
   const body = h("tbody");
   main.append(h("table", {class: "grid", id: "evaluation-table"},
-    h("caption", {class: "sr-only"}, "Evaluation runs, newest first"),
+    h("caption", {class: "sr-only"}, "Evaluations, newest first"),
     h("thead", null, h("tr", null, ["Run", "Set", "Target", "Status", "Items",
       "Per evaluator", "Started"].map((c) => h("th", {scope: "col"}, c)))), body));
   if (!page.items.length) {
     body.append(h("tr", null, h("td", {colspan: 7, class: "muted"},
-      "No evaluation run yet. Start one with `trajhub eval run` or POST /api/v1/evaluations.")));
+      "No evaluation yet. Start one with `trajhub eval run` or POST /api/v1/evaluations.")));
   }
   for (const run of page.items) {
     const aggregates = h("td");

@@ -1,4 +1,4 @@
-// The regression report (POST /regressions): a baseline and a candidate over one evaluation set,
+// The regression report (POST /regressions): a baseline and a candidate over one dataset,
 // a verdict per metric and, per item, the deltas, the quality change and where the runs diverged,
 // each item linking to both trajectories and to their comparison.
 
@@ -41,7 +41,7 @@ function pickForm(params) {
     input(`${side}_evaluation`, "Evaluation id", {type: "number", min: 1, size: 6}),
     h("span", {class: "muted small or"}, "or"),
     input(`${side}_run`, "Run name", {type: "text", size: 14}))),
-  input("dataset", "Evaluation set (for run names)", {type: "text", size: 16}),
+  input("dataset", "Dataset (for run names)", {type: "text", size: 16}),
   h("div", {class: "field buttons"}, h("button", {type: "submit", class: "primary"}, "Compare")));
   return form;
 }
@@ -141,7 +141,7 @@ export async function renderRegressions(ctx) {
   const body = requestOf(params);
   if (!body) {
     main.append(h("p", {class: "muted"}, "Give a baseline and a candidate: each an evaluation " +
-      "id, or a run name over the evaluation set."));
+      "id, or a run name over the dataset."));
     return;
   }
   const loading = h("p", {class: "muted"}, "Loading…");

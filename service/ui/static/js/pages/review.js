@@ -1,4 +1,4 @@
-// Review by people (docs/review.md): the project's annotation queues, and a queue's review
+// Review by people (docs/review.md): the project's review queues, and a queue's review
 // screen, worked by keyboard — n takes the next item, digits or y/n give the active score,
 // c focuses the comment, Enter completes, s skips. Scores go through the server's checks
 // (POST /api/v1/review-queues/{name}/items/{id}/complete): a score outside its config comes
@@ -16,7 +16,7 @@ export async function renderReviewQueues(ctx) {
   const {items: queues} = await get("/api/v1/review-queues");
   if (!ctx.alive()) return;
   main.append(h("header", {class: "page-head"}, h("h1", null, "Review"),
-    h("p", {class: "muted"}, "Annotation queues: runs for people to review and score. " +
+    h("p", {class: "muted"}, "Review queues: runs for people to review and score. " +
       "Create one with `trajhub review create`, fill it with `trajhub review add`.")));
   if (!queues.length) {
     main.append(notice("No review queues in this project yet."));

@@ -786,10 +786,10 @@ async function addToDataset(traceId) {
       status.textContent = error.message;
     }
   }},
-  h("h2", {id: "add-title"}, "Add this run to an evaluation set"),
+  h("h2", {id: "add-title"}, "Add this run to a dataset"),
   draft.status !== "final" ? notice("This trajectory is still open: only final runs can be " +
     "added. Wait until it is final.", "warn") : null,
-  h("div", {class: "field"}, h("label", {for: "dataset-select"}, "Evaluation set"), setSelect),
+  h("div", {class: "field"}, h("label", {for: "dataset-select"}, "Dataset"), setSelect),
   newRow,
   h("h3", null, h("label", {for: "expectations-editor"}, "Expectations (pre-filled from the run; edit " +
     "before saving)")),
