@@ -1,9 +1,10 @@
 """Replay as the REST API answers it: a run's contract, its step events (playback), its
 recorded tool results (hybrid replay) and the comparison of two runs.
 
-`StepError`, `Tokens` and `RunMetrics` are the answers' shape of the normalizers' and
-evaluators' value classes of those names (trajhub.normalizers.trajectory, .playback,
-trajhub.evaluators.compare), which the client cannot import.
+`StepError` and `Tokens` are the answers' shape of the normalizers' value classes of those
+names (trajhub.normalizers.trajectory, .playback), which the client cannot import.
+`RunMetrics`, `StepRefView` and `AlignedPairView` are the comparison's own classes:
+trajhub.evaluators.compare computes with them.
 """
 
 from __future__ import annotations
