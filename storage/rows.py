@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from datetime import datetime
 from typing import Any, ClassVar, Literal, Self
 
 import asyncpg
@@ -107,6 +106,8 @@ class RecordRow(Mapping[str, Any]):
 
     @classmethod
     def columns(cls, alias: str = "", **params: str) -> str:
+        # `{prefix}` names the query's alias of the record's table
+        params = {"prefix": f"{alias}." if alias else "", **params}
         extra = [f"{expression.format(**params)} AS {name}"
                  for name, expression in cls.extra.items()]
         return ", ".join([cls.record.select_list(alias), *extra])
@@ -256,108 +257,60 @@ class ExplanationRow(Row):
 
 # ------------------------------------------------------------------------------ datasets
 
-@dataclass(frozen=True)
-class DatasetRow(Row):
-    """A dataset as declared in trajhub.records.datasets (its select list is the
-    declaration's), and its id."""
+class DatasetRow(IdRow):
+    """A dataset as declared in trajhub.records.datasets, and its id."""
 
-    id: int
-    name: str
-    description: str
-    created_at: datetime
-    updated_at: datetime
-    item_count: int
+    __slots__ = ()
+    record = Dataset
+    extra: ClassVar[Mapping[str, str]] = {"id": "{prefix}id"}
 
-    @classmethod
-    def columns(cls, alias: str = "", **params: str) -> str:
-        prefix = f"{alias}." if alias else ""
-        return f"{prefix}id, {Dataset.select_list(alias)}"
+    @property
+    def name(self) -> str:
+        return str(self["name"])
 
 
-@dataclass(frozen=True)
-class ItemRow(Row):
-    """An item of a dataset as declared in trajhub.records.datasets (its select list
-    is the declaration's), with its place in the set; JSON fields as JSON text."""
+class ItemRow(RecordRow):
+    """An item of a dataset as declared in trajhub.records.datasets, with its place in the
+    set (`seq`); JSON fields as JSON text."""
 
-    id: str
-    seq: int
-    input: str | None
-    reference_output: str | None
-    expectations: str
-    #: the rest of the run's state, a JSON object
-    metadata: str
-    source_trace_id: str | None
-    tags: list[str]
-    created_at: datetime
-    updated_at: datetime
+    __slots__ = ()
+    record: ClassVar[type[Record]] = Item
+    extra: ClassVar[Mapping[str, str]] = {"seq": "{prefix}seq"}
 
-    @classmethod
-    def columns(cls, alias: str = "", **params: str) -> str:
-        return _item_columns(Item, alias)
+    @property
+    def id(self) -> str:
+        return str(self["id"])
 
 
-@dataclass(frozen=True)
 class ItemWithTrajectoryRow(ItemRow):
-    """An item with its trajectory snapshot (the document's bytes as stored)."""
+    """An item with its trajectory snapshot (the document as JSON text)."""
 
-    trajectory: str | None = None
-
-    @classmethod
-    def columns(cls, alias: str = "", **params: str) -> str:
-        return _item_columns(ItemWithTrajectory, alias)
-
-
-def _item_columns(record: type[Record], alias: str) -> str:
-    prefix = f"{alias}." if alias else ""
-    return f"{record.select_list(alias)}, {prefix}seq"
+    __slots__ = ()
+    record = ItemWithTrajectory
 
 
 # ------------------------------------------------------------------------------ evaluations
 
-@dataclass(frozen=True)
-class EvaluationRow(Row):
-    """An evaluation as declared in trajhub.records.evaluations (its select list is the
-    declaration's)."""
+class EvaluationRow(IdRow):
+    """An evaluation as declared in trajhub.records.evaluations."""
 
-    declared = Evaluation
-
-    id: int
-    dataset_name: str
-    target: str
-    run_name: str | None
-    evaluators: str
-    status: str
-    error: str | None
-    item_count: int
-    done_items: int
-    created_at: datetime
-    finished_at: datetime | None
+    __slots__ = ()
+    record = Evaluation
 
 
-@dataclass(frozen=True)
-class AggregateRow(Row):
-    """One evaluator's results over a run, as declared in trajhub.records.evaluations
-    (`EvaluatorAggregate`: its select list is the declaration's)."""
+class AggregateRow(RecordRow):
+    """One evaluator's results over a run (`EvaluatorAggregate`)."""
 
-    declared = EvaluatorAggregate
-
-    evaluator: str
-    total: int
-    passed: int
-    errors: int
-    mean_score: float | None
+    __slots__ = ()
+    record = EvaluatorAggregate
 
 
-@dataclass(frozen=True)
-class ItemOutcomesRow(Row):
-    """Items judged so far: passed every evaluator, failed one, or hit an error, as declared
-    in trajhub.records.evaluations (`ItemOutcomes`: its select list is the declaration's)."""
+class ItemOutcomesRow(RecordRow):
+    """Items judged so far: passed every evaluator, failed one, or hit an error
+    (`ItemOutcomes`)."""
 
-    declared = ItemOutcomes
-
-    evaluated: int
-    passed: int
-    errors: int
+    __slots__ = ()
+    record = ItemOutcomes
 
 
 @dataclass(frozen=True)

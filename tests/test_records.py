@@ -360,15 +360,20 @@ def test_the_dataset_evaluation_and_project_records_are_the_clients_and_storages
     filled = client.FillResult.from_json({"added": 1, "item_ids": ["i1"], "newer": True})
     assert (filled.added, filled.item_ids, filled.not_found) == (1, ["i1"], [])
     assert DatasetRow.columns("d") == (
-        "d.id, d.name, d.description, (SELECT count(*) FROM dataset_items i WHERE "
-        "i.dataset_id = d.id) AS item_count, d.created_at, d.updated_at")
+        "d.name, d.description, (SELECT count(*) FROM dataset_items i WHERE "
+        "i.dataset_id = d.id) AS item_count, d.created_at, d.updated_at, d.id AS id")
     assert client.DatasetItem is ItemWithTrajectory and issubclass(api.Item, Item)
     item = client.DatasetItem.from_json({"id": "i1", "dataset": "d", "tags": ["a"]})
     assert (item.id, item.tags, item.expectations, item.trajectory) == ("i1", ["a"], {}, None)
     assert ItemWithTrajectoryRow.columns() == (
         "id, input::text AS input, reference_output::text AS reference_output, "
         "expectations::text AS expectations, metadata::text AS metadata, source_trace_id, tags, "
-        "created_at, updated_at, trajectory::text AS trajectory, seq")
+        "created_at, updated_at, trajectory::text AS trajectory, seq AS seq")
+    # the rows declare no column of their own but the storage-only ones: they are the records'
+    from trajhub.storage.rows import AggregateRow, EvaluationRow, ItemOutcomesRow, ItemRow
+    for row in (DatasetRow, ItemRow, ItemWithTrajectoryRow, EvaluationRow, AggregateRow,
+                ItemOutcomesRow):
+        assert not hasattr(row, "__dataclass_fields__"), row
     assert ProjectRow.columns() == (
         "project AS name, count(*) AS trace_count, coalesce(sum(span_count), 0) AS span_count, "
         "min(start_ns) AS first_span_time, max(end_ns) AS last_span_time, "

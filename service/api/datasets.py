@@ -277,7 +277,7 @@ async def list_items(
     async with rt.db.acquire() as conn:
         rows = await datasets.list_items(conn, dataset, after[0] if after else 0, limit,
                                          include_trajectory)
-    next_cursor = encode_cursor(rows[-1].seq) if len(rows) == limit else None
+    next_cursor = encode_cursor(rows[-1]["seq"]) if len(rows) == limit else None
     return {"items": [dataset_formats.item_json(r, name) for r in rows],
                                      "next_cursor": next_cursor}
 
@@ -409,7 +409,7 @@ async def export_dataset(
     dataset = await _dataset_id(rt, project, name)
     async with rt.db.acquire() as conn:
         row = await datasets.get_dataset(conn, project, name)
-    count = row.item_count if row is not None else 0
+    count = row["item_count"] if row is not None else 0
     line = {"jsonl": dataset_formats.jsonl_line, "csv": dataset_formats.csv_line,
             "agentevals": dataset_formats.agentevals_line,
             "atif": dataset_formats.atif_line}[format]
@@ -425,7 +425,7 @@ async def export_dataset(
             if not rows:
                 return
             yield b"".join(line(r) for r in rows)
-            after = rows[-1].seq
+            after = rows[-1]["seq"]
 
     extension = "csv" if format == "csv" else "jsonl"
     return StreamingResponse(stream(), media_type=dataset_formats.MEDIA_TYPES[format], headers={

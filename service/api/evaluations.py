@@ -150,14 +150,11 @@ async def get_evaluation(rt: Rt, project: Project, evaluation_id: EvaluationId) 
         items = await evaluations.item_outcomes(conn, evaluation_id)
     out = evaluation_json(row)
     out["aggregates"] = [{
-        "evaluator": a.evaluator, "total": a.total, "passed": a.passed,
-        "failed": a.total - a.passed - a.errors, "errors": a.errors,
-        "pass_rate": a.passed / a.total if a.total else None,
-        "mean_score": a.mean_score,
+        **a, "failed": a["total"] - a["passed"] - a["errors"],
+        "pass_rate": a["passed"] / a["total"] if a["total"] else None,
     } for a in per_evaluator]
-    out["items"] = {"total": row.item_count, "evaluated": items.evaluated,
-                    "passed": items.passed, "errors": items.errors,
-                    "failed": items.evaluated - items.passed}
+    out["items"] = {**items, "total": row["item_count"],
+                    "failed": items["evaluated"] - items["passed"]}
     return out
 
 
