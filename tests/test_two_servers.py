@@ -98,9 +98,9 @@ CREATE CONSTRAINT TRIGGER derivation_probe_commit AFTER INSERT OR UPDATE ON traj
 """
 
 #: every table keyed by trace except the raw spans, the log records and the traces' partition
-#: keys (which ingest writes, not derivation) and the probe's own; found at run time, so a queue table added
-#: later is watched too. A time partition (migration 0021) is watched through its table: a
-#: trigger on a partitioned table fires for every partition.
+#: keys (which ingest writes, not derivation) and the probe's own; found at run time, so a queue
+#: table added later is watched too. A time partition (migration 0021) is watched through its
+#: table: a trigger on a partitioned table fires for every partition.
 TRACE_TABLES = """
 SELECT c.table_name FROM information_schema.columns c
 JOIN information_schema.tables t USING (table_schema, table_name)
