@@ -51,8 +51,8 @@ class Settings(BaseSettings):
 
     host: str = Field("127.0.0.1", description="address both servers listen on")
     http_port: Port = Field(4318, description=(
-        "HTTP port: OTLP /v1/traces, Coze Loop /v1/loop/*, REST /api/v1, /docs; "
-        "0 picks a free port (logged)"))
+        "HTTP port: OTLP /v1/traces, /v1/logs and /v1/metrics, Coze Loop /v1/loop/*, REST "
+        "/api/v1, /docs; 0 picks a free port (logged)"))
     grpc_port: Port = Field(4317, description="OTLP/gRPC port; 0 picks a free port (logged)")
     database_url: str = Field("", description=(
         "PostgreSQL URL; empty starts an embedded PostgreSQL in the data directory"))

@@ -47,6 +47,14 @@ SPANS_ACCEPTED = Counter("trajhub_spans_accepted", "Spans stored, by ingest form
 SPANS_REJECTED = Counter("trajhub_spans_rejected",
                          "Spans rejected through OTLP partial success (or Coze Loop's msg), by "
                          "ingest format", ["format"])
+LOG_RECORDS_ACCEPTED = Counter("trajhub_log_records_accepted",
+                               "OTLP log records stored (a record sent again is counted again)")
+LOG_RECORDS_REJECTED = Counter("trajhub_log_records_rejected",
+                               "OTLP log records rejected through partial success")
+METRIC_POINTS_DROPPED = Counter("trajhub_metric_points_dropped",
+                                "OTLP metric data points received and dropped (trajhub keeps "
+                                "no metrics; it answers so that an SDK exporting all three "
+                                "signals to it logs no error)")
 INGEST_QUEUE = Gauge("trajhub_ingest_queue",
                      "Ingest requests handed to the ingest workers and not yet answered")
 INGEST_QUEUE_LIMIT = Gauge("trajhub_ingest_queue_limit",
@@ -167,6 +175,9 @@ __all__ = [
     "INGEST_DEFERRED",
     "INGEST_SATURATED",
     "IN_FLIGHT",
+    "LOG_RECORDS_ACCEPTED",
+    "LOG_RECORDS_REJECTED",
+    "METRIC_POINTS_DROPPED",
     "RULE_RUNS",
     "RULE_RUN_SECONDS",
     "SPANS_ACCEPTED",

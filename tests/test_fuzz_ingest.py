@@ -4,12 +4,14 @@ hypothesis picks a capture and a series of mutations — structural ones (a fiel
 hostile number, a NUL in a name, an id of the wrong shape, attributes nested past the protobuf
 limit) and raw byte flips, truncations and splices — and sends the result over OTLP/HTTP
 protobuf, OTLP/gRPC, OTLP/JSON, the Coze Loop native ingest and /api/v1/normalize. No answer may
-be a 500 or a gRPC UNKNOWN / INTERNAL. Afterwards the server must still ingest, and the
-derivation worker must still derive a clean trace. Bounded: a fixed number of examples (CI
-runs the same ones every time, see conftest.py)."""
+be a 500 or a gRPC UNKNOWN / INTERNAL. OTLP log bodies (built here: no capture holds logs)
+are mutated alike and sent to the logs and metrics receivers. Afterwards the server must still
+ingest, and the derivation worker must still derive a clean trace. Bounded: a fixed number of
+examples (CI runs the same ones every time, see conftest.py)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from typing import Any
@@ -18,13 +20,16 @@ import grpc
 import httpx
 import orjson
 import pytest
+from google.protobuf import json_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from tests.captures import Capture, all_captures, replay
 from tests.harness import ServerProcess, final_trajectory, wait_for
-from tests.otlp_builders import new_trace_id, request, span
+from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.test_otlp_logs import log_record, logs_request
 
 pytestmark = pytest.mark.slow  # Hypothesis fuzzers against a live server
 
@@ -217,6 +222,90 @@ def test_mutated_json(server: ServerProcess, fuzz_project: str, path: str,
         r = c.post(f"{server.http}/api/v1/normalize", content=body,
                    headers={"content-type": "application/json"})
         _no_server_error(r, "normalize")
+
+
+def log_seeds() -> list[bytes]:
+    """OTLP log bodies to mutate (no capture holds logs): events of a span, a record outside
+    any trace, a body of each AnyValue kind."""
+    tid, sid = new_trace_id(), new_span_id()
+    records = [log_record(tid, sid), log_record(tid, sid, name="gen_ai.choice", content="4"),
+               log_record(content="no trace")]
+    records[2].body.Clear()
+    records[2].body.string_value = "plain"
+    return [logs_request(records).SerializeToString(),
+            logs_request(records[:1], service="other").SerializeToString()]
+
+
+def mutate_log_protobuf(data: st.DataObject, body: bytes) -> bytes:
+    req = ExportLogsServiceRequest.FromString(body)
+    records = [r for rl in req.resource_logs for sl in rl.scope_logs for r in sl.log_records]
+    for _ in range(data.draw(st.integers(min_value=1, max_value=4), label="edits")):
+        target = data.draw(st.sampled_from(records), label="record")
+        edit = data.draw(st.sampled_from(
+            ["time", "observed", "severity", "name", "trace_id", "span_id", "nested",
+             "flags", "project"]), label="edit")
+        if edit in ("time", "observed"):
+            setattr(target, "time_unix_nano" if edit == "time" else "observed_time_unix_nano",
+                    data.draw(st.sampled_from([0, 2**63 - 1, 2**63, 2**64 - 1])))
+        elif edit == "severity":
+            target.severity_number = data.draw(st.integers(-(2**31), 2**31 - 1))  # type: ignore[assignment]
+        elif edit == "name":
+            target.event_name = data.draw(st.sampled_from(HOSTILE_STRINGS))
+        elif edit in ("trace_id", "span_id"):
+            setattr(target, edit, data.draw(st.binary(max_size=20)))
+        elif edit == "nested":
+            value = target.body
+            for _ in range(data.draw(st.integers(min_value=10, max_value=47))):
+                value = value.array_value.values.add()
+            value.string_value = "x"
+        elif edit == "flags":
+            target.flags = data.draw(st.integers(0, 2**32 - 1))
+        elif edit == "project":
+            req.resource_logs[0].resource.attributes.add(key="trajhub.project").value \
+                .string_value = data.draw(st.sampled_from(HOSTILE_STRINGS))
+    return maybe_mangle(data, req.SerializeToString())
+
+
+def _logs_json(body: bytes) -> bytes:
+    """A logs body in OTLP/JSON, ids in hex as OTLP/JSON has them."""
+    doc = json_format.MessageToDict(ExportLogsServiceRequest.FromString(body))
+    for rl in doc.get("resourceLogs", []):
+        for sl in rl.get("scopeLogs", []):
+            for record in sl.get("logRecords", []):
+                for key in ("traceId", "spanId"):
+                    if key in record:
+                        record[key] = base64.b64decode(record[key]).hex()
+    return orjson.dumps(doc)
+
+
+@FUZZ
+@given(data=st.data())
+def test_mutated_otlp_logs(server: ServerProcess, fuzz_project: str,
+                           data: st.DataObject) -> None:
+    """Log bodies, mutated, over OTLP/HTTP protobuf and JSON and gRPC LogsService; a metrics
+    body's bytes, mangled, to both metrics receivers."""
+    seed = data.draw(st.sampled_from(log_seeds()), label="seed")
+    body = mutate_log_protobuf(data, seed)
+    as_json = mutate_json(data, _logs_json(seed))
+    with httpx.Client(timeout=30) as c:
+        for content, media in ((body, "application/x-protobuf"), (as_json, "application/json")):
+            r = c.post(f"{server.http}/v1/logs", content=content,
+                       headers={"content-type": media, "trajhub-project": fuzz_project})
+            _no_server_error(r, f"logs {media}")
+            r = c.post(f"{server.http}/v1/metrics", content=content,
+                       headers={"content-type": media, "trajhub-project": fuzz_project})
+            _no_server_error(r, f"metrics {media}")
+    with grpc.insecure_channel(server.grpc) as channel:
+        for service in ("logs.v1.LogsService", "metrics.v1.MetricsService"):
+            export = channel.unary_unary(f"/opentelemetry.proto.collector.{service}/Export",
+                                         request_serializer=None, response_deserializer=None)
+            try:
+                export(body, metadata=[("trajhub-project", fuzz_project)], timeout=30)
+            except grpc.RpcError as error:
+                assert error.code() in (grpc.StatusCode.INVALID_ARGUMENT,
+                                        grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                        grpc.StatusCode.UNAVAILABLE), (error.code(),
+                                                                       error.details())
 
 
 def test_after_the_fuzzing_the_server_ingests_and_derives(server: ServerProcess,

@@ -29,6 +29,7 @@ from tests.harness import (
     wait_for,
 )
 from tests.otlp_builders import new_trace_id, request, span
+from tests.test_otlp_logs import log_record, logs_request
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate, migration_files
 
@@ -90,6 +91,17 @@ def test_database_outage_gives_503_and_ingestion_resumes(tmp_path: Path) -> None
             assert r.status_code == 503
             assert int(r.headers["retry-after"]) > 0
             assert "database" in status_pb2.Status.FromString(r.content).message
+            # log records likewise, over both transports
+            logs = logs_request([log_record()]).SerializeToString()
+            r = c.post(f"{server.http}/v1/logs", headers={**PB, "trajhub-project": project},
+                       content=logs)
+            assert r.status_code == 503 and int(r.headers["retry-after"]) > 0
+            with grpc.insecure_channel(server.grpc) as channel, \
+                    pytest.raises(grpc.RpcError) as refused:
+                channel.unary_unary(
+                    "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+                    request_serializer=None, response_deserializer=None)(logs, timeout=30)
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
 
             stub = trace_service_pb2_grpc.TraceServiceStub(grpc.insecure_channel(server.grpc))
             with pytest.raises(grpc.RpcError) as failure:

@@ -105,6 +105,17 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     res = r("post", "/v1/loop/files/upload", c.post(
         "/v1/loop/files/upload", files={"file": (file_key, b"a large input")}))
     assert res.status_code == 200, res.text
+    # the other OTLP signals: a log record (and one rejected), metrics counted and dropped
+    logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": [
+        {"traceId": a_id, "spanId": a_root, "eventName": "gen_ai.choice",
+         "body": {"stringValue": "sunny"}}, {"traceId": "abcde"}]}]}]}
+    res = r("post", "/v1/logs", c.post("/v1/logs", content=orjson.dumps(logs),
+                                       headers={"content-type": "application/json"}))
+    assert res.status_code == 200 and res.json()["partialSuccess"], res.text
+    res = r("post", "/v1/metrics", c.post("/v1/metrics", content=b"", headers=PB))
+    assert res.status_code == 200, res.text
+    r("post", "/v1/logs", c.post("/v1/logs", content=b"{", headers={
+        "content-type": "application/json"}))
     # a rejected span is answered too (partialSuccess), and an undecodable body is a 400
     r("post", "/v1/traces", c.post("/v1/traces", content=b"{", headers={
         "content-type": "application/json"}))

@@ -33,8 +33,8 @@ PAGED = ["/api/v1/datasets/{name}/items", "/api/v1/evaluations", "/api/v1/traces
          "/api/v1/traces/{trace_id}/spans", "/api/v1/sessions",
          "/api/v1/trajectories/{trace_id}/steps", "/api/v1/trajectories/{trace_id}/events"]
 #: the OTLP/HTTP and Coze Loop ingest routes
-INGEST = ["/v1/traces", "/v1/loop/opentelemetry/v1/traces", "/v1/loop/traces/ingest",
-          "/v1/loop/files/upload"]
+INGEST = ["/v1/traces", "/v1/logs", "/v1/metrics", "/v1/loop/opentelemetry/v1/traces",
+          "/v1/loop/traces/ingest", "/v1/loop/files/upload"]
 
 
 def config_toml(project: str, admin: str, ci: bool) -> str:

@@ -97,16 +97,16 @@ CREATE CONSTRAINT TRIGGER derivation_probe_commit AFTER INSERT OR UPDATE ON traj
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION derivation_probe_commit();
 """
 
-#: every table keyed by trace except the raw spans and the traces' partition keys (which
-#: ingest writes, not derivation) and the probe's own; found at run time, so a queue table added
-#: later is watched too. A time partition (migration 0021) is watched through its table: a
-#: trigger on a partitioned table fires for every partition.
+#: every table keyed by trace except the raw spans, the log records and the traces' partition
+#: keys (which ingest writes, not derivation) and the probe's own; found at run time, so a queue
+#: table added later is watched too. A time partition (migration 0021) is watched through its
+#: table: a trigger on a partitioned table fires for every partition.
 TRACE_TABLES = """
 SELECT c.table_name FROM information_schema.columns c
 JOIN information_schema.tables t USING (table_schema, table_name)
 WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'
   AND c.column_name IN ('project', 'trace_id')
-  AND c.table_name NOT IN ('spans', 'trace_keys', 'derivation_probe')
+  AND c.table_name NOT IN ('spans', 'log_records', 'trace_keys', 'derivation_probe')
   AND NOT EXISTS (SELECT 1 FROM pg_inherits h
                   WHERE h.inhrelid = format('%I.%I', c.table_schema, c.table_name)::regclass)
 GROUP BY c.table_name HAVING count(*) = 2

@@ -1,4 +1,5 @@
-"""OTLP/gRPC: `opentelemetry.proto.collector.trace.v1.TraceService/Export`.
+"""OTLP/gRPC: `opentelemetry.proto.collector.trace.v1.TraceService/Export`, and the same for
+the logs and metrics signals (`LogsService`, `MetricsService`: service/ingest/signals.py).
 
 The method is registered with no deserializer, so the handler gets the raw request bytes and the
 ingest workers decode them (gRPC has already undone `grpc-encoding: gzip` and enforced the
@@ -10,17 +11,14 @@ from __future__ import annotations
 import time
 
 import grpc
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from trajhub.service import access, metrics
 from trajhub.service.auth import IngestGate
 from trajhub.service.errors import grpc_status, ingest_error
 from trajhub.service.ingest.pool import IngestPool
+from trajhub.service.ingest.signals import SIGNALS, Signal
 from trajhub.service.ingest.worker import KIND_OTLP_PROTOBUF, IngestJob
 from trajhub.service.projects import PROJECT_HEADERS
-
-SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
-EXPORT_PATH = f"/{SERVICE}/Export"
 
 
 def _metadata_project(metadata: dict[str, str]) -> str | None:
@@ -31,7 +29,12 @@ def _metadata_project(metadata: dict[str, str]) -> str | None:
     return None
 
 
-def trace_service(pool: IngestPool, max_bytes: int, gate: IngestGate) -> grpc.GenericRpcHandler:
+def otlp_service(signal: Signal, pool: IngestPool, max_bytes: int, gate: IngestGate
+                 ) -> grpc.GenericRpcHandler:
+    """The `Export` method of one signal's gRPC service."""
+    kind = signal.kinds[KIND_OTLP_PROTOBUF]
+    path = signal.export_path
+
     async def export(request: bytes, context: grpc.aio.ServicerContext[bytes, bytes]) -> bytes:
         started = time.perf_counter()
         metadata = {key: value for key, value in context.invocation_metadata() or ()
@@ -42,27 +45,22 @@ def trace_service(pool: IngestPool, max_bytes: int, gate: IngestGate) -> grpc.Ge
         try:
             # the API key in the `authorization` metadata decides the project
             project = await gate.project(metadata.get("authorization"), project)
-            result = await pool.submit(
-                IngestJob(KIND_OTLP_PROTOBUF, request, "", project, max_bytes))
+            result = await pool.submit(IngestJob(kind, request, "", project, max_bytes))
         except Exception as exc:  # never UNKNOWN: every failure maps to its code
             error = ingest_error(exc)
             status = grpc_status(error)
-            access.record("grpc", "POST", EXPORT_PATH, status.code.name,
+            access.record("grpc", "POST", path, status.code.name,
                           time.perf_counter() - started, project,
                           metric_status=error.http_status)
             await context.abort(status.code, status.details, status.trailing_metadata)
         finally:
             in_flight.dec()
-        access.record("grpc", "POST", EXPORT_PATH, grpc.StatusCode.OK.name,
+        access.record("grpc", "POST", path, grpc.StatusCode.OK.name,
                       time.perf_counter() - started, project, result.accepted, result.rejected,
                       metric_status=200)
-        response = ExportTraceServiceResponse()
-        if result.rejected or result.error_message:
-            response.partial_success.rejected_spans = result.rejected
-            response.partial_success.error_message = result.error_message
-        return response.SerializeToString()
+        return signal.response(result).SerializeToString()
 
-    return grpc.method_handlers_generic_handler(SERVICE, {
+    return grpc.method_handlers_generic_handler(signal.service, {
         "Export": grpc.unary_unary_rpc_method_handler(
             export, request_deserializer=None, response_serializer=None),
     })
@@ -83,5 +81,6 @@ def create_server(pool: IngestPool, max_bytes: int, gate: IngestGate) -> grpc.ai
         # a second server on a busy port must fail to bind, not split the traffic
         ("grpc.so_reuseport", 0),
     ])
-    server.add_generic_rpc_handlers((trace_service(pool, max_bytes, gate),))
+    server.add_generic_rpc_handlers(tuple(otlp_service(signal, pool, max_bytes, gate)
+                                          for signal in SIGNALS))
     return server

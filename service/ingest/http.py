@@ -7,7 +7,6 @@ from typing import Annotated
 import orjson
 from fastapi import APIRouter, Depends, Request, Response
 from google.protobuf import json_format
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
@@ -33,6 +32,13 @@ from trajhub.service.ingest.bodies import (
     request_project,
     require_media,
 )
+from trajhub.service.ingest.signal_docs import (
+    LOGS_200,
+    METRICS_200,
+    signal_body,
+    signal_responses,
+)
+from trajhub.service.ingest.signals import LOGS, METRICS, TRACES, Signal
 from trajhub.service.ingest.worker import (
     KIND_COZELOOP,
     KIND_OTLP_JSON,
@@ -91,11 +97,8 @@ def otlp_error(error: IngestError, kind: str) -> Response:
                     headers=error_headers(error))
 
 
-def otlp_success(result: IngestResult, kind: str) -> Response:
-    response = ExportTraceServiceResponse()
-    if result.rejected or result.error_message:
-        response.partial_success.rejected_spans = result.rejected
-        response.partial_success.error_message = result.error_message
+def otlp_success(result: IngestResult, kind: str, signal: Signal = TRACES) -> Response:
+    response = signal.response(result)
     if kind == KIND_OTLP_PROTOBUF:
         return Response(response.SerializeToString(), media_type=PROTOBUF)
     return Response(json_format.MessageToJson(response, indent=None).encode(), media_type=JSON)
@@ -118,14 +121,14 @@ async def ingest(request: Request, rt: Runtime, kind: str) -> IngestResult:
     return result
 
 
-async def _export_otlp(request: Request, rt: Runtime) -> Response:
+async def _export_otlp(request: Request, rt: Runtime, signal: Signal = TRACES) -> Response:
     kind = KIND_OTLP_JSON
     try:
         kind = otlp_kind(request.headers.get("content-type", ""))
-        result = await ingest(request, rt, kind)
+        result = await ingest(request, rt, signal.kinds[kind])
     except Exception as exc:
         return otlp_error(ingest_error(exc), kind)
-    return otlp_success(result, kind)
+    return otlp_success(result, kind, signal)
 
 
 @router.post("/v1/traces", tags=["ingest"], openapi_extra=_OTLP_BODY, responses=OTLP_RESPONSES,
@@ -136,6 +139,29 @@ async def otlp_traces(request: Request, rt: Annotated[Runtime, Depends(runtime)]
     the rest are stored. 503 with Retry-After when the database
     is unreachable or ingestion is saturated."""
     return await _export_otlp(request, rt)
+
+
+@router.post("/v1/logs", tags=["ingest"],
+             openapi_extra=signal_body("ExportLogsServiceRequest", PROJECT_QUERY),
+             responses=signal_responses(LOGS_200),
+             summary="OTLP/HTTP log export (protobuf or JSON)")
+async def otlp_logs(request: Request, rt: Annotated[Runtime, Depends(runtime)]) -> Response:
+    """Stores the log records (the events GenAI instrumentations put message content in) as
+    received, answering only after they are committed; a record sent again is stored once.
+    Projects, API keys, size limits, partial success and 503 are as for `/v1/traces`. Stored
+    records do not yet show in trajectories."""
+    return await _export_otlp(request, rt, LOGS)
+
+
+@router.post("/v1/metrics", tags=["ingest"],
+             openapi_extra=signal_body("ExportMetricsServiceRequest", PROJECT_QUERY),
+             responses=signal_responses(METRICS_200),
+             summary="OTLP/HTTP metric export: counted and dropped")
+async def otlp_metrics(request: Request, rt: Annotated[Runtime, Depends(runtime)]) -> Response:
+    """Answers success, so that an SDK exporting all three signals to trajhub logs no error;
+    the data points are counted (`trajhub_metric_points_dropped_total` on `/metrics`) and not
+    stored. API keys and size limits are as for `/v1/traces`."""
+    return await _export_otlp(request, rt, METRICS)
 
 
 @router.post("/v1/loop/opentelemetry/v1/traces", tags=["coze loop"], openapi_extra=_OTLP_BODY,

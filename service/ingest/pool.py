@@ -28,6 +28,7 @@ from multiprocessing.process import BaseProcess
 from trajhub.service import logs, metrics
 from trajhub.service.errors import DatabaseUnavailable, Unavailable
 from trajhub.service.ingest import worker as ingest_worker
+from trajhub.service.ingest.log_decode import METRIC_KINDS
 from trajhub.service.ingest.worker import IngestJob, IngestResult
 from trajhub.service.shortages import SHORTAGES
 from trajhub.service.supervision import Backoff, exit_cause
@@ -118,6 +119,15 @@ class DerivePolicy:
         elif self.deferring and self.average <= self.low:
             self.deferring = False
         return not self.deferring
+
+
+def _count_other(kind: str, result: IngestResult) -> None:
+    """Count what a request of the logs or metrics signal stored, rejected or dropped."""
+    if kind in METRIC_KINDS:
+        metrics.METRIC_POINTS_DROPPED.inc(result.accepted)
+    else:
+        metrics.LOG_RECORDS_ACCEPTED.inc(result.accepted)
+        metrics.LOG_RECORDS_REJECTED.inc(result.rejected)
 
 
 class IngestPool:
@@ -249,6 +259,9 @@ class IngestPool:
             self.inflight -= 1
             self.policy.changed(self.inflight)
         SHORTAGES.wrote()
+        if job.kind in ingest_worker.OTHER_KINDS:
+            _count_other(job.kind, result)
+            return result
         metrics.SPANS_ACCEPTED.labels(job.kind).inc(result.accepted)
         metrics.SPANS_REJECTED.labels(job.kind).inc(result.rejected)
         if result.derived:

@@ -19,15 +19,17 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import asyncpg
 
 from trajhub.service import derivation, logs
 from trajhub.service.dictionaries import DictionaryKeeper
 from trajhub.service.errors import BadRequest, IngestError, Unavailable, ingest_error
+from trajhub.service.ingest import log_decode
 from trajhub.service.ingest.decode import Batch, cozeloop_batch, decompress, otlp_batch, parse_otlp
 from trajhub.service.lifeline import die_with_parent
 from trajhub.service.projects import InvalidProject, validate_project
@@ -37,15 +39,20 @@ from trajhub.storage import (
     compression_dictionaries,
     database,
     derivation_store,
+    log_writer,
     search_words,
     span_writer,
 )
 
 log = logging.getLogger("trajhub.ingest")
 
+_T = TypeVar("_T")
+
 KIND_OTLP_PROTOBUF = "protobuf"
 KIND_OTLP_JSON = "json"
 KIND_COZELOOP = "cozeloop"
+#: the kinds of the logs and metrics signals (service/ingest/log_decode.py)
+OTHER_KINDS = log_decode.LOG_KINDS | log_decode.METRIC_KINDS
 
 
 @dataclass(frozen=True)
@@ -126,8 +133,21 @@ class _Worker:
     def write(self, batch: Batch, derive: bool = True) -> int:
         """Store the batch; returns how many traces' trajectories were stored with it."""
         derived = self._derive(batch, derive)
+        return self._run(self._write(batch, derived))
+
+    async def _write_logs(self, batch: log_decode.LogBatch) -> None:
+        conn = await self._connection()
+        async with conn.transaction():
+            await log_writer.write_logs(conn, batch.rows, batch.resources)
+
+    def write_logs(self, batch: log_decode.LogBatch) -> None:
+        """Store a request's log records."""
+        self._run(self._write_logs(batch))
+
+    def _run(self, write: Coroutine[Any, Any, _T]) -> _T:
+        """Run a write on this worker's connection; any failure as an IngestError."""
         try:
-            return self.loop.run_until_complete(self._write(batch, derived))
+            return self.loop.run_until_complete(write)
         except Exception as exc:
             # whatever failed, the connection may be mid-operation ("cannot switch to state"):
             # start the next request on a fresh one
@@ -227,15 +247,20 @@ def derive_queued() -> DrainRound:
         raise ingest_error(exc) from None
 
 
-def decode(job: IngestJob) -> Batch:
-    """The rows a request stores and the spans it rejects; BadRequest when nothing in it is
-    usable. No database involved."""
+def _body(job: IngestJob) -> bytes:
+    """The request's body, decompressed, once its project (if it names one) is valid."""
     if job.project is not None:
         try:
             validate_project(job.project)
         except InvalidProject as error:
             raise BadRequest(str(error)) from None
-    body = decompress(job.body, job.content_encoding, job.max_bytes)
+    return decompress(job.body, job.content_encoding, job.max_bytes)
+
+
+def decode(job: IngestJob) -> Batch:
+    """The rows a request stores and the spans it rejects; BadRequest when nothing in it is
+    usable. No database involved."""
+    body = _body(job)
     if job.kind == KIND_COZELOOP:
         return cozeloop_batch(body, job.project)
     rejected: list[str] = []
@@ -257,6 +282,8 @@ def ingest(job: IngestJob) -> IngestResult:
 
 def _ingest(job: IngestJob) -> IngestResult:
     assert _worker is not None, "initialize() was not called in this process"
+    if job.kind in OTHER_KINDS:
+        return _ingest_other(_worker, job)
     batch = decode(job)
     derived = 0
     if batch.rows:
@@ -264,3 +291,18 @@ def _ingest(job: IngestJob) -> IngestResult:
     elif batch.rejected:
         raise BadRequest(f"every span was invalid; {batch.error_message}")
     return IngestResult(len(batch.rows), batch.rejected, batch.error_message, derived)
+
+
+def _ingest_other(worker: _Worker, job: IngestJob) -> IngestResult:
+    """A request of the logs or metrics signal: log records are stored (as `_ingest` stores
+    spans, acknowledged after the commit), metric data points only counted."""
+    body = _body(job)
+    if job.kind in log_decode.METRIC_KINDS:
+        return IngestResult(log_decode.metric_points(
+            body, job.kind == log_decode.KIND_METRICS_JSON), 0, "")
+    batch = log_decode.decode_logs(body, job.kind == log_decode.KIND_LOGS_JSON, job.project)
+    if batch.rows:
+        worker.write_logs(batch)
+    elif batch.rejected:
+        raise BadRequest(f"every log record was invalid; {batch.error_message}")
+    return IngestResult(len(batch.rows), batch.rejected, batch.error_message)
