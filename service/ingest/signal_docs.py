@@ -24,14 +24,15 @@ def signal_body(message: str, project_query: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _ok(description: str, message: str, partial: dict[str, Any] | None) -> dict[str, Any]:
+def _ok(description: str, message: str, partial: dict[str, Any] | None,
+        example: dict[str, Any]) -> dict[str, Any]:
     properties = {} if partial is None else {"partialSuccess": {
         "type": "object", "properties": partial,
         "description": "present only when records were rejected (named in `errorMessage`)"}}
     return {"description": description, "content": {
         JSON: {"schema": {"type": "object", "properties": properties,
                           "description": f"opentelemetry.proto.collector.{message} in "
-                                         "OTLP/JSON"}},
+                                         "OTLP/JSON", "examples": [example]}},
         PROTOBUF: {"schema": {"type": "string", "format": "binary",
                               "description": f"opentelemetry.proto.collector.{message}"}},
     }}
@@ -42,9 +43,12 @@ LOGS_200 = _ok("stored; rejected log records are counted in `partialSuccess`",
                    "rejectedLogRecords": {
                        "anyOf": [{"type": "string"}, {"type": "integer"}],
                        "description": "log records rejected (a string in OTLP/JSON: int64)"},
-                   "errorMessage": {"type": "string"}})
+                   "errorMessage": {"type": "string"}},
+               {"partialSuccess": {"rejectedLogRecords": "1", "errorMessage": (
+                   "rejected 1 log record(s): log record 'gen_ai.choice': invalid trace_id "
+                   "(need 16 bytes or none, got 0102030405)")}})
 METRICS_200 = _ok("received; the data points are counted and dropped",
-                  "metrics.v1.ExportMetricsServiceResponse", None)
+                  "metrics.v1.ExportMetricsServiceResponse", None, {})
 
 
 def signal_responses(ok: dict[str, Any]) -> dict[int | str, dict[str, Any]]:
