@@ -180,6 +180,27 @@ def _filterable_tags(tag_maps: Iterable[Any]) -> dict[str, Any]:
     return out
 
 
+def resource_project(given: str | None, attributes: Iterable[Any]) -> tuple[str, str]:
+    """The project a resource's records are stored under (the request's, else the resource's
+    `trajhub.project`, else the default) and why it is invalid ("" when it is valid)."""
+    project = given or _string_attribute(attributes, "trajhub.project") or DEFAULT_PROJECT
+    try:
+        validate_project(project)
+    except InvalidProject as error:
+        return project, f"trajhub.project: {error}"
+    return project, ""
+
+
+def scope_envelope(resource: Any, scope: Any) -> tuple[bytes, int]:
+    """The stored envelope of one instrumentation scope's records: its resource and scope
+    without the records, as a ResourceSpans (a ResourceLogs has the same field numbers, so
+    both signals' envelopes are the same bytes and stored once), and its id."""
+    envelope = ResourceSpans(resource=resource.resource, schema_url=resource.schema_url)
+    envelope.scope_spans.add(scope=scope.scope, schema_url=scope.schema_url)
+    envelope_bytes = envelope.SerializeToString(deterministic=True)
+    return envelope_bytes, _resource_id(envelope_bytes)
+
+
 def _resource_id(envelope: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(envelope, digest_size=8).digest(), "big", signed=True)
 
@@ -243,22 +264,12 @@ def otlp_batch(request: ExportTraceServiceRequest, project: str | None,
         batch.reject(reason)
     for rs in request.resource_spans:
         resource_attributes = rs.resource.attributes
-        rs_project = (
-            project or _string_attribute(resource_attributes, "trajhub.project") or DEFAULT_PROJECT
-        )
-        project_problem = ""
-        try:
-            validate_project(rs_project)
-        except InvalidProject as error:
-            project_problem = f"trajhub.project: {error}"
+        rs_project, project_problem = resource_project(project, resource_attributes)
         service = pg_text(_string_attribute(resource_attributes, "service.name"))
         for ss in rs.scope_spans:
             if not ss.spans:
                 continue
-            envelope = ResourceSpans(resource=rs.resource, schema_url=rs.schema_url)
-            envelope.scope_spans.add(scope=ss.scope, schema_url=ss.schema_url)
-            envelope_bytes = envelope.SerializeToString(deterministic=True)
-            resource_id = _resource_id(envelope_bytes)
+            envelope_bytes, resource_id = scope_envelope(rs, ss)
             used = False
             for span in ss.spans:
                 problem = project_problem or _otlp_span_problem(span)

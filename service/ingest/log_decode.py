@@ -20,12 +20,16 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
-from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from trajhub.service.errors import BadRequest
-from trajhub.service.ingest.decode import MAX_TIME_NS, _resource_id, _string_attribute
+from trajhub.service.ingest.decode import (
+    MAX_TIME_NS,
+    _string_attribute,
+    resource_project,
+    scope_envelope,
+)
 from trajhub.service.ingest.otlp_json_logs import parse_logs_request
-from trajhub.service.projects import DEFAULT_PROJECT, InvalidProject, validate_project
 from trajhub.storage.compression import compress
 from trajhub.storage.log_writer import LogWrite
 from trajhub.storage.pgtext import pg_text
@@ -115,22 +119,11 @@ def log_batch(request: ExportLogsServiceRequest, project: str | None,
     for reason in rejected:
         batch.reject(reason)
     for rl in request.resource_logs:
-        rl_project = (project or _string_attribute(rl.resource.attributes, "trajhub.project")
-                      or DEFAULT_PROJECT)
-        project_problem = ""
-        try:
-            validate_project(rl_project)
-        except InvalidProject as error:
-            project_problem = f"trajhub.project: {error}"
+        rl_project, project_problem = resource_project(project, rl.resource.attributes)
         for sl in rl.scope_logs:
             if not sl.log_records:
                 continue
-            # the same bytes as a span's ResourceSpans envelope (the fields are numbered
-            # alike), so the envelope is stored once for both signals
-            envelope = ResourceLogs(resource=rl.resource, schema_url=rl.schema_url)
-            envelope.scope_logs.add(scope=sl.scope, schema_url=sl.schema_url)
-            envelope_bytes = envelope.SerializeToString(deterministic=True)
-            resource_id = _resource_id(envelope_bytes)
+            envelope_bytes, resource_id = scope_envelope(rl, sl)
             used = False
             for record in sl.log_records:
                 trace_id, trace_problem = _id(record.trace_id, 16, _ZERO_TRACE, "trace_id")

@@ -19,20 +19,22 @@ from trajhub.service.ingest import log_decode
 from trajhub.service.ingest.worker import KIND_OTLP_JSON, KIND_OTLP_PROTOBUF, IngestResult
 
 
-def _traces_response(result: IngestResult) -> Message:
-    response = ExportTraceServiceResponse()
-    if result.rejected or result.error_message:
-        response.partial_success.rejected_spans = result.rejected
-        response.partial_success.error_message = result.error_message
-    return response
+def _partial_success(response: type[Message], rejected_field: str
+                     ) -> Callable[[IngestResult], Message]:
+    """The answer of a signal whose rejected records its `partial_success` counts in
+    `rejected_field`: set only when some were rejected or there is something to say."""
+    def answer(result: IngestResult) -> Message:
+        message = response()
+        if result.rejected or result.error_message:
+            partial = message.partial_success  # type: ignore[attr-defined]
+            setattr(partial, rejected_field, result.rejected)
+            partial.error_message = result.error_message
+        return message
+    return answer
 
 
-def _logs_response(result: IngestResult) -> Message:
-    response = ExportLogsServiceResponse()
-    if result.rejected or result.error_message:
-        response.partial_success.rejected_log_records = result.rejected
-        response.partial_success.error_message = result.error_message
-    return response
+_traces_response = _partial_success(ExportTraceServiceResponse, "rejected_spans")
+_logs_response = _partial_success(ExportLogsServiceResponse, "rejected_log_records")
 
 
 def _metrics_response(result: IngestResult) -> Message:
