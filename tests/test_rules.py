@@ -271,10 +271,12 @@ def test_an_unreachable_judge_is_retried_with_backoff_and_a_malformed_verdict_is
         (score,) = wait_for(lambda: scores_of(api, trace_id), timeout=30,
                             what="the judge's score")
         assert (score["value"], score["rule_id"], score["error"]) == (0.8, rule["id"], None)
-        # two 503s, then the answer: waits of about 1 s, then 2 s (backoff_seconds)
+        # two 503s, then the answer: waits of at least 1 s, then at least 2 s. Only the
+        # lower bounds: a busy machine makes any wait longer (the schedule itself is
+        # backoff_seconds's, tests/test_rules_units.py)
         assert len(judge.times) == 3
         first, second = judge.times[1] - judge.times[0], judge.times[2] - judge.times[1]
-        assert 0.9 <= first < 1.9 and 1.9 <= second < 3.5, (first, second)
+        assert first >= 0.9 and second >= 1.9, (first, second)
 
         judge.malformed = True
         chatty = send_run(server.http, project)
