@@ -21,6 +21,8 @@ import pytest
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+#: how long a page action or an `expect` waits for its condition
+UI_TIMEOUT_MS = 30_000
 #: Until the project list exists (GET /api/v1/projects), the UI asks for it, gets a 404 and falls
 #: back to a free-text project field.
 EXPECTED_FAILURES = {(404, "/api/v1/projects")}
@@ -107,7 +109,11 @@ class UiPage:
 def browser_page(base: str, shots: Path, context_options: dict[str, Any] | None = None
                  ) -> Iterator[UiPage]:
     executable = require_browser()
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
+
+    # `expect` waits 5 s by default, apart from the page's timeout: a loaded machine renders
+    # a page later than that, and a passing check waits only until it holds
+    expect.set_options(timeout=UI_TIMEOUT_MS)
 
     origin = urlsplit(base).netloc
     with sync_playwright() as p:
@@ -116,7 +122,7 @@ def browser_page(base: str, shots: Path, context_options: dict[str, Any] | None 
             context = browser.new_context(viewport={"width": 1400, "height": 900},
                                           accept_downloads=True, **(context_options or {}))
             page = context.new_page()
-            page.set_default_timeout(15_000)
+            page.set_default_timeout(UI_TIMEOUT_MS)
             ui = UiPage(page, base, shots)
 
             def on_console(message: Any) -> None:
