@@ -1,8 +1,8 @@
 """The `trajhub` command run inside the test process: `main(argv)` with an environment of its
 own and its standard output and error captured, answered as `subprocess.run` would answer.
 
-A command run as `python -m trajhub` pays a Python start and trajhub's imports, over a second
-of CPU each time, and the suite runs the command some hundred times. The console script is
+A command run as `python -m trajhub` pays a Python start and trajhub's imports each time, and
+the suite runs the command many times (bench/README.md, "The test suite"). The console script is
 `main` itself (pyproject.toml), so calling it is the command; tests/test_package.py runs the
 installed entry points as processes, and the replay test that needs a terminal runs one too."""
 

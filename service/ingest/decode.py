@@ -17,7 +17,7 @@ import re
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 from google.protobuf.message import DecodeError
@@ -47,7 +47,7 @@ _SPAN_KINDS = range(0, 6)
 _STATUS_CODES = range(0, 3)
 #: Attribute values longer than this stay only in the span body, not in the filterable copy.
 _FILTERABLE_MAX_CHARS = 256
-#: How many rejected-span reasons one response names.
+#: How many rejected-item reasons one response names.
 _MAX_REASONS = 5
 
 _ZERO_TRACE = bytes(16)
@@ -98,25 +98,14 @@ def _bounded_inflate(body: bytes, wbits: int, limit: int) -> bytes:
 
 
 @dataclass
-class Batch:
-    """What one request stores: rows keyed by (project, trace_id, span_id), the resource
-    envelopes they reference, and the spans rejected."""
+class Rejections:
+    """The items of one request that were rejected: how many, and the first few distinct
+    reasons, which the partial-success answer names."""
 
-    rows: dict[tuple[str, str, str], SpanWrite] = field(default_factory=dict)
-    resources: dict[int, bytes] = field(default_factory=dict)
-    #: the decoded OTLP span of each OTLP row, so deriving from this request parses nothing again
-    parsed: dict[tuple[str, str, str], Span] = field(default_factory=dict)
+    #: what the items are, as the answer names them
+    noun: ClassVar[str] = "span(s)"
     rejected: int = 0
     reasons: list[str] = field(default_factory=list)
-
-    def add(self, row: SpanWrite, parsed: Span | None = None) -> None:
-        key = (row.project, row.trace_id, row.span_id)
-        kept = self.rows.get(key)
-        # a span sent twice in one request: keep the version that ended last
-        if kept is None or row.end_ns > kept.end_ns:
-            self.rows[key] = row
-            if parsed is not None:
-                self.parsed[key] = parsed
 
     def reject(self, reason: str) -> None:
         self.rejected += 1
@@ -127,7 +116,27 @@ class Batch:
     def error_message(self) -> str:
         if not self.rejected:
             return ""
-        return f"rejected {self.rejected} span(s): " + "; ".join(self.reasons)
+        return f"rejected {self.rejected} {self.noun}: " + "; ".join(self.reasons)
+
+
+@dataclass
+class Batch(Rejections):
+    """What one request stores: rows keyed by (project, trace_id, span_id), the resource
+    envelopes they reference, and the spans rejected."""
+
+    rows: dict[tuple[str, str, str], SpanWrite] = field(default_factory=dict)
+    resources: dict[int, bytes] = field(default_factory=dict)
+    #: the decoded OTLP span of each OTLP row, so deriving from this request parses nothing again
+    parsed: dict[tuple[str, str, str], Span] = field(default_factory=dict)
+
+    def add(self, row: SpanWrite, parsed: Span | None = None) -> None:
+        key = (row.project, row.trace_id, row.span_id)
+        kept = self.rows.get(key)
+        # a span sent twice in one request: keep the version that ended last
+        if kept is None or row.end_ns > kept.end_ns:
+            self.rows[key] = row
+            if parsed is not None:
+                self.parsed[key] = parsed
 
 
 def _filterable_key(key: str) -> bool:

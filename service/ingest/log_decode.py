@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import orjson
 from google.protobuf.message import DecodeError
@@ -25,6 +26,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from trajhub.service.errors import BadRequest
 from trajhub.service.ingest.decode import (
     MAX_TIME_NS,
+    Rejections,
     _string_attribute,
     resource_project,
     scope_envelope,
@@ -42,8 +44,6 @@ KIND_METRICS_JSON = "metrics-json"
 LOG_KINDS = frozenset((KIND_LOGS_PROTOBUF, KIND_LOGS_JSON))
 METRIC_KINDS = frozenset((KIND_METRICS_PROTOBUF, KIND_METRICS_JSON))
 
-#: How many rejected-record reasons one response names.
-_MAX_REASONS = 5
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
 #: the kinds of metric data, each with its `data_points`
@@ -53,25 +53,13 @@ _METRIC_DATA_JSON = ("gauge", "sum", "histogram", "exponentialHistogram",
 
 
 @dataclass
-class LogBatch:
+class LogBatch(Rejections):
     """What one request stores: the rows, the resource envelopes they reference, and the
     records rejected."""
 
+    noun: ClassVar[str] = "log record(s)"
     rows: list[LogWrite] = field(default_factory=list)
     resources: dict[int, bytes] = field(default_factory=dict)
-    rejected: int = 0
-    reasons: list[str] = field(default_factory=list)
-
-    def reject(self, reason: str) -> None:
-        self.rejected += 1
-        if len(self.reasons) < _MAX_REASONS and reason not in self.reasons:
-            self.reasons.append(reason)
-
-    @property
-    def error_message(self) -> str:
-        if not self.rejected:
-            return ""
-        return f"rejected {self.rejected} log record(s): " + "; ".join(self.reasons)
 
 
 def parse_logs(body: bytes, json: bool, rejected: list[str] | None = None

@@ -20,12 +20,12 @@ import binascii
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from trajhub.service.errors import BadRequest
 
@@ -241,6 +241,55 @@ def _span(obj: Mapping[str, Any], out: Span) -> None:
         out.status.code = _enum(status.get("code"), _STATUS_CODE, "status.code")  # type: ignore[assignment]
 
 
+class Envelopes(NamedTuple):
+    """One signal's nesting, each level as (lowerCamelCase key, snake_case key = the protobuf
+    field): resources → scopes → items."""
+
+    resources: tuple[str, str]
+    scopes: tuple[str, str]
+    items: tuple[str, str]
+    #: what one item is called in a message about its shape
+    item: str
+
+
+SPANS = Envelopes(("resourceSpans", "resource_spans"), ("scopeSpans", "scope_spans"),
+                  ("spans", "spans"), "span")
+
+
+def read_envelopes(obj: Mapping[str, Any], request: Any, envelopes: Envelopes,
+                   read_item: Callable[[Mapping[str, Any], Any], None],
+                   label: Callable[[Any], str], rejected: list[str] | None) -> None:
+    """Fill `request`, an export request message, from OTLP/JSON's resources → scopes → items.
+    With `rejected`, an item with an invalid value (or every item of an invalid resource or
+    scope) is left out and one reason per item is appended instead; only a malformed request
+    structure raises."""
+    for raw_r in _list(obj, *envelopes.resources):
+        raw_r = _dict(raw_r, envelopes.resources[0])
+        resource = getattr(request, envelopes.resources[1]).add()
+        envelope_error = _envelope(raw_r, "resource", resource.resource, _resource, rejected)
+        resource.schema_url = str(_get(raw_r, "schemaUrl", "schema_url") or "")
+        for raw_s in _list(raw_r, *envelopes.scopes):
+            raw_s = _dict(raw_s, envelopes.scopes[0])
+            scope = getattr(resource, envelopes.scopes[1]).add()
+            scope_error = envelope_error or _envelope(raw_s, "scope", scope.scope, _scope,
+                                                      rejected)
+            scope.schema_url = str(_get(raw_s, "schemaUrl", "schema_url") or "")
+            items = getattr(scope, envelopes.items[1])
+            for raw in _list(raw_s, *envelopes.items):
+                if scope_error:
+                    assert rejected is not None
+                    rejected.append(f"{label(raw)}: {scope_error}")
+                    continue
+                item = items.add()
+                try:
+                    read_item(_dict(raw, envelopes.item), item)
+                except BadRequest as error:
+                    if rejected is None:
+                        raise
+                    del items[-1]
+                    rejected.append(f"{label(raw)}: {error.message}")
+
+
 def _label(raw: Any) -> str:
     name = raw.get("name") if isinstance(raw, Mapping) else None
     return f"span {str(name or '')[:80]!r}"
@@ -257,28 +306,5 @@ def parse_request(obj: Any, rejected: list[str] | None = None) -> ExportTraceSer
     # is not an ExportTraceServiceRequest (its schema in /openapi.json says object)
     if not isinstance(obj, Mapping):
         raise BadRequest("the body must be a JSON object (an ExportTraceServiceRequest)")
-    for raw_rs in _list(obj, "resourceSpans", "resource_spans"):
-        raw_rs = _dict(raw_rs, "resourceSpans")
-        rs: ResourceSpans = request.resource_spans.add()
-        envelope_error = _envelope(raw_rs, "resource", rs.resource, _resource, rejected)
-        rs.schema_url = str(_get(raw_rs, "schemaUrl", "schema_url") or "")
-        for raw_ss in _list(raw_rs, "scopeSpans", "scope_spans"):
-            raw_ss = _dict(raw_ss, "scopeSpans")
-            ss: ScopeSpans = rs.scope_spans.add()
-            scope_error = _envelope(raw_ss, "scope", ss.scope, _scope, rejected)
-            scope_error = envelope_error or scope_error
-            ss.schema_url = str(_get(raw_ss, "schemaUrl", "schema_url") or "")
-            for raw_span in _list(raw_ss, "spans", "spans"):
-                if scope_error:
-                    assert rejected is not None
-                    rejected.append(f"{_label(raw_span)}: {scope_error}")
-                    continue
-                span = ss.spans.add()
-                try:
-                    _span(_dict(raw_span, "span"), span)
-                except BadRequest as error:
-                    if rejected is None:
-                        raise
-                    del ss.spans[-1]
-                    rejected.append(f"{_label(raw_span)}: {error.message}")
+    read_envelopes(obj, request, SPANS, _span, _label, rejected)
     return request

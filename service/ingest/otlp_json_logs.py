@@ -17,20 +17,20 @@ from trajhub.service.errors import BadRequest
 from trajhub.service.ingest.otlp_json import (
     _UINT32,
     _UINT64,
+    Envelopes,
     _any_value,
-    _dict,
     _dropped,
     _enum,
-    _envelope,
     _get,
     _key_values,
     _list,
-    _resource,
-    _scope,
+    read_envelopes,
 )
 from trajhub.service.ingest.otlp_json import _int as _read_int
 
 _SEVERITY = dict(SeverityNumber.items())
+_LOGS = Envelopes(("resourceLogs", "resource_logs"), ("scopeLogs", "scope_logs"),
+                  ("logRecords", "log_records"), "logRecord")
 # request 1 → ResourceLogs 2 → ScopeLogs 3 → LogRecord 4: its body (an AnyValue) is level 5,
 # an attribute's value level 6, as a span's
 _BODY_DEPTH = 5
@@ -83,28 +83,5 @@ def parse_logs_request(obj: Any, rejected: list[str] | None = None
     request = ExportLogsServiceRequest()
     if not isinstance(obj, Mapping):
         raise BadRequest("the body must be a JSON object (an ExportLogsServiceRequest)")
-    for raw_rl in _list(obj, "resourceLogs", "resource_logs"):
-        raw_rl = _dict(raw_rl, "resourceLogs")
-        rl = request.resource_logs.add()
-        envelope_error = _envelope(raw_rl, "resource", rl.resource, _resource, rejected)
-        rl.schema_url = str(_get(raw_rl, "schemaUrl", "schema_url") or "")
-        for raw_sl in _list(raw_rl, "scopeLogs", "scope_logs"):
-            raw_sl = _dict(raw_sl, "scopeLogs")
-            sl = rl.scope_logs.add()
-            scope_error = envelope_error or _envelope(raw_sl, "scope", sl.scope, _scope,
-                                                      rejected)
-            sl.schema_url = str(_get(raw_sl, "schemaUrl", "schema_url") or "")
-            for raw in _list(raw_sl, "logRecords", "log_records"):
-                if scope_error:
-                    assert rejected is not None
-                    rejected.append(f"{_label(raw)}: {scope_error}")
-                    continue
-                record = sl.log_records.add()
-                try:
-                    _record(_dict(raw, "logRecord"), record)
-                except BadRequest as error:
-                    if rejected is None:
-                        raise
-                    del sl.log_records[-1]
-                    rejected.append(f"{_label(raw)}: {error.message}")
+    read_envelopes(obj, request, _LOGS, _record, _label, rejected)
     return request
