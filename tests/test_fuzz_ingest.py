@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from tests.captures import Capture, all_captures, replay
 from tests.harness import ServerProcess, final_trajectory, wait_for
@@ -52,6 +53,13 @@ HOSTILE_INTS = [-1, -(2**31) - 1, 2**31, 2**32, 2**40, 2**62, 2**63 - 1, 2**63, 
                 2**64, -(2**63) - 1, 0]
 HOSTILE_STRINGS = ["", "\x00", "a\x00b", "0x" + "1" * 30, "-" + "1" * 31, " " * 32,
                    "_" * 16, "\u202e", "NaN", "Infinity", "9" * 40, "ff" * 8, "00" * 16]
+
+
+def nest_deep(data: st.DataObject, value: AnyValue) -> None:
+    """Make `value` arrays in arrays, 10 to 47 deep: deep, yet within what protobuf parses."""
+    for _ in range(data.draw(st.integers(min_value=10, max_value=47))):
+        value = value.array_value.values.add()
+    value.string_value = "x"
 
 
 def nested(depth: int) -> dict[str, Any]:
@@ -136,10 +144,7 @@ def mutate_protobuf(data: st.DataObject, body: bytes) -> bytes:
             target.attributes.add(key="n").value.int_value = data.draw(
                 st.integers(-(2**63), 2**63 - 1))
         elif edit == "nested_attr":
-            value = target.attributes.add(key="deep").value
-            for _ in range(data.draw(st.integers(min_value=10, max_value=47))):
-                value = value.array_value.values.add()
-            value.string_value = "x"
+            nest_deep(data, target.attributes.add(key="deep").value)
         elif edit == "flags":
             target.flags = data.draw(st.integers(0, 2**32 - 1))
         elif edit == "service":
@@ -254,10 +259,7 @@ def mutate_log_protobuf(data: st.DataObject, body: bytes) -> bytes:
         elif edit in ("trace_id", "span_id"):
             setattr(target, edit, data.draw(st.binary(max_size=20)))
         elif edit == "nested":
-            value = target.body
-            for _ in range(data.draw(st.integers(min_value=10, max_value=47))):
-                value = value.array_value.values.add()
-            value.string_value = "x"
+            nest_deep(data, target.body)
         elif edit == "flags":
             target.flags = data.draw(st.integers(0, 2**32 - 1))
         elif edit == "project":

@@ -15,12 +15,12 @@ from __future__ import annotations
 import hashlib
 import re
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import orjson
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span
@@ -49,6 +49,8 @@ _STATUS_CODES = range(0, 3)
 _FILTERABLE_MAX_CHARS = 256
 #: How many rejected-item reasons one response names.
 _MAX_REASONS = 5
+#: an OTLP export request message (traces or logs)
+Export = TypeVar("Export", bound=Message)
 
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
@@ -221,20 +223,30 @@ def _string_attribute(attributes: Iterable[KeyValue], key: str) -> str:
     return ""
 
 
-def parse_otlp(body: bytes, content_type: str, rejected: list[str] | None = None
-               ) -> ExportTraceServiceRequest:
-    """Decode an OTLP body: "protobuf" or "json". With `rejected`, OTLP/JSON spans with an
-    invalid value are left out and named there (see `parse_request`)."""
-    if content_type == "json":
+def parse_export(body: bytes, json: bool, message: type[Export],
+                 from_json: Callable[[Any, list[str] | None], Export],
+                 rejected: list[str] | None = None) -> Export:
+    """Decode one signal's export request: OTLP/JSON (read by `from_json`) when `json`, else
+    protobuf; BadRequest names what is wrong."""
+    if json:
         try:
             obj = orjson.loads(body)
         except orjson.JSONDecodeError as exc:
             raise BadRequest(f"body is not valid JSON: {exc}") from None
-        return parse_request(obj, rejected)
+        return from_json(obj, rejected)
     try:
-        return ExportTraceServiceRequest.FromString(body)
+        return message.FromString(body)
     except DecodeError as exc:
-        raise BadRequest(f"body is not a valid ExportTraceServiceRequest protobuf: {exc}") from None
+        raise BadRequest(
+            f"body is not a valid {message.DESCRIPTOR.name} protobuf: {exc}") from None
+
+
+def parse_otlp(body: bytes, content_type: str, rejected: list[str] | None = None
+               ) -> ExportTraceServiceRequest:
+    """Decode an OTLP body: "protobuf" or "json". With `rejected`, OTLP/JSON spans with an
+    invalid value are left out and named there (see `parse_request`)."""
+    return parse_export(body, content_type == "json", ExportTraceServiceRequest, parse_request,
+                        rejected)
 
 
 def _otlp_span_problem(span: Span) -> str:

@@ -28,6 +28,7 @@ from trajhub.service.ingest.decode import (
     MAX_TIME_NS,
     Rejections,
     _string_attribute,
+    parse_export,
     resource_project,
     scope_envelope,
 )
@@ -65,17 +66,7 @@ class LogBatch(Rejections):
 def parse_logs(body: bytes, json: bool, rejected: list[str] | None = None
                ) -> ExportLogsServiceRequest:
     """Decode an OTLP logs body (protobuf, or OTLP/JSON when `json`)."""
-    if json:
-        try:
-            obj = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise BadRequest(f"body is not valid JSON: {exc}") from None
-        return parse_logs_request(obj, rejected)
-    try:
-        return ExportLogsServiceRequest.FromString(body)
-    except DecodeError as exc:
-        raise BadRequest(
-            f"body is not a valid ExportLogsServiceRequest protobuf: {exc}") from None
+    return parse_export(body, json, ExportLogsServiceRequest, parse_logs_request, rejected)
 
 
 def _id(value: bytes, length: int, zero: bytes, what: str) -> tuple[str, str]:
