@@ -55,6 +55,20 @@ HOSTILE_STRINGS = ["", "\x00", "a\x00b", "0x" + "1" * 30, "-" + "1" * 31, " " * 
                    "_" * 16, "\u202e", "NaN", "Infinity", "9" * 40, "ff" * 8, "00" * 16]
 
 
+def grpc_export(server: ServerProcess, service: str, body: bytes, project: str) -> None:
+    """Send `body` to the OTLP `service`'s Export over gRPC: any answer but a rejection of the
+    input, a size limit or a transient fault fails the test."""
+    with grpc.insecure_channel(server.grpc) as channel:
+        export = channel.unary_unary(f"/opentelemetry.proto.collector.{service}/Export",
+                                     request_serializer=None, response_deserializer=None)
+        try:
+            export(body, metadata=[("trajhub-project", project)], timeout=30)
+        except grpc.RpcError as error:
+            assert error.code() in (grpc.StatusCode.INVALID_ARGUMENT,
+                                    grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                    grpc.StatusCode.UNAVAILABLE), (error.code(), error.details())
+
+
 def nest_deep(data: st.DataObject, value: AnyValue) -> None:
     """Make `value` arrays in arrays, 10 to 47 deep: deep, yet within what protobuf parses."""
     for _ in range(data.draw(st.integers(min_value=10, max_value=47))):
@@ -197,17 +211,7 @@ def test_mutated_otlp_protobuf_over_http_and_grpc(server: ServerProcess, fuzz_pr
         r = c.post(f"{server.http}/api/v1/normalize", content=body,
                    headers={"content-type": "application/x-protobuf"})
         _no_server_error(r, "normalize")
-    with grpc.insecure_channel(server.grpc) as channel:
-        export = channel.unary_unary(
-            "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-            request_serializer=None, response_deserializer=None)
-        try:
-            export(body, metadata=[("trajhub-project", fuzz_project)], timeout=30)
-        except grpc.RpcError as error:
-            assert error.code() in (grpc.StatusCode.INVALID_ARGUMENT,
-                                    grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                    grpc.StatusCode.UNAVAILABLE), (error.code(),
-                                                                   error.details())
+    grpc_export(server, "trace.v1.TraceService", body, fuzz_project)
 
 
 @pytest.mark.parametrize(("path", "captures"), [("/v1/traces", OTLP_JSON),
@@ -297,17 +301,8 @@ def test_mutated_otlp_logs(server: ServerProcess, fuzz_project: str,
             r = c.post(f"{server.http}/v1/metrics", content=content,
                        headers={"content-type": media, "trajhub-project": fuzz_project})
             _no_server_error(r, f"metrics {media}")
-    with grpc.insecure_channel(server.grpc) as channel:
-        for service in ("logs.v1.LogsService", "metrics.v1.MetricsService"):
-            export = channel.unary_unary(f"/opentelemetry.proto.collector.{service}/Export",
-                                         request_serializer=None, response_deserializer=None)
-            try:
-                export(body, metadata=[("trajhub-project", fuzz_project)], timeout=30)
-            except grpc.RpcError as error:
-                assert error.code() in (grpc.StatusCode.INVALID_ARGUMENT,
-                                        grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                        grpc.StatusCode.UNAVAILABLE), (error.code(),
-                                                                       error.details())
+    for service in ("logs.v1.LogsService", "metrics.v1.MetricsService"):
+        grpc_export(server, service, body, fuzz_project)
 
 
 def test_after_the_fuzzing_the_server_ingests_and_derives(server: ServerProcess,
