@@ -15,8 +15,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
+import httpx
 import pytest
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -86,6 +87,8 @@ class UiPage:
     external_requests: list[str] = field(default_factory=list)
     #: (status, path) of every answer >= 400 the page received
     failed_loads: list[tuple[int, str]] = field(default_factory=list)
+    #: (path, query parameter names) of every request the page sent to the API
+    api_queries: list[tuple[str, frozenset[str]]] = field(default_factory=list)
 
     def open(self, fragment: str) -> None:
         self.page.goto(f"{self.base}/{fragment}")
@@ -97,12 +100,26 @@ class UiPage:
 
     def assert_clean(self, expected_failures: set[tuple[int, str]] = EXPECTED_FAILURES) -> None:
         """No JavaScript error, nothing fetched from another host, no failed request but the
-        expected ones."""
+        expected ones, no query parameter that /openapi.json calls deprecated."""
         assert self.errors == [], "JavaScript errors in the console:\n" + "\n".join(self.errors)
         assert self.external_requests == [], ("requests to other hosts: "
                                              f"{self.external_requests}")
         unexpected = [f for f in self.failed_loads if f not in expected_failures]
         assert unexpected == [], f"failed requests: {unexpected}"
+        deprecated = deprecated_parameters(self.base)
+        uses = [(path, sorted(names & deprecated)) for path, names in self.api_queries
+                if names & deprecated]
+        assert uses == [], f"requests with deprecated query parameters: {uses}"
+
+
+def deprecated_parameters(base: str) -> frozenset[str]:
+    """The query parameters /openapi.json marks deprecated (each such name is deprecated
+    wherever it is taken)."""
+    document = httpx.get(f"{base}/openapi.json", timeout=30).json()
+    return frozenset(parameter["name"] for operations in document["paths"].values()
+                     for operation in operations.values()
+                     for parameter in operation.get("parameters", ())
+                     if parameter.get("deprecated") and parameter["in"] == "query")
 
 
 @contextmanager
@@ -141,6 +158,8 @@ def browser_page(base: str, shots: Path, context_options: dict[str, Any] | None 
                 parts = urlsplit(request.url)
                 if parts.scheme in ("http", "https", "ws", "wss") and parts.netloc != origin:
                     ui.external_requests.append(request.url)
+                elif parts.path.startswith("/api/"):
+                    ui.api_queries.append((parts.path, frozenset(parse_qs(parts.query))))
 
             page.on("console", on_console)
             page.on("pageerror", lambda error: ui.errors.append(f"uncaught: {error}"))

@@ -162,3 +162,9 @@ export async function download(path, query, fallbackName) {
 }
 
 export const enc = encodeURIComponent;
+
+/** The `cursor` of the page at position `n` of a list paged by position (a trajectory's steps
+ * or events): the server's encoding of such a cursor (service/api/cursors.py), which this UI
+ * ships with, so a table can jump to any page instead of only to the next one. */
+export const positionCursor = (n) =>
+  btoa(JSON.stringify([n])).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");

@@ -3,7 +3,7 @@
 // history and the scores (the run's in the header, a step's next to that step);
 // "Add to dataset" with editable expectations; "Compare with…" another run.
 
-import {ApiError, download, enc, get, patch, post, request} from "../api.js";
+import {ApiError, download, enc, get, patch, positionCursor, post, request} from "../api.js";
 import {costNode} from "../cost.js";
 import {contractView, costView, loadContract, loadCost, loadEvents, playbackView} from "../replay.js";
 import {link, navigate, replaceParams} from "../router.js";
@@ -75,14 +75,13 @@ class StepStore {
   get(offset) { return this.steps.get(offset); }
 
   /** Fetch the pages holding these offsets (each page once). The table scrolls anywhere, so a
-   * page is asked for by its position (`offset`, deprecated beside `cursor`): a cursor only
-   * leads to the page after one already read. */
+   * page is asked for by the cursor of its position, not by a `next_cursor` already read. */
   ensure(offsets) {
     const pages = new Set(offsets.filter((o) => !this.steps.has(o)).map((o) => Math.floor(o / PAGE)));
     return Promise.all([...pages].map((n) => {
       if (!this.pending.has(n)) {
         this.pending.set(n, get(`/api/v1/trajectories/${enc(this.traceId)}/steps`,
-          {offset: n * PAGE, limit: PAGE})
+          {cursor: positionCursor(n * PAGE), limit: PAGE})
           .then((page) => this.add(page))
           .finally(() => this.pending.delete(n)));
       }
