@@ -142,19 +142,39 @@ def model_name(attrs: Attributes) -> str:
     return ""
 
 
+#: the content attributes of a model call, which the details event repeats
+_CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
+#: event attributes that say who sent the event, not what it says
+_NOT_CONTENT = ("gen_ai.system", "event.name")
+
+
+def _content(span: Span) -> Attributes:
+    """The model call's content attributes: each from the span, else from its details event.
+    With `SPAN_AND_EVENT` an instrumentation writes both: the span's win, so nothing is read
+    twice; an event (from a log record, normalizers/log_events.py) fills what the span lacks."""
+    attrs = span.attributes
+    if all(key in attrs for key in _CONTENT_KEYS):
+        return attrs
+    details = next((e.attributes for e in span.events if e.name == _DETAILS_EVENT), None)
+    if details is None:
+        return attrs
+    return {**{k: details[k] for k in _CONTENT_KEYS if k in details}, **attrs}
+
+
 def _event_content(span: Span) -> tuple[str, str]:
-    """Input/output from events when the attributes have none."""
-    for event in span.events:
-        if event.name == _DETAILS_EVENT:
-            return input_messages(event.attributes), output_messages(event.attributes)
+    """Input/output from the older per-message events (`gen_ai.user.message`, …,
+    `gen_ai.choice`): their content is in their attributes, or in a log record's body, which
+    becomes attributes (normalizers/log_events.py)."""
     inputs: list[dict[str, Any]] = []
     outputs: list[Any] = []
     for event in span.events:
         role = _MESSAGE_EVENTS.get(event.name)
-        body = {k: v for k, v in event.attributes.items() if not k.startswith("gen_ai.system")}
+        if role is None and event.name != "gen_ai.choice":
+            continue
+        body = {k: v for k, v in event.attributes.items() if not k.startswith(_NOT_CONTENT)}
         if role is not None:
             inputs.append({"role": role, **body})
-        elif event.name == "gen_ai.choice":
+        else:
             outputs.append(body)
     return (dumps(inputs) if inputs else "", dumps(outputs) if outputs else "")
 
@@ -372,10 +392,12 @@ class GenAI:
                 metadata.update(_mcp_metadata(span, trace))
             put_tool_call_id(metadata, warnings, get_str(attrs, "gen_ai.tool.call.id"))
         else:
-            input_text = input_messages(attrs) or get_str(attrs, "gen_ai.prompt") or ""
-            output_text = output_messages(attrs) or get_str(attrs, "gen_ai.completion") or ""
-            if not input_text and not output_text:
-                input_text, output_text = _event_content(span)
+            content = _content(span)
+            input_text = input_messages(content) or get_str(attrs, "gen_ai.prompt") or ""
+            output_text = output_messages(content) or get_str(attrs, "gen_ai.completion") or ""
+            if not input_text or not output_text:
+                event_input, event_output = _event_content(span)
+                input_text, output_text = input_text or event_input, output_text or event_output
         if kind is StepKind.MODEL:
             usage = model_usage(attrs)
             put(metadata, "model_name", model_name(attrs))
