@@ -13,7 +13,7 @@ from pydantic import Field
 
 from trajhub.records import SERVED_ONLY, Example, Record, Stored
 from trajhub.records.examples import SPAN_ID, TRACE_ID
-from trajhub.records.spans import SpanScope
+from trajhub.records.scope import SpanScope
 
 
 def _column(column: str, convert: str = "", stored_type: Any = None) -> Stored:
