@@ -6,7 +6,10 @@ also set it with non-standard values (LangSmith, Traceloop) are detected before 
 - Content: `gen_ai.input.messages` / `gen_ai.output.messages` (JSON string or structured value),
   `gen_ai.system_instructions`, tool `gen_ai.tool.call.arguments` / `.result`; the opt-in event
   `gen_ai.client.inference.operation.details`; the deprecated `gen_ai.prompt` / `gen_ai.completion`
-  attributes and `gen_ai.{system,user,assistant,tool}.message` / `gen_ai.choice` events.
+  attributes and `gen_ai.{system,user,assistant,tool}.message` / `gen_ai.choice` events. Events
+  are span events, or log records naming the span (normalizers/log_events.py); each of input,
+  output and system instructions is the span's, else the details event's, else the per-message
+  events', so content sent both ways (`SPAN_AND_EVENT`) is read once.
 - Usage: `gen_ai.usage.{input,output}_tokens` (deprecated `prompt_tokens`/`completion_tokens`),
   `gen_ai.usage.reasoning.output_tokens`, `gen_ai.usage.cache_{read,creation}.input_tokens` and
   the other spellings of the cache counts (`CACHE_READ_KEYS`, `CACHE_WRITE_KEYS`).
