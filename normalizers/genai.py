@@ -179,7 +179,9 @@ def _event_content(span: Span) -> tuple[str, str]:
             inputs.append({"role": role, **body})
         else:
             outputs.append(body)
-    return (dumps(inputs) if inputs else "", dumps(outputs) if outputs else "")
+    # the choices as a chat completion holds them, which the payload reading knows
+    # (normalizers/payloads.py, `model_output`: the first choice's message)
+    return (dumps(inputs) if inputs else "", dumps({"choices": outputs}) if outputs else "")
 
 
 def _server_address(attrs: Attributes) -> str:

@@ -158,10 +158,12 @@ def test_the_older_message_events_in_record_bodies_give_input_and_output() -> No
                       {"content": "You are terse."})
     choice = LogEvent(TRACE, CHAT, "gen_ai.choice", T0 + 4, {"gen_ai.system": "openai"},
                       {"index": 0, "finish_reason": "stop",
-                       "message": {"role": "assistant", "content": "Sunny."}})
+                       "message": {"role": "assistant", "content": "Sunny.", "tool_calls": [
+                           {"id": "call_1", "type": "function", "function": {
+                               "name": "get_weather", "arguments": '{"city": "sf"}'}}]}})
     step = _model_step(attach(_spans(), [choice, user, system]))
     assert _texts(step) == (
         [{"role": "system", "content": "You are terse."},
          {"role": "user", "content": "weather in sf?"}],
-        [{"index": 0, "finish_reason": "stop",
-          "message": {"role": "assistant", "content": "Sunny."}}])
+        {"role": "assistant", "content": "Sunny.",
+         "tool_calls": [{"id": "call_1", "name": "get_weather", "arguments": {"city": "sf"}}]})
