@@ -6,7 +6,10 @@ also set it with non-standard values (LangSmith, Traceloop) are detected before 
 - Content: `gen_ai.input.messages` / `gen_ai.output.messages` (JSON string or structured value),
   `gen_ai.system_instructions`, tool `gen_ai.tool.call.arguments` / `.result`; the opt-in event
   `gen_ai.client.inference.operation.details`; the deprecated `gen_ai.prompt` / `gen_ai.completion`
-  attributes and `gen_ai.{system,user,assistant,tool}.message` / `gen_ai.choice` events.
+  attributes and `gen_ai.{system,user,assistant,tool}.message` / `gen_ai.choice` events. Events
+  are span events, or log records naming the span (normalizers/log_events.py); each of input,
+  output and system instructions is the span's, else the details event's, else the per-message
+  events', so content sent both ways (`SPAN_AND_EVENT`) is read once.
 - Usage: `gen_ai.usage.{input,output}_tokens` (deprecated `prompt_tokens`/`completion_tokens`),
   `gen_ai.usage.reasoning.output_tokens`, `gen_ai.usage.cache_{read,creation}.input_tokens` and
   the other spellings of the cache counts (`CACHE_READ_KEYS`, `CACHE_WRITE_KEYS`).
@@ -142,21 +145,43 @@ def model_name(attrs: Attributes) -> str:
     return ""
 
 
+#: the content attributes of a model call, which the details event repeats
+_CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
+#: event attributes that say who sent the event, not what it says
+_NOT_CONTENT = ("gen_ai.system", "event.name")
+
+
+def _content(span: Span) -> Attributes:
+    """The model call's content attributes: each from the span, else from its details event.
+    With `SPAN_AND_EVENT` an instrumentation writes both: the span's win, so nothing is read
+    twice; an event (from a log record, normalizers/log_events.py) fills what the span lacks."""
+    attrs = span.attributes
+    if all(key in attrs for key in _CONTENT_KEYS):
+        return attrs
+    details = next((e.attributes for e in span.events if e.name == _DETAILS_EVENT), None)
+    if details is None:
+        return attrs
+    return {**{k: details[k] for k in _CONTENT_KEYS if k in details}, **attrs}
+
+
 def _event_content(span: Span) -> tuple[str, str]:
-    """Input/output from events when the attributes have none."""
-    for event in span.events:
-        if event.name == _DETAILS_EVENT:
-            return input_messages(event.attributes), output_messages(event.attributes)
+    """Input/output from the older per-message events (`gen_ai.user.message`, …,
+    `gen_ai.choice`): their content is in their attributes, or in a log record's body, which
+    becomes attributes (normalizers/log_events.py)."""
     inputs: list[dict[str, Any]] = []
     outputs: list[Any] = []
     for event in span.events:
         role = _MESSAGE_EVENTS.get(event.name)
-        body = {k: v for k, v in event.attributes.items() if not k.startswith("gen_ai.system")}
+        if role is None and event.name != "gen_ai.choice":
+            continue
+        body = {k: v for k, v in event.attributes.items() if not k.startswith(_NOT_CONTENT)}
         if role is not None:
             inputs.append({"role": role, **body})
-        elif event.name == "gen_ai.choice":
+        else:
             outputs.append(body)
-    return (dumps(inputs) if inputs else "", dumps(outputs) if outputs else "")
+    # the choices as a chat completion holds them, which the payload reading knows
+    # (normalizers/payloads.py, `model_output`: the first choice's message)
+    return (dumps(inputs) if inputs else "", dumps({"choices": outputs}) if outputs else "")
 
 
 def _server_address(attrs: Attributes) -> str:
@@ -372,10 +397,12 @@ class GenAI:
                 metadata.update(_mcp_metadata(span, trace))
             put_tool_call_id(metadata, warnings, get_str(attrs, "gen_ai.tool.call.id"))
         else:
-            input_text = input_messages(attrs) or get_str(attrs, "gen_ai.prompt") or ""
-            output_text = output_messages(attrs) or get_str(attrs, "gen_ai.completion") or ""
-            if not input_text and not output_text:
-                input_text, output_text = _event_content(span)
+            content = _content(span)
+            input_text = input_messages(content) or get_str(attrs, "gen_ai.prompt") or ""
+            output_text = output_messages(content) or get_str(attrs, "gen_ai.completion") or ""
+            if not input_text or not output_text:
+                event_input, event_output = _event_content(span)
+                input_text, output_text = input_text or event_input, output_text or event_output
         if kind is StepKind.MODEL:
             usage = model_usage(attrs)
             put(metadata, "model_name", model_name(attrs))

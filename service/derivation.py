@@ -20,6 +20,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
 from trajhub.normalizers import NORMALIZER_VERSION, derive, root_ended
 from trajhub.normalizers.item_fields import run_texts
+from trajhub.normalizers.log_events import attach
 from trajhub.normalizers.model import STATUS_ERROR, Span
 from trajhub.normalizers.playback import model_usage
 from trajhub.normalizers.run_context import RunContext, preview, run_context
@@ -29,6 +30,7 @@ from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectorySummary
 from trajhub.service import stored_trajectory
 from trajhub.service.heap import collector_paused, release_free_memory
+from trajhub.service.stored_logs import log_events
 from trajhub.service.stored_spans import to_model
 from trajhub.storage import derivation_store, trace_reads
 from trajhub.storage.attribute_keys import trace_attribute_keys
@@ -135,15 +137,20 @@ def _drained(rows: list[RowMapping]) -> Iterator[RowMapping]:
 
 def derive_trace(project: str, trace_id: str, rows: list[RowMapping],
                  envelopes: Mapping[int, bytes], last_received: datetime, settle: timedelta,
-                 parsed: Mapping[tuple[str, str, str], OtlpSpan] | None = None) -> Result:
+                 parsed: Mapping[tuple[str, str, str], OtlpSpan] | None = None,
+                 logs: Sequence[bytes] = ()) -> Result:
     """Both rows of one trace from its span rows; never raises for bad spans (the trajectory
     records why it could not be derived). `parsed`: OTLP spans already decoded, by key.
-    `rows` is emptied as its spans are read: each row is let go once it is a span model, so
-    a large trace's rows and models are not all held at once (docs/large-traces.md)."""
+    `logs`: the stored bodies of the trace's log records that name a span, which become those
+    spans' events (normalizers/log_events.py). `rows` is emptied as its spans are read: each
+    row is let go once it is a span model, so a large trace's rows and models are not all held
+    at once (docs/large-traces.md)."""
     summary = trace_row(project, trace_id, rows, last_received)
     settle_at = last_received + settle
     try:
         spans = to_model(_drained(rows), envelopes, parsed)
+        if logs:
+            spans = attach(spans, log_events(logs))
     except Exception as exc:  # spans that do not read back: recorded, not fatal
         log.warning("trace %s/%s: spans unreadable: %r", project, trace_id, exc)
         return summary, failed_trajectory(project, trace_id, settle_at, exc,
@@ -233,6 +240,9 @@ async def derive_round(conn: Connection, settle: timedelta, batch: int) -> int:
             if not claimed:
                 return 0
         rows = await derivation_store.load_spans(conn, claimed)
+        logs: dict[tuple[str, str], list[bytes]] = defaultdict(list)
+        for r in await derivation_store.load_logs(conn, claimed):
+            logs[(r["project"], r["trace_id"])].append(r["body"])
         large = len(rows) >= LARGE_ROUND_SPANS
         envelopes = await trace_reads.resources(
             conn, sorted({r["resource_id"] for r in rows if r["resource_id"] is not None}))
@@ -242,7 +252,8 @@ async def derive_round(conn: Connection, settle: timedelta, batch: int) -> int:
         del rows  # each trace's rows go as it is derived (derive_trace)
         with collector_paused() if large else contextlib.nullcontext():
             results = [derive_trace(c.project, c.trace_id, trace_rows, envelopes,
-                                    c.last_received_at, settle)
+                                    c.last_received_at, settle,
+                                    logs=logs.pop((c.project, c.trace_id), ()))
                        for c in claimed
                        if (trace_rows := by_trace.pop((c.project, c.trace_id), None))]
         if large:

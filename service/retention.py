@@ -79,6 +79,9 @@ async def sweep(db: asyncpg.Pool, default_days: float) -> int:
                     if count < retention.BATCH:
                         break
                     await asyncio.sleep(0)  # let the server's other work in between
+                while await retention.expire_orphan_logs(conn, project, cutoff) \
+                        >= retention.BATCH:
+                    await asyncio.sleep(0)
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1)", SWEEP_LOCK)
     if deleted:

@@ -200,15 +200,15 @@ def otlp_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- REST views
 
-def _jsonable(value: AttributeValue) -> Any:
+def jsonable(value: AttributeValue) -> Any:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
     if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
         return str(value)
     if isinstance(value, list):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: jsonable(v) for k, v in value.items()}
     return value
 
 
@@ -230,10 +230,10 @@ def span_view(span: Span) -> dict[str, Any]:
         "duration_ms": span.duration_ns / 1e6,
         "status": {"code": _STATUS_NAMES[span.status_code] if 0 <= span.status_code < 3
                    else span.status_code, "message": span.status_message},
-        "attributes": _jsonable(dict(span.attributes)),
+        "attributes": jsonable(dict(span.attributes)),
         "events": [{"name": e.name, "time": iso_time(e.time_ns), "time_unix_nano": str(e.time_ns),
-                    "attributes": _jsonable(dict(e.attributes))} for e in span.events],
-        "resource": _jsonable(dict(span.resource)),
+                    "attributes": jsonable(dict(e.attributes))} for e in span.events],
+        "resource": jsonable(dict(span.resource)),
         "scope": {"name": span.scope_name, "version": span.scope_version},
         "format": "cozeloop" if span.cozeloop is not None else "otlp",
     }

@@ -106,18 +106,35 @@ async def store(conn: Connection, data: bytes, replacing: int | None) -> bool:
     return bool(stored)
 
 
+# the earliest received log record: a loose index scan over the projects, then the first of
+# each project's records by received time (NULL when there are none)
+_EARLIEST_LOG = """
+WITH RECURSIVE p AS (
+    (SELECT project FROM log_records ORDER BY project LIMIT 1)
+    UNION ALL
+    SELECT (SELECT project FROM log_records WHERE project > p.project ORDER BY project LIMIT 1)
+    FROM p WHERE p.project IS NOT NULL
+)
+SELECT min((SELECT min(l.received_at) FROM log_records l WHERE l.project = p.project))
+FROM p WHERE p.project IS NOT NULL
+"""
+
+
 async def delete_unused(conn: Connection) -> int:
     """Delete the dictionaries no stored span can have been compressed with: each replaced
     (a newer one stored) before the oldest time partition began. A span is filed under its
     trace's first-seen time, never after it was received, so a span compressed with a
     dictionary lies in a partition that began before that dictionary was replaced (and the
     ingest workers' last look for a newer one). Trajectory documents are compressed with the
-    dictionary of their time too, and live in their trace's partition. Returns how many
-    went."""
+    dictionary of their time too, and live in their trace's partition. Log records are not
+    partitioned (migration 0069), and an orphaned one may outlive every partition of its
+    time: none is older than the earliest received one, found per project through the index
+    of migration 0070. Returns how many went."""
     deleted = await conn.fetch(
-        """DELETE FROM compression_dictionaries d
+        f"""DELETE FROM compression_dictionaries d
            WHERE (SELECT min(n.trained_at) FROM compression_dictionaries n
                   WHERE n.trained_at > d.trained_at) + $1::interval
-                 < (SELECT min(lower) FROM time_partitions)
+                 < least((SELECT min(lower) FROM time_partitions), ({_EARLIEST_LOG}))
            RETURNING id""", IN_USE_AFTER_REPLACED)
     return len(deleted)
+

@@ -115,14 +115,19 @@ async def claim_whole(conn: Connection, span_counts: Mapping[tuple[str, str], in
         [k[0] for k in keys], [k[1] for k in keys])
     if not locked:
         return []
+    # A trace with log records stored is left to the queue too: they become its spans' events
+    # (`load_logs`), which the request's own derivation did not read. One probe of the
+    # records' primary key per trace.
     stored = await conn.fetch(
         """SELECT c.project, c.trace_id,
                   (SELECT count(*) FROM spans s
-                   WHERE s.project = c.project AND s.trace_id = c.trace_id) AS spans
+                   WHERE s.project = c.project AND s.trace_id = c.trace_id) AS spans,
+                  EXISTS (SELECT 1 FROM log_records l
+                          WHERE l.project = c.project AND l.trace_id = c.trace_id) AS logged
            FROM unnest($1::text[], $2::text[]) AS c(project, trace_id)""",
         [r["project"] for r in locked], [r["trace_id"] for r in locked])
     return [(r["project"], r["trace_id"]) for r in stored
-            if r["spans"] == span_counts[(r["project"], r["trace_id"])]]
+            if not r["logged"] and r["spans"] == span_counts[(r["project"], r["trace_id"])]]
 
 
 async def load_spans(conn: Connection, traces: Sequence[ClaimedTrace]
@@ -131,6 +136,19 @@ async def load_spans(conn: Connection, traces: Sequence[ClaimedTrace]
         f"""SELECT s.project, {SPAN_FIELDS}, s.attributes FROM spans s
             JOIN unnest($1::text[], $2::text[]) AS c(project, trace_id)
               ON s.project = c.project AND s.trace_id = c.trace_id""",
+        [t.project for t in traces], [t.trace_id for t in traces])
+
+
+async def load_logs(conn: Connection, traces: Sequence[ClaimedTrace]) -> list[asyncpg.Record]:
+    """The stored log records of `traces` that name a span (project, trace_id, body), in time
+    order: one statement for the batch, one probe of the records' primary key per trace, so
+    a project that sends no logs pays an empty index read."""
+    return await conn.fetch(
+        """SELECT l.project, l.trace_id, l.body FROM log_records l
+           JOIN unnest($1::text[], $2::text[]) AS c(project, trace_id)
+             ON l.project = c.project AND l.trace_id = c.trace_id
+           WHERE l.span_id <> ''
+           ORDER BY l.time_ns, l.span_id, l.digest""",
         [t.project for t in traces], [t.trace_id for t in traces])
 
 

@@ -36,10 +36,19 @@ LOG_COLUMNS: tuple[str, ...] = LogWrite._fields
 _TYPES = ("text", "text", "text", "bigint", "bigint", "integer", "text", "text", "bigint",
           "bytea", "bytea")
 
+# A record that names a trace queues the trace for derivation, in the transaction that stores
+# it (as storage/span_writer.py queues a span's): its content becomes the trace's spans' events
+# (normalizers/log_events.py), so a record that arrives after its spans, even after the
+# trajectory is final, derives the trace again. A re-sent record, stored already, queues nothing.
 _INSERT = f"""
-INSERT INTO log_records ({", ".join(LOG_COLUMNS)})
-SELECT * FROM unnest({", ".join(f"${i}::{t}[]" for i, t in enumerate(_TYPES, 1))})
-ON CONFLICT DO NOTHING
+WITH stored AS (
+    INSERT INTO log_records ({", ".join(LOG_COLUMNS)})
+    SELECT * FROM unnest({", ".join(f"${i}::{t}[]" for i, t in enumerate(_TYPES, 1))})
+    ON CONFLICT DO NOTHING
+    RETURNING project, trace_id
+)
+INSERT INTO trace_changes (project, trace_id)
+SELECT DISTINCT project, trace_id FROM stored WHERE trace_id <> ''
 """
 
 _INSERT_RESOURCES = """

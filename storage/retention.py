@@ -14,6 +14,10 @@ cutoff. Expired data goes two ways:
   their spans, summary, trajectory, revisions and key in one transaction, so the cost of a batch
   follows its size, not the tables'.
 
+Log records (migration 0069, not partitioned) go with their trace both ways; those whose trace
+has no spans, or that name no trace, go by their own received time under their project's
+retention (`expire_orphan_logs`).
+
 Dataset items are not touched: they hold their own snapshot of the trajectory
 (`source_trace_id` is a plain reference).
 
@@ -98,6 +102,10 @@ WITH e AS (
 ), gone_open AS (
     DELETE FROM open_trajectories o USING e
     WHERE o.project = e.project AND o.trace_id = e.trace_id
+), gone_logs AS (
+    -- a trace's log records go with it, through their primary key's (project, trace_id)
+    DELETE FROM log_records l USING e
+    WHERE l.project = e.project AND l.trace_id = e.trace_id
 ), gone_keys AS (
     DELETE FROM trace_keys k USING e
     WHERE k.project = e.project AND k.trace_id = e.trace_id
@@ -105,6 +113,20 @@ WITH e AS (
 DELETE FROM traces t USING e
 WHERE t.project = e.project AND t.trace_id = e.trace_id AND t.first_seen = ANY($3)
 RETURNING t.trace_id
+"""
+
+# Log records whose trace has no spans (no key: none arrived, or retention took them), and those
+# outside any trace, go by their own received time, oldest first through the index of migration
+# 0070. A record of a trace that has spans goes with the trace (`_DELETE`), its span there or
+# not. The rows are taken by address, as storage/derivation_store.py's claims are.
+_EXPIRE_ORPHAN_LOGS = """
+DELETE FROM log_records l WHERE l.ctid = ANY(ARRAY(
+    SELECT o.ctid FROM log_records o
+    WHERE o.project = $1 AND o.received_at < $2
+      AND NOT EXISTS (SELECT 1 FROM trace_keys k
+                      WHERE k.project = o.project AND k.trace_id = o.trace_id)
+    ORDER BY o.received_at LIMIT $3
+    FOR UPDATE SKIP LOCKED))
 """
 
 # the distinct projects of a table, one index probe each (a loose index scan)
@@ -137,9 +159,20 @@ async def expire_batch(conn: Connection, project: str, cutoff: datetime,
     return len(rows)
 
 
+async def expire_orphan_logs(conn: Connection, project: str, cutoff: datetime,
+                             limit: int = BATCH) -> int:
+    """Delete up to `limit` of the project's log records received before `cutoff` whose trace
+    has no spans (or that name no trace); returns how many."""
+    status = await conn.execute(_EXPIRE_ORPHAN_LOGS, project, cutoff, limit)
+    return int(status.split()[-1])
+
+
 async def projects(conn: Connection) -> list[str]:
-    """Every project that holds a trace (its key is written with its first span)."""
-    return [r["project"] for r in await conn.fetch(_PROJECTS.format(table="trace_keys"))]
+    """Every project that holds a trace (its key is written with its first span) or a log
+    record."""
+    found = {r["project"] for r in await conn.fetch(_PROJECTS.format(table="trace_keys"))}
+    found.update(r["project"] for r in await conn.fetch(_PROJECTS.format(table="log_records")))
+    return sorted(found)
 
 
 # -- time partitions ---------------------------------------------------------------------------
@@ -236,6 +269,12 @@ async def drop_partition(conn: Connection, part: TimePartition,
                 await conn.execute(
                     f"DELETE FROM trajectory_chunks c USING {part.name('trajectories')} t "
                     "WHERE c.project = t.project AND c.trace_id = t.trace_id")
+            if await conn.fetchval("SELECT to_regclass($1)", part.name("traces")):
+                # log records are not partitioned (migration 0069): they go with the
+                # partition's traces
+                await conn.execute(
+                    f"DELETE FROM log_records l USING {part.name('traces')} t "
+                    "WHERE l.project = t.project AND l.trace_id = t.trace_id")
                 # and the queue of words to fill (migration 0068): a few, if any
                 await conn.execute(
                     "DELETE FROM trajectory_words_queue q WHERE q.first_seen >= $1 "
@@ -299,5 +338,6 @@ async def clear_override(conn: Connection, project: str) -> bool:
 
 
 __all__ = ["BATCH", "PARTITIONED", "TimePartition", "clear_override", "drop_expired_partitions",
-           "drop_partition", "ensure_partitions", "expire_batch", "get_override", "overrides",
+           "drop_partition", "ensure_partitions", "expire_batch", "expire_orphan_logs",
+           "get_override", "overrides",
            "partition_expired", "partitions", "projects", "set_override"]

@@ -137,8 +137,15 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     assert page["next_cursor"]
     r("get", "/api/v1/traces", c.get("/api/v1/traces", params={"cursor": page["next_cursor"]}))
     for params in ({"view": "tree"}, {"view": "flat"}, {"view": "trajectory"},
-                   {"format": "otlp"}):
+                   {"format": "otlp"}, {"format": "otlp_logs"}):
         r("get", "/api/v1/traces/{trace_id}", c.get(f"/api/v1/traces/{a_id}", params=params))
+    # the stored log records: a page, the next one, one trace's, the orphans, a bad cursor
+    page = r("get", "/api/v1/logs", c.get("/api/v1/logs", params={"limit": 1})).json()
+    assert page["items"][0]["body"] == "sunny" and page["items"][0]["trace_id"] == a_id, page
+    r("get", "/api/v1/logs", c.get("/api/v1/logs", params={"cursor": page["next_cursor"]}))
+    r("get", "/api/v1/logs", c.get("/api/v1/logs", params={"trace_id": a_id,
+                                                           "orphaned": "true"}))
+    r("get", "/api/v1/logs", c.get("/api/v1/logs", params={"cursor": "not-one"}))
     r("get", "/api/v1/traces/{trace_id}", c.get(f"/api/v1/traces/{loop_id}",
                                                 params={"format": "cozeloop"}))
     r("get", "/api/v1/traces/{trace_id}", c.get(f"/api/v1/traces/{'0' * 31}1"))

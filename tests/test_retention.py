@@ -156,6 +156,45 @@ def test_a_resent_span_is_stored_once_under_retention(retention_server: ServerPr
     assert counts(url, project, tid.hex())["spans"] == 2
 
 
+def log_counts(url: str, project: str) -> dict[str, int]:
+    """The project's log records by the trace they name ("" for none)."""
+    async def query() -> dict[str, int]:
+        conn = await asyncpg.connect(url)
+        try:
+            return {r["trace_id"]: r["n"] for r in await conn.fetch(
+                "SELECT trace_id, count(*) AS n FROM log_records WHERE project = $1 "
+                "GROUP BY trace_id", project)}
+        finally:
+            await conn.close()
+
+    return asyncio.run(query())
+
+
+def test_log_records_go_with_their_trace_and_orphans_by_their_received_time(
+        retention_server: ServerProcess) -> None:
+    """A trace's records (its span's, and one naming a span it lacks) go when retention drops
+    the trace; records of a trace without spans and records of no trace go by their own
+    received time, unless their project keeps its data forever."""
+    from tests.test_log_content import _note, post_logs, post_spans
+
+    server, url = retention_server, retention_server.database_url  # type: ignore[attr-defined]
+    expiring, kept = (f"ret-logs-{kind}-{uuid.uuid4().hex[:6]}" for kind in ("default", "kept"))
+    with TrajhubClient(server.http, project=kept) as hub:
+        assert hub.set_retention(days=0).days == 0
+    tid, lonely = new_trace_id(), new_trace_id()
+    root = span(tid, name="agent")
+    post_spans(server.http, expiring, [root])
+    post_logs(server.http, expiring, [_note(tid, root.span_id, "attached"),
+                                      _note(tid, b"\x07" * 8, "span not in trace"),
+                                      _note(lonely, b"\x01" * 8, "no spans"), _note()])
+    post_logs(server.http, kept, [_note(lonely, b"\x01" * 8, "kept"), _note()])
+    assert log_counts(url, expiring) == {tid.hex(): 2, lonely.hex(): 1, "": 1}
+    wait_for(lambda: not log_counts(url, expiring) and not counts(url, expiring, tid.hex())[
+        "spans"], timeout=RETENTION_SECONDS + 30, what="the expired records deleted")
+    time.sleep(1.0)  # several sweeps past the default
+    assert log_counts(url, kept) == {lonely.hex(): 1, "": 1}
+
+
 def test_rest_retention_is_validated(retention_server: ServerProcess) -> None:
     base = f"{retention_server.http}/api/v1/retention"
     project = {"project": "ret-v-" + uuid.uuid4().hex[:6]}

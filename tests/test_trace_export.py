@@ -6,16 +6,20 @@ builds by hand from its own spans, as a client reads it."""
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 import pytest
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from tests.otlp_builders import span
 from trajhub.service.api import views
 from trajhub.service.ingest.decode import FORMAT_OTLP
+from trajhub.service.stored_logs import log_view, otlp_logs_request
 from trajhub.service.stored_spans import span_view, to_model
 from trajhub.storage.compression import compress
+from trajhub.storage.log_reads import LogRow
 from trajhub.storage.rows import SpanRow
 
 TRACE = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
@@ -60,9 +64,10 @@ def _rows() -> list[SpanRow]:
     return rows
 
 
-def _streamed(view: views.View, explanation: str | None = None) -> bytes:
+def _streamed(view: views.View, explanation: str | None = None,
+              logs: list[dict[str, Any]] | None = None) -> bytes:
     async def read() -> bytes:
-        response = await views.export(TRACE.hex(), _rows(), {}, view, explanation)
+        response = await views.export(TRACE.hex(), _rows(), {}, view, explanation, logs or [])
         return b"".join([piece async for piece in response.body_iterator])  # type: ignore[misc]
     return asyncio.run(read())
 
@@ -76,7 +81,7 @@ def page(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int
 def test_the_flat_view_streamed_is_the_whole_answer(page: int) -> None:
     expected = [span_view(s) for s in to_model(_rows(), {})]
     body = _streamed("flat")
-    assert body == orjson.dumps({"trace_id": TRACE.hex(), "spans": expected})
+    assert body == orjson.dumps({"trace_id": TRACE.hex(), "spans": expected, "logs": []})
 
 
 def test_the_tree_streamed_is_the_whole_answer(page: int) -> None:
@@ -87,7 +92,7 @@ def test_the_tree_streamed_is_the_whole_answer(page: int) -> None:
 
     expected = [node("R", node("A", node("C"), node("D")), node("B")), node("O")]
     body = _streamed("tree")
-    assert body == orjson.dumps({"trace_id": TRACE.hex(), "spans": expected})
+    assert body == orjson.dumps({"trace_id": TRACE.hex(), "spans": expected, "logs": []})
     assert orjson.loads(body)["spans"][0]["children"][0]["children"][1]["name"] == "D"
 
 
@@ -108,4 +113,27 @@ def test_the_trajectory_view_streamed_is_the_kept_spans_reparented(page: int) ->
 
     expected = [node("R", node("B"), node("C", node("D")))]
     body = _streamed("trajectory", explanation)
-    assert body == orjson.dumps({"trace_id": TRACE.hex(), "spans": expected})
+    assert body == orjson.dumps({"trace_id": TRACE.hex(), "spans": expected, "logs": []})
+
+
+def test_the_traces_log_records_close_the_streamed_answer(page: int) -> None:
+    record = LogRecord(time_unix_nano=1_700_000_000_000_000_000, trace_id=TRACE,
+                       span_id=b"\x01" * 8, severity_number=9, event_name="gen_ai.user.message")
+    record.body.kvlist_value.values.add(key="content").value.string_value = "hi"
+    record.attributes.add(key="gen_ai.system").value.string_value = "openai"
+    row = LogRow(trace_id=TRACE.hex(), span_id="01" * 8, time_ns=record.time_unix_nano,
+                 observed_ns=0, severity_number=9, severity_text="", event_name=record.event_name,
+                 resource_id=7, received_at=datetime(2026, 1, 1, tzinfo=UTC), digest=b"d",
+                 body=compress(record.SerializeToString()), orphaned=False)
+    view = log_view(row, {})
+    assert view == {
+        "trace_id": TRACE.hex(), "span_id": "01" * 8, "time": "2023-11-14T22:13:20Z",
+        "observed_time": "", "received_time": "2026-01-01T00:00:00Z", "severity_number": 9,
+        "severity_text": "", "event_name": "gen_ai.user.message", "body": {"content": "hi"},
+        "attributes": {"gen_ai.system": "openai"}, "resource": {},
+        "scope": {"name": "", "version": ""}, "orphaned": False}
+    expected = [span_view(s) for s in to_model(_rows(), {})]
+    assert _streamed("flat", logs=[view]) == orjson.dumps(
+        {"trace_id": TRACE.hex(), "spans": expected, "logs": [view]})
+    [rl] = otlp_logs_request([row], {}).resource_logs
+    assert rl.scope_logs[0].log_records[0].SerializeToString() == record.SerializeToString()

@@ -15,6 +15,12 @@ from trajhub.service.api.params import INT32_MAX, INT64_MAX, MAX_TEXT
 _BAD_CURSOR = "query parameter 'cursor': not one this API returned"
 
 
+def bad_cursor() -> HTTPException:
+    """The answer to a cursor this API did not return (one that decodes, but to values that
+    are not a page's keyset)."""
+    return HTTPException(400, _BAD_CURSOR)
+
+
 def encode_cursor(*values: Any) -> str:
     return base64.urlsafe_b64encode(orjson.dumps(list(values))).decode().rstrip("=")
 

@@ -86,6 +86,9 @@ TraceIdPath = Annotated[str, Path(description="32 hex digits",
 #: a trace id in a query parameter
 TraceIdQuery = Annotated[str, Query(json_schema_extra={"pattern": TRACE_ID_PATTERN}),
                          AfterValidator(_hex32)]
+#: a span id in a query parameter
+SpanIdQuery = Annotated[str, Query(json_schema_extra={"pattern": SPAN_ID_PATTERN}),
+                        AfterValidator(_hex16)]
 #: a span id in a path: 16 hex digits
 SpanIdPath = Annotated[str, Path(description="16 hex digits",
                                  json_schema_extra={"pattern": SPAN_ID_PATTERN}),

@@ -22,6 +22,7 @@ from trajhub.service.api import (
     graph,
     item_drafts,
     keys,
+    logs,
     regressions,
     replay,
     retention,
@@ -38,7 +39,7 @@ from trajhub.service.api.models import ERRORS
 from trajhub.service.api.request_checks import ROUTER_CHECKS
 
 _MODULES = (traces, trajectories, replay, atif, sessions, datasets, evaluations, regressions,
-            revisions, graph, scores, rules, review, retention, item_drafts, schema, keys)
+            revisions, graph, scores, rules, review, retention, item_drafts, schema, keys, logs)
 
 
 def specificity(route: BaseRoute) -> tuple[int, ...]:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from trajhub.records.projects import ProjectEntry
-from trajhub.records.spans import CozeLoopTrace, OtlpTrace, SpanView, TraceBody
+from trajhub.records.spans import CozeLoopTrace, OtlpLogs, OtlpTrace, SpanView, TraceBody
 from trajhub.records.traces import TraceSummary
 from trajhub.service import stored_spans
 from trajhub.service.api import views
@@ -37,13 +37,14 @@ from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Key, Project, Rt
 from trajhub.service.api.stored import no_trajectory, not_derived
 from trajhub.service.ingest.decode import FORMAT_COZELOOP
+from trajhub.service.stored_logs import log_view, otlp_logs_json, otlp_logs_request
 from trajhub.service.stored_spans import (
     otlp_json,
     span_view,
     to_model,
     to_otlp_request,
 )
-from trajhub.storage import files, trace_reads, trajectory_reads
+from trajhub.storage import files, log_reads, trace_reads, trajectory_reads
 
 router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["traces"])
 
@@ -98,17 +99,23 @@ async def get_trace(
         description="tree: children nested; flat: start order; trajectory: only the spans "
                     "that are trajectory nodes, re-parented (as the derivation worker "
                     "classified them)")] = "tree",
-    format: Annotated[Literal["json", "otlp", "cozeloop"], Query(
-        description="json: trajhub's span view; otlp: an OTLP/JSON ExportTraceServiceRequest "
-                    "of the spans as received; cozeloop: the Coze Loop native spans as received"
+    format: Annotated[Literal["json", "otlp", "cozeloop", "otlp_logs"], Query(
+        description="json: trajhub's span view, with the trace's log records (`logs`); otlp: "
+                    "an OTLP/JSON ExportTraceServiceRequest of the spans as received; cozeloop: "
+                    "the Coze Loop native spans as received; otlp_logs: an OTLP/JSON "
+                    "ExportLogsServiceRequest of the trace's log records as received (also of a "
+                    "trace that has records but no spans), which `/v1/logs` takes back"
     )] = "json",
 ) -> Response:
     async with rt.db.acquire() as conn:
         rows = await trace_reads.trace_spans(conn, project, trace_id)
-        if not rows:
+        logs = (await log_reads.trace_logs(conn, project, trace_id)
+                if format in ("json", "otlp_logs") else [])
+        if not rows and not (format == "otlp_logs" and logs):
             raise HTTPException(404, f"trace {trace_id} not found in project {project!r}")
-        envelopes = await trace_reads.resources(
-            conn, sorted({r.resource_id for r in rows if r.resource_id is not None}))
+        envelopes = await trace_reads.resources(conn, sorted(
+            {r.resource_id for r in rows if r.resource_id is not None}
+            | {r.resource_id for r in logs}))
         stored = (await trajectory_reads.explanation(conn, project, trace_id)
                   if view == "trajectory" and format == "json" else None)
     if format == "json":
@@ -119,13 +126,17 @@ async def get_trace(
             if stored.explanation is None:
                 raise not_derived(stored.derivation_error)
             explanation = stored.explanation
+        log_views = await run_in_threadpool(lambda: [log_view(r, envelopes) for r in logs])
         # streamed a page of spans at a time: a large trace's views are hundreds of MiB
         # (docs/large-traces.md)
-        return await views.export(trace_id, rows, envelopes, view, explanation)
+        return await views.export(trace_id, rows, envelopes, view, explanation, log_views)
 
     def answer_body() -> Response:
         if format == "otlp":
             return model_response(OtlpTrace, otlp_json(to_otlp_request(rows, envelopes)))
+        if format == "otlp_logs":
+            return model_response(OtlpLogs,
+                                  otlp_logs_json(otlp_logs_request(logs, envelopes)))
         return model_response(CozeLoopTrace, {"spans": [
             orjson.loads(stored_spans.body(r)) for r in rows if r.format == FORMAT_COZELOOP]})
 

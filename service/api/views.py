@@ -7,7 +7,8 @@ out first from the span ids alone, then each page of rows is decoded into views,
 the node's schema and encoded, and let go. So the server holds the trace's stored rows (its
 compressed spans) and one page of views, never every view: the views of a whole large trace
 were most of what its export held (bench/README.md, "Large traces"). The bytes are those of the
-whole document encoded at once (`{"trace_id": …, "spans": [...]}`, orjson, keys in view order),
+whole document encoded at once (`{"trace_id": …, "spans": [...], "logs": [...]}`, orjson, keys
+in view order),
 as tests/test_trace_export.py checks.
 
 A view that does not match its schema is a bug on our side: the first page is checked before
@@ -26,6 +27,7 @@ import orjson
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from trajhub.records.logs import LogRecordView
 from trajhub.records.spans import SpanNode, SpanView, TrajectoryNode
 from trajhub.service.api.answers import ResponseContractError, schema_check
 from trajhub.service.stored_spans import span_view, to_model
@@ -109,9 +111,15 @@ class _Plan:
 
 
 def _pieces(trace_id: str, rows: dict[int, SpanRow], envelopes: Mapping[int, bytes],
-            plan: _Plan) -> Iterator[bytes]:
-    """The body, a page of spans at a time; each row (by index) is let go once decoded."""
+            plan: _Plan, logs: Sequence[dict[str, Any]] = ()) -> Iterator[bytes]:
+    """The body, a page of spans at a time; each row (by index) is let go once decoded. The
+    trace's log records (their views) close it."""
     check = schema_check(plan.model)
+    check_log = schema_check(LogRecordView)
+    for view in logs:
+        if not check_log(view):
+            raise ResponseContractError(f"a log record of trace {trace_id} does not match "
+                                        "LogRecordView")
     nested = plan.view != "flat"
     yield orjson.dumps({"trace_id": trace_id})[:-1] + b',"spans":['
     previous = -1  # the depth of the node before; -1 before the first
@@ -136,16 +144,18 @@ def _pieces(trace_id: str, rows: dict[int, SpanRow], envelopes: Mapping[int, byt
             out.append(text[:-2])  # without the `]}` that closes its empty `children`
             previous = depth
         yield b"".join(out)
-    yield (b"]}" * (previous + 1) if nested else b"") + b"]}"
+    yield ((b"]}" * (previous + 1) if nested else b"") + b'],"logs":' + orjson.dumps(list(logs))
+           + b"}")
 
 
 async def export(trace_id: str, rows: list[SpanRow], envelopes: Mapping[int, bytes],
-                 view: View, explanation: str | None) -> StreamingResponse:
+                 view: View, explanation: str | None,
+                 logs: Sequence[dict[str, Any]] = ()) -> StreamingResponse:
     """The answer of `GET /traces/{id}` with `format=json`, from the trace's rows in start
-    order (the list is emptied: its rows are let go as they are sent) and, for
-    `view=trajectory`, the explanation its derivation stored (JSON text)."""
+    order (the list is emptied: its rows are let go as they are sent), for `view=trajectory`
+    the explanation its derivation stored (JSON text), and the views of its log records."""
     plan = await run_in_threadpool(_Plan, rows, view, explanation)
-    pieces = _pieces(trace_id, dict(enumerate(rows)), envelopes, plan)
+    pieces = _pieces(trace_id, dict(enumerate(rows)), envelopes, plan, logs)
     rows.clear()
     # the envelope and the first page before the answer starts: a contract bug is a 500
     first = [next(pieces)]

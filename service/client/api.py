@@ -45,7 +45,14 @@ from trajhub.records.replay import (
 )
 from trajhub.records.retention import Retention
 from trajhub.records.sessions import SessionQuery
-from trajhub.records.spans import CozeLoopTrace, OtlpTrace, SpanView, TraceBody, TraceSpans
+from trajhub.records.spans import (
+    CozeLoopTrace,
+    OtlpLogs,
+    OtlpTrace,
+    SpanView,
+    TraceBody,
+    TraceSpans,
+)
 from trajhub.records.trajectories import TrajectoryQuery
 from trajhub.service.client.models import (
     Dataset,
@@ -54,6 +61,7 @@ from trajhub.service.client.models import (
     EvaluationResult,
     FillResult,
     ImportResult,
+    LogRecordView,
     Page,
     Project,
     ReviewItem,
@@ -277,16 +285,22 @@ class TrajhubClient:
                   ) -> CozeLoopTrace: ...
 
     @overload
+    def get_trace(self, trace_id: str, view: str = "tree", *, format: Literal["otlp_logs"]
+                  ) -> OtlpLogs: ...
+
+    @overload
     def get_trace(self, trace_id: str, view: str = "tree", format: str = "json"
                   ) -> TraceBody: ...
 
     def get_trace(self, trace_id: str, view: str = "tree", format: str = "json") -> TraceBody:
-        """The trace's spans: `view` tree, flat or trajectory; `format` json (`TraceSpans`),
-        otlp (`OtlpTrace`, the OTLP/JSON request) or cozeloop (`CozeLoopTrace`)."""
+        """The trace's spans: `view` tree, flat or trajectory; `format` json (`TraceSpans`,
+        with the trace's log records), otlp (`OtlpTrace`, the OTLP/JSON request), cozeloop
+        (`CozeLoopTrace`) or otlp_logs (`OtlpLogs`, the log records as an OTLP/JSON logs
+        request)."""
         path = f"/traces/{trace_id}"
-        model: type[TraceSpans | OtlpTrace | CozeLoopTrace] = (
-            OtlpTrace if format == "otlp" else CozeLoopTrace if format == "cozeloop"
-            else TraceSpans)
+        models: dict[str, type[TraceSpans | OtlpTrace | CozeLoopTrace | OtlpLogs]] = {
+            "otlp": OtlpTrace, "cozeloop": CozeLoopTrace, "otlp_logs": OtlpLogs}
+        model = models.get(format, TraceSpans)
         return self._model(model, "GET", path, params={"view": view, "format": format})
 
     def trace_spans(self, trace_id: str, *, limit: int = 100, cursor: str | None = None
@@ -300,6 +314,23 @@ class TrajhubClient:
         """Every span of the trace in start order, a page at a time."""
         return self._all(lambda cursor: self.trace_spans(trace_id, limit=page_size,
                                                          cursor=cursor))
+
+    # --- log records ---------------------------------------------------------------------
+
+    def list_logs(self, *, trace_id: str | None = None, span_id: str | None = None,
+                  event_name: str | None = None, orphaned: bool | None = None,
+                  limit: int = 100, cursor: str | None = None) -> Page[LogRecordView]:
+        """The project's stored log records, the latest received first; `orphaned=True`: only
+        those attached to no span (their trace has no spans, their span is not in it, or they
+        name no trace)."""
+        return self._page("/logs", LogRecordView.from_json, {
+            "trace_id": trace_id, "span_id": span_id, "event_name": event_name,
+            "orphaned": orphaned, "limit": limit, "cursor": cursor})
+
+    def iter_logs(self, *, page_size: int = 1000, **filters: Any) -> Iterator[LogRecordView]:
+        """Every log record `list_logs` would list with `filters`, a page at a time."""
+        return self._all(lambda cursor: self.list_logs(limit=page_size, cursor=cursor,
+                                                       **filters))
 
     # --- trajectories --------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from trajhub.records.evaluations import EvaluationDetail
 from trajhub.records.evaluations import EvaluationResult as EvaluationResult
 from trajhub.records.evaluations import EvaluatorAggregate as EvaluatorAggregate
 from trajhub.records.evaluations import ItemOutcomes as ItemOutcomes
+from trajhub.records.logs import LogRecordView as LogRecordView
 from trajhub.records.projects import ProjectEntry
 from trajhub.records.replay import StepEventView
 from trajhub.records.review import ReviewItem as ReviewItem

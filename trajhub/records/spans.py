@@ -9,7 +9,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from trajhub.records.examples import SPAN_ID, TRACE_ID, example_config
+from trajhub.records.logs import LogRecordView
 from trajhub.records.pages import deprecated_alias
+from trajhub.records.scope import SpanScope as SpanScope
 from trajhub.records.times import rfc3339
 
 
@@ -38,11 +40,6 @@ class SpanEvent(BaseModel):
 #: make 0 (docs/glossary.md, "Times")
 SPAN_DURATION = ("from the span's start to its end, in milliseconds: fractional (spans are "
                  "timed to the nanosecond; many last under a millisecond)")
-
-
-class SpanScope(BaseModel):
-    name: str
-    version: str
 
 
 class CozeLoopView(BaseModel):
@@ -115,6 +112,9 @@ class TraceSpans(BaseModel):
 
     trace_id: str
     spans: list[TrajectoryNode] | list[SpanNode] | list[SpanView]
+    logs: list[LogRecordView] = Field(default_factory=list, description=(
+        "the trace's log records in time order; those that name one of its spans are that "
+        "span's events in the trajectory (an empty list from a server before log records)"))
 
 
 class OtlpTrace(BaseModel):
@@ -143,5 +143,24 @@ class CozeLoopTrace(BaseModel):
     spans: list[dict[str, Any]]
 
 
+class OtlpLogs(BaseModel):
+    """`format=otlp_logs`: an OTLP/JSON ExportLogsServiceRequest of the trace's log records as
+    received; posted to `/v1/logs`, it stores the same records."""
+
+    model_config = example_config({"resourceLogs": [{
+        "resource": {"attributes": [{"key": "service.name",
+                                     "value": {"stringValue": "weather-agent"}}]},
+        "scopeLogs": [{"scope": {"name": "opentelemetry.instrumentation.openai_v2"},
+                       "logRecords": [{"timeUnixNano": "1795341601500000000",
+                                       "eventName": "gen_ai.user.message",
+                                       "traceId": TRACE_ID, "spanId": SPAN_ID,
+                                       "body": {"kvlistValue": {"values": [{
+                                           "key": "content", "value": {
+                                               "stringValue": "what is the weather in sf"}}]}}
+                                       }]}]}]})
+
+    resourceLogs: list[dict[str, Any]]
+
+
 #: the answer of `GET /api/v1/traces/{id}`, by its `format`
-TraceBody = TraceSpans | OtlpTrace | CozeLoopTrace
+TraceBody = TraceSpans | OtlpTrace | CozeLoopTrace | OtlpLogs
