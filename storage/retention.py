@@ -269,16 +269,16 @@ async def drop_partition(conn: Connection, part: TimePartition,
                 await conn.execute(
                     f"DELETE FROM trajectory_chunks c USING {part.name('trajectories')} t "
                     "WHERE c.project = t.project AND c.trace_id = t.trace_id")
+                # and the queue of words to fill (migration 0068): a few, if any
+                await conn.execute(
+                    "DELETE FROM trajectory_words_queue q WHERE q.first_seen >= $1 "
+                    "AND q.first_seen < $2", part.lower, part.upper)
             if await conn.fetchval("SELECT to_regclass($1)", part.name("traces")):
                 # log records are not partitioned (migration 0069): they go with the
                 # partition's traces
                 await conn.execute(
                     f"DELETE FROM log_records l USING {part.name('traces')} t "
                     "WHERE l.project = t.project AND l.trace_id = t.trace_id")
-                # and the queue of words to fill (migration 0068): a few, if any
-                await conn.execute(
-                    "DELETE FROM trajectory_words_queue q WHERE q.first_seen >= $1 "
-                    "AND q.first_seen < $2", part.lower, part.upper)
     except _Kept:
         return False
     for table in PARTITIONED:
