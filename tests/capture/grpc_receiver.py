@@ -1,10 +1,11 @@
-"""A local OTLP/gRPC receiver that saves every trace export exactly as sent.
+"""A local OTLP/gRPC receiver that saves every trace and log export exactly as sent.
 
 Each `TraceService/Export` call becomes `grpc_NNN_v1_traces.bin` (the serialized
 `ExportTraceServiceRequest`, as the exporter put it in its gRPC message) and
 `grpc_NNN_v1_traces.json` (the method and the request metadata), the layout tests/captures.py
-and tests/normalize_support.py read. Anything else (apmplus also exports runtime metrics) is
-answered UNIMPLEMENTED, as a traces-only collector would.
+and tests/normalize_support.py read; each `LogsService/Export` call likewise becomes
+`grpc_NNN_v1_logs.{bin,json}` (an `ExportLogsServiceRequest`). Anything else (apmplus also
+exports runtime metrics) is answered UNIMPLEMENTED, as a collector of traces and logs would.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ import grpc
 from tests.capture.receiver import CaptureFiles
 
 TRACE_EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+LOGS_EXPORT = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+#: the saved file's name for each method received
+_NAMES = {TRACE_EXPORT: "v1_traces", LOGS_EXPORT: "v1_logs"}
 
 
 class _Handler(grpc.GenericRpcHandler):
@@ -25,15 +29,16 @@ class _Handler(grpc.GenericRpcHandler):
         self.files = CaptureFiles(outdir)
 
     def service(self, handler_call_details: Any) -> grpc.RpcMethodHandler | None:
-        if handler_call_details.method != TRACE_EXPORT:
+        method = handler_call_details.method
+        if method not in _NAMES:
             return None
         metadata = {k: v for k, v in handler_call_details.invocation_metadata
                     if isinstance(v, str)}
 
         def export(request: bytes, context: grpc.ServicerContext) -> bytes:
-            self.files.save("grpc", "v1_traces", {"method": TRACE_EXPORT, "metadata": metadata},
+            self.files.save("grpc", _NAMES[method], {"method": method, "metadata": metadata},
                             request)
-            return b""  # an empty ExportTraceServiceResponse: everything accepted
+            return b""  # an empty Export…ServiceResponse: everything accepted
 
         # no (de)serializers: the handler sees the request's bytes as sent
         return grpc.unary_unary_rpc_method_handler(export)
