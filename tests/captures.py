@@ -117,10 +117,11 @@ def replay(capture: Capture, http_base: str, grpc_target: str, project: str | No
             if capture.signal == "logs":
                 logs = logs_service_pb2_grpc.LogsServiceStub(channel)
                 return logs.Export(
-                    logs_service_pb2.ExportLogsServiceRequest.FromString(capture.body),
+                    logs_service_pb2.ExportLogsServiceRequest.FromString(capture.decoded_body),
                     metadata=list(extra.items()), timeout=30)
             stub = trace_service_pb2_grpc.TraceServiceStub(channel)
-            request = trace_service_pb2.ExportTraceServiceRequest.FromString(capture.body)
+            request = trace_service_pb2.ExportTraceServiceRequest.FromString(
+                capture.decoded_body)
             return stub.Export(request, metadata=list(extra.items()), timeout=30)
     path = "/v1/logs" if capture.signal == "logs" else capture.url_path
     return httpx.post(http_base + path, content=capture.body,

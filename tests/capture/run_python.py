@@ -11,7 +11,7 @@ gives the same ids and no two captures share a trace id. cozeloop Python posts i
 The `EVENT_CLIENTS` are `otel_genai` with its message content sent as OTLP log events
 (`EVENT_ONLY`, or `SPAN_AND_EVENT`): they export logs too, through a global LoggerProvider, and
 export over OTLP/HTTP or OTLP/gRPC (gzip either way) as `transport()` says; the gRPC receiver
-saves `grpc_NNN_v1_{traces,logs}.*`.
+saves `grpc_NNN_v1_{traces,logs}.*`, gzipped as the HTTP bodies are.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def record(instr: str, outdir: Path, seed: int, run: Callable[[list[Any] | None]
     from tests.capture.receiver import Receiver
 
     shutil.rmtree(outdir, ignore_errors=True)
-    with GrpcReceiver(outdir) if via == "grpc" else Receiver(outdir) as receiver:
+    with GrpcReceiver(outdir, gzip_bodies=True) if via == "grpc" else Receiver(outdir) as receiver:
         if instr == "cozeloop_python":
             import cozeloop
             from cozeloop.integration.langchain.trace_callback import LoopTracer
