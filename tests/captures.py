@@ -2,7 +2,7 @@
 
 Most captures hold trace exports only. The `otel_genai` event captures (`EVENT_CLIENTS`) also hold
 the log exports that carry their message content (`*_v1_logs.*`), each over HTTP or gRPC:
-`replay_signals` replays such a run whole, over its own transport, in either order."""
+`replay_signals` replays such a run, over its own transport, its signals in the order asked."""
 
 from __future__ import annotations
 
@@ -143,16 +143,15 @@ def replay_run(run: str, http_base: str, grpc_target: str, project: str,
     return trace_ids
 
 
-def replay_signals(run: str, http_base: str, grpc_target: str, project: str, *,
-                   logs_first: bool = False) -> Counter[str]:
-    """Replay every request of one captured run (`client/run`), trace and log exports, into
-    `project` over the transport each was captured on: the trace exports first, or the log
-    exports first (`logs_first`), each in capture order. Each must be accepted whole; returns how
-    many of the run's spans each trace id has."""
+def replay_signals(run: str, http_base: str, grpc_target: str, project: str,
+                   order: tuple[str, ...] = ("traces", "logs")) -> Counter[str]:
+    """Replay the requests of one captured run (`client/run`) into `project` over the transport
+    each was captured on: the exports of each signal of `order` ("traces", "logs"), signal by
+    signal, each in capture order. Each must be accepted whole; returns how many of the run's
+    spans each trace id has."""
     requests = capture_runs()[run]
-    first, then = ("logs", "traces") if logs_first else ("traces", "logs")
     trace_ids: Counter[str] = Counter()
-    for signal in (first, then):
+    for signal in order:
         for capture in (c for c in requests if c.signal == signal):
             response = replay(capture, http_base, grpc_target, project)
             if isinstance(response, httpx.Response):

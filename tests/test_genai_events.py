@@ -5,7 +5,8 @@ Each capture of `otel_genai_event_only` (content in `gen_ai.client.inference.ope
 log events only) and `otel_genai_span_and_event` (on the spans and in the events) is replayed
 whole, over the transport it was captured on (tests/captures.py `replay_signals`), into a
 project of its own on one server, and so is its `SPAN_ONLY` twin (`otel_genai`, same shape and
-mode). The `invoke` captures send their logs before their traces, the `stream` ones after.
+mode). The `invoke` captures send their logs before their traces, the `stream` ones after;
+two send theirs only once their trajectory is final.
 Both trajectories, read over REST, must give the same steps (kind, name, agent, status, usage,
 payloads); and the model steps' payloads must be the script's (the ground truth,
 `real-clients/ground_truth/`), not merely the twin's.
@@ -23,11 +24,12 @@ import uuid
 from collections import Counter
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.captures import CAPTURES, EVENT_CLIENTS, capture_runs, replay_signals
-from tests.genai_events_support import documents, lines, view
-from tests.harness import ServerProcess
+from tests.genai_events_support import documents, has_model_payloads, lines, view
+from tests.harness import ServerProcess, final_trajectory, wait_for
 
 GROUND_TRUTH = CAPTURES / "ground_truth"
 RUNS = capture_runs()
@@ -45,6 +47,10 @@ def logs_first(run: str) -> bool:
     return run.endswith(".invoke")
 
 
+def order(run: str) -> tuple[str, str]:
+    return ("logs", "traces") if logs_first(run) else ("traces", "logs")
+
+
 def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -56,8 +62,7 @@ def docs(server: ServerProcess) -> dict[str, dict[str, Any]]:
     wanted: dict[str, tuple[str, str]] = {}
     for run in [*EVENT_RUNS, *RUNS_OF_TWINS]:
         project = "ev-" + uuid.uuid4().hex[:12]
-        spans = replay_signals(run, server.http, server.grpc, project,
-                               logs_first=logs_first(run))
+        spans = replay_signals(run, server.http, server.grpc, project, order(run))
         wanted[run] = (project, spans.most_common(1)[0][0])
     return documents(server.http, wanted)
 
@@ -136,3 +141,32 @@ def test_event_run_payloads_are_the_scripts(docs: dict[str, dict[str, Any]], run
                                      s["output"])
                             for act in truth["activations"] for s in act["steps"]
                             if s["type"] == "tool")
+
+
+#: an EVENT_ONLY run of each transport, for logs that come after the trajectory was final
+LATE = [next(r for r in EVENT_RUNS if r.startswith(MODEL_CONTENT_ONLY + "/")
+             and RUNS[r][0].protocol == transport) for transport in ("http", "grpc")]
+
+
+@pytest.mark.parametrize("run", LATE)
+def test_logs_after_the_final_trajectory_fill_it(server: ServerProcess, project: str,
+                                                 docs: dict[str, dict[str, Any]],
+                                                 run: str) -> None:
+    """The trajectory derived from the spans alone is final; the logs then sent give it a new
+    revision that has their content: the twin's trajectory."""
+    trace_id = replay_signals(run, server.http, server.grpc, project,
+                              ("traces",)).most_common(1)[0][0]
+    with httpx.Client() as client:
+        first = final_trajectory(client, server.http, project, trace_id)
+        revision = int(first.headers["x-trajectory-revision"])
+        replay_signals(run, server.http, server.grpc, project, ("logs",))
+
+        def filled() -> dict[str, Any] | None:
+            r = final_trajectory(client, server.http, project, trace_id)
+            doc: dict[str, Any] = r.json()
+            newer = int(r.headers["x-trajectory-revision"]) > revision
+            return doc if newer and has_model_payloads(doc) else None
+
+        doc = wait_for(filled, timeout=15, interval=0.2, what=f"{run}: a revision with the logs")
+    assert lines(view(doc, other_payloads=False)) == lines(
+        view(docs[twin(run)], other_payloads=False))
