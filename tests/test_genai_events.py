@@ -13,8 +13,8 @@ payloads); and the model steps' payloads must be the script's (the ground truth,
 
 opentelemetry-util-genai 1.3b0 puts content in events for model calls only: in `EVENT_ONLY`
 its tool spans carry no arguments or result and its agent and workflow spans no messages, and
-nothing else carries them (tests/capture/README.md, "Known gaps"). So `EVENT_ONLY` runs are
-compared on everything but those payloads, which are compared for `SPAN_AND_EVENT`.
+nothing else carries them (tests/capture/README.md, "Content as log events"). So `EVENT_ONLY`
+runs are compared on everything but those payloads, which are compared for `SPAN_AND_EVENT`.
 """
 
 from __future__ import annotations
