@@ -25,6 +25,10 @@ from trajhub.normalizers.trajectory import Trajectory
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = FIXTURES / "real-clients"
+#: captures whose message content is only in their log exports (`otel_genai` with
+#: EVENT_ONLY): their spans alone are not the run, so they are no span-only capture set
+#: (tests/test_genai_events.py replays them, logs included, into a server)
+LOGS_ONLY_CONTENT = frozenset({"otel_genai_event_only"})
 _ID_KEYS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
 
 
@@ -60,7 +64,10 @@ def native_spans(data: Any) -> list[Span]:
 def load_file(path: Path) -> list[Span]:
     """The spans of one captured request body or fixture file."""
     if path.name.startswith("grpc_"):
-        return otlp_proto_spans(path.read_bytes())
+        body = path.read_bytes()
+        # the event captures save their gRPC messages gzipped (tests/capture/grpc_receiver.py);
+        # a serialized message never starts with gzip's magic bytes
+        return otlp_proto_spans(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
     if path.suffix == ".bin":
         meta = json.loads(path.with_suffix(".json").read_text())
         headers = {k.lower(): v for k, v in meta.get("headers", {}).items()}
@@ -89,8 +96,11 @@ def capture_sets() -> dict[str, list[Path]]:
     """Every capture in tests/fixtures: name → the files that together hold its spans."""
     sets: dict[str, list[Path]] = {}
     for variant in sorted(REAL.glob("*/*")):
-        http = sorted(variant.glob("http_*.bin"))
-        grpc = sorted(variant.glob("grpc_*.bin"))
+        if variant.parent.name in LOGS_ONLY_CONTENT:
+            continue
+        # the log exports of the event captures hold no spans
+        http = sorted(p for p in variant.glob("http_*.bin") if not p.stem.endswith("_v1_logs"))
+        grpc = sorted(p for p in variant.glob("grpc_*.bin") if not p.stem.endswith("_v1_logs"))
         name = f"{variant.parent.name}/{variant.name}"
         if http:
             sets[f"{name}/http"] = http

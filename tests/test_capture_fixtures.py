@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from tests.capture import ground_truth, script
-from tests.captures import CAPTURES, capture_runs
+from tests.captures import CAPTURES, EVENT_CLIENTS, capture_runs
+from tests.normalize_support import load_file
 
 GROUND_TRUTH = CAPTURES / "ground_truth"
 CLIENTS = ("cozeloop_python", "cozeloop_js", "openinference", "traceloop", "langsmith",
@@ -37,6 +38,34 @@ def test_every_shape_is_captured_under_every_client_in_both_modes() -> None:
     assert not missing
     for run in RUNS:
         assert all(c.protocol == "http" for c in captured[run]), run
+
+
+EVENT_RUNS = {f"{client}/{shape}.{spec['graph']}.{mode}": (client, shape, mode)
+              for client in EVENT_CLIENTS for shape, spec in script.SHAPES.items()
+              for mode in MODES}
+
+
+def test_every_shape_is_captured_with_its_content_as_events_in_both_content_modes() -> None:
+    """`otel_genai` in EVENT_ONLY and SPAN_AND_EVENT: every shape in both modes, each run over
+    one transport with its trace and its log exports; each content mode over both transports,
+    and at least two shapes over both (tests/capture/README.md, "Content as log events")."""
+    captured = capture_runs()
+    assert not [run for run in EVENT_RUNS if run not in captured]
+    transports: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for run, (client, shape, _) in EVENT_RUNS.items():
+        requests = captured[run]
+        assert len({c.protocol for c in requests}) == 1, run
+        assert {c.signal for c in requests} == {"traces", "logs"}, run
+        transports[client, shape].add(requests[0].protocol)
+        # each log record belongs to a span the run sent
+        spans = {(s.trace_id, s.span_id) for c in requests if c.signal == "traces"
+                 for s in load_file(c.path)}
+        records = [r for c in requests for r in c.log_records()]
+        assert records and all(r[:2] in spans for r in records), run
+    for client in EVENT_CLIENTS:
+        per_shape = [transports[client, shape] for shape in script.SHAPES]
+        assert set().union(*per_shape) == {"http", "grpc"}, client
+        assert sum(len(t) == 2 for t in per_shape) >= 2, client
 
 
 # ---------------------------------------------------------------- ground truth

@@ -27,10 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
 #: folders never scanned: tooling, caches (and `.venv-capture`, the capture virtualenv
-#: tests/capture/README.md makes), and the captured third-party material of tests/fixtures
-#: (copied as received, citing the layout it came from)
-SKIP_DIRS = {".git", ".venv", ".venv-capture", "venv", "node_modules", "__pycache__", ".mypy_cache",
-             ".ruff_cache", ".pytest_cache", "build", "dist"}
+#: tests/capture/README.md makes, and `.venv-openai-v2`, the one README.md "Tests" makes), and
+#: the captured third-party material of tests/fixtures (copied as received, citing the layout
+#: it came from)
+SKIP_DIRS = {".git", ".venv", ".venv-capture", ".venv-openai-v2", "venv", "node_modules",
+             "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "build", "dist"}
 SKIP_PATHS = {ROOT / "tests" / "fixtures"}
 
 #: where the reference load generator and the capture clients live: next to the checkout,

@@ -25,7 +25,10 @@ KIND_KEYS = ("openinference.span.kind", "traceloop.span.kind", "gen_ai.operation
 
 
 def spans_of(capture: Path) -> list[Span]:
-    spans = [s for body in sorted(capture.glob("http_*.bin")) for s in load_file(body)]
+    # the trace exports over HTTP, else over gRPC (an older capture sent its spans over both; an
+    # event capture's log exports hold no spans)
+    bodies = sorted(capture.glob("http_*.bin")) or sorted(capture.glob("grpc_*.bin"))
+    spans = [s for body in bodies if not body.stem.endswith("_v1_logs") for s in load_file(body)]
     return sorted(spans, key=lambda s: (s.trace_id, s.start_ns, s.end_ns))
 
 

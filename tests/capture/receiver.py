@@ -3,7 +3,8 @@
 Each POST becomes `http_NNN_<path>.bin` (the body, byte for byte, still compressed if it was)
 and `http_NNN_<path>.json` (method, path, headers, body length), the layout tests/captures.py
 replays. It answers like the services the clients expect: an empty OTLP response for OTLP paths
-(`{}` for OTLP/JSON), `{"code": 0, "msg": "success", "data": {}}` for anything else (Coze Loop).
+(`/v1/traces`, `/v1/logs`; `{}` for OTLP/JSON), `{"code": 0, "msg": "success", "data": {}}` for
+anything else (Coze Loop).
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         self.server.save(self.command, self.path, dict(self.headers.items()), body)
         path = self.path.lower()
-        if path.startswith("/v1/traces") or "opentelemetry" in path:
+        if path.startswith(("/v1/traces", "/v1/logs")) or "opentelemetry" in path:
             json_request = "json" in (self.headers.get("Content-Type") or "").lower()
             out, content_type = ((b"{}", "application/json") if json_request
                                  else (b"", "application/x-protobuf"))

@@ -7,6 +7,11 @@ Writes tests/fixtures/real-clients/<instr>/<shape>.<graph>.<mode>/http_NNN_*.{bi
 OTel clients export OTLP/HTTP protobuf, gzip-compressed (the captures stay small), through a
 BatchSpanProcessor with a trace/span id generator seeded from the capture's name, so re-running
 gives the same ids and no two captures share a trace id. cozeloop Python posts its native JSON.
+
+The `EVENT_CLIENTS` are `otel_genai` with its message content sent as OTLP log events
+(`EVENT_ONLY`, or `SPAN_AND_EVENT`): they export logs too, through a global LoggerProvider, and
+export over OTLP/HTTP or OTLP/gRPC (gzip either way) as `transport()` says; the gRPC receiver
+saves `grpc_NNN_v1_{traces,logs}.*`, gzipped as the HTTP bodies are.
 """
 
 from __future__ import annotations
@@ -29,7 +34,11 @@ FIXTURES = Path(__file__).parent.parent / "fixtures" / "real-clients"
 #: (opentelemetry-instrumentation-genai-langchain); `openinference_genai` is OpenInference with
 #: its OTel GenAI dual-write on (each span carries both conventions)
 OTEL_CLIENTS = ("openinference", "traceloop", "langsmith", "otel_genai", "openinference_genai")
-CLIENTS = (*OTEL_CLIENTS, "cozeloop_python")
+#: `otel_genai` with its content capture sending log events: client → the content capturing
+#: mode (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT) of opentelemetry-util-genai
+EVENT_CLIENTS = {"otel_genai_event_only": "EVENT_ONLY",
+                 "otel_genai_span_and_event": "SPAN_AND_EVENT"}
+CLIENTS = (*OTEL_CLIENTS, *EVENT_CLIENTS, "cozeloop_python")
 WORKSPACE_ID = "7480000000000000001"
 TOKEN = "pat_dummy_offline_token"
 
@@ -38,10 +47,56 @@ def capture_dir(instr: str, shape: str, mode: str) -> Path:
     return FIXTURES / instr / f"{shape}.{script.SHAPES[shape]['graph']}.{mode}"
 
 
-def _otel_provider(name: str, endpoint: str, seed: int) -> Any:
-    from opentelemetry import trace
+def transport(instr: str, shape: str, mode: str) -> str:
+    """"http" or "grpc": how a capture exports. The event clients alternate by shape and mode,
+    and take opposite transports from each other, so each shape goes over both transports in
+    each content mode, and each shape and mode over both across the two content modes."""
+    if instr not in EVENT_CLIENTS:
+        return "http"
+    flip = list(script.SHAPES).index(shape) + (mode == "invoke") + list(EVENT_CLIENTS).index(instr)
+    return "grpc" if flip % 2 else "http"
+
+
+def _exporters(endpoint: str, grpc_transport: bool) -> tuple[Any, Any]:
+    """The OTLP span and log exporters to `endpoint`, gzip-compressed, over HTTP or gRPC."""
+    if grpc_transport:
+        import grpc
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+        options: dict[str, Any] = {"endpoint": endpoint, "insecure": True,
+                                   "compression": grpc.Compression.Gzip}
+        return OTLPSpanExporter(**options), OTLPLogExporter(**options)
     from opentelemetry.exporter.otlp.proto.http import Compression
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import (
+        OTLPLogExporter as HttpLogExporter,
+    )
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+        OTLPSpanExporter as HttpSpanExporter,
+    )
+
+    return (HttpSpanExporter(endpoint=endpoint + "/v1/traces", compression=Compression.Gzip),
+            HttpLogExporter(endpoint=endpoint + "/v1/logs", compression=Compression.Gzip))
+
+
+def _logger_provider(resource: Any, exporter: Any) -> Any:
+    """A LoggerProvider exporting through `exporter`, set as the global one: util-genai's
+    handler takes the global provider when the instrumentation is given none."""
+    from opentelemetry._logs import set_logger_provider
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+    provider = LoggerProvider(resource=resource)
+    provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+    set_logger_provider(provider)
+    return provider
+
+
+def _otel_provider(name: str, endpoint: str, seed: int, grpc_transport: bool = False
+                   ) -> tuple[Any, Any]:
+    """The global tracer provider (and, for an event client, the global logger provider, else
+    None) exporting to `endpoint`."""
+    from opentelemetry import trace
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -60,10 +115,11 @@ def _otel_provider(name: str, endpoint: str, seed: int) -> Any:
     resource = Resource.create({"service.name": f"capture-{name}", "service.version": "0.0.1",
                                 "deployment.environment": "offline-test"})
     provider = TracerProvider(resource=resource, id_generator=SeededIdGenerator())
-    exporter = OTLPSpanExporter(endpoint=endpoint + "/v1/traces", compression=Compression.Gzip)
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    span_exporter, log_exporter = _exporters(endpoint, grpc_transport)
+    provider.add_span_processor(BatchSpanProcessor(span_exporter))
     trace.set_tracer_provider(provider)
-    return provider
+    logs = _logger_provider(resource, log_exporter) if name in EVENT_CLIENTS else None
+    return provider, logs
 
 
 def _instrument(name: str, provider: Any, endpoint: str) -> None:
@@ -79,9 +135,11 @@ def _instrument(name: str, provider: Any, endpoint: str) -> None:
 
         LangChainInstrumentor().instrument(tracer_provider=provider,
                                            config=TraceConfig(enable_genai_semconv=True))
-    elif name == "otel_genai":
-        # message content on the spans, in the current GenAI conventions (as conversation.py)
-        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
+    elif name == "otel_genai" or name in EVENT_CLIENTS:
+        # message content on the spans (as conversation.py), or as log events, in the current
+        # GenAI conventions
+        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = EVENT_CLIENTS.get(
+            name, "SPAN_ONLY")
         os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
         from opentelemetry.instrumentation.genai.langchain import (
             LangChainInstrumentor as GenAiInstrumentor,
@@ -111,15 +169,17 @@ def _run(shape: str, stream: bool, callbacks: list[Any] | None = None) -> None:
 
 
 def record(instr: str, outdir: Path, seed: int, run: Callable[[list[Any] | None], object],
-           what: str, cozeloop_tags: dict[str, str] | None = None) -> None:
+           what: str, cozeloop_tags: dict[str, str] | None = None, via: str = "http") -> None:
     """Empty `outdir`, then call `run` while `instr` sends the spans of what it runs to a
-    receiver saving into `outdir`. `run` gets the LangChain callbacks to pass: the cozeloop-python
-    callback's handler (with `cozeloop_tags`), or None for an OpenTelemetry instrumentation.
-    Raises SystemExit, naming `what`, when nothing was sent."""
+    receiver saving into `outdir` (`via` "http" or, for an OTel client, "grpc"). `run` gets the
+    LangChain callbacks to pass: the cozeloop-python callback's handler (with `cozeloop_tags`),
+    or None for an OpenTelemetry instrumentation. Raises SystemExit, naming `what`, when nothing
+    was sent."""
+    from tests.capture.grpc_receiver import GrpcReceiver
     from tests.capture.receiver import Receiver
 
     shutil.rmtree(outdir, ignore_errors=True)
-    with Receiver(outdir) as receiver:
+    with GrpcReceiver(outdir, gzip_bodies=True) if via == "grpc" else Receiver(outdir) as receiver:
         if instr == "cozeloop_python":
             import cozeloop
             from cozeloop.integration.langchain.trace_callback import LoopTracer
@@ -132,7 +192,7 @@ def record(instr: str, outdir: Path, seed: int, run: Callable[[list[Any] | None]
             time.sleep(0.5)
             client.close()
         else:
-            provider = _otel_provider(instr, receiver.endpoint, seed)
+            provider, logs = _otel_provider(instr, receiver.endpoint, seed, via == "grpc")
             _instrument(instr, provider, receiver.endpoint)
             run(None)
             if instr == "langsmith":  # its tracer hands runs to a background thread
@@ -142,14 +202,17 @@ def record(instr: str, outdir: Path, seed: int, run: Callable[[list[Any] | None]
                 time.sleep(1.0)
             provider.force_flush()
             provider.shutdown()
+            if logs is not None:
+                logs.force_flush()
+                logs.shutdown()
         time.sleep(0.3)
-    if not any(outdir.glob("http_*.bin")):
+    if not any(outdir.glob(f"{via}_*.bin")):
         raise SystemExit(f"{instr} {what}: nothing was sent")
 
 
 def summary(outdir: Path, root: Path) -> str:
     """What a capture saved: its folder (from `root`), its requests and their bytes."""
-    files = sorted(outdir.glob("http_*.bin"))
+    files = sorted([*outdir.glob("http_*.bin"), *outdir.glob("grpc_*.bin")])
     return (f"{outdir.relative_to(root)}: {len(files)} requests, "
             f"{sum(f.stat().st_size for f in files)} bytes")
 
@@ -157,7 +220,8 @@ def summary(outdir: Path, root: Path) -> str:
 def capture(instr: str, shape: str, mode: str) -> Path:
     outdir = capture_dir(instr, shape, mode)
     record(instr, outdir, zlib.crc32(f"{instr}/{outdir.name}".encode()),
-           lambda callbacks: _run(shape, mode == "stream", callbacks), f"{shape} {mode}")
+           lambda callbacks: _run(shape, mode == "stream", callbacks), f"{shape} {mode}",
+           via=transport(instr, shape, mode))
     return outdir
 
 
