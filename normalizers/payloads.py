@@ -428,9 +428,10 @@ def message_text(fields: Mapping[str, Any]) -> str:
 
 def returned_error(text: str) -> str | None:
     """The error text of a tool's recorded output when it is a ToolMessage with `status:
-    "error"`: a tool error caught and returned to the model (ToolNode(handle_tool_errors=True),
-    langchain-mcp-adapters) rather than raised, so the span itself ended normally. None when
-    the output is anything else (docs/trajectory-rules.md §4, returned tool errors)."""
+    "error"`: an error the tool caught inside its own run and returned to the model (a tool with
+    `handle_tool_error`, as langchain-mcp-adapters makes them) rather than raised, so the span
+    itself ended normally. None when the output is anything else (docs/trajectory-rules.md §4,
+    returned tool errors)."""
     value = _parsed(text)
     for _ in range(3):  # the same envelopes as tool_output
         if not isinstance(value, Mapping):

@@ -25,9 +25,8 @@ MODES = ("stream", "invoke")
 #: client → shape → why that shape cannot be captured under it (see tests/capture/README.md)
 IMPOSSIBLE: dict[str, dict[str, str]] = {}
 #: client → shape → why it is not captured yet (tests/capture/README.md, "Shapes not captured")
-_PYTHON_ONLY = "LangChain v1 / deepagents / MCP adapters: captured under the Python clients"
 NOT_YET: dict[str, dict[str, str]] = {
-    client: dict.fromkeys(("mcp_tools", "create_agent_middleware", "deep_agent"), _PYTHON_ONLY)
+    client: dict.fromkeys(script.PYTHON_ONLY, "no JS twin of this shape yet")
     for client in ("cozeloop_js", "openinference_js", "traceloop_js")}
 RUNS = {f"{client}/{shape}.{spec['graph']}.{mode}": (client, shape)
         for client in CLIENTS for shape, spec in script.SHAPES.items() for mode in MODES

@@ -60,8 +60,9 @@ DETAIL_GAPS: dict[str, frozenset[str]] = {
 
 
 #: clients that record a tool error returned to the model (not raised) only as its text, without
-#: the ToolMessage's `status: "error"`: under them that step is not failed, since no rule guesses
-#: failure from a tool's text (docs/trajectory-rules.md §4; tests/capture/README.md, "Known gaps")
+#: the ToolMessage's `status: "error"`: under them that step is not failed, as trajhub does not
+#: guess failure from a tool's text (docs/trajectory-rules.md §4; tests/capture/README.md,
+#: "Known gaps")
 RETURNED_ERROR_GAPS = frozenset({"otel_genai", "cozeloop_python"})
 #: shape → the tool calls whose error the tool returned rather than raised
 RETURNED_ERRORS: dict[str, frozenset[str]] = {"mcp_tools": frozenset({"call_convert_1"})}

@@ -294,6 +294,11 @@ SHAPES: dict[str, dict[str, Any]] = {
 }
 
 
+#: shapes with no JS twin yet (LangChain v1 create_agent, deepagents, MCP adapters): captured
+#: under the Python clients only (README.md, "Shapes not captured")
+PYTHON_ONLY = frozenset({"mcp_tools", "create_agent_middleware", "deep_agent"})
+
+
 def fanout_question(city: str) -> str:
     """The user message of the `send_fanout` researcher run for `city` (its turns' `key`)."""
     return f"What is the weather in {city}?"
