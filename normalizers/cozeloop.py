@@ -168,6 +168,10 @@ def _langchain_framework(span: Span, trace: TraceView) -> str:
     return "langgraph" if _is_unnamed_langgraph_root(top, trace) else "langchain"
 
 
+#: the node of LangChain v1's create_agent that calls the chat model
+CREATE_AGENT_MODEL_NODE: Final = "model"
+
+
 def _is_nested_graph_run(span: Span, trace: TraceView) -> bool:
     """A compiled LangGraph graph running inside another run: a sub-agent added as a node
     (`create_react_agent(..., name="weather_agent")`, members of langgraph-supervisor and
@@ -179,7 +183,10 @@ def _is_nested_graph_run(span: Span, trace: TraceView) -> bool:
     so the depth of the calls decides: a node runs its tools directly (node > tool) and its
     model through a chain (node > RunnableSequence > model); a graph has one more level
     (graph > node > tool, graph > node > chain > model). A node wrapping a graph (call_agent in
-    langgraph-supervisor, the node named like the sub-agent) has one level more still."""
+    langgraph-supervisor, the node named like the sub-agent) has one level more still.
+    LangChain v1's `create_agent` (and deepagents, built on it) calls its model directly from its
+    node `model` (graph > model > model): a node of that name with a model run under it is the
+    graph's (a node named `model` cannot be the RunnableSequence inside a node)."""
     if _span_type(span) != "chain" or trace.parent(span) is None:
         return False
     children = trace.children(span)
@@ -190,7 +197,7 @@ def _is_nested_graph_run(span: Span, trace: TraceView) -> bool:
     for child in children:
         for grandchild in trace.children(child):
             kind = _span_type(grandchild)
-            if kind == "tool":
+            if kind == "tool" or (kind == "model" and child.name == CREATE_AGENT_MODEL_NODE):
                 return True
             if kind in ("model", "graph", "agent"):
                 return False  # a node calling its model directly
@@ -527,6 +534,11 @@ def _langchain_tool_call_id(parent_input: str, tool_name: str, arguments: str) -
     "tool_call": {name, args, id}}`; otherwise it is the graph state, whose last AI message with
     tool calls lists them (`tool_calls` or, in `lc` constructor form, `kwargs.tool_calls`)."""
     value = parse_json(parent_input)
+    wanted = parse_json(arguments)
+    if isinstance(value, list):
+        # LangChain v1 create_agent sends each call to its `tools` node on its own; the Python
+        # callback records that node's input as the list of calls it got
+        return _call_id_among(value, tool_name, wanted)
     if not isinstance(value, Mapping):
         return ""
     call = value.get("tool_call")
@@ -538,7 +550,6 @@ def _langchain_tool_call_id(parent_input: str, tool_name: str, arguments: str) -
     messages = value.get("messages")
     if not isinstance(messages, list):
         return ""
-    wanted = parse_json(arguments)
     for message in reversed(messages[-MAX_HOPS:]):
         if not isinstance(message, Mapping):
             continue
@@ -548,12 +559,17 @@ def _langchain_tool_call_id(parent_input: str, tool_name: str, arguments: str) -
             calls = kwargs.get("tool_calls")
         if not isinstance(calls, list) or not calls:
             continue
-        named = [c for c in calls if isinstance(c, Mapping) and c.get("name") == tool_name]
-        exact = [c for c in named if wanted is not None and c.get("args") == wanted]
-        for group in (exact, named):
-            if len(group) == 1 and isinstance(group[0].get("id"), str):
-                return str(group[0]["id"])
-        return ""
+        return _call_id_among(calls, tool_name, wanted)
+    return ""
+
+
+def _call_id_among(calls: list[Any], tool_name: str, wanted: object) -> str:
+    """The id of the one call of `tool_name` (with these arguments, if several) in `calls`."""
+    named = [c for c in calls if isinstance(c, Mapping) and c.get("name") == tool_name]
+    exact = [c for c in named if wanted is not None and c.get("args") == wanted]
+    for group in (exact, named):
+        if len(group) == 1 and isinstance(group[0].get("id"), str):
+            return str(group[0]["id"])
     return ""
 
 

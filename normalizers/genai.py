@@ -37,6 +37,7 @@ from trajhub.normalizers.attrs import (
     put,
     put_tool_call_id,
 )
+from trajhub.normalizers.langgraph import is_create_agent_plumbing
 from trajhub.normalizers.model import Attributes, Span
 from trajhub.normalizers.reading import ModelUsage, SpanReading, StepKind, TraceView
 from trajhub.normalizers.span_errors import span_error
@@ -359,6 +360,10 @@ class GenAI:
         if operation in ("execute_tool", "retrieval") or operation in MEMORY_OPERATIONS:
             return StepKind.TOOL, rule
         if operation == "invoke_agent":
+            agent = get_str(attrs, "gen_ai.agent.name") or span.name.removeprefix("invoke_agent ")
+            if is_create_agent_plumbing(agent):
+                return StepKind.OTHER, (f"{rule}: a create_agent middleware hook or routing "
+                                        "function, part of its agent")
             if _wraps_one_agent(span, trace):
                 return StepKind.OTHER, (f"{rule}: a wrapper whose only child is the agent it "
                                         "invokes, not an activation of its own")

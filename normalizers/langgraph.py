@@ -15,6 +15,25 @@ from trajhub.normalizers.attrs import dig, parse_json
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.reading import TraceView
 
+#: the hooks LangChain v1's create_agent runs as nodes named `<middleware>.<hook>`, and the
+#: wrappers it traces as `<middleware>.<wrapper>`
+_MIDDLEWARE_HOOKS = frozenset({
+    "before_agent", "before_model", "after_model", "after_agent",
+    "wrap_model_call", "awrap_model_call", "wrap_tool_call", "awrap_tool_call",
+})
+#: create_agent's routing functions (its conditional edges)
+_CREATE_AGENT_ROUTES = frozenset({"model_to_tools", "model_to_model", "tools_to_model"})
+
+
+def is_create_agent_plumbing(name: str) -> bool:
+    """A middleware hook or routing function of LangChain v1's create_agent, by its run name:
+    part of the agent that runs it, never an agent of its own (docs/trajectory-rules.md §7)."""
+    if name in _CREATE_AGENT_ROUTES:
+        return True
+    owner, _, hook = name.rpartition(".")
+    return bool(owner) and hook in _MIDDLEWARE_HOOKS
+
+
 #: reads the LangGraph node name a convention recorded on a span ("" when none)
 NodeOf = Callable[[Span], str]
 
@@ -42,11 +61,17 @@ def is_graph(span: Span, trace: TraceView, node_of: NodeOf) -> tuple[bool, str]:
 def tool_call_id_from_tool_message(output: str) -> str:
     """The id LangGraph's ToolNode put on the ToolMessage a tool returned: plain, in LangChain's
     `lc` constructor form (`kwargs`, as @cozeloop/langchain serialises it), or under `data`; each
-    also inside a callback's `{"output": ...}` envelope (OpenInference JS records a tool's output
+    also as the last message of a returned `Command`'s update, and inside a callback's
+    `{"output": ...}` envelope (OpenInference JS records a tool's output
     as `{"output": <ToolMessage in lc form>}`)."""
     value = parse_json(output)
     if isinstance(value, dict) and set(value) == {"output"}:
         value = value["output"]
+    update = value.get("update") if isinstance(value, dict) else None
+    if isinstance(update, dict) and isinstance(update.get("messages"), list) and update["messages"]:
+        # a Command the tool returned (deepagents' write_todos and task): its update carries
+        # the ToolMessage
+        value = update["messages"][-1]
     for path in (("data", "tool_call_id"), ("tool_call_id",), ("kwargs", "tool_call_id")):
         found = dig(value, *path)
         if isinstance(found, str) and found:

@@ -25,7 +25,8 @@ from typing import Any, Final
 
 from trajhub.normalizers.attrs import dumps, parse_json, parse_literal
 from trajhub.normalizers.coerce import to_str
-from trajhub.normalizers.reading import SpanReading, StepKind
+from trajhub.normalizers.reading import ErrorInfo, SpanReading, StepKind
+from trajhub.normalizers.span_errors import one_line
 
 #: every role name seen in the wild → the four roles of §8
 _ROLES: Final[Mapping[str, str]] = {
@@ -170,14 +171,34 @@ def _from_parts(fields: Mapping[str, Any], message: Message) -> None:
         message["tool_calls"] = calls
 
 
+def _text_blocks(value: object) -> str | None:
+    """The text of a list of content blocks that holds one text block only (what
+    langchain-mcp-adapters returns as a tool's result), else None."""
+    if not isinstance(value, list) or not all(
+        isinstance(v, Mapping) and v.get("type") == "text" for v in value
+    ):
+        return None
+    content = _content(value)
+    return content if isinstance(content, str) else None
+
+
 def _tool_content(content: Any) -> Any:
-    """cozeloop-python records a tool message's content as the Python repr of a dict around it,
+    """A tool message's content as its result. Content blocks recorded as their JSON text
+    (Traceloop, OTel GenAI) are read as the blocks: one text block is its text.
+
+    cozeloop-python records a tool message's content as the Python repr of a dict around it,
     `"{'content': 'Sunny, 22C'}"`, on tool spans and inside every message list: the result is what
-    is inside. Only that exact form (a literal dict whose one key is `content`) is unwrapped."""
+    is inside. Only that exact form (a literal dict whose one key is `content`, or `content` and
+    the `artifact` a `content_and_artifact` tool such as an MCP adapter's returns) is
+    unwrapped."""
+    if isinstance(content, str) and content.startswith("[{"):
+        text = _text_blocks(_parsed(content))
+        if text is not None:
+            return text
     if not isinstance(content, str) or not content.startswith("{'content': "):
         return content
     inner = parse_literal(content)
-    if isinstance(inner, Mapping) and set(inner) == {"content"}:
+    if isinstance(inner, Mapping) and set(inner) in ({"content"}, {"content", "artifact"}):
         return _content(inner["content"])
     return content
 
@@ -190,6 +211,11 @@ def chat_message(value: object) -> Message | None:
     role = role or _role(fields.get("role")) or _role(fields.get("type"))
     if not role:
         return None
+    contents = fields.get("contents")
+    if "content" not in fields and isinstance(contents, list):
+        # OpenInference's multi-part message (`message.contents.N.message_content.*`)
+        fields = {**fields, "content": [
+            c.get("message_content", c) if isinstance(c, Mapping) else c for c in contents]}
     has_body = any(key in fields for key in ("content", "parts", "tool_calls"))
     if not has_body:
         return None
@@ -370,6 +396,11 @@ def tool_output(text: str) -> str:
     value = _parsed(text)
     if value is None and text.startswith("Command("):
         return _command_repr_result(text) or text
+    if isinstance(value, list):
+        # content blocks (langchain-mcp-adapters' results, as OTel GenAI records them): a single
+        # text block is the text, as inside a ToolMessage
+        blocks = _text_blocks(value)
+        return blocks if blocks is not None else text
     for _ in range(3):  # envelopes nest at most twice ({"output": <ToolMessage>})
         if not isinstance(value, Mapping):
             return text
@@ -386,6 +417,33 @@ def tool_output(text: str) -> str:
         content = message["content"]
         return content if isinstance(content, str) else dumps(content)
     return text
+
+
+def message_text(fields: Mapping[str, Any]) -> str:
+    """A message's content as one text: a single text part is its text, other multi-part content
+    is its canonical JSON (langchain-mcp-adapters returns a tool's result as text parts)."""
+    content = _content(fields.get("content"))
+    return content if isinstance(content, str) else dumps(content)
+
+
+def returned_error(text: str) -> str | None:
+    """The error text of a tool's recorded output when it is a ToolMessage with `status:
+    "error"`: an error the tool caught inside its own run and returned to the model (a tool with
+    `handle_tool_error`, as langchain-mcp-adapters makes them) rather than raised, so the span
+    itself ended normally. None when the output is anything else (docs/trajectory-rules.md §4,
+    returned tool errors)."""
+    value = _parsed(text)
+    for _ in range(3):  # the same envelopes as tool_output
+        if not isinstance(value, Mapping):
+            return None
+        if _is_output_envelope(value):
+            value = value["output"]
+            continue
+        fields, role = _unwrap_langchain(value)
+        if (role or _role(fields.get("type"))) != "tool" or fields.get("status") != "error":
+            return None
+        return message_text(fields)
+    return None
 
 
 def _is_output_envelope(value: Mapping[str, Any]) -> bool:
@@ -509,6 +567,9 @@ def canonical(
             else tool_input(reading.input)
         )
         output_text = tool_output(reading.output)
+        returned = returned_error(reading.output) if reading.error is None else None
+        if returned is not None:
+            reading = replace(reading, error=ErrorInfo(code=-1, message=one_line(returned)))
     if reading.error is not None and output_text == "{}":
         output_text = ""  # LangSmith records a failed run's absent outputs as {}
     missing = [

@@ -51,8 +51,9 @@ from trajhub.normalizers.coerce import to_str
 from trajhub.normalizers.genai import MODEL_OPERATIONS, input_messages, model_name, model_usage
 from trajhub.normalizers.langgraph import runs_graph_nodes, tool_call_id_from_node_input
 from trajhub.normalizers.model import Span
+from trajhub.normalizers.payloads import message_text, returned_error
 from trajhub.normalizers.reading import ErrorInfo, SpanReading, StepKind, TraceView
-from trajhub.normalizers.span_errors import span_error
+from trajhub.normalizers.span_errors import one_line, span_error
 
 SCOPES = ("opentelemetry.instrumentation.langchain", "opentelemetry.instrumentation.langgraph")
 #: Traceloop JS's LangChain instrumentation (its spans' parents are the active span, not the run's)
@@ -115,8 +116,12 @@ _TOOL_CLASSES = frozenset({"DynamicStructuredTool", "DynamicTool", "StructuredTo
 
 
 def _command_tool_message(text: str) -> Any:
-    """The kwargs of the last tool message of a handoff `Command` a tool returned (JS), or None."""
-    messages = dig(parse_json(text), "update", "messages")
+    """The kwargs of the last tool message of a `Command` a tool returned (a handoff in JS; in
+    Python, inside the `{"output": ...}` envelope: deepagents' write_todos and task), or None."""
+    value = parse_json(text)
+    if isinstance(value, dict) and "output" in value and set(value) <= {"output", "kwargs"}:
+        value = value["output"]
+    messages = dig(value, "update", "messages")
     for message in reversed(messages if isinstance(messages, list) else []):
         kwargs = dig(message, "kwargs")
         if dig(message, "id", -1) == "ToolMessage" and isinstance(kwargs, dict):
@@ -285,6 +290,7 @@ class Traceloop:
         input_text = _entity_input(span)
         output_text = _entity_output(span)
         usage = None
+        returned_failure: str | None = None
         if kind is StepKind.MODEL:
             # `<ModelClass>.chat`: the step is the model class, as in every other convention
             name = span.name.removesuffix(".chat").removesuffix(".completion") or span.name
@@ -313,7 +319,8 @@ class Traceloop:
             if name in _TOOL_CLASSES:
                 named = to_str(returned.get("name")) if returned is not None else requested[0]
                 name = named or name
-            output_text = to_str(message.get("content")) if message is not None else raw_out
+            output_text = message_text(message) if message is not None else raw_out
+            returned_failure = returned_error(raw_out)
             call_id = get_str(attrs, "gen_ai.tool.call.id") or (
                 to_str(returned.get("tool_call_id")) if returned is not None else requested[1]
             )
@@ -345,6 +352,9 @@ class Traceloop:
         error = span_error(span)
         if error is None and get_str(attrs, "gen_ai.task.status") == "failure":
             error = ErrorInfo(code=-1, message="task failed")
+        if error is None and returned_failure is not None:
+            # the tool's error was returned to the model, not raised (trajectory-rules §4)
+            error = ErrorInfo(code=-1, message=one_line(returned_failure))
 
         put(metadata, "langgraph_node", attrs.get(_PROPS + "langgraph_node"))
         put(metadata, "langgraph_step", get_int(attrs, _PROPS + "langgraph_step"))

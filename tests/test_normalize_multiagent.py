@@ -59,6 +59,23 @@ DETAIL_GAPS: dict[str, frozenset[str]] = {
 }
 
 
+#: clients that record a tool error returned to the model (not raised) only as its text, without
+#: the ToolMessage's `status: "error"`: under them that step is not failed, as trajhub does not
+#: guess failure from a tool's text (docs/trajectory-rules.md §4; tests/capture/README.md,
+#: "Known gaps")
+RETURNED_ERROR_GAPS = frozenset({"otel_genai", "cozeloop_python"})
+#: shape → the tool calls whose error the tool returned rather than raised
+RETURNED_ERRORS: dict[str, frozenset[str]] = {"mcp_tools": frozenset({"call_convert_1"})}
+
+
+def _fails_in(capture: str, shape: str, step: dict[str, Any]) -> bool:
+    """Whether a ground-truth step is a failed step in this capture."""
+    if not step.get("error"):
+        return False
+    return not (capture.split("/")[0] in RETURNED_ERROR_GAPS
+                and step.get("tool_call_id") in RETURNED_ERRORS.get(shape, frozenset()))
+
+
 def _gaps(capture: str) -> frozenset[str]:
     client, run = capture.split("/")[:2]
     return DETAIL_GAPS.get(client, frozenset()) | DETAIL_GAPS.get(
@@ -250,7 +267,7 @@ def test_failed_steps(capture: str, shape: str) -> None:
         failed = sorted((s.type, s.name if s.type == "tool" else "") for s in agent.steps
                         if s.type in ("model", "tool") and s.failed)
         want = sorted((s["type"], s.get("name", "") if s["type"] == "tool" else "")
-                      for s in expected["steps"] if s.get("error"))
+                      for s in expected["steps"] if _fails_in(capture, shape, s))
         assert failed == want, agent.name
 
 
@@ -299,7 +316,8 @@ def test_steps_and_payloads(capture: str, shape: str) -> None:
             assert step.name == want["name"]
             assert step.metadata.get("tool_call_id") == want["tool_call_id"]
             assert step.input == canonical(want["arguments"])
-            assert (step.basic_info.error is not None) == (want["error"] is not None), step.name
+            assert (step.basic_info.error is not None) == _fails_in(capture, shape, want), \
+                step.name
             if want["error"] is None and want["handoff_to"] is None:
                 assert step.output == want["output"]
             if want["handoff_to"] is not None:
@@ -398,3 +416,30 @@ def test_dual_written_model_spans_carry_both_conventions(capture: str) -> None:
         s.metadata.get("span_type") == "LLM"
         for agent in trajectory.agent_steps for s in agent.steps if s.type == "model"
     )
+
+
+def test_create_agent_hooks_and_routing_are_not_agents() -> None:
+    """§7: an instrumentation that reports a create_agent middleware hook or routing function as
+    an `invoke_agent` span of its own does not make it an agent or a step; only the agent that
+    runs it is one, with its model call."""
+    from tests.normalize_spans import span
+
+    op = "gen_ai.operation.name"
+
+    def agent(span_id: str, name: str, start: int, end: int) -> Any:
+        return span(span_id, "a" if span_id != "a" else "", f"invoke_agent {name}", start, end,
+                    {op: "invoke_agent", "gen_ai.agent.name": name})
+
+    spans = [
+        agent("a", "assistant", 0, 100),
+        agent("h1", "note_turn.before_model", 1, 2),
+        span("m", "a", "chat fake-gpt", 3, 10, {op: "chat", "gen_ai.usage.input_tokens": 5,
+                                                 "gen_ai.usage.output_tokens": 1}),
+        agent("h2", "ToolCallLimitMiddleware.after_model", 11, 12),
+        agent("r", "model_to_tools", 13, 14),
+        agent("h3", "check_reply.after_agent", 15, 16),
+    ]
+    trajectory = derive(spans).trajectory
+    assert [a.name for a in trajectory.agent_steps] == ["assistant"]
+    assert [s.type for s in trajectory.agent_steps[0].steps] == ["model"]
+    assert trajectory.root_step.metrics_info.input_tokens == 5

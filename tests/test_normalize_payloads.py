@@ -346,3 +346,38 @@ def test_state_payloads() -> None:
     # not chat-shaped: the object itself, canonical
     assert state_input('{"b": 1, "a": [1, 2]}') == '{"a":[1,2],"b":1}'
     assert state_output("just text") == "just text"
+
+
+def test_returned_tool_errors_are_read_from_the_tool_message_status() -> None:
+    """docs/trajectory-rules.md §4: a ToolMessage with status "error" (bare, in OpenInference's
+    `data` form, in LangChain's `lc` form inside a callback's `{"output": ...}` envelope) is a
+    returned error with its text; any other output, and a bare text, is not."""
+    from trajhub.normalizers.payloads import returned_error
+
+    blocks = [{"type": "text", "text": "Error executing tool x: boom", "id": "lc_1"}]
+    bare = {"type": "tool", "content": "Error: boom", "tool_call_id": "c1", "status": "error"}
+    data = {"type": "tool", "data": {"content": blocks, "type": "tool", "status": "error"}}
+    lc = {"output": {"lc": 1, "type": "constructor", "id": ["langchain", "ToolMessage"],
+                     "kwargs": {"content": "Error: boom", "type": "tool", "status": "error"}},
+          "kwargs": {}}
+    assert returned_error(json.dumps(bare)) == "Error: boom"
+    assert returned_error(json.dumps(data)) == "Error executing tool x: boom"
+    assert returned_error(json.dumps(lc)) == "Error: boom"
+    assert returned_error(json.dumps({**bare, "status": "success"})) is None
+    assert returned_error("Error: boom") is None
+    assert returned_error(json.dumps({"output": "Error: boom"})) is None
+
+
+def test_a_single_text_block_result_is_its_text() -> None:
+    """langchain-mcp-adapters returns a tool's result as content blocks; however recorded (the
+    blocks' JSON, inside a ToolMessage, inside cozeloop's repr), one text block is its text."""
+    blocks = [{"type": "text", "text": "Sunny", "id": "lc_1"}]
+    assert tool_output(json.dumps(blocks)) == "Sunny"
+    assert tool_output(json.dumps({"type": "tool", "content": blocks})) == "Sunny"
+    two = [*blocks, {"type": "image", "url": "u"}]
+    assert tool_output(json.dumps(two)) == json.dumps(two)  # not a text result: as recorded
+    assert tool_output(json.dumps(["a"])) == json.dumps(["a"])  # a tool's own JSON list
+    message = chat_message({"role": "tool", "content": json.dumps(blocks)})
+    assert message == {"role": "tool", "content": "Sunny"}
+    repr_ = str({"content": blocks, "artifact": {"structured_content": {"result": "Sunny"}}})
+    assert chat_message({"role": "tool", "content": repr_}) == {"role": "tool", "content": "Sunny"}

@@ -320,6 +320,63 @@ def _send_fanout() -> Any:
     return g.compile(name="research_team")
 
 
+def _mcp_tools() -> Any:
+    """create_agent "assistant" on the tools of the local stdio MCP server (mcp_server.py).
+    The adapter starts the server as a subprocess for each tool call; its tools are async only,
+    so `run` drives this graph with `ainvoke` / `astream`."""
+    import asyncio
+    import sys
+
+    from langchain.agents import create_agent
+    from langchain_mcp_adapters.client import MultiServerMCPClient
+
+    client = MultiServerMCPClient({"capture": {
+        "command": sys.executable, "args": ["-m", "tests.capture.mcp_server"],
+        "transport": "stdio"}})
+    tools = asyncio.run(client.get_tools())
+    return create_agent(model("mcp_tools", "assistant"), sorted(tools, key=lambda t: t.name),
+                        system_prompt="You are assistant. Use tools.", name="assistant")
+
+
+def _create_agent_middleware() -> Any:
+    """create_agent "assistant" with a before_model and an after_model hook (which change
+    nothing) and a tool-call limit that the run stays under."""
+    from langchain.agents import create_agent
+    from langchain.agents.middleware import ToolCallLimitMiddleware, after_model, before_model
+
+    @before_model
+    def note_turn(state: Any, runtime: Any) -> dict[str, Any] | None:
+        return None
+
+    @after_model
+    def check_reply(state: Any, runtime: Any) -> dict[str, Any] | None:
+        return None
+
+    return create_agent(model("create_agent_middleware", "assistant"), [get_weather, add],
+                        system_prompt="You are assistant. Use tools.", name="assistant",
+                        middleware=[note_turn, check_reply, ToolCallLimitMiddleware(run_limit=5)])
+
+
+def _deep_agent() -> Any:
+    """deepagents' "orchestrator" with the sub-agent "researcher" (started through `task`),
+    on the default in-state filesystem. deepagents 0.7 leaves `write_todos` out of its default
+    stack, so the agent gets it from LangChain's TodoListMiddleware."""
+    from deepagents import create_deep_agent
+    from langchain.agents.middleware import TodoListMiddleware
+
+    shape = "deep_agent"
+    researcher = {"name": "researcher", "description": "Looks up the weather of a city.",
+                  "system_prompt": "You are researcher. Use tools.", "tools": [get_weather],
+                  "model": model(shape, "researcher")}
+    return create_deep_agent(model(shape, "orchestrator"), [get_weather],
+                             system_prompt="You are orchestrator.", subagents=[researcher],
+                             middleware=[TodoListMiddleware()], name="orchestrator")
+
+
+#: shapes whose tools are async only (MCP tools), so the graph runs with ainvoke / astream
+ASYNC_SHAPES = frozenset({"mcp_tools"})
+
+
 def build(shape: str) -> Any:
     if shape == "supervisor_subgraphs":
         return _supervisor_subgraphs()
@@ -341,7 +398,19 @@ def build(shape: str) -> Any:
         return _react(shape, "assistant", [get_weather])
     if shape == "send_fanout":
         return _send_fanout()
+    if shape == "mcp_tools":
+        return _mcp_tools()
+    if shape == "create_agent_middleware":
+        return _create_agent_middleware()
+    if shape == "deep_agent":
+        return _deep_agent()
     raise ValueError(f"unknown shape {shape}")
+
+
+#: create_agent runs every middleware hook as a node of its own, and under Traceloop every
+#: hook of a decorated middleware (not just the one it defines) becomes a node: these runs take
+#: more than LangGraph's default 25 super-steps
+RECURSION_LIMITS = {"create_agent_middleware": 100, "deep_agent": 250}
 
 
 def run(graph: Any, shape: str, stream: bool, callbacks: list[Any] | None = None) -> Any:
@@ -350,16 +419,32 @@ def run(graph: Any, shape: str, stream: bool, callbacks: list[Any] | None = None
         "configurable": {"thread_id": script.THREAD_ID},
         "metadata": {"session_id": script.SESSION_ID, "user_id": script.USER_ID},
         "tags": ["trajhub-capture"],
-        "recursion_limit": 25,
+        "recursion_limit": RECURSION_LIMITS.get(shape, 25),
     }
     if callbacks:
         config["callbacks"] = callbacks
     inputs = {"messages": [HumanMessage(script.SHAPES[shape]["question"], id="human-1")]}
+    if shape in ASYNC_SHAPES:
+        import asyncio
+
+        return asyncio.run(_arun(graph, inputs, config, stream))
     if not stream:
         return graph.invoke(inputs, config)
     last = None
     for namespace, mode, data in graph.stream(inputs, config, stream_mode=["messages", "values"],
                                               subgraphs=True):
+        if mode == "values" and not namespace:
+            last = data
+    return last
+
+
+async def _arun(graph: Any, inputs: dict[str, Any], config: dict[str, Any], stream: bool) -> Any:
+    """`run` for a graph with async-only tools."""
+    if not stream:
+        return await graph.ainvoke(inputs, config)
+    last = None
+    async for namespace, mode, data in graph.astream(
+            inputs, config, stream_mode=["messages", "values"], subgraphs=True):
         if mode == "values" and not namespace:
             last = data
     return last

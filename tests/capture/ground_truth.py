@@ -31,6 +31,13 @@ RESULTS: dict[tuple[str, str], str] = {
     ("flaky_weather", '{"city":"Paris"}'): script.WEATHER_RESULT,
     ("transfer_to_weather_agent", "{}"): "Successfully transferred to weather_agent",
     ("transfer_to_math_agent", "{}"): "Successfully transferred to math_agent",
+    # deepagents' own tools (deep_agent): what they answer for the scripted calls
+    ("write_todos", json.dumps({"todos": script.TODOS}, sort_keys=True, separators=(",", ":"))):
+        f"Updated todo list to {script.TODOS}",
+    ("write_file", json.dumps({"content": script.NOTES, "file_path": script.NOTES_PATH},
+                              separators=(",", ":"))): f"Updated file {script.NOTES_PATH}",
+    ("read_file", json.dumps({"file_path": script.NOTES_PATH}, separators=(",", ":"))):
+        f"@@ lines 1-1 of 1 @@\n{script.NOTES}",
 }
 
 
@@ -287,8 +294,61 @@ def send_fanout() -> dict[str, Any]:
     return doc
 
 
+def mcp_tools() -> dict[str, Any]:
+    kind, message = script.CURRENCY_ERROR.split(": ", 1)
+    doc = _single("mcp_tools",
+                  "LangChain v1 create_agent 'assistant' on two tools of a local stdio MCP server "
+                  "(FastMCP, through langchain-mcp-adapters): get_weather answers; "
+                  "convert_currency fails and the adapter returns its error to the model (a "
+                  "tool message with status 'error'); then the answer.",
+                  errors={"call_convert_1": {"type": kind, "message": message}})
+    doc["notes"] += [
+        "The failed call raised nothing in the run: the MCP server answered it with isError "
+        "and the adapter returned the error text to the model, so its span ended normally. It "
+        "is a failed tool step all the same (docs/trajectory-rules.md, returned tool errors).",
+        "The MCP server's tool listing (ListTools) happens before the run and is not a step.",
+    ]
+    return doc
+
+
+def create_agent_middleware() -> dict[str, Any]:
+    doc = _single("create_agent_middleware",
+                  "LangChain v1 create_agent 'assistant' with middleware: a before_model and an "
+                  "after_model hook and a ToolCallLimitMiddleware (not reached); get_weather, "
+                  "then add, then the answer.")
+    doc["notes"].append("The middleware hooks run around every model call as graph nodes of "
+                        "their own; they are plumbing of the agent, not agents and not steps.")
+    return doc
+
+
+def deep_agent() -> dict[str, Any]:
+    doc = _doc("deep_agent",
+               "deepagents create_deep_agent 'orchestrator': write_todos, the sub-agent "
+               "'researcher' through the task tool (get_weather, then its answer), write_file "
+               "and read_file on the in-state filesystem, then the answer.")
+    m = script.SHAPES["deep_agent"]["models"]
+    root = Activation(doc, "orchestrator", None)
+    answer = m["researcher"][1]["content"]
+    for t in m["orchestrator"]:
+        root.model(t)
+        for step in root.tools(t, outputs={"call_task_1": answer}):
+            if step["name"] == "task":
+                researcher = Activation(doc, "researcher", root.index, via_tool="task")
+                step["calls_agent"] = researcher.index
+                _react(researcher, m["researcher"])
+    doc["final_answer"] = m["orchestrator"][-1]["content"]
+    doc["notes"] += [
+        "The researcher activation runs inside the orchestrator's task tool step (`calls_agent` "
+        "of that step, `via_tool` of the activation), as in agent_in_tool.",
+        "deepagents' middleware (todo list, filesystem, sub-agents, summarization, prompt "
+        "caching, tool-call patching) are plumbing of the agent, not agents and not steps.",
+    ]
+    return doc
+
+
 BUILDERS = [supervisor_subgraphs, supervisor_handoff, swarm_handoff, agent_in_tool,
-            parallel_tools, tool_retry, run_error, react_agent, model_failure, send_fanout]
+            parallel_tools, tool_retry, run_error, react_agent, model_failure, send_fanout,
+            mcp_tools, create_agent_middleware, deep_agent]
 
 
 def build(shape: str) -> dict[str, Any]:

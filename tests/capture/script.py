@@ -33,6 +33,11 @@ FLAKY_ERROR = "ConnectionError: weather service unavailable (simulated)"
 BOOKING_ERROR = "booking service rejected the request (simulated)"
 DIVIDE_ERROR = "ZeroDivisionError: division by zero"
 MODEL_ERROR = "RuntimeError: upstream model returned HTTP 500 (simulated)"
+CURRENCY_ERROR = "ValueError: currency service rejected the request (simulated)"
+NOTES_PATH = "/notes.md"
+NOTES = "Paris: sunny, 22C"
+TODOS = [{"content": "Ask the researcher for the weather in Paris", "status": "in_progress"},
+         {"content": "Write the answer to /notes.md", "status": "pending"}]
 FANOUT_CITIES = ["Paris", "Tokyo", "Lima"]
 
 
@@ -235,7 +240,63 @@ SHAPES: dict[str, dict[str, Any]] = {
             ],
         },
     },
+    # a LangChain v1 create_agent "assistant" whose two tools come from a local stdio MCP server
+    # (mcp_server.py, through langchain-mcp-adapters): get_weather answers; convert_currency
+    # fails, and the adapter returns its error to the model as a tool message; then the answer
+    "mcp_tools": {
+        "graph": "create_agent",
+        "question": "What's the weather in Paris, and what are 100 EUR in JPY?",
+        "models": {
+            "assistant": [
+                turn("", (50, 10), ("get_weather", {"city": "Paris"}, "call_weather_1")),
+                turn("", (80, 12), ("convert_currency", {"amount": 100, "currency": "JPY"},
+                                    "call_convert_1")),
+                turn("It is sunny and 22C in Paris; the currency conversion failed.",
+                     (120, 15)),
+            ],
+        },
+    },
+    # create_agent "assistant" with middleware: a before_model and an after_model hook and a
+    # ToolCallLimitMiddleware (not reached); two tools called one after the other
+    "create_agent_middleware": {
+        "graph": "create_agent",
+        "question": WEATHER_QUESTION,
+        "models": {
+            "assistant": [
+                turn("", (55, 10), ("get_weather", {"city": "Paris"}, "call_weather_1")),
+                turn("", (85, 12), ("add", {"a": 2, "b": 3}, "call_add_1")),
+                turn("It is sunny and 22C in Paris, and 2 + 3 = 5.", (110, 16)),
+            ],
+        },
+    },
+    # deepagents.create_deep_agent "orchestrator": write_todos, the "researcher" sub-agent through
+    # the task tool (it calls get_weather and answers), write_file and read_file on the agent's
+    # in-state filesystem, then the answer
+    "deep_agent": {
+        "graph": "deepagents",
+        "question": "Find out the weather in Paris and keep a note of it.",
+        "models": {
+            "orchestrator": [
+                turn("", (300, 40), ("write_todos", {"todos": TODOS}, "call_todos_1")),
+                turn("", (340, 30), ("task", {"description": "What is the weather in Paris?",
+                                              "subagent_type": "researcher"}, "call_task_1")),
+                turn("", (380, 25), ("write_file", {"file_path": NOTES_PATH, "content": NOTES},
+                                     "call_write_1")),
+                turn("", (410, 20), ("read_file", {"file_path": NOTES_PATH}, "call_read_1")),
+                turn("It is sunny and 22C in Paris; the note is in /notes.md.", (440, 18)),
+            ],
+            "researcher": [
+                turn("", (90, 10), ("get_weather", {"city": "Paris"}, "call_weather_1")),
+                turn("It is sunny and 22C in Paris.", (120, 9)),
+            ],
+        },
+    },
 }
+
+
+#: shapes with no JS twin yet (LangChain v1 create_agent, deepagents, MCP adapters): captured
+#: under the Python clients only (README.md, "Shapes not captured")
+PYTHON_ONLY = frozenset({"mcp_tools", "create_agent_middleware", "deep_agent"})
 
 
 def fanout_question(city: str) -> str:
