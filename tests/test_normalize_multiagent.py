@@ -63,7 +63,8 @@ DETAIL_GAPS: dict[str, frozenset[str]] = {
 #: the ToolMessage's `status: "error"`: under them that step is not failed, as trajhub does not
 #: guess failure from a tool's text (docs/trajectory-rules.md §4; tests/capture/README.md,
 #: "Known gaps")
-RETURNED_ERROR_GAPS = frozenset({"otel_genai", "cozeloop_python"})
+RETURNED_ERROR_GAPS = frozenset({"otel_genai", "otel_genai_event_only", "otel_genai_span_and_event",
+                                 "cozeloop_python"})
 #: shape → the tool calls whose error the tool returned rather than raised
 RETURNED_ERRORS: dict[str, frozenset[str]] = {"mcp_tools": frozenset({"call_convert_1"})}
 
