@@ -10,7 +10,8 @@ once) by tests/test_genai_events_openai.py:
 opentelemetry-instrumentation-openai-v2 (run in .venv-openai-v2: it needs an older
 opentelemetry-util-genai, pyproject.toml's `openai-v2` extra). `--content` is
 OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: SPAN_ONLY, EVENT_ONLY or SPAN_AND_EVENT, in
-the current GenAI conventions (both take their content mode from opentelemetry-util-genai). The
+the current GenAI conventions (both take their content mode from opentelemetry-util-genai), or
+`true`, openai-v2's older conventions (message events with the content in their body). The
 conversation runs twice, plain and streaming, each under an `invoke_agent weather_agent` span
 of the application's (the instrumentations trace the client calls only): the model asks for
 `get_weather`, the application answers it, the model answers. Prints the two trace ids as JSON,
@@ -120,7 +121,7 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--instr", required=True, choices=["genai_openai", "openai_v2"])
     parser.add_argument("--content", required=True,
-                        choices=["SPAN_ONLY", "EVENT_ONLY", "SPAN_AND_EVENT"])
+                        choices=["SPAN_ONLY", "EVENT_ONLY", "SPAN_AND_EVENT", "true"])
     parser.add_argument("--transport", required=True, choices=["http", "grpc"])
     parser.add_argument("--http", required=True)
     parser.add_argument("--grpc", required=True)
@@ -128,8 +129,11 @@ def main() -> int:
     parser.add_argument("--openai", required=True)
     args = parser.parse_args()
     os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = args.content
-    # the content modes are those of the current conventions
-    os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+    if args.content != "true":
+        # the content modes are those of the current conventions; `true` is openai-v2's older
+        # conventions, without the opt-in: `gen_ai.{system,user,assistant,tool}.message` and
+        # `gen_ai.choice` events with their content in the record's body
+        os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
     tracer_provider, logger_provider = _providers(args.transport, args.http, args.grpc,
                                                   args.project)
     if args.instr == "genai_openai":
