@@ -21,6 +21,7 @@ import pytest
 
 from tests.harness import ServerProcess, TestDatabase, run, separate_database, wait_for
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.test_log_content import _note, post_logs
 from trajhub.storage import retention, span_writer, trace_reads
 from trajhub.storage.database import POOL_SETTINGS
 from trajhub.storage.migrate import migrate
@@ -197,6 +198,9 @@ def test_retention_drops_whole_partitions_only_when_every_project_allows(
              what="the kept trajectory")
     assert httpx.post(scores, params={"project": kept},
                       json={"name": "q", "value": 1}).status_code == 201
+    # and so does a log record of it (log records are not partitioned: migration 0069)
+    post_logs(server.http, kept, [_note(k, b"\x02" * 8, "kept note")])
+    assert query(url, "SELECT 1 FROM log_records WHERE project = $1", kept)
 
     # back to the default retention: now every project allows it, and the partition goes
     assert httpx.delete(f"{server.http}/api/v1/retention",
@@ -205,6 +209,7 @@ def test_retention_drops_whole_partitions_only_when_every_project_allows(
              timeout=RETENTION_SECONDS + 30, what="the shared partition dropped")
     assert not any(rows_of(url, kept, k.hex()).values())
     assert not query(url, "SELECT 1 FROM scores WHERE project = $1", kept)
+    assert not query(url, "SELECT 1 FROM log_records WHERE project = $1", kept)
 
     # a span of a dropped trace sent again is a new trace, in the current partition
     send(server, alone, [span(a, "agent")])
