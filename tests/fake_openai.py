@@ -4,23 +4,22 @@ The official `openai` client talks to it as to api.openai.com (`base_url=<url>`)
 streaming (server-sent events, with the usage chunk when `stream_options.include_usage` asks
 for it). A conversation's first request (no tool result yet) is answered with `TOOL_TURN`, a
 call of `get_weather`; once the request carries the tool's result, with `FINAL_TURN`. Every
-request body is recorded. tests/fake_judge.py answers text only, without streaming, so it does
-not fit a tool-calling client.
+request body is recorded. The server is tests/chat_server.py's, as tests/fake_judge.py's.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.chat_server import ChatServer, Reply, json_reply
 
 MODEL = "gpt-4o-mini"
 TOOL_CALL = {"id": "call_weather_1", "name": "get_weather", "arguments": {"city": "Paris"}}
-#: (content, tool calls, prompt tokens, completion tokens) of each answer
-TOOL_TURN = ("Let me look up the weather.", [TOOL_CALL], 52, 14)
-FINAL_TURN = ("It is sunny and 22C in Paris.", [], 81, 9)
+#: (content, tool calls, prompt tokens, completion tokens) of one answer
+Turn = tuple[str, list[dict[str, Any]], int, int]
+TOOL_TURN: Turn = ("Let me look up the weather.", [TOOL_CALL], 52, 14)
+FINAL_TURN: Turn = ("It is sunny and 22C in Paris.", [], 81, 9)
 
 
 def turn(body: dict[str, Any]) -> tuple[str, list[dict[str, Any]], int, int]:
@@ -79,41 +78,20 @@ def chunks(body: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-class FakeOpenAI:
+class FakeOpenAI(ChatServer):
     """Answers POST /v1/chat/completions from the script; `url` is the client's base_url."""
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
-        outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                outer.requests.append(body)
-                if self.path != "/v1/chat/completions":
-                    self._send(404, b"{}", "application/json")
-                elif body.get("stream"):
-                    events = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n"
-                                      for c in chunks(body))
-                    self._send(200, events + b"data: [DONE]\n\n", "text/event-stream")
-                else:
-                    self._send(200, json.dumps(completion(body)).encode(), "application/json")
+        def respond(body: dict[str, Any]) -> Reply:
+            if body.get("stream"):
+                events = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n"
+                                  for c in chunks(body))
+                return 200, events + b"data: [DONE]\n\n", "text/event-stream"
+            return json_reply(200, completion(body))
 
-            def _send(self, status: int, payload: bytes, content_type: str) -> None:
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self.wfile.write(payload)
+        super().__init__(respond)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    def received(self, headers: dict[str, str], body: dict[str, Any]) -> None:
+        self.requests.append(body)
