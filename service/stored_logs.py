@@ -7,19 +7,17 @@ A stored body is the serialized LogRecord, compressed (storage/compression.py), 
 
 from __future__ import annotations
 
-import base64
 import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs
 
 from trajhub.normalizers.log_events import LogEvent, log_event
 from trajhub.normalizers.sources import any_value, attributes
-from trajhub.service.stored_spans import iso_time, jsonable
+from trajhub.service.stored_spans import iso_time, jsonable, otlp_json
 from trajhub.storage.compression import UnknownDictionary, decompress
 from trajhub.storage.log_reads import LogRow
 
@@ -96,17 +94,6 @@ def otlp_logs_request(rows: Iterable[LogRow], envelopes: Mapping[int, bytes]
     return request
 
 
-def _b64_to_hex(value: str) -> str:
-    return base64.b64decode(value).hex()
-
-
 def otlp_logs_json(request: ExportLogsServiceRequest) -> dict[str, Any]:
     """OTLP/JSON: lowerCamelCase, enums as integers, ids as hex (docs/otlp.md A2)."""
-    doc: dict[str, Any] = json_format.MessageToDict(request, use_integers_for_enums=True)
-    for rl in doc.get("resourceLogs", []):
-        for sl in rl.get("scopeLogs", []):
-            for rec in sl.get("logRecords", []):
-                for key in ("traceId", "spanId"):
-                    if key in rec:
-                        rec[key] = _b64_to_hex(rec[key])
-    return doc
+    return otlp_json(request, "Logs", "logRecords")

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 from google.protobuf import json_format
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Status
@@ -182,19 +182,23 @@ def _b64_to_hex(value: str) -> str:
     return base64.b64decode(value).hex()
 
 
-def otlp_json(request: ExportTraceServiceRequest) -> dict[str, Any]:
-    """OTLP/JSON: lowerCamelCase, enums as integers, ids as hex (docs/otlp.md A2)."""
+def _hex_ids(item: dict[str, Any], keys: tuple[str, ...]) -> None:
+    for key in keys:
+        if key in item:
+            item[key] = _b64_to_hex(item[key])
+
+
+def otlp_json(request: Message, signal: str = "Spans", item_key: str = "spans"
+              ) -> dict[str, Any]:
+    """OTLP/JSON of an export request (`signal` "Spans", or "Logs" with `item_key`
+    "logRecords"): lowerCamelCase, enums as integers, ids as hex (docs/otlp.md A2)."""
     doc: dict[str, Any] = json_format.MessageToDict(request, use_integers_for_enums=True)
-    for rs in doc.get("resourceSpans", []):
-        for ss in rs.get("scopeSpans", []):
-            for span in ss.get("spans", []):
-                for key in ("traceId", "spanId", "parentSpanId"):
-                    if key in span:
-                        span[key] = _b64_to_hex(span[key])
-                for link in span.get("links", []):
-                    for key in ("traceId", "spanId"):
-                        if key in link:
-                            link[key] = _b64_to_hex(link[key])
+    for resource in doc.get(f"resource{signal}", []):
+        for scope in resource.get(f"scope{signal}", []):
+            for item in scope.get(item_key, []):
+                _hex_ids(item, ("traceId", "spanId", "parentSpanId"))
+                for link in item.get("links", []):
+                    _hex_ids(link, ("traceId", "spanId"))
     return doc
 
 
