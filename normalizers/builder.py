@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from trajhub.normalizers import multiagent, payloads
+from trajhub.normalizers import interrupts, multiagent, payloads
 from trajhub.normalizers.immutable import immutable
 from trajhub.normalizers.lifecycle import is_null_id
 from trajhub.normalizers.model import Span
@@ -104,6 +104,8 @@ class DerivedSummary:
     failed_model_steps: int
     failed_tool_steps: int
     has_error: bool
+    #: LangGraph's interrupt() ended the run (docs/trajectory-rules.md, "Interrupted runs")
+    interrupted: bool
 
 
 @immutable
@@ -654,6 +656,7 @@ def _summarize(
         failed_model_steps=sum(1 for n in models if n.reading.error is not None),
         failed_tool_steps=sum(1 for n in tools if n.reading.error is not None),
         has_error=any(n.reading.error is not None for n in nodes.values()),
+        interrupted=root.metadata.get(interrupts.OUTCOME) == interrupts.INTERRUPTED,
     )
 
 

@@ -18,7 +18,8 @@ readings of the kept spans with their nearest kept parents and returns corrected
   or model step failed, carries the event's error (`metadata.error_from_exception_event`);
 - a remote agent (`metadata.remote_agent`, set by a convention for an agent invoked over a remote
   service) with no kept step inside it is marked `metadata.inner_steps = "missing"`: it ran
-  elsewhere and its own steps were not traced here (docs/conventions.md §1.5).
+  elsewhere and its own steps were not traced here (docs/conventions.md §1.5);
+- a run that LangGraph's `interrupt()` ended is marked interrupted on its root (`interrupts`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Mapping, Sequence, Set
 from dataclasses import replace
 from typing import Any, Final
 
+from trajhub.normalizers import interrupts
 from trajhub.normalizers.attrs import parse_json
 from trajhub.normalizers.model import Span
 from trajhub.normalizers.payloads import command_goto
@@ -34,7 +36,9 @@ from trajhub.normalizers.reading import ErrorInfo, SpanReading, StepKind
 from trajhub.normalizers.span_errors import error_info
 
 #: exceptions LangGraph raises to route, never to fail (langgraph.errors)
-_CONTROL_FLOW: Final = ("ParentCommand", "GraphBubbleUp", "GraphInterrupt", "NodeInterrupt")
+_CONTROL_FLOW: Final = ("ParentCommand", "GraphBubbleUp", "GraphInterrupt", "NodeInterrupt",
+                        # a GraphInterrupt whose type was not recorded, only its message
+                        "(Interrupt(value=")
 _HANDOFF_PREFIX: Final = "transfer_to_"
 #: Eino ADK's transfer tool: the target is its `agent_name` argument
 _EINO_TRANSFER: Final = "transfer_to_agent"
@@ -126,6 +130,7 @@ def apply(
                 )
 
     out[root_id] = _root_error(out, spans, parent_of, root_id)
+    out[root_id] = interrupts.mark(out, recorded, spans, parent_of, root_id)
     return out
 
 

@@ -501,7 +501,38 @@ def _command_repr_result(text: str) -> str:
     return value if isinstance(value, str) else ""
 
 
+_RESUME_REPR: Final = re.compile(r"^Command\((?:.*, )?resume=(.*?)(?:, goto=.*)?\)$", re.DOTALL)
+_COMMAND_FIELDS: Final = frozenset({"graph", "update", "resume", "goto", "lg_name"})
+
+
+def _resume_of(value: object) -> str | None:
+    """The resume value of a serialised `Command` (inside a LangSmith `{"input": ...}` envelope
+    too), None when `value` is not a Command that resumes."""
+    if isinstance(value, Mapping) and set(value) == {"input"}:
+        value = value["input"]
+    if not (isinstance(value, Mapping) and "resume" in value and set(value) <= _COMMAND_FIELDS):
+        return None
+    resume = value["resume"]
+    if resume is None:
+        return None
+    return resume if isinstance(resume, str) else dumps(resume)
+
+
+def resume_value(text: str) -> str | None:
+    """The resume value of a run's input that is a LangGraph `Command(resume=...)` (the run
+    resuming an interrupted one, docs/trajectory-rules.md, "Interrupted runs"): text as itself,
+    anything else as JSON; None when the input is not such a Command."""
+    value = _parsed(text)
+    if value is None and text.startswith("Command("):
+        match = _RESUME_REPR.match(text.strip())
+        value = {"resume": parse_literal(match.group(1))} if match else None
+    return _resume_of(_state(value))
+
+
 def state_input(text: str) -> str:
+    resumed = resume_value(text)
+    if resumed is not None:
+        return resumed
     value = _parsed(text)
     if value is None:
         return text

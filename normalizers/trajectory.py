@@ -143,6 +143,24 @@ class RootStep:
     metrics_info: MetricsInfo
     metadata: dict[str, str] = field(default_factory=dict)
 
+    # The run's outcome when LangGraph's interrupt() ended it (metadata `outcome`,
+    # `interrupt_node`, `interrupt_payload`: docs/trajectory-rules.md, "Interrupted runs").
+
+    @property
+    def interrupted(self) -> bool:
+        return self.metadata.get("outcome") == "interrupted"
+
+    @property
+    def interrupt_node(self) -> str | None:
+        """The tool or node that called interrupt(); None when the run was not interrupted."""
+        return self.metadata.get("interrupt_node") if self.interrupted else None
+
+    @property
+    def interrupt_payload(self) -> str | None:
+        """What interrupt() asked with, as JSON ("" when not recorded); None when the run was
+        not interrupted."""
+        return self.metadata.get("interrupt_payload") if self.interrupted else None
+
 
 class EntryFields(TypedDict):
     """The fields the root, an agent step and a step all have, for building any of them: the

@@ -27,6 +27,14 @@ def test_a_rule_filter_is_stored_typed_and_read_as_the_list_reads_it() -> None:
         "quality", ">=", 0.5)
 
 
+def test_a_rule_can_select_interrupted_runs() -> None:
+    """A rule on the runs LangGraph's interrupt() ended (docs/trajectory-rules.md,
+    "Interrupted runs"): the list's `interrupted` filter, stored typed."""
+    stored, f = stored_filter({"interrupted": "true", "has_error": "false"})
+    assert stored == {"interrupted": True, "has_error": False}
+    assert f.values["interrupted"] is True
+
+
 @pytest.mark.parametrize(("raw", "named"), [
     ({"agnt": "x"}, "agnt"),
     ({"min_tokens": "many"}, "min_tokens"),

@@ -51,9 +51,11 @@ def _show(args: argparse.Namespace) -> int:
     print(f"session {session.session_id}: {s.turns} turn{'s' if s.turns != 1 else ''}, "
           f"{when(s.start_time)} to {when(s.end_time)}, "
           f"{s.input_tokens}+{s.output_tokens} tokens, {_usd(s.cost)}, "
-          f"{s.failed_turns} failed")
+          f"{s.failed_turns} failed" + (", waiting for a person" if s.waiting else ""))
     for number, turn in enumerate(session.turns, 1):
         failed = ", FAILED" if turn.has_error or turn.derivation_error else ""
+        # LangGraph's interrupt() ended the turn; a later turn resumes it
+        failed += ", INTERRUPTED" if turn.interrupted else ""
         print(f"\nturn {number}  {when(turn.start_time)}  {turn.status}{failed}  "
               f"{duration(turn.duration_ms)}  {turn.input_tokens}+{turn.output_tokens} tokens  "
               f"{_usd(turn.cost)}  trace {turn.trace_id}")

@@ -209,13 +209,29 @@ def flaky_weather_tool() -> Any:
     return flaky_weather
 
 
+def approval_booking_tool() -> Any:
+    """interrupt_resume's book_flight: asks a person to approve (LangGraph's interrupt(), which
+    ends the run), and books once the resumed run hands it the approval."""
+    from langgraph.types import interrupt
+
+    @tool("book_flight")
+    def book_flight_approved(city: str) -> str:
+        """Book a flight to a city once a person approves."""
+        answer = interrupt(script.INTERRUPT_PAYLOAD)
+        return script.BOOKED_RESULT if answer == script.RESUME_VALUE else "Booking declined"
+
+    return book_flight_approved
+
+
 # --------------------------------------------------------------------------- graphs
-def _react(shape: str, agent: str, tools: list[Any], handle_errors: bool = True) -> Any:
+def _react(shape: str, agent: str, tools: list[Any], handle_errors: bool = True,
+           checkpointer: Any = None) -> Any:
     from langgraph.prebuilt import ToolNode, create_react_agent
 
     tool_node = ToolNode(tools, handle_tool_errors=handle_errors)
     return create_react_agent(model(shape, agent), tool_node,
-                              prompt=f"You are {agent}. Use tools.", name=agent)
+                              prompt=f"You are {agent}. Use tools.", name=agent,
+                              checkpointer=checkpointer)
 
 
 def _supervisor_subgraphs() -> Any:
@@ -404,6 +420,10 @@ def build(shape: str) -> Any:
         return _create_agent_middleware()
     if shape == "deep_agent":
         return _deep_agent()
+    if shape == "interrupt_resume":
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        return _react(shape, "assistant", [approval_booking_tool()], checkpointer=InMemorySaver())
     raise ValueError(f"unknown shape {shape}")
 
 
@@ -423,11 +443,22 @@ def run(graph: Any, shape: str, stream: bool, callbacks: list[Any] | None = None
     }
     if callbacks:
         config["callbacks"] = callbacks
-    inputs = {"messages": [HumanMessage(script.SHAPES[shape]["question"], id="human-1")]}
+    inputs: Any = {"messages": [HumanMessage(script.SHAPES[shape]["question"], id="human-1")]}
+    if shape in script.INTERRUPT_SHAPES:
+        # the first run ends at the tool's interrupt(); the second resumes the same thread
+        from langgraph.types import Command
+
+        _run_once(graph, inputs, config, stream)
+        return _run_once(graph, Command(resume=script.RESUME_VALUE), config, stream)
     if shape in ASYNC_SHAPES:
         import asyncio
 
         return asyncio.run(_arun(graph, inputs, config, stream))
+    return _run_once(graph, inputs, config, stream)
+
+
+def _run_once(graph: Any, inputs: Any, config: dict[str, Any], stream: bool) -> Any:
+    """One run of a sync graph: invoke, or stream and keep the root graph's last values."""
     if not stream:
         return graph.invoke(inputs, config)
     last = None

@@ -38,6 +38,8 @@ RESULTS: dict[tuple[str, str], str] = {
                               separators=(",", ":"))): f"Updated file {script.NOTES_PATH}",
     ("read_file", json.dumps({"file_path": script.NOTES_PATH}, separators=(",", ":"))):
         f"@@ lines 1-1 of 1 @@\n{script.NOTES}",
+    # interrupt_resume's book_flight, once the resumed run hands it the approval
+    ("book_flight", '{"city":"Paris"}'): script.BOOKED_RESULT,
 }
 
 
@@ -346,9 +348,37 @@ def deep_agent() -> dict[str, Any]:
     return doc
 
 
+def interrupt_resume() -> dict[str, Any]:
+    """The thread as a whole (its activation holds the steps of both runs), and `runs`: each
+    run of the thread (one trace each), with its input, outcome, interrupt and steps."""
+    doc = _single("interrupt_resume",
+                  "create_react_agent 'assistant' with an InMemorySaver checkpointer: its "
+                  "book_flight tool calls interrupt() to ask a person to approve, which ends the "
+                  "first run; the second run resumes the thread with Command(resume=...), the "
+                  "tool books and the model answers.")
+    first, second = doc["activations"][0]["steps"][:2], doc["activations"][0]["steps"][1:]
+    asked = {**first[1], "output": None}  # the call that interrupted returned nothing
+    doc["runs"] = [
+        {"index": 0, "input": script.SHAPES["interrupt_resume"]["question"],
+         "outcome": "interrupted",
+         "interrupt": {"node": "book_flight", "payload": script.INTERRUPT_PAYLOAD},
+         "steps": [first[0], asked], "final_answer": None},
+        {"index": 1, "input": script.RESUME_VALUE, "outcome": "succeeded", "interrupt": None,
+         "steps": second, "final_answer": doc["final_answer"]},
+    ]
+    doc["notes"] += [
+        "Two runs on one thread, one trace each; `activations` describes the thread as a "
+        "whole, `runs` each run. LangGraph runs the interrupted tool again from its start when "
+        "the thread resumes, so book_flight is a step of both runs.",
+        "The first run is neither failed nor succeeded: it is interrupted (no failed step, no "
+        "root error); the second run's input is the resume value, not the serialised Command.",
+    ]
+    return doc
+
+
 BUILDERS = [supervisor_subgraphs, supervisor_handoff, swarm_handoff, agent_in_tool,
             parallel_tools, tool_retry, run_error, react_agent, model_failure, send_fanout,
-            mcp_tools, create_agent_middleware, deep_agent]
+            mcp_tools, create_agent_middleware, deep_agent, interrupt_resume]
 
 
 def build(shape: str) -> dict[str, Any]:

@@ -291,12 +291,34 @@ SHAPES: dict[str, dict[str, Any]] = {
             ],
         },
     },
+    # create_react_agent "assistant" with an InMemorySaver checkpointer: its book_flight tool calls
+    # interrupt(INTERRUPT_PAYLOAD) to ask a person to approve, so the first run ends there; the
+    # second run resumes the same thread with Command(resume=RESUME_VALUE), the tool (run again
+    # from its start) gets the value from interrupt() and books, and the model answers
+    "interrupt_resume": {
+        "graph": "prebuilt",
+        "question": "Book me a flight to Paris.",
+        "models": {
+            "assistant": [
+                turn("", (40, 10), ("book_flight", {"city": "Paris"}, "call_book_1")),
+                turn("Your flight to Paris is booked.", (70, 12)),
+            ],
+        },
+    },
 }
+
+#: interrupt_resume: what book_flight asks the person, their answer, and what the tool returns
+INTERRUPT_PAYLOAD = {"question": "Book a flight to Paris?", "city": "Paris"}
+RESUME_VALUE = "approve"
+BOOKED_RESULT = "Booked a flight to Paris"
+#: shapes run twice on one thread (an interrupted run, then its resume): one trace per run
+INTERRUPT_SHAPES = frozenset({"interrupt_resume"})
 
 
 #: shapes with no JS twin yet (LangChain v1 create_agent, deepagents, MCP adapters): captured
 #: under the Python clients only (README.md, "Shapes not captured")
-PYTHON_ONLY = frozenset({"mcp_tools", "create_agent_middleware", "deep_agent"})
+PYTHON_ONLY = frozenset({"mcp_tools", "create_agent_middleware", "deep_agent",
+                         "interrupt_resume"})
 
 
 def fanout_question(city: str) -> str:

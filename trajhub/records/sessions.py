@@ -107,6 +107,14 @@ class SessionSummary(Record):
         computed("count(*) FILTER (WHERE status = 'open')"),
         Example(0),
     ] = Field(default=0, description="turns still open (spans may still arrive)")
+    # the latest turn by the order `last_turn_time` uses (docs/trajectory-rules.md,
+    # "Interrupted runs")
+    waiting: Annotated[
+        bool,
+        computed("(array_agg(interrupted ORDER BY start_ns DESC, trace_id DESC))[1]"),
+        Example(False),
+    ] = Field(default=False, description="its latest turn was interrupted (LangGraph's "
+              "interrupt()): the session waits for a person to answer and resume it")
     first_trace_id: Annotated[
         str,
         computed("(array_agg(trace_id ORDER BY start_ns, trace_id))[1]"),
@@ -175,6 +183,9 @@ class SessionTurn(Record):
               "the run recorded none")
     has_error: Annotated[bool, Stored(written_by=""), Example(False)] = Field(
         default=False, description="the root or any step failed")
+    interrupted: Annotated[bool, Stored(written_by=""), Example(False)] = Field(
+        default=False, description="LangGraph's interrupt() ended the turn, waiting for a "
+        "person; a later turn resumes it")
     derivation_error: Annotated[str | None, Stored(written_by="")] = Field(
         default=None, description="why the trace could not be turned into a trajectory; null when "
         "it was")

@@ -161,6 +161,13 @@ class TrajectorySummary(Record):
         Cli("ERROR", "yes"),
         Example(False),
     ] = Field(default=False, description="the root or any step failed")
+    interrupted: Annotated[
+        bool,
+        Stored(written_by="summary"),
+        Example(False),
+    ] = Field(default=False, description="LangGraph's interrupt() ended the run, waiting for a "
+              "person; a later run on its thread resumes it (not failed: the root's metadata "
+              "names the interrupting tool or node and its payload)")
     derivation_error: str | None = Field(default=None, description="why the trace could not be "
                                          "turned into a trajectory; null when it was")
     service: Annotated[str | None, Example("weather-agent")] = Field(
@@ -234,6 +241,11 @@ class TrajectoryQuery(Query):
         bool | None,
         Condition("has_error", "NOT has_error", metavar="true|false"),
     ] = Field(default=None, description="the root or any step failed (true) or none did (false)")
+    interrupted: Annotated[
+        bool | None,
+        Condition("interrupted", "NOT interrupted", metavar="true|false"),
+    ] = Field(default=None, description="LangGraph's interrupt() ended the run, waiting for a "
+              "person (true), or not (false)")
     # the web UI hides runs without steps by default (README "Web UI")
     has_steps: Annotated[
         bool | None,

@@ -55,7 +55,9 @@ function sessionRow(item) {
     h("td", {class: "num cost"}, costNode(item.cost)),
     h("td", null, failed ? h("span", {class: "failed-text"},
       `${failed} failed ${failed === 1 ? "turn" : "turns"}`) : h("span", {class: "muted"}, "—"),
-    item.open_turns ? [" ", badge(`${item.open_turns} open`, "open")] : null),
+    item.open_turns ? [" ", badge(`${item.open_turns} open`, "open")] : null,
+    // its latest turn was interrupted (LangGraph's interrupt()): a person is to answer
+    item.waiting ? [" ", badge("waiting for a person", "waiting")] : null),
     h("td", null, (item.user_ids || []).join(", ") || h("span", {class: "muted"}, "—")),
     h("td", {class: "scores"}, namedScores(item.scores, "the mean over its turns")),
     h("td", {class: "preview"}, truncate(item.first_input_preview ?? "", 120)));
@@ -100,6 +102,7 @@ function turnView(turn, index) {
     h("a", {href: link(`/trajectories/${turn.trace_id}`), class: "turn-link"},
       `Turn ${index + 1}`), " · ", fmtTime(turn.start_time), " · ", badge(turn.status),
     failed ? [" ", badge("failed")] : null,
+    turn.interrupted ? [" ", badge("interrupted")] : null,
     " · ", fmtMs(turn.duration_ms), " · ",
     h("span", {title: "input → output tokens"},
       `${fmtInt(turn.input_tokens)} → ${fmtInt(turn.output_tokens)} tokens`),

@@ -27,6 +27,8 @@ function apiQuery(params) {
   const errors = params.get("errors");
   if (errors === "no_error") query.has_error = "false";
   else if (errors) query[errors] = "true";
+  // runs LangGraph's interrupt() ended (waiting for a person), or the others
+  if (params.get("interrupted")) query.interrupted = params.get("interrupted");
   // runs without steps (an instrumentation's side traces) only when asked for
   if (params.get("empty") !== "show") query.has_steps = "true";
   return query;
@@ -45,6 +47,9 @@ function trajectoryFilters(params) {
     field("f-errors", "Errors", h("select", {id: "f-errors", name: "errors"},
       ERRORS.map(([value, text]) =>
         h("option", {value, selected: (params.get("errors") || "") === value}, text)))),
+    field("f-interrupted", "Interrupted", h("select", {id: "f-interrupted", name: "interrupted"},
+      [["", "any"], ["true", "interrupted"], ["false", "not interrupted"]].map(([value, text]) =>
+        h("option", {value, selected: (params.get("interrupted") || "") === value}, text)))),
     field("f-q", "Text in input or output", h("input", {id: "f-q", name: "q", type: "search",
       size: 22, value: params.get("q") || ""})),
     // a score condition as the API takes it (README "Scores"): correctness>=0.5, verdict=pass
@@ -78,6 +83,7 @@ function statusCell(item) {
     parts.push(" ", h("span", {class: "failed-text"},
       `${failed} failed ${failed === 1 ? "step" : "steps"}`));
   } else if (item.has_error) parts.push(" ", h("span", {class: "failed-text"}, "error"));
+  if (item.interrupted) parts.push(" ", badge("interrupted"));
   return h("td", null, parts);
 }
 

@@ -201,6 +201,8 @@ class TrajectoryView {
     const metrics = root.metrics_info || {};
     const {total, failed, models, tools} = this.counts();
     const rootError = root.basic_info?.error;
+    const rootMeta = root.metadata || {};
+    const interrupted = rootMeta.outcome === "interrupted";
     const addStatus = h("span", {role: "status", class: "failed-text"});
     const cost = h("span", {id: "total-cost"}, "…");
     const showCost = () => loadCost(this.traceId)
@@ -228,6 +230,7 @@ class TrajectoryView {
     return h("header", {class: "page-head"},
       h("div", {class: "crumbs"}, h("a", {href: link("/trajectories")}, "Trajectories"), " / "),
       h("h1", null, root.name || "(unnamed)", " ", badge(this.meta.status || "?"),
+        interrupted ? [" ", badge("interrupted")] : null,
         this.meta.status === "open" ? h("span", {class: "muted small"}, " refreshing") : ""),
       h("dl", {class: "facts", id: "totals"},
         fact("Trace", h("span", {class: "mono"}, this.traceId)),
@@ -245,6 +248,14 @@ class TrajectoryView {
         fact("Scores", h("span", {id: "run-scores"}, "…"))),
       rootError ? h("p", {class: "error-box", role: "note"},
         h("strong", null, "The run failed: "), rootError.msg || `code ${rootError.code}`) : null,
+      // LangGraph's interrupt() ended the run: it waits for a person, it did not fail
+      // (docs/trajectory-rules.md, "Interrupted runs")
+      interrupted ? h("p", {class: "interrupt-box", role: "note", id: "interrupt"},
+        h("strong", null, "Interrupted, waiting for a person: "),
+        h("span", {class: "mono"}, rootMeta.interrupt_node || "(unknown node)"),
+        " asked ", h("code", {class: "interrupt-payload"},
+          rootMeta.interrupt_payload || "(payload not recorded)"),
+        ". A later run on its thread resumes it.") : null,
       h("div", {class: "actions"},
         h("button", {type: "button", class: "primary", id: "add-to-dataset",
           onclick: () => addToDataset(this.traceId).catch((error) => {

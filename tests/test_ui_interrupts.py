@@ -1,0 +1,84 @@
+"""The web UI's interrupted runs (docs/trajectory-rules.md, "Interrupted runs"): the trajectory
+list badges a run LangGraph's interrupt() ended and filters on it, its page names the
+interrupting tool and its payload, and a session whose latest turn is interrupted shows it
+waiting for a person.
+
+Data: the captured `interrupt_resume` thread under OpenInference (an interrupted run, then its
+resumption: its session is not waiting) and one hand-built interrupted run in a session of its
+own (waiting)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from tests.captures import replay_run
+from tests.harness import ServerProcess, final_trajectories
+from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.ui_support import artifacts_dir, browser_page, require_browser
+
+RUN = "openinference/interrupt_resume.prebuilt.stream"
+WAITING = "s-waiting"
+T0 = 1_700_000_000_000_000_000
+
+
+@pytest.fixture(autouse=True)
+def _browser() -> None:
+    require_browser()
+
+
+def _ingest(server: ServerProcess, project: str) -> None:
+    traces = list(replay_run(RUN, server.http, server.grpc, project))
+    tid, root = new_trace_id(), new_span_id()
+    tool = span(tid, "execute_tool book_flight", parent=root, start=T0 + 1000,
+                attributes={"gen_ai.operation.name": "execute_tool",
+                            "gen_ai.tool.name": "book_flight",
+                            "error.type": "langgraph.errors.GraphInterrupt"})
+    tool.status.code = 2
+    tool.status.message = "(Interrupt(value={'question': 'Book it?'}, id='abc'),)"
+    spans = [span(tid, "invoke_agent helper", span_id=root, start=T0, duration=10_000_000,
+                  attributes={"gen_ai.operation.name": "invoke_agent",
+                              "gen_ai.agent.name": "helper", "session.id": WAITING}), tool]
+    with httpx.Client() as c:
+        r = c.post(f"{server.http}/v1/traces", content=request(spans).SerializeToString(),
+                   headers={"content-type": "application/x-protobuf",
+                            "trajhub-project": project})
+        assert r.status_code == 200, r.text
+    final_trajectories(server.http, project, [*traces, tid.hex()])
+
+
+def test_interrupted_badge_filter_page_and_waiting_session(server: ServerProcess,
+                                                           project: str) -> None:
+    from playwright.sync_api import expect
+
+    _ingest(server, project)
+    with browser_page(server.http, artifacts_dir("interrupts")) as ui:
+        page = ui.page
+        ui.open(f"#/trajectories?project={project}")
+        rows = page.locator("table tbody tr[data-trace-id]")
+        expect(rows).to_have_count(3)
+        expect(page.locator("tbody .badge-interrupted")).to_have_count(2)
+        page.locator("#f-interrupted").select_option("true")
+        page.get_by_role("button", name="Apply").click()
+        expect(rows).to_have_count(2)
+        page.locator("#f-interrupted").select_option("false")
+        page.get_by_role("button", name="Apply").click()
+        expect(rows).to_have_count(1)
+        expect(page.locator("tbody .badge-interrupted")).to_have_count(0)
+        ui.shot("01-list")
+
+        page.locator("#f-interrupted").select_option("true")
+        page.get_by_role("button", name="Apply").click()
+        page.get_by_role("link", name="assistant").click()
+        box = page.locator("#interrupt")
+        expect(box).to_contain_text("book_flight")
+        expect(box.locator(".interrupt-payload")).to_contain_text("Book a flight to Paris?")
+        expect(page.locator("h1 .badge-interrupted")).to_have_text("interrupted")
+        ui.shot("02-page")
+
+        ui.open(f"#/sessions?project={project}")
+        waiting = page.locator(f'#session-table tr[data-session-id="{WAITING}"]')
+        expect(waiting.locator(".badge-waiting")).to_have_text("waiting for a person")
+        expect(page.locator("#session-table .badge-waiting")).to_have_count(1)
+        ui.shot("03-sessions")
+        ui.assert_clean()
