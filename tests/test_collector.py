@@ -278,11 +278,19 @@ def check_stored(the_rig: Rig) -> None:
 
 
 def check_log(collector: Collector) -> int:
-    """The number of retries the Collector logged; fails on any line saying it gave data up."""
+    """The number of retries the Collector logged; fails on any line saying it gave data up.
+
+    A line that rejects data and suggests enabling `sending_queue` comes from a replica's own
+    exporter inside the load balancer, which has no queue (deploy/otel-collector.yaml): when
+    its retries outlast the balancer's timeout (a replica that takes long to come back, as on
+    a loaded machine), it hands the batch back to the balancer, whose persistent queue retries
+    it. That is a retry, not a loss; `check_stored` shows every span arrived."""
     log = collector.log()
-    lost = re.findall(r".*(?:dropping data|rejecting data|no more retries).*", log, re.I)
+    lines = re.findall(r".*(?:dropping data|rejecting data|no more retries).*", log, re.I)
+    handed_back = [line for line in lines if "Try enabling sending_queue" in line]
+    lost = [line for line in lines if line not in handed_back]
     assert not lost, lost[:3]
-    return len(re.findall(r"Exporting failed\. Will retry", log))
+    return len(re.findall(r"Exporting failed\. Will retry", log)) + len(handed_back)
 
 
 @pytest.mark.slow  # a Collector and three trajhub starts

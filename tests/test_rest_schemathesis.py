@@ -148,3 +148,11 @@ def test_schemathesis_finds_no_failure_with_every_check(secured: Secured,
     (tmp_path / "schemathesis.out").write_text(done.stdout + done.stderr)
     print(done.stdout[-20000:])
     assert done.returncode == 0, f"schemathesis found failures:\n{summary}\n{done.stderr[-2000:]}"
+
+
+def test_every_paged_route_has_a_cursor_of_its_shape_for_the_fuzzer() -> None:
+    """A route that pages with `cursor` gets, in the fuzzing phase, a cursor of the shape it
+    issues (tests/schemathesis_hooks.py); one left out fails that phase with a made-up one."""
+    from tests.schemathesis_hooks import _CURSORS
+
+    assert set(_CURSORS) == set(PAGED)
