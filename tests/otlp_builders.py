@@ -78,3 +78,22 @@ def agent_run_spans(trace_id: bytes, root: bytes, chat: bytes, tool: bytes, star
              attributes={"gen_ai.operation.name": "execute_tool",
                          "gen_ai.tool.name": "get_weather"}),
     ]
+
+
+def interrupted_run_spans(trace_id: bytes, agent: str, session_id: str,
+                          start: int = 1_700_000_000_000_000_000) -> list[Span]:
+    """A GenAI agent run whose tool `book_flight` called LangGraph's interrupt(), recorded as the
+    official LangChain instrumentation records it: status ERROR, `error.type` GraphInterrupt and
+    the interrupt's repr (payload `{"question": "Book it?"}`) as the status message."""
+    root = new_span_id()
+    tool = span(trace_id, "execute_tool book_flight", parent=root, start=start + 1000,
+                attributes={"gen_ai.operation.name": "execute_tool",
+                            "gen_ai.tool.name": "book_flight",
+                            "error.type": "langgraph.errors.GraphInterrupt"})
+    tool.status.code = 2
+    tool.status.message = "(Interrupt(value={'question': 'Book it?'}, id='abc'),)"
+    return [span(trace_id, f"invoke_agent {agent}", span_id=root, start=start,
+                 duration=10_000_000,
+                 attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+                             "session.id": session_id}),
+            tool]

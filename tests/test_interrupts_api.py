@@ -13,7 +13,7 @@ import httpx
 from tests.capture import script
 from tests.captures import replay_run
 from tests.harness import ServerProcess, final_trajectories, get_json
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import interrupted_run_spans, new_trace_id, request
 
 PB = {"content-type": "application/x-protobuf"}
 RUN = "openinference/interrupt_resume.prebuilt.stream"
@@ -53,17 +53,8 @@ def test_a_session_whose_latest_turn_is_interrupted_is_waiting(
         server: ServerProcess, project: str) -> None:
     """A hand-built OTel GenAI run whose tool span records LangGraph's interrupt as the
     official LangChain instrumentation does (status ERROR, `error.type` GraphInterrupt)."""
-    tid, root = new_trace_id(), new_span_id()
-    tool = span(tid, "execute_tool book_flight", parent=root, start=T0 + 1000,
-                attributes={"gen_ai.operation.name": "execute_tool",
-                            "gen_ai.tool.name": "book_flight",
-                            "error.type": "langgraph.errors.GraphInterrupt"})
-    tool.status.code = 2
-    tool.status.message = "(Interrupt(value={'question': 'Book it?'}, id='abc'),)"
-    spans = [span(tid, "invoke_agent assistant", span_id=root, start=T0, duration=10_000_000,
-                  attributes={"gen_ai.operation.name": "invoke_agent",
-                              "gen_ai.agent.name": "assistant", "session.id": "s-wait"}),
-             tool]
+    tid = new_trace_id()
+    spans = interrupted_run_spans(tid, "assistant", "s-wait", T0)
     with httpx.Client() as c:
         r = c.post(f"{server.http}/v1/traces", content=request(spans).SerializeToString(),
                    headers={**PB, "trajhub-project": project})

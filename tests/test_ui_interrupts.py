@@ -9,12 +9,11 @@ own (waiting)."""
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from tests.captures import replay_run
 from tests.harness import ServerProcess, final_trajectories
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import interrupted_run_spans, new_trace_id, post_spans
 from tests.ui_support import artifacts_dir, browser_page, require_browser
 
 RUN = "openinference/interrupt_resume.prebuilt.stream"
@@ -29,21 +28,8 @@ def _browser() -> None:
 
 def _ingest(server: ServerProcess, project: str) -> None:
     traces = list(replay_run(RUN, server.http, server.grpc, project))
-    tid, root = new_trace_id(), new_span_id()
-    tool = span(tid, "execute_tool book_flight", parent=root, start=T0 + 1000,
-                attributes={"gen_ai.operation.name": "execute_tool",
-                            "gen_ai.tool.name": "book_flight",
-                            "error.type": "langgraph.errors.GraphInterrupt"})
-    tool.status.code = 2
-    tool.status.message = "(Interrupt(value={'question': 'Book it?'}, id='abc'),)"
-    spans = [span(tid, "invoke_agent helper", span_id=root, start=T0, duration=10_000_000,
-                  attributes={"gen_ai.operation.name": "invoke_agent",
-                              "gen_ai.agent.name": "helper", "session.id": WAITING}), tool]
-    with httpx.Client() as c:
-        r = c.post(f"{server.http}/v1/traces", content=request(spans).SerializeToString(),
-                   headers={"content-type": "application/x-protobuf",
-                            "trajhub-project": project})
-        assert r.status_code == 200, r.text
+    tid = new_trace_id()
+    post_spans(server.http, project, interrupted_run_spans(tid, "helper", WAITING, T0))
     final_trajectories(server.http, project, [*traces, tid.hex()])
 
 
