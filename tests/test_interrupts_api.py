@@ -13,7 +13,7 @@ import httpx
 from tests.capture import script
 from tests.captures import replay_run
 from tests.harness import ServerProcess, final_trajectories, get_json
-from tests.otlp_builders import interrupted_run_spans, new_trace_id, request
+from tests.otlp_builders import interrupted_run_spans, new_trace_id, post_spans, request
 
 PB = {"content-type": "application/x-protobuf"}
 RUN = "openinference/interrupt_resume.prebuilt.stream"
@@ -66,3 +66,20 @@ def test_a_session_whose_latest_turn_is_interrupted_is_waiting(
         assert doc["root_step"]["metadata"]["interrupt_payload"] == '{"question":"Book it?"}'
         (session,) = get_json(c, f"{server.http}/api/v1/sessions", project=project)["items"]
         assert session["session_id"] == "s-wait" and session["waiting"] is True
+
+
+def test_the_session_list_filters_on_waiting(server: ServerProcess, project: str) -> None:
+    """The captured thread had an interrupted turn and was resumed, so it no longer waits; the
+    hand-built session's only turn is interrupted, so it waits."""
+    traces = list(replay_run(RUN, server.http, server.grpc, project))
+    tid = new_trace_id()
+    post_spans(server.http, project, interrupted_run_spans(tid, "assistant", "s-wait", T0))
+    final_trajectories(server.http, project, [*traces, tid.hex()])
+    with httpx.Client() as c:
+        def sessions(**params: object) -> list[str]:
+            return [s["session_id"] for s in get_json(
+                c, f"{server.http}/api/v1/sessions", project=project, **params)["items"]]
+        resumed = [s for s in sessions() if s != "s-wait"]
+        assert len(resumed) == 1
+        assert sessions(waiting="true") == ["s-wait"]
+        assert sessions(waiting="false") == resumed

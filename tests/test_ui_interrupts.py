@@ -1,7 +1,7 @@
 """The web UI's interrupted runs (docs/trajectory-rules.md, "Interrupted runs"): the trajectory
 list badges a run LangGraph's interrupt() ended and filters on it, its page names the
 interrupting tool and its payload, and a session whose latest turn is interrupted shows it
-waiting for a person.
+waiting for a person, and the session list filters on it.
 
 Data: the captured `interrupt_resume` thread under OpenInference (an interrupted run, then its
 resumption: its session is not waiting) and one hand-built interrupted run in a session of its
@@ -66,5 +66,15 @@ def test_interrupted_badge_filter_page_and_waiting_session(server: ServerProcess
         waiting = page.locator(f'#session-table tr[data-session-id="{WAITING}"]')
         expect(waiting.locator(".badge-waiting")).to_have_text("waiting for a person")
         expect(page.locator("#session-table .badge-waiting")).to_have_count(1)
+        session_rows = page.locator("#session-table tbody tr[data-session-id]")
+        expect(session_rows).to_have_count(2)
+        page.locator("#s-waiting").select_option("true")
+        page.get_by_role("button", name="Apply").click()
+        expect(session_rows).to_have_count(1)
+        expect(waiting).to_have_count(1)
         ui.shot("03-sessions")
+        page.locator("#s-waiting").select_option("false")
+        page.get_by_role("button", name="Apply").click()
+        expect(session_rows).to_have_count(1)
+        expect(waiting).to_have_count(0)
         ui.assert_clean()

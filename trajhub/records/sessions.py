@@ -205,6 +205,11 @@ class SessionTurn(Record):
 
 
 _FAILED = "(s.has_error OR s.derivation_error IS NOT NULL)"
+#: `s` is its session's latest turn (by start, ties by trace id: the order `waiting` takes) and
+#: was interrupted
+_WAITING = ("(s.interrupted AND NOT EXISTS (SELECT 1 FROM trajectories n "
+            "WHERE n.project = s.project AND n.session_id = s.session_id "
+            "AND (n.start_ns, n.trace_id) > (s.start_ns, s.trace_id)))")
 
 
 #: How storage/session_reads.py uses each condition: `t.…` is a condition on the session's
@@ -231,6 +236,11 @@ class SessionQuery(Query):
         Condition(_FAILED, f"NOT {_FAILED}",
                   metavar="true|false"),
     ] = Field(default=None, description="some turn failed (true) or none did (false)")
+    waiting: Annotated[
+        bool | None,
+        Condition(_WAITING, f"NOT {_WAITING}", metavar="true|false"),
+    ] = Field(default=None, description="its latest turn was interrupted, so it waits for a "
+              "person (true), or not (false)")
     min_turns: Annotated[Int64 | None, Condition("count(*) >= {}")] = Field(
         default=None, description="has at least this many turns")
     # parsed by the API (trajhub.records.scores: parse_score_condition); its condition is

@@ -11,13 +11,14 @@ import {namedScores} from "../scores.js";
 
 const PAGE = 50;
 const ERRORS = [["", "any"], ["true", "with a failed turn"], ["false", "without failures"]];
+const WAITING = [["", "any"], ["true", "waiting for a person"], ["false", "not waiting"]];
 
 function apiQuery(params) {
   const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);
   const query = {limit};
   // `sort=score:<name>` in the address sorts by a mean score (README "Sessions")
-  for (const key of ["start", "end", "user_id", "agent", "has_error", "score", "sort",
-    "cursor"]) {
+  for (const key of ["start", "end", "user_id", "agent", "has_error", "waiting", "score",
+    "sort", "cursor"]) {
     if (params.get(key)) query[key] = params.get(key);
   }
   return query;
@@ -34,6 +35,9 @@ function sessionFilters(params) {
     field("s-has_error", "Failures", h("select", {id: "s-has_error", name: "has_error"},
       ERRORS.map(([value, text]) =>
         h("option", {value, selected: (params.get("has_error") || "") === value}, text)))),
+    field("s-waiting", "Waiting", h("select", {id: "s-waiting", name: "waiting"},
+      WAITING.map(([value, text]) =>
+        h("option", {value, selected: (params.get("waiting") || "") === value}, text)))),
     // a score condition as the trajectory list takes it, on any turn: correctness>=0.5
     field("s-score", "A turn's score", h("input", {id: "s-score", name: "score", type: "text",
       size: 16, spellcheck: "false", placeholder: "name>=0.5", value: params.get("score") || "",
