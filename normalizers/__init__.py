@@ -24,7 +24,7 @@ from trajhub.normalizers.builder import (
 from trajhub.normalizers.lifecycle import root_ended
 from trajhub.normalizers.trajectory import Trajectory, trajectory_to_dict, trajectory_to_json
 
-NORMALIZER_VERSION: str = "1.5.0"
+NORMALIZER_VERSION: str = "1.5.1"
 
 __all__ = [
     "NORMALIZER_VERSION",

@@ -13,10 +13,11 @@ JSON when it could be read back from the recorded `Interrupt(value=...)`).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from typing import Final
+from typing import Any, Final
 
 from trajhub.normalizers.attrs import dumps, parse_literal
 from trajhub.normalizers.model import Span
@@ -31,6 +32,42 @@ PAYLOAD: Final = "interrupt_payload"
 _MARKS: Final = ("GraphInterrupt", "NodeInterrupt", "Interrupt(value=")
 #: the value of the first `Interrupt(...)` of a recorded GraphInterrupt (Python repr)
 _VALUE: Final = re.compile(r"Interrupt\(value=(.*?), (?:id|resumable|ns|when)=", re.DOTALL)
+#: the fields of a LangGraph.js `Interrupt` as its GraphInterrupt's message writes them (`id` and
+#: `value`; older releases `value`, `when`, `resumable`, `ns`)
+_JS_FIELDS: Final = frozenset({"id", "value", "when", "resumable", "ns"})
+_JS_START: Final = re.compile(r"(?:^|GraphInterrupt: )\[")
+_DECODER: Final = json.JSONDecoder()
+
+
+def js_interrupts(text: str) -> list[Any] | None:
+    """The interrupts of a LangGraph.js GraphInterrupt recorded as its message: the JSON list
+    `[{"id": ..., "value": ...}]` the error's message is, alone (Coze Loop JS) or after
+    `GraphInterrupt: ` (OpenInference JS adds it with the stack, Traceloop JS's stack starts
+    with it). None when the text is no such record."""
+    for match in _JS_START.finditer(text):
+        try:
+            value, _ = _DECODER.raw_decode(text, match.end() - 1)
+        except ValueError:
+            continue
+        if isinstance(value, list) and value and all(
+            isinstance(i, dict) and "value" in i and set(i) <= _JS_FIELDS for i in value
+        ):
+            return value
+    return None
+
+
+def records_js_interrupt(span: Span) -> bool:
+    """Whether the span recorded a LangGraph.js GraphInterrupt: its one-line error message is
+    only the first line (`[`) of the JSON, so the span's own texts are read."""
+    texts = [span.status_message, *(e.attributes.get("exception.message") for e in span.events
+                                    if e.name == "exception"),
+             span.attributes.get("error.message"), span.attributes.get("exception.message")]
+    return any(isinstance(t, str) and js_interrupts(t) is not None for t in texts)
+
+
+def is_interrupt(text: str) -> bool:
+    """Whether an error's text records LangGraph's interrupt (Python's repr or JS's message)."""
+    return any(m in text for m in _MARKS) or js_interrupts(text) is not None
 
 
 def _texts(span: Span, reading: SpanReading) -> Iterator[str]:
@@ -57,17 +94,18 @@ def _texts(span: Span, reading: SpanReading) -> Iterator[str]:
 
 def _interrupt_text(span: Span, reading: SpanReading) -> str | None:
     """The text that records this span's interrupt, None when it recorded none."""
-    found = [t for t in _texts(span, reading) if t and any(m in t for m in _MARKS)]
+    found = [t for t in _texts(span, reading) if t and is_interrupt(t)]
     if not found:
         return None
-    with_value = [t for t in found if "Interrupt(value=" in t]
+    with_value = [t for t in found if "Interrupt(value=" in t or js_interrupts(t) is not None]
     return (with_value or found)[0]
 
 
 def _payload(text: str) -> str:
     match = _VALUE.search(text)
     if match is None:
-        return ""
+        found = js_interrupts(text)
+        return dumps(found[0]["value"]) if found else ""
     value = parse_literal(match.group(1))
     return dumps(value) if value is not None else match.group(1)
 

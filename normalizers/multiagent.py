@@ -71,8 +71,11 @@ def _with_metadata(reading: SpanReading, **extra: str) -> SpanReading:
     return replace(reading, metadata={**reading.metadata, **extra})
 
 
-def _control_flow_only(reading: SpanReading) -> SpanReading:
-    if reading.error is None or not _is_control_flow(reading.error):
+def _control_flow_only(reading: SpanReading, span: Span) -> SpanReading:
+    # LangGraph.js's GraphInterrupt message is its interrupts as pretty JSON, of which the
+    # one-line error message keeps only the first line: the span's own texts tell
+    if reading.error is None or not (_is_control_flow(reading.error)
+                                     or interrupts.records_js_interrupt(span)):
         return reading
     marked = _with_metadata(reading, control_flow=reading.error.message[:500])
     return replace(marked, error=None)
@@ -90,7 +93,7 @@ def apply(
     root); `spans` the kept spans, for their times."""
     out = dict(readings)
     for span_id in parent_of:
-        reading = _control_flow_only(out[span_id])
+        reading = _control_flow_only(out[span_id], spans[span_id])
         nested = span_id != root_id and reading.framework == "langgraph"
         if reading.kind is StepKind.GRAPH and nested:
             reading = replace(reading, kind=StepKind.AGENT, rule=f"{reading.rule}; a sub-agent")

@@ -16,7 +16,9 @@ Detected by `openinference.span.kind` (docs/conventions.md §1.1 row 2). Peculia
   `output.value` (LangChain's generations) still holds them, so a model step whose indexed output
   has no tool calls takes its output from there when that has some. Likewise its indexed input
   messages carry neither the history's tool calls nor the tool messages' call ids, which
-  `input.value` has: a model step whose indexed input lacks them takes its input from there.
+  `input.value` has: a model step whose indexed input lacks them takes its input from there. The
+  same holds for a message whose content is a list of blocks (LangChain.js `createAgent`'s system
+  prompt): the indexed message has its role only.
 - OpenInference JS 4.x records `prompt_details.cache_read` and `completion_details.reasoning` but
   not the cache write (`usage_metadata.input_token_details.cache_creation`); a token count the
   attributes lack is read from the `usage_metadata` of the message in `output.value`.
@@ -107,6 +109,18 @@ def _links_tools(messages: object) -> bool:
     )
 
 
+def _lacks_content(indexed: list[dict[str, Any]], serialised: object) -> bool:
+    """Whether the indexed messages leave out a content the serialised call has: OpenInference
+    JS writes no `message.content` for content made of blocks (the system prompt LangChain.js's
+    `createAgent` sends as `[{"type": "text", ...}]`), only its role."""
+    if not isinstance(serialised, list) or len(serialised) != len(indexed):
+        return False
+    return any(
+        not m.get("content") and isinstance(s, dict) and s.get("content")
+        for m, s in zip(indexed, serialised, strict=True)
+    )
+
+
 def _has_tool_calls(canonical_output: str) -> bool:
     message = parse_json(canonical_output)
     return isinstance(message, dict) and bool(message.get("tool_calls"))
@@ -159,9 +173,10 @@ class OpenInference:
             # serialised call
             in_messages = messages(span, "llm.input_messages")
             out_messages = messages(span, "llm.output_messages")
+            serialised = parse_json(model_input(input_text))
             if in_messages is not None and (
-                _links_tools(in_messages) or not _links_tools(parse_json(model_input(input_text)))
-            ):
+                _links_tools(in_messages) or not _links_tools(serialised)
+            ) and not _lacks_content(in_messages, serialised):
                 input_text = dumps(in_messages)
             if out_messages is not None and (
                 any(m.get("tool_calls") for m in out_messages)

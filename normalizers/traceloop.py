@@ -194,6 +194,19 @@ def _part_texts(messages: object, skip_role: str) -> list[str]:
     return out
 
 
+def _returned_message(value: Any) -> Any:
+    """The one message a chain run returned: the message itself, a node's update
+    `{"messages": [message]}`, or that update inside the `Command` LangChain.js's `createAgent`
+    model node returns, recorded as `{"output": [Command]}`."""
+    output = dig(value, "output")
+    if isinstance(output, list) and len(output) == 1 and dig(output[0], "lg_name") == "Command":
+        value = dig(output[0], "update")
+    messages = dig(value, "messages")
+    if isinstance(messages, list) and len(messages) == 1:
+        value = messages[0]
+    return value
+
+
 def _answer(span: Span, trace: TraceView) -> str:
     """The lc-serialised AI message a Traceloop JS model span answered (it records only the
     answer's text, not its tool calls): the output of the innermost chain run around it that
@@ -211,10 +224,7 @@ def _answer(span: Span, trace: TraceView) -> str:
             for m in (state if isinstance(state, list) else [])
             if dig(m, "id", -1) != "SystemMessage"
         ]
-        value = parse_json(_entity_output(chain))
-        messages = dig(value, "messages")
-        if isinstance(messages, list) and len(messages) == 1:
-            value = messages[0]
+        value = _returned_message(parse_json(_entity_output(chain)))
         kwargs = dig(value, "kwargs")
         if (
             got == asked

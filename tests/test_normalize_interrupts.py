@@ -87,3 +87,18 @@ def test_the_ground_truth_is_the_script() -> None:
     first, second = TRUTH["runs"]
     assert first["interrupt"]["payload"] == script.INTERRUPT_PAYLOAD
     assert second["input"] == script.RESUME_VALUE
+
+
+def test_langgraph_js_interrupt_messages_are_read_and_nothing_else() -> None:
+    """LangGraph.js's GraphInterrupt message is its interrupts as pretty JSON: alone (Coze Loop
+    JS) or again after `GraphInterrupt: ` with the stack (OpenInference JS); a tool's own JSON
+    list of another form is no interrupt."""
+    from trajhub.normalizers.interrupts import is_interrupt, js_interrupts
+
+    recorded = json.dumps([{"id": "i1", "value": script.INTERRUPT_PAYLOAD}], indent=2)
+    assert js_interrupts(recorded) == [{"id": "i1", "value": script.INTERRUPT_PAYLOAD}]
+    with_stack = f"{recorded}\n\nGraphInterrupt: {recorded}\n    at interrupt (interrupt.js:93:8)"
+    assert js_interrupts(with_stack) is not None and is_interrupt(with_stack)
+    assert js_interrupts("[") is None and not is_interrupt("[")
+    assert js_interrupts(json.dumps([{"value": 1, "score": 2}])) is None
+    assert js_interrupts(json.dumps([])) is None

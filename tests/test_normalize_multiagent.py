@@ -78,6 +78,14 @@ def _fails_in(capture: str, shape: str, step: dict[str, Any]) -> bool:
                 and step.get("tool_call_id") in RETURNED_ERRORS.get(shape, frozenset()))
 
 
+def _output(capture: str, step: dict[str, Any]) -> Any:
+    """A ground-truth tool step's result in this capture: the JS twin's (`output_js`) where the
+    JS library answers other text than the Python one."""
+    if capture.split("/")[0].endswith("_js") and "output_js" in step:
+        return step["output_js"]
+    return step["output"]
+
+
 def _gaps(capture: str) -> frozenset[str]:
     client, run = capture.split("/")[:2]
     return DETAIL_GAPS.get(client, frozenset()) | DETAIL_GAPS.get(
@@ -322,7 +330,7 @@ def test_steps_and_payloads(capture: str, shape: str) -> None:
             assert (step.basic_info.error is not None) == _fails_in(capture, shape, want), \
                 step.name
             if want["error"] is None and want["handoff_to"] is None:
-                assert step.output == want["output"]
+                assert step.output == _output(capture, want)
             if want["handoff_to"] is not None:
                 assert step.metadata.get("handoff") == "true"
                 assert step.metadata.get("handoff_to") == want["handoff_to"]

@@ -32,14 +32,15 @@ def main() -> int:
     parser.add_argument("--shapes", default=",".join(script.SHAPES))
     args = parser.parse_args()
     clients, shapes = args.clients.split(","), args.shapes.split(",")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    # CAPTURE_PYTHON: the python the JS mcp_tools agent starts the MCP server with (this one)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CAPTURE_PYTHON": sys.executable}
     failed = []
     for client in clients:
         if client in JS_CLIENTS:
             script.write_json()
             for shape in shapes:
                 if shape in script.PYTHON_ONLY:
-                    continue  # no JS twin yet (README.md, "Shapes not captured")
+                    continue  # no JS twin (README.md, "Shapes not captured")
                 for mode in MODES:
                     cmd = ["node", str(JS / "run.mjs"), shape, mode, client]
                     if subprocess.run(cmd, cwd=JS, env=env).returncode:

@@ -41,6 +41,26 @@ RESULTS: dict[tuple[str, str], str] = {
     # interrupt_resume's book_flight, once the resumed run hands it the approval
     ("book_flight", '{"city":"Paris"}'): script.BOOKED_RESULT,
 }
+#: where the JS twin's tool answers other text than the Python one (the step's `output_js`):
+#: deepagents.js writes the todos as JSON and words write_file's answer its own way; and
+#: @langchain/mcp-adapters.js hands a text result that comes with structured content (FastMCP
+#: adds `{"result": ...}` to a tool returning a string) to LangChain as one content block,
+#: which LangChain turns into its JSON text
+RESULTS_JS: dict[tuple[str, str], str] = {
+    ("write_todos", json.dumps({"todos": script.TODOS}, sort_keys=True, separators=(",", ":"))):
+        "Updated todo list to " + json.dumps(script.TODOS, separators=(",", ":")),
+    ("write_file", json.dumps({"content": script.NOTES, "file_path": script.NOTES_PATH},
+                              separators=(",", ":"))):
+        f"Successfully wrote to '{script.NOTES_PATH}'",
+}
+#: shapes whose tools are MCP tools (the RESULTS_JS rule for their text results)
+MCP_SHAPES = frozenset({"mcp_tools"})
+
+
+def _mcp_js(text: str) -> str:
+    """What LangChain.js makes of an MCP text result with FastMCP's structured content."""
+    return json.dumps({"type": "text", "text": text, "structuredContent": {"result": text}},
+                      separators=(",", ":"), ensure_ascii=False)
 
 
 def _key(name: str, args: dict[str, Any]) -> tuple[str, str]:
@@ -53,6 +73,7 @@ class Activation:
     def __init__(self, doc: dict[str, Any], agent: str, parent: int | None,
                  via_tool: str | None = None) -> None:
         self.index = len(doc["activations"])
+        self.shape: str = doc["shape"]
         self.body: dict[str, Any] = {"index": self.index, "agent": agent, "parent": parent,
                                      "via_tool": via_tool, "input_tokens": 0,
                                      "output_tokens": 0, **dict.fromkeys(DETAILS, 0),
@@ -90,6 +111,11 @@ class Activation:
                     "arguments": call["args"], "output": None if error else output,
                     "error": error, "handoff_to": handoff,
                     "parallel_group": self.index * 100 + 1 if parallel else None}
+            js = RESULTS_JS.get(_key(call["name"], call["args"]))
+            if self.shape in MCP_SHAPES and output is not None:
+                js = _mcp_js(output)
+            if js is not None and not error:
+                step["output_js"] = js
             steps.append(step)
             self.body["steps"].append(step)
         return steps

@@ -315,10 +315,9 @@ BOOKED_RESULT = "Booked a flight to Paris"
 INTERRUPT_SHAPES = frozenset({"interrupt_resume"})
 
 
-#: shapes with no JS twin yet (LangChain v1 create_agent, deepagents, MCP adapters): captured
-#: under the Python clients only (README.md, "Shapes not captured")
-PYTHON_ONLY = frozenset({"mcp_tools", "create_agent_middleware", "deep_agent",
-                         "interrupt_resume"})
+#: shapes with no JS twin (captured under the Python clients only: README.md, "Shapes not
+#: captured"); every shape has one now
+PYTHON_ONLY: frozenset[str] = frozenset()
 
 
 def fanout_question(city: str) -> str:
@@ -356,6 +355,9 @@ def write_json() -> Path:
                                            "model_error": MODEL_ERROR},
            "fanout_cities": FANOUT_CITIES,
            "fanout_question": fanout_question("{city}"),
+           "interrupt": {"payload": INTERRUPT_PAYLOAD, "resume": RESUME_VALUE,
+                         "booked": BOOKED_RESULT},
+           "interrupt_shapes": sorted(INTERRUPT_SHAPES),
            "shapes": SHAPES,
            "conversation": {"session_id": CONVERSATION_SESSION_ID,
                             "thread_id": CONVERSATION_THREAD_ID,

@@ -7,12 +7,14 @@ import { AIMessage, AIMessageChunk, HumanMessage, SystemMessage } from "@langcha
 import { ChatGenerationChunk } from "@langchain/core/outputs";
 import { tool } from "@langchain/core/tools";
 import { convertToOpenAITool } from "@langchain/core/utils/function_calling";
-import { Annotation, END, MemorySaver, MessagesAnnotation, START, Send, StateGraph }
-  from "@langchain/langgraph";
+import { Annotation, Command, END, MemorySaver, MessagesAnnotation, START, Send, StateGraph,
+         interrupt } from "@langchain/langgraph";
 import { ToolNode, createReactAgent } from "@langchain/langgraph/prebuilt";
 import { createSupervisor } from "@langchain/langgraph-supervisor";
 import { createHandoffTool, createSwarm } from "@langchain/langgraph-swarm";
 import { z } from "zod";
+import { createAgent, createMiddleware, todoListMiddleware, toolCallLimitMiddleware }
+  from "langchain";
 
 export const SCRIPT = JSON.parse(readFileSync(new URL("./script.json", import.meta.url), "utf8"));
 const TOKEN_DELAY_MS = 2;
@@ -176,11 +178,19 @@ function flakyWeather() {
        schema: z.object({ city: z.string() }) });
 }
 
+/** interrupt_resume's book_flight: asks a person to approve (interrupt(), which ends the run),
+ * and books once the resumed run hands it the approval. */
+const bookFlightApproved = tool(async () => {
+  const answer = interrupt(SCRIPT.interrupt.payload);
+  return answer === SCRIPT.interrupt.resume ? SCRIPT.interrupt.booked : "Booking declined";
+}, { name: "book_flight", description: "Book a flight to a city once a person approves.",
+     schema: z.object({ city: z.string() }) });
+
 // ---------------------------------------------------------------------------- graphs
-function react(shape, agent, tools, handleToolErrors = true) {
+function react(shape, agent, tools, handleToolErrors = true, checkpointer = undefined) {
   return createReactAgent({
     llm: model(shape, agent), tools: new ToolNode(tools, { handleToolErrors }),
-    prompt: `You are ${agent}. Use tools.`, name: agent,
+    prompt: `You are ${agent}. Use tools.`, name: agent, checkpointer,
   });
 }
 
@@ -263,7 +273,57 @@ function sendFanout() {
     .compile({ name: "research_team" });
 }
 
-export function build(shape) {
+/** The python that runs the MCP server (../mcp_server.py): the capture venv's, or $CAPTURE_PYTHON. */
+const REPO = new URL("../../../", import.meta.url).pathname;
+const PYTHON = process.env.CAPTURE_PYTHON ?? `${REPO}.venv-capture/bin/python`;
+const closers = [];
+
+/** createAgent "assistant" on the two tools of the same local stdio MCP server as the Python
+ * twin (the FastMCP server of ../mcp_server.py, started by @langchain/mcp-adapters). */
+async function mcpTools() {
+  const { MultiServerMCPClient } = await import("@langchain/mcp-adapters");
+  const client = new MultiServerMCPClient({ mcpServers: { capture: {
+    transport: "stdio", command: PYTHON, args: ["-m", "tests.capture.mcp_server"],
+    cwd: REPO, env: { ...process.env, PYTHONPATH: REPO },
+  } } });
+  closers.push(() => client.close());
+  const tools = (await client.getTools()).sort((a, b) => a.name.localeCompare(b.name));
+  return createAgent({ model: model("mcp_tools", "assistant"), tools,
+                       systemPrompt: "You are assistant. Use tools.", name: "assistant" });
+}
+
+/** createAgent "assistant" with a beforeModel and an afterModel hook (which change nothing)
+ * and a tool-call limit the run stays under. */
+function createAgentMiddleware() {
+  const noteTurn = createMiddleware({ name: "note_turn", beforeModel: () => undefined });
+  const checkReply = createMiddleware({ name: "check_reply", afterModel: () => undefined });
+  return createAgent({
+    model: model("create_agent_middleware", "assistant"), tools: [getWeather, add],
+    systemPrompt: "You are assistant. Use tools.", name: "assistant",
+    middleware: [noteTurn, checkReply, toolCallLimitMiddleware({ runLimit: 5 })],
+  });
+}
+
+/** deepagents' "orchestrator" with the sub-agent "researcher" (started through `task`), on
+ * the default in-state filesystem; write_todos from LangChain's todoListMiddleware, as in
+ * the Python twin (deepagents leaves it out of its default stack). */
+async function deepAgent() {
+  const { createDeepAgent } = await import("deepagents");
+  const shape = "deep_agent";
+  const researcher = { name: "researcher", description: "Looks up the weather of a city.",
+                       systemPrompt: "You are researcher. Use tools.", tools: [getWeather],
+                       model: model(shape, "researcher") };
+  return createDeepAgent({ model: model(shape, "orchestrator"), tools: [getWeather],
+                           systemPrompt: "You are orchestrator.", subagents: [researcher],
+                           middleware: [todoListMiddleware()], name: "orchestrator" });
+}
+
+/** Close what a graph opened (the MCP client and its server process). */
+export async function close() {
+  for (const closer of closers.splice(0)) await closer();
+}
+
+export async function build(shape) {
   switch (shape) {
     case "supervisor_subgraphs": return supervisorSubgraphs();
     case "supervisor_handoff": return supervisorHandoff();
@@ -275,21 +335,45 @@ export function build(shape) {
     case "react_agent": return react(shape, "assistant", [getWeather, add, divide]);
     case "model_failure": return react(shape, "assistant", [getWeather]);
     case "send_fanout": return sendFanout();
+    case "mcp_tools": return mcpTools();
+    case "create_agent_middleware": return createAgentMiddleware();
+    case "deep_agent": return deepAgent();
+    case "interrupt_resume":
+      return react(shape, "assistant", [bookFlightApproved], true, new MemorySaver());
     default: throw new Error(`unknown shape ${shape}`);
   }
 }
 
-/** Run once; stream=true streams messages from every (sub)graph so the models stream. */
-export async function run(graph, shape, stream, callbacks) {
+/** createAgent runs every middleware hook as a node of its own: these runs take more than
+ * LangGraph's default 25 super-steps (as ../agents.py's RECURSION_LIMITS). */
+const RECURSION_LIMITS = { create_agent_middleware: 100, deep_agent: 250 };
+
+/**
+ * Run once; stream=true streams messages from every (sub)graph so the models stream. An
+ * interrupt shape runs twice on its thread (the run that interrupted, then its resume with
+ * Command({resume})), each run through `traced` (one trace per run under a client that wraps
+ * runs, as traceloop_js's withWorkflow does).
+ */
+export async function run(graph, shape, stream, callbacks, traced = (fn) => fn()) {
   const config = {
     configurable: { thread_id: SCRIPT.thread_id },
     metadata: { session_id: SCRIPT.session_id, user_id: SCRIPT.user_id },
     tags: ["trajhub-capture"],
-    recursionLimit: 25,
+    recursionLimit: RECURSION_LIMITS[shape] ?? 25,
     callbacks,
   };
   const inputs = { messages: [new HumanMessage({ content: SCRIPT.shapes[shape].question,
                                                  id: "human-1" })] };
+  if (SCRIPT.interrupt_shapes.includes(shape)) {
+    await traced(() => runOnce(graph, inputs, config, stream));
+    return traced(() => runOnce(graph, new Command({ resume: SCRIPT.interrupt.resume }), config,
+                                stream));
+  }
+  return traced(() => runOnce(graph, inputs, config, stream));
+}
+
+/** One run: invoke, or stream and keep the root graph's last values. */
+async function runOnce(graph, inputs, config, stream) {
   if (!stream) return graph.invoke(inputs, config);
   let last = null;
   const events = await graph.stream(inputs, { ...config, streamMode: ["messages", "values"],

@@ -24,7 +24,7 @@ if (!shape || !["stream", "invoke"].includes(mode) || !CLIENTS.includes(client))
   process.exit(2);
 }
 
-const { SCRIPT, build, run } = await import("./agents.mjs");
+const { SCRIPT, build, close, run } = await import("./agents.mjs");
 const runName = `${shape}.${SCRIPT.shapes[shape].graph}.${mode}`;
 Math.random = seededRandom(`${client}/${runName}`);
 process.env.OTEL_EXPORTER_OTLP_COMPRESSION = "gzip";
@@ -82,11 +82,12 @@ async function setUp() {
 
 const { callbacks, finish, traced = (fn) => fn() } = await setUp();
 try {
-  const out = await traced(() => run(build(shape), shape, mode === "stream", callbacks));
+  const out = await run(await build(shape), shape, mode === "stream", callbacks, traced);
   console.log("final answer:", out.messages.at(-1).content);
 } catch (e) {
   console.log("run raised:", e.name, e.message);
 }
+await close();
 await finish();
 await new Promise((resolve) => setTimeout(resolve, 300));
 receiver.close();
