@@ -67,10 +67,13 @@ class TimePoint(BaseModel):
     time: str = Field(description="RFC 3339: the bucket's start")
     runs: int = Field(description="runs that started in the bucket and are final")
     failed_runs: int = Field(description="those of them with an error (`has_error`)")
-    latency_p50_ms: float | None = Field(description="the runs' median duration, within 5 %; "
-                                         "null without runs")
-    latency_p95_ms: float | None = Field(description="their 95th percentile, within 5 %")
-    latency_p99_ms: float | None = Field(description="their 99th percentile, within 5 %")
+    latency_p50_ms: float | None = Field(description="the runs' median duration in "
+                                         "fractional milliseconds, within 5 %; null without "
+                                         "runs")
+    latency_p95_ms: float | None = Field(description="their 95th percentile in fractional "
+                                         "milliseconds, within 5 %")
+    latency_p99_ms: float | None = Field(description="their 99th percentile in fractional "
+                                         "milliseconds, within 5 %")
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
