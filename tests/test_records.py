@@ -186,8 +186,8 @@ _CHOSEN_UNITS = {("NextRequest", "lease_seconds"), ("Retention", "default_days")
 _FRACTIONAL_MS = {("SpanView", "duration_ms"), ("SpanNode", "duration_ms"),
                   ("TrajectoryNode", "duration_ms"),
                   # estimates, a bucket's representative (within 5 %), not measured lengths
-                  ("TimePoint", "latency_p50_ms"), ("TimePoint", "latency_p95_ms"),
-                  ("TimePoint", "latency_p99_ms")}
+                  ("TimeSeriesPoint", "latency_p50_ms"), ("TimeSeriesPoint", "latency_p95_ms"),
+                  ("TimeSeriesPoint", "latency_p99_ms")}
 
 
 def _types(prop: dict[str, Any]) -> set[str]:

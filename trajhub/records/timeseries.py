@@ -47,7 +47,7 @@ class TimeSeriesQuery(BaseModel):
     prompt_version: Text | None = Field(None, description="runs of this prompt version")
 
 
-class ScorePoint(BaseModel):
+class TimeSeriesScore(BaseModel):
     name: Annotated[str, Field(description="the score's name")]
     count: int = Field(description="the numeric values of this score on the bucket's runs")
     sum: float = Field(description="their sum")
@@ -61,7 +61,7 @@ _POINT = {"time": "2026-11-22T10:00:00Z", "runs": 12, "failed_runs": 1,
           "scores": [{"name": "correctness", "count": 3, "sum": 2.5, "mean": 0.8333}]}
 
 
-class TimePoint(BaseModel):
+class TimeSeriesPoint(BaseModel):
     model_config = example_config(_POINT)
 
     time: str = Field(description="RFC 3339: the bucket's start")
@@ -81,13 +81,13 @@ class TimePoint(BaseModel):
     reasoning_tokens: int
     cost_usd: float = Field(description="the runs' model calls priced when each run was "
                             "derived (the trajectory list prices when read)")
-    scores: list[ScorePoint] = Field(description="per score name, by name")
+    scores: list[TimeSeriesScore] = Field(description="per score name, by name")
 
 
-class Series(BaseModel):
+class TimeSeriesGroup(BaseModel):
     group: str | None = Field(description="the `group_by` label's value; null for the runs "
                               "without one, and for the one series when not grouped")
-    points: list[TimePoint] = Field(description="the buckets holding runs, oldest first (a "
+    points: list[TimeSeriesPoint] = Field(description="the buckets holding runs, oldest first (a "
                                     "bucket without runs has no point)")
 
 
@@ -101,4 +101,4 @@ class TimeSeries(BaseModel):
     start_time: str = Field(description="RFC 3339: the range's start, rounded down")
     end_time: str = Field(description="RFC 3339: the range's end, rounded up")
     group_by: GroupBy | None
-    series: list[Series] = Field(description="by group, the runs without one last")
+    series: list[TimeSeriesGroup] = Field(description="by group, the runs without one last")
