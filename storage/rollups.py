@@ -65,7 +65,9 @@ def add_ctes(finalized: str) -> str:
         "agent_names, model_names, coalesce(release, ''), coalesce(prompt_version, ''), "
         "has_error, duration_ms, input_tokens, output_tokens, cache_read_tokens, "
         "cache_write_tokens, reasoning_tokens, coalesce(derived_usd, 0)::numeric "
-        f"FROM {finalized} RETURNING *)"
+        # a contribution already there (none should be) is kept, not added twice, and does not
+        # stop the round
+        f"FROM {finalized} ON CONFLICT (project, trace_id) DO NOTHING RETURNING *)"
         f", rollup_added AS ({_roll('rollup_contributed', '1')})"
         f", rollup_scored AS ({_roll_scores('rollup_contributed', 'scores', '1')})")
 
