@@ -24,15 +24,20 @@ _CONTRIBUTION_COLUMNS = ("project", "trace_id", "start_ns", *KEY[1:], "failed", 
 
 def _roll(source: str, sign: str) -> str:
     """The upsert adding (`sign` "1") or taking back ("-1") the contributions in `source` (a
-    CTE with rollup_contributions' columns)."""
-    sums = ", ".join(f"{sign} * sum({c})" for c in SUMS)
+    CTE with rollup_contributions' columns). Runs are summed per key and latency bucket first,
+    so the counts by bucket are built once per key (trajhub_counts_at), not merged run by
+    run."""
+    sums = ", ".join(f"sum({c}) AS {c}" for c in SUMS)
     updates = ", ".join(f"{c} = run_rollups.{c} + EXCLUDED.{c}"
                         for c in ("runs", "failed_runs", *SUMS))
     return (
         f"INSERT INTO run_rollups ({_KEY}, runs, failed_runs, latency_counts, {', '.join(SUMS)}) "
-        f"SELECT {_KEY}, {sign} * count(*), {sign} * count(*) FILTER (WHERE failed), "
-        f"trajhub_sum_counts(trajhub_bucket_counts(trajhub_latency_bucket(duration_ms), {sign})), "
-        f"{sums} FROM {source} GROUP BY {_KEY} ORDER BY {_KEY} "
+        f"SELECT {_KEY}, {sign} * sum(runs), {sign} * sum(failed_runs), "
+        f"trajhub_counts_at(array_agg(bucket), array_agg({sign} * runs)), "
+        + ", ".join(f"{sign} * sum({c})" for c in SUMS)
+        + f" FROM (SELECT {_KEY}, trajhub_latency_bucket(duration_ms) AS bucket, "
+        f"count(*) AS runs, count(*) FILTER (WHERE failed) AS failed_runs, {sums} "
+        f"FROM {source} GROUP BY {_KEY}, bucket) b GROUP BY {_KEY} ORDER BY {_KEY} "
         f"ON CONFLICT ({_KEY}) DO UPDATE SET {updates}, latency_counts = "
         "trajhub_add_counts(run_rollups.latency_counts, EXCLUDED.latency_counts)")
 

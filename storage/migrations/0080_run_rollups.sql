@@ -24,7 +24,7 @@ ALTER TABLE trajectories
 -- floating point rounds). The bucket's representative, 2·1.1^b / 2.1, is within 4.8 % of every
 -- duration in it (DDSketch's argument), so quantiles read from the counts are too.
 CREATE FUNCTION trajhub_latency_bucket(ms bigint) RETURNS integer
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT CASE WHEN ms < 1 THEN 0 ELSE 1 + floor(ln(ms::float8) / ln(1.1))::integer END $$;
 
 -- Counts by bucket (element 1 = bucket 0) added element by element; the shorter is padded
@@ -37,8 +37,17 @@ CREATE FUNCTION trajhub_add_counts(a bigint[], b bigint[]) RETURNS bigint[]
 -- One run's count in its bucket, as counts by bucket, times `sign` (1 adds it, -1 takes it
 -- back).
 CREATE FUNCTION trajhub_bucket_counts(bucket integer, sign bigint) RETURNS bigint[]
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$ SELECT array_fill(0::bigint, ARRAY[bucket]) || sign $$;
+
+-- Counts by bucket from (bucket, count) pairs, a bucket given more than once summed: how a
+-- batch's runs, counted per bucket, become one row's counts.
+CREATE FUNCTION trajhub_counts_at(buckets integer[], counts bigint[]) RETURNS bigint[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT coalesce(array_agg(coalesce(c.n, 0) ORDER BY i), '{}')
+          FROM generate_series(0, (SELECT max(b) FROM unnest(buckets) AS b)) AS i
+          LEFT JOIN (SELECT b, sum(n)::bigint AS n FROM unnest(buckets, counts) AS u(b, n)
+                     GROUP BY b) c ON c.b = i $$;
 
 CREATE AGGREGATE trajhub_sum_counts(bigint[]) (
     SFUNC = trajhub_add_counts, STYPE = bigint[], INITCOND = '{}');
