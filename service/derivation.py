@@ -121,7 +121,8 @@ def trajectory_row(project: str, trace_id: str, spans: list[Span], settle_at: da
         "normalizer_version": NORMALIZER_VERSION, "derivation_error": None,
         "model_usage": orjson.dumps(usage).decode(),
         # monitoring's rollups (storage/rollups.py)
-        "release": labels.release, "prompt_version": labels.prompt_version,
+        "run_name": labels.run_name, "release": labels.release,
+        "prompt_version": labels.prompt_version,
         "cache_read_tokens": cost.cached_input_tokens,
         "cache_write_tokens": cost.cache_write_tokens,
         "reasoning_tokens": cost.reasoning_tokens, "derived_usd": cost.usd,

@@ -346,7 +346,7 @@ QUEUE_RULE_RUNS = QUEUE_RULE_RUNS.replace(
 # Monitoring's rollups (storage/rollups.py): what a trajectory contributes is added in the
 # statement that makes it final, and taken back in the one that stores it again (store()).
 _CONTRIBUTED = ", ".join(f"t.{c}" for c in (
-    "start_ns", "root_name", "agent_names", "model_names", "release", "prompt_version",
+    "start_ns", "run_name", "agent_names", "model_names", "release", "prompt_version",
     "has_error", "duration_ms", "input_tokens", "output_tokens", "cache_read_tokens",
     "cache_write_tokens", "reasoning_tokens", "derived_usd"))
 _ROLLED_UP = rollups.add_ctes("finalized")

@@ -60,13 +60,14 @@ def _roll_scores(source: str, scores: str, sign: str) -> str:
 def add_ctes(finalized: str) -> str:
     """CTEs (each starting with a comma) recording and adding the contributions of the
     trajectories in `finalized`, a CTE of trajectories' columns (project, trace_id, start_ns,
-    root_name, agent_names, model_names, release, prompt_version, has_error, duration_ms,
+    run_name, agent_names, model_names, release, prompt_version, has_error, duration_ms,
     input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
     derived_usd) as they become final. Their scores are read from `scores`."""
     return (
         f", rollup_contributed AS (INSERT INTO rollup_contributions "
         f"({', '.join(_CONTRIBUTION_COLUMNS)}) "
-        f"SELECT project, trace_id, start_ns, start_ns - start_ns % {HOUR_NS}, root_name, "
+        f"SELECT project, trace_id, start_ns, start_ns - start_ns % {HOUR_NS}, "
+        "coalesce(run_name, ''), "
         "agent_names, model_names, coalesce(release, ''), coalesce(prompt_version, ''), "
         "has_error, duration_ms, input_tokens, output_tokens, cache_read_tokens, "
         "cache_write_tokens, reasoning_tokens, coalesce(derived_usd, 0)::numeric "

@@ -63,7 +63,8 @@ def expected(url: str) -> tuple[dict[tuple[Any, ...], dict[str, Any]],
                                 dict[tuple[Any, ...], tuple[int, Decimal]]]:
     """The rollups and score rollups as the final trajectories and their scores sum to."""
     runs = query(url, """
-        SELECT project, trace_id, start_ns, root_name, agent_names, model_names,
+        SELECT project, trace_id, start_ns, coalesce(run_name, '') AS run_name, agent_names,
+               model_names,
                coalesce(release, '') AS release, coalesce(prompt_version, '') AS prompt_version,
                has_error, duration_ms, input_tokens, output_tokens, cache_read_tokens,
                cache_write_tokens, reasoning_tokens, coalesce(derived_usd, 0)::numeric AS usd
@@ -71,7 +72,7 @@ def expected(url: str) -> tuple[dict[tuple[Any, ...], dict[str, Any]],
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
     key_of = {}
     for r in runs:
-        key = (r["project"], r["start_ns"] - r["start_ns"] % HOUR_NS, r["root_name"],
+        key = (r["project"], r["start_ns"] - r["start_ns"] % HOUR_NS, r["run_name"],
                tuple(r["agent_names"]), tuple(r["model_names"]), r["release"],
                r["prompt_version"])
         key_of[(r["project"], r["trace_id"])] = key
@@ -132,7 +133,8 @@ def assert_rollups_match(url: str) -> None:
 
 
 def run_spans(trace_id: bytes, start: int, agent: str, model: str, duration_ms: int,
-              error: bool = False, prompt_version: str | None = None) -> list[Any]:
+              error: bool = False, prompt_version: str | None = None,
+              run_name: str | None = None) -> list[Any]:
     root = new_span_id()
     chat_attrs: dict[str, Any] = {
         "gen_ai.operation.name": "chat", "gen_ai.request.model": model,
@@ -142,7 +144,8 @@ def run_spans(trace_id: bytes, start: int, agent: str, model: str, duration_ms: 
     return [
         span(trace_id, f"invoke_agent {agent}", span_id=root, start=start,
              duration=duration_ms * 1_000_000,
-             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}),
+             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+                         **({"trajhub.run": run_name} if run_name else {})}),
         span(trace_id, "chat", parent=root, start=start + 1_000_000, attributes=chat_attrs,
              error=error),
     ]
@@ -187,7 +190,8 @@ def test_rollups_equal_the_final_trajectories_through_every_correction(
                 trace, now_ns - (i % 3) * HOUR_NS - i * 1_000_000_000,
                 agent=("planner", "writer")[i % 2 if k else 0],
                 model=("gpt-4o", "gpt-4o-mini")[i % 3 == 0], duration_ms=40 + 97 * i + k,
-                error=i == 4, prompt_version="v2" if i % 3 == 1 else None),
+                error=i == 4, prompt_version="v2" if i % 3 == 1 else None,
+                run_name="nightly" if i % 2 else None),
                 release=("1.0.0", None, "1.1.0")[i % 3])
             sent.append((project, trace.hex()))
 
@@ -201,10 +205,12 @@ def test_rollups_equal_the_final_trajectories_through_every_correction(
     all_final(url, 12)
     assert_rollups_match(url)
     # the labels and the money arrive
-    [seen] = query(url, "SELECT bool_or(release = '1.1.0') AS release, "
+    [seen] = query(url, "SELECT bool_or(run_name = 'nightly') AS run_name, "
+                        "bool_or(release = '1.1.0') AS release, "
                         "bool_or(prompt_version = 'v2') AS prompt, sum(usd) > 0 AS priced, "
                         "sum(failed_runs) AS failed FROM run_rollups")
-    assert seen["release"] and seen["prompt"] and seen["priced"] and seen["failed"] == 2
+    assert seen["run_name"] and seen["release"] and seen["prompt"] and seen["priced"]
+    assert seen["failed"] == 2
 
     # scores, added to final runs and one taken away; a categorical one counts nothing
     with TrajhubClient(server.http, project=projects[0]) as hub:

@@ -69,11 +69,12 @@ def test_the_range_is_rounded_out_to_whole_buckets() -> None:
 
 
 def _send_run(server: ServerProcess, project: str, start: int, agent: str, model: str,
-              ms: int, error: bool = False) -> str:
+              ms: int, error: bool = False, run_name: str | None = None) -> str:
     trace, root = new_trace_id(), new_span_id()
     post_spans(server.http, project, [
         span(trace, f"invoke_agent {agent}", span_id=root, start=start, duration=ms * 1_000_000,
-             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}),
+             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
+                         **({"trajhub.run": run_name} if run_name else {})}),
         span(trace, "chat", parent=root, start=start + 1000, error=error,
              attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
                          "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 10}),
@@ -85,7 +86,7 @@ def test_runs_read_back_by_bucket_group_and_filter(server: ServerProcess) -> Non
     project = "ts-" + uuid.uuid4().hex[:8]
     now = time.time_ns()
     hour = now - now % HOUR
-    runs = [(hour + 60_000_000_000, "planner", "gpt-4o", 100, False),
+    runs = [(hour + 60_000_000_000, "planner", "gpt-4o", 100, False, "nightly"),
             (hour + 61_000_000_000, "planner", "gpt-4o-mini", 2000, True),
             (hour + 180_000_000_000, "writer", "gpt-4o", 300, False),
             (hour - HOUR + 5_000_000_000, "writer", "gpt-4o", 50, False)]
@@ -116,6 +117,11 @@ def test_runs_read_back_by_bucket_group_and_filter(server: ServerProcess) -> Non
         assert planner.points[0].time.endswith(":01:00Z")
         daily = hub.timeseries(start, end, bucket="day", model="gpt-4o-mini")
         assert sum(p.runs for s in daily.series for p in s.points) == 1
+        by_run = hub.timeseries(start, end, group_by="run_name")
+        assert {s.group: sum(p.runs for p in s.points) for s in by_run.series} == {
+            "nightly": 1, None: 3}
+        [nightly] = hub.timeseries(start, end, run_name="nightly").series
+        assert [p.runs for p in nightly.points] == [1]
 
         hub.add_score(traces[0], "correctness", 1.0)
         hub.add_score(traces[2], "correctness", 0.5)

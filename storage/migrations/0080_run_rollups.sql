@@ -8,11 +8,13 @@
 -- co-located with them, so finalizing, re-deriving and expiring join it shard-locally; the
 -- time series' minute buckets read it by (project, start_ns), a multi-shard read.
 
--- What the derivation now records on each trajectory for the rollups: the resource's
--- service.version (root span first), the first prompt version attribute found, the cache and
+-- What the derivation now records on each trajectory for the rollups: its run name (the
+-- `trajhub.run` attribute), the resource's service.version (root span first), the first
+-- prompt version attribute found, the cache and
 -- reasoning tokens and the money of its model calls, priced when it was derived (the list's
 -- cost is priced when read). Rows derived before this read NULL and 0 until re-derived.
 ALTER TABLE trajectories
+    ADD COLUMN run_name text,
     ADD COLUMN release text,
     ADD COLUMN prompt_version text,
     ADD COLUMN cache_read_tokens bigint NOT NULL DEFAULT 0,
@@ -122,7 +124,7 @@ CREATE TABLE run_rollup_scores (
 
 -- The trajectories already final count from now on, as they stand.
 INSERT INTO rollup_contributions
-SELECT project, trace_id, start_ns, start_ns - start_ns % 3600000000000, root_name,
+SELECT project, trace_id, start_ns, start_ns - start_ns % 3600000000000, coalesce(run_name, ''),
        agent_names, model_names, coalesce(release, ''), coalesce(prompt_version, ''),
        has_error, duration_ms, input_tokens, output_tokens, cache_read_tokens,
        cache_write_tokens, reasoning_tokens, coalesce(derived_usd, 0)::numeric

@@ -37,7 +37,8 @@ class TimeSeriesQuery(BaseModel):
     group_by: GroupBy | None = Field(None, description="one series per value of this label; "
                                      "a run of several models or agents counts in each of "
                                      "theirs. Without it: one series of every run")
-    run_name: Text | None = Field(None, description="runs whose root span has this name")
+    run_name: Text | None = Field(None, description="runs of this run name (their "
+                                  "`trajhub.run` attribute)")
     agent: Text | None = Field(None, description="runs with an agent (or graph) step of this "
                                "name (case-insensitive)")
     model: Text | None = Field(None, description="runs that called this model "
