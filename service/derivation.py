@@ -18,18 +18,21 @@ from typing import Any
 import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
+from trajhub.evaluators.pricing import usage_cost
 from trajhub.normalizers import NORMALIZER_VERSION, derive, root_ended
 from trajhub.normalizers.item_fields import run_texts
 from trajhub.normalizers.log_events import attach
 from trajhub.normalizers.model import STATUS_ERROR, Span
 from trajhub.normalizers.playback import model_usage
 from trajhub.normalizers.run_context import RunContext, preview, run_context
+from trajhub.normalizers.run_labels import run_labels
 from trajhub.normalizers.trajectory import trajectory_to_dict
 from trajhub.records import Record, write_values
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectorySummary
 from trajhub.service import stored_trajectory
 from trajhub.service.heap import collector_paused, release_free_memory
+from trajhub.service.prices import derived_prices
 from trajhub.service.stored_logs import log_events
 from trajhub.service.stored_spans import to_model
 from trajhub.storage import derivation_store, trace_reads
@@ -100,6 +103,7 @@ def trajectory_row(project: str, trace_id: str, spans: list[Span], settle_at: da
     trajhub.records.trajectories declares them. `spans` is emptied once derived: what is
     stored needs no more of them, and a large trace's are tens of MiB (docs/large-traces.md)."""
     context = run_context(spans)
+    labels = run_labels(spans)
     ended = root_ended(spans)
     try:
         d = derive(spans)
@@ -111,9 +115,17 @@ def trajectory_row(project: str, trace_id: str, spans: list[Span], settle_at: da
     s = d.summary
     user_text, answer = run_texts(s.root_input, s.root_output)
     explanation = orjson.dumps(d.explanation).decode()  # orjson serializes dataclasses natively
+    usage = model_usage(d.trajectory)
+    cost = usage_cost(derived_prices(), usage)
     values = _written(TrajectorySummary, s, {
         "normalizer_version": NORMALIZER_VERSION, "derivation_error": None,
-        "model_usage": orjson.dumps(model_usage(d.trajectory)).decode(),
+        "model_usage": orjson.dumps(usage).decode(),
+        # monitoring's rollups (storage/rollups.py)
+        "run_name": labels.run_name, "release": labels.release,
+        "prompt_version": labels.prompt_version,
+        "cache_read_tokens": cost.cached_input_tokens,
+        "cache_write_tokens": cost.cache_write_tokens,
+        "reasoning_tokens": cost.reasoning_tokens, "derived_usd": cost.usd,
         "service": context.service, "session_id": context.session_id,
         "user_id": context.user_id,
         # what a person reads: the user's text and the answer, not the message JSON

@@ -53,6 +53,16 @@ def prices_for(settings: Any) -> Prices:
         raise HTTPException(503, str(exc)) from None
 
 
+def derived_prices() -> Prices:
+    """For derivation, which prices each run's calls for monitoring's rollups: the table of
+    TRAJHUB_PRICES as the process's environment names it; an unusable file prices with
+    genai-prices alone (the API's reads say why, as a 503)."""
+    try:
+        return load_prices(os.environ.get("TRAJHUB_PRICES", ""))
+    except PriceFileError:
+        return Prices()
+
+
 def cost_json(cost: Cost, prices: Prices) -> dict[str, Any]:
     """A Cost as the API's CostView (trajhub.records.trajectories)."""
     return {**asdict(cost), "price_sources": [prices.label(s) for s in cost.price_sources],

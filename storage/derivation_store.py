@@ -12,6 +12,7 @@ import asyncpg
 
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectorySummary
+from trajhub.storage import rollups
 from trajhub.storage.database import Connection
 from trajhub.storage.sql import Params
 from trajhub.storage.trace_reads import SPAN_FIELDS
@@ -312,6 +313,8 @@ async def store(conn: Connection, traces: Sequence[TraceWrite],
         await conn.execute(_UPSERT_TRACE,
                            await _rows(conn, "traces", [_trace_args(t) for t in traces]))
     if trajectories:
+        await conn.execute(rollups.TAKE_BACK, [t.project for t in trajectories],
+                           [t.trace_id for t in trajectories])
         await conn.execute(STORE_TRAJECTORIES, await trajectory_rows(conn, trajectories))
         await conn.execute(_DELETE_CHUNKS, [t.project for t in trajectories],
                            [t.trace_id for t in trajectories])
@@ -340,6 +343,15 @@ QUEUE_RULE_RUNS = QUEUE_RULE_RUNS.replace(
     "{SAMPLED}", SAMPLED.format(rule="r.id", trace_id="f.trace_id", rate="r.sample_rate"))
 
 
+# Monitoring's rollups (storage/rollups.py): what a trajectory contributes is added in the
+# statement that makes it final, and taken back in the one that stores it again (store()).
+_CONTRIBUTED = ", ".join(f"t.{c}" for c in (
+    "start_ns", "run_name", "agent_names", "model_names", "release", "prompt_version",
+    "has_error", "duration_ms", "input_tokens", "output_tokens", "cache_read_tokens",
+    "cache_write_tokens", "reasoning_tokens", "derived_usd"))
+_ROLLED_UP = rollups.add_ctes("finalized")
+
+
 async def finalize_settled(conn: Connection, max_open_seconds: float) -> int:
     """Open trajectories whose root has ended and whose settle time has passed become final;
     so does one left open (root never ended) for `max_open_seconds` past settling. A trace with
@@ -364,10 +376,10 @@ async def finalize_settled(conn: Connection, max_open_seconds: float) -> int:
         ), finalized AS (
             UPDATE trajectories t SET status = 'final' FROM taken
             WHERE t.project = taken.project AND t.trace_id = taken.trace_id
-            RETURNING t.project, t.trace_id, t.revision
+            RETURNING t.project, t.trace_id, t.revision, {_CONTRIBUTED}
         ), queued AS (
             {QUEUE_RULE_RUNS}
-        )
+        ){_ROLLED_UP}
         SELECT count(*) FROM finalized
         """,
         max_open_seconds)

@@ -35,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
+from trajhub.storage import rollups
 from trajhub.storage.database import Connection
 from trajhub.storage.derivation_store import NOT_QUEUED
 
@@ -110,10 +111,12 @@ WITH e AS (
     DELETE FROM trace_keys k USING e
     WHERE k.project = e.project AND k.trace_id = e.trace_id
 )
+-- what their final trajectories contributed to monitoring's rollups is taken back
+{ROLLUPS}
 DELETE FROM traces t USING e
 WHERE t.project = e.project AND t.trace_id = e.trace_id AND t.first_seen = ANY($3)
 RETURNING t.trace_id
-"""
+""".replace("{ROLLUPS}", rollups.take_back_ctes("e"))
 
 # Log records whose trace has no spans (no key: none arrived, or retention took them), and those
 # outside any trace, go by their own received time, oldest first through the index of migration
@@ -255,6 +258,9 @@ async def drop_partition(conn: Connection, part: TimePartition,
             if not await partition_expired(conn, part, days_of, now):
                 raise _Kept
             if await conn.fetchval("SELECT to_regclass($1)", part.name("trajectories")):
+                # monitoring's rollups lose what the partition's trajectories contributed
+                # (their scores still in place)
+                await conn.execute(rollups.partition_take_back(part.name("trajectories")))
                 await conn.execute(
                     f"DELETE FROM open_trajectories o USING {part.name('trajectories')} t "
                     "WHERE o.project = t.project AND o.trace_id = t.trace_id")

@@ -9,6 +9,7 @@ from typing import Any
 
 from trajhub.records import Column, is_optional
 from trajhub.records.scores import Score, ScoreConfig
+from trajhub.storage import rollups
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import IdRow, RecordRow
 
@@ -40,14 +41,21 @@ _TYPES = {c: _pg_type(_FIELDS[c]) for c in WRITTEN}
 _CASTS = {c: "::jsonb" for c in WRITTEN if _FIELDS[c].convert == "json"}
 
 _VALUES = ", ".join(f"v.{c}{_CASTS.get(c, '')}" for c in WRITTEN)
+_SELECTED = ", ".join(key for key, _ in Score.select_items())
+# A score of a final trajectory counts in monitoring's rollups at once (storage/rollups.py),
+# in the statement that stores it.
 _INSERT = (
-    f"INSERT INTO scores (project, {', '.join(WRITTEN)}, revision) "
+    f"WITH stored AS (INSERT INTO scores (project, {', '.join(WRITTEN)}, revision) "
     f"SELECT $1, {_VALUES}, t.revision "
     f"FROM unnest({', '.join(f'${i}::{_TYPES[c]}[]' for i, c in enumerate(WRITTEN, 2))}) "
     f"WITH ORDINALITY AS v({', '.join(WRITTEN)}, n) "
     "JOIN trajectories t ON t.project = $1 AND t.trace_id = v.trace_id "
     # ids in the order given (a batch lists as it was sent)
-    f"ORDER BY v.n RETURNING {Score.select_list()}")
+    f"ORDER BY v.n RETURNING {Score.select_list()}, project AS rollup_project, "
+    "name AS rollup_name, number_value AS rollup_number), "
+    "rollup_changed AS (SELECT rollup_project AS project, trace_id, rollup_name AS name, "
+    "rollup_number AS number_value FROM stored)"
+    + rollups.score_ctes("rollup_changed", "1") + f" SELECT {_SELECTED} FROM stored")
 
 
 async def add(conn: Connection, project: str, rows: Sequence[Mapping[str, Any]]
@@ -81,10 +89,15 @@ async def for_trajectories(conn: Connection, project: str, trace_ids: Sequence[s
 
 async def delete(conn: Connection, project: str, trace_id: str, score_id: int) -> bool:
     """Delete one score of the trajectory; False when it has none of that id."""
-    status = await conn.execute(
-        "DELETE FROM scores WHERE project = $1 AND trace_id = $2 AND id = $3",
-        project, trace_id, score_id)
-    return bool(status != "DELETE 0")
+    deleted = await conn.fetchval(_DELETE, project, trace_id, score_id)
+    return bool(deleted)
+
+
+# taken back from monitoring's rollups in the statement that deletes it
+_DELETE = (
+    "WITH rollup_changed AS (DELETE FROM scores WHERE project = $1 AND trace_id = $2 AND id = $3 "
+    "RETURNING project, trace_id, name, number_value)"
+    + rollups.score_ctes("rollup_changed", "-1") + " SELECT count(*) FROM rollup_changed")
 
 
 async def key_name(conn: Connection, key_id: str) -> str:

@@ -37,6 +37,7 @@ from trajhub.records.replay import (
 )
 from trajhub.records.retention import Retention
 from trajhub.records.spans import CozeLoopTrace, OtlpTrace, TraceSpans
+from trajhub.records.timeseries import TimeSeries
 from trajhub.service.client.replay import RecordedTools
 
 ROOT = Path(__file__).parent.parent
@@ -81,6 +82,7 @@ CALLS: list[tuple[Callable[[TrajhubClient], Any], str, str, type[BaseModel]]] = 
     (lambda h: h.get_retention(), "GET", "/retention", Retention),
     (lambda h: h.set_retention(30), "PUT", "/retention", Retention),
     (lambda h: h.clear_retention(), "DELETE", "/retention", Retention),
+    (lambda h: h.timeseries("0", "1"), "GET", "/timeseries", TimeSeries),
 ]
 
 

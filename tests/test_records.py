@@ -184,7 +184,10 @@ _CHOSEN_UNITS = {("NextRequest", "lease_seconds"), ("Retention", "default_days")
 #: the one `_ms` that is not an integer, and why (docs/glossary.md, "Times"): a span's length,
 #: timed to the nanosecond, is fractional (many spans last under a millisecond)
 _FRACTIONAL_MS = {("SpanView", "duration_ms"), ("SpanNode", "duration_ms"),
-                  ("TrajectoryNode", "duration_ms")}
+                  ("TrajectoryNode", "duration_ms"),
+                  # estimates, a bucket's representative (within 5 %), not measured lengths
+                  ("TimeSeriesPoint", "latency_p50_ms"), ("TimeSeriesPoint", "latency_p95_ms"),
+                  ("TimeSeriesPoint", "latency_p99_ms")}
 
 
 def _types(prop: dict[str, Any]) -> set[str]:

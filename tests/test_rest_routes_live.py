@@ -447,6 +447,14 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     r("get", "/api/v1/retention", c.get("/api/v1/retention"))
     r("put", "/api/v1/retention", c.put("/api/v1/retention", json={"days": 30}))
     r("delete", "/api/v1/retention", c.delete("/api/v1/retention"))
+
+    # ----------------------------------------------------------------------- monitoring
+    now, day = time.time_ns(), 86_400_000_000_000
+    res = r("get", "/api/v1/timeseries", c.get("/api/v1/timeseries", params={
+        "start": str(now - day), "end": str(now + day), "group_by": "model"}))
+    assert res.status_code == 200, res.text
+    r("get", "/api/v1/timeseries", c.get("/api/v1/timeseries", params={
+        "start": str(now), "end": str(now - day)}))  # 400: backwards
     r("get", "/api/v1/keys", c.get("/api/v1/keys"))
     res = r("post", "/api/v1/keys", c.post("/api/v1/keys", json={"scope": "read",
                                                                   "name": "reader"}))

@@ -32,6 +32,7 @@ from trajhub.service.api import (
     schema,
     scores,
     sessions,
+    timeseries,
     traces,
     trajectories,
 )
@@ -39,7 +40,8 @@ from trajhub.service.api.models import ERRORS
 from trajhub.service.api.request_checks import ROUTER_CHECKS
 
 _MODULES = (traces, trajectories, replay, atif, sessions, datasets, evaluations, regressions,
-            revisions, graph, scores, rules, review, retention, item_drafts, schema, keys, logs)
+            revisions, graph, scores, rules, review, retention, item_drafts, schema, keys, logs,
+            timeseries)
 
 
 def specificity(route: BaseRoute) -> tuple[int, ...]:

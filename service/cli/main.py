@@ -21,6 +21,7 @@ from trajhub.service.cli import review as cli_review
 from trajhub.service.cli import rules as cli_rules
 from trajhub.service.cli import scores as cli_scores
 from trajhub.service.cli import sessions as cli_sessions
+from trajhub.service.cli import timeseries as cli_timeseries
 from trajhub.service.cli.common import USAGE_ERROR, ArgumentParser, CliError
 from trajhub.service.client.api import TrajhubError
 
@@ -100,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_replay.register(sub)
     cli_keys.register(sub)
     cli_retention.register(sub)
+    cli_timeseries.register(sub)
     cli_scores.register(sub)
     cli_review.register(sub)
     cli_atif.register(sub)

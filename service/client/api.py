@@ -53,6 +53,8 @@ from trajhub.records.spans import (
     TraceBody,
     TraceSpans,
 )
+from trajhub.records.timeseries import FILTERS as TIMESERIES_FILTERS
+from trajhub.records.timeseries import Bucket, GroupBy, TimeSeries
 from trajhub.records.trajectories import TrajectoryQuery
 from trajhub.service.client.models import (
     Dataset,
@@ -674,6 +676,22 @@ class TrajhubClient:
     def clear_retention(self) -> Retention:
         """Return the project to the server's default retention."""
         return self._model(Retention, "DELETE", "/retention")
+
+    # --- monitoring ----------------------------------------------------------------------
+
+    def timeseries(self, start: str | int, end: str | int, bucket: Bucket = "hour",
+                   group_by: GroupBy | None = None, **filters: str) -> TimeSeries:
+        """The project's final runs over time (docs/monitoring.md): from `start` to `end`
+        (RFC 3339 or Unix ns; rounded out to whole buckets), in `minute`, `hour` or `day`
+        buckets, one series per `group_by` value (run_name, model, agent, release,
+        prompt_version). `filters`: run_name, agent, model, release, prompt_version."""
+        unknown = set(filters) - set(TIMESERIES_FILTERS)
+        if unknown:
+            raise TypeError(f"timeseries() has no filter {sorted(unknown)}; it takes "
+                            "run_name, agent, model, release and prompt_version")
+        return self._model(TimeSeries, "GET", "/timeseries", params=_query({
+            "start": str(start), "end": str(end), "bucket": bucket, "group_by": group_by,
+            **filters}))
 
     # --- datasets ------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from trajhub.records.scores import Score as Score
 from trajhub.records.scores import ScoreConfig as ScoreConfig
 from trajhub.records.sessions import SessionSummary as SessionSummary
 from trajhub.records.sessions import SessionTurn as SessionTurn
+from trajhub.records.timeseries import TimeSeries as TimeSeries
 from trajhub.records.traces import TraceSummary as TraceSummary
 from trajhub.records.trajectories import CostView as CostView
 from trajhub.records.trajectories import TrajectorySummary as TrajectorySummary

@@ -81,6 +81,16 @@ class TrajectorySummary(Record):
         StoredOnly("root_output", str, Stored(written_by="summary")),
         #: JSON text: token usage per model name (normalizers.playback.model_usage), priced on read
         StoredOnly("model_usage", str, Stored(default="{}")),
+        # What monitoring's rollups group and sum (storage/rollups.py, migration 0080): the
+        # run name, release and prompt version (normalizers/run_labels.py), the model calls'
+        # cache and reasoning tokens and their money as priced when derived.
+        StoredOnly("run_name", str | None, Stored(default=None)),
+        StoredOnly("release", str | None, Stored(default=None)),
+        StoredOnly("prompt_version", str | None, Stored(default=None)),
+        StoredOnly("cache_read_tokens", int, Stored(default=0)),
+        StoredOnly("cache_write_tokens", int, Stored(default=0)),
+        StoredOnly("reasoning_tokens", int, Stored(default=0)),
+        StoredOnly("derived_usd", float | None, Stored(default=None)),
     )
 
     trace_id: Annotated[str, Stored(written_by="key"), Cli("TRACE ID"), Example(TRACE_ID)]
