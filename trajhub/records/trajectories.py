@@ -111,7 +111,7 @@ class TrajectorySummary(Record):
         Example(["openinference"]),
     ] = Field(default_factory=list, description="the conventions its spans were read with")
     root_name: Annotated[str, Stored(written_by="summary"), Example("LangGraph")] = Field(
-        default="", description="the root span's name")
+        default="", description="the name of its root step (its root agent or graph)")
     agent_names: Annotated[
         list[str],
         Stored(written_by="summary"),
@@ -233,8 +233,8 @@ class TrajectoryQuery(Query):
         "name) of the run")
     # the labels monitoring's time series group by (docs/monitoring.md), so that a chart's
     # point opens the runs behind it
-    run_name: Annotated[Text | None, Condition("root_name = {}")] = Field(
-        default=None, description="the run's name: its root span's name")
+    root_name: Annotated[Text | None, Condition("root_name = {}")] = Field(
+        default=None, description="the name of the run's root step (its root agent or graph)")
     release: Annotated[Text | None, Condition("release = {}")] = Field(
         default=None, description="the run's release: the resource's `service.version`")
     prompt_version: Annotated[Text | None, Condition("prompt_version = {}")] = Field(

@@ -11,7 +11,7 @@ import {link, navigate} from "../router.js";
 
 const HOUR_MS = 3_600_000;
 const BUCKET_MS = {minute: 60_000, hour: HOUR_MS, day: 24 * HOUR_MS};
-const GROUPS = [["", "nothing"], ["run_name", "run name"], ["model", "model"],
+const GROUPS = [["", "nothing"], ["root_name", "root agent or graph"], ["model", "model"],
   ["agent", "agent"], ["release", "release"], ["prompt_version", "prompt version"]];
 
 /** The range and bucket the address asks for: by default the last 24 hours, by the hour. */

@@ -9,7 +9,7 @@ import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, toLocal, truncate} from
 const REFRESH_MS = 2000;
 const PAGE = 50;  // rows per page; `limit=` in the address changes it (1–200)
 const TEXT_FILTERS = [["agent", "Agent"], ["tool", "Tool"], ["model", "Model"],
-  ["run_name", "Run name"], ["release", "Release"], ["prompt_version", "Prompt version"]];
+  ["root_name", "Root"], ["release", "Release"], ["prompt_version", "Prompt version"]];
 const ERRORS = [
   ["", "any"],
   ["has_error", "with errors"],
@@ -21,7 +21,7 @@ const ERRORS = [
 function apiQuery(params) {
   const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);
   const query = {limit, count: "true"};
-  for (const key of ["start", "end", "agent", "tool", "model", "run_name", "release",
+  for (const key of ["start", "end", "agent", "tool", "model", "root_name", "release",
     "prompt_version", "status", "q", "cursor", "score", "sort", "order"]) {
     if (params.get(key)) query[key] = params.get(key);
   }
