@@ -97,3 +97,18 @@ def interrupted_run_spans(trace_id: bytes, agent: str, session_id: str,
                  attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
                              "session.id": session_id}),
             tool]
+
+
+def monitored_run_spans(trace_id: bytes, start: int, agent: str, model: str, ms: int,
+                        error: bool = False) -> list[Span]:
+    """A GenAI run of `ms` milliseconds: the agent `agent` and one call of `model` (100 input and
+    10 output tokens), which failed when `error`."""
+    root = new_span_id()
+    return [
+        span(trace_id, f"invoke_agent {agent}", span_id=root, start=start,
+             duration=ms * 1_000_000,
+             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}),
+        span(trace_id, "chat", parent=root, start=start + 1000, error=error,
+             attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": model,
+                         "gen_ai.usage.input_tokens": 100, "gen_ai.usage.output_tokens": 10}),
+    ]

@@ -26,7 +26,7 @@ QUANTILES = {"p50": 0.5, "p95": 0.95, "p99": 0.99}
 class TimeSeriesQuery(BaseModel):
     """The query parameters of `GET /api/v1/timeseries`."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
     start: TimeText = Field(description="the range's start (RFC 3339 or Unix ns), rounded "
                             "down to its bucket")

@@ -112,7 +112,7 @@ class TrajectorySummary(Record):
         Example(["openinference"]),
     ] = Field(default_factory=list, description="the conventions its spans were read with")
     root_name: Annotated[str, Stored(written_by="summary"), Example("LangGraph")] = Field(
-        default="", description="the root span's name")
+        default="", description="the name of its root step (its root agent or graph)")
     agent_names: Annotated[
         list[str],
         Stored(written_by="summary"),
@@ -232,6 +232,14 @@ class TrajectoryQuery(Query):
     service: Annotated[Text | None, Condition("service = {}")] = Field(
         default=None, description="the service (resource `service.name`, or Coze Loop's service "
         "name) of the run")
+    # the labels monitoring's time series group by (docs/monitoring.md), so that a chart's
+    # point opens the runs behind it
+    run_name: Annotated[Text | None, Condition("run_name = {}")] = Field(
+        default=None, description="the run name: its `trajhub.run` attribute")
+    release: Annotated[Text | None, Condition("release = {}")] = Field(
+        default=None, description="the run's release: the resource's `service.version`")
+    prompt_version: Annotated[Text | None, Condition("prompt_version = {}")] = Field(
+        default=None, description="the prompt version the run recorded")
     session_id: Annotated[Text | None, Condition("session_id = {}")] = Field(
         default=None, description="the session (conversation, thread) id the instrumentation "
         "recorded")

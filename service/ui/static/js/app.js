@@ -6,6 +6,7 @@ import {renderCompare} from "./pages/compare.js";
 import {renderDataset, renderDatasets} from "./pages/datasets.js";
 import {renderEvaluation, renderEvaluations} from "./pages/evaluations.js";
 import {renderGraph} from "./pages/graph.js";
+import {renderMonitoring} from "./pages/monitoring.js";
 import {renderRegressions} from "./pages/regressions.js";
 import {renderRules} from "./pages/rules.js";
 import {renderReview, renderReviewQueues} from "./pages/review.js";
@@ -19,6 +20,7 @@ const ROUTES = [
   [/^\/trajectories\/?$/, renderTrajectories, "trajectories"],
   [/^\/trajectories\/([^/]+)$/, renderTrajectory, "trajectories"],
   [/^\/compare\/?$/, renderCompare, "trajectories"],
+  [/^\/monitoring\/?$/, renderMonitoring, "monitoring"],
   [/^\/sessions\/?$/, renderSessions, "sessions"],
   [/^\/sessions\/(.+)$/, renderSession, "sessions"],
   [/^\/graph\/?$/, renderGraph, "trajectories"],

@@ -8,7 +8,8 @@ import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, toLocal, truncate} from
 
 const REFRESH_MS = 2000;
 const PAGE = 50;  // rows per page; `limit=` in the address changes it (1–200)
-const TEXT_FILTERS = [["agent", "Agent"], ["tool", "Tool"], ["model", "Model"]];
+const TEXT_FILTERS = [["agent", "Agent"], ["tool", "Tool"], ["model", "Model"],
+  ["run_name", "Run name"], ["release", "Release"], ["prompt_version", "Prompt version"]];
 const ERRORS = [
   ["", "any"],
   ["has_error", "with errors"],
@@ -20,8 +21,8 @@ const ERRORS = [
 function apiQuery(params) {
   const limit = Math.min(Math.max(Number(params.get("limit")) || PAGE, 1), 200);
   const query = {limit, count: "true"};
-  for (const key of ["start", "end", "agent", "tool", "model", "status", "q", "cursor",
-    "score", "sort", "order"]) {
+  for (const key of ["start", "end", "agent", "tool", "model", "run_name", "release",
+    "prompt_version", "status", "q", "cursor", "score", "sort", "order"]) {
     if (params.get(key)) query[key] = params.get(key);
   }
   const errors = params.get("errors");
