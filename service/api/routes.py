@@ -16,6 +16,7 @@ from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute
 
 from trajhub.service.api import (
+    alerts,
     atif,
     datasets,
     evaluations,
@@ -39,7 +40,8 @@ from trajhub.service.api.models import ERRORS
 from trajhub.service.api.request_checks import ROUTER_CHECKS
 
 _MODULES = (traces, trajectories, replay, atif, sessions, datasets, evaluations, regressions,
-            revisions, graph, scores, rules, review, retention, item_drafts, schema, keys, logs)
+            revisions, graph, scores, rules, review, retention, item_drafts, schema, keys, logs,
+            alerts)
 
 
 def specificity(route: BaseRoute) -> tuple[int, ...]:
