@@ -10,14 +10,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 
 from tests.cli_runner import run_cli
-from tests.harness import ServerProcess, TestDatabase, wait_for
+from tests.harness import ServerProcess, TestDatabase, rolled_back, wait_for
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from tests.webhook_receiver import Receiver, webhook_receiver
 from trajhub.client import TrajhubClient
+from trajhub.storage import alert_reads
 
 PB = {"content-type": "application/x-protobuf"}
 
@@ -260,3 +262,50 @@ def test_the_client_and_the_cli_cover_alerts(alert_server: ServerProcess, projec
                   "--webhook", receiver.url, "--url", alert_server.http, "--project", project,
                   keep_trajhub_env=True)
     assert bad.returncode != 0 and "window_seconds" in bad.stderr
+
+
+def test_each_metric_reads_the_windows_runs_that_match_the_filter(
+        alert_server: ServerProcess, database: TestDatabase) -> None:
+    """storage/alert_reads.py over rollup_contributions (and scores), rows written by hand."""
+    project, hour = "alerts-measure", 3_600_000_000_000
+
+    async def case(conn: asyncpg.Connection) -> None:
+        runs = [  # trace, start (s), failed, duration ms, usd, agents, model, release
+            ("a", 10, False, 100, 0.5, ["planner"], "gpt-4o", "v1"),
+            ("b", 20, True, 1000, 1.5, ["planner", "coder"], "gpt-4o", "v2"),
+            ("c", 30, False, 20000, 2.0, ["coder"], "claude", "v2"),
+            ("d", 5000, True, 50, 9.0, ["planner"], "gpt-4o", "v1"),  # outside the window
+        ]
+        for trace, start, failed, ms, usd, agents, model, release in runs:
+            await conn.execute(
+                "INSERT INTO rollup_contributions VALUES ($1, $2, $3, $4, 'run', $5, $6, $7, "
+                "'', $8, $9, 0, 0, 0, 0, 0, $10)", project, trace, start * 10**9, hour,
+                agents, [model], release, failed, ms, usd)
+        for trace, value in (("a", 1.0), ("b", 0.5), ("b", 0.0), ("c", None)):
+            await conn.execute(
+                "INSERT INTO scores (project, trace_id, name, value_type, number_value, source, "
+                "revision, error) VALUES ($1, $2, 'helpful', $3, $4, 'api', 1, $5)",
+                project, trace, None if value is None else "number", value,
+                "judge failed" if value is None else None)
+
+        async def measure(metric: str, **filters: str) -> float | None:
+            return await alert_reads.measure(conn, project, metric, "helpful", filters,
+                                             0, 1000 * 10**9)
+
+        assert await measure("runs") == 3
+        assert await measure("error_rate") == pytest.approx(1 / 3)
+        assert await measure("cost_usd") == pytest.approx(4.0)
+        # interpolated between the 2nd and the 3rd duration, as percentile_cont does
+        assert await measure("p95_latency_ms") == pytest.approx(1000 + 0.9 * 19000)
+        assert await measure("score_mean") == pytest.approx(0.5)
+        assert await measure("runs", agent="planner") == 2
+        assert await measure("error_rate", model="claude") == 0
+        assert await measure("cost_usd", release="v2", agent="coder") == pytest.approx(3.5)
+        assert await measure("runs", run_name="other") == 0
+        # nothing to measure: no value
+        assert await measure("error_rate", model="none") is None
+        assert await measure("p95_latency_ms", model="none") is None
+        assert await measure("cost_usd", model="none") is None
+        assert await measure("score_mean", model="claude") is None
+
+    rolled_back(database, case)
