@@ -124,9 +124,10 @@ class DueRule:
     now_ns: int
 
 
-async def claim_rules(conn: Connection, limit: int, interval_seconds: float) -> list[DueRule]:
-    """Take up to `limit` enabled, unmuted rules that are due, each with a new token; the next
-    evaluation is due one interval on, which is also the claim's lease."""
+async def claim_rules(conn: Connection, limit: int, lease_seconds: float) -> list[DueRule]:
+    """Take up to `limit` enabled, unmuted rules that are due, each with a new token and a
+    lease of `lease_seconds` (a rule whose evaluator died is due again when it ends; `settle`
+    sets the next evaluation)."""
     rows = await conn.fetch(
         f"""
         WITH due AS (
@@ -141,7 +142,7 @@ async def claim_rules(conn: Connection, limit: int, interval_seconds: float) -> 
         RETURNING id, claim, project, name, metric, score_name, condition, warning_threshold,
                   alert_threshold, window_seconds, filter::text AS filter, state,
                   {NOW_NS} AS now_ns
-        """, limit, uuid.uuid4(), interval_seconds)
+        """, limit, uuid.uuid4(), lease_seconds)
     return [DueRule(r["id"], r["claim"], r["project"], r["name"], r["metric"], r["score_name"],
                     r["condition"], r["warning_threshold"], r["alert_threshold"],
                     r["window_seconds"], orjson.loads(r["filter"]), r["state"], r["now_ns"])
@@ -162,10 +163,11 @@ class NewEvent:
 
 
 async def settle(conn: Connection, rule: DueRule, state: str, value: float | None,
-                 event: NewEvent | None) -> bool:
+                 event: NewEvent | None, interval_seconds: float) -> bool:
     """Store an evaluation: the rule's state and value, and, when the state changed, its event
-    (queued for delivery), in one transaction; only while the rule still carries this claim
-    and the state it was claimed in (False otherwise: another server evaluated it since)."""
+    (queued for delivery), in one transaction, the next evaluation due `interval_seconds` on;
+    only while the rule still carries this claim and the state it was claimed in (False
+    otherwise: another server evaluated it since)."""
     async with conn.transaction():
         current = await conn.fetchval(
             "SELECT state FROM alert_rules WHERE id = $1 AND claim = $2 FOR UPDATE",
@@ -174,7 +176,8 @@ async def settle(conn: Connection, rule: DueRule, state: str, value: float | Non
             return False
         await conn.execute(
             f"UPDATE alert_rules SET state = $2, last_value = $3, evaluated_ns = {NOW_NS}, "
-            "claim = NULL WHERE id = $1", rule.id, state, value)
+            "claim = NULL, next_evaluation_at = now() + make_interval(secs => $4) "
+            "WHERE id = $1", rule.id, state, value, interval_seconds)
         if event is not None:
             await conn.execute(
                 "INSERT INTO alert_events (rule_id, project, delivery_id, state, previous_state, "

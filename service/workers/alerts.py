@@ -50,6 +50,8 @@ LEASE_SECONDS = 60.0
 BACKOFF_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 300.0
 MAX_ATTEMPTS = 8
+#: how long an evaluation's claim holds a rule at least (a slow read is not taken over)
+MIN_EVALUATION_LEASE_SECONDS = 30.0
 #: the longest the delivery task waits before looking for due notifications again
 DELIVERY_IDLE_SECONDS = 0.5
 #: the signature's header: `sha256=` and the hex HMAC-SHA256 of the body with the rule's secret
@@ -153,7 +155,8 @@ class AlertWorker:
     async def evaluate_round(self) -> int:
         """Claim the due rules and evaluate each; how many."""
         async with self.pool.acquire() as conn:
-            rules = await alert_store.claim_rules(conn, BATCH, self.interval)
+            rules = await alert_store.claim_rules(
+                conn, BATCH, max(self.interval, MIN_EVALUATION_LEASE_SECONDS))
         for rule in rules:
             try:
                 outcome = await self.evaluate(rule)
@@ -178,7 +181,7 @@ class AlertWorker:
                     delivery_id, state, value, threshold, start_ns, end_ns,
                     notification(rule, delivery_id, state, value, threshold, start_ns, end_ns,
                                  self.base_url))
-            if not await alert_store.settle(conn, rule, state, value, event):
+            if not await alert_store.settle(conn, rule, state, value, event, self.interval):
                 return "lost_claim"
         if event is None:
             return "unchanged"

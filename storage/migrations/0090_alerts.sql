@@ -30,8 +30,8 @@ CREATE TABLE alert_rules (
     -- the last evaluation: its value (NULL: nothing to measure) and when
     last_value          double precision,
     evaluated_ns        bigint,
-    -- the evaluation queue: due when next_evaluation_at has passed; a claim moves it one
-    -- interval on (the lease) and sets a fresh token, which the state change must still find
+    -- the evaluation queue: due when next_evaluation_at has passed; a claim sets a fresh
+    -- token and moves it to the lease's end, and the evaluation's end one interval on
     next_evaluation_at  timestamptz      NOT NULL DEFAULT now(),
     claim               uuid,
     created_ns          bigint           NOT NULL
