@@ -111,6 +111,11 @@ class Settings(BaseSettings):
         "the width of the time partitions of spans, traces and trajectories, in minutes "
         "(1440: daily); retention drops whole partitions. A change applies to the partitions "
         "created from then on"))
+    alert_interval_seconds: float = Field(60, gt=0, le=86400, description=(
+        "how often each enabled, unmuted alert rule is evaluated (docs/alerts.md)"))
+    public_url: str = Field("", description=(
+        "this server's address as people and alert webhooks' receivers reach it, for the links "
+        "in alert notifications (empty: the address it listens on)"))
     log_format: str = Field("text", pattern=r"^(text|json)$", description=(
         "text (one line per record) or json (one JSON object per line); trajhub, its workers "
         "and uvicorn all log in it"))

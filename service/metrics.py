@@ -79,7 +79,7 @@ TRACES_DERIVED = Counter("trajhub_traces_derived", "Traces whose trajectory was 
 DATABASE_ERRORS = Counter("trajhub_database_errors",
                           "Operations that failed because the database was unreachable or "
                           "refused for a transient reason, by where (ingest, api, derivation, "
-                          "rules)",
+                          "rules, alerts)",
                           ["where"])
 DATABASE_UP = Gauge("trajhub_database_up",
                     "1 when the last scrape could read the database, else 0")
@@ -102,6 +102,14 @@ RULE_QUEUE = Gauge("trajhub_rule_queue", "Rule runs queued (due now or later)")
 RULE_QUEUE_AGE = Gauge("trajhub_rule_queue_oldest_seconds",
                        "Age of the oldest queued rule run (0 when none)")
 RULE_OUTCOMES = ("scored", "error", "skipped", "retried", "postponed", "lost_claim")
+# monitoring alerts (service/workers/alerts.py, docs/alerts.md): counted by the alert worker
+ALERT_NOTIFICATIONS = Counter(
+    "trajhub_alert_notifications", "Alert webhook notifications, by outcome: sent (a 2xx "
+    "answer), retried (an attempt failed; sent again after a backoff), failed (given up after "
+    "its last attempt), lost_claim (another server had taken it over)", ["outcome"])
+ALERT_EVALUATIONS = Counter(
+    "trajhub_alert_evaluations", "Alert rule evaluations, by outcome: unchanged, changed (a "
+    "new state, notified), lost_claim (another server evaluated it), error", ["outcome"])
 
 
 def outcome(status: int) -> str:
@@ -161,13 +169,19 @@ async def exposition(db: asyncpg.Pool) -> tuple[bytes, str]:
 for _transport in TRANSPORTS:
     IN_FLIGHT.labels(_transport)
     REQUEST_SECONDS.labels(_transport)
-for _where in ("ingest", "api", "derivation", "rules"):
+for _where in ("ingest", "api", "derivation", "rules", "alerts"):
     DATABASE_ERRORS.labels(_where)
 DATABASE_SHORTAGES.labels("disk_full")
 for _outcome in RULE_OUTCOMES:
     RULE_RUNS.labels(_outcome)
+for _outcome in ("sent", "retried", "failed", "lost_claim"):
+    ALERT_NOTIFICATIONS.labels(_outcome)
+for _outcome in ("unchanged", "changed", "lost_claim", "error"):
+    ALERT_EVALUATIONS.labels(_outcome)
 
 __all__ = [
+    "ALERT_EVALUATIONS",
+    "ALERT_NOTIFICATIONS",
     "DATABASE_ERRORS",
     "DATABASE_SHORTAGES",
     "DATABASE_UP",

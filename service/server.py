@@ -29,6 +29,7 @@ from trajhub.service.ingest.grpc import create_server
 from trajhub.service.ingest.pool import IngestPool
 from trajhub.service.runtime import Runtime
 from trajhub.service.supervision import Backoff
+from trajhub.service.workers import alerts as alert_worker
 from trajhub.service.workers import evaluations as evaluation_worker
 from trajhub.service.workers import rules as rule_worker
 from trajhub.service.workers.derivation import DerivationProcesses
@@ -202,6 +203,11 @@ async def serve(settings: Settings) -> None:
         # online evaluation rules (docs/rules.md): what a killed server held runs again
         await rule_worker.release_claims(db)
         supervisors.append(rule_worker.start(db, settings, lambda: bool(ingest.saturated.value)))
+        # monitoring alerts (docs/alerts.md): what a killed server held is due again
+        await alert_worker.release_claims(db)
+        supervisors.extend(alert_worker.start(
+            db, settings.alert_interval_seconds,
+            settings.public_url or ui_address(settings.host, http_port)))
         # dataset evaluations, from their queue (migration 0056)
         async with db.acquire() as conn:
             await evaluations.release_claims(conn)

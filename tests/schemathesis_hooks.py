@@ -34,7 +34,9 @@ _CURSORS = {"/api/v1/datasets/{name}/items": encode_cursor(0),
             "/api/v1/traces/{trace_id}/spans": encode_cursor(0, 0, ""),
             "/api/v1/trajectories/{trace_id}/steps": offset_cursor(0),
             "/api/v1/trajectories/{trace_id}/events": offset_cursor(0),
-            "/api/v1/logs": encode_cursor("2026-01-01T00:00:00+00:00", "", "", 0, "")}
+            "/api/v1/logs": encode_cursor("2026-01-01T00:00:00+00:00", "", "", 0, ""),
+            "/api/v1/alerts": encode_cursor(0),
+            "/api/v1/alerts/{alert_id}/events": encode_cursor(0)}
 
 
 @schemathesis.hook

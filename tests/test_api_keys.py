@@ -45,7 +45,9 @@ ADMIN_ONLY = {("post", "/api/v1/trajectories/rederive"), ("get", "/api/v1/keys")
               ("post", "/api/v1/rules"), ("patch", "/api/v1/rules/{rule_id}"),
               ("post", "/api/v1/rules/{rule_id}/backfills"),
               # a queue decides what reviewers must score
-              ("post", "/api/v1/review-queues")}
+              ("post", "/api/v1/review-queues"),
+              # an alert rule sends the project's figures to the address it names
+              ("post", "/api/v1/alerts"), ("patch", "/api/v1/alerts/{alert_id}")}
 
 #: routes that write spans, as OTLP does: the ingest scope (an admin key has it too)
 INGEST_ROUTES = {("post", "/api/v1/trajectories/import/atif")}
@@ -161,10 +163,11 @@ def fill(world: World, path: str, existing: bool = True) -> str:
     values = {"trace_id": world.trace_id, "span_id": world.span_id, "key": world.file_key,
               "name": world.dataset, "item_id": world.item_id, "evaluation_id": "1",
               "key_id": "000000000000", "score_id": "1", "session_id": "no-such-session",
-              "rule_id": "1", "backfill_id": "1"}
+              "rule_id": "1", "backfill_id": "1", "alert_id": "1"}
     if not existing:
         values.update(name="no-such-set", item_id="999999999", key="no-such-file",
-                      score_id="999999999", rule_id="999999999", backfill_id="999999999")
+                      score_id="999999999", rule_id="999999999", backfill_id="999999999",
+                      alert_id="999999999")
     for name, value in values.items():
         path = path.replace("{" + name + "}", value).replace("{" + name + ":path}", value)
     assert "{" not in path, f"no value for a parameter of {path}: add one to fill()"

@@ -180,7 +180,10 @@ _MOMENT_LIKE = re.compile(r"(_at|_ns|_nano|_nanos|_date|_ts|_until|_since|_epoch
 _LENGTH_LIKE = re.compile(r"(_seconds|_secs|_sec|_s|_us|_micros|_minutes|_hours|_days)$")
 #: lengths a person chooses rather than measures, in the unit one thinks of them in (a review
 #: lease in seconds, a retention in days): docs/glossary.md, "Times"
-_CHOSEN_UNITS = {("NextRequest", "lease_seconds"), ("Retention", "default_days")}
+_CHOSEN_UNITS = {("NextRequest", "lease_seconds"), ("Retention", "default_days"),
+                 # an alert's window is minutes to days, set by hand: whole seconds
+                 *((model, "window_seconds") for model in ("AlertCreate", "AlertPatch",
+                                                           "AlertRule", "AlertRuleCreated"))}
 #: the one `_ms` that is not an integer, and why (docs/glossary.md, "Times"): a span's length,
 #: timed to the nanosecond, is fractional (many spans last under a millisecond)
 _FRACTIONAL_MS = {("SpanView", "duration_ms"), ("SpanNode", "duration_ms"),

@@ -16,7 +16,7 @@ from trajhub.service.api.cursors import offset_cursor, page_offset
 LISTS = {"TracePage", "TraceSpanPage", "ProjectList", "TrajectoryPage", "TrajectoryStepPage",
          "SessionPage", "DatasetList", "ItemPage", "EvaluationPage", "ResultPage", "KeyList",
          "ReviewQueueList", "ReviewItemList", "RuleList", "BackfillList", "ScoreList",
-         "ScoreConfigList", "LogRecordPage"}
+         "ScoreConfigList", "LogRecordPage", "AlertRuleList", "AlertEventList"}
 #: the deprecated aliases each list still sends (old item key, offset paging)
 ALIASES = {"ProjectList": {"projects"}, "KeyList": {"keys"}, "ReviewQueueList": {"queues"},
            "RuleList": {"rules"}, "BackfillList": {"backfills"}, "ScoreList": {"scores"},

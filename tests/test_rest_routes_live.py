@@ -396,6 +396,33 @@ def drive_every_route(c: httpx.Client, rec: Recorder, project: str, metrics_key:
     res = r("delete", "/api/v1/rules/{rule_id}", c.delete(f"/api/v1/rules/{rule}"))
     assert res.status_code == 204, res.text
     r("delete", "/api/v1/rules/{rule_id}", c.delete(f"/api/v1/rules/{rule}"))  # 404
+    # ------------------------------------------------ monitoring alerts (docs/alerts.md)
+    hook = {"metric": "error_rate", "alert_threshold": 0.5, "window_seconds": 900,
+            "webhook_url": "http://127.0.0.1:9/never-listening", "muted": True}
+    res = r("post", "/api/v1/alerts", c.post("/api/v1/alerts", json={"name": "errs", **hook}))
+    assert res.status_code == 201 and res.json()["secret"], res.text
+    alert = res.json()["id"]
+    r("post", "/api/v1/alerts", c.post("/api/v1/alerts", json={"name": "errs", **hook}))  # 409
+    res = r("post", "/api/v1/alerts", c.post("/api/v1/alerts", json={
+        "name": "x", **hook, "warning_threshold": 0.9}))  # 400: the warning comes first
+    assert res.status_code == 400 and "warning_threshold" in res.text, res.text
+    r("post", "/api/v1/alerts", c.post("/api/v1/alerts", json={
+        "name": "x", **hook, "metric": "mood"}))  # 422
+    res = r("get", "/api/v1/alerts", c.get("/api/v1/alerts", params={"limit": 1}))
+    r("get", "/api/v1/alerts", c.get("/api/v1/alerts", params={"cursor": "bad"}))  # 400
+    r("get", "/api/v1/alerts/{alert_id}", c.get(f"/api/v1/alerts/{alert}"))
+    r("get", "/api/v1/alerts/{alert_id}", c.get("/api/v1/alerts/999999999"))  # 404
+    res = r("patch", "/api/v1/alerts/{alert_id}", c.patch(f"/api/v1/alerts/{alert}", json={
+        "warning_threshold": 0.2}))
+    assert res.status_code == 200 and res.json()["muted"], res.text
+    r("patch", "/api/v1/alerts/{alert_id}", c.patch(f"/api/v1/alerts/{alert}", json={
+        "alert_threshold": 0.1}))  # 400: now below the warning
+    r("patch", "/api/v1/alerts/{alert_id}", c.patch("/api/v1/alerts/999999999", json={}))
+    r("get", "/api/v1/alerts/{alert_id}/events", c.get(f"/api/v1/alerts/{alert}/events"))
+    r("get", "/api/v1/alerts/{alert_id}/events", c.get("/api/v1/alerts/999999999/events"))
+    res = r("delete", "/api/v1/alerts/{alert_id}", c.delete(f"/api/v1/alerts/{alert}"))
+    assert res.status_code == 204, res.text
+    r("delete", "/api/v1/alerts/{alert_id}", c.delete(f"/api/v1/alerts/{alert}"))  # 404
     # ---------------------------------------------------------------- review queues
     res = r("put", "/api/v1/score-configs/{name}", c.put("/api/v1/score-configs/review_ok",
                                                           json={"data_type": "boolean"}))

@@ -32,7 +32,7 @@ PAGED = ["/api/v1/datasets/{name}/items", "/api/v1/evaluations", "/api/v1/traces
          "/api/v1/trajectories", "/api/v1/evaluations/{evaluation_id}/results",
          "/api/v1/traces/{trace_id}/spans", "/api/v1/sessions",
          "/api/v1/trajectories/{trace_id}/steps", "/api/v1/trajectories/{trace_id}/events",
-         "/api/v1/logs"]
+         "/api/v1/logs", "/api/v1/alerts", "/api/v1/alerts/{alert_id}/events"]
 #: the OTLP/HTTP and Coze Loop ingest routes
 INGEST = ["/v1/traces", "/v1/logs", "/v1/metrics", "/v1/loop/opentelemetry/v1/traces",
           "/v1/loop/traces/ingest", "/v1/loop/files/upload"]

@@ -16,6 +16,7 @@ from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute
 
 from trajhub.service.api import (
+    alerts,
     atif,
     datasets,
     evaluations,
@@ -41,7 +42,7 @@ from trajhub.service.api.request_checks import ROUTER_CHECKS
 
 _MODULES = (traces, trajectories, replay, atif, sessions, datasets, evaluations, regressions,
             revisions, graph, scores, rules, review, retention, item_drafts, schema, keys, logs,
-            timeseries)
+            timeseries, alerts)
 
 
 def specificity(route: BaseRoute) -> tuple[int, ...]:

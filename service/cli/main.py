@@ -11,6 +11,7 @@ from pathlib import Path
 
 from trajhub import __version__
 from trajhub.service import config, logs
+from trajhub.service.cli import alerts as cli_alerts
 from trajhub.service.cli import atif as cli_atif
 from trajhub.service.cli import datasets as cli_datasets
 from trajhub.service.cli import keys as cli_keys
@@ -106,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_review.register(sub)
     cli_atif.register(sub)
     cli_rules.register(sub)
+    cli_alerts.register(sub)
     return parser
 
 

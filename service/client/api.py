@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 
 from trajhub import __version__
 from trajhub.records import Query
+from trajhub.records.alerts import AlertEvent, AlertRule
 from trajhub.records.documents import (
     AtifImported,
     AtifTrajectory,
@@ -171,6 +172,14 @@ class ExportStream:
             yield from self.response.iter_bytes()
         except httpx.TransportError as exc:
             raise ServerUnreachable(f"the export broke off: {exc}") from None
+
+
+@dataclass(frozen=True)
+class CreatedAlert:
+    """An alert rule just created, and its signing secret (which no other answer holds)."""
+
+    rule: AlertRule
+    secret: str
 
 
 class TrajhubClient:
@@ -540,6 +549,57 @@ class TrajhubClient:
     def list_backfills(self, rule_id: int) -> list[RuleBackfill]:
         return [RuleBackfill.from_json(b) for b in
                 self._items("GET", f"/rules/{rule_id}/backfills")]
+    # --- monitoring alerts (docs/alerts.md) ----------------------------------------------
+
+    def _pages(self, path: str) -> Iterator[Any]:
+        """Every item of a cursor-paged list, page after page."""
+        cursor: str | None = None
+        while True:
+            page = self._json("GET", path, params={"cursor": cursor} if cursor else None)
+            yield from page["items"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                return
+
+    def list_alerts(self) -> list[AlertRule]:
+        """The project's alert rules, oldest first, with their state."""
+        return [AlertRule.from_json(a) for a in self._pages("/alerts")]
+
+    def get_alert(self, alert_id: int) -> AlertRule:
+        return AlertRule.from_json(self._json("GET", f"/alerts/{alert_id}"))
+
+    def create_alert(self, name: str, metric: str, *, alert_threshold: float,
+                     window_seconds: int, webhook_url: str, condition: str = "above",
+                     warning_threshold: float | None = None, score_name: str | None = None,
+                     filter: Mapping[str, str] | None = None, secret: str | None = None,
+                     enabled: bool = True, muted: bool = False) -> CreatedAlert:
+        """Create an alert rule (admin scope): `metric` of the runs that started in the last
+        `window_seconds` (matching `filter`: run_name, agent, model, release) compared with
+        the thresholds; each change of state is POSTed to `webhook_url`, signed with `secret`
+        (made by the server when None; answered only here)."""
+        body = {"name": name, "metric": metric, "alert_threshold": alert_threshold,
+                "window_seconds": window_seconds, "webhook_url": webhook_url,
+                "condition": condition, "warning_threshold": warning_threshold,
+                "score_name": score_name, "filter": dict(filter or {}), "secret": secret,
+                "enabled": enabled, "muted": muted}
+        answer = self._json("POST", "/alerts", json=body)
+        return CreatedAlert(AlertRule.from_json(answer), str(answer["secret"]))
+
+    def edit_alert(self, alert_id: int, **changes: Any) -> AlertRule:
+        """Change the given fields of an alert rule (admin scope)."""
+        return AlertRule.from_json(self._json("PATCH", f"/alerts/{alert_id}", json=changes))
+
+    def mute_alert(self, alert_id: int, muted: bool = True) -> AlertRule:
+        """Mute an alert rule (not evaluated, nothing sent), or unmute it with muted=False."""
+        return self.edit_alert(alert_id, muted=muted)
+
+    def delete_alert(self, alert_id: int) -> None:
+        self._send("DELETE", f"/alerts/{alert_id}")
+
+    def alert_events(self, alert_id: int) -> list[AlertEvent]:
+        """The rule's changes of state, newest first, with their notifications' delivery."""
+        return [AlertEvent.from_json(e) for e in self._pages(f"/alerts/{alert_id}/events")]
+
     # --- review (review queues: docs/review.md) ----------------------------------------
 
     def list_review_queues(self) -> list[ReviewQueue]:

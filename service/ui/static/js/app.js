@@ -2,6 +2,7 @@
 
 import {ApiError, apiKey, get, onNewKey, setProject, state} from "./api.js";
 import {clear, h, notice} from "./dom.js";
+import {renderAlerts} from "./pages/alerts.js";
 import {renderCompare} from "./pages/compare.js";
 import {renderDataset, renderDatasets} from "./pages/datasets.js";
 import {renderEvaluation, renderEvaluations} from "./pages/evaluations.js";
@@ -30,6 +31,7 @@ const ROUTES = [
   [/^\/evaluations\/(\d+)$/, renderEvaluation, "evaluations"],
   [/^\/regressions\/?$/, renderRegressions, "evaluations"],
   [/^\/rules\/?$/, renderRules, "rules"],
+  [/^\/alerts\/?$/, renderAlerts, "alerts"],
   [/^\/review\/?$/, renderReviewQueues, "review"],
   [/^\/review\/(.+)$/, renderReview, "review"],
 ];
