@@ -193,7 +193,10 @@ def otlp_json(request: Message, signal: str = "Spans", item_key: str = "spans"
     """OTLP/JSON of an export request (`signal` "Spans", or "Logs" with `item_key`
     "logRecords"): lowerCamelCase, enums as integers, ids as hex (docs/otlp.md A2)."""
     doc: dict[str, Any] = json_format.MessageToDict(request, use_integers_for_enums=True)
-    for resource in doc.get(f"resource{signal}", []):
+    # protobuf's JSON leaves an empty list out; the answer's model requires the key (a trace
+    # with spans and no log records exports no records)
+    doc.setdefault(f"resource{signal}", [])
+    for resource in doc[f"resource{signal}"]:
         for scope in resource.get(f"scope{signal}", []):
             for item in scope.get(item_key, []):
                 _hex_ids(item, ("traceId", "spanId", "parentSpanId"))

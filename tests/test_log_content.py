@@ -216,3 +216,10 @@ def test_the_trace_view_lists_its_records_and_the_otlp_export_stores_the_same_by
     assert rl["scopeLogs"][0]["logRecords"][0]["traceId"] == lonely.hex()
     assert httpx.get(f"{server.http}/api/v1/traces/{lonely.hex()}",
                      params={"project": project}).status_code == 404
+    # and a trace with spans and no records exports an empty request, not an error
+    bare = new_trace_id()
+    post_spans(server.http, project, [span(bare, "lonely span")])
+    exported_none = httpx.get(f"{server.http}/api/v1/traces/{bare.hex()}",
+                              params={"project": project, "format": "otlp_logs"})
+    assert exported_none.status_code == 200, exported_none.text
+    assert exported_none.json() == {"resourceLogs": []}
