@@ -59,10 +59,10 @@ def test_the_body_names_the_change_and_links_to_the_windows_runs() -> None:
                               "end_time": "2025-11-29T10:00:00Z", "seconds": 900}
     assert body["rule"]["filter"] == {"agent": "planner", "release": "v2"}
     assert body["links"] == {
-        "ui": "http://trajhub.example:4318/#/trajectories?project=shop"
-              "&start=2025-11-29T09%3A45%3A00Z&end=2025-11-29T10%3A00%3A00Z&agent=planner"
-              "&errors=has_error",
+        "ui": "http://trajhub.example:4318/#/trajectories?project=shop&empty=show"
+              "&start=2025-11-29T09%3A45%3A00Z&end=2025-11-29T10%3A00%3A00Z&status=final"
+              "&agent=planner&release=v2&errors=has_error",
         "api": "http://trajhub.example:4318/api/v1/trajectories?project=shop"
-               "&start=2025-11-29T09%3A45%3A00Z&end=2025-11-29T10%3A00%3A00Z&agent=planner"
-               "&has_error=true",
+               "&start=2025-11-29T09%3A45%3A00Z&end=2025-11-29T10%3A00%3A00Z&status=final"
+               "&agent=planner&release=v2&has_error=true",
         "rule": "http://trajhub.example:4318/api/v1/alerts/7?project=shop"}

@@ -90,12 +90,13 @@ def state_of(condition: str, warning: float | None, alert: float, value: float |
 def links(base_url: str, rule: alert_store.DueRule, start_ns: int, end_ns: int
           ) -> dict[str, str]:
     """Where to see the window's runs: the web UI's trajectory list and the API's, filtered to
-    the window (and to errors for an error rate, and to the rule's agent and model)."""
+    the window, to the rule's filter and, for an error rate, to errors. Final runs only, those
+    without steps too: the runs the rollups count."""
     start, end = rfc3339(start_ns), rfc3339(end_ns)
-    common = {k: v for k, v in (("start", start), ("end", end),
-                                ("agent", rule.filter.get("agent")),
-                                ("model", rule.filter.get("model"))) if v}
-    ui = {"project": rule.project, **common}
+    common = {k: v for k, v in (("start", start), ("end", end), ("status", "final"),
+                                *((k, rule.filter.get(k))
+                                  for k in ("run_name", "agent", "model", "release"))) if v}
+    ui = {"project": rule.project, "empty": "show", **common}
     api = {"project": rule.project, **common}
     if rule.metric == "error_rate":
         ui["errors"] = "has_error"
