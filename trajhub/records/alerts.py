@@ -26,7 +26,7 @@ METRICS = {
 }
 #: the filters a rule may have: what the rollups' contributions hold per run
 FILTERS = {
-    "run_name": "the run's name (its root span's), exactly",
+    "run_name": "the run name (its `trajhub.run` attribute), exactly",
     "agent": "one of the run's agents, exactly",
     "model": "one of the run's models, exactly",
     "release": "the run's release (its resource's service.version), exactly",
