@@ -201,6 +201,17 @@ def server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
     proc.stop()
 
 
+@pytest.fixture(scope="module")
+def alert_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[ServerProcess]:
+    """A server of the module's own that evaluates alert rules every 0.2 s (docs/alerts.md)."""
+    proc = ServerProcess.start(database.url, tmp_path_factory.mktemp("alerts"),
+                               settle_seconds=0.3,
+                               extra_env={"TRAJHUB_ALERT_INTERVAL_SECONDS": "0.2"})
+    yield proc
+    proc.stop()
+
+
 @dataclass
 class Secured:
     """A server with API keys on (TRAJHUB_AUTH=on), an admin key of one project, and a key of

@@ -35,17 +35,6 @@ from trajhub.storage.migrate import migrate
 PB = {"content-type": "application/x-protobuf"}
 
 
-@pytest.fixture(scope="module")
-def alert_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
-                 ) -> Iterator[ServerProcess]:
-    """A server evaluating alert rules every 0.2 s."""
-    proc = ServerProcess.start(database.url, tmp_path_factory.mktemp("alerts"),
-                               settle_seconds=0.3,
-                               extra_env={"TRAJHUB_ALERT_INTERVAL_SECONDS": "0.2"})
-    yield proc
-    proc.stop()
-
-
 @pytest.fixture
 def api(alert_server: ServerProcess, project: str) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=alert_server.http + "/api/v1",

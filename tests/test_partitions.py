@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from tests.harness import ServerProcess, TestDatabase, run, separate_database, wait_for
+from tests.harness import fetch_rows as query
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from tests.test_log_content import _note, post_logs
 from trajhub.storage import retention, span_writer, trace_reads
@@ -43,17 +44,6 @@ def part_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
                        "TRAJHUB_RETENTION_INTERVAL_SECONDS": "0.5"})
         yield proc, url
         proc.stop()
-
-
-def query(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
-    async def go() -> list[asyncpg.Record]:
-        conn = await asyncpg.connect(url)
-        try:
-            return await conn.fetch(sql, *args)
-        finally:
-            await conn.close()
-
-    return asyncio.run(go())
 
 
 def send(server: ServerProcess, project: str, spans: list[Any]) -> None:

@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from tests.harness import ServerProcess, TestDatabase, separate_database, wait_for
+from tests.harness import fetch_rows as query
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.client import TrajhubClient
 from trajhub.storage import retention
@@ -41,17 +42,6 @@ def rollup_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFacto
                        "TRAJHUB_RETENTION_INTERVAL_SECONDS": "0.5"})
         yield proc, url
         proc.stop()
-
-
-def query(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
-    async def go() -> list[asyncpg.Record]:
-        conn = await asyncpg.connect(url)
-        try:
-            return await conn.fetch(sql, *args)
-        finally:
-            await conn.close()
-
-    return asyncio.run(go())
 
 
 def bucket(ms: int) -> int:

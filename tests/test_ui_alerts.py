@@ -5,12 +5,10 @@ change (docs/alerts.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
-from tests.harness import ServerProcess, TestDatabase, wait_for
+from tests.harness import ServerProcess, wait_for
 from tests.ui_support import artifacts_dir, browser_page, require_browser
 from tests.webhook_receiver import webhook_receiver
 
@@ -18,16 +16,6 @@ from tests.webhook_receiver import webhook_receiver
 @pytest.fixture(autouse=True)
 def _browser() -> None:
     require_browser()
-
-
-@pytest.fixture(scope="module")
-def alert_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
-                 ) -> Iterator[ServerProcess]:
-    proc = ServerProcess.start(database.url, tmp_path_factory.mktemp("ui-alerts"),
-                               settle_seconds=0.3,
-                               extra_env={"TRAJHUB_ALERT_INTERVAL_SECONDS": "0.2"})
-    yield proc
-    proc.stop()
 
 
 def test_the_alerts_page_creates_mutes_shows_history_and_deletes(
