@@ -8,12 +8,8 @@ from typing import Any
 
 from trajhub.records.alerts import FILTERS, METRICS, AlertEvent, AlertRule
 from trajhub.service.cli.common import CliError, Command, connect, print_json
-from trajhub.service.cli.reads import list_action, print_records
+from trajhub.service.cli.reads import add_list_action, print_records
 from trajhub.service.client.api import TrajhubClient
-
-_list = list_action(TrajhubClient.list_alerts, "alerts", AlertRule,
-                    "no alert rules: `trajhub alerts create NAME METRIC --above X --window S "
-                    "--webhook URL` creates one")
 
 
 def _say(rule: AlertRule, verb: str) -> None:
@@ -76,8 +72,10 @@ def register(sub: Any) -> None:
                              "POSTs each change of its state (resolved, warning, firing) "
                              "to a webhook (docs/alerts.md).")
 
-    p = ac.action("list", _list, help="the project's alert rules and their state")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_list_action(ac, "list", TrajhubClient.list_alerts, "alerts", AlertRule,
+                    "no alert rules: `trajhub alerts create NAME METRIC --above X --window S "
+                    "--webhook URL` creates one",
+                    help="the project's alert rules and their state")
 
     p = ac.action("create", _create, help="create an alert rule (admin)",
                   description="Create an alert rule: METRIC is " + "; ".join(

@@ -10,7 +10,7 @@ from typing import Any
 
 from trajhub.records.rules import Rule
 from trajhub.service.cli.common import CliError, Command, connect, print_json
-from trajhub.service.cli.reads import list_action
+from trajhub.service.cli.reads import add_list_action
 from trajhub.service.client.api import TrajhubClient
 
 
@@ -25,10 +25,6 @@ def _object(raw: str | None, what: str) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         raise CliError(f"{what} must be a JSON object, e.g. '{{\"agent\": \"planner\"}}'")
     return value
-
-
-_list = list_action(TrajhubClient.list_rules, "rules", Rule,
-                    "no rules: `trajhub rules add NAME EVALUATOR` creates one")
 
 
 def _say(rule: Any, verb: str) -> None:
@@ -109,8 +105,9 @@ def register(sub: Any) -> None:
                              "trajectory of the project that matches its filter, and "
                              "stores the verdict as a score (docs/rules.md).")
 
-    p = rc.action("list", _list, help="the project's rules")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_list_action(rc, "list", TrajhubClient.list_rules, "rules", Rule,
+                    "no rules: `trajhub rules add NAME EVALUATOR` creates one",
+                    help="the project's rules")
 
     def options(p: argparse.ArgumentParser, editing: bool) -> None:
         p.add_argument("--config", metavar="JSON", help="the evaluator's options, a JSON object")
