@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from trajhub.records.alerts import FILTERS, METRICS, AlertEvent, AlertRule
-from trajhub.service.cli.common import CliError, Command, connect, print_json
+from trajhub.service.cli.common import CliError, Command, connect, delete_action, print_json
 from trajhub.service.cli.reads import add_list_action, print_records
 from trajhub.service.client.api import TrajhubClient
 
@@ -49,11 +49,8 @@ def _mute(muted: bool) -> Any:
     return mute
 
 
-def _delete(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        hub.delete_alert(args.alert_id)
-    print(f"deleted alert rule {args.alert_id} and its history")
-    return 0
+_delete = delete_action(TrajhubClient.delete_alert, "alert_id",
+                        said="deleted alert rule {alert_id} and its history")
 
 
 def _events(args: argparse.Namespace) -> int:

@@ -67,6 +67,17 @@ def connect(args: argparse.Namespace) -> TrajhubClient:
     return TrajhubClient(args.url, project=args.project, api_key=args.api_key)
 
 
+def delete_action(delete: Callable[..., None], *keys: str, said: str) -> Handler:
+    """The handler of a delete ACTION: `delete(client, *the arguments named by keys)`, then
+    `said` printed, formatted with the arguments (`{name!r}`)."""
+    def run(args: argparse.Namespace) -> int:
+        with connect(args) as hub:
+            delete(hub, *(getattr(args, key) for key in keys))
+        print(said.format(**vars(args)))
+        return 0
+    return run
+
+
 def read_file(path: str) -> bytes:
     """The file's bytes; `-` reads standard input."""
     if path == "-":

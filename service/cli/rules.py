@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from trajhub.records.rules import Rule
-from trajhub.service.cli.common import CliError, Command, connect, print_json
+from trajhub.service.cli.common import CliError, Command, connect, delete_action, print_json
 from trajhub.service.cli.reads import add_list_action
 from trajhub.service.client.api import TrajhubClient
 
@@ -78,11 +78,8 @@ def _switch(enabled: bool) -> Any:
     return switch
 
 
-def _delete(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        hub.delete_rule(args.rule_id)
-    print(f"deleted rule {args.rule_id} (its scores stay)")
-    return 0
+_delete = delete_action(TrajhubClient.delete_rule, "rule_id",
+                        said="deleted rule {rule_id} (its scores stay)")
 
 
 def _backfill(args: argparse.Namespace) -> int:

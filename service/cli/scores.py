@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from trajhub.records.scores import Score, ScoreConfig, number_of
-from trajhub.service.cli.common import CliError, Command, connect, print_json
+from trajhub.service.cli.common import CliError, Command, connect, delete_action, print_json
 from trajhub.service.cli.reads import add_list_action, print_records
 from trajhub.service.client.api import TrajhubClient
 
@@ -49,11 +49,8 @@ def _add(args: argparse.Namespace) -> int:
     return 0
 
 
-def _delete(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        hub.delete_score(args.trace_id, args.score_id)
-    print(f"deleted score {args.score_id}")
-    return 0
+_delete = delete_action(TrajhubClient.delete_score, "trace_id", "score_id",
+                        said="deleted score {score_id}")
 
 
 def _configure(args: argparse.Namespace) -> int:
