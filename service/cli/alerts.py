@@ -7,7 +7,15 @@ import argparse
 from typing import Any
 
 from trajhub.records.alerts import FILTERS, METRICS, AlertEvent, AlertRule
-from trajhub.service.cli.common import CliError, Command, connect, delete_action, print_json
+from trajhub.service.cli.common import (
+    CliError,
+    Command,
+    Handler,
+    connect,
+    delete_action,
+    print_json,
+    switch_action,
+)
 from trajhub.service.cli.reads import add_list_action, print_records
 from trajhub.service.client.api import TrajhubClient
 
@@ -40,13 +48,9 @@ def _create(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mute(muted: bool) -> Any:
-    def mute(args: argparse.Namespace) -> int:
-        with connect(args) as hub:
-            rule = hub.mute_alert(args.alert_id, muted)
-        _say(rule, "muted" if muted else "unmuted")
-        return 0
-    return mute
+def _mute(muted: bool) -> Handler:
+    return switch_action(TrajhubClient.mute_alert, "alert_id", muted,
+                         lambda rule: _say(rule, "muted" if muted else "unmuted"))
 
 
 _delete = delete_action(TrajhubClient.delete_alert, "alert_id",

@@ -9,11 +9,13 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, Any, NoReturn, TypeVar
 
 from pydantic import BaseModel
 
 from trajhub.service.client.api import DEFAULT_URL, TrajhubClient
+
+T = TypeVar("T")
 
 #: exit status of a user mistake (argparse's own, for usage errors)
 USAGE_ERROR = 2
@@ -74,6 +76,18 @@ def delete_action(delete: Callable[..., None], *keys: str, said: str) -> Handler
         with connect(args) as hub:
             delete(hub, *(getattr(args, key) for key in keys))
         print(said.format(**vars(args)))
+        return 0
+    return run
+
+
+def switch_action(switch: Callable[[TrajhubClient, Any, bool], T], key: str, on: bool,
+                  say: Callable[[T], None]) -> Handler:
+    """The handler of an ACTION that switches what the argument `key` names on or off
+    (`switch(client, its value, on)`), then says what it is now (`say(what switch returned)`)."""
+    def run(args: argparse.Namespace) -> int:
+        with connect(args) as hub:
+            record = switch(hub, getattr(args, key), on)
+        say(record)
         return 0
     return run
 

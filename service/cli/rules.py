@@ -9,7 +9,15 @@ import time
 from typing import Any
 
 from trajhub.records.rules import Rule
-from trajhub.service.cli.common import CliError, Command, connect, delete_action, print_json
+from trajhub.service.cli.common import (
+    CliError,
+    Command,
+    Handler,
+    connect,
+    delete_action,
+    print_json,
+    switch_action,
+)
 from trajhub.service.cli.reads import add_list_action
 from trajhub.service.client.api import TrajhubClient
 
@@ -69,13 +77,9 @@ def _edit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _switch(enabled: bool) -> Any:
-    def switch(args: argparse.Namespace) -> int:
-        with connect(args) as hub:
-            rule = hub.enable_rule(args.rule_id, enabled)
-        _say(rule, "switched " + ("on" if enabled else "off"))
-        return 0
-    return switch
+def _switch(enabled: bool) -> Handler:
+    return switch_action(TrajhubClient.enable_rule, "rule_id", enabled,
+                         lambda rule: _say(rule, "switched " + ("on" if enabled else "off")))
 
 
 _delete = delete_action(TrajhubClient.delete_rule, "rule_id",
