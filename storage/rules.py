@@ -25,7 +25,7 @@ from trajhub.storage import scores as score_store
 from trajhub.storage import trajectory_reads
 from trajhub.storage.database import Connection
 from trajhub.storage.derivation_store import SAMPLED
-from trajhub.storage.rows import IdRow, RecordRow
+from trajhub.storage.rows import IdRow, NamedRecords, RecordRow
 from trajhub.storage.trajectory_reads import TrajectoryFilter, select
 
 
@@ -41,43 +41,11 @@ class BackfillRow(RecordRow):
     record = RuleBackfill
 
 
-_WRITTEN = Rule.write_columns("service")
-#: JSON columns travel as text and are cast on write
-_JSON = {"config", "expectations", "filter"}
-
-
-def _placeholder(column: str, index: int) -> str:
-    return f"${index}::jsonb" if column in _JSON else f"${index}"
-
-
-def _json(column: str, value: Any) -> Any:
-    """A JSON column's value as text (given as text already, or as a value to encode)."""
-    if column in _JSON and value is not None and not isinstance(value, str):
-        return orjson.dumps(value).decode()
-    return value
-
-
-async def create(conn: Connection, project: str, values: Mapping[str, Any]) -> RuleRow | None:
-    """A new rule (values by column); None when the project has one of that name."""
-    columns = [c for c in _WRITTEN if c in values]
-    return await RuleRow.fetch_one(
-        conn, f"INSERT INTO rules (project, {', '.join(columns)}) VALUES ($1, "
-        + ", ".join(_placeholder(c, i) for i, c in enumerate(columns, 2))
-        + f") ON CONFLICT (project, name) DO NOTHING RETURNING {Rule.select_list()}",
-        project, *(_json(c, values[c]) for c in columns))
-
-
-async def update(conn: Connection, project: str, rule_id: int, values: Mapping[str, Any]
-                 ) -> RuleRow | None:
-    """Change the given columns; None when the project has no such rule. A name another rule
-    has raises asyncpg's UniqueViolationError."""
-    columns = [c for c in _WRITTEN if c in values]
-    sets = [f"{c} = {_placeholder(c, i)}" for i, c in enumerate(columns, 3)]
-    sets.append("updated_ns = (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000")
-    return await RuleRow.fetch_one(
-        conn, f"UPDATE rules SET {', '.join(sets)} WHERE project = $1 AND id = $2 "
-        f"RETURNING {Rule.select_list()}",
-        project, rule_id, *(_json(c, values[c]) for c in columns))
+#: the rules, written from the columns a client gives (JSON ones travel as text)
+RULES = NamedRecords("rules", RuleRow, Rule.write_columns("service"),
+                     json=frozenset({"config", "expectations", "filter"}))
+create = RULES.create
+update = RULES.update
 
 
 async def list_rules(conn: Connection, project: str) -> list[RuleRow]:

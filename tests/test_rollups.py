@@ -21,7 +21,7 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.harness import ServerProcess, TestDatabase, separate_database, wait_for
+from tests.harness import ServerProcess, TestDatabase, partitioned_server, wait_for
 from tests.harness import fetch_rows as query
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.client import TrajhubClient
@@ -35,13 +35,9 @@ PB = {"content-type": "application/x-protobuf"}
 @pytest.fixture(scope="module")
 def rollup_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
                   ) -> Iterator[tuple[ServerProcess, str]]:
-    with separate_database(database) as url:
-        proc = ServerProcess.start(
-            url, tmp_path_factory.mktemp("rollups"), settle_seconds=0.2,
-            extra_env={"TRAJHUB_PARTITION_MINUTES": str(WIDTH_SECONDS / 60),
-                       "TRAJHUB_RETENTION_INTERVAL_SECONDS": "0.5"})
-        yield proc, url
-        proc.stop()
+    with partitioned_server(database, tmp_path_factory.mktemp("rollups"),
+                            WIDTH_SECONDS) as server:
+        yield server
 
 
 def bucket(ms: int) -> int:
