@@ -51,7 +51,9 @@ _TURN_SCORES = (
 
 class SessionSummary(Record):
     """A session as the session list shows it: an aggregate of its turns (the trajectories
-    sharing its session id), read from its row."""
+    sharing its session id)."""
+
+    # read from the session's row (migration 0092), kept as its turns change
 
     session_id: Annotated[
         str,
