@@ -11,9 +11,11 @@ migration 0014, one per time partition, migration 0021)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+import orjson
 
 from trajhub.records.sessions import SessionQuery, SessionSummary, SessionTurn
 from trajhub.storage.database import Connection
@@ -201,6 +203,25 @@ async def session_summary(conn: Connection, project: str, session_id: str
     return await SessionSummaryRow.fetch_one(
         conn, f"SELECT {SessionSummary.select_list()} FROM sessions "
         "WHERE project = $1 AND session_id = $2 AND turns > 0", project, session_id)
+
+
+async def session_calls(conn: Connection, project: str, models: Sequence[tuple[str, str]]
+                        ) -> dict[tuple[str, str], list[Any]]:
+    """The model calls of these (session id, model) pairs, each call as often as its turns
+    made it (the calls as normalizers.playback's model_usage keeps them)."""
+    if not models:
+        return {}
+    rows = await conn.fetch(
+        "SELECT c.session_id, c.model, c.call, c.calls FROM session_calls c "
+        "JOIN unnest($2::text[], $3::text[]) AS k(session_id, model) "
+        "ON c.session_id = k.session_id AND c.model = k.model "
+        "WHERE c.project = $1 AND c.calls > 0", project,
+        [m[0] for m in models], [m[1] for m in models])
+    out: dict[tuple[str, str], list[Any]] = {}
+    for r in rows:
+        out.setdefault((r["session_id"], r["model"]), []).extend(
+            [orjson.loads(r["call"])] * int(r["calls"]))
+    return out
 
 
 async def session_turns(conn: Connection, project: str, session_id: str,

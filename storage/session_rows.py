@@ -37,6 +37,9 @@ _ENDS = {
             ("{t}start_ns + {t}duration_ms::bigint * 1000000", "{t}trace_id")),
 }
 _SCORE_SUMS = ("scores", "total", "turns", "turn_total")
+#: a model's billable tokens (trajhub_billable's order), as session_models names them
+_MODEL_SUMS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+               "reasoning_tokens")
 
 
 def turns(relation: str, sign: int, status: str | None = None, alias: str = "t") -> str:
@@ -202,8 +205,8 @@ def _score_upsert(rows: str) -> str:
 
 def change_ctes(source: str) -> str:
     """CTEs (each starting with a comma) applying a change (`source`: a CTE of `turns()`'
-    columns) to the sessions, their scores (as `scores` holds them at the statement's start)
-    and their model calls."""
+    columns) to the sessions, their scores (as `scores` holds them at the statement's start),
+    their model calls and their sums per model."""
     return (
         _delta(source) + _apply()
         + f", session_scored AS ({_score_upsert(_score_rows(source, 'scores', 't.sign'))})"
@@ -213,7 +216,20 @@ def change_ctes(source: str) -> str:
         f"FROM {source} t CROSS JOIN LATERAL trajhub_model_calls(t.model_usage) c "
         "GROUP BY 1, 2, 3, 4 HAVING sum(t.sign) <> 0 ORDER BY 1, 2, 3, 4 "
         "ON CONFLICT (project, session_id, model, call) DO UPDATE SET "
-        "calls = session_calls.calls + EXCLUDED.calls)")
+        "calls = session_calls.calls + EXCLUDED.calls)"
+        # and per model, their count and billable tokens summed
+        ", session_modeled AS (INSERT INTO session_models (project, session_id, model, calls, "
+        f"{', '.join(_MODEL_SUMS)}) SELECT project, session_id, model, sum(sign), "
+        + ", ".join(f"sum(sign * b[{i}])" for i in range(1, len(_MODEL_SUMS) + 1))
+        + " FROM (SELECT t.project, t.session_id, c.model, t.sign, trajhub_billable(c.call) AS b "
+        f"FROM {source} t CROSS JOIN LATERAL trajhub_model_calls(t.model_usage) c "
+        "WHERE jsonb_typeof(c.call) = 'array' AND jsonb_array_length(c.call) = 6) m "
+        "GROUP BY 1, 2, 3 HAVING (sum(sign), "
+        + ", ".join(f"sum(sign * b[{i}])" for i in range(1, len(_MODEL_SUMS) + 1))
+        + ") <> (0, 0, 0, 0, 0, 0) ORDER BY 1, 2, 3 "
+        "ON CONFLICT (project, session_id, model) DO UPDATE SET "
+        + ", ".join(f"{c} = session_models.{c} + EXCLUDED.{c}" for c in ("calls", *_MODEL_SUMS))
+        + ")")
 
 
 #: scores' columns that score_ctes reads of a change

@@ -28,6 +28,7 @@ from tests.harness import ServerProcess, TestDatabase, separate_database, wait_f
 from tests.harness import fetch_rows as query
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.client import TrajhubClient
+from trajhub.evaluators.pricing import Usage, billable
 from trajhub.storage import retention
 from trajhub.storage.rollups import HOUR_NS
 
@@ -142,10 +143,11 @@ async def _session_figures(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
             rows = await conn.fetch("SELECT * FROM sessions")
             score_rows = await conn.fetch("SELECT * FROM session_scores")
             call_rows = await conn.fetch("SELECT * FROM session_calls")
+            model_rows = await conn.fetch("SELECT * FROM session_models")
     finally:
         await conn.close()
     return (_expected_sessions(turns, scores),
-            _actual_sessions(rows, score_rows, call_rows))
+            _actual_sessions(rows, score_rows, call_rows, model_rows))
 
 
 def _expected_sessions(turns: list[Any], scores: list[Any]) -> dict[str, Any]:
@@ -153,6 +155,7 @@ def _expected_sessions(turns: list[Any], scores: list[Any]) -> dict[str, Any]:
     session_of = {}
     out_scores: dict[tuple[str, str, str], list[Any]] = {}
     calls: dict[tuple[str, str, str, str], int] = defaultdict(int)
+    models: dict[tuple[str, str, str], list[int]] = {}
     for t in turns:
         key = (t["project"], t["session_id"])
         session_of[(t["project"], t["trace_id"])] = (key, t["status"])
@@ -193,6 +196,12 @@ def _expected_sessions(turns: list[Any], scores: list[Any]) -> dict[str, Any]:
                                                "cached_input_tokens", "cache_write_tokens",
                                                "reasoning_tokens")] + [0]]:
                 calls[(*key, model, json.dumps(call, separators=(",", ":")))] += 1
+                if isinstance(call, list) and len(call) == 6:
+                    b = billable(Usage(*(int(v) for v in call)))
+                    figures = models.setdefault((*key, model), [0, 0, 0, 0, 0, 0])
+                    for i, n in enumerate((1, b.input, b.output, b.cache_read, b.cache_write,
+                                           b.reasoning)):
+                        figures[i] += n
     latest: dict[tuple[str, str, str], Any] = {}
     for s in scores:
         found = session_of.get((s["project"], s["trace_id"]))
@@ -212,11 +221,11 @@ def _expected_sessions(turns: list[Any], scores: list[Any]) -> dict[str, Any]:
             figures[3] += Decimal(repr(value))
     return {"sessions": {k: {**v, "users": dict(v["users"])} for k, v in sessions.items()},
             "scores": {k: tuple(v) for k, v in out_scores.items() if any(v)},
-            "calls": dict(calls)}
+            "calls": dict(calls), "models": {k: tuple(v) for k, v in models.items()}}
 
 
-def _actual_sessions(rows: list[Any], score_rows: list[Any], call_rows: list[Any]
-                     ) -> dict[str, Any]:
+def _actual_sessions(rows: list[Any], score_rows: list[Any], call_rows: list[Any],
+                     model_rows: list[Any]) -> dict[str, Any]:
     sessions = {}
     for r in rows:
         figures = {c: r[c] for c in (
@@ -244,7 +253,14 @@ def _actual_sessions(rows: list[Any], score_rows: list[Any], call_rows: list[Any
         if c["calls"]:
             call = json.dumps(json.loads(c["call"]), separators=(",", ":"))
             calls[(c["project"], c["session_id"], c["model"], call)] = c["calls"]
-    return {"sessions": sessions, "scores": scores, "calls": calls}
+    models = {}
+    for m in model_rows:
+        figures = (m["calls"], *(int(m[c]) for c in (
+            "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+            "reasoning_tokens")))
+        if any(figures):
+            models[(m["project"], m["session_id"], m["model"])] = figures
+    return {"sessions": sessions, "scores": scores, "calls": calls, "models": models}
 
 
 def assert_sessions_match(url: str, some: bool = True) -> None:
@@ -254,6 +270,7 @@ def assert_sessions_match(url: str, some: bool = True) -> None:
     assert got["sessions"] == want["sessions"]
     assert got["scores"] == want["scores"]
     assert got["calls"] == want["calls"]
+    assert got["models"] == want["models"]
 
 
 def run_spans(trace_id: bytes, start: int, agent: str, model: str, duration_ms: int,

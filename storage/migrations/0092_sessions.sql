@@ -3,7 +3,7 @@
 -- scored and expire, instead of aggregated from the turns when read. storage/session_rows.py
 -- writes them; storage/session_reads.py reads them.
 --
--- On Citus: the three tables are distributed by project (every write and read names one),
+-- On Citus: the four tables are distributed by project (every write and read names one),
 -- like run_rollups; their keys begin with it.
 
 -- The session's figures. Over every turn (open or final), as the session summary shows them:
@@ -83,7 +83,9 @@ CREATE INDEX session_scores_mean
 -- The model calls of a session's turns (normalizers.playback.model_usage: per model, each call
 -- [input, output, cache read, cache write, reasoning tokens, start ms]; a turn stored before
 -- calls were kept counts one call of its totals), each distinct call with how many turns made
--- it. The summary's cost prices them when read, as it priced the turns' calls.
+-- it. The summary's cost is priced when read, as it priced the turns' calls: from the sums of
+-- session_models for a model whose calls cost what their summed tokens cost (or that has no
+-- price), and from these calls for the others (a price by size or by date).
 CREATE TABLE session_calls (
     project      text     NOT NULL,
     session_id   text     NOT NULL,
@@ -92,6 +94,40 @@ CREATE TABLE session_calls (
     calls        bigint   NOT NULL,
     PRIMARY KEY (project, session_id, model, call)
 );
+
+-- Per model, the session's calls (those of six counts, as pricing reads them) and their
+-- billable tokens summed (evaluators.pricing's `billable` of each call: the input counting the
+-- cached tokens, the output the reasoning ones).
+CREATE TABLE session_models (
+    project             text     NOT NULL,
+    session_id          text     NOT NULL,
+    model               text     NOT NULL,
+    calls               bigint   NOT NULL,
+    input_tokens        numeric  NOT NULL,
+    output_tokens       numeric  NOT NULL,
+    cache_read_tokens   numeric  NOT NULL,
+    cache_write_tokens  numeric  NOT NULL,
+    reasoning_tokens    numeric  NOT NULL,
+    PRIMARY KEY (project, session_id, model)
+);
+
+-- A stored count as pricing reads it: a number's whole part (toward zero), anything else 0.
+CREATE FUNCTION trajhub_whole(v jsonb) RETURNS numeric
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT CASE WHEN jsonb_typeof(v) = 'number' THEN trunc(v::text::numeric) ELSE 0 END $$;
+
+-- A call's billable tokens (evaluators.pricing `billable`): [input, output, cache read, cache
+-- write, reasoning], each at least 0; an input below its cached tokens left them out, so they
+-- are added to it, and an output below its reasoning tokens likewise.
+CREATE FUNCTION trajhub_billable(call jsonb) RETURNS numeric[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT ARRAY[CASE WHEN r + w > i THEN i + r + w ELSE i END,
+                       CASE WHEN z > o THEN o + z ELSE o END, r, w, z]
+          FROM (SELECT greatest(trajhub_whole(call -> 0), 0) AS i,
+                       greatest(trajhub_whole(call -> 1), 0) AS o,
+                       greatest(trajhub_whole(call -> 2), 0) AS r,
+                       greatest(trajhub_whole(call -> 3), 0) AS w,
+                       greatest(trajhub_whole(call -> 4), 0) AS z) c $$;
 
 -- Counts by key (a JSON object of integers) added key by key; a key whose count falls to 0
 -- goes. Immutable, so Citus accepts it in ON CONFLICT … DO UPDATE SET.
@@ -176,3 +212,10 @@ SELECT t.project, t.session_id, c.model, c.call, count(*)
 FROM trajectories t CROSS JOIN LATERAL trajhub_model_calls(t.model_usage) c
 WHERE t.session_id IS NOT NULL
 GROUP BY t.project, t.session_id, c.model, c.call;
+
+INSERT INTO session_models
+SELECT project, session_id, model, sum(calls), sum(calls * b[1]), sum(calls * b[2]),
+       sum(calls * b[3]), sum(calls * b[4]), sum(calls * b[5])
+FROM (SELECT project, session_id, model, calls, trajhub_billable(call) AS b FROM session_calls
+      WHERE jsonb_typeof(call) = 'array' AND jsonb_array_length(call) = 6) c
+GROUP BY project, session_id, model;

@@ -29,14 +29,15 @@ _MEAN_SCORES = (
     "'{}'::jsonb) FROM session_scores sc WHERE sc.project = sessions.project "
     "AND sc.session_id = sessions.session_id AND sc.turns > 0)")
 
-#: the model calls of the session's turns, as one usage per model (normalizers.playback's
-#: model_usage, each call as often as its turns made it), in a one-element array: the turns'
-#: usages, as the API's cost converter sums them
-_CALLS = (
-    "ARRAY[(SELECT coalesce(jsonb_object_agg(m.model, jsonb_build_object('calls', m.calls)), "
-    "'{}'::jsonb) FROM (SELECT c.model, jsonb_agg(c.call) AS calls FROM session_calls c "
-    "CROSS JOIN LATERAL generate_series(1, c.calls) WHERE c.project = sessions.project "
-    "AND c.session_id = sessions.session_id AND c.calls > 0 GROUP BY c.model) m)]")
+#: the session (`session`) and, per model, its calls' count and billable tokens summed
+#: (`models`: [calls, input, output, cache read, cache write, reasoning]), from which the API
+#: prices its cost (service/api/sessions.py)
+_MODELS = (
+    "jsonb_build_object('session', sessions.session_id, 'models', "
+    "(SELECT coalesce(jsonb_object_agg(m.model, jsonb_build_array(m.calls, m.input_tokens, "
+    "m.output_tokens, m.cache_read_tokens, m.cache_write_tokens, m.reasoning_tokens)), "
+    "'{}'::jsonb) FROM session_models m WHERE m.project = sessions.project "
+    "AND m.session_id = sessions.session_id AND m.calls > 0))")
 
 #: a turn's latest whole-run score of each name: a number, a boolean or a category
 _TURN_SCORES = (
@@ -147,7 +148,7 @@ class SessionSummary(Record):
     # JSON texts: each turn's token usage per model, summed and priced on read
     cost: Annotated[
         CostView,
-        computed(_CALLS, "cost_of_turns"),
+        computed(_MODELS, "cost_of_session"),
     ] = Field(default_factory=empty_cost, description="tokens, and money where the price table "
               "lists the models (TRAJHUB_PRICES), over all its turns")
 
