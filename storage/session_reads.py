@@ -99,18 +99,29 @@ class _Conditions:
     within_args: list[Any] = field(default_factory=list)
 
 
-def _conditions(values: Mapping[str, Any], arg: Params) -> _Conditions:
+#: filters on a turn whose row holds the answer too: a walk of the rows checks the row, while
+#: a small set of sessions is found from the turns' index
+_ON_ROW = {"user_id": "r.user_counts ? {}"}
+
+
+def _conditions(values: Mapping[str, Any], arg: Params, walk: bool = False) -> _Conditions:
+    """`walk`: the conditions of a walk of the rows (those of _ON_ROW on the row)."""
     out = _Conditions()
     given = [(p, values[p.name]) for p in SessionQuery.params()
              if values.get(p.name) is not None]
     for p, value in given:  # the sets a session must be in, first
         if p.custom:  # `score`: a turn whose latest whole-run score of the name compares so
             out.within.append(_HAVING_TURN + score_condition(value, arg, "s.trace_id"))
+        elif walk and p.name in _ON_ROW:
+            continue
         elif not p.condition.startswith("r."):
             assert p.type is not bool, p.name
             out.within.append(_HAVING_TURN + p.condition.format(arg(value)))
     out.within_args = list(arg.values)
     for p, value in given:
+        if walk and p.name in _ON_ROW:
+            out.row.append(_ON_ROW[p.name].format(arg(value)))
+            continue
         if p.custom or not p.condition.startswith("r."):
             continue
         if p.type is bool:
@@ -135,20 +146,24 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
     costs the rows that lead to it:
     - walk the project's sessions by latest turn (the index sessions_latest, or the partial
       ones of the sessions with a failed turn or waiting), keeping those whose row matches the
-      filters on it and that are in the sets the filters on turns name (a turn of this user,
-      of this agent, with this score); the first `limit` of those;
+      filters on it (its users among them) and that are in the sets the filters on turns name
+      (a turn of this agent, with this score); the first `limit` of those;
     - but when the turn filters name a set of at most SMALL_SET sessions (a rare user, say),
       the walk could pass most of the project's sessions before it finds a page: take that
       set's rows instead (by key), and the newest of those. How large the set is is counted
       first (up to SMALL_SET + 1), through the index of what it matches."""
     arg = Params(project)
-    c = _conditions(f.values, arg)
     if f.score_sort is not None:
-        return await _by_score(conn, f, c, arg)
-    matching = " INTERSECT ".join(c.within)
+        return await _by_score(conn, f, _conditions(f.values, arg, walk=True), arg)
+    c = _conditions(f.values, arg)
     small = bool(c.within) and int(await conn.fetchval(
-        f"SELECT count(*) FROM (SELECT 1 FROM ({matching}) m LIMIT {SMALL_SET + 1}) n",
+        "SELECT count(*) FROM (SELECT 1 FROM ("
+        f"{' INTERSECT '.join(c.within)}) m LIMIT {SMALL_SET + 1}) n",
         *c.within_args)) <= SMALL_SET
+    if not small:  # a walk: the filters its rows answer are checked on them
+        arg = Params(project)
+        c = _conditions(f.values, arg, walk=True)
+    matching = " INTERSECT ".join(c.within)
     where = ["r.project = $1", "r.turns > 0", *c.row]
     if f.cursor is not None:
         where.append(f"(r.last_start_ns, r.session_id) < ({arg(f.cursor[0])}::bigint, "

@@ -155,6 +155,12 @@ CREATE FUNCTION trajhub_model_calls(usage jsonb) RETURNS TABLE (model text, call
                        coalesce(m.value -> 'reasoning_tokens', '0'), 0)) END) c(call)
           WHERE jsonb_typeof(m.value) = 'object' $$;
 
+-- The list walked these to find sessions among the trajectories; it walks the rows now, so
+-- storing a trajectory no longer keeps them. (trajectories_session, a session's turns in
+-- order, stays.)
+DROP INDEX trajectories_session_latest;
+DROP INDEX trajectories_session_failed;
+
 -- The sessions of the trajectories already stored, as they stand.
 SET LOCAL maintenance_work_mem = '256MB';
 
