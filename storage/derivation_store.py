@@ -361,7 +361,8 @@ _CONTRIBUTED = ", ".join(f"t.{c}" for c in dict.fromkeys((
 _ROLLED_UP = (rollups.add_ctes("finalized")
               + ", session_turns AS (" + session_rows.turns("finalized f", -1, "open", "f")
               + " UNION ALL " + session_rows.turns("finalized f", 1, alias="f") + ")"
-              + session_rows.change_ctes("session_turns"))
+              + session_rows.change_ctes("session_turns",
+                                         after=("rollup_added", "rollup_scored")))
 
 
 async def finalize_settled(conn: Connection, max_open_seconds: float) -> int:

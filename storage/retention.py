@@ -122,7 +122,8 @@ RETURNING t.trace_id
     "{TURN_COLUMNS}", ", ".join(f"j.{c}" for c in ("project", "trace_id",
                                                    *session_rows.TURN_COLUMNS))).replace(
     "{SESSION_TURNS}", session_rows.turns("gone_trajectories j", -1, alias="j")).replace(
-    "{SESSIONS}", session_rows.change_ctes("session_turns"))
+    "{SESSIONS}", session_rows.change_ctes("session_turns",
+                                           after=("rollup_subtracted", "rollup_unscored")))
 
 # Log records whose trace has no spans (no key: none arrived, or retention took them), and those
 # outside any trace, go by their own received time, oldest first through the index of migration

@@ -59,7 +59,8 @@ _INSERT = (
     "rollup_number AS number_value FROM stored)"
     + rollups.score_ctes("rollup_changed", "1")
     # and in its session's scores (storage/session_rows.py), open or final
-    + session_rows.score_ctes("rollup_changed", added=True)
+    + session_rows.score_ctes("rollup_changed", added=True,
+                              after=("rollup_score_changed",))
     + f" SELECT {_SELECTED} FROM stored")
 
 
@@ -103,7 +104,8 @@ _DELETE = (
     "WITH rollup_changed AS (DELETE FROM scores WHERE project = $1 AND trace_id = $2 AND id = $3 "
     f"RETURNING {', '.join(session_rows.SCORE_COLUMNS)})"
     + rollups.score_ctes("rollup_changed", "-1")
-    + session_rows.score_ctes("rollup_changed", added=False)
+    + session_rows.score_ctes("rollup_changed", added=False,
+                              after=("rollup_score_changed",))
     + " SELECT count(*) FROM rollup_changed")
 
 

@@ -15,6 +15,8 @@ order, so two statements changing the same sessions never deadlock on them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 #: what a turn contributes, as a change's turns give it (besides sign, project and trace id)
 TURN_COLUMNS = (
     "session_id", "status", "start_ns", "duration_ms", "has_error", "derivation_error",
@@ -203,12 +205,24 @@ def _score_upsert(rows: str) -> str:
         + ", ".join(f"{c} = session_scores.{c} + EXCLUDED.{c}" for c in _SCORE_SUMS))
 
 
-def change_ctes(source: str) -> str:
-    """CTEs (each starting with a comma) applying a change (`source`: a CTE of `turns()`'
+def _after(ctes: Sequence[str]) -> str:
+    """A condition that holds once the data-modifying CTEs `ctes` (each returning rows) have
+    run: a statement's writes to sessions wait for its writes to monitoring's rollups, so that
+    every statement and transaction locks rollup rows before session rows (a store takes back
+    its rollups in the statement before it stores), and none waits for the other's."""
+    if not ctes:
+        return "true"
+    return " + ".join(f"(SELECT count(*) FROM {c})" for c in ctes) + " >= 0"
+
+
+def change_ctes(turns_cte: str, after: Sequence[str] = ()) -> str:
+    """CTEs (each starting with a comma) applying a change (`turns_cte`: a CTE of `turns()`'
     columns) to the sessions, their scores (as `scores` holds them at the statement's start),
-    their model calls and their sums per model."""
+    their model calls and their sums per model, after the CTEs `after` ran."""
+    source = "session_source"
     return (
-        _delta(source) + _apply()
+        f", session_source AS (SELECT * FROM {turns_cte} WHERE {_after(after)})"
+        + _delta(source) + _apply()
         + f", session_scored AS ({_score_upsert(_score_rows(source, 'scores', 't.sign'))})"
         ", session_called AS (INSERT INTO session_calls "
         "(project, session_id, model, call, calls) "
@@ -236,21 +250,21 @@ def change_ctes(source: str) -> str:
 SCORE_COLUMNS = ("project", "trace_id", "id", "name", "step_id", "number_value")
 
 
-def score_ctes(changed: str, added: bool) -> str:
+def score_ctes(changed: str, added: bool, after: Sequence[str] = ()) -> str:
     """CTEs (each starting with a comma) changing the session scores of the trajectories whose
     scores `changed` (a CTE of SCORE_COLUMNS) adds (`added`) or deletes: their figures after
-    the change less those before it."""
+    the change less those before it, after the CTEs `after` ran."""
     columns = ", ".join(SCORE_COLUMNS)
-    after = (f"(SELECT {columns} FROM scores UNION ALL SELECT {columns} FROM {changed})"
+    now = (f"(SELECT {columns} FROM scores UNION ALL SELECT {columns} FROM {changed})"
              if added else
              f"(SELECT {columns} FROM scores WHERE id <> ALL(ARRAY(SELECT id FROM {changed})))")
     return (
         ", session_scored_turns AS (SELECT t.project, t.trace_id, t.session_id, t.status "
         "FROM trajectories t JOIN (SELECT DISTINCT project, trace_id FROM "
         f"{changed}) c ON t.project = c.project AND t.trace_id = c.trace_id "
-        "WHERE t.session_id IS NOT NULL)"
+        f"WHERE t.session_id IS NOT NULL AND {_after(after)})"
         ", session_rescored AS ("
-        + _score_upsert(_score_rows("session_scored_turns", after, "1") + " UNION ALL "
+        + _score_upsert(_score_rows("session_scored_turns", now, "1") + " UNION ALL "
                         + _score_rows("session_scored_turns", "scores", "-1")) + ")")
 
 
