@@ -429,3 +429,51 @@ def test_rollups_equal_the_final_trajectories_through_every_correction(
     assert len(query(url, "SELECT 1 FROM trajectories")) < left
     assert_rollups_match(url)
     assert query(url, "SELECT count(*) AS n FROM run_rollups WHERE runs > 0")[0]["n"] >= 1
+
+
+def test_the_migration_builds_the_sessions_of_an_existing_store(database: TestDatabase) -> None:
+    """A store as it was before sessions were rows (migration 0092): its open and final
+    trajectories, their scores (whole-run, of a step, categorical, replaced by a later one)
+    and model usage (with calls, and of a turn stored before calls were kept) become session
+    rows holding what they sum to."""
+    from trajhub.storage.migrate import migrate
+
+    async def build(url: str) -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await migrate(conn, before=92)
+            await conn.execute("""
+                INSERT INTO trajectories (project, trace_id, status, revision,
+                    normalizer_version, settle_at, root_ended, start_ns, duration_ms,
+                    input_tokens, output_tokens, session_id, user_id, input_preview, has_error,
+                    derivation_error, interrupted, model_usage, derived_usd)
+                SELECT 'p', 't' || i, CASE WHEN i % 5 = 0 THEN 'open' ELSE 'final' END, 1, 'x',
+                    now(), true, 1000000000::bigint * (i % 7), 10 * i, i, 2 * i,
+                    CASE WHEN i % 6 = 0 THEN NULL ELSE 's' || (i % 3) END,
+                    CASE WHEN i % 4 = 0 THEN NULL ELSE 'u' || (i % 2) END, 'text ' || i,
+                    i % 9 = 0, CASE WHEN i = 7 THEN 'broken' END, i % 2 = 0,
+                    CASE WHEN i % 8 = 0
+                         THEN jsonb_build_object('gpt-4o', jsonb_build_object(
+                             'input_tokens', 10, 'output_tokens', 3, 'cached_input_tokens', 20))
+                         ELSE jsonb_build_object('o3', jsonb_build_object('calls',
+                             jsonb_build_array(jsonb_build_array(i, 1, 0, 0, 5, 1000 * i))))
+                    END, 0.5
+                FROM generate_series(1, 40) i""")
+            await conn.execute("""
+                INSERT INTO scores (project, trace_id, name, value_type, number_value,
+                                    category_value, step_id, revision, source)
+                SELECT 'p', 't' || i, n, CASE WHEN n = 'label' THEN 'category' ELSE 'number' END,
+                       CASE WHEN n = 'label' THEN NULL ELSE (i % 4) / 4.0 + k END,
+                       CASE WHEN n = 'label' THEN 'good' END,
+                       CASE WHEN n = 'step' THEN 'span-1' END, 1, 'api'
+                FROM generate_series(1, 40, 3) i, unnest(ARRAY['correctness', 'label', 'step']) n,
+                     generate_series(0, 1) k""")
+            await migrate(conn)
+        finally:
+            await conn.close()
+
+    with separate_database(database) as url:
+        asyncio.run(build(url))
+        want, got = asyncio.run(_session_figures(url))
+        assert len(want["sessions"]) == 3 and want["scores"] and want["calls"]
+        assert got == want
