@@ -293,7 +293,8 @@ STORE_TRAJECTORIES = (
     # statement began) and adds it as stored
     "session_turns AS ("
     + session_rows.turns("trajectories t JOIN stored s ON t.project = s.project "
-                         "AND t.trace_id = s.trace_id", -1)
+                         # its partition's row only (run-time pruning)
+                         "AND t.trace_id = s.trace_id AND t.first_seen = s.first_seen", -1)
     + " UNION ALL " + session_rows.turns("stored s", 1, alias="s") + ")"
     + session_rows.change_ctes("session_turns") + " "
     "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended) "
