@@ -24,7 +24,13 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.harness import ServerProcess, TestDatabase, partitioned_server, wait_for
+from tests.harness import (
+    ServerProcess,
+    TestDatabase,
+    partitioned_server,
+    separate_database,
+    wait_for,
+)
 from tests.harness import fetch_rows as query
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.client import TrajhubClient
