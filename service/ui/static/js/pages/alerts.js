@@ -3,8 +3,8 @@
 // deleting need an admin key; the server's 4xx message (thresholds in the wrong order, a bad
 // webhook address) is shown as is. The signing secret is shown once, when the rule is created.
 
-import {ApiError, del, get, patch, post} from "../api.js";
-import {append, badge, clear, fmtTime, h, headRow, notice} from "../dom.js";
+import {actions, del, get, patch, post} from "../api.js";
+import {append, badge, clear, fmtTime, h, headRow} from "../dom.js";
 
 const METRICS = [
   ["error_rate", "error rate (0–1)"],
@@ -49,16 +49,7 @@ export async function renderAlerts(ctx) {
     headRow(["Name", "Measures", "Window", "State", "Value", "Evaluated", ""]), body);
   const history = h("section", {id: "alert-history", "aria-live": "polite"});
 
-  const act = async (call, done) => {
-    try {
-      const answer = await call();
-      clear(status).append(notice(typeof done === "function" ? done(answer) : done));
-    } catch (error) {
-      clear(status).append(notice(error instanceof ApiError ? error.message : String(error),
-        "error"));
-    }
-    await draw();
-  };
+  const act = actions(status, () => draw());
 
   // the history, and the table redrawn beside it (the server evaluates apart from the page)
   const showHistory = async (rule) => {

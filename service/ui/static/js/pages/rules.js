@@ -3,8 +3,8 @@
 // an admin key; the server's 4xx message (an unknown evaluator, a filter that does not parse)
 // is shown as is.
 
-import {ApiError, del, get, patch, post} from "../api.js";
-import {append, clear, fmtInt, fmtTime, h, headRow, notice} from "../dom.js";
+import {actions, del, get, patch, post} from "../api.js";
+import {append, clear, fmtInt, fmtTime, h, headRow} from "../dom.js";
 
 /** The evaluators a rule may name, as /openapi.json lists them (RuleCreate.evaluator). */
 async function evaluatorNames() {
@@ -76,16 +76,7 @@ export async function renderRules(ctx) {
     }
   };
 
-  const act = async (call, done) => {
-    try {
-      await call();
-      clear(status).append(notice(done));
-    } catch (error) {
-      clear(status).append(notice(error instanceof ApiError ? error.message : String(error),
-        "error"));
-    }
-    await draw();
-  };
+  const act = actions(status, draw);
 
   const names = await evaluatorNames();
   if (!ctx.alive()) return;
