@@ -35,7 +35,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from trajhub.storage import rollups
+from trajhub.storage import rollups, trace_locks
 from trajhub.storage.database import Connection
 from trajhub.storage.derivation_store import NOT_QUEUED
 
@@ -57,13 +57,16 @@ LIMIT $3
 FOR UPDATE SKIP LOCKED
 """
 
-# The keys of those traces that no ingest is writing to right now (it holds the key's lock), and
-# that still have no queued change (one committed since the statement above looked).
+# The keys of those traces that no ingest is writing to right now (it holds the key's lock),
+# that still have no queued change (one committed since the statement above looked), and that
+# no deriver or finalize statement holds (the trace's lock, storage/trace_locks.py): a run being
+# made final meanwhile goes with the next batch, whose statement sees what it contributed.
 _TAKE_KEYS = f"""
 SELECT k.project, k.trace_id, k.first_seen FROM trace_keys k
 JOIN unnest($1::text[], $2::text[]) AS e(project, trace_id)
   ON k.project = e.project AND k.trace_id = e.trace_id
 WHERE {NOT_QUEUED.format(project="k.project", trace_id="k.trace_id")}
+  AND {trace_locks.TRY_LOCK.format(project="k.project", trace_id="k.trace_id")}
 FOR UPDATE OF k SKIP LOCKED
 """
 

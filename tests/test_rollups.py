@@ -284,15 +284,7 @@ def test_a_score_written_while_its_run_is_finalized_counts_once(
     async def check(url: str) -> None:
         conn, finalizer, scorer = [await asyncpg.connect(url) for _ in range(3)]
         try:
-            await migrate(conn)
-            await span_writer.prepare(conn)
-            batch = otlp_batch(request(run_spans(trace, time.time_ns() - 10**9, "planner",
-                                                 "gpt-4o", 120)), project)
-            async with conn.transaction():
-                assert await span_writer.write_spans(conn, batch.rows.values(),
-                                                     batch.resources)
-                await span_writer.queue_changes(conn, [(project, trace.hex())])
-            assert await derivation.derive_round(conn, timedelta(0), 10) == 1
+            await store_run(conn, project, trace)
             tx = finalizer.transaction()
             await tx.start()
             assert await derivation_store.finalize_settled(finalizer, 300.0) == 1
@@ -322,3 +314,45 @@ async def wait_for_lock_wait(watch: asyncpg.Connection, pid: int) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("the score never waited for the run being finalized")
+
+
+def test_a_run_expired_while_it_is_finalized_is_left_for_the_next_batch(
+        database: TestDatabase) -> None:
+    """Retention's row deletes and the finalize statement in the same instant: the run being
+    made final is skipped by the batch (its lock is held), and expired by the next one, whose
+    statement sees what it contributed, so the rollups hold nothing of it."""
+    project, trace = "expiring", new_trace_id()
+
+    async def check(url: str) -> None:
+        conn, finalizer = [await asyncpg.connect(url) for _ in range(2)]
+        try:
+            await store_run(conn, project, trace)
+            tx = finalizer.transaction()
+            await tx.start()
+            assert await derivation_store.finalize_settled(finalizer, 300.0) == 1
+            later = datetime.now(UTC) + timedelta(days=1)
+            # without the lock it would wait for the finalize, which this test holds open
+            assert await asyncio.wait_for(retention.expire_batch(conn, project, later), 60) == 0
+            await tx.commit()
+            assert await retention.expire_batch(conn, project, later) == 1
+        finally:
+            for c in (conn, finalizer):
+                await c.close()
+
+    with separate_database(database) as url:
+        asyncio.run(check(url))
+        assert not query(url, "SELECT 1 FROM trajectories")
+        assert not query(url, "SELECT 1 FROM run_rollups WHERE runs <> 0")
+        assert_rollups_match(url)
+
+
+async def store_run(conn: asyncpg.Connection, project: str, trace: bytes) -> None:
+    """A fresh database's migrations, then one run stored and derived (open, settled)."""
+    await migrate(conn)
+    await span_writer.prepare(conn)
+    batch = otlp_batch(request(run_spans(trace, time.time_ns() - 10**9, "planner", "gpt-4o",
+                                         120)), project)
+    async with conn.transaction():
+        assert await span_writer.write_spans(conn, batch.rows.values(), batch.resources)
+        await span_writer.queue_changes(conn, [(project, trace.hex())])
+    assert await derivation.derive_round(conn, timedelta(0), 10) == 1
