@@ -12,10 +12,12 @@ A statement is checked against the table classification only; what it refuses:
   co-located and joined on their distribution columns");
 - a function that is not IMMUTABLE in the `DO UPDATE SET` of an insert into a distributed or
   reference table;
-- `INSERT … VALUES` with a subquery into a distributed or reference table;
+- `INSERT … VALUES` with a subquery into a distributed or reference table, or a subquery in the
+  RETURNING of an insert or update of one;
 - a recursive CTE over a distributed table without a `trace_id =` filter;
 - `FOR UPDATE` / `FOR SHARE` over a distributed table without a `trace_id =` filter (multi-shard);
 - an update or delete of a reference table that reads a distributed table;
+- a VOLATILE function (`clock_timestamp()`) in an update of a distributed or reference table;
 - in an update or delete of a distributed or reference table, a STABLE function of a column
   (`settle_at + interval '1 s'`: timestamptz arithmetic is STABLE);
 - an advisory lock taken in a statement over distributed or reference tables: Citus pushes it
@@ -197,6 +199,11 @@ def problems(sql: str, volatility: Callable[[str], str]) -> list[str]:
                 values = getattr(n.selectStmt, "valuesLists", None)
                 if values and any(isinstance(v, ast.SubLink) for v in nodes(values)):
                     found.append("INSERT … VALUES with a subquery into " + n.relation.relname)
+            if isinstance(n, (ast.InsertStmt, ast.UpdateStmt)) and _kinds(
+                    tables(n.relation, ctes)) & {"distributed", "reference"} and any(
+                    isinstance(v, ast.SubLink) for v in nodes(n.returningList)):
+                found.append("a subquery in RETURNING of an insert or update of "
+                             + n.relation.relname)
             if isinstance(n, ast.WithClause) and n.recursive:
                 for cte in n.ctes:
                     if "distributed" in _kinds(tables(cte.ctequery, ctes)) and not (
@@ -217,6 +224,11 @@ def problems(sql: str, volatility: Callable[[str], str]) -> list[str]:
                                       volatility)):
                 found.append("a STABLE function of a column in an UPDATE or DELETE of "
                              + n.relation.relname)
+            if isinstance(n, ast.UpdateStmt) and _kinds(tables(n.relation, ctes)) & {
+                    "distributed", "reference"} and any(
+                    isinstance(f, ast.FuncCall) and volatility(_function_name(f)) == "v"
+                    for f in nodes([n.targetList, n.whereClause])):
+                found.append("a VOLATILE function in an UPDATE of " + n.relation.relname)
             if isinstance(n, ast.FuncCall) and "advisory" in _function_name(n) and kinds & {
                     "distributed", "reference"}:
                 found.append("an advisory lock in a statement over distributed tables")
