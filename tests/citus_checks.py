@@ -17,7 +17,8 @@ A statement is checked against the table classification only; what it refuses:
 - a recursive CTE over a distributed table without a `trace_id =` filter;
 - `FOR UPDATE` / `FOR SHARE` over a distributed table without a `trace_id =` filter (multi-shard);
 - an update or delete of a reference table that reads a distributed table;
-- a VOLATILE function (`clock_timestamp()`) in an update of a distributed or reference table;
+- a VOLATILE function (`clock_timestamp()`) in an update of a distributed or reference table,
+  or one that is not IMMUTABLE (`now()`) in a CASE or COALESCE there;
 - in an update or delete of a distributed or reference table, a STABLE function of a column
   (`settle_at + interval '1 s'`: timestamptz arithmetic is STABLE);
 - an advisory lock taken in a statement over distributed or reference tables: Citus pushes it
@@ -88,6 +89,12 @@ def _function_name(call: ast.FuncCall) -> str:
 
 def _from_has_function(select: ast.SelectStmt) -> bool:
     return any(isinstance(n, ast.RangeFunction) for n in nodes(select.fromClause))
+
+
+def _returning(stmt: Any) -> Any:
+    """A statement's RETURNING list (the parser's field is named after its PostgreSQL
+    version)."""
+    return getattr(stmt, "returningClause", None) or getattr(stmt, "returningList", None)
 
 
 def _has_column(tree: Any) -> bool:
@@ -201,7 +208,7 @@ def problems(sql: str, volatility: Callable[[str], str]) -> list[str]:
                     found.append("INSERT … VALUES with a subquery into " + n.relation.relname)
             if isinstance(n, (ast.InsertStmt, ast.UpdateStmt)) and _kinds(
                     tables(n.relation, ctes)) & {"distributed", "reference"} and any(
-                    isinstance(v, ast.SubLink) for v in nodes(n.returningList)):
+                    isinstance(v, ast.SubLink) for v in nodes(_returning(n))):
                 found.append("a subquery in RETURNING of an insert or update of "
                              + n.relation.relname)
             if isinstance(n, ast.WithClause) and n.recursive:
@@ -229,6 +236,13 @@ def problems(sql: str, volatility: Callable[[str], str]) -> list[str]:
                     isinstance(f, ast.FuncCall) and volatility(_function_name(f)) == "v"
                     for f in nodes([n.targetList, n.whereClause])):
                 found.append("a VOLATILE function in an UPDATE of " + n.relation.relname)
+            if isinstance(n, ast.UpdateStmt) and _kinds(tables(n.relation, ctes)) & {
+                    "distributed", "reference"} and any(
+                    isinstance(f, ast.FuncCall) and volatility(_function_name(f)) != "i"
+                    for c in nodes([n.targetList, n.whereClause])
+                    if isinstance(c, (ast.CaseExpr, ast.CoalesceExpr)) for f in nodes(c)):
+                found.append("a function that is not IMMUTABLE in a CASE or COALESCE of an "
+                             "UPDATE of " + n.relation.relname)
             if isinstance(n, ast.FuncCall) and "advisory" in _function_name(n) and kinds & {
                     "distributed", "reference"}:
                 found.append("an advisory lock in a statement over distributed tables")

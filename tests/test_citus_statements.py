@@ -121,6 +121,7 @@ def test_the_check_finds_what_citus_refuses() -> None:
         "DELETE FROM scores x USING traces t WHERE x.trace_id = t.trace_id": "reference table",
         "DELETE FROM open_trajectories o WHERE o.settle_at + make_interval(secs => $1) <= now()":
             "STABLE",
+        "UPDATE rules SET n = CASE WHEN w <= now() THEN 1 ELSE n + 1 END": "CASE",
         "SELECT 1 FROM trajectories t WHERE NOT EXISTS (SELECT 1 FROM trajectories n "
         "WHERE n.session_id = t.session_id)": "correlated on another column",
     }
