@@ -244,6 +244,10 @@ async def finish(conn: Connection, run: ClaimedRun, score: Mapping[str, Any] | N
     transaction, and only while the run still carries this claim (False otherwise: another
     claimant has it, or had it and finished)."""
     async with conn.transaction():
+        # the score's insert reads its trajectory on every shard, then the backfill (a
+        # reference table with foreign keys) is updated: on Citus that takes one connection per
+        # node (a placeholder setting elsewhere)
+        await conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
         backfill = await conn.fetchrow(
             "DELETE FROM rule_runs WHERE id = $1 AND claim = $2 RETURNING backfill_id",
             run.id, run.claim)
@@ -299,18 +303,20 @@ async def judge_slot(conn: Connection, rule_id: int) -> float:
     """Take one judge call of the rule's cap for this minute: 0 when taken (or the rule has no
     cap), else the seconds until the current minute ends. One fixed window per rule, in the
     rule's row, so every server sharing the database shares the cap."""
-    # the time is a value ($2, the transaction's now()): Citus takes no function but an
-    # IMMUTABLE one in a CASE of an UPDATE of a reference table
+    # the times are values ($2 now, $3 a minute ago): Citus takes no function but an IMMUTABLE
+    # one (timestamptz arithmetic is STABLE) in a CASE of an UPDATE of a reference table
+    now = await conn.fetchrow("SELECT now() AS at, now() - interval '1 minute' AS minute_ago")
+    assert now is not None
     row = await conn.fetchrow(
         """UPDATE rules SET
-               window_calls = CASE WHEN window_start <= $2::timestamptz - interval '1 minute'
+               window_calls = CASE WHEN window_start <= $3::timestamptz
                                    THEN 1 ELSE window_calls + 1 END,
-               window_start = CASE WHEN window_start <= $2::timestamptz - interval '1 minute'
+               window_start = CASE WHEN window_start <= $3::timestamptz
                                    THEN $2::timestamptz ELSE window_start END
            WHERE id = $1 AND (max_judge_calls_per_minute IS NULL
-                              OR window_start <= $2::timestamptz - interval '1 minute'
+                              OR window_start <= $3::timestamptz
                               OR window_calls < max_judge_calls_per_minute)
-           RETURNING 0""", rule_id, await conn.fetchval("SELECT now()"))
+           RETURNING 0""", rule_id, now["at"], now["minute_ago"])
     if row is not None:
         return 0.0
     wait = await conn.fetchval(

@@ -238,7 +238,8 @@ def problems(sql: str, volatility: Callable[[str], str]) -> list[str]:
                 found.append("a VOLATILE function in an UPDATE of " + n.relation.relname)
             if isinstance(n, ast.UpdateStmt) and _kinds(tables(n.relation, ctes)) & {
                     "distributed", "reference"} and any(
-                    isinstance(f, ast.FuncCall) and volatility(_function_name(f)) != "i"
+                    (isinstance(f, ast.FuncCall) and volatility(_function_name(f)) != "i")
+                    or (isinstance(f, ast.A_Expr) and _interval(f))
                     for c in nodes([n.targetList, n.whereClause])
                     if isinstance(c, (ast.CaseExpr, ast.CoalesceExpr)) for f in nodes(c)):
                 found.append("a function that is not IMMUTABLE in a CASE or COALESCE of an "

@@ -28,7 +28,7 @@ ROOT = Path(__file__).parent.parent
 DISTRIBUTION = 74
 
 #: existing test files whose servers and commands make the workload
-WORKLOAD = ("test_replay_captures.py", "test_log_events.py", "test_sessions.py",
+WORKLOAD = ("test_replay_captures.py", "test_log_events.py", "test_sessions.py", "test_api_keys.py",
             "test_scores.py", "test_rules.py", "test_review.py", "test_retention.py",
             "test_partitions.py", "test_normalize_rederive.py", "test_queue_claims.py")
 
@@ -122,6 +122,8 @@ def test_the_check_finds_what_citus_refuses() -> None:
         "DELETE FROM open_trajectories o WHERE o.settle_at + make_interval(secs => $1) <= now()":
             "STABLE",
         "UPDATE rules SET n = CASE WHEN w <= now() THEN 1 ELSE n + 1 END": "CASE",
+        "UPDATE rules SET n = CASE WHEN w <= $2::timestamptz - interval '1 minute' THEN 1 END":
+            "CASE",
         "SELECT 1 FROM trajectories t WHERE NOT EXISTS (SELECT 1 FROM trajectories n "
         "WHERE n.session_id = t.session_id)": "correlated on another column",
     }
