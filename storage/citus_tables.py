@@ -17,19 +17,20 @@ from __future__ import annotations
 DISTRIBUTED: frozenset[str] = frozenset({
     "spans", "traces", "trace_keys", "trajectories", "trajectory_revisions",
     "trajectory_words", "trajectory_words_queue", "open_trajectories", "trajectory_chunks",
-    "log_records",
+    "log_records", "rollup_contributions",
 })
 
 REFERENCE: frozenset[str] = frozenset({
     "resources", "compression_dictionaries", "api_keys", "project_retention",
     "scores", "score_configs", "rules", "rule_backfills", "rule_runs", "review_queues",
-    "review_items",
+    "review_items", "run_rollups", "run_rollup_scores",
 })
 
 LOCAL: frozenset[str] = frozenset({
     "trace_changes", "trajhub_time_partitions", "time_partitioned_tables", "schema_migrations",
     "files",
     "datasets", "dataset_items", "evaluations", "evaluation_results", "evaluation_jobs",
+    "alert_rules", "alert_events",
 })
 
 #: the column every distributed table is distributed by

@@ -18,19 +18,22 @@ import asyncpg
 import pytest
 
 from tests.citus_checks import problems
-from tests.harness import run
+from tests.harness import TestDatabase, run
 from trajhub.storage import citus_tables
-from trajhub.storage.migrate import migration_files
+from trajhub.storage.migrate import migrate, migration_files
 
 ROOT = Path(__file__).parent.parent
 
-#: the migration that distributes the tables where Citus is installed
+#: the migration that distributes the tables where Citus is installed, and the later ones that
+#: place the tables created after it
 DISTRIBUTION = 74
+PLACEMENTS = (DISTRIBUTION, 91)
 
 #: existing test files whose servers and commands make the workload
 WORKLOAD = ("test_replay_captures.py", "test_log_events.py", "test_sessions.py", "test_api_keys.py",
             "test_scores.py", "test_rules.py", "test_review.py", "test_retention.py",
-            "test_partitions.py", "test_normalize_rederive.py", "test_queue_claims.py")
+            "test_partitions.py", "test_normalize_rederive.py", "test_queue_claims.py",
+            "test_rollups.py", "test_timeseries.py")
 
 #: what Citus still refuses, by a phrase of the statement: the session list (storage/
 #: session_reads.py) finds each session's latest turn with subqueries correlated on
@@ -86,7 +89,7 @@ def test_every_table_is_classified_once() -> None:
 
 @pytest.mark.unit
 def test_the_distribution_migration_follows_the_classification() -> None:
-    [sql] = [sql for number, _, sql in migration_files() if number == DISTRIBUTION]
+    sql = "\n".join(sql for number, _, sql in migration_files() if number in PLACEMENTS)
     def listed(call: str) -> set[str]:
         # the tables named in the ARRAY[…] a call loops over, and those it is called with
         found = set(re.findall(call + r"\('([a-z_]+)'", sql))
@@ -140,6 +143,14 @@ def test_the_check_finds_what_citus_refuses() -> None:
         assert problems(sql, vol) == [], sql
 
 
+async def _migrated(url: str) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        await migrate(conn)
+    finally:
+        await conn.close()
+
+
 def _volatility(url: str) -> dict[str, str]:
     async def read() -> dict[str, str]:
         conn = await asyncpg.connect(url)
@@ -158,15 +169,18 @@ def _volatility(url: str) -> dict[str, str]:
 
 @pytest.mark.integration
 @pytest.mark.slow
-def test_no_statement_trajhub_sends_is_refused_by_citus(tmp_path: Path) -> None:
-    url = os.environ.get("TRAJHUB_TEST_DATABASE_URL", "")
-    if not url:
-        pytest.skip("needs TRAJHUB_TEST_DATABASE_URL (the workload's files each start servers)")
+def test_no_statement_trajhub_sends_is_refused_by_citus(database: TestDatabase,
+                                                         tmp_path: Path) -> None:
+    # the workload's files run on this suite's database (embedded or not), and the functions'
+    # volatility is read from it once every migration is applied
+    url = database.url
+    run(_migrated(url))
     capture, site = tmp_path / "statements", tmp_path / "site"
     capture.mkdir()
     site.mkdir()
     (site / "sitecustomize.py").write_text(_CAPTURE)
     env = {**os.environ, "TRAJHUB_CAPTURE_STATEMENTS": str(capture),
+           "TRAJHUB_TEST_DATABASE_URL": url,
            "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider",
