@@ -278,16 +278,63 @@ def step_cost(prices: Prices, model: str | None, usage: Usage) -> StepCost:
     if found is None:
         return StepCost(model, None, None)
     provider, info = found
+    when = _request_time(usage)
+    rates = _linear_rates(provider, info, info.get_prices(when), when)
     try:
-        calc = info.calc_price(
-            genai_prices.Usage(input_tokens=b.input, cache_read_tokens=b.cache_read,
-                               cache_write_tokens=b.cache_write, output_tokens=b.output,
-                               output_reasoning_tokens=b.reasoning),
-            provider, genai_request_timestamp=_request_time(usage))
+        usd = (_genai_usd(provider, info, when, b) if rates is None else
+               rates[0] + sum((r * n for r, n in zip(rates[1:], _counts(b), strict=True)),
+                              Decimal(0)) / PER_TOKENS)
     except ValueError:  # usage genai-prices cannot price: unknown, never a guess
         return StepCost(model, None, None)
-    usd: Decimal = calc.total_price
     return StepCost(model, f"{provider.id}:{info.id}", round(float(usd), 10), GENAI_PRICES)
+
+
+def _counts(b: Billable) -> tuple[int, int, int, int, int]:
+    return b.input, b.cache_read, b.cache_write, b.output, b.reasoning
+
+
+def _genai_usd(provider: genai_types.Provider, info: genai_types.ModelInfo, when: datetime,
+               b: Billable) -> Decimal:
+    total: Decimal = info.calc_price(
+        genai_prices.Usage(input_tokens=b.input, cache_read_tokens=b.cache_read,
+                           cache_write_tokens=b.cache_write, output_tokens=b.output,
+                           output_reasoning_tokens=b.reasoning),
+        provider, genai_request_timestamp=when).total_price
+    return total
+
+
+#: the price set (of one model, in force at some time) each cached rate was read from, by id:
+#: genai-prices' price sets live as long as its data, and are kept here so no id is reused
+_RATES: dict[int, tuple[genai_types.ModelPrice, tuple[Decimal, ...] | None]] = {}
+
+
+def _linear_rates(provider: genai_types.Provider, info: genai_types.ModelInfo,
+                  price: genai_types.ModelPrice, when: datetime) -> tuple[Decimal, ...] | None:
+    """A price set without tiers is a constant plus a rate per token of each count (input,
+    cache read, cache write, output, reasoning): read once from genai-prices' own calculation
+    at a few usages, it prices every call with a few multiplications, where genai-prices
+    resolves and checks its units on every call. None for a tiered price set (the rate
+    depends on the input's size) or one genai-prices cannot price: each call asks it."""
+    cached = _RATES.get(id(price))
+    if cached is not None and cached[0] is price:
+        return cached[1]
+    rates: tuple[Decimal, ...] | None = None
+    if not any(isinstance(v, genai_types.TieredPrices) for v in vars(price).values()):
+        n = PER_TOKENS
+
+        def usd(inp: int = 0, read: int = 0, write: int = 0, out: int = 0, reasoning: int = 0
+                ) -> Decimal:
+            return _genai_usd(provider, info, when, Billable(input=inp, output=out, cache_read=read,
+                                                          cache_write=write, reasoning=reasoning))
+
+        try:
+            base, inp, out = usd(), usd(inp=n), usd(out=n)
+            rates = (base, inp - base, usd(inp=n, read=n) - inp, usd(inp=n, write=n) - inp,
+                     out - base, usd(out=n, reasoning=n) - out)
+        except ValueError:
+            rates = None
+    _RATES[id(price)] = (price, rates)
+    return rates
 
 
 # --------------------------------------------------------------------------- sums

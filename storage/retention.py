@@ -147,6 +147,10 @@ async def expire_batch(conn: Connection, project: str, cutoff: datetime,
     """Delete up to `limit` of the project's traces last received before `cutoff`; returns how
     many."""
     async with conn.transaction():
+        # Creating a partition (trajhub_create_partition) locks its tables in name order, spans
+        # before traces. _EXPIRED locks traces' rows and _DELETE then needs spans, so spans is
+        # taken first here: in the same order, the two wait for each other and never deadlock.
+        await conn.execute("LOCK TABLE ONLY spans IN ROW EXCLUSIVE MODE")
         expired = await conn.fetch(_EXPIRED, project, cutoff, limit)
         if not expired:
             return 0

@@ -39,7 +39,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from tests.harness import ServerProcess, TestDatabase
+from tests.harness import ServerProcess, TestDatabase, separate_database
 from trajhub.storage import compression, compression_dictionaries
 
 # The suite caches bytecode (`__pycache__`, git-ignored) even where PYTHONDONTWRITEBYTECODE is
@@ -204,12 +204,14 @@ def server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
 @pytest.fixture(scope="module")
 def alert_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
                  ) -> Iterator[ServerProcess]:
-    """A server of the module's own that evaluates alert rules every 0.2 s (docs/alerts.md)."""
-    proc = ServerProcess.start(database.url, tmp_path_factory.mktemp("alerts"),
-                               settle_seconds=0.3,
-                               extra_env={"TRAJHUB_ALERT_INTERVAL_SECONDS": "0.2"})
-    yield proc
-    proc.stop()
+    """A server of the module's own that evaluates alert rules every 0.2 s (docs/alerts.md), on
+    a database of its own: every server evaluates the due rules of its database and sets their
+    next evaluation by its own interval, and the suite's other servers keep the default minute."""
+    with separate_database(database) as url:
+        proc = ServerProcess.start(url, tmp_path_factory.mktemp("alerts"), settle_seconds=0.3,
+                                   extra_env={"TRAJHUB_ALERT_INTERVAL_SECONDS": "0.2"})
+        yield proc
+        proc.stop()
 
 
 @dataclass

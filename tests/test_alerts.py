@@ -269,7 +269,7 @@ def test_the_client_and_the_cli_cover_alerts(alert_server: ServerProcess, projec
 
 
 def test_each_metric_reads_the_windows_runs_that_match_the_filter(
-        alert_server: ServerProcess, database: TestDatabase) -> None:
+        server: ServerProcess, database: TestDatabase) -> None:
     """storage/alert_reads.py over rollup_contributions (and scores), rows written by hand."""
     project, hour = "alerts-measure", 3_600_000_000_000
 

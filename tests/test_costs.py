@@ -307,3 +307,38 @@ def test_a_price_table_file_keeps_its_format() -> None:
     table = price_table({"as_of": "2026-01-01", "currency": "USD", "models": {
         "m": {"input": 1, "output": 2, "cached_input": 0.5, "cache_write": 1.25}}}, "f.json")
     assert table.models["m"].cache_write == 1.25 and table.as_of == "2026-01-01"
+
+
+def test_every_model_costs_what_genai_prices_itself_computes() -> None:
+    """step_cost reads an untiered price set once and prices calls from it: for every model of
+    genai-prices' data, on one of two dates, its price equals genai-prices' own calculation."""
+    import random
+    from datetime import UTC, datetime
+
+    import genai_prices
+    from genai_prices import data as genai_data
+
+    models = {(p.id, m.id): (p, m) for p in genai_data.providers for m in p.models}
+    rng = random.Random(7)
+    compared = 0
+    dates = (datetime(2024, 6, 1, tzinfo=UTC), datetime(2026, 11, 1, tzinfo=UTC))
+    for n, (_, model_id) in enumerate(sorted(models)):
+        for when in dates[n % 2:n % 2 + 1]:
+            inp = rng.randint(0, 300_000)
+            read = rng.randint(0, inp)
+            write = rng.randint(0, inp - read)
+            out = rng.randint(0, 40_000)
+            reasoning = rng.randint(0, out)
+            step = step_cost(Prices(), model_id, Usage(
+                input=inp, output=out, cache_read=read, cache_write=write, reasoning=reasoning,
+                started_ms=int(when.timestamp() * 1000)))
+            if step.priced_as is None:
+                continue
+            provider, info = models[tuple(step.priced_as.split(":", 1))]  # type: ignore[index]
+            own = info.calc_price(genai_prices.Usage(
+                input_tokens=inp, cache_read_tokens=read, cache_write_tokens=write,
+                output_tokens=out, output_reasoning_tokens=reasoning),
+                provider, genai_request_timestamp=when).total_price
+            assert step.usd == round(float(own), 10), (step.priced_as, when)
+            compared += 1
+    assert compared > 1000

@@ -149,7 +149,7 @@ def test_a_saturated_server_queues_and_every_trajectory_follows(
 
         with ThreadPoolExecutor(8) as pool:
             assert set(pool.map(send, bodies)) == {200}
-        metrics = httpx.get(f"{server.http}/metrics", timeout=10).text
+        metrics = httpx.get(f"{server.http}/metrics").text
         deferred = [line for line in metrics.splitlines()
                     if line.startswith("trajhub_ingest_deferred_total ")]
         assert deferred and float(deferred[0].split()[1]) > 0

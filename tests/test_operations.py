@@ -61,7 +61,7 @@ def access_entries(server: ServerProcess) -> list[dict[str, object]]:
 
 
 def scrape(server: ServerProcess) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = httpx.get(f"{server.http}/metrics", timeout=10).text
+    text = httpx.get(f"{server.http}/metrics").text
     return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
             for family in text_string_to_metric_families(text) for sample in family.samples}
 
@@ -72,7 +72,7 @@ def value(samples: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: s
 
 
 def test_every_log_line_is_json_and_no_runtime_dir_warning(json_server: ServerProcess) -> None:
-    httpx.get(f"{json_server.http}/healthz", timeout=10)
+    httpx.get(f"{json_server.http}/healthz")
     lines = wait_for(lambda: [ln for ln in log_lines(json_server)
                               if "trajhub.access" in ln] and log_lines(json_server),
                      what="an access line")
@@ -116,8 +116,7 @@ def test_access_log_of_grpc_ingest_carries_span_counts(json_server: ServerProces
 
 
 def test_access_log_of_rest_names_the_project(json_server: ServerProcess, project: str) -> None:
-    r = httpx.get(f"{json_server.http}/api/v1/trajectories", params={"project": project},
-                  timeout=10)
+    r = httpx.get(f"{json_server.http}/api/v1/trajectories", params={"project": project})
     assert r.status_code == 200
     entry = wait_for(lambda: next((e for e in access_entries(json_server)
                                    if e["project"] == project), None), what="access line")
@@ -126,7 +125,7 @@ def test_access_log_of_rest_names_the_project(json_server: ServerProcess, projec
 
 
 def test_text_format_is_the_default(server: ServerProcess) -> None:
-    httpx.get(f"{server.http}/healthz", timeout=10)
+    httpx.get(f"{server.http}/healthz")
     line = wait_for(lambda: next((ln for ln in log_lines(server)
                                   if "trajhub.access" in ln and "/healthz" in ln), None),
                     what="access line")
@@ -232,8 +231,7 @@ def test_text_access_log_escapes_a_newline_and_an_escape_in_the_path(
     marker = new_trace_id().hex()
     before = access_line_count(server)
     # a newline that would start a forged record, and an ESC that would colour a terminal
-    r = httpx.get(f"{server.http}/esc-{marker}%0A2026-01-01%2000:00:00,000%20INFO%20forged%1B[31m",
-                  timeout=10)
+    r = httpx.get(f"{server.http}/esc-{marker}%0A2026-01-01%2000:00:00,000%20INFO%20forged%1B[31m")
     assert r.status_code == 404
     line = wait_for(lambda: next((ln for ln in log_lines(server) if marker in ln), None),
                     what="the access line")
@@ -252,7 +250,7 @@ def test_json_access_log_keeps_every_line_break_inside_its_string(
     marker = new_trace_id().hex()
     before = len(access_entries(json_server))
     # LF, ESC, DEL, NEL (C1) and U+2028: `str.splitlines` breaks a line at LF, NEL and U+2028
-    r = httpx.get(f"{json_server.http}/esc-{marker}%0Aa%1Bb%7Fc%C2%85d%E2%80%A8e", timeout=10)
+    r = httpx.get(f"{json_server.http}/esc-{marker}%0Aa%1Bb%7Fc%C2%85d%E2%80%A8e")
     assert r.status_code == 404
     entry = wait_for(lambda: next((e for e in access_entries(json_server)
                                    if marker in str(e["path"])), None), what="the access line")

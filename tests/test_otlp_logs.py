@@ -87,7 +87,7 @@ def stored_records(database: TestDatabase, project: str) -> list[dict[str, objec
 
 
 def dropped_points(server: ServerProcess) -> float:
-    text = httpx.get(f"{server.http}/metrics", timeout=10).text
+    text = httpx.get(f"{server.http}/metrics").text
     found = re.search(r"^trajhub_metric_points_dropped_total (\S+)$", text, re.M)
     return float(found.group(1)) if found else 0.0
 

@@ -371,6 +371,62 @@ def test_a_span_written_while_its_partition_is_dropped_keeps_it(database: TestDa
         run(check(url))
 
 
+def test_row_deletes_and_partition_creation_wait_for_each_other_without_deadlock(
+        database: TestDatabase) -> None:
+    """A batch of retention's row deletes started while a partition is being created (its
+    first table, spans, already locked) waits for it, and the creation goes on to lock traces,
+    whose rows the batch deletes: both finish, and the trace is gone."""
+    old = span_writer.SpanWrite("p", "d" * 32, "1" * 16, "", "op", 1, 1, 2, 0, "svc", None, 1,
+                              "{}", b"old")
+    lower = datetime(2020, 1, 1, tzinfo=UTC)
+    seen = lower + timedelta(hours=12)
+
+    async def check(url: str) -> None:
+        creator, sweep, watch = (await asyncpg.connect(url), await asyncpg.connect(url),
+                                 await asyncpg.connect(url))
+        try:
+            await migrate(creator)
+            await creator.execute("SELECT trajhub_create_partition($1, $2)",
+                                  lower, lower + timedelta(days=1))
+            await creator.execute("INSERT INTO trace_keys VALUES ('p', $1, $2)",
+                                  old.trace_id, seen)
+            await span_writer.prepare(creator)
+            async with creator.transaction():
+                assert await span_writer.write_spans(creator, [old], {})
+            await creator.execute(
+                "INSERT INTO traces (project, trace_id, root_span_id, root_name, service_name, "
+                "start_ns, end_ns, span_count, error_count, last_received_at, first_seen) "
+                "VALUES ('p', $1, $2, 'op', 'svc', 1, 2, 1, 0, $3, $3)",
+                old.trace_id, old.span_id, seen)
+
+            tx = creator.transaction()
+            await tx.start()
+            # what trajhub_create_partition takes first, held until the rest is taken
+            await creator.execute("LOCK TABLE ONLY spans IN ACCESS EXCLUSIVE MODE")
+            expiring = asyncio.ensure_future(
+                retention.expire_batch(sweep, "p", datetime.now(UTC)))
+            for _ in range(400):
+                if await watch.fetchval("SELECT count(*) FROM pg_locks WHERE pid = $1 "
+                                        "AND NOT granted", sweep.get_server_pid()):
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                raise AssertionError("the row deletes never waited for the partition")
+            next_day = lower + timedelta(days=1)
+            await creator.execute("SELECT trajhub_create_partition($1, $2)",
+                                  next_day, next_day + timedelta(days=1))
+            await tx.commit()
+            assert await expiring == 1
+            assert not await watch.fetchval("SELECT count(*) FROM traces WHERE trace_id = $1",
+                                            old.trace_id)
+        finally:
+            for conn in (creator, sweep, watch):
+                await conn.close()
+
+    with separate_database(database) as url:
+        run(check(url))
+
+
 def test_every_partition_of_the_words_index_gets_a_64_mb_pending_list(
         database: TestDatabase) -> None:
     """Migrations 0064, 0066 and 0068 (the words in a table of their own): the partitions that

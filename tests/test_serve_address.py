@@ -20,7 +20,7 @@ def test_serve_prints_the_web_ui_address_when_ready(database: TestDatabase,
         # the harness asks for port 0 on the default host: the address names the real port
         assert line == f"trajhub: web UI at http://127.0.0.1:{server.http_port}/"
         address = re.sub(r"^trajhub: web UI at ", "", line)
-        page = httpx.get(address, timeout=10)
+        page = httpx.get(address)
         assert page.status_code == 200 and "<title>trajhub</title>" in page.text
     finally:
         server.stop()

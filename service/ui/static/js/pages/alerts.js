@@ -126,7 +126,7 @@ export async function renderAlerts(ctx) {
   const windowSeconds = input("alert-window", {type: "number", min: "60", step: "1",
     value: "900", required: true});
   const webhook = input("alert-webhook", {type: "url", required: true,
-    placeholder: "https://hooks.example.com/trajhub"});
+    placeholder: "your receiver's http(s) address"});
   const filterInputs = FILTERS.map(([key]) => input(`alert-${key.replace("_", "-")}`, {}));
 
   const form = h("form", {class: "filters", id: "alert-form", "aria-label": "Alert rule",
