@@ -27,8 +27,9 @@ TRACE_LOCK = "pg_try_advisory_xact_lock(hashtextextended({project} || '/' || {tr
 #: and with the settled rows' delete below a finalizing pass after a drain cost as much as the
 #: queue was long, times the open trajectories (bench/README.md, "The derivation queue's
 #: claims").
-NOT_QUEUED = ("NOT EXISTS (SELECT 1 FROM trace_changes c "
-              "WHERE c.project = {project} AND c.trace_id = {trace_id} OFFSET 0)")
+NOT_QUEUED = ("NOT EXISTS (SELECT 1 FROM trace_changes queued_change "
+              "WHERE queued_change.project = {project} "
+              "AND queued_change.trace_id = {trace_id} OFFSET 0)")
 
 
 @dataclass(frozen=True)
