@@ -12,18 +12,13 @@ notification whose sender died is sent again by another server, with the same de
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import orjson
 
 from trajhub.records.alerts import AlertEvent, AlertRule
 from trajhub.storage.database import Connection
-from trajhub.storage.rows import IdRow, RecordRow
-
-#: now, as the tables' `_ns` columns store a moment
-NOW_NS = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000"
+from trajhub.storage.rows import NOW_NS, IdRow, NamedRecords, RecordRow
 
 
 class AlertRuleRow(IdRow):
@@ -36,41 +31,15 @@ class AlertEventRow(RecordRow):
     record = AlertEvent
 
 
-#: the columns a client gives (the secret is written, never read back)
-WRITTEN = ("name", "metric", "score_name", "condition", "warning_threshold", "alert_threshold",
-           "window_seconds", "filter", "webhook_url", "secret", "enabled", "muted")
-
-
-def _value(column: str, value: Any) -> Any:
-    return orjson.dumps(value).decode() if column == "filter" else value
-
-
-def _placeholder(column: str, index: int) -> str:
-    return f"${index}::jsonb" if column == "filter" else f"${index}"
-
-
-async def create(conn: Connection, project: str, values: Mapping[str, Any]
-                 ) -> AlertRuleRow | None:
-    """A new rule (values by column); None when the project has one of that name."""
-    columns = [c for c in WRITTEN if c in values]
-    return await AlertRuleRow.fetch_one(
-        conn, f"INSERT INTO alert_rules (project, {', '.join(columns)}) VALUES ($1, "
-        + ", ".join(_placeholder(c, i) for i, c in enumerate(columns, 2))
-        + f") ON CONFLICT (project, name) DO NOTHING RETURNING {AlertRule.select_list()}",
-        project, *(_value(c, values[c]) for c in columns))
-
-
-async def update(conn: Connection, project: str, rule_id: int, values: Mapping[str, Any]
-                 ) -> AlertRuleRow | None:
-    """Change the given columns; None when the project has no such rule. A rule switched on or
-    unmuted is due at once. A name another rule has raises asyncpg's UniqueViolationError."""
-    columns = [c for c in WRITTEN if c in values]
-    sets = [f"{c} = {_placeholder(c, i)}" for i, c in enumerate(columns, 3)]
-    sets += [f"updated_ns = {NOW_NS}", "next_evaluation_at = now()"]
-    return await AlertRuleRow.fetch_one(
-        conn, f"UPDATE alert_rules SET {', '.join(sets)} WHERE project = $1 AND id = $2 "
-        f"RETURNING {AlertRule.select_list()}",
-        project, rule_id, *(_value(c, values[c]) for c in columns))
+#: the rules, written from the columns a client gives (the secret is written, never read
+#: back); a rule switched on or unmuted is due at once, so every edit makes it due
+RULES = NamedRecords(
+    "alert_rules", AlertRuleRow,
+    ("name", "metric", "score_name", "condition", "warning_threshold", "alert_threshold",
+     "window_seconds", "filter", "webhook_url", "secret", "enabled", "muted"),
+    json=frozenset({"filter"}), on_edit=("next_evaluation_at = now()",))
+create = RULES.create
+update = RULES.update
 
 
 async def get(conn: Connection, project: str, rule_id: int) -> AlertRuleRow | None:

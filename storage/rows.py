@@ -13,11 +13,13 @@ declaration's, so a field declared there is read without touching this module.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Generic, Literal, Self, TypeVar
 
 import asyncpg
+import orjson
 
 from trajhub.records import Record
 from trajhub.records.datasets import Dataset, Item, ItemWithTrajectory
@@ -333,3 +335,70 @@ class TargetTrajectoryRow(Row):
     trace_id: str
     status: str
     document: str | None = field(metadata=stored_text(DOCUMENT))
+
+
+# ------------------------------------------------------------------------------ written records
+
+#: now, as the tables' `_ns` columns store a moment (the statement's clock)
+NOW_NS = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000"
+
+_Named = TypeVar("_Named", bound=IdRow)
+
+
+@dataclass(frozen=True)
+class NamedRecords(Generic[_Named]):
+    """A project's table of records a client creates and edits, unique by name within the
+    project and keyed by `id` (online evaluation rules, alert rules): one insert and one update
+    serve each, written from the columns a client gives and read back as `row`."""
+
+    table: str
+    row: type[_Named]
+    #: the columns a client gives, in the order they are written
+    written: tuple[str, ...]
+    #: those of them holding JSON: sent as text, cast on write
+    json: frozenset[str] = frozenset()
+    #: what an edit sets besides the given columns and `updated_ns`
+    on_edit: tuple[str, ...] = ()
+
+    def _placeholder(self, column: str, index: int) -> str:
+        return f"${index}::jsonb" if column in self.json else f"${index}"
+
+    def _value(self, column: str, value: Any) -> Any:
+        """A JSON column's value as text (given as text already, or as a value to encode)."""
+        if column in self.json and value is not None and not isinstance(value, str):
+            return orjson.dumps(value).decode()
+        return value
+
+    async def create(self, conn: Connection, project: str, values: Mapping[str, Any]
+                     ) -> _Named | None:
+        """A new record (values by column); None when the project has one of that name."""
+        columns = [c for c in self.written if c in values]
+        record_id = await conn.fetchval(
+            f"INSERT INTO {self.table} (project, {', '.join(columns)}) VALUES ($1, "
+            + ", ".join(self._placeholder(c, i) for i, c in enumerate(columns, 2))
+            + ") ON CONFLICT (project, name) DO NOTHING RETURNING id",
+            project, *(self._value(c, values[c]) for c in columns))
+        return None if record_id is None else await self.get(conn, project, record_id)
+
+    async def get(self, conn: Connection, project: str, record_id: int) -> _Named | None:
+        # Read back by a statement of its own: a record's columns may count its rows elsewhere
+        # with a subquery (a rule's queued runs), which Citus takes in no INSERT or UPDATE
+        # (storage/citus_tables.py).
+        return await self.row.fetch_one(
+            conn, f"SELECT {self.row.columns()} FROM {self.table} "
+            "WHERE project = $1 AND id = $2", project, record_id)
+
+    async def update(self, conn: Connection, project: str, record_id: int,
+                     values: Mapping[str, Any]) -> _Named | None:
+        """Change the given columns; None when the project has no such record. A name another
+        record has raises asyncpg's UniqueViolationError."""
+        columns = [c for c in self.written if c in values]
+        sets = [f"{c} = {self._placeholder(c, i)}" for i, c in enumerate(columns, 3)]
+        # the time as a value: Citus runs no VOLATILE function (clock_timestamp()) in an
+        # UPDATE of a reference table
+        sets += [f"updated_ns = ${len(columns) + 3}::bigint", *self.on_edit]
+        updated = await conn.fetchval(
+            f"UPDATE {self.table} SET {', '.join(sets)} WHERE project = $1 AND id = $2 "
+            "RETURNING id",
+            project, record_id, *(self._value(c, values[c]) for c in columns), time.time_ns())
+        return None if updated is None else await self.get(conn, project, record_id)

@@ -12,7 +12,6 @@ run still carries the claimant's token: however often a run is claimed, it score
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,7 +25,7 @@ from trajhub.storage import scores as score_store
 from trajhub.storage import trajectory_reads
 from trajhub.storage.database import Connection
 from trajhub.storage.derivation_store import SAMPLED
-from trajhub.storage.rows import IdRow, RecordRow
+from trajhub.storage.rows import IdRow, NamedRecords, RecordRow
 from trajhub.storage.trajectory_reads import TrajectoryFilter, select
 
 
@@ -42,48 +41,11 @@ class BackfillRow(RecordRow):
     record = RuleBackfill
 
 
-_WRITTEN = Rule.write_columns("service")
-#: JSON columns travel as text and are cast on write
-_JSON = {"config", "expectations", "filter"}
-
-
-def _placeholder(column: str, index: int) -> str:
-    return f"${index}::jsonb" if column in _JSON else f"${index}"
-
-
-def _json(column: str, value: Any) -> Any:
-    """A JSON column's value as text (given as text already, or as a value to encode)."""
-    if column in _JSON and value is not None and not isinstance(value, str):
-        return orjson.dumps(value).decode()
-    return value
-
-
-async def create(conn: Connection, project: str, values: Mapping[str, Any]) -> RuleRow | None:
-    """A new rule (values by column); None when the project has one of that name."""
-    columns = [c for c in _WRITTEN if c in values]
-    # the rule is read back by a statement of its own: its columns count its queued runs with
-    # a subquery, which Citus takes in no INSERT or UPDATE (the rules are a reference table)
-    rule_id = await conn.fetchval(
-        f"INSERT INTO rules (project, {', '.join(columns)}) VALUES ($1, "
-        + ", ".join(_placeholder(c, i) for i, c in enumerate(columns, 2))
-        + ") ON CONFLICT (project, name) DO NOTHING RETURNING id",
-        project, *(_json(c, values[c]) for c in columns))
-    return None if rule_id is None else await get(conn, project, rule_id)
-
-
-async def update(conn: Connection, project: str, rule_id: int, values: Mapping[str, Any]
-                 ) -> RuleRow | None:
-    """Change the given columns; None when the project has no such rule. A name another rule
-    has raises asyncpg's UniqueViolationError."""
-    columns = [c for c in _WRITTEN if c in values]
-    sets = [f"{c} = {_placeholder(c, i)}" for i, c in enumerate(columns, 3)]
-    # the time as a value: Citus runs no VOLATILE function (clock_timestamp()) in an UPDATE of a
-    # reference table
-    sets.append(f"updated_ns = ${len(columns) + 3}::bigint")
-    updated = await conn.fetchval(
-        f"UPDATE rules SET {', '.join(sets)} WHERE project = $1 AND id = $2 RETURNING id",
-        project, rule_id, *(_json(c, values[c]) for c in columns), time.time_ns())
-    return None if updated is None else await get(conn, project, rule_id)
+#: the rules, written from the columns a client gives (JSON ones travel as text)
+RULES = NamedRecords("rules", RuleRow, Rule.write_columns("service"),
+                     json=frozenset({"config", "expectations", "filter"}))
+create = RULES.create
+update = RULES.update
 
 
 async def list_rules(conn: Connection, project: str) -> list[RuleRow]:
@@ -111,10 +73,6 @@ async def backfill(conn: Connection, project: str, rule_id: int, f: TrajectoryFi
     """Queue the rule over the project's final trajectories that match `f` (the rule's filter)
     and its sample, as one backfill job counting them."""
     async with conn.transaction():
-        # On Citus: the runs are read from every shard and written, with their backfill, to
-        # reference tables that have foreign keys, which Citus does over one connection per
-        # node only. Elsewhere the setting is a placeholder and changes nothing.
-        await conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
         job = await conn.fetchval(
             "INSERT INTO rule_backfills (rule_id, total_count) VALUES ($1, 0) RETURNING id",
             rule_id)
@@ -244,10 +202,6 @@ async def finish(conn: Connection, run: ClaimedRun, score: Mapping[str, Any] | N
     transaction, and only while the run still carries this claim (False otherwise: another
     claimant has it, or had it and finished)."""
     async with conn.transaction():
-        # the score's insert reads its trajectory on every shard, then the backfill (a
-        # reference table with foreign keys) is updated: on Citus that takes one connection per
-        # node (a placeholder setting elsewhere)
-        await conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
         backfill = await conn.fetchrow(
             "DELETE FROM rule_runs WHERE id = $1 AND claim = $2 RETURNING backfill_id",
             run.id, run.claim)
@@ -303,20 +257,16 @@ async def judge_slot(conn: Connection, rule_id: int) -> float:
     """Take one judge call of the rule's cap for this minute: 0 when taken (or the rule has no
     cap), else the seconds until the current minute ends. One fixed window per rule, in the
     rule's row, so every server sharing the database shares the cap."""
-    # the times are values ($2 now, $3 a minute ago): Citus takes no function but an IMMUTABLE
-    # one (timestamptz arithmetic is STABLE) in a CASE of an UPDATE of a reference table
-    now = await conn.fetchrow("SELECT now() AS at, now() - interval '1 minute' AS minute_ago")
-    assert now is not None
     row = await conn.fetchrow(
         """UPDATE rules SET
-               window_calls = CASE WHEN window_start <= $3::timestamptz
-                                   THEN 1 ELSE window_calls + 1 END,
-               window_start = CASE WHEN window_start <= $3::timestamptz
-                                   THEN $2::timestamptz ELSE window_start END
+               window_calls = CASE WHEN window_start <= now() - interval '1 minute' THEN 1
+                                   ELSE window_calls + 1 END,
+               window_start = CASE WHEN window_start <= now() - interval '1 minute' THEN now()
+                                   ELSE window_start END
            WHERE id = $1 AND (max_judge_calls_per_minute IS NULL
-                              OR window_start <= $3::timestamptz
+                              OR window_start <= now() - interval '1 minute'
                               OR window_calls < max_judge_calls_per_minute)
-           RETURNING 0""", rule_id, now["at"], now["minute_ago"])
+           RETURNING 0""", rule_id)
     if row is not None:
         return 0.0
     wait = await conn.fetchval(

@@ -169,6 +169,21 @@ def separate_database(db: TestDatabase) -> Iterator[str]:
         run(execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+@contextlib.contextmanager
+def partitioned_server(db: TestDatabase, workdir: Path, width_seconds: float,
+                       **env: str) -> Iterator[tuple[ServerProcess, str]]:
+    """A server with a database of its own (its URL too) and time partitions `width_seconds`
+    wide, retention looking every half second: a test crosses a partition boundary by waiting
+    a few seconds, and sees retention act soon after. `env` adds settings."""
+    with separate_database(db) as url:
+        proc = ServerProcess.start(
+            url, workdir, settle_seconds=0.2,
+            extra_env={"TRAJHUB_PARTITION_MINUTES": str(width_seconds / 60),
+                       "TRAJHUB_RETENTION_INTERVAL_SECONDS": "0.5", **env})
+        yield proc, url
+        proc.stop()
+
+
 def database_url(url: str, name: str) -> str:
     """`url` with its database replaced by `name` (query parameters, e.g. a socket dir, kept)."""
     base, _, query = url.partition("?")

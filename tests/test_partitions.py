@@ -19,7 +19,14 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.harness import ServerProcess, TestDatabase, run, separate_database, wait_for
+from tests.harness import (
+    ServerProcess,
+    TestDatabase,
+    partitioned_server,
+    run,
+    separate_database,
+    wait_for,
+)
 from tests.harness import fetch_rows as query
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from tests.test_log_content import _note, post_logs
@@ -36,14 +43,9 @@ TABLES = ("spans", "traces", "trajectories", "trajectory_revisions")
 @pytest.fixture(scope="module")
 def part_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
                 ) -> Iterator[tuple[ServerProcess, str]]:
-    with separate_database(database) as url:
-        proc = ServerProcess.start(
-            url, tmp_path_factory.mktemp("partitions"), settle_seconds=0.2,
-            extra_env={"TRAJHUB_PARTITION_MINUTES": str(WIDTH_SECONDS / 60),
-                       "TRAJHUB_RETENTION_DAYS": str(RETENTION_SECONDS / 86400),
-                       "TRAJHUB_RETENTION_INTERVAL_SECONDS": "0.5"})
-        yield proc, url
-        proc.stop()
+    with partitioned_server(database, tmp_path_factory.mktemp("partitions"), WIDTH_SECONDS,
+                            TRAJHUB_RETENTION_DAYS=str(RETENTION_SECONDS / 86400)) as server:
+        yield server
 
 
 def send(server: ServerProcess, project: str, spans: list[Any]) -> None:
@@ -309,6 +311,23 @@ def test_an_existing_store_is_converted(database: TestDatabase) -> None:
         run(check(url))
 
 
+async def _stored_in_day(conn: asyncpg.Connection, span: span_writer.SpanWrite,
+                         lower: datetime) -> None:
+    """A migrated database with a partition for the day from `lower`, holding `span` in it as
+    a trace first seen at noon that day."""
+    seen = lower + timedelta(hours=12)
+    await migrate(conn)
+    await conn.execute("SELECT trajhub_create_partition($1, $2)", lower, lower + timedelta(days=1))
+    await conn.execute("INSERT INTO trace_keys VALUES ('p', $1, $2)", span.trace_id, seen)
+    await span_writer.prepare(conn)
+    async with conn.transaction():
+        assert await span_writer.write_spans(conn, [span], {})
+    await conn.execute(
+        "INSERT INTO traces (project, trace_id, root_span_id, root_name, service_name, "
+        "start_ns, end_ns, span_count, error_count, last_received_at, first_seen) "
+        "VALUES ('p', $1, $2, 'op', 'svc', 1, 2, 1, 0, $3, $3)", span.trace_id, span.span_id, seen)
+
+
 def test_a_span_written_while_its_partition_is_dropped_keeps_it(database: TestDatabase) -> None:
     """Ingest holds its trace's key until it commits; dropping the partition takes the keys
     first, so it waits, then sees the acknowledged span (its trace queued for derivation) and
@@ -321,21 +340,8 @@ def test_a_span_written_while_its_partition_is_dropped_keeps_it(database: TestDa
     async def check(url: str) -> None:
         ingest, sweep = await asyncpg.connect(url), await asyncpg.connect(url)
         try:
-            await migrate(ingest)
-            await ingest.execute("SELECT trajhub_create_partition($1, $2)",
-                                 lower, lower + timedelta(days=1))
+            await _stored_in_day(ingest, old, lower)
             [part] = [p for p in await retention.partitions(ingest) if p.lower == lower]
-            await ingest.execute("INSERT INTO trace_keys VALUES ('p', $1, $2)",
-                                 old.trace_id, lower + timedelta(hours=12))
-            await span_writer.prepare(ingest)
-            async with ingest.transaction():
-                assert await span_writer.write_spans(ingest, [old], {})
-            await ingest.execute(
-                "INSERT INTO traces (project, trace_id, root_span_id, root_name, service_name, "
-                "start_ns, end_ns, span_count, error_count, last_received_at, first_seen) "
-                "VALUES ('p', $1, $2, 'op', 'svc', 1, 2, 1, 0, $3, $4)",
-                old.trace_id, old.span_id, lower + timedelta(hours=12),
-                lower + timedelta(hours=12))
 
             now = datetime.now(UTC)
             assert await retention.partition_expired(sweep, part, lambda p: 1.0, now)
@@ -379,25 +385,12 @@ def test_row_deletes_and_partition_creation_wait_for_each_other_without_deadlock
     old = span_writer.SpanWrite("p", "d" * 32, "1" * 16, "", "op", 1, 1, 2, 0, "svc", None, 1,
                               "{}", b"old")
     lower = datetime(2020, 1, 1, tzinfo=UTC)
-    seen = lower + timedelta(hours=12)
 
     async def check(url: str) -> None:
         creator, sweep, watch = (await asyncpg.connect(url), await asyncpg.connect(url),
                                  await asyncpg.connect(url))
         try:
-            await migrate(creator)
-            await creator.execute("SELECT trajhub_create_partition($1, $2)",
-                                  lower, lower + timedelta(days=1))
-            await creator.execute("INSERT INTO trace_keys VALUES ('p', $1, $2)",
-                                  old.trace_id, seen)
-            await span_writer.prepare(creator)
-            async with creator.transaction():
-                assert await span_writer.write_spans(creator, [old], {})
-            await creator.execute(
-                "INSERT INTO traces (project, trace_id, root_span_id, root_name, service_name, "
-                "start_ns, end_ns, span_count, error_count, last_received_at, first_seen) "
-                "VALUES ('p', $1, $2, 'op', 'svc', 1, 2, 1, 0, $3, $3)",
-                old.trace_id, old.span_id, seen)
+            await _stored_in_day(creator, old, lower)
 
             tx = creator.transaction()
             await tx.start()

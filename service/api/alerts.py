@@ -13,7 +13,6 @@ import secrets
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-import asyncpg
 from fastapi import APIRouter, HTTPException, Path, Query, Response
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
 
@@ -23,7 +22,7 @@ from trajhub.records.pages import Page
 from trajhub.records.scores import NAME_PATTERN
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.cursors import decode_cursor, encode_cursor
-from trajhub.service.api.found import deleted, found
+from trajhub.service.api.found import deleted, edited, found, patched
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.params import INT64_MAX, PREFIX, Cursor, no_nul, whole_number
 from trajhub.service.api.records import answer
@@ -199,8 +198,8 @@ def _no_rule(alert_id: int, project: str) -> str:
     return f"no alert rule {alert_id} in project {project!r}"
 
 
-def _taken(project: str, name: object) -> HTTPException:
-    return HTTPException(409, f"project {project!r} has an alert rule named {name!r}")
+def _taken(project: str, name: object) -> str:
+    return f"project {project!r} has an alert rule named {name!r}"
 
 
 @router.post("/alerts", status_code=201, response_model=AlertRuleCreated,
@@ -215,7 +214,7 @@ async def create_alert(rt: Rt, project: Project, body: AlertCreate) -> Any:
     async with rt.db.acquire() as conn:
         row = await alert_store.create(conn, project, values)
     if row is None:
-        raise _taken(project, body.name)
+        raise HTTPException(409, _taken(project, body.name))
     return {**answer(declared.AlertRule, row), "secret": values["secret"]}
 
 
@@ -245,29 +244,23 @@ async def get_alert(alert_id: AlertId, rt: Rt, project: Project) -> Any:
 async def edit_alert(alert_id: AlertId, rt: Rt, project: Project, body: AlertPatch) -> Any:
     """Only the fields given change; the state stays until the next evaluation, which is due
     at once (a change it finds is notified as always)."""
-    given = body.model_dump(include=body.model_fields_set)
-    for column in list(given):
-        if given[column] is None and column not in ("warning_threshold", "score_name"):
-            del given[column]  # a null: unchanged (these fields always have a value)
+    given = patched(body, nullable=("warning_threshold", "score_name"))
     async with rt.db.acquire() as conn:
         current = answer(declared.AlertRule,
                          found(await alert_store.get(conn, project, alert_id),
                                _no_rule(alert_id, project)))
         merged = checked({**current, **given})
-        try:
-            row = await alert_store.update(conn, project, alert_id,
-                                           {c: merged[c] for c in given})
-        except asyncpg.UniqueViolationError:
-            raise _taken(project, given.get("name")) from None
-    return answer(declared.AlertRule, found(row, _no_rule(alert_id, project)))
+        row = await edited(alert_store.update(conn, project, alert_id,
+                                              {c: merged[c] for c in given}),
+                           _no_rule(alert_id, project), _taken(project, given.get("name")))
+    return answer(declared.AlertRule, row)
 
 
 @router.delete("/alerts/{alert_id}", status_code=204, responses=NOT_FOUND,
                summary="Delete an alert rule and its history")
 async def delete_alert(alert_id: AlertId, rt: Rt, project: Project) -> Response:
-    async with rt.db.acquire() as conn:
-        done = await alert_store.delete(conn, project, alert_id)
-    return deleted(done, _no_rule(alert_id, project))
+    return await deleted(rt.db, _no_rule(alert_id, project),
+                         alert_store.delete, project, alert_id)
 
 
 @router.get("/alerts/{alert_id}/events", response_model=AlertEventList, responses=NOT_FOUND,

@@ -258,9 +258,8 @@ async def patch_dataset(rt: Rt, project: Project, name: SetName, body: DatasetPa
 @router.delete("/datasets/{name}", status_code=204,
                summary="Delete a dataset and its items", responses=NOT_FOUND)
 async def delete_dataset(rt: Rt, project: Project, name: SetName) -> Response:
-    async with rt.db.acquire() as conn:
-        done = await datasets.delete_dataset(conn, project, name)
-    return deleted(done, _no_set(name, project))
+    return await deleted(rt.db, _no_set(name, project),
+                         datasets.delete_dataset, project, name)
 
 
 @router.get("/datasets/{name}/items", summary="List the items of a dataset",
@@ -364,9 +363,8 @@ async def patch_item(rt: Rt, project: Project, name: SetName, item_id: ItemId, b
                responses=NOT_FOUND)
 async def delete_item(rt: Rt, project: Project, name: SetName, item_id: ItemId) -> Response:
     dataset = await _dataset_id(rt, project, name)
-    async with rt.db.acquire() as conn:
-        done = await datasets.delete_item(conn, dataset, item_id)
-    return deleted(done, f"no item {item_id!r} in dataset {name!r}")
+    return await deleted(rt.db, f"no item {item_id!r} in dataset {name!r}",
+                         datasets.delete_item, dataset, item_id)
 
 
 @router.post("/datasets/{name}/fill", summary="Add trajectories to the set, by id or by query",

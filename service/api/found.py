@@ -1,13 +1,19 @@
-"""A route's lookup or delete that may find nothing: what it found (or a 204 for a delete), or a
-404 that says what is missing."""
+"""A route's lookup, edit or delete that may find nothing: what it found (or a 204 for a
+delete), or a 404 that says what is missing; and what a PATCH body changes."""
 
 from __future__ import annotations
 
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Collection
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
+import asyncpg
 from fastapi import HTTPException, Response
+from pydantic import BaseModel
+
+from trajhub.storage.database import Connection
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def found(row: T | None, missing: str) -> T:
@@ -17,9 +23,30 @@ def found(row: T | None, missing: str) -> T:
     return row
 
 
-def deleted(done: bool, missing: str) -> Response:
-    """The 204 of a delete that found what it deleted; a 404 whose detail is `missing` when
-    there was nothing to delete."""
+async def deleted(db: asyncpg.Pool, missing: str,
+                  delete: Callable[Concatenate[Connection, P], Awaitable[bool]],
+                  *args: P.args, **kwargs: P.kwargs) -> Response:
+    """The 204 of a delete (`delete(conn, *args)`, True when it found what it deleted); a 404
+    whose detail is `missing` when there was nothing to delete."""
+    async with db.acquire() as conn:
+        done = await delete(conn, *args, **kwargs)
     if not done:
         raise HTTPException(404, missing)
     return Response(status_code=204)
+
+
+def patched(body: BaseModel, nullable: Collection[str] = ()) -> dict[str, Any]:
+    """The fields a PATCH body gives, by name. A null for a field that always has a value (one
+    not `nullable`) leaves it unchanged, so it is not among them."""
+    given = body.model_dump(include=body.model_fields_set)
+    return {k: v for k, v in given.items() if v is not None or k in nullable}
+
+
+async def edited(update: Awaitable[T | None], missing: str, taken: str) -> T:
+    """The row an edit of a named record returns; a 404 (`missing`) when there was none, a 409
+    (`taken`) when the new name is another record's."""
+    try:
+        row = await update
+    except asyncpg.UniqueViolationError:
+        raise HTTPException(409, taken) from None
+    return found(row, missing)

@@ -261,9 +261,8 @@ async def get_queue(name: QueuePath, rt: Rt, project: Project) -> Any:
 @router.delete("/review-queues/{name}", status_code=204, responses=NOT_FOUND,
                summary="Delete a review queue and its items (not their scores)")
 async def delete_queue(name: QueuePath, rt: Rt, project: Project) -> Response:
-    async with rt.db.acquire() as conn:
-        done = await review.delete_queue(conn, project, name)
-    return deleted(done, f"no review queue {name!r} in project {project!r}")
+    return await deleted(rt.db, f"no review queue {name!r} in project {project!r}",
+                         review.delete_queue, project, name)
 
 
 @router.post("/review-queues/{name}/items", response_model=ItemsAdded, responses=NOT_FOUND,

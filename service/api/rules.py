@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Annotated, Any
 
-import asyncpg
 from fastapi import APIRouter, HTTPException, Path, Response
 from pydantic import (
     BaseModel,
@@ -28,7 +27,7 @@ from trajhub.records.scores import NAME_PATTERN
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.evaluations import EvaluatorName
 from trajhub.service.api.filters import stored_filter
-from trajhub.service.api.found import deleted, found
+from trajhub.service.api.found import deleted, edited, found, patched
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.page_examples import aliased_page_example
 from trajhub.service.api.params import (
@@ -184,6 +183,10 @@ def _no_rule(rule_id: int, project: str) -> str:
     return f"no rule {rule_id} in project {project!r}"
 
 
+def _taken(project: str, name: object) -> str:
+    return f"project {project!r} has a rule named {name!r}"
+
+
 async def _stored_rule(conn: Connection, project: str, rule_id: int) -> RuleRow:
     """The project's rule, or a 404."""
     return found(await rule_store.get(conn, project, rule_id), _no_rule(rule_id, project))
@@ -201,7 +204,7 @@ async def create_rule(rt: Rt, project: Project, body: RuleCreate) -> Any:
         await _queue_exists(conn, project, values.get("review_queue"))
         row = await rule_store.create(conn, project, values)
     if row is None:
-        raise HTTPException(409, f"project {project!r} has a rule named {body.name!r}")
+        raise HTTPException(409, _taken(project, body.name))
     return answer(declared.Rule, row)
 
 
@@ -226,31 +229,24 @@ async def get_rule(rule_id: RuleId, rt: Rt, project: Project) -> Any:
 async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) -> Any:
     """Only the fields given change. Runs already queued run with the rule as it is when they
     run; a rule switched off keeps its queued runs until it is on again."""
-    given = body.model_dump(include=body.model_fields_set)
-    for column in ("name", "evaluator", "config", "filter", "sample_rate", "enabled",
-                   "fail_below"):
-        if column in given and given[column] is None:
-            del given[column]  # a null: unchanged (these fields always have a value)
+    given = patched(body, nullable=("expectations", "max_judge_calls_per_minute",
+                                    "review_queue"))
     async with rt.db.acquire() as conn:
         current = answer(declared.Rule, await _stored_rule(conn, project, rule_id))
         merged = checked({**{c: current[c] for c in ("evaluator", "config", "expectations",
                                                      "filter")}, **given}, rt.settings)
         changes = {c: merged[c] for c in given}
         await _queue_exists(conn, project, changes.get("review_queue"))
-        try:
-            updated = await rule_store.update(conn, project, rule_id, changes)
-        except asyncpg.UniqueViolationError:
-            raise HTTPException(409, f"project {project!r} has a rule named "
-                                     f"{given.get('name')!r}") from None
-    return answer(declared.Rule, found(updated, _no_rule(rule_id, project)))
+        updated = await edited(rule_store.update(conn, project, rule_id, changes),
+                               _no_rule(rule_id, project), _taken(project, given.get("name")))
+    return answer(declared.Rule, updated)
 
 
 @router.delete("/rules/{rule_id}", status_code=204, responses=NOT_FOUND,
                summary="Delete a rule and its queued runs (its scores stay)")
 async def delete_rule(rule_id: RuleId, rt: Rt, project: Project) -> Response:
-    async with rt.db.acquire() as conn:
-        done = await rule_store.delete(conn, project, rule_id)
-    return deleted(done, _no_rule(rule_id, project))
+    return await deleted(rt.db, _no_rule(rule_id, project),
+                         rule_store.delete, project, rule_id)
 
 
 @router.post("/rules/{rule_id}/backfills", status_code=202, response_model=RuleBackfill,

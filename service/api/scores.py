@@ -250,9 +250,8 @@ async def list_scores(trace_id: TraceIdPath, rt: Rt, project: Project) -> Any:
                summary="Delete one score", responses=NOT_FOUND)
 async def delete_score(trace_id: TraceIdPath, score_id: ScoreId, rt: Rt,
                        project: Project) -> Response:
-    async with rt.db.acquire() as conn:
-        done = await score_store.delete(conn, project, trace_id, score_id)
-    return deleted(done, f"trace {trace_id} has no score {score_id} in project {project!r}")
+    return await deleted(rt.db, f"trace {trace_id} has no score {score_id} in project {project!r}",
+                         score_store.delete, project, trace_id, score_id)
 
 
 
@@ -343,6 +342,5 @@ async def put_score_config(name: ConfigName, rt: Rt, project: Project,
 @router.delete("/score-configs/{name}", status_code=204, responses=NOT_FOUND,
                summary="Delete the config of a score name")
 async def delete_score_config(name: ConfigName, rt: Rt, project: Project) -> Response:
-    async with rt.db.acquire() as conn:
-        done = await score_store.delete_config(conn, project, name)
-    return deleted(done, f"no score config {name!r} in project {project!r}")
+    return await deleted(rt.db, f"no score config {name!r} in project {project!r}",
+                         score_store.delete_config, project, name)

@@ -7,13 +7,17 @@ import argparse
 from typing import Any
 
 from trajhub.records.alerts import FILTERS, METRICS, AlertEvent, AlertRule
-from trajhub.service.cli.common import CliError, Command, connect, print_json
-from trajhub.service.cli.reads import list_action, print_records
+from trajhub.service.cli.common import (
+    CliError,
+    Command,
+    Handler,
+    connect,
+    delete_action,
+    print_json,
+    switch_action,
+)
+from trajhub.service.cli.reads import add_list_action, print_records
 from trajhub.service.client.api import TrajhubClient
-
-_list = list_action(TrajhubClient.list_alerts, "alerts", AlertRule,
-                    "no alert rules: `trajhub alerts create NAME METRIC --above X --window S "
-                    "--webhook URL` creates one")
 
 
 def _say(rule: AlertRule, verb: str) -> None:
@@ -44,20 +48,13 @@ def _create(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mute(muted: bool) -> Any:
-    def mute(args: argparse.Namespace) -> int:
-        with connect(args) as hub:
-            rule = hub.mute_alert(args.alert_id, muted)
-        _say(rule, "muted" if muted else "unmuted")
-        return 0
-    return mute
+def _mute(muted: bool) -> Handler:
+    return switch_action(TrajhubClient.mute_alert, "alert_id", muted,
+                         lambda rule: _say(rule, "muted" if muted else "unmuted"))
 
 
-def _delete(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        hub.delete_alert(args.alert_id)
-    print(f"deleted alert rule {args.alert_id} and its history")
-    return 0
+_delete = delete_action(TrajhubClient.delete_alert, "alert_id",
+                        said="deleted alert rule {alert_id} and its history")
 
 
 def _events(args: argparse.Namespace) -> int:
@@ -76,8 +73,10 @@ def register(sub: Any) -> None:
                              "POSTs each change of its state (resolved, warning, firing) "
                              "to a webhook (docs/alerts.md).")
 
-    p = ac.action("list", _list, help="the project's alert rules and their state")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_list_action(ac, "list", TrajhubClient.list_alerts, "alerts", AlertRule,
+                    "no alert rules: `trajhub alerts create NAME METRIC --above X --window S "
+                    "--webhook URL` creates one",
+                    help="the project's alert rules and their state")
 
     p = ac.action("create", _create, help="create an alert rule (admin)",
                   description="Create an alert rule: METRIC is " + "; ".join(

@@ -9,11 +9,13 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any, NoReturn
+from typing import IO, Any, NoReturn, TypeVar
 
 from pydantic import BaseModel
 
 from trajhub.service.client.api import DEFAULT_URL, TrajhubClient
+
+T = TypeVar("T")
 
 #: exit status of a user mistake (argparse's own, for usage errors)
 USAGE_ERROR = 2
@@ -65,6 +67,29 @@ class Command:
 
 def connect(args: argparse.Namespace) -> TrajhubClient:
     return TrajhubClient(args.url, project=args.project, api_key=args.api_key)
+
+
+def delete_action(delete: Callable[..., None], *keys: str, said: str) -> Handler:
+    """The handler of a delete ACTION: `delete(client, *the arguments named by keys)`, then
+    `said` printed, formatted with the arguments (`{name!r}`)."""
+    def run(args: argparse.Namespace) -> int:
+        with connect(args) as hub:
+            delete(hub, *(getattr(args, key) for key in keys))
+        print(said.format(**vars(args)))
+        return 0
+    return run
+
+
+def switch_action(switch: Callable[[TrajhubClient, Any, bool], T], key: str, on: bool,
+                  say: Callable[[T], None]) -> Handler:
+    """The handler of an ACTION that switches what the argument `key` names on or off
+    (`switch(client, its value, on)`), then says what it is now (`say(what switch returned)`)."""
+    def run(args: argparse.Namespace) -> int:
+        with connect(args) as hub:
+            record = switch(hub, getattr(args, key), on)
+        say(record)
+        return 0
+    return run
 
 
 def read_file(path: str) -> bytes:

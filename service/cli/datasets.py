@@ -14,6 +14,7 @@ from trajhub.service.cli.common import (
     Command,
     check_writable,
     connect,
+    delete_action,
     output_file,
     read_file,
     server_options,
@@ -88,11 +89,7 @@ def _rename(args: argparse.Namespace) -> int:
     return 0
 
 
-def _delete(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        hub.delete_dataset(args.name)
-    print(f"deleted dataset {args.name!r}")
-    return 0
+_delete = delete_action(TrajhubClient.delete_dataset, "name", said="deleted dataset {name!r}")
 
 
 def _fill(args: argparse.Namespace) -> int:

@@ -22,7 +22,6 @@ from trajhub.records.trajectories import (
 )
 from trajhub.service.cli.common import (
     Command,
-    Handler,
     clip,
     connect,
     duration,
@@ -77,16 +76,18 @@ def print_records(args: argparse.Namespace, key: str, record: type[Record], item
         print(record_table(record, items))
 
 
-def list_action(fetch: Callable[[TrajhubClient], list[Any]], key: str, record: type[Record],
-                none: str) -> Handler:
-    """The handler of a list ACTION that takes no arguments: what `fetch` reads from the
+def add_list_action(command: Command, name: str, fetch: Callable[[TrajhubClient], list[Any]],
+                    key: str, record: type[Record], none: str, *, help: str,
+                    description: str | None = None) -> None:
+    """Add a list ACTION that takes no arguments but `--json`: what `fetch` reads from the
     server, printed by print_records."""
     def run(args: argparse.Namespace) -> int:
         with connect(args) as hub:
             items = fetch(hub)
         print_records(args, key, record, items, none)
         return 0
-    return run
+    p = command.action(name, run, help=help, description=description)
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def add_filter_flags(parser: argparse.ArgumentParser, filter_: type[Query]) -> None:
@@ -259,7 +260,8 @@ def _sort(raw: str) -> str:
     return raw
 
 
-def _paging(p: argparse.ArgumentParser) -> None:
+def add_paging(p: argparse.ArgumentParser) -> None:
+    """The flags of a list read a page at a time."""
     p.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
     p.add_argument("--cursor", help="the `more: --cursor …` of the previous page")
     p.add_argument("--json", action="store_true",
@@ -288,7 +290,7 @@ def register(sub: Any) -> None:
     p.add_argument("--attribute", action="append", metavar="KEY=VALUE",
                    help="has a span with this attribute (repeatable)")
     p.add_argument("--min-duration-ms", type=float)
-    _paging(p)
+    add_paging(p)
     p = ts.action("show", _traces_show, help="one trace's spans",
                   description="One trace's spans as an indented tree (name, span id, "
                               "duration, error).")
@@ -311,7 +313,7 @@ def register(sub: Any) -> None:
     p.add_argument("--order", choices=("desc", "asc"))
     p.add_argument("--count", action="store_true",
                    help="also print how many trajectories match in all")
-    _paging(p)
+    add_paging(p)
     p = tj.action("show", _trajectories_show, help="one trajectory",
                   description="One trajectory: the root, then each agent step with its "
                               "model and tool steps.")

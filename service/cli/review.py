@@ -10,10 +10,8 @@ from typing import Any
 from trajhub.records.review import ReviewQueue
 from trajhub.records.trajectories import TrajectoryQuery
 from trajhub.service.cli.common import CliError, Command, connect, print_json
-from trajhub.service.cli.reads import add_filter_flags, list_action
+from trajhub.service.cli.reads import add_filter_flags, add_list_action
 from trajhub.service.client.api import TrajhubClient
-
-_list = list_action(TrajhubClient.list_review_queues, "queues", ReviewQueue, "no review queues")
 
 
 def _create(args: argparse.Namespace) -> int:
@@ -59,8 +57,8 @@ def register(sub: Any) -> None:
                  description="Review queues: trajectories for people to review "
                              "and score (the web UI's Review screen).")
 
-    p = rv.action("list", _list, help="the project's queues and progress")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_list_action(rv, "list", TrajhubClient.list_review_queues, "queues", ReviewQueue,
+                    "no review queues", help="the project's queues and progress")
 
     p = rv.action("create", _create, help="create a queue (admin key)",
                   description="Create a queue; each --score names a score config "

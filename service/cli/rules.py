@@ -9,8 +9,16 @@ import time
 from typing import Any
 
 from trajhub.records.rules import Rule
-from trajhub.service.cli.common import CliError, Command, connect, print_json
-from trajhub.service.cli.reads import list_action
+from trajhub.service.cli.common import (
+    CliError,
+    Command,
+    Handler,
+    connect,
+    delete_action,
+    print_json,
+    switch_action,
+)
+from trajhub.service.cli.reads import add_list_action
 from trajhub.service.client.api import TrajhubClient
 
 
@@ -25,10 +33,6 @@ def _object(raw: str | None, what: str) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         raise CliError(f"{what} must be a JSON object, e.g. '{{\"agent\": \"planner\"}}'")
     return value
-
-
-_list = list_action(TrajhubClient.list_rules, "rules", Rule,
-                    "no rules: `trajhub rules add NAME EVALUATOR` creates one")
 
 
 def _say(rule: Any, verb: str) -> None:
@@ -73,20 +77,13 @@ def _edit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _switch(enabled: bool) -> Any:
-    def switch(args: argparse.Namespace) -> int:
-        with connect(args) as hub:
-            rule = hub.enable_rule(args.rule_id, enabled)
-        _say(rule, "switched " + ("on" if enabled else "off"))
-        return 0
-    return switch
+def _switch(enabled: bool) -> Handler:
+    return switch_action(TrajhubClient.enable_rule, "rule_id", enabled,
+                         lambda rule: _say(rule, "switched " + ("on" if enabled else "off")))
 
 
-def _delete(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        hub.delete_rule(args.rule_id)
-    print(f"deleted rule {args.rule_id} (its scores stay)")
-    return 0
+_delete = delete_action(TrajhubClient.delete_rule, "rule_id",
+                        said="deleted rule {rule_id} (its scores stay)")
 
 
 def _backfill(args: argparse.Namespace) -> int:
@@ -109,8 +106,9 @@ def register(sub: Any) -> None:
                              "trajectory of the project that matches its filter, and "
                              "stores the verdict as a score (docs/rules.md).")
 
-    p = rc.action("list", _list, help="the project's rules")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_list_action(rc, "list", TrajhubClient.list_rules, "rules", Rule,
+                    "no rules: `trajhub rules add NAME EVALUATOR` creates one",
+                    help="the project's rules")
 
     def options(p: argparse.ArgumentParser, editing: bool) -> None:
         p.add_argument("--config", metavar="JSON", help="the evaluator's options, a JSON object")

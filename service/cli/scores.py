@@ -7,8 +7,8 @@ import argparse
 from typing import Any
 
 from trajhub.records.scores import Score, ScoreConfig, number_of
-from trajhub.service.cli.common import CliError, Command, connect, print_json
-from trajhub.service.cli.reads import list_action, print_records
+from trajhub.service.cli.common import CliError, Command, connect, delete_action, print_json
+from trajhub.service.cli.reads import add_list_action, print_records
 from trajhub.service.client.api import TrajhubClient
 
 
@@ -49,15 +49,8 @@ def _add(args: argparse.Namespace) -> int:
     return 0
 
 
-def _delete(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        hub.delete_score(args.trace_id, args.score_id)
-    print(f"deleted score {args.score_id}")
-    return 0
-
-
-_configs = list_action(TrajhubClient.list_score_configs, "configs", ScoreConfig,
-                       "no score configs: scores of any name and type are taken")
+_delete = delete_action(TrajhubClient.delete_score, "trace_id", "score_id",
+                        said="deleted score {score_id}")
 
 
 def _configure(args: argparse.Namespace) -> int:
@@ -95,10 +88,11 @@ def register(sub: Any) -> None:
                    help="read VALUE as this type (e.g. a category spelled like a number)")
     p.add_argument("--json", action="store_true", help="print the stored score as JSON")
 
-    p = sc.action("configs", _configs, help="the project's score configs",
-                  description="What the project's scores of each name must be: a type, a "
-                              "number's range, a category's list.")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_list_action(sc, "configs", TrajhubClient.list_score_configs, "configs", ScoreConfig,
+                    "no score configs: scores of any name and type are taken",
+                    help="the project's score configs",
+                    description="What the project's scores of each name must be: a type, a "
+                                "number's range, a category's list.")
 
     p = sc.action("configure", _configure, help="set what scores of a name must be",
                   description="Create or replace the config of a score name (an admin "

@@ -8,7 +8,7 @@ from typing import Any
 
 from trajhub.records.sessions import SessionQuery, SessionSummary
 from trajhub.service.cli.common import Command, connect, duration, print_json, when
-from trajhub.service.cli.reads import add_filter_flags, print_page
+from trajhub.service.cli.reads import add_filter_flags, add_paging, print_page
 
 
 def _usd(cost: Any) -> str:
@@ -79,10 +79,7 @@ def register(sub: Any) -> None:
     add_filter_flags(p, SessionQuery)
     p.add_argument("--sort", metavar="score:NAME",
                    help="by the sessions' mean of a score, highest first (only those with one)")
-    p.add_argument("--limit", type=int, default=50, help="at most this many (default 50)")
-    p.add_argument("--cursor", help="the `more: --cursor …` of the previous page")
-    p.add_argument("--json", action="store_true",
-                   help="print the page as JSON ({items, next_cursor})")
+    add_paging(p)
     p = ss.action("show", _show, help="one session as a transcript",
                   description="One session's turns in order: for each, the user's text and "
                               "the answer, its status, tokens, cost and trace id.")

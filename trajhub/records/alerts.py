@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from trajhub.records import Cli, Example, Record, Stored
-from trajhub.records.times import CreatedTime, written_ns
+from trajhub.records.times import Created, Updated
 
 #: what a rule may measure over its window, and what each means
 METRICS = {
@@ -88,10 +88,8 @@ class AlertRule(Record):
         Stored(column="evaluated_ns", written_by="database", convert="time", stored_type=int),
         Example("2026-11-22T10:00:00Z"),
     ] = Field(default=None, description="RFC 3339: the last evaluation (null: none yet)")
-    created_time: Annotated[CreatedTime, Example("2026-11-22T10:00:00Z")] = Field(
-        default="", description="RFC 3339: when it was created")
-    updated_time: Annotated[str, written_ns("updated_ns"), Example("2026-11-22T10:00:00Z")] = Field(
-        default="", description="RFC 3339: when it was last changed")
+    created_time: Created = Field(default="", description="RFC 3339: when it was created")
+    updated_time: Updated = Field(default="", description="RFC 3339: when it was last changed")
 
 
 class AlertEvent(Record):
@@ -123,8 +121,7 @@ class AlertEvent(Record):
         str, Stored(column="window_end_ns", convert="time", stored_type=int),
         Example("2026-11-22T10:00:00Z"),
     ] = Field(default="", description="RFC 3339: the window measured, to")
-    created_time: Annotated[CreatedTime, Cli("WHEN", "when"),
-                            Example("2026-11-22T10:00:00Z")] = Field(
+    created_time: Annotated[Created, Cli("WHEN", "when")] = Field(
         default="", description="RFC 3339: when the state changed")
     delivery: Annotated[
         Literal["pending", "delivered", "failed"], Cli("DELIVERY"), Example("delivered"),

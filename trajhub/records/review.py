@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from trajhub.records import Cli, Example, Record, Stored, computed
-from trajhub.records.times import CreatedTime, written_ns
+from trajhub.records.times import Created, written_ns
 from trajhub.records.trajectories import TRACE_ID
 
 #: a queue's name: as a score's (letters, digits and `_.:-`), so it reads well in a path
@@ -85,10 +85,7 @@ class ReviewQueue(Record):
         Cli("PENDING", right=True, order=2),
         Example(2),
     ] = Field(default=0, description="items not reviewed yet (those in review included)")
-    created_time: Annotated[
-        CreatedTime,
-        Example("2026-11-22T10:00:00Z"),
-    ] = Field(default="", description="RFC 3339: when it was created")
+    created_time: Created = Field(default="", description="RFC 3339: when it was created")
 
 
 class ReviewItem(Record):

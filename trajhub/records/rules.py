@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from trajhub.records import Cli, Example, Record, Stored, computed
-from trajhub.records.times import CreatedTime, written_ns
+from trajhub.records.times import Created, Updated
 
 #: what a rule's name may be (as a score name: trajhub.records.scores.NAME_PATTERN)
 NAME_MAX = 100
@@ -67,15 +67,8 @@ class Rule(Record):
     fail_below: Annotated[float, Example(1.0)] = Field(
         default=0.0, description="a score below this is a failure (for `review_queue`); 1.0: "
         "anything short of a full score")
-    created_time: Annotated[
-        CreatedTime,
-        Example("2026-11-22T10:00:00Z"),
-    ] = Field(default="", description="RFC 3339: when it was created")
-    updated_time: Annotated[
-        str,
-        written_ns("updated_ns"),
-        Example("2026-11-22T10:00:00Z"),
-    ] = Field(default="", description="RFC 3339: when it was last changed")
+    created_time: Created = Field(default="", description="RFC 3339: when it was created")
+    updated_time: Updated = Field(default="", description="RFC 3339: when it was last changed")
     pending_runs: Annotated[
         int,
         computed("(SELECT count(*) FROM rule_runs q WHERE q.rule_id = rules.id)"),
@@ -110,10 +103,7 @@ class RuleBackfill(Record):
         Cli("DONE", right=True),
         Example(40),
     ] = Field(default=0, description="the runs finished so far (scored, errored or skipped)")
-    created_time: Annotated[
-        CreatedTime,
-        Example("2026-11-22T10:00:00Z"),
-    ] = Field(default="", description="RFC 3339: when it was started")
+    created_time: Created = Field(default="", description="RFC 3339: when it was started")
 
 
 #: why a rule's run ends without a score (never an error score: nothing was judged)

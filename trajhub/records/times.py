@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated
 
-from trajhub.records import Stored
+from trajhub.records import Example, Stored
 
 
 def rfc3339(ns: int) -> str:
@@ -30,8 +30,13 @@ def written_when(column: str) -> Stored:
 
 #: when a row was created, as the rows with a `created_ns` column store it
 CreatedTime = Annotated[str, written_ns("created_ns")]
+#: when a served record was created, and last changed (an `updated_ns` column), with the
+#: moment the API's examples show
+Created = Annotated[CreatedTime, Example("2026-11-22T10:00:00Z")]
+Updated = Annotated[str, written_ns("updated_ns"), Example("2026-11-22T10:00:00Z")]
 #: when a set or an item was created or last changed (timestamptz columns)
 CreatedAt = Annotated[str, written_when("created_at")]
 UpdatedAt = Annotated[str, written_when("updated_at")]
 
-__all__ = ["CreatedAt", "CreatedTime", "UpdatedAt", "rfc3339", "written_ns", "written_when"]
+__all__ = ["Created", "CreatedAt", "CreatedTime", "Updated", "UpdatedAt", "rfc3339", "written_ns",
+           "written_when"]
