@@ -417,18 +417,6 @@ def _linear(prices: Prices, model: str | None) -> bool:
     return _genai_linear(model.strip().lower())
 
 
-def priced_by_sum(prices: Prices, model: str | None) -> bool:
-    """Whether `usage_cost` gives the calls of `model` the cost of one call of their billable
-    tokens summed: those of a model priced at one rate per token (`_linear`), and those of a
-    model without a price, which cost nothing either way. A session's cost is read from such
-    sums (storage/session_rows.py) instead of from every call."""
-    if _linear(prices, model) or not model or not model.strip():
-        return True
-    if prices.override is not None and prices.override.price(model) is not None:
-        return False
-    return _genai_model(model.strip().lower()) is None
-
-
 def _summed(calls: list[Usage]) -> Usage:
     """One call of the calls' billable tokens summed (`billable` of it gives the sums back)."""
     parts = [billable(c) for c in calls]

@@ -24,7 +24,6 @@ REFERENCE: frozenset[str] = frozenset({
     "resources", "compression_dictionaries", "api_keys", "project_retention",
     "scores", "score_configs", "rules", "rule_backfills", "rule_runs", "review_queues",
     "review_items", "run_rollups", "run_rollup_scores",
-    "sessions", "session_scores", "session_models", "session_calls",
 })
 
 LOCAL: frozenset[str] = frozenset({

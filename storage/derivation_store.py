@@ -12,7 +12,7 @@ import asyncpg
 
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectorySummary
-from trajhub.storage import rollups, session_rows
+from trajhub.storage import rollups
 from trajhub.storage.database import Connection
 from trajhub.storage.sql import Params
 from trajhub.storage.trace_reads import SPAN_FIELDS
@@ -311,17 +311,9 @@ STORE_TRAJECTORIES = (
                            "derived_at = EXCLUDED.derived_at, document_text = NULL, "
                            "explanation_text = NULL",
               stored_as=_SEARCHED)
-    + f" RETURNING {_KEY}, settle_at, root_ended, {', '.join(session_rows.TURN_COLUMNS)}), "
+    + f" RETURNING {_KEY}, settle_at, root_ended), "
     f"words_queued AS (INSERT INTO trajectory_words_queue ({_KEY}) SELECT {_KEY} FROM stored "
-    "ON CONFLICT (project, trace_id) DO UPDATE SET first_seen = EXCLUDED.first_seen), "
-    # its session (storage/session_rows.py) takes back the turn as it was (the table as the
-    # statement began) and adds it as stored
-    "session_turns AS ("
-    + session_rows.turns("trajectories t JOIN stored s ON t.project = s.project "
-                         # its partition's row only (run-time pruning)
-                         "AND t.trace_id = s.trace_id AND t.first_seen = s.first_seen", -1)
-    + " UNION ALL " + session_rows.turns("stored s", 1, alias="s") + ")"
-    + session_rows.change_ctes("session_turns") + " "
+    "ON CONFLICT (project, trace_id) DO UPDATE SET first_seen = EXCLUDED.first_seen) "
     "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended) "
     "SELECT project, trace_id, settle_at, root_ended FROM stored "
     "ON CONFLICT (project, trace_id) DO UPDATE "
@@ -378,17 +370,11 @@ QUEUE_RULE_RUNS = QUEUE_RULE_RUNS.replace(
 
 # Monitoring's rollups (storage/rollups.py): what a trajectory contributes is added in the
 # statement that makes it final, and taken back in the one that stores it again (store()).
-# So are the figures of its session (storage/session_rows.py): the turn is taken back as it
-# counted while open and added as final.
-_CONTRIBUTED = ", ".join(f"t.{c}" for c in dict.fromkeys((
+_CONTRIBUTED = ", ".join(f"t.{c}" for c in (
     "start_ns", "run_name", "agent_names", "model_names", "release", "prompt_version",
     "has_error", "duration_ms", "input_tokens", "output_tokens", "cache_read_tokens",
-    "cache_write_tokens", "reasoning_tokens", "derived_usd", *session_rows.TURN_COLUMNS)))
-_ROLLED_UP = (rollups.add_ctes("finalized")
-              + ", session_turns AS (" + session_rows.turns("finalized f", -1, "open", "f")
-              + " UNION ALL " + session_rows.turns("finalized f", 1, alias="f") + ")"
-              + session_rows.change_ctes("session_turns",
-                                         after=("rollup_added", "rollup_scored")))
+    "cache_write_tokens", "reasoning_tokens", "derived_usd"))
+_ROLLED_UP = rollups.add_ctes("finalized")
 
 
 #: an open trajectory ready to become final (its settle time passed, root ended, or left open

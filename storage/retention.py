@@ -35,7 +35,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from trajhub.storage import rollups, session_rows
+from trajhub.storage import rollups
 from trajhub.storage.database import Connection
 from trajhub.storage.derivation_store import NOT_QUEUED
 
@@ -83,7 +83,6 @@ WITH e AS (
 ), gone_trajectories AS (
     DELETE FROM trajectories j USING e
     WHERE j.project = e.project AND j.trace_id = e.trace_id AND j.first_seen = ANY($3)
-    RETURNING {TURN_COLUMNS}
 ), gone_words AS (
     DELETE FROM trajectory_words w USING e
     WHERE w.project = e.project AND w.trace_id = e.trace_id AND w.first_seen = ANY($3)
@@ -117,18 +116,12 @@ WITH e AS (
     DELETE FROM trace_keys k USING e
     WHERE k.project = e.project AND k.trace_id = e.trace_id
 )
--- what their final trajectories contributed to monitoring's rollups is taken back, and the
--- turns from their sessions (storage/session_rows.py)
-{ROLLUPS}, session_turns AS ({SESSION_TURNS}){SESSIONS}
+-- what their final trajectories contributed to monitoring's rollups is taken back
+{ROLLUPS}
 DELETE FROM traces t USING e
 WHERE t.project = e.project AND t.trace_id = e.trace_id AND t.first_seen = ANY($3)
 RETURNING t.trace_id
-""".replace("{ROLLUPS}", rollups.take_back_ctes("e")).replace(
-    "{TURN_COLUMNS}", ", ".join(f"j.{c}" for c in ("project", "trace_id",
-                                                   *session_rows.TURN_COLUMNS))).replace(
-    "{SESSION_TURNS}", session_rows.turns("gone_trajectories j", -1, alias="j")).replace(
-    "{SESSIONS}", session_rows.change_ctes("session_turns",
-                                           after=("rollup_subtracted", "rollup_unscored")))
+""".replace("{ROLLUPS}", rollups.take_back_ctes("e"))
 
 # Log records whose trace has no spans (no key: none arrived, or retention took them), and those
 # outside any trace, go by their own received time, oldest first through the index of migration
@@ -278,8 +271,6 @@ async def drop_partition(conn: Connection, part: TimePartition,
                 # monitoring's rollups lose what the partition's trajectories contributed
                 # (their scores still in place)
                 await conn.execute(rollups.partition_take_back(part.name("trajectories")))
-                # and their sessions lose its turns
-                await conn.execute(session_rows.partition_take_back(part.name("trajectories")))
                 await conn.execute(
                     f"DELETE FROM open_trajectories o USING {part.name('trajectories')} t "
                     "WHERE o.project = t.project AND o.trace_id = t.trace_id")

@@ -5,8 +5,7 @@ re-derived, its scores change or retention deletes it.
 The writers are CTE fragments that the statements making those changes include (one
 statement, no round trip per trace); each is set-based over the batch the statement handles.
 Rows are upserted in key order, so two statements adding to the same rows lock them in the
-same order and never deadlock. The upserts return a row each, so that a statement's writes to
-sessions (storage/session_rows.py) can wait for them: rollups are locked first everywhere.
+same order and never deadlock.
 """
 
 from __future__ import annotations
@@ -40,9 +39,7 @@ def _roll(source: str, sign: str) -> str:
         f"count(*) AS runs, count(*) FILTER (WHERE failed) AS failed_runs, {sums} "
         f"FROM {source} GROUP BY {_KEY}, bucket) b GROUP BY {_KEY} ORDER BY {_KEY} "
         f"ON CONFLICT ({_KEY}) DO UPDATE SET {updates}, latency_counts = "
-        "trajhub_add_counts(run_rollups.latency_counts, EXCLUDED.latency_counts) "
-        # what a statement's later writes wait for (storage/session_rows.py)
-        "RETURNING 1")
+        "trajhub_add_counts(run_rollups.latency_counts, EXCLUDED.latency_counts)")
 
 
 def _roll_scores(source: str, scores: str, sign: str) -> str:
@@ -57,7 +54,7 @@ def _roll_scores(source: str, scores: str, sign: str) -> str:
         f"GROUP BY {key}, s.name ORDER BY {key}, s.name "
         f"ON CONFLICT ({_KEY}, name) DO UPDATE SET "
         "scores = run_rollup_scores.scores + EXCLUDED.scores, "
-        "total = run_rollup_scores.total + EXCLUDED.total RETURNING 1")
+        "total = run_rollup_scores.total + EXCLUDED.total")
 
 
 def add_ctes(finalized: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from trajhub.records import Column, is_optional
 from trajhub.records.scores import Score, ScoreConfig
-from trajhub.storage import rollups, session_rows
+from trajhub.storage import rollups
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import IdRow, RecordRow
 
@@ -52,16 +52,10 @@ _INSERT = (
     "JOIN trajectories t ON t.project = $1 AND t.trace_id = v.trace_id "
     # ids in the order given (a batch lists as it was sent)
     f"ORDER BY v.n RETURNING {Score.select_list()}, project AS rollup_project, "
-    "name AS rollup_name, number_value AS rollup_number, id AS session_score_id, "
-    "step_id AS session_step_id), "
-    "rollup_changed AS (SELECT rollup_project AS project, trace_id, "
-    "session_score_id AS id, rollup_name AS name, session_step_id AS step_id, "
+    "name AS rollup_name, number_value AS rollup_number), "
+    "rollup_changed AS (SELECT rollup_project AS project, trace_id, rollup_name AS name, "
     "rollup_number AS number_value FROM stored)"
-    + rollups.score_ctes("rollup_changed", "1")
-    # and in its session's scores (storage/session_rows.py), open or final
-    + session_rows.score_ctes("rollup_changed", added=True,
-                              after=("rollup_score_changed",))
-    + f" SELECT {_SELECTED} FROM stored")
+    + rollups.score_ctes("rollup_changed", "1") + f" SELECT {_SELECTED} FROM stored")
 
 
 async def add(conn: Connection, project: str, rows: Sequence[Mapping[str, Any]]
@@ -99,14 +93,11 @@ async def delete(conn: Connection, project: str, trace_id: str, score_id: int) -
     return bool(deleted)
 
 
-# taken back from monitoring's rollups and its session's scores in the statement that deletes it
+# taken back from monitoring's rollups in the statement that deletes it
 _DELETE = (
     "WITH rollup_changed AS (DELETE FROM scores WHERE project = $1 AND trace_id = $2 AND id = $3 "
-    f"RETURNING {', '.join(session_rows.SCORE_COLUMNS)})"
-    + rollups.score_ctes("rollup_changed", "-1")
-    + session_rows.score_ctes("rollup_changed", added=False,
-                              after=("rollup_score_changed",))
-    + " SELECT count(*) FROM rollup_changed")
+    "RETURNING project, trace_id, name, number_value)"
+    + rollups.score_ctes("rollup_changed", "-1") + " SELECT count(*) FROM rollup_changed")
 
 
 async def key_name(conn: Connection, key_id: str) -> str:

@@ -1,21 +1,16 @@
-"""Reads of sessions: the trajectories of a project sharing a session id. A session's summary
-is its row (`sessions`, migration 0092), kept as its turns change (storage/session_rows.py,
-docs/sessions.md); trajhub.records.sessions declares what is read of it.
+"""Reads of sessions: the trajectories of a project sharing a session id, aggregated with plain
+SQL over the `trajectories` table when read (trajhub.records.sessions declares the aggregates).
 
-The list walks the rows by latest turn (sessions_latest: project, last_start_ns DESC,
-session_id DESC; or the partial copies of it for failed and waiting sessions), or, under
-sort=score:<name>, the session score rows by mean (session_scores_mean). Filters on turns (a
-user, an agent, a score) find sessions through the trajectories' indexes. A session's turns
-are a range of trajectories_session (project, session_id, start_ns DESC, trace_id DESC;
-migration 0014, one per time partition, migration 0021)."""
+Two indexes serve the reads (one per time partition, migration 0021): the list walks
+trajectories_session_latest (project, start_ns DESC, session_id DESC, runs with a session only;
+migration 0030), and a session's turns are a range of trajectories_session (project,
+session_id, start_ns DESC, trace_id DESC; migration 0014)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
-
-import orjson
 
 from trajhub.records.sessions import SessionQuery, SessionSummary, SessionTurn
 from trajhub.storage.database import Connection
@@ -86,6 +81,9 @@ class SessionTurnRow(RecordRow):
 #: the sessions of the project ($1) having a turn `s` that matches (the condition follows)
 _HAVING_TURN = ("SELECT DISTINCT s.session_id FROM trajectories s WHERE s.project = $1 "
                 "AND s.session_id IS NOT NULL AND ")
+#: a condition on each session's count of turns follows
+_COUNTED = ("SELECT s.session_id FROM trajectories s WHERE s.project = $1 "
+            "AND s.session_id IS NOT NULL GROUP BY s.session_id HAVING ")
 
 
 @dataclass
@@ -93,48 +91,38 @@ class _Conditions:
     """The given filters (trajhub.records.sessions says how each is written), sorted by what
     they are conditions on."""
 
-    row: list[str] = field(default_factory=list)  # on the session's row `r`
-    within: list[str] = field(default_factory=list)  # sets of sessions (by a turn) it must be in
+    latest: list[str] = field(default_factory=list)  # on the session's latest turn `t`
+    within: list[str] = field(default_factory=list)  # sets the session must be in
+    without: list[str] = field(default_factory=list)  # sets it must not be in
     #: the query arguments the `within` sets use (they take theirs first: $1 … $n)
     within_args: list[Any] = field(default_factory=list)
 
 
-#: filters on a turn whose row holds the answer too: a walk of the rows checks the row, while
-#: a small set of sessions is found from the turns' index
-_ON_ROW = {"user_id": "r.user_counts ? {}"}
-
-
-def _conditions(values: Mapping[str, Any], arg: Params, walk: bool = False) -> _Conditions:
-    """`walk`: the conditions of a walk of the rows (those of _ON_ROW on the row)."""
+def _conditions(values: Mapping[str, Any], arg: Params) -> _Conditions:
     out = _Conditions()
     given = [(p, values[p.name]) for p in SessionQuery.params()
              if values.get(p.name) is not None]
     for p, value in given:  # the sets a session must be in, first
         if p.custom:  # `score`: a turn whose latest whole-run score of the name compares so
             out.within.append(_HAVING_TURN + score_condition(value, arg, "s.trace_id"))
-        elif walk and p.name in _ON_ROW:
-            continue
-        elif not p.condition.startswith("r."):
-            assert p.type is not bool, p.name
+        elif p.type is bool:
+            # true: some turn matches; false (`NOT …`): none does
+            assert p.negated == f"NOT {p.condition}", p.name
+            if value:
+                out.within.append(_HAVING_TURN + p.condition)
+        elif p.condition.startswith("count("):
+            out.within.append(_COUNTED + p.condition.format(arg(value)))
+        elif not p.condition.startswith("t."):
             out.within.append(_HAVING_TURN + p.condition.format(arg(value)))
     out.within_args = list(arg.values)
     for p, value in given:
-        if walk and p.name in _ON_ROW:
-            out.row.append(_ON_ROW[p.name].format(arg(value)))
+        if p.custom:
             continue
-        if p.custom or not p.condition.startswith("r."):
-            continue
-        if p.type is bool:
-            out.row.append(p.condition if value else p.negated)
-        else:
-            out.row.append(p.condition.format(arg(value)))
+        if p.type is bool and not value:
+            out.without.append(_HAVING_TURN + p.condition)
+        elif p.type is not bool and p.condition.startswith("t."):
+            out.latest.append(p.condition.format(arg(value)))
     return out
-
-
-#: the page's sessions (`page`: page_id, in the order of page_order) as the summary shows them
-_PAGE = (f"SELECT {SessionSummary.select_list()}<extra> FROM page p JOIN sessions "
-         "ON sessions.project = $1 AND sessions.session_id = p.page_id "
-         "ORDER BY p.page_order DESC, p.page_id DESC")
 
 
 async def list_sessions(conn: Connection, project: str, f: SessionFilter
@@ -142,48 +130,61 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
     """The sessions matching `f`, the one with the latest turn first (ties by session id,
     descending), after the cursor.
 
-    The page is read from the sessions' rows (migration 0092), one of two ways, so that a page
-    costs the rows that lead to it:
-    - walk the project's sessions by latest turn (the index sessions_latest, or the partial
-      ones of the sessions with a failed turn or waiting), keeping those whose row matches the
-      filters on it (its users among them) and that are in the sets the filters on turns name
-      (a turn of this agent, with this score); the first `limit` of those;
-    - but when the turn filters name a set of at most SMALL_SET sessions (a rare user, say),
-      the walk could pass most of the project's sessions before it finds a page: take that
-      set's rows instead (by key), and the newest of those. How large the set is is counted
-      first (up to SMALL_SET + 1), through the index of what it matches."""
+    Two steps in one query: find the page's sessions, then aggregate just their turns. The
+    page's sessions are found one of two ways, so that a page costs the rows that lead to it,
+    not an aggregate of every session of the project:
+    - walk the project's runs with a session id newest first (trajectories_session_latest,
+      migration 0030) and keep each run that is its session's latest turn (none of its
+      session after it) and whose session is in the sets the filters name (it has a turn of
+      this user, this agent, a failure, …) and not in those they exclude (no failed turn);
+      the first `limit` of those;
+    - but when the filters name a set of at most SMALL_SET sessions (a rare user, say), the
+      walk could pass most of the project's sessions before it finds a page: take that set's
+      sessions instead, each one's latest turn through the session index, and the newest of
+      those. How large the set is is counted first (up to SMALL_SET + 1), through the index
+      of what it matches."""
     arg = Params(project)
-    if f.score_sort is not None:
-        return await _by_score(conn, f, _conditions(f.values, arg, walk=True), arg)
     c = _conditions(f.values, arg)
-    small = bool(c.within) and int(await conn.fetchval(
-        "SELECT count(*) FROM (SELECT 1 FROM ("
-        f"{' INTERSECT '.join(c.within)}) m LIMIT {SMALL_SET + 1}) n",
-        *c.within_args)) <= SMALL_SET
-    if not small:  # a walk: the filters its rows answer are checked on them
-        arg = Params(project)
-        c = _conditions(f.values, arg, walk=True)
+    if f.score_sort is not None:
+        return await _by_score(conn, f, c, arg)
     matching = " INTERSECT ".join(c.within)
-    where = ["r.project = $1", "r.turns > 0", *c.row]
+    small = bool(c.within) and int(await conn.fetchval(
+        f"SELECT count(*) FROM (SELECT 1 FROM ({matching}) m LIMIT {SMALL_SET + 1}) n",
+        *c.within_args)) <= SMALL_SET
+    latest = list(c.latest)
+    latest += [f"t.session_id NOT IN ({without})" for without in c.without]
     if f.cursor is not None:
-        where.append(f"(r.last_start_ns, r.session_id) < ({arg(f.cursor[0])}::bigint, "
-                     f"{arg(f.cursor[1])}::text)")
+        latest.append(f"(t.start_ns, t.session_id) < ({arg(f.cursor[0])}::bigint, "
+                      f"{arg(f.cursor[1])}::text)")
     if small:
-        # the set's rows by key, sorted
-        source = "matching m JOIN sessions r ON r.project = $1 AND r.session_id = m.session_id"
+        # each matching session's latest turn through the session index (LATERAL: one index
+        # read per session, whatever the planner guesses of the set's size)
+        source = (f"WITH matching AS MATERIALIZED ({matching}), "
+                  "page AS (SELECT t.session_id FROM matching m CROSS JOIN LATERAL "
+                  "(SELECT m.session_id, max(s.start_ns) AS start_ns FROM trajectories s "
+                  "WHERE s.project = $1 AND s.session_id = m.session_id) t WHERE ")
     else:
-        source = "sessions r"
         if c.within:
             # a large set: a hash of it, which each walked session is looked up in. `IS TRUE`
             # keeps the IN a subplan, which PostgreSQL hashes: as a plain condition it becomes
-            # a semi join, which the planner, guessing 200 rows for the set, may run as a
-            # nested loop over the set for each walked session (bench/README.md, "Sessions")
-            where.append("(r.session_id IN (SELECT session_id FROM matching)) IS TRUE")
-    sql = ((f"WITH matching AS MATERIALIZED ({matching}), " if c.within else "WITH ")
-           + f"page AS (SELECT r.session_id AS page_id, r.last_start_ns AS page_order "
-           f"FROM {source} WHERE {' AND '.join(where)} "
-           f"ORDER BY r.last_start_ns DESC, r.session_id DESC LIMIT {arg(f.limit)}) "
-           + _PAGE.replace("<extra>", ""))
+            # a semi join, which the planner, guessing 200 rows for the set, ran as a nested
+            # loop over the set for each walked run: a comparison per run and session, which
+            # grows with both (bench/README.md, "Sessions")
+            latest.append("(t.session_id IN (SELECT session_id FROM matching)) IS TRUE")
+        source = ((f"WITH matching AS MATERIALIZED ({matching}), " if c.within else "WITH ")
+                  + "page AS (SELECT t.session_id FROM trajectories t "
+                  "WHERE t.project = $1 AND t.session_id IS NOT NULL AND "
+                  # t is its session's latest turn (ties by trace id)
+                  "NOT EXISTS (SELECT 1 FROM trajectories n WHERE n.project = t.project "
+                  "AND n.session_id = t.session_id AND n.start_ns >= t.start_ns "
+                  "AND (n.start_ns, n.trace_id) > (t.start_ns, t.trace_id)) AND ")
+    sql = (f"{source}{' AND '.join(['true', *latest])} "
+           f"ORDER BY t.start_ns DESC, t.session_id DESC LIMIT {arg(f.limit)}) "
+           # the page's sessions, each aggregated from its own turns (the session index)
+           "SELECT a.* FROM page p CROSS JOIN LATERAL "
+           f"(SELECT {SessionSummary.select_list()} FROM trajectories "
+           "WHERE project = $1 AND session_id = p.session_id GROUP BY session_id) a "
+           "ORDER BY a.last_turn_time DESC, a.session_id DESC")
     return SessionSummaryRow.from_records(await conn.fetch(sql, *arg.values))
 
 
@@ -192,51 +193,42 @@ async def _by_score(conn: Connection, f: SessionFilter, c: _Conditions, arg: Par
     """`sort=score:<name>`: the sessions with such a score, by the mean over their turns of
     each turn's latest whole-run score of that name (as the summary's `scores`), highest
     first, ties by session id. Only sessions that have one are listed: their mean orders
-    every row the cursor pages over. The sessions' score rows of that name are walked by
-    their mean (the index session_scores_mean)."""
+    every row the cursor pages over. The sessions are found from the scores of that name
+    (their index), not by walking the project's runs."""
     assert f.score_sort is not None
-    mean = "(sc.turn_total / sc.turns)::float8"
-    where = ["sc.project = $1", f"sc.name = {arg(f.score_sort)}", "sc.turns > 0",
-             "r.turns > 0", *c.row]
+    conditions = ["true"]
     if c.within:
-        where.append("sc.session_id IN (SELECT session_id FROM matching)")
+        conditions.append("s.session_id IN (SELECT session_id FROM matching)")
+    conditions += [f"s.session_id NOT IN ({without})" for without in c.without]
+    # a condition on the latest turn: some turn meets it (the latest is one)
+    conditions += [f"EXISTS (SELECT 1 FROM trajectories t WHERE t.project = $1 "
+                   f"AND t.session_id = s.session_id AND {latest})" for latest in c.latest]
     if f.cursor is not None:
-        where.append(f"({mean}, sc.session_id) < ({arg(float(f.cursor[0]))}::float8, "
-                     f"{arg(f.cursor[1])}::text)")
+        conditions.append(f"(s.mean, s.session_id) < ({arg(float(f.cursor[0]))}::float8, "
+                          f"{arg(f.cursor[1])}::text)")
     sql = ((f"WITH matching AS MATERIALIZED ({' INTERSECT '.join(c.within)}), "
             if c.within else "WITH ")
-           + f"page AS (SELECT sc.session_id AS page_id, {mean} AS page_order "
-           "FROM session_scores sc JOIN sessions r ON r.project = $1 "
-           f"AND r.session_id = sc.session_id WHERE {' AND '.join(where)} "
-           f"ORDER BY {mean} DESC, sc.session_id DESC LIMIT {arg(f.limit)}) "
-           + _PAGE.replace("<extra>", ", p.page_order AS sort_value"))
+           + "scored AS (SELECT t.session_id, avg(l.number_value) AS mean FROM "
+           "(SELECT DISTINCT ON (sc.trace_id) sc.trace_id, sc.number_value FROM scores sc "
+           f"WHERE sc.project = $1 AND sc.name = {arg(f.score_sort)} AND sc.step_id IS NULL "
+           "ORDER BY sc.trace_id, sc.id DESC) l "
+           "JOIN trajectories t ON t.project = $1 AND t.trace_id = l.trace_id "
+           "WHERE l.number_value IS NOT NULL AND t.session_id IS NOT NULL "
+           "GROUP BY t.session_id), "
+           f"page AS (SELECT s.session_id, s.mean FROM scored s WHERE {' AND '.join(conditions)} "
+           f"ORDER BY s.mean DESC, s.session_id DESC LIMIT {arg(f.limit)}) "
+           "SELECT a.*, p.mean AS sort_value FROM page p CROSS JOIN LATERAL "
+           f"(SELECT {SessionSummary.select_list()} FROM trajectories "
+           "WHERE project = $1 AND session_id = p.session_id GROUP BY session_id) a "
+           "ORDER BY p.mean DESC, a.session_id DESC")
     return SessionSummaryRow.from_records(await conn.fetch(sql, *arg.values))
 
 
 async def session_summary(conn: Connection, project: str, session_id: str
                           ) -> SessionSummaryRow | None:
     return await SessionSummaryRow.fetch_one(
-        conn, f"SELECT {SessionSummary.select_list()} FROM sessions "
-        "WHERE project = $1 AND session_id = $2 AND turns > 0", project, session_id)
-
-
-async def session_calls(conn: Connection, project: str, models: Sequence[tuple[str, str]]
-                        ) -> dict[tuple[str, str], list[Any]]:
-    """The model calls of these (session id, model) pairs, each call as often as its turns
-    made it (the calls as normalizers.playback's model_usage keeps them)."""
-    if not models:
-        return {}
-    rows = await conn.fetch(
-        "SELECT c.session_id, c.model, c.call, c.calls FROM session_calls c "
-        "JOIN unnest($2::text[], $3::text[]) AS k(session_id, model) "
-        "ON c.session_id = k.session_id AND c.model = k.model "
-        "WHERE c.project = $1 AND c.calls > 0", project,
-        [m[0] for m in models], [m[1] for m in models])
-    out: dict[tuple[str, str], list[Any]] = {}
-    for r in rows:
-        out.setdefault((r["session_id"], r["model"]), []).extend(
-            [orjson.loads(r["call"])] * int(r["calls"]))
-    return out
+        conn, f"SELECT {SessionSummary.select_list()} FROM trajectories "
+        "WHERE project = $1 AND session_id = $2 GROUP BY session_id", project, session_id)
 
 
 async def session_turns(conn: Connection, project: str, session_id: str,

@@ -1,8 +1,6 @@
 """Monitoring's rollups (storage/rollups.py, docs/monitoring.md) hold, row for row, what the
 final trajectories themselves sum to: after runs become final, after a re-derivation, a late
-span, scores added and deleted, retention's row deletes and a whole partition dropped. So do
-the sessions' rows (storage/session_rows.py, docs/sessions.md), with what their turns sum to,
-open turns included.
+span, scores added and deleted, retention's row deletes and a whole partition dropped.
 
 The server here has a database of its own with partitions three seconds wide, so two batches
 of runs land in two partitions and one can be dropped."""
@@ -10,7 +8,6 @@ of runs land in two partitions and one can be dropped."""
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import time
 import uuid
@@ -24,17 +21,10 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.harness import (
-    ServerProcess,
-    TestDatabase,
-    partitioned_server,
-    separate_database,
-    wait_for,
-)
+from tests.harness import ServerProcess, TestDatabase, partitioned_server, wait_for
 from tests.harness import fetch_rows as query
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.client import TrajhubClient
-from trajhub.evaluators.pricing import Usage, billable
 from trajhub.storage import retention
 from trajhub.storage.rollups import HOUR_NS
 
@@ -126,162 +116,12 @@ def assert_rollups_match(url: str) -> None:
     contributed = {(r["project"], r["trace_id"]) for r in query(
         url, "SELECT project, trace_id FROM rollup_contributions")}
     assert contributed == finals
-    assert_sessions_match(url)
-
-
-async def _session_figures(url: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(what the sessions' turns sum to, what the session rows hold), read in one snapshot."""
-    conn = await asyncpg.connect(url)
-    try:
-        async with conn.transaction(isolation="repeatable_read", readonly=True):
-            turns = await conn.fetch(
-                "SELECT project, trace_id, session_id, status, start_ns, duration_ms, "
-                "has_error, derivation_error IS NOT NULL AS underived, interrupted, user_id, "
-                "input_preview, input_tokens, output_tokens, cache_read_tokens, "
-                "cache_write_tokens, reasoning_tokens, coalesce(derived_usd, 0)::numeric AS usd, "
-                "model_usage FROM trajectories WHERE session_id IS NOT NULL")
-            scores = await conn.fetch("SELECT project, trace_id, id, name, step_id, "
-                                      "number_value FROM scores ORDER BY id")
-            rows = await conn.fetch("SELECT * FROM sessions")
-            score_rows = await conn.fetch("SELECT * FROM session_scores")
-            call_rows = await conn.fetch("SELECT * FROM session_calls")
-            model_rows = await conn.fetch("SELECT * FROM session_models")
-    finally:
-        await conn.close()
-    return (_expected_sessions(turns, scores),
-            _actual_sessions(rows, score_rows, call_rows, model_rows))
-
-
-def _expected_sessions(turns: list[Any], scores: list[Any]) -> dict[str, Any]:
-    sessions: dict[tuple[str, str], dict[str, Any]] = {}
-    session_of = {}
-    out_scores: dict[tuple[str, str, str], list[Any]] = {}
-    calls: dict[tuple[str, str, str, str], int] = defaultdict(int)
-    models: dict[tuple[str, str, str], list[int]] = {}
-    for t in turns:
-        key = (t["project"], t["session_id"])
-        session_of[(t["project"], t["trace_id"])] = (key, t["status"])
-        row = sessions.setdefault(key, {
-            **dict.fromkeys(("turns", "open_turns", "failed_turns", "turn_input_tokens",
-                             "turn_output_tokens", "runs", "failed_runs", "duration_ms",
-                             "input_tokens", "output_tokens", "cache_read_tokens",
-                             "cache_write_tokens", "reasoning_tokens", "usd"), 0),
-            "users": defaultdict(int), "latency": {}})
-        final = t["status"] == "final"
-        row["turns"] += 1
-        row["open_turns"] += t["status"] == "open"
-        row["failed_turns"] += t["has_error"] or t["underived"]
-        row["turn_input_tokens"] += t["input_tokens"]
-        row["turn_output_tokens"] += t["output_tokens"]
-        if t["user_id"] is not None:
-            row["users"][t["user_id"]] += 1
-        first = (t["start_ns"], t["trace_id"], t["input_preview"])
-        row["first"] = min(row.get("first", first), first, key=lambda f: f[:2])
-        last = (t["start_ns"], t["trace_id"], t["interrupted"])
-        row["last"] = max(row.get("last", last), last, key=lambda f: f[:2])
-        end = (t["start_ns"] + t["duration_ms"] * 1_000_000, t["trace_id"])
-        row["end"] = max(row.get("end", end), end)
-        if final:
-            row["runs"] += 1
-            row["failed_runs"] += t["has_error"]
-            b = bucket(t["duration_ms"])
-            row["latency"][b] = row["latency"].get(b, 0) + 1
-            for c in ("duration_ms", "input_tokens", "output_tokens", "cache_read_tokens",
-                      "cache_write_tokens", "reasoning_tokens", "usd"):
-                row[c] += t[c]
-        for model, usage in json.loads(t["model_usage"]).items():
-            if not isinstance(usage, dict):
-                continue
-            got = usage.get("calls")
-            for call in got if isinstance(got, list) else [
-                    [usage.get(k, 0) for k in ("input_tokens", "output_tokens",
-                                               "cached_input_tokens", "cache_write_tokens",
-                                               "reasoning_tokens")] + [0]]:
-                calls[(*key, model, json.dumps(call, separators=(",", ":")))] += 1
-                if isinstance(call, list) and len(call) == 6:
-                    b = billable(Usage(*(int(v) for v in call)))
-                    figures = models.setdefault((*key, model), [0, 0, 0, 0, 0, 0])
-                    for i, n in enumerate((1, b.input, b.output, b.cache_read, b.cache_write,
-                                           b.reasoning)):
-                        figures[i] += n
-    latest: dict[tuple[str, str, str], Any] = {}
-    for s in scores:
-        found = session_of.get((s["project"], s["trace_id"]))
-        if found is None:
-            continue
-        (key, status), value = found, s["number_value"]
-        figures = out_scores.setdefault((*key, s["name"]), [0, Decimal(0), 0, Decimal(0)])
-        if value is not None and status == "final":
-            figures[0] += 1
-            figures[1] += Decimal(repr(value))
-        if s["step_id"] is None:  # ordered by id: the last one seen is the latest
-            latest[(s["project"], s["trace_id"], s["name"])] = (key, value)
-    for (_, _, name), (key, value) in latest.items():
-        if value is not None:
-            figures = out_scores.setdefault((*key, name), [0, Decimal(0), 0, Decimal(0)])
-            figures[2] += 1
-            figures[3] += Decimal(repr(value))
-    return {"sessions": {k: {**v, "users": dict(v["users"])} for k, v in sessions.items()},
-            "scores": {k: tuple(v) for k, v in out_scores.items() if any(v)},
-            "calls": dict(calls), "models": {k: tuple(v) for k, v in models.items()}}
-
-
-def _actual_sessions(rows: list[Any], score_rows: list[Any], call_rows: list[Any],
-                     model_rows: list[Any]) -> dict[str, Any]:
-    sessions = {}
-    for r in rows:
-        figures = {c: r[c] for c in (
-            "turns", "open_turns", "failed_turns", "turn_input_tokens", "turn_output_tokens",
-            "runs", "failed_runs", "duration_ms", "input_tokens", "output_tokens",
-            "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "usd")}
-        users = json.loads(r["user_counts"])
-        latency = {b: n for b, n in enumerate(r["latency_counts"]) if n}
-        ends = {"first": (r["first_start_ns"], r["first_trace_id"], r["first_input_preview"]),
-                "last": (r["last_start_ns"], r["last_trace_id"], r["last_interrupted"]),
-                "end": (r["end_ns"], r["end_trace_id"])}
-        if r["turns"] == 0:
-            # a session whose turns all went holds zeros and no first or latest turn
-            assert not any(figures.values()) and not users and not latency, r
-            assert all(v is None for e in ends.values() for v in e), r
-            continue
-        sessions[(r["project"], r["session_id"])] = {**figures, **ends, "users": users,
-                                                     "latency": latency}
-    scores = {(s["project"], s["session_id"], s["name"]): (
-        s["scores"], s["total"], s["turns"], s["turn_total"]) for s in score_rows
-        if any((s["scores"], s["total"], s["turns"], s["turn_total"]))}
-    calls = {}
-    for c in call_rows:
-        assert c["calls"] >= 0, c
-        if c["calls"]:
-            call = json.dumps(json.loads(c["call"]), separators=(",", ":"))
-            calls[(c["project"], c["session_id"], c["model"], call)] = c["calls"]
-    models = {}
-    for m in model_rows:
-        figures = (m["calls"], *(int(m[c]) for c in (
-            "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-            "reasoning_tokens")))
-        if any(figures):
-            models[(m["project"], m["session_id"], m["model"])] = figures
-    return {"sessions": sessions, "scores": scores, "calls": calls, "models": models}
-
-
-def assert_sessions_match(url: str, some: bool = True) -> None:
-    """Every session row holds what its turns sum to (`some`: and there are sessions)."""
-    want, got = asyncio.run(_session_figures(url))
-    assert want["sessions"] or not some, "no session to compare"
-    assert got["sessions"] == want["sessions"]
-    assert got["scores"] == want["scores"]
-    assert got["calls"] == want["calls"]
-    assert got["models"] == want["models"]
 
 
 def run_spans(trace_id: bytes, start: int, agent: str, model: str, duration_ms: int,
               error: bool = False, prompt_version: str | None = None,
-              run_name: str | None = None, session: str | None = None,
-              user: str | None = None) -> list[Any]:
+              run_name: str | None = None) -> list[Any]:
     root = new_span_id()
-    context = {**({"session.id": session} if session else {}),
-               **({"user.id": user} if user else {})}
     chat_attrs: dict[str, Any] = {
         "gen_ai.operation.name": "chat", "gen_ai.request.model": model,
         "gen_ai.usage.input_tokens": 1000 + duration_ms, "gen_ai.usage.output_tokens": 20}
@@ -291,7 +131,7 @@ def run_spans(trace_id: bytes, start: int, agent: str, model: str, duration_ms: 
         span(trace_id, f"invoke_agent {agent}", span_id=root, start=start,
              duration=duration_ms * 1_000_000,
              attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
-                         **({"trajhub.run": run_name} if run_name else {}), **context}),
+                         **({"trajhub.run": run_name} if run_name else {})}),
         span(trace_id, "chat", parent=root, start=start + 1_000_000, attributes=chat_attrs,
              error=error),
     ]
@@ -337,25 +177,17 @@ def test_rollups_equal_the_final_trajectories_through_every_correction(
                 agent=("planner", "writer")[i % 2 if k else 0],
                 model=("gpt-4o", "gpt-4o-mini")[i % 3 == 0], duration_ms=40 + 97 * i + k,
                 error=i == 4, prompt_version="v2" if i % 3 == 1 else None,
-                run_name="nightly" if i % 2 else None,
-                # sessions across both batches (one project's turns in two partitions), a run
-                # without one, and users
-                session=f"chat-{i % 3}" if i != 5 else None,
-                user=("ann", "bob", None)[(i + k) % 3]),
+                run_name="nightly" if i % 2 else None),
                 release=("1.0.0", None, "1.1.0")[i % 3])
             sent.append((project, trace.hex()))
 
     batch(0)
-    # while turns are stored open and become final
-    for _ in range(3):
-        assert_sessions_match(url, some=False)
     all_final(url, 6)
     assert_rollups_match(url)
     first = {r["first_seen"] for r in query(url, "SELECT first_seen FROM trace_keys")}
     # the next batch in a later partition
     time.sleep(WIDTH_SECONDS * 1.2)
     batch(1)
-    assert_sessions_match(url, some=False)
     all_final(url, 12)
     assert_rollups_match(url)
     # the labels and the money arrive
@@ -431,51 +263,3 @@ def test_rollups_equal_the_final_trajectories_through_every_correction(
     assert len(query(url, "SELECT 1 FROM trajectories")) < left
     assert_rollups_match(url)
     assert query(url, "SELECT count(*) AS n FROM run_rollups WHERE runs > 0")[0]["n"] >= 1
-
-
-def test_the_migration_builds_the_sessions_of_an_existing_store(database: TestDatabase) -> None:
-    """A store as it was before sessions were rows (migration 0092): its open and final
-    trajectories, their scores (whole-run, of a step, categorical, replaced by a later one)
-    and model usage (with calls, and of a turn stored before calls were kept) become session
-    rows holding what they sum to."""
-    from trajhub.storage.migrate import migrate
-
-    async def build(url: str) -> None:
-        conn = await asyncpg.connect(url)
-        try:
-            await migrate(conn, before=92)
-            await conn.execute("""
-                INSERT INTO trajectories (project, trace_id, status, revision,
-                    normalizer_version, settle_at, root_ended, start_ns, duration_ms,
-                    input_tokens, output_tokens, session_id, user_id, input_preview, has_error,
-                    derivation_error, interrupted, model_usage, derived_usd)
-                SELECT 'p', 't' || i, CASE WHEN i % 5 = 0 THEN 'open' ELSE 'final' END, 1, 'x',
-                    now(), true, 1000000000::bigint * (i % 7), 10 * i, i, 2 * i,
-                    CASE WHEN i % 6 = 0 THEN NULL ELSE 's' || (i % 3) END,
-                    CASE WHEN i % 4 = 0 THEN NULL ELSE 'u' || (i % 2) END, 'text ' || i,
-                    i % 9 = 0, CASE WHEN i = 7 THEN 'broken' END, i % 2 = 0,
-                    CASE WHEN i % 8 = 0
-                         THEN jsonb_build_object('gpt-4o', jsonb_build_object(
-                             'input_tokens', 10, 'output_tokens', 3, 'cached_input_tokens', 20))
-                         ELSE jsonb_build_object('o3', jsonb_build_object('calls',
-                             jsonb_build_array(jsonb_build_array(i, 1, 0, 0, 5, 1000 * i))))
-                    END, 0.5
-                FROM generate_series(1, 40) i""")
-            await conn.execute("""
-                INSERT INTO scores (project, trace_id, name, value_type, number_value,
-                                    category_value, step_id, revision, source)
-                SELECT 'p', 't' || i, n, CASE WHEN n = 'label' THEN 'category' ELSE 'number' END,
-                       CASE WHEN n = 'label' THEN NULL ELSE (i % 4) / 4.0 + k END,
-                       CASE WHEN n = 'label' THEN 'good' END,
-                       CASE WHEN n = 'step' THEN 'span-1' END, 1, 'api'
-                FROM generate_series(1, 40, 3) i, unnest(ARRAY['correctness', 'label', 'step']) n,
-                     generate_series(0, 1) k""")
-            await migrate(conn)
-        finally:
-            await conn.close()
-
-    with separate_database(database) as url:
-        asyncio.run(build(url))
-        want, got = asyncio.run(_session_figures(url))
-        assert len(want["sessions"]) == 3 and want["scores"] and want["calls"]
-        assert got == want

@@ -398,9 +398,9 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
         database: TestDatabase) -> None:
     """With a few thousand runs in 1,000 sessions and statistics gathered, the list's query
     reads indexes, never a filled partition whole (without a filter that names a set of
-    sessions, the walk of the sessions' rows by latest turn, migration 0092), and for every
-    filter its pages hold exactly the sessions that an aggregate of every run, computed here,
-    gives, in its order (for fixed filters, and 25 combinations drawn at random)."""
+    sessions, migration 0030's walk of each session's latest turn), and for every filter its
+    pages hold exactly the sessions that an aggregate of every run, computed here, gives, in
+    its order (for fixed filters, and 25 combinations drawn at random)."""
     import random
     from datetime import UTC
     from datetime import datetime as dt
@@ -493,7 +493,7 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
             for i in range(0, len(rows), 100):
                 async with conn.transaction():
                     await derivation_store.store(conn, [], rows[i:i + 100])
-            await conn.execute("ANALYZE trajectories; ANALYZE sessions")
+            await conn.execute("ANALYZE trajectories")
             filled = {r["relname"] for r in await conn.fetch(
                 "SELECT c.relname FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid "
                 "WHERE h.inhparent = 'trajectories'::regclass AND c.reltuples > 0")}
@@ -524,7 +524,7 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
                                                                 *cap.args))
                 # the walk, unless a filter names a small set of sessions to start from
                 if set(values) <= {"start"} or values == {"has_error": False}:
-                    assert "sessions_latest" in plan, (values, plan)
+                    assert "trajectories_session_latest" in plan, (values, plan)
                 # min_turns counts every session's turns: a scan of the session index at
                 # scale, of the few rows themselves here
                 if "min_turns" not in values:

@@ -7,7 +7,7 @@ text and the answer, as a conversation reads."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, HTTPException, Path, Query
@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
 
-from trajhub.evaluators.pricing import Prices, priced_by_sum, usage_cost
+from trajhub.evaluators.pricing import Prices, usage_cost
 from trajhub.normalizers.item_fields import turn_texts
 from trajhub.records.pages import Page
 from trajhub.records.scores import score_sort_name
@@ -101,38 +101,38 @@ SessionIdPath = Annotated[str, Path(description="the session id (URL-encoded); a
                           AfterValidator(no_nul), AfterValidator(_utf8)]
 
 
-def _models(value: Any) -> dict[str, Any]:
-    """A summary's `cost` as read (trajhub.records.sessions `_MODELS`): the session and its
-    calls' count and billable tokens summed per model."""
-    doc = orjson.loads(value) if isinstance(value, str | bytes) else value
-    return cast(dict[str, Any], doc)
+def _usage_sum(usages: list[Any]) -> dict[str, dict[str, Any]]:
+    """The turns' token usage per model (JSON texts of normalizers.playback.model_usage),
+    summed per model, and their model calls together (each call is priced on its own: tiers
+    and dates); an unreadable count is 0, as in pricing's usage_cost."""
+    total: dict[str, dict[str, Any]] = {}
+    for usage in usages:
+        doc = orjson.loads(usage) if isinstance(usage, str | bytes) else usage
+        if not isinstance(doc, Mapping):
+            continue
+        for model, counts in doc.items():
+            if not isinstance(counts, Mapping):
+                continue
+            into = total.setdefault(str(model), {})
+            calls = into.setdefault("calls", [])  # extended in place: a session has thousands
+            if not isinstance(counts.get("calls"), list):
+                # a turn stored before model calls were kept: one call of its totals
+                calls.append([counts.get(k, 0) for k in ("input_tokens", "output_tokens",
+                                                         "cached_input_tokens",
+                                                         "cache_write_tokens",
+                                                         "reasoning_tokens")] + [0])
+            for key, value in counts.items():
+                if key == "calls" and isinstance(value, list):
+                    calls.extend(value)
+                elif isinstance(value, int) and not isinstance(value, bool):
+                    into[key] = into.get(key, 0) + value
+    return total
 
 
-async def _calls(conn: Any, project: str, rows: list[session_reads.SessionSummaryRow],
-                 prices: Prices) -> dict[tuple[str, str], list[Any]]:
-    """The calls of the listed sessions' models that are priced call by call (a price by size
-    or date: `priced_by_sum` is false); the others are priced from their sums."""
-    wanted = [(doc["session"], model) for doc in (_models(r["cost"]) for r in rows)
-              for model in doc["models"] if not priced_by_sum(prices, model or None)]
-    return await session_reads.session_calls(conn, project, wanted)
-
-
-def _session_cost(prices: Prices, calls: Mapping[tuple[str, str], list[Any]], value: Any
-                  ) -> dict[str, Any]:
-    """A session's cost, as usage_cost prices its turns' calls: a model priced by sum as one
-    call of its billable tokens summed (the same money, the same tokens), the others call by
-    call."""
-    doc = _models(value)
-    usage = {model: {"calls": calls.get((doc["session"], model))
-                     or [[*(int(n) for n in figures[1:]), 0]]}
-             for model, figures in doc["models"].items()}
-    return cost_json(usage_cost(prices, usage), prices)
-
-
-def _converters(prices: Prices, calls: Mapping[tuple[str, str], list[Any]] | None = None
-                ) -> dict[str, Callable[[Any], Any]]:
+def _converters(prices: Prices) -> dict[str, Callable[[Any], Any]]:
     return {"cost": lambda usage: summary_cost(prices, usage),
-            "cost_of_session": lambda value: _session_cost(prices, calls or {}, value)}
+            "cost_of_turns": lambda usages: cost_json(usage_cost(prices, _usage_sum(usages)),
+                                                      prices)}
 
 
 @router.get("/sessions", summary="List sessions (the runs sharing a session id), newest "
@@ -144,11 +144,9 @@ async def list_sessions(rt: Rt, project: Project,
     session tags; docs/conventions.md says which wins). Sessions come with the one whose latest
     turn started last first; every filter is a condition on the session as a whole."""
     f = query.list_filter()
-    prices = prices_for(rt.settings)
     async with rt.db.acquire() as conn:
         rows = await session_reads.list_sessions(conn, project, f)
-        calls = await _calls(conn, project, rows, prices)
-    converters = _converters(prices, calls)
+    converters = _converters(prices_for(rt.settings))
     last = rows[-1] if len(rows) == f.limit else None
     next_cursor = None if last is None else encode_cursor(
         last.sort_value if f.score_sort is not None else last.last_turn_ns, last.session_id)
@@ -183,9 +181,7 @@ async def get_session(
         if summary is None:
             raise HTTPException(404, f"no session {session_id[:200]!r} in project {project!r}")
         rows = await session_reads.session_turns(conn, project, session_id, limit)
-        prices = prices_for(rt.settings)
-        calls = await _calls(conn, project, [summary], prices)
-    converters = _converters(prices, calls)
+    converters = _converters(prices_for(rt.settings))
     turns = await run_in_threadpool(_turns, rows, converters)
     doc = answer(SessionSummary, summary, converters)
     return {

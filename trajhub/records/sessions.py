@@ -1,9 +1,9 @@
 """Sessions: the trajectories of a project that share a session id (the summary's `session_id`,
 read by convention in normalizers/run_context.py; docs/conventions.md, "Which id is the
-session"). A session is a row (`sessions`, migration 0092; docs/sessions.md) kept as its turns
-are stored, become final, are scored and expire (storage/session_rows.py), so every field below
-is read from that row (`Stored.select`), each an aggregate over the session's turns; each
-filter is a condition on the session as a whole, on its row or on its turns.
+session"). A session is not stored: it is aggregated from the `trajectories` table when read
+(storage/session_reads.py), so every field below is an aggregate over the session's turns
+(`Stored.select`), and each filter is a condition on the session's turns, checked on its latest
+turn as the list walks them.
 
 Declared once here (`trajhub.records`) for the REST API (`GET /api/v1/sessions`,
 `GET /api/v1/sessions/{session_id}`), the Python client and `trajhub sessions list|show`.
@@ -22,22 +22,17 @@ from trajhub.records.trajectories import TRACE_ID, CostView, empty_cost
 SESSION_ID = "session-demo-1"
 
 
-#: each score name's mean over the session's turns (their latest whole-run score of it), from
-#: the session's score rows (migration 0092)
+#: each score name's mean over the session's turns (their latest whole-run score of it); an
+#: aggregate over the outer query's rows (the session's turns), evaluated at that level
 _MEAN_SCORES = (
-    "(SELECT coalesce(jsonb_object_agg(sc.name, (sc.turn_total / sc.turns)::float8), "
-    "'{}'::jsonb) FROM session_scores sc WHERE sc.project = sessions.project "
-    "AND sc.session_id = sessions.session_id AND sc.turns > 0)")
-
-#: the session (`session`) and, per model, its calls' count and billable tokens summed
-#: (`models`: [calls, input, output, cache read, cache write, reasoning]), from which the API
-#: prices its cost (service/api/sessions.py)
-_MODELS = (
-    "jsonb_build_object('session', sessions.session_id, 'models', "
-    "(SELECT coalesce(jsonb_object_agg(m.model, jsonb_build_array(m.calls, m.input_tokens, "
-    "m.output_tokens, m.cache_read_tokens, m.cache_write_tokens, m.reasoning_tokens)), "
-    "'{}'::jsonb) FROM session_models m WHERE m.project = sessions.project "
-    "AND m.session_id = sessions.session_id AND m.calls > 0))")
+    "(SELECT coalesce(jsonb_object_agg(m.name, m.mean), '{}'::jsonb) FROM "
+    # the outer query's aggregates, taken in a select list (not allowed in a WHERE)
+    "(SELECT array_agg(trace_id) AS ids, min(project) AS project) turns CROSS JOIN LATERAL ("
+    "SELECT l.name, avg(l.number_value) AS mean FROM ("
+    "SELECT DISTINCT ON (sc.trace_id, sc.name) sc.name, sc.number_value FROM scores sc "
+    "WHERE sc.project = turns.project AND sc.trace_id = ANY(turns.ids) "
+    "AND sc.step_id IS NULL ORDER BY sc.trace_id, sc.name, sc.id DESC) l "
+    "WHERE l.number_value IS NOT NULL GROUP BY l.name) m)")
 
 #: a turn's latest whole-run score of each name: a number, a boolean or a category
 _TURN_SCORES = (
@@ -54,8 +49,6 @@ class SessionSummary(Record):
     """A session as the session list shows it: an aggregate of its turns (the trajectories
     sharing its session id)."""
 
-    # read from the session's row (migration 0092), kept as its turns change
-
     session_id: Annotated[
         str,
         Stored(column=None, written_by="key", select="session_id"),
@@ -64,74 +57,74 @@ class SessionSummary(Record):
     ] = Field(description="the session (conversation, thread) id its turns share")
     turns: Annotated[
         int,
-        computed("turns"),
+        computed("count(*)"),
         Cli("TURNS", right=True),
         Example(2),
     ] = Field(default=0, description="how many runs (trajectories) it holds")
     start_time: Annotated[
         str,
-        computed("first_start_ns", "time"),
+        computed("min(start_ns)", "time"),
         Cli("FIRST", "when", order=1),
         Example("2026-11-22T10:00:00Z"),
     ] = Field(default="", description="RFC 3339: when its first turn started")
     last_turn_time: Annotated[
         str,
-        computed("last_start_ns", "time"),
+        computed("max(start_ns)", "time"),
         Cli("LAST", "when", order=1),
         Example("2026-11-22T10:05:00Z"),
     ] = Field(default="", description="RFC 3339: when its latest turn started (the list is newest "
               "first by this)")
     end_time: Annotated[
         str,
-        computed("end_ns", "time"),
+        computed("max(start_ns + duration_ms::bigint * 1000000)", "time"),
         Example("2026-11-22T10:05:03.200000Z"),
     ] = Field(default="", description="RFC 3339: when its last turn to end ended")
     user_ids: Annotated[
         list[str],
-        computed("ARRAY(SELECT u FROM jsonb_object_keys(user_counts) u ORDER BY u)"),
+        computed("array_remove(array_agg(DISTINCT user_id ORDER BY user_id), NULL)"),
         Example(["user-42"]),
     ] = Field(default_factory=list, description="the user ids its turns recorded, sorted")
     input_tokens: Annotated[
         int,
-        computed("turn_input_tokens"),
+        computed("sum(input_tokens)::bigint"),
         Cli("TOKENS", "sum", right=True, plus=("output_tokens",), order=2),
         Example(375),
     ] = Field(default=0, description="summed over its turns")
     output_tokens: Annotated[
         int,
-        computed("turn_output_tokens"),
+        computed("sum(output_tokens)::bigint"),
         Example(37),
     ] = Field(default=0, description="summed over its turns")
     failed_turns: Annotated[
         int,
-        computed("failed_turns"),
+        computed("count(*) FILTER (WHERE has_error OR derivation_error IS NOT NULL)"),
         Cli("FAILED", right=True, order=2),
         Example(0),
     ] = Field(default=0, description="turns whose root or any step failed, or that could not be "
               "derived")
     open_turns: Annotated[
         int,
-        computed("open_turns"),
+        computed("count(*) FILTER (WHERE status = 'open')"),
         Example(0),
     ] = Field(default=0, description="turns still open (spans may still arrive)")
     # the latest turn by the order `last_turn_time` uses (docs/trajectory-rules.md,
     # "Interrupted runs")
     waiting: Annotated[
         bool,
-        computed("last_interrupted"),
+        computed("(array_agg(interrupted ORDER BY start_ns DESC, trace_id DESC))[1]"),
         Example(False),
     ] = Field(default=False, description="its latest turn was interrupted (LangGraph's "
               "interrupt()): the session waits for a person to answer and resume it")
     first_trace_id: Annotated[
         str,
-        computed("first_trace_id"),
+        computed("(array_agg(trace_id ORDER BY start_ns, trace_id))[1]"),
         Example(TRACE_ID),
     ] = Field(default="", description="the trajectory of its first turn")
     # the stored preview of the first turn's input: the start of the user's text
     # (service/derivation.py, normalizers/item_fields.py `run_texts`)
     first_input_preview: Annotated[
         str | None,
-        computed("first_input_preview"),
+        computed("(array_agg(input_preview ORDER BY start_ns, trace_id))[1]"),
         Cli("FIRST INPUT", "clip", order=3),
         Example("what is the weather in sf"),
     ] = Field(default=None, description="the start of the user's text in its first turn (200 "
@@ -148,7 +141,7 @@ class SessionSummary(Record):
     # JSON texts: each turn's token usage per model, summed and priced on read
     cost: Annotated[
         CostView,
-        computed(_MODELS, "cost_of_session"),
+        computed("array_agg(model_usage)", "cost_of_turns"),
     ] = Field(default_factory=empty_cost, description="tokens, and money where the price table "
               "lists the models (TRAJHUB_PRICES), over all its turns")
 
@@ -211,18 +204,25 @@ class SessionTurn(Record):
               "(docs/scores.md)")
 
 
-#: How storage/session_reads.py uses each condition: `r.…` is a condition on the session's row
-#: `r` (migration 0092); any other is a condition on any one turn `s` (the session has such a
-#: turn).
+_FAILED = "(s.has_error OR s.derivation_error IS NOT NULL)"
+#: `s` is its session's latest turn (by start, ties by trace id: the order `waiting` takes) and
+#: was interrupted
+_WAITING = ("(s.interrupted AND NOT EXISTS (SELECT 1 FROM trajectories n "
+            "WHERE n.project = s.project AND n.session_id = s.session_id "
+            "AND (n.start_ns, n.trace_id) > (s.start_ns, s.trace_id)))")
+
+
+#: How storage/session_reads.py uses each condition: `t.…` is a condition on the session's
+#: latest turn `t`; `s.…` is a condition on any one turn `s` (the session has such a turn, or,
+#: for a bool's negation `NOT …`, has none); `count(*) …` is a condition on how many turns it has.
 class SessionQuery(Query):
     """Filters over sessions; every one given must match. Each is a condition on the session as a
     whole (any of its turns)."""
 
     # a turn at or after the time: the latest turn is one
-    start: Annotated[TimeText | None, Condition("r.last_start_ns >= {}", convert="time")] = Field(
+    start: Annotated[TimeText | None, Condition("t.start_ns >= {}", convert="time")] = Field(
         default=None, description="has a turn started at or after this (RFC 3339 or Unix ns)")
-    # a turn before the time: the first turn is one
-    end: Annotated[TimeText | None, Condition("r.first_start_ns < {}", convert="time")] = Field(
+    end: Annotated[TimeText | None, Condition("s.start_ns < {}", convert="time")] = Field(
         default=None, description="has a turn started before this (RFC 3339 or Unix ns)")
     user_id: Annotated[Text | None, Condition("s.user_id = {}")] = Field(
         default=None, description="a turn recorded this user id")
@@ -233,14 +233,15 @@ class SessionQuery(Query):
               "(case-insensitive)")
     has_error: Annotated[
         bool | None,
-        Condition("r.failed_turns > 0", "r.failed_turns = 0", metavar="true|false"),
+        Condition(_FAILED, f"NOT {_FAILED}",
+                  metavar="true|false"),
     ] = Field(default=None, description="some turn failed (true) or none did (false)")
     waiting: Annotated[
         bool | None,
-        Condition("r.last_interrupted", "NOT r.last_interrupted", metavar="true|false"),
+        Condition(_WAITING, f"NOT {_WAITING}", metavar="true|false"),
     ] = Field(default=None, description="its latest turn was interrupted, so it waits for a "
               "person (true), or not (false)")
-    min_turns: Annotated[Int64 | None, Condition("r.turns >= {}")] = Field(
+    min_turns: Annotated[Int64 | None, Condition("count(*) >= {}")] = Field(
         default=None, description="has at least this many turns")
     # parsed by the API (trajhub.records.scores: parse_score_condition); its condition is
     # the trajectory list's, on each turn (storage/session_reads.py)
