@@ -21,7 +21,6 @@ server that did not exit 0.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import http.client
 import json
 import os
@@ -177,22 +176,6 @@ def paced_sender(url: str, project: str, templates: list[Template], start: float
     conn.close()
 
 
-async def _stored(database_url: str, project: str) -> tuple[int, int]:
-    import asyncpg
-
-    conn = await asyncpg.connect(database_url, timeout=10)
-    try:
-        spans = await conn.fetchval("SELECT count(*) FROM spans WHERE project = $1", project)
-        pending = await conn.fetchval("SELECT count(*) FROM trace_changes")
-        return int(spans), int(pending)
-    finally:
-        await conn.close()
-
-
-def stored(database_url: str, project: str) -> tuple[int, int]:
-    return asyncio.run(_stored(database_url, project))
-
-
 # ---------------------------------------------------------------------------------------------
 
 
@@ -288,7 +271,9 @@ def main() -> int:
         if time.time() - start - sampler.times[-1] > 1:  # the last answers came in since
             sampler.sample(round(time.time() - start, 1))
         wall = time.time() - start
-        spans_stored, pending = stored(server.database_url, project)
+        import ingest
+
+        spans_stored, _, pending = ingest.count(server.database_url, project)
 
         # the table: one row per sample, one column per process (MiB)
         procs = sorted(sampler.procs.values(), key=lambda p: (p.label != "receiver", p.label))

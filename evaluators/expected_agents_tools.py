@@ -9,7 +9,7 @@ wrong".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,26 +53,25 @@ class AgentsToolsReason:
 
     def explain_lines(self) -> list[str]:
         # Mirrors seed 001's formatResult line for line.
-        lines: list[str] = []
-        if self.agent_match:
-            lines.append("✅ agents called correctly")
-        else:
-            lines.append("❌ agents called incorrectly")
+        lines = [_verdict("agents", self.agent_match)]
+        if not self.agent_match:
             lines.append(f"   expected: {join_or_none(self.expected_agents)}")
             lines.append(f"   actual: {join_or_none(self.actual_agents)}")
-            if self.missed_agents:
-                lines.append(f"   missed: {', '.join(self.missed_agents)}")
-            if self.extra_agents:
-                lines.append(f"   extra: {', '.join(self.extra_agents)}")
-        if self.tool_match:
-            lines.append("✅ tools called correctly")
-        else:
-            lines.append("❌ tools called incorrectly")
-            if self.missed_tools:
-                lines.append(f"   missed: {', '.join(map(str, self.missed_tools))}")
-            if self.extra_tools:
-                lines.append(f"   extra: {', '.join(map(str, self.extra_tools))}")
+            lines += _differences(self.missed_agents, self.extra_agents)
+        lines.append(_verdict("tools", self.tool_match))
+        if not self.tool_match:
+            lines += _differences(self.missed_tools, self.extra_tools)
         return lines
+
+
+def _verdict(what: str, right: bool) -> str:
+    return f"✅ {what} called correctly" if right else f"❌ {what} called incorrectly"
+
+
+def _differences(missed: Sequence[object], extra: Sequence[object]) -> list[str]:
+    """The seed's `missed:` and `extra:` lines, each only when it lists something."""
+    return [f"   {label}: {', '.join(map(str, names))}"
+            for label, names in (("missed", missed), ("extra", extra)) if names]
 
 
 def expected_agents_tools(

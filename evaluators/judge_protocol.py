@@ -235,6 +235,12 @@ def section(title: str, body: str) -> str:
     return f"<{title}>\n{body}\n</{title}>"
 
 
+def request_section(context: JudgeContext, view: TrajectoryView) -> str:
+    """The user's request: the item's input when it gives one, else the run's own input."""
+    return section("request", render_value(context.input) if context.input is not None
+                   else clip(view.input) or "(not recorded)")
+
+
 def clip(text: str) -> str:
     text = " ".join(text.split())
     if len(text) <= PAYLOAD_LIMIT:

@@ -22,9 +22,8 @@ from trajhub.evaluators.judge_protocol import (
     bool_field,
     chat_request,
     check_threshold,
-    clip,
     render_steps,
-    render_value,
+    request_section,
     section,
     verdict_object,
 )
@@ -92,10 +91,7 @@ def build_tool_choice_request(
 ) -> dict[str, Any]:
     view = parse_trajectory(doc)
     steps, calls = render_steps(view)
-    parts = [
-        section("request", render_value(context.input) if context.input is not None
-                else clip(view.input) or "(not recorded)"),
-    ]
+    parts = [request_section(context, view)]
     if config.available_tools:
         parts.append(section("available tools", "\n".join(config.available_tools)))
     parts.append(section("agent trajectory", steps))

@@ -24,6 +24,7 @@ from trajhub.evaluators.judge_protocol import (
     clip,
     render_steps,
     render_value,
+    request_section,
     section,
     text_field,
     unit_score,
@@ -101,8 +102,7 @@ def build_trajectory_judge_request(
     view = parse_trajectory(doc)
     steps, _ = render_steps(view)
     parts = [
-        section("request", render_value(context.input) if context.input is not None
-                else clip(view.input) or "(not recorded)"),
+        request_section(context, view),
         section("agent trajectory", steps),
         section("agent final answer", clip(view.output) or "(none)"),
     ]

@@ -115,13 +115,7 @@ def span_from_cozeloop(raw: Mapping[str, Any]) -> Span:
         workspace_id=to_str(raw.get("workspace_id")),
         service_name=to_str(raw.get("service_name")),
         object_storage=to_str(raw.get("object_storage")),
-        tags_string=_tag_map(raw, "tags_string"),
-        tags_long=_tag_map(raw, "tags_long"),
-        tags_double=_tag_map(raw, "tags_double"),
-        tags_bool=_tag_map(raw, "tags_bool"),
-        system_tags_string=_tag_map(raw, "system_tags_string"),
-        system_tags_long=_tag_map(raw, "system_tags_long"),
-        system_tags_double=_tag_map(raw, "system_tags_double"),
+        **{group: _tag_map(raw, group) for group in cozeloop_wire.TAG_GROUPS},
     )
     merged: dict[str, AttributeValue] = {}
     for group in cozeloop_wire.TAG_GROUPS:

@@ -12,13 +12,13 @@ import asyncpg
 
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectorySummary
-from trajhub.storage import rollups
+from trajhub.storage import rollups, trace_locks
 from trajhub.storage.database import Connection
 from trajhub.storage.sql import Params
 from trajhub.storage.trace_reads import SPAN_FIELDS
 
 #: the per-trace transaction lock every deriver takes, so a trace is never derived twice at once
-TRACE_LOCK = "pg_try_advisory_xact_lock(hashtextextended({project} || '/' || {trace_id}, 0))"
+TRACE_LOCK = trace_locks.TRY_LOCK
 
 #: "this trace has no queued change": one probe of the queue's (project, trace_id) index per
 #: trace checked. The OFFSET keeps it a probe, because PostgreSQL never turns a subquery with an

@@ -9,7 +9,7 @@ from typing import Any
 
 from trajhub.records import Column, is_optional
 from trajhub.records.scores import Score, ScoreConfig
-from trajhub.storage import rollups
+from trajhub.storage import rollups, trace_locks
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import IdRow, RecordRow
 
@@ -66,7 +66,11 @@ async def add(conn: Connection, project: str, rows: Sequence[Mapping[str, Any]]
     if not rows:
         return []
     columns = [[row.get(c) for row in rows] for c in WRITTEN]
-    stored = ScoreRow.from_records(await conn.fetch(_INSERT, project, *columns))
+    async with conn.transaction():
+        # a score of a run being finalized or stored again waits for that, and then counts in
+        # the rollups as the run now stands (storage/trace_locks.py)
+        await trace_locks.wait_for(conn, project, (str(row.get("trace_id")) for row in rows))
+        stored = ScoreRow.from_records(await conn.fetch(_INSERT, project, *columns))
     return sorted(stored, key=lambda r: r.id)
 
 
@@ -89,7 +93,9 @@ async def for_trajectories(conn: Connection, project: str, trace_ids: Sequence[s
 
 async def delete(conn: Connection, project: str, trace_id: str, score_id: int) -> bool:
     """Delete one score of the trajectory; False when it has none of that id."""
-    deleted = await conn.fetchval(_DELETE, project, trace_id, score_id)
+    async with conn.transaction():
+        await trace_locks.wait_for(conn, project, [trace_id])  # as add() does
+        deleted = await conn.fetchval(_DELETE, project, trace_id, score_id)
     return bool(deleted)
 
 

@@ -21,11 +21,20 @@ import asyncpg
 import httpx
 import pytest
 
-from tests.harness import ServerProcess, TestDatabase, partitioned_server, wait_for
+from tests.harness import (
+    ServerProcess,
+    TestDatabase,
+    partitioned_server,
+    separate_database,
+    wait_for,
+)
 from tests.harness import fetch_rows as query
 from tests.otlp_builders import new_span_id, new_trace_id, request, span
 from trajhub.client import TrajhubClient
-from trajhub.storage import retention
+from trajhub.service import derivation
+from trajhub.service.ingest.decode import otlp_batch
+from trajhub.storage import derivation_store, retention, scores, span_writer
+from trajhub.storage.migrate import migrate
 from trajhub.storage.rollups import HOUR_NS
 
 WIDTH_SECONDS = 3.0
@@ -263,3 +272,53 @@ def test_rollups_equal_the_final_trajectories_through_every_correction(
     assert len(query(url, "SELECT 1 FROM trajectories")) < left
     assert_rollups_match(url)
     assert query(url, "SELECT count(*) AS n FROM run_rollups WHERE runs > 0")[0]["n"] >= 1
+
+
+def test_a_score_written_while_its_run_is_finalized_counts_once(
+        database: TestDatabase) -> None:
+    """The two changes to one run in the same instant: the finalize statement has made the run
+    final in a transaction not yet committed when a score of it is written. The score waits
+    for the run's lock, then counts in the rollups as the run now stands: once."""
+    project, trace = "race", new_trace_id()
+
+    async def check(url: str) -> None:
+        conn, finalizer, scorer = [await asyncpg.connect(url) for _ in range(3)]
+        try:
+            await migrate(conn)
+            await span_writer.prepare(conn)
+            batch = otlp_batch(request(run_spans(trace, time.time_ns() - 10**9, "planner",
+                                                 "gpt-4o", 120)), project)
+            async with conn.transaction():
+                assert await span_writer.write_spans(conn, batch.rows.values(),
+                                                     batch.resources)
+                await span_writer.queue_changes(conn, [(project, trace.hex())])
+            assert await derivation.derive_round(conn, timedelta(0), 10) == 1
+            tx = finalizer.transaction()
+            await tx.start()
+            assert await derivation_store.finalize_settled(finalizer, 300.0) == 1
+            scoring = asyncio.ensure_future(scores.add(scorer, project, [
+                {"trace_id": trace.hex(), "name": "correctness", "value_type": "number",
+                 "number_value": 0.75,
+                 "source": "api"}]))
+            await wait_for_lock_wait(conn, scorer.get_server_pid())
+            await tx.commit()
+            assert len(await scoring) == 1
+        finally:
+            for c in (conn, finalizer, scorer):
+                await c.close()
+
+    with separate_database(database) as url:
+        asyncio.run(check(url))
+        assert [dict(r) for r in query(url, "SELECT scores, total FROM run_rollup_scores")] == [
+            {"scores": 1, "total": Decimal("0.75")}]
+        assert_rollups_match(url)
+
+
+async def wait_for_lock_wait(watch: asyncpg.Connection, pid: int) -> None:
+    """Until the backend `pid` waits for a lock (a condition, not a time)."""
+    for _ in range(600):
+        if await watch.fetchval("SELECT count(*) FROM pg_locks WHERE pid = $1 AND NOT granted",
+                                pid):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the score never waited for the run being finalized")

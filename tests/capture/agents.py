@@ -13,7 +13,7 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -393,38 +393,38 @@ def _deep_agent() -> Any:
 ASYNC_SHAPES = frozenset({"mcp_tools"})
 
 
-def build(shape: str) -> Any:
-    if shape == "supervisor_subgraphs":
-        return _supervisor_subgraphs()
-    if shape == "supervisor_handoff":
-        return _supervisor_handoff()
-    if shape == "swarm_handoff":
-        return _swarm_handoff()
-    if shape == "agent_in_tool":
-        return _agent_in_tool()
-    if shape == "parallel_tools":
-        return _react(shape, "assistant", [get_weather, add])
-    if shape == "tool_retry":
-        return _react(shape, "assistant", [flaky_weather_tool()])
-    if shape == "run_error":
-        return _react(shape, "assistant", [get_weather, book_flight], handle_errors=False)
-    if shape == "react_agent":
-        return _react(shape, "assistant", [get_weather, add, divide])
-    if shape == "model_failure":
-        return _react(shape, "assistant", [get_weather])
-    if shape == "send_fanout":
-        return _send_fanout()
-    if shape == "mcp_tools":
-        return _mcp_tools()
-    if shape == "create_agent_middleware":
-        return _create_agent_middleware()
-    if shape == "deep_agent":
-        return _deep_agent()
-    if shape == "interrupt_resume":
-        from langgraph.checkpoint.memory import InMemorySaver
+def _interrupt_resume() -> Any:
+    from langgraph.checkpoint.memory import InMemorySaver
 
-        return _react(shape, "assistant", [approval_booking_tool()], checkpointer=InMemorySaver())
-    raise ValueError(f"unknown shape {shape}")
+    return _react("interrupt_resume", "assistant", [approval_booking_tool()],
+                  checkpointer=InMemorySaver())
+
+
+#: each shape's graph builder; the single-agent shapes are create_react_agent "assistant" with
+#: the tools of its script
+BUILDERS: dict[str, Callable[[], Any]] = {
+    "supervisor_subgraphs": _supervisor_subgraphs,
+    "supervisor_handoff": _supervisor_handoff,
+    "swarm_handoff": _swarm_handoff,
+    "agent_in_tool": _agent_in_tool,
+    "parallel_tools": lambda: _react("parallel_tools", "assistant", [get_weather, add]),
+    "tool_retry": lambda: _react("tool_retry", "assistant", [flaky_weather_tool()]),
+    "run_error": lambda: _react("run_error", "assistant", [get_weather, book_flight],
+                                handle_errors=False),
+    "react_agent": lambda: _react("react_agent", "assistant", [get_weather, add, divide]),
+    "model_failure": lambda: _react("model_failure", "assistant", [get_weather]),
+    "send_fanout": _send_fanout,
+    "mcp_tools": _mcp_tools,
+    "create_agent_middleware": _create_agent_middleware,
+    "deep_agent": _deep_agent,
+    "interrupt_resume": _interrupt_resume,
+}
+
+
+def build(shape: str) -> Any:
+    if shape not in BUILDERS:
+        raise ValueError(f"unknown shape {shape}")
+    return BUILDERS[shape]()
 
 
 #: create_agent runs every middleware hook as a node of its own, and under Traceloop every

@@ -72,6 +72,7 @@ class Activation:
 
     def __init__(self, doc: dict[str, Any], agent: str, parent: int | None,
                  via_tool: str | None = None) -> None:
+        self.doc = doc
         self.index = len(doc["activations"])
         self.shape: str = doc["shape"]
         self.body: dict[str, Any] = {"index": self.index, "agent": agent, "parent": parent,
@@ -125,6 +126,14 @@ class Activation:
                                    "activation": child.index,
                                    "parallel_group": parallel_group})
 
+    def react_child(self, agent: str, turns: list[dict[str, Any]],
+                    parallel_group: int | None = None) -> Activation:
+        """A child activation entered by an agent step here, run as a ReAct loop of `turns`."""
+        child = Activation(self.doc, agent, self.index)
+        self.agent(child, parallel_group)
+        _react(child, turns)
+        return child
+
 
 def _react(act: Activation, turns: list[dict[str, Any]],
            errors: dict[str, dict[str, str]] | None = None) -> None:
@@ -149,13 +158,9 @@ def supervisor_subgraphs() -> dict[str, Any]:
     m = script.SHAPES["supervisor_subgraphs"]["models"]
     root = Activation(doc, "supervisor", None)
     root.model(m["supervisor"][0])
-    weather = Activation(doc, "weather_agent", root.index)
-    root.agent(weather)
-    _react(weather, m["weather_agent"])
+    root.react_child("weather_agent", m["weather_agent"])
     root.model(m["supervisor"][1])
-    math = Activation(doc, "math_agent", root.index)
-    root.agent(math)
-    _react(math, m["math_agent"])
+    root.react_child("math_agent", m["math_agent"])
     root.model(m["supervisor"][2])
     doc["final_answer"] = m["supervisor"][2]["content"]
     doc["notes"].append("The root graph is the supervisor agent itself: its routing decisions "
@@ -171,13 +176,9 @@ def supervisor_handoff() -> dict[str, Any]:
     m = script.SHAPES["supervisor_handoff"]["models"]
     root = Activation(doc, "supervisor_team", None)
     for i, member in enumerate(["weather_agent", "math_agent", None]):
-        supervisor = Activation(doc, "supervisor", root.index)
-        root.agent(supervisor)
-        _react(supervisor, [m["supervisor"][i]])
+        root.react_child("supervisor", [m["supervisor"][i]])
         if member:
-            child = Activation(doc, member, root.index)
-            root.agent(child)
-            _react(child, m[member])
+            root.react_child(member, m[member])
     doc["final_answer"] = m["supervisor"][2]["content"]
     doc["notes"] += [
         "The root is the compiled graph (a graph, not an agent: it has no model steps of its "
@@ -195,12 +196,8 @@ def swarm_handoff() -> dict[str, Any]:
                "weather_agent answers its part and hands off to math_agent, which answers.")
     m = script.SHAPES["swarm_handoff"]["models"]
     root = Activation(doc, "swarm", None)
-    weather = Activation(doc, "weather_agent", root.index)
-    root.agent(weather)
-    _react(weather, m["weather_agent"])
-    math = Activation(doc, "math_agent", root.index)
-    root.agent(math)
-    _react(math, m["math_agent"])
+    root.react_child("weather_agent", m["weather_agent"])
+    root.react_child("math_agent", m["math_agent"])
     doc["final_answer"] = m["math_agent"][1]["content"]
     doc["notes"].append("The root is the compiled swarm graph (no model steps of its own).")
     return doc
@@ -226,6 +223,12 @@ def agent_in_tool() -> dict[str, Any]:
     return doc
 
 
+def _raised(call_id: str, text: str) -> dict[str, dict[str, str]]:
+    """The error of the tool call `call_id`, from the "Type: message" text its tool raises."""
+    kind, message = text.split(": ", 1)
+    return {call_id: {"type": kind, "message": message}}
+
+
 def _single(shape: str, description: str, errors: dict[str, dict[str, str]] | None = None
             ) -> dict[str, Any]:
     doc = _doc(shape, description)
@@ -246,12 +249,11 @@ def parallel_tools() -> dict[str, Any]:
 
 
 def tool_retry() -> dict[str, Any]:
-    kind, message = script.FLAKY_ERROR.split(": ", 1)
     doc = _single("tool_retry",
                   "create_react_agent 'assistant' (ToolNode(handle_tool_errors=True)): "
                   "flaky_weather fails on its first call, the model calls it again and it "
                   "succeeds; the run succeeds.",
-                  errors={"call_flaky_1": {"type": kind, "message": message}})
+                  errors=_raised("call_flaky_1", script.FLAKY_ERROR))
     doc["notes"].append("The failed call is handled by the ToolNode (its error becomes the "
                         "tool message the model sees), so the run as a whole succeeds.")
     return doc
@@ -268,13 +270,12 @@ def run_error() -> dict[str, Any]:
 
 
 def react_agent() -> dict[str, Any]:
-    kind, message = script.DIVIDE_ERROR.split(": ", 1)
     doc = _single("react_agent",
                   "create_react_agent 'assistant' (ToolNode(handle_tool_errors=True)): "
                   "get_weather and add in one turn, in parallel, then divide(1, 0), which fails "
                   "and is caught, then the answer. The model turns report cache read, cache "
                   "write and reasoning tokens.",
-                  errors={"call_div_1": {"type": kind, "message": message}})
+                  errors=_raised("call_div_1", script.DIVIDE_ERROR))
     doc["notes"] += [
         "The scripted run of the older single-agent `react` scenario (tests/fixtures/README.md), "
         "as an agent named 'assistant'.",
@@ -307,9 +308,8 @@ def send_fanout() -> dict[str, Any]:
     root.model(m["research_team"][0])
     group = root.index * 100 + 1
     for city in script.FANOUT_CITIES:
-        child = Activation(doc, "researcher", root.index)
-        root.agent(child, parallel_group=group)
-        _react(child, [t for t in m["researcher"] if t["key"] == city])
+        root.react_child("researcher", [t for t in m["researcher"] if t["key"] == city],
+                         parallel_group=group)
     root.model(m["research_team"][1])
     doc["final_answer"] = m["research_team"][1]["content"]
     doc["notes"] += [
@@ -323,13 +323,12 @@ def send_fanout() -> dict[str, Any]:
 
 
 def mcp_tools() -> dict[str, Any]:
-    kind, message = script.CURRENCY_ERROR.split(": ", 1)
     doc = _single("mcp_tools",
                   "LangChain v1 create_agent 'assistant' on two tools of a local stdio MCP server "
                   "(FastMCP, through langchain-mcp-adapters): get_weather answers; "
                   "convert_currency fails and the adapter returns its error to the model (a "
                   "tool message with status 'error'); then the answer.",
-                  errors={"call_convert_1": {"type": kind, "message": message}})
+                  errors=_raised("call_convert_1", script.CURRENCY_ERROR))
     doc["notes"] += [
         "The failed call raised nothing in the run: the MCP server answered it with isError "
         "and the adapter returned the error text to the model, so its span ended normally. It "

@@ -93,6 +93,11 @@ def computed(select: str, convert: str = "") -> Stored:
     return Stored(column=None, written_by="", select=select, convert=convert)
 
 
+def json_column(column: str) -> Stored:
+    """A jsonb column, read as its text and served as its value."""
+    return Stored(select=f"{column}::text", convert="json", stored_type=str)
+
+
 @dataclass(frozen=True)
 class Cli:
     """How the CLI shows a field in a list's table: `Annotated` metadata of a field."""

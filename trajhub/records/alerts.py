@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from trajhub.records import Cli, Example, Record, Stored
+from trajhub.records import Cli, Example, Record, Stored, json_column
 from trajhub.records.times import Created, Updated
 
 #: what a rule may measure over its window, and what each means
@@ -65,7 +65,7 @@ class AlertRule(Record):
         "many seconds")
     filter: Annotated[
         dict[str, Any],
-        Stored(select="filter::text", convert="json", stored_type=str),
+        json_column("filter"),
         Cli("FILTER", "clip"),
         Example({"agent": "planner"}),
     ] = Field(default_factory=dict, description="only the runs with these: " + "; ".join(

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from trajhub.records import SERVED_ONLY, Record, Stored, StoredOnly, computed
+from trajhub.records import SERVED_ONLY, Record, Stored, StoredOnly, computed, json_column
 from trajhub.records.pages import deprecated_alias
 from trajhub.records.times import CreatedAt, UpdatedAt
 
@@ -52,11 +52,6 @@ class ImportOutcome(Record):
     skipped_duplicates: Annotated[int, SERVED_ONLY] = 0
 
 
-def _json(column: str) -> Stored:
-    # a jsonb column, read as its text and served as its value
-    return Stored(select=f"{column}::text", convert="json", stored_type=str)
-
-
 class Item(Record):
     """An item of a dataset: a test case (from a run, or given), what it should do,
     and where it came from. Its trajectory snapshot is `ItemWithTrajectory`'s."""
@@ -65,10 +60,11 @@ class Item(Record):
 
     id: Annotated[str, Stored(written_by="key")]
     dataset: Annotated[str, SERVED_ONLY] = ""
-    input: Annotated[Any, _json("input")] = None
-    reference_output: Annotated[Any, _json("reference_output")] = None
-    expectations: Annotated[dict[str, Any], _json("expectations")] = Field(default_factory=dict)
-    metadata: Annotated[dict[str, Any], _json("metadata")] = Field(
+    input: Annotated[Any, json_column("input")] = None
+    reference_output: Annotated[Any, json_column("reference_output")] = None
+    expectations: Annotated[dict[str, Any], json_column("expectations")] = Field(
+        default_factory=dict)
+    metadata: Annotated[dict[str, Any], json_column("metadata")] = Field(
         default_factory=dict, description="the rest of the run's state: what its input and "
         "output held besides the request and the final answer (filled items), or what was "
         "given")
@@ -92,5 +88,5 @@ class ItemWithTrajectory(Item):
     """An item of a dataset with its trajectory snapshot (a trajectory document) when
     one was asked for (the client's `DatasetItem`)."""
 
-    trajectory: Annotated[dict[str, Any] | None, _json("trajectory")] = Field(
+    trajectory: Annotated[dict[str, Any] | None, json_column("trajectory")] = Field(
         default=None, exclude_if=_absent, description=TRAJECTORY_DESCRIPTION)

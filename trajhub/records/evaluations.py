@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from trajhub.records import SERVED_ONLY, Example, Record, Stored, computed
+from trajhub.records import SERVED_ONLY, Example, Record, Stored, computed, json_column
 from trajhub.records.pages import deprecated_alias
 from trajhub.records.times import written_when
 from trajhub.records.trajectories import TRACE_ID
@@ -81,10 +81,8 @@ class Evaluation(Record):
     dataset: Annotated[str, Stored(column="dataset_name")] = ""
     target: Literal["snapshot", "live"] = "snapshot"
     run: Annotated[str | None, Stored(column="run_name")] = None
-    evaluators: Annotated[
-        list[dict[str, Any]],
-        Stored(select="evaluators::text", convert="json", stored_type=str),
-    ] = Field(default_factory=list)
+    evaluators: Annotated[list[dict[str, Any]], json_column("evaluators")] = Field(
+        default_factory=list)
     status: str = Field(default="", description="running, done or failed")
     error: str | None = None
     item_count: int = 0

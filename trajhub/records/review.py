@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from trajhub.records import Cli, Example, Record, Stored, computed
+from trajhub.records import Cli, Example, Record, Stored, computed, json_column
 from trajhub.records.times import Created, written_ns
 from trajhub.records.trajectories import TRACE_ID
 
@@ -115,11 +115,9 @@ class ReviewItem(Record):
         Cli("COMMENT", "clip", order=2),
         Example("cites the wrong policy"),
     ] = Field(default=None, description="the reviewer's comment")
-    expectations: Annotated[
-        dict[str, Any] | None,
-        Stored(select="expectations::text", convert="json", stored_type=str),
-    ] = Field(default=None, description="the expected behaviour as the reviewer corrected it (a "
-              "dataset item's expectations); null when not corrected")
+    expectations: Annotated[dict[str, Any] | None, json_column("expectations")] = Field(
+        default=None, description="the expected behaviour as the reviewer corrected it (a "
+        "dataset item's expectations); null when not corrected")
     added_time: Annotated[
         str,
         written_ns("added_ns"),

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from trajhub.records import Cli, Example, Record, Stored, computed
+from trajhub.records import Cli, Example, Record, Stored, computed, json_column
 from trajhub.records.times import Created, Updated
 
 #: what a rule's name may be (as a score name: trajhub.records.scores.NAME_PATTERN)
@@ -36,18 +36,16 @@ class Rule(Record):
         "takes, the LLM judges included")
     config: Annotated[
         dict[str, Any],
-        Stored(select="config::text", convert="json", stored_type=str),
+        json_column("config"),
         Example({"max_steps": 10}),
     ] = Field(default_factory=dict, description="the evaluator's config (as a dataset evaluation "
               "takes it)")
-    expectations: Annotated[
-        dict[str, Any] | None,
-        Stored(select="expectations::text", convert="json", stored_type=str),
-    ] = Field(default=None, description="what the trajectory should have done, as an evaluation "
-              "item's expectations (for evaluators that compare against them); null for none")
+    expectations: Annotated[dict[str, Any] | None, json_column("expectations")] = Field(
+        default=None, description="what the trajectory should have done, as an evaluation "
+        "item's expectations (for evaluators that compare against them); null for none")
     filter: Annotated[
         dict[str, Any],
-        Stored(select="filter::text", convert="json", stored_type=str),
+        json_column("filter"),
         Cli("FILTER", "clip", order=2),
         Example({"service": "weather-agent"}),
     ] = Field(default_factory=dict, description="the trajectories it runs on: the trajectory "

@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from trajhub.records import Cli, Example, Record, Stored, StoredOnly, computed
+from trajhub.records import Cli, Example, Record, Stored, StoredOnly, computed, json_column
 from trajhub.records.times import CreatedTime
 from trajhub.records.trajectories import TRACE_ID
 
@@ -83,10 +83,8 @@ class Score(Record):
         "its config), a client through the API, or a person")
     evaluator: Annotated[str | None, Cli("EVALUATOR")] = Field(
         default=None, description="the evaluator's name (source `evaluator`)")
-    evaluator_config: Annotated[
-        dict[str, Any] | None,
-        Stored(select="evaluator_config::text", convert="json", stored_type=str),
-    ] = Field(default=None, description="the evaluator's config (source `evaluator`)")
+    evaluator_config: Annotated[dict[str, Any] | None, json_column("evaluator_config")] = Field(
+        default=None, description="the evaluator's config (source `evaluator`)")
     evaluation_id: int | None = Field(default=None, description="the dataset evaluation that "
                                       "gave it, if one did")
     rule_id: int | None = Field(default=None, description="the online evaluation rule that gave "

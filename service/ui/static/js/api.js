@@ -2,7 +2,7 @@
 // asked for one (401), the API key as `Authorization: Bearer <key>`. The key is asked for once
 // and kept for the browser session (sessionStorage).
 
-import {h} from "./dom.js";
+import {clear, h, notice} from "./dom.js";
 
 const KEY_STORAGE = "trajhub.apiKey";
 const PROJECT_STORAGE = "trajhub.project";
@@ -29,6 +29,25 @@ export class ApiError extends Error {
     this.status = status;
     this.detail = detail;
   }
+}
+
+/** What to show for a failed request: the server's message, or the error itself. */
+export function errorText(error) {
+  return error instanceof ApiError ? error.message : String(error);
+}
+
+/** The runner of a page's actions: `act(call, done)` runs the request `call`, says in `status`
+ * what came of it (`done`, or `done(answer)`; else the server's message), then redraws. */
+export function actions(status, redraw) {
+  return async (call, done) => {
+    try {
+      const answer = await call();
+      clear(status).append(notice(typeof done === "function" ? done(answer) : done));
+    } catch (error) {
+      clear(status).append(notice(errorText(error), "error"));
+    }
+    await redraw();
+  };
 }
 
 /** The `detail` of an error response: FastAPI's string, or its list of validation errors. */

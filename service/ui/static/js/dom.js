@@ -19,6 +19,11 @@ export function h(tag, attrs, ...children) {
   return el;
 }
 
+/** A table's head: one row of column headers (`scope="col"`, for screen readers). */
+export function headRow(columns) {
+  return h("thead", null, h("tr", null, columns.map((c) => h("th", {scope: "col"}, c))));
+}
+
 export function append(el, children) {
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;

@@ -1,7 +1,7 @@
 // The agent graph, drawn as SVG from an AgentGraphView of the API: the server placed every node
 // and routed every edge (igraph's Sugiyama layout, docs/agent-graph.md), so this only draws.
 
-import {fmtInt, h} from "./dom.js";
+import {fmtInt, h, headRow} from "./dom.js";
 
 // the SVG namespace as the HTML parser assigns it to <svg> (the shipped files name no URL)
 const SVG = (() => {
@@ -178,8 +178,7 @@ export function pathTable(graph) {
   return h("table", {class: "grid", id: "path-table"},
     h("caption", null, `Agent paths (${fmtInt(graph.distinct_paths)} distinct` +
       `${graph.distinct_paths > graph.paths.length ? `, the ${graph.paths.length} most frequent` : ""})`),
-    h("thead", null, h("tr", null, ["Runs", "Share", "Agents entered, in order"].map((c) =>
-      h("th", {scope: "col"}, c)))),
+    headRow(["Runs", "Share", "Agents entered, in order"]),
     h("tbody", null, graph.paths.map((p) => h("tr", null,
       h("td", {class: "num"}, fmtInt(p.count)),
       h("td", {class: "num"}, graph.runs ? `${Math.round((100 * p.count) / graph.runs)}%` : ""),

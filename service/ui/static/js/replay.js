@@ -3,7 +3,7 @@
 
 import {ApiError, download, enc, get, request} from "./api.js";
 import {costNode, fmtUsd, priceSourcesText, unpricedText} from "./cost.js";
-import {fmtInt, fmtMs, h} from "./dom.js";
+import {fmtInt, fmtMs, h, headRow} from "./dom.js";
 import {payload} from "./payload.js";
 
 /** The playback events: one JSON object per NDJSON line. */
@@ -135,8 +135,7 @@ export function contractView(data) {
       `${data.revision}). ${data.unknown.length} fields unknown.`),
     h("table", {class: "grid kv contract", id: "contract-table"},
       h("caption", {class: "sr-only"}, "Run contract"),
-      h("thead", null, h("tr", null, ["Field", "Value", "Source"].map((c) =>
-        h("th", {scope: "col"}, c)))),
+      headRow(["Field", "Value", "Source"]),
       h("tbody", null,
         CONTRACT_FIELDS.map(([key, label]) => contractRows(label, data[key], key)),
         sampling.map(([key, field]) => contractRows(`Sampling: ${key}`, field,
@@ -159,16 +158,14 @@ export function costView(data, view) {
       `in ${run.currency}. A model no price source knows has no price.`),
     h("h3", null, "Per agent"),
     h("table", {class: "grid", id: "agent-cost-table"},
-      h("thead", null, h("tr", null, ["Agent", "Input tokens", "Output tokens", "Cost"].map((c) =>
-        h("th", {scope: "col"}, c)))),
+      headRow(["Agent", "Input tokens", "Output tokens", "Cost"]),
       h("tbody", null, data.agents.map((a) => h("tr", null,
         h("td", null, a.agent), h("td", {class: "num"}, fmtInt(a.cost.input_tokens)),
         h("td", {class: "num"}, fmtInt(a.cost.output_tokens)),
         h("td", {class: "num"}, costNode(a.cost)))))),
     h("h3", null, "Per model step"),
     h("table", {class: "grid", id: "step-cost-table"},
-      h("thead", null, h("tr", null, ["Step", "Agent", "Model", "Cost"].map((c) =>
-        h("th", {scope: "col"}, c)))),
+      headRow(["Step", "Agent", "Model", "Cost"]),
       h("tbody", null, data.steps.map((s) => h("tr", null,
         h("td", null, stepName(s.step_id)), h("td", null, s.agent),
         h("td", null, s.model || h("span", {class: "muted"}, "not recorded")),

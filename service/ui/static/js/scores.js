@@ -3,7 +3,7 @@
 // Scores tab.
 
 import {enc, get} from "./api.js";
-import {fmtTime, h, truncate} from "./dom.js";
+import {fmtTime, h, headRow, truncate} from "./dom.js";
 
 export function loadScores(traceId) {
   return get(`/api/v1/trajectories/${enc(traceId)}/scores`).then((data) => data.items);
@@ -62,8 +62,7 @@ export function scoreTable(scores, view) {
   const stepName = (id) => view.stepById.get(id)?.step.name
     || (id === view.doc.root_step?.id ? view.doc.root_step?.name : null);
   return h("table", {class: "grid", id: "score-table"},
-    h("thead", null, h("tr", null, ["Name", "Value", "On", "Source", "Revision", "Comment",
-      "Created"].map((c) => h("th", {scope: "col"}, c)))),
+    headRow(["Name", "Value", "On", "Source", "Revision", "Comment", "Created"]),
     h("tbody", null, scores.map((s) => h("tr", {dataset: {scoreId: String(s.id)}},
       h("td", null, s.name),
       h("td", {class: s.error ? "failed-text" : null}, s.error ? `error: ${s.error}` : scoreValue(s)),

@@ -3,8 +3,8 @@
 // deleting need an admin key; the server's 4xx message (thresholds in the wrong order, a bad
 // webhook address) is shown as is. The signing secret is shown once, when the rule is created.
 
-import {ApiError, del, get, patch, post} from "../api.js";
-import {append, badge, clear, fmtTime, h, notice} from "../dom.js";
+import {actions, del, get, patch, post} from "../api.js";
+import {append, badge, clear, fmtTime, h, headRow} from "../dom.js";
 
 const METRICS = [
   ["error_rate", "error rate (0–1)"],
@@ -46,20 +46,10 @@ export async function renderAlerts(ctx) {
   const body = h("tbody");
   const table = h("table", {class: "grid", id: "alert-table"},
     h("caption", {class: "sr-only"}, "Alert rules, oldest first"),
-    h("thead", null, h("tr", null, ["Name", "Measures", "Window", "State", "Value",
-      "Evaluated", ""].map((c) => h("th", {scope: "col"}, c)))), body);
+    headRow(["Name", "Measures", "Window", "State", "Value", "Evaluated", ""]), body);
   const history = h("section", {id: "alert-history", "aria-live": "polite"});
 
-  const act = async (call, done) => {
-    try {
-      const answer = await call();
-      clear(status).append(notice(typeof done === "function" ? done(answer) : done));
-    } catch (error) {
-      clear(status).append(notice(error instanceof ApiError ? error.message : String(error),
-        "error"));
-    }
-    await draw();
-  };
+  const act = actions(status, () => draw());
 
   // the history, and the table redrawn beside it (the server evaluates apart from the page)
   const showHistory = async (rule) => {
@@ -68,8 +58,7 @@ export async function renderAlerts(ctx) {
     if (!ctx.alive()) return;
     clear(history).append(h("h2", null, `History of ${rule.name}`),
       events.length ? h("table", {class: "grid", id: "alert-events"},
-        h("thead", null, h("tr", null, ["When", "From", "To", "Value", "Notification"].map(
-          (c) => h("th", {scope: "col"}, c)))),
+        headRow(["When", "From", "To", "Value", "Notification"]),
         h("tbody", null, events.map((e) => h("tr", null,
           h("td", null, fmtTime(e.created_time)), h("td", null, e.previous_state),
           h("td", null, stateBadge(e.state)), h("td", {class: "num"}, number(e.value)),

@@ -3,7 +3,7 @@
 
 import {get} from "../api.js";
 import {costNode, fmtUsd} from "../cost.js";
-import {append, badge, fmtInt, fmtMs, h, notice} from "../dom.js";
+import {append, badge, fmtInt, fmtMs, h, headRow, notice} from "../dom.js";
 import {link, navigate} from "../router.js";
 
 const METRICS = [
@@ -85,8 +85,7 @@ function metricsTable(report) {
     h("td", {class: "num delta"}, delta));
   return h("table", {class: "grid compare-metrics", id: "compare-metrics"},
     h("caption", null, "Metrics (Δ = B − A)"),
-    h("thead", null, h("tr", null, ["Metric", "A", "B", "Δ"].map((c) =>
-      h("th", {scope: "col"}, c)))),
+    headRow(["Metric", "A", "B", "Δ"]),
     h("tbody", null,
       METRICS.map(([key, label, format]) => row(label, format(report.a.metrics[key]),
         format(report.b.metrics[key]), signed(report.deltas[key], format), key)),

@@ -3,7 +3,7 @@
 
 import {del, download, enc, get, patch, post} from "../api.js";
 import {link, navigate} from "../router.js";
-import {append, clear, fmtInt, fmtTime, h, pre, truncate} from "../dom.js";
+import {append, clear, fmtInt, fmtTime, h, headRow, pre, truncate} from "../dom.js";
 import {asText, previewText} from "../payload.js";
 
 export async function renderDatasets(ctx) {
@@ -18,8 +18,7 @@ export async function renderDatasets(ctx) {
   main.append(
     h("table", {class: "grid", id: "dataset-table"},
       h("caption", {class: "sr-only"}, "Datasets"),
-      h("thead", null, h("tr", null, ["Set", "Description", "Items", "Updated"].map((c) =>
-        h("th", {scope: "col"}, c)))),
+      headRow(["Set", "Description", "Items", "Updated"]),
       h("tbody", null, sets.items.length ? sets.items.map((s) => h("tr", null,
         h("td", null, h("a", {href: link(`/datasets/${enc(s.name)}`)}, s.name)),
         h("td", null, s.description),
@@ -139,8 +138,8 @@ export async function renderDataset(ctx) {
       exporter("csv", "CSV"), " ", exporter("agentevals", "agentevals"), " ", exportStatus),
     h("table", {class: "grid", id: "item-table"},
       h("caption", {class: "sr-only"}, `Items of ${set.name}`),
-      h("thead", null, h("tr", null, ["Item", "Source trajectory", "Input", "Expectations",
-        "Metadata", "Tags", "Added", ""].map((c) => h("th", {scope: "col"}, c)))), body),
+      headRow(["Item", "Source trajectory", "Input", "Expectations",
+        "Metadata", "Tags", "Added", ""]), body),
     more]);
   const onDeleted = () => { count.textContent = fmtInt(Number(count.textContent.replace(/,/g, "")) - 1); };
   const load = async (cursor) => {

@@ -3,7 +3,7 @@
 
 import {enc, get} from "../api.js";
 import {link, navigate} from "../router.js";
-import {append, badge, clear, fmtInt, fmtPct, fmtScore, fmtTime, h, notice, pre} from "../dom.js";
+import {append, badge, clear, fmtInt, fmtPct, fmtScore, fmtTime, h, headRow, notice, pre} from "../dom.js";
 
 const REFRESH_MS = 2000;
 
@@ -23,8 +23,7 @@ export async function renderEvaluations(ctx) {
   const body = h("tbody");
   main.append(h("table", {class: "grid", id: "evaluation-table"},
     h("caption", {class: "sr-only"}, "Evaluations, newest first"),
-    h("thead", null, h("tr", null, ["Run", "Set", "Target", "Status", "Items",
-      "Per evaluator", "Started"].map((c) => h("th", {scope: "col"}, c)))), body));
+    headRow(["Run", "Set", "Target", "Status", "Items", "Per evaluator", "Started"]), body));
   if (!page.items.length) {
     body.append(h("tr", null, h("td", {colspan: 7, class: "muted"},
       "No evaluation yet. Start one with `trajhub eval run` or POST /api/v1/evaluations.")));
@@ -104,8 +103,7 @@ export async function renderEvaluation(ctx) {
         (run.items.errors ? ` (${fmtInt(run.items.errors)} with errors)` : "") + "."),
       h("table", {class: "grid", id: "aggregate-table"},
         h("caption", null, "Per evaluator"),
-        h("thead", null, h("tr", null, ["Evaluator", "Results", "Passed", "Failed", "Errors",
-          "Pass rate", "Mean score"].map((c) => h("th", {scope: "col"}, c)))),
+        headRow(["Evaluator", "Results", "Passed", "Failed", "Errors", "Pass rate", "Mean score"]),
         h("tbody", null, run.aggregates.map((a) => h("tr", null,
           h("td", null, a.evaluator), h("td", {class: "num"}, fmtInt(a.total)),
           h("td", {class: "num"}, fmtInt(a.passed)), h("td", {class: "num"}, fmtInt(a.failed)),
@@ -113,8 +111,7 @@ export async function renderEvaluation(ctx) {
           h("td", {class: "num"}, fmtScore(a.mean_score)))))),
       h("h2", null, `Failed items (${failures.items.length}${failures.next_cursor ? "+" : ""})`),
       failures.items.length ? h("table", {class: "grid", id: "failure-table"},
-        h("thead", null, h("tr", null, ["Item", "Evaluator", "Score", "Why", "Trajectory"].map((c) =>
-          h("th", {scope: "col"}, c)))),
+        headRow(["Item", "Evaluator", "Score", "Why", "Trajectory"]),
         h("tbody", null, failures.items.map((r) => h("tr", {class: "failed"},
           h("td", {class: "mono small"}, r.item_id),
           h("td", null, r.evaluator),

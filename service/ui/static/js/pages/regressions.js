@@ -4,7 +4,7 @@
 
 import {post} from "../api.js";
 import {fmtUsd} from "../cost.js";
-import {fmtInt, fmtMs, fmtScore, h, notice} from "../dom.js";
+import {fmtInt, fmtMs, fmtScore, h, headRow, notice} from "../dom.js";
 import {link, navigate} from "../router.js";
 
 const SIDES = [["baseline", "Baseline"], ["candidate", "Candidate"]];
@@ -119,8 +119,7 @@ function report(data) {
       ` · prices: ${data.price_table}`)),
     h("table", {class: "grid verdicts", id: "verdict-table"},
       h("caption", null, "Verdict per metric (counts of items)"),
-      h("thead", null, h("tr", null, ["Metric", "Verdict", "Better", "Same", "Worse", "Missing"]
-        .map((c) => h("th", {scope: "col"}, c)))),
+      headRow(["Metric", "Verdict", "Better", "Same", "Worse", "Missing"]),
       h("tbody", null, data.verdicts.map((v) => h("tr", {dataset: {metric: v.metric}},
         h("th", {scope: "row"}, v.metric),
         h("td", null, h("span", {class: `verdict verdict-${v.verdict}`}, v.verdict)),
@@ -128,9 +127,9 @@ function report(data) {
         h("td", {class: "num"}, fmtInt(v.worse)), h("td", {class: "num"}, fmtInt(v.missing)))))),
     h("table", {class: "grid", id: "regression-items"},
       h("caption", null, `${data.items.length} items (Δ = candidate − baseline)`),
-      h("thead", null, h("tr", null, ["Item", "Baseline", "Candidate",
+      headRow(["Item", "Baseline", "Candidate",
         ...DELTAS.map(([, label]) => label), "Quality (baseline → candidate)", "Diverged at",
-        "Compare", "Problems"].map((c) => h("th", {scope: "col"}, c)))),
+        "Compare", "Problems"]),
       h("tbody", null, data.items.map(itemRow))));
 }
 

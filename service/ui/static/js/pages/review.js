@@ -4,7 +4,7 @@
 // (POST /api/v1/review-queues/{name}/items/{id}/complete): a score outside its config comes
 // back as a 400 naming it, shown as it is.
 
-import {ApiError, apiKey, enc, get, post} from "../api.js";
+import {apiKey, enc, errorText, get, post} from "../api.js";
 import {clear, fmtInt, h, notice, truncate} from "../dom.js";
 import {payload} from "../payload.js";
 import {link} from "../router.js";
@@ -177,7 +177,7 @@ class ReviewScreen {
         await this.show(item);
       }
     } catch (error) {
-      this.say(error instanceof ApiError ? error.message : String(error), "error");
+      this.say(errorText(error), "error");
     } finally {
       this.busy = false;
       this.refreshQueue();
@@ -302,7 +302,7 @@ class ReviewScreen {
       if (!this.ctx.alive()) return;
       this.finished(`${done} ${this.item.trace_id}. Press n for the next item.`);
     } catch (error) {
-      this.say(error instanceof ApiError ? error.message : String(error), "error");
+      this.say(errorText(error), "error");
     } finally {
       this.busy = false;
     }

@@ -3,8 +3,8 @@
 // an admin key; the server's 4xx message (an unknown evaluator, a filter that does not parse)
 // is shown as is.
 
-import {ApiError, del, get, patch, post} from "../api.js";
-import {append, clear, fmtInt, fmtTime, h, notice} from "../dom.js";
+import {actions, del, get, patch, post} from "../api.js";
+import {append, clear, fmtInt, fmtTime, h, headRow} from "../dom.js";
 
 /** The evaluators a rule may name, as /openapi.json lists them (RuleCreate.evaluator). */
 async function evaluatorNames() {
@@ -41,8 +41,7 @@ export async function renderRules(ctx) {
   const body = h("tbody");
   const table = h("table", {class: "grid", id: "rule-table"},
     h("caption", {class: "sr-only"}, "Rules, oldest first"),
-    h("thead", null, h("tr", null, ["Name", "Evaluator", "Filter", "Sample", "On", "Queued",
-      "Created", ""].map((c) => h("th", {scope: "col"}, c)))), body);
+    headRow(["Name", "Evaluator", "Filter", "Sample", "On", "Queued", "Created", ""]), body);
 
   const draw = async () => {
     const {items: rules} = await get("/api/v1/rules");
@@ -77,16 +76,7 @@ export async function renderRules(ctx) {
     }
   };
 
-  const act = async (call, done) => {
-    try {
-      await call();
-      clear(status).append(notice(done));
-    } catch (error) {
-      clear(status).append(notice(error instanceof ApiError ? error.message : String(error),
-        "error"));
-    }
-    await draw();
-  };
+  const act = actions(status, draw);
 
   const names = await evaluatorNames();
   if (!ctx.alive()) return;

@@ -4,7 +4,7 @@
 
 import {enc, get} from "../api.js";
 import {costNode} from "../cost.js";
-import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, toLocal, truncate} from "../dom.js";
+import {badge, clear, fmtInt, fmtMs, fmtTime, h, headRow, notice, toLocal, truncate} from "../dom.js";
 import {link} from "../router.js";
 import {field, fillPager, filterForm, textInput} from "../lists.js";
 import {namedScores} from "../scores.js";
@@ -76,9 +76,8 @@ export async function renderSessions(ctx) {
   const body = h("tbody");
   const table = h("table", {class: "grid", id: "session-table"},
     h("caption", {class: "sr-only"}, "Sessions, latest turn first"),
-    h("thead", null, h("tr", null, ["Session", "Turns", "First turn", "Last turn",
-      "Tokens (in → out)", "Cost", "Failures", "Users", "Mean scores", "First input"].map((c) =>
-      h("th", {scope: "col"}, c)))), body);
+    headRow(["Session", "Turns", "First turn", "Last turn",
+      "Tokens (in → out)", "Cost", "Failures", "Users", "Mean scores", "First input"]), body);
   const pager = h("nav", {class: "pager", "aria-label": "Pages"});
   main.append(summary, table, pager);
 

@@ -4,7 +4,7 @@ import {get} from "../api.js";
 import {link} from "../router.js";
 import {field, fillPager, filterForm, textInput} from "../lists.js";
 import {costNode} from "../cost.js";
-import {badge, clear, fmtInt, fmtMs, fmtTime, h, notice, toLocal, truncate} from "../dom.js";
+import {badge, clear, fmtInt, fmtMs, fmtTime, h, headRow, notice, toLocal, truncate} from "../dom.js";
 
 const REFRESH_MS = 2000;
 const PAGE = 50;  // rows per page; `limit=` in the address changes it (1–200)
@@ -111,8 +111,8 @@ export async function renderTrajectories(ctx) {
   const summary = h("p", {class: "summary", "aria-live": "polite"});
   const table = h("table", {class: "grid", id: "trajectory-table"},
     h("caption", {class: "sr-only"}, "Trajectories, newest first"),
-    h("thead", null, h("tr", null, ["Root", "Agents", "Steps", "Tokens (in → out)", "Cost",
-      "Duration", "Status", "Started", "Input", "Output"].map((c) => h("th", {scope: "col"}, c)))));
+    headRow(["Root", "Agents", "Steps", "Tokens (in → out)", "Cost",
+      "Duration", "Status", "Started", "Input", "Output"]));
   const body = h("tbody");
   table.append(body);
   const pager = h("nav", {class: "pager", "aria-label": "Pages"});

@@ -7,7 +7,7 @@ import {ApiError, download, enc, get, patch, positionCursor, post, request} from
 import {costNode} from "../cost.js";
 import {contractView, costView, loadContract, loadCost, loadEvents, playbackView} from "../replay.js";
 import {link, navigate, replaceParams} from "../router.js";
-import {append, badge, clear, fmtInt, fmtMs, fmtTime, h, notice, pre, truncate} from "../dom.js";
+import {append, badge, clear, fmtInt, fmtMs, fmtTime, h, headRow, notice, pre, truncate} from "../dom.js";
 import {graphBox, graphLegend, markNode} from "../graph.js";
 import {asText, payload} from "../payload.js";
 import {drawBars, layout, stepDuration, stepError, stepLabel, stepStart, timeline} from "../timeline.js";
@@ -440,7 +440,7 @@ class TrajectoryView {
     }
     const table = h("table", {class: "grid steps", id: "step-table"},
       h("caption", {class: "sr-only"}, "Steps per agent"),
-      h("thead", null, h("tr", null, STEP_COLUMNS.map((c) => h("th", {scope: "col"}, c)))), body);
+      headRow(STEP_COLUMNS), body);
     // j / k (or arrow keys on a step button) move through the steps
     table.addEventListener("keydown", (event) => {
       const move = {ArrowDown: 1, ArrowUp: -1, j: 1, k: -1}[event.key];
@@ -478,7 +478,7 @@ class TrajectoryView {
     };
     const columns = () => h("colgroup", null, STEP_WIDTHS.map((w) => h("col", {style: {width: w}})));
     const head = h("table", {class: "grid steps virtual", "aria-hidden": "true"}, columns(),
-      h("thead", null, h("tr", null, STEP_COLUMNS.map((c) => h("th", {scope: "col"}, c)))));
+      headRow(STEP_COLUMNS));
     const body = h("tbody");
     const table = h("table", {class: "grid steps virtual", id: "step-table",
       "aria-label": `Steps per agent: ${this.store.total} steps; rows load as you scroll`,
@@ -704,8 +704,8 @@ function explanation(data) {
     data.warnings.length ? h("ul", {class: "warnings"}, data.warnings.map((w) => h("li", null, w)))
       : null,
     h("table", {class: "grid"},
-      h("thead", null, h("tr", null, ["Span", "Kind", "Kept", "Why (rule)", "Parent in trajectory",
-        "Convention", "Warnings"].map((c) => h("th", {scope: "col"}, c)))),
+      headRow(["Span", "Kind", "Kept", "Why (rule)", "Parent in trajectory",
+        "Convention", "Warnings"]),
       h("tbody", null, data.spans.map((s) => {
         const nameCell = h("td", null, s.name, h("div", {class: "mono small muted"}, s.span_id));
         nameCell.style.paddingLeft = `${4 + depth(s.span_id) * 12}px`;
@@ -722,8 +722,8 @@ function explanation(data) {
 
 function revisionTable(data) {
   return h("table", {class: "grid", id: "revisions"},
-    h("thead", null, h("tr", null, ["Revision", "Status", "Derived at", "Normalizer", "Steps",
-      "Tokens (in → out)", "Derivation error"].map((c) => h("th", {scope: "col"}, c)))),
+    headRow(["Revision", "Status", "Derived at", "Normalizer", "Steps",
+      "Tokens (in → out)", "Derivation error"]),
     h("tbody", null, data.revisions.map((r) => h("tr", null,
       h("td", {class: "num"}, String(r.revision)), h("td", null, badge(r.status)),
       h("td", null, fmtTime(r.derived_time)), h("td", null, r.normalizer_version),
