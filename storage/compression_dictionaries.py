@@ -107,17 +107,11 @@ async def store(conn: Connection, data: bytes, replacing: int | None) -> bool:
 
 
 # the earliest received log record: a loose index scan over the projects, then the first of
-# each project's records by received time (NULL when there are none)
-_EARLIEST_LOG = """
-WITH RECURSIVE p AS (
-    (SELECT project FROM log_records ORDER BY project LIMIT 1)
-    UNION ALL
-    SELECT (SELECT project FROM log_records WHERE project > p.project ORDER BY project LIMIT 1)
-    FROM p WHERE p.project IS NOT NULL
-)
-SELECT min((SELECT min(l.received_at) FROM log_records l WHERE l.project = p.project))
-FROM p WHERE p.project IS NOT NULL
-"""
+# the projects the records hold, then each one's earliest record by received time (an index
+# probe each); a query correlating them is refused by Citus, which distributes the records by
+# trace, not by project
+_LOG_PROJECTS = "SELECT DISTINCT project FROM log_records"
+_EARLIEST_LOG = "SELECT min(received_at) FROM log_records WHERE project = $1"
 
 
 async def delete_unused(conn: Connection) -> int:
@@ -130,11 +124,23 @@ async def delete_unused(conn: Connection) -> int:
     partitioned (migration 0069), and an orphaned one may outlive every partition of its
     time: none is older than the earliest received one, found per project through the index
     of migration 0070. Returns how many went."""
+    # The bound is read first, from the partition catalogue and the records, each in a
+    # statement of its own (storage/citus_tables.py: a local, a distributed and a reference
+    # table), then the delete compares with it as a value (the interval is taken from the
+    # value, not added to a column: Citus refuses that STABLE operator on a column here).
+    oldest_partition = await conn.fetchval("SELECT min(lower) FROM trajhub_time_partitions")
+    earliest = [await conn.fetchval(_EARLIEST_LOG, r["project"])
+                for r in await conn.fetch(_LOG_PROJECTS)]
+    earliest_log = min((t for t in earliest if t is not None), default=None)
+    bound = min((t for t in (oldest_partition, earliest_log) if t is not None), default=None)
+    if bound is None:
+        return 0
     deleted = await conn.fetch(
-        f"""DELETE FROM compression_dictionaries d
-           WHERE (SELECT min(n.trained_at) FROM compression_dictionaries n
-                  WHERE n.trained_at > d.trained_at) + $1::interval
-                 < least((SELECT min(lower) FROM time_partitions), ({_EARLIEST_LOG}))
-           RETURNING id""", IN_USE_AFTER_REPLACED)
+        """DELETE FROM compression_dictionaries d
+           WHERE d.id = ANY(ARRAY(
+               SELECT o.id FROM compression_dictionaries o
+               WHERE (SELECT min(n.trained_at) FROM compression_dictionaries n
+                      WHERE n.trained_at > o.trained_at) < $2::timestamptz - $1::interval))
+           RETURNING id""", IN_USE_AFTER_REPLACED, bound)
     return len(deleted)
 

@@ -118,18 +118,24 @@ async def claim_whole(conn: Connection, span_counts: Mapping[tuple[str, str], in
     if not locked:
         return []
     # A trace with log records stored is left to the queue too: they become its spans' events
-    # (`load_logs`), which the request's own derivation did not read. One probe of the
-    # records' primary key per trace.
+    # (`load_logs`), which the request's own derivation did not read. One probe of the spans'
+    # and of the records' primary key per trace, in one statement whose parts each name the
+    # traces by `trace_id` (a correlated count beside `unnest` is what Citus refuses).
+    asked = [(r["project"], r["trace_id"]) for r in locked]
     stored = await conn.fetch(
-        """SELECT c.project, c.trace_id,
-                  (SELECT count(*) FROM spans s
-                   WHERE s.project = c.project AND s.trace_id = c.trace_id) AS spans,
-                  EXISTS (SELECT 1 FROM log_records l
-                          WHERE l.project = c.project AND l.trace_id = c.trace_id) AS logged
-           FROM unnest($1::text[], $2::text[]) AS c(project, trace_id)""",
-        [r["project"] for r in locked], [r["trace_id"] for r in locked])
-    return [(r["project"], r["trace_id"]) for r in stored
-            if not r["logged"] and r["spans"] == span_counts[(r["project"], r["trace_id"])]]
+        """SELECT s.project, s.trace_id, count(*) AS spans, false AS logged FROM spans s
+           WHERE s.project = ANY($1::text[]) AND s.trace_id = ANY($2::text[])
+           GROUP BY s.project, s.trace_id
+           UNION ALL
+           SELECT DISTINCT l.project, l.trace_id, 0, true FROM log_records l
+           WHERE l.project = ANY($1::text[]) AND l.trace_id = ANY($2::text[])""",
+        sorted({p for p, _ in asked}), [t for _, t in asked])
+    # a project's trace id may name another project's trace too: only the asked pairs count
+    counted: dict[tuple[str, str], int] = {}
+    for r in stored:
+        key = (r["project"], r["trace_id"])
+        counted[key] = -1 if r["logged"] or counted.get(key) == -1 else r["spans"]
+    return [key for key in asked if counted.get(key) == span_counts[key]]
 
 
 async def load_spans(conn: Connection, traces: Sequence[ClaimedTrace]
@@ -280,12 +286,30 @@ def _searched(row: TrajectoryWrite) -> TrajectoryWrite:
 # meanwhile checks its text itself; its text is never parsed here. Queued again, its row is
 # updated in place: the update locks it, so a filling that took it first commits before this
 # transaction does, and the row stays queued for this text.
+#
+# The revision a store replaces is copied into the history first (migration 0073), from the row as
+# the statement's snapshot has it: the deriver holds the trace's lock, so no other transaction
+# changes that row meanwhile. Every `DO UPDATE SET` here takes its values from the row itself or
+# from EXCLUDED (`derived_at`: the `now()` it was inserted with), not from a function of its own:
+# Citus refuses non-IMMUTABLE functions there.
+_REVISION_COLUMNS = ("project, trace_id, revision, status, derived_at, normalizer_version, "
+                     "step_count, input_tokens, output_tokens, derivation_error, first_seen")
+_SUPERSEDED = (
+    f"superseded AS (INSERT INTO trajectory_revisions ({_REVISION_COLUMNS}) "
+    f"SELECT {', '.join('o.' + c for c in _REVISION_COLUMNS.split(', '))} "
+    "FROM unnest($1::trajectories[]) AS r JOIN trace_keys k "
+    "ON k.project = (r).project AND k.trace_id = (r).trace_id "
+    "JOIN trajectories o ON o.project = k.project AND o.trace_id = k.trace_id "
+    "AND o.first_seen = k.first_seen "
+    "ON CONFLICT (project, trace_id, revision, first_seen) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in _REVISION_COLUMNS.split(", ")[3:-1]) + "), ")
 STORE_TRAJECTORIES = (
-    "WITH stored AS ("
+    "WITH " + _SUPERSEDED + "stored AS ("
     + _upsert("trajectories", TRAJECTORY_COLUMNS,
               extra_insert=", status, revision, derived_at", extra_values=", 'open', 1, now()",
               extra_update=", status = 'open', revision = trajectories.revision + 1, "
-                           "derived_at = now(), document_text = NULL, explanation_text = NULL",
+                           "derived_at = EXCLUDED.derived_at, document_text = NULL, "
+                           "explanation_text = NULL",
               stored_as=_SEARCHED)
     + f" RETURNING {_KEY}, settle_at, root_ended), "
     f"words_queued AS (INSERT INTO trajectory_words_queue ({_KEY}) SELECT {_KEY} FROM stored "
@@ -353,26 +377,44 @@ _CONTRIBUTED = ", ".join(f"t.{c}" for c in (
 _ROLLED_UP = rollups.add_ctes("finalized")
 
 
+#: an open trajectory ready to become final (its settle time passed, root ended, or left open
+#: for `$1` seconds past it). The arithmetic is on now(), not on the column: Citus refuses a
+#: STABLE function (timestamptz + interval is one) of a column in an UPDATE or DELETE.
+_SETTLED = ("(o.settle_at <= now() AND o.root_ended "
+            "OR o.settle_at <= now() - make_interval(secs => $1))")
+
+
+# Finalizing is three statements, each over one kind of table (storage/citus_tables.py): the
+# settled candidates (the open trajectories), then those of them with no queued change whose
+# trace lock this transaction takes (the queue and the lock, on the coordinator where every
+# deriver takes it), then the finalizing itself, which checks again that each is settled: a
+# deriver that stored one after the first statement held its lock until it committed, so the
+# third statement sees what it stored. The trace locks do what `FOR UPDATE SKIP LOCKED` on the
+# open rows did: two finalizers never take the same trace.
 async def finalize_settled(conn: Connection, max_open_seconds: float) -> int:
     """Open trajectories whose root has ended and whose settle time has passed become final;
     so does one left open (root never ended) for `max_open_seconds` past settling. A trace with
     queued changes waits: it is about to be re-derived."""
+    candidates = await conn.fetch(
+        f"SELECT o.project, o.trace_id FROM open_trajectories o WHERE {_SETTLED} "
+        "ORDER BY o.settle_at LIMIT 1000", max_open_seconds)
+    if not candidates:
+        return 0
+    taken = await conn.fetch(
+        f"""SELECT c.project, c.trace_id FROM unnest($1::text[], $2::text[]) AS c(project, trace_id)
+            WHERE {NOT_QUEUED.format(project="c.project", trace_id="c.trace_id")}
+              -- the derivers' lock: one that is storing this trace right now goes first
+              AND {TRACE_LOCK.format(project="c.project", trace_id="c.trace_id")}""",
+        [r["project"] for r in candidates], [r["trace_id"] for r in candidates])
+    if not taken:
+        return 0
     result = await conn.fetchval(
         f"""
-        WITH settled AS (
-            SELECT o.ctid FROM open_trajectories o
-            WHERE (o.settle_at <= now() AND o.root_ended
-                   OR o.settle_at + make_interval(secs => $1) <= now())
-              AND {NOT_QUEUED.format(project="o.project", trace_id="o.trace_id")}
-              -- the derivers' lock: one that is storing this trace right now goes first
-              AND {TRACE_LOCK.format(project="o.project", trace_id="o.trace_id")}
-            ORDER BY o.settle_at LIMIT 1000
-            FOR UPDATE SKIP LOCKED
-        ), taken AS (
-            -- the locked rows themselves, by their row address (see claim_changes: joined to
-            -- `settled`, a queue analyzed empty made this a nested loop over every open row);
-            -- a locked row cannot move meanwhile
-            DELETE FROM open_trajectories o WHERE o.ctid = ANY(ARRAY(SELECT ctid FROM settled))
+        WITH taken AS (
+            DELETE FROM open_trajectories o
+            USING unnest($2::text[], $3::text[]) AS c(project, trace_id)
+            WHERE o.project = c.project AND o.trace_id = c.trace_id
+              AND o.trace_id = ANY($3::text[]) AND {_SETTLED}
             RETURNING o.project, o.trace_id
         ), finalized AS (
             UPDATE trajectories t SET status = 'final' FROM taken
@@ -383,7 +425,7 @@ async def finalize_settled(conn: Connection, max_open_seconds: float) -> int:
         ){_ROLLED_UP}
         SELECT count(*) FROM finalized
         """,
-        max_open_seconds)
+        max_open_seconds, [r["project"] for r in taken], [r["trace_id"] for r in taken])
     return int(result)
 
 
@@ -397,10 +439,17 @@ async def queue_rederive(conn: Connection, project: str | None, since_ns: int | 
     if since_ns is not None:
         where.append(f"t.start_ns >= {arg(since_ns)}")
     if outdated_version is not None:
-        where.append(f"t.trace_id IN (SELECT trace_id FROM trajectories j WHERE "
-                     f"j.project = t.project AND j.normalizer_version <> {arg(outdated_version)})")
-    result = await conn.execute(
-        "INSERT INTO trace_changes (project, trace_id) SELECT t.project, t.trace_id FROM traces t "
-        "WHERE " + " AND ".join(where), *arg.values)
-    return int(result.split()[-1])
+        where.append(f"EXISTS (SELECT 1 FROM trajectories j WHERE j.project = t.project "
+                     f"AND j.trace_id = t.trace_id "
+                     f"AND j.normalizer_version <> {arg(outdated_version)})")
+    # read, then queued: the queue stays on the coordinator, the traces do not
+    # (storage/citus_tables.py), and no statement reads both
+    found = await conn.fetch(
+        "SELECT t.project, t.trace_id FROM traces t WHERE " + " AND ".join(where), *arg.values)
+    if found:
+        await conn.execute(
+            "INSERT INTO trace_changes (project, trace_id) "
+            "SELECT * FROM unnest($1::text[], $2::text[])",
+            [r["project"] for r in found], [r["trace_id"] for r in found])
+    return len(found)
 

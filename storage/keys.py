@@ -75,10 +75,11 @@ async def list_keys(conn: Connection, project: str | None) -> list[KeyRow]:
 async def revoke(conn: Connection, key_id: str, project: str | None) -> KeyRow | None:
     """Revoke the key (of `project`, when given); None when there is no such key. Revoking a
     revoked key keeps its first revocation time."""
+    # the time as a value: Citus takes no now() in a COALESCE of an UPDATE of a reference table
     record = await conn.fetchrow(
-        f"UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) "
+        f"UPDATE api_keys SET revoked_at = coalesce(revoked_at, $3::timestamptz) "
         f"WHERE key_id = $1 AND ($2::text IS NULL OR project = $2) "
-        f"RETURNING {KeyRow.columns()}", key_id, project)
+        f"RETURNING {KeyRow.columns()}", key_id, project, await conn.fetchval("SELECT now()"))
     return KeyRow.from_record(record) if record is not None else None
 
 

@@ -40,15 +40,17 @@ _TYPES = ("text", "text", "text", "bigint", "bigint", "integer", "text", "text",
 # it (as storage/span_writer.py queues a span's): its content becomes the trace's spans' events
 # (normalizers/log_events.py), so a record that arrives after its spans, even after the
 # trajectory is final, derives the trace again. A re-sent record, stored already, queues nothing.
+# The queue is written by a statement of its own: it stays on the coordinator, the records do not
+# (storage/citus_tables.py).
 _INSERT = f"""
-WITH stored AS (
-    INSERT INTO log_records ({", ".join(LOG_COLUMNS)})
-    SELECT * FROM unnest({", ".join(f"${i}::{t}[]" for i, t in enumerate(_TYPES, 1))})
-    ON CONFLICT DO NOTHING
-    RETURNING project, trace_id
-)
+INSERT INTO log_records ({", ".join(LOG_COLUMNS)})
+SELECT * FROM unnest({", ".join(f"${i}::{t}[]" for i, t in enumerate(_TYPES, 1))})
+ON CONFLICT DO NOTHING
+RETURNING project, trace_id
+"""
+_QUEUE = """
 INSERT INTO trace_changes (project, trace_id)
-SELECT DISTINCT project, trace_id FROM stored WHERE trace_id <> ''
+SELECT * FROM unnest($1::text[], $2::text[])
 """
 
 _INSERT_RESOURCES = """
@@ -65,4 +67,7 @@ async def write_logs(conn: Connection, rows: Collection[LogWrite],
     if resources:
         await conn.execute(_INSERT_RESOURCES, list(resources), list(resources.values()))
     if rows:
-        await conn.execute(_INSERT, *(list(column) for column in zip(*rows, strict=True)))
+        stored = await conn.fetch(_INSERT, *(list(column) for column in zip(*rows, strict=True)))
+        traces = sorted({(r["project"], r["trace_id"]) for r in stored if r["trace_id"]})
+        if traces:
+            await conn.execute(_QUEUE, [t[0] for t in traces], [t[1] for t in traces])

@@ -42,36 +42,42 @@ from trajhub.storage.derivation_store import NOT_QUEUED
 #: traces deleted per transaction: short transactions keep ingest and the workers moving
 BATCH = 500
 
-#: the partitioned tables; a partition of each covers every time range (`time_partitions`)
+#: the partitioned tables; a partition of each covers every time range (`trajhub_time_partitions`)
 PARTITIONED = ("spans", "traces", "trajectories", "trajectory_revisions", "trajectory_words")
 
 #: how long expiring a partition waits for ingest transactions holding its traces' keys
 LOCK_TIMEOUT = "5s"
 
-_EXPIRED = f"""
-SELECT t.project, t.trace_id, t.first_seen FROM traces t
+# Each statement of a batch reads one kind of table (storage/citus_tables.py): the expired traces
+# (no lock: sweeps run one at a time, under the sweep's advisory lock), then their keys, locked
+# by an update that waits for any ingest writing to these traces (it holds the key's row lock
+# until it commits, with its queued change), then which of them have no queued change: one
+# committed before the keys were locked is seen, and a later ingest waits for this transaction.
+_EXPIRED = """
+SELECT t.project, t.trace_id FROM traces t
 WHERE t.project = $1 AND t.last_received_at < $2
-  AND {NOT_QUEUED.format(project="t.project", trace_id="t.trace_id")}
 ORDER BY t.last_received_at
 LIMIT $3
-FOR UPDATE SKIP LOCKED
 """
 
-# The keys of those traces that no ingest is writing to right now (it holds the key's lock),
-# that still have no queued change (one committed since the statement above looked), and that
-# no deriver or finalize statement holds (the trace's lock, storage/trace_locks.py): a run being
-# made final meanwhile goes with the next batch, whose statement sees what it contributed.
-_TAKE_KEYS = f"""
-SELECT k.project, k.trace_id, k.first_seen FROM trace_keys k
-JOIN unnest($1::text[], $2::text[]) AS e(project, trace_id)
-  ON k.project = e.project AND k.trace_id = e.trace_id
-WHERE {NOT_QUEUED.format(project="k.project", trace_id="k.trace_id")}
-  AND {trace_locks.TRY_LOCK.format(project="k.project", trace_id="k.trace_id")}
-FOR UPDATE OF k SKIP LOCKED
+_LOCK_KEYS = """
+UPDATE trace_keys k SET first_seen = k.first_seen
+FROM unnest($1::text[], $2::text[]) AS e(project, trace_id)
+WHERE k.project = e.project AND k.trace_id = e.trace_id AND k.trace_id = ANY($2::text[])
+RETURNING k.project, k.trace_id, k.first_seen
 """
 
-# A later statement than _TAKE_KEYS, so it sees every span committed before the keys were
-# taken; `first_seen = ANY` lets PostgreSQL read only those traces' partitions.
+# Of those with no queued change, only the ones no deriver or finalize statement holds (the
+# trace's lock, storage/trace_locks.py): a run being made final meanwhile goes with the next
+# batch, whose statement sees what it contributed to the rollups.
+_UNQUEUED = f"""
+SELECT e.project, e.trace_id FROM unnest($1::text[], $2::text[]) AS e(project, trace_id)
+WHERE {NOT_QUEUED.format(project="e.project", trace_id="e.trace_id")}
+  AND {trace_locks.TRY_LOCK.format(project="e.project", trace_id="e.trace_id")}
+"""
+
+# A later statement than _LOCK_KEYS, so it sees every span committed before the keys were
+# locked; `first_seen = ANY` lets PostgreSQL read only those traces' partitions.
 _DELETE = """
 WITH e AS (
     SELECT * FROM unnest($1::text[], $2::text[]) AS e(project, trace_id)
@@ -126,25 +132,18 @@ RETURNING t.trace_id
 # 0070. A record of a trace that has spans goes with the trace (`_DELETE`), its span there or
 # not. The rows are taken by address, as storage/derivation_store.py's claims are.
 _EXPIRE_ORPHAN_LOGS = """
-DELETE FROM log_records l WHERE l.ctid = ANY(ARRAY(
-    SELECT o.ctid FROM log_records o
+DELETE FROM log_records l
+WHERE (l.project, l.trace_id, l.span_id, l.time_ns, l.digest) IN (
+    SELECT o.project, o.trace_id, o.span_id, o.time_ns, o.digest FROM log_records o
     WHERE o.project = $1 AND o.received_at < $2
       AND NOT EXISTS (SELECT 1 FROM trace_keys k
                       WHERE k.project = o.project AND k.trace_id = o.trace_id)
-    ORDER BY o.received_at LIMIT $3
-    FOR UPDATE SKIP LOCKED))
+    ORDER BY o.received_at LIMIT $3)
 """
 
-# the distinct projects of a table, one index probe each (a loose index scan)
-_PROJECTS = """
-WITH RECURSIVE p AS (
-    (SELECT project FROM {table} ORDER BY project LIMIT 1)
-    UNION ALL
-    SELECT (SELECT project FROM {table} WHERE project > p.project ORDER BY project LIMIT 1)
-    FROM p WHERE p.project IS NOT NULL
-)
-SELECT project FROM p WHERE project IS NOT NULL
-"""
+# the distinct projects of a table (Citus runs no recursive CTE over a distributed table, which the
+# loose index scan this was needed)
+_PROJECTS = "SELECT DISTINCT project FROM {table}"
 
 
 async def expire_batch(conn: Connection, project: str, cutoff: datetime,
@@ -159,8 +158,13 @@ async def expire_batch(conn: Connection, project: str, cutoff: datetime,
         expired = await conn.fetch(_EXPIRED, project, cutoff, limit)
         if not expired:
             return 0
-        taken = await conn.fetch(_TAKE_KEYS, [r["project"] for r in expired],
-                                 [r["trace_id"] for r in expired])
+        keys = {(r["project"], r["trace_id"]): r["first_seen"] for r in await conn.fetch(
+            _LOCK_KEYS, [r["project"] for r in expired], [r["trace_id"] for r in expired])}
+        if not keys:
+            return 0
+        unqueued = await conn.fetch(_UNQUEUED, [k[0] for k in keys], [k[1] for k in keys])
+        taken = [{"project": r["project"], "trace_id": r["trace_id"],
+                  "first_seen": keys[(r["project"], r["trace_id"])]} for r in unqueued]
         if not taken:
             return 0
         rows = await conn.fetch(_DELETE, [r["project"] for r in taken],
@@ -206,7 +210,7 @@ async def ensure_partitions(conn: Connection, width: timedelta, ahead: int) -> i
 
 async def partitions(conn: Connection) -> list[TimePartition]:
     return [TimePartition(r["lower"], r["upper"]) for r in await conn.fetch(
-        "SELECT lower, upper FROM time_partitions ORDER BY lower")]
+        "SELECT lower, upper FROM trajhub_time_partitions ORDER BY lower")]
 
 
 async def _partition_projects(conn: Connection, part: TimePartition) -> set[str]:
@@ -239,11 +243,14 @@ async def partition_expired(conn: Connection, part: TimePartition,
     spans = part.name("spans")
     if await conn.fetchval("SELECT to_regclass($1)", spans) is None:
         return True
-    # the queue is short: one probe of the partition's primary key per queued change
-    return not await conn.fetchval(
-        f"SELECT EXISTS (SELECT 1 FROM trace_changes c, LATERAL ("
-        f"SELECT 1 FROM {spans} s WHERE s.project = c.project AND s.trace_id = c.trace_id "
-        "LIMIT 1) queued)")
+    # the queue is short: one probe of the partition's primary key per queued change (the
+    # queue is read on its own: it stays on the coordinator, the partition does not)
+    queued = await conn.fetch("SELECT DISTINCT project, trace_id FROM trace_changes")
+    return not queued or not await conn.fetchval(
+        f"SELECT EXISTS (SELECT 1 FROM {spans} s "
+        "JOIN unnest($1::text[], $2::text[]) AS c(project, trace_id) "
+        "ON s.project = c.project AND s.trace_id = c.trace_id WHERE s.trace_id = ANY($2))",
+        [r["project"] for r in queued], [r["trace_id"] for r in queued])
 
 
 class _Kept(Exception):
@@ -272,13 +279,16 @@ async def drop_partition(conn: Connection, part: TimePartition,
                     f"DELETE FROM open_trajectories o USING {part.name('trajectories')} t "
                     "WHERE o.project = t.project AND o.trace_id = t.trace_id")
                 # scores are not partitioned (migration 0035): they go with the partition's
-                # trajectories
-                await conn.execute(
-                    f"DELETE FROM scores x USING {part.name('trajectories')} t "
-                    "WHERE x.project = t.project AND x.trace_id = t.trace_id")
-                await conn.execute(
-                    f"DELETE FROM review_items i USING {part.name('trajectories')} t "
-                    "WHERE i.project = t.project AND i.trace_id = t.trace_id")
+                # trajectories, named first (they are reference tables on Citus, which deletes
+                # from those by values, not by a join with a distributed table)
+                gone = await conn.fetch(
+                    f"SELECT t.project, t.trace_id FROM {part.name('trajectories')} t")
+                for table in ("scores", "review_items"):
+                    await conn.execute(
+                        f"DELETE FROM {table} x USING unnest($1::text[], $2::text[]) "
+                        "AS t(project, trace_id) "
+                        "WHERE x.project = t.project AND x.trace_id = t.trace_id",
+                        [r["project"] for r in gone], [r["trace_id"] for r in gone])
                 await conn.execute(
                     f"DELETE FROM trajectory_chunks c USING {part.name('trajectories')} t "
                     "WHERE c.project = t.project AND c.trace_id = t.trace_id")
@@ -305,7 +315,7 @@ async def drop_partition(conn: Connection, part: TimePartition,
             await conn.execute(f"ALTER TABLE {table} DETACH PARTITION {name} "
                                + ("FINALIZE" if pending else "CONCURRENTLY"))
         await conn.execute(f"DROP TABLE IF EXISTS {name}")
-    await conn.execute("DELETE FROM time_partitions WHERE lower = $1", part.lower)
+    await conn.execute("DELETE FROM trajhub_time_partitions WHERE lower = $1", part.lower)
     return True
 
 
@@ -341,7 +351,8 @@ async def get_override(conn: Connection, project: str) -> float | None:
 async def set_override(conn: Connection, project: str, days: float) -> None:
     await conn.execute(
         "INSERT INTO project_retention (project, days) VALUES ($1, $2) "
-        "ON CONFLICT (project) DO UPDATE SET days = EXCLUDED.days, updated_at = now()",
+        "ON CONFLICT (project) DO UPDATE SET days = EXCLUDED.days, "
+        "updated_at = EXCLUDED.updated_at",  # the default, now(): Citus takes no function here
         project, days)
 
 

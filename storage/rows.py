@@ -13,6 +13,7 @@ declaration's, so a field declared there is read without touching this module.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Generic, Literal, Self, TypeVar
@@ -372,11 +373,20 @@ class NamedRecords(Generic[_Named]):
                      ) -> _Named | None:
         """A new record (values by column); None when the project has one of that name."""
         columns = [c for c in self.written if c in values]
-        return await self.row.fetch_one(
-            conn, f"INSERT INTO {self.table} (project, {', '.join(columns)}) VALUES ($1, "
+        record_id = await conn.fetchval(
+            f"INSERT INTO {self.table} (project, {', '.join(columns)}) VALUES ($1, "
             + ", ".join(self._placeholder(c, i) for i, c in enumerate(columns, 2))
-            + f") ON CONFLICT (project, name) DO NOTHING RETURNING {self.row.columns()}",
+            + ") ON CONFLICT (project, name) DO NOTHING RETURNING id",
             project, *(self._value(c, values[c]) for c in columns))
+        return None if record_id is None else await self.get(conn, project, record_id)
+
+    async def get(self, conn: Connection, project: str, record_id: int) -> _Named | None:
+        # Read back by a statement of its own: a record's columns may count its rows elsewhere
+        # with a subquery (a rule's queued runs), which Citus takes in no INSERT or UPDATE
+        # (storage/citus_tables.py).
+        return await self.row.fetch_one(
+            conn, f"SELECT {self.row.columns()} FROM {self.table} "
+            "WHERE project = $1 AND id = $2", project, record_id)
 
     async def update(self, conn: Connection, project: str, record_id: int,
                      values: Mapping[str, Any]) -> _Named | None:
@@ -384,8 +394,11 @@ class NamedRecords(Generic[_Named]):
         record has raises asyncpg's UniqueViolationError."""
         columns = [c for c in self.written if c in values]
         sets = [f"{c} = {self._placeholder(c, i)}" for i, c in enumerate(columns, 3)]
-        sets += [f"updated_ns = {NOW_NS}", *self.on_edit]
-        return await self.row.fetch_one(
-            conn, f"UPDATE {self.table} SET {', '.join(sets)} WHERE project = $1 AND id = $2 "
-            f"RETURNING {self.row.columns()}",
-            project, record_id, *(self._value(c, values[c]) for c in columns))
+        # the time as a value: Citus runs no VOLATILE function (clock_timestamp()) in an
+        # UPDATE of a reference table
+        sets += [f"updated_ns = ${len(columns) + 3}::bigint", *self.on_edit]
+        updated = await conn.fetchval(
+            f"UPDATE {self.table} SET {', '.join(sets)} WHERE project = $1 AND id = $2 "
+            "RETURNING id",
+            project, record_id, *(self._value(c, values[c]) for c in columns), time.time_ns())
+        return None if updated is None else await self.get(conn, project, record_id)

@@ -73,6 +73,10 @@ async def backfill(conn: Connection, project: str, rule_id: int, f: TrajectoryFi
     """Queue the rule over the project's final trajectories that match `f` (the rule's filter)
     and its sample, as one backfill job counting them."""
     async with conn.transaction():
+        # On Citus: the runs are read from every shard and written, with their backfill, to
+        # reference tables that have foreign keys, which Citus does over one connection per
+        # node only. Elsewhere the setting is a placeholder and changes nothing.
+        await conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
         job = await conn.fetchval(
             "INSERT INTO rule_backfills (rule_id, total_count) VALUES ($1, 0) RETURNING id",
             rule_id)
@@ -202,6 +206,10 @@ async def finish(conn: Connection, run: ClaimedRun, score: Mapping[str, Any] | N
     transaction, and only while the run still carries this claim (False otherwise: another
     claimant has it, or had it and finished)."""
     async with conn.transaction():
+        # the score's insert reads its trajectory on every shard, then the backfill (a
+        # reference table with foreign keys) is updated: on Citus that takes one connection per
+        # node (a placeholder setting elsewhere)
+        await conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
         backfill = await conn.fetchrow(
             "DELETE FROM rule_runs WHERE id = $1 AND claim = $2 RETURNING backfill_id",
             run.id, run.claim)
@@ -257,16 +265,20 @@ async def judge_slot(conn: Connection, rule_id: int) -> float:
     """Take one judge call of the rule's cap for this minute: 0 when taken (or the rule has no
     cap), else the seconds until the current minute ends. One fixed window per rule, in the
     rule's row, so every server sharing the database shares the cap."""
+    # the times are values ($2 now, $3 a minute ago): Citus takes no function but an IMMUTABLE
+    # one (timestamptz arithmetic is STABLE) in a CASE of an UPDATE of a reference table
+    now = await conn.fetchrow("SELECT now() AS at, now() - interval '1 minute' AS minute_ago")
+    assert now is not None
     row = await conn.fetchrow(
         """UPDATE rules SET
-               window_calls = CASE WHEN window_start <= now() - interval '1 minute' THEN 1
-                                   ELSE window_calls + 1 END,
-               window_start = CASE WHEN window_start <= now() - interval '1 minute' THEN now()
-                                   ELSE window_start END
+               window_calls = CASE WHEN window_start <= $3::timestamptz
+                                   THEN 1 ELSE window_calls + 1 END,
+               window_start = CASE WHEN window_start <= $3::timestamptz
+                                   THEN $2::timestamptz ELSE window_start END
            WHERE id = $1 AND (max_judge_calls_per_minute IS NULL
-                              OR window_start <= now() - interval '1 minute'
+                              OR window_start <= $3::timestamptz
                               OR window_calls < max_judge_calls_per_minute)
-           RETURNING 0""", rule_id)
+           RETURNING 0""", rule_id, now["at"], now["minute_ago"])
     if row is not None:
         return 0.0
     wait = await conn.fetchval(

@@ -5,17 +5,22 @@ the statistics of the runs and their words as wholes."""
 from __future__ import annotations
 
 from trajhub.storage.database import Connection
+from trajhub.storage.derivation_store import TRACE_LOCK
 
-# The queued trajectories, locked, in their own statement: the statement that fills their words
-# then reads their text with a snapshot taken after the locks were held. A deriver storing one
-# of them again queues it again in the transaction that stores its text, by updating its row of
-# the queue (storage/derivation_store.py): either it committed before the lock, and its text is
-# what is read; or its update waits for this transaction, finds the row gone and queues it anew,
-# so its text is filled later. Rows another transaction holds are left to the next round.
+# The queued trajectories, then the trace lock of each (storage/derivation_store.py, TRACE_LOCK:
+# what every deriver holds while it stores a trace), each in their own statement: the statement
+# that fills their words then reads their text with a snapshot taken after the locks were held.
+# A deriver that stored one of them committed before the lock, and its text is what is read; one
+# that comes later finds the lock held and leaves the trace to the queue of changes, to be stored
+# (and queued here) again. Traces another transaction holds are left to the next round. (Row
+# locks on the queue did this before; Citus takes none across shards, storage/citus_tables.py.)
 _TAKE = """
 SELECT project, trace_id, first_seen FROM trajectory_words_queue
 LIMIT $1
-FOR UPDATE SKIP LOCKED
+"""
+_LOCK = f"""
+SELECT k.i FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(project, trace_id, i)
+WHERE {TRACE_LOCK.format(project="k.project", trace_id="k.trace_id")}
 """
 
 # strip(): the words without their positions, which a search never reads (its query is words'
@@ -40,12 +45,17 @@ WHERE q.project = k.project AND q.trace_id = k.trace_id
 
 async def fill(conn: Connection, limit: int) -> int:
     """Fill the words of up to `limit` queued trajectories, in one transaction; returns how
-    many it took off the queue (fewer than `limit`: none are left)."""
+    many it took off the queue (fewer than `limit`: none are left but those being stored right
+    now, which the next round takes)."""
     async with conn.transaction():
         rows = await conn.fetch(_TAKE, limit)
         if rows:
-            await conn.execute(_FILL, *([r[c] for r in rows]
-                                        for c in ("project", "trace_id", "first_seen")))
+            locked = [rows[r["i"] - 1] for r in await conn.fetch(
+                _LOCK, [r["project"] for r in rows], [r["trace_id"] for r in rows])]
+            if locked:
+                await conn.execute(_FILL, *([r[c] for r in locked]
+                                            for c in ("project", "trace_id", "first_seen")))
+            rows = locked
     return len(rows)
 
 

@@ -85,17 +85,16 @@ SELECT EXISTS (
         USING (project, trace_id, span_id, first_seen))
 """
 
+# The merge takes `received_at` from the row it inserts (`now()` there), not from a function in
+# `DO UPDATE SET`, which Citus refuses on a distributed table; and it queues the traces it
+# changed in a statement of its own: the queue stays on the coordinator (storage/citus_tables.py).
 _MERGE = f"""
-WITH merged AS (
-    INSERT INTO spans ({_COLUMNS}, received_at)
-    SELECT {_COLUMNS}, now() FROM span_stage
-    ON CONFLICT (project, trace_id, span_id, first_seen) DO UPDATE
-        SET {_UPDATED}, received_at = now()
-        WHERE spans.end_ns < EXCLUDED.end_ns
-    RETURNING project, trace_id
-)
-INSERT INTO trace_changes (project, trace_id)
-SELECT DISTINCT project, trace_id FROM merged
+INSERT INTO spans ({_COLUMNS}, received_at)
+SELECT {_COLUMNS}, now() FROM span_stage
+ON CONFLICT (project, trace_id, span_id, first_seen) DO UPDATE
+    SET {_UPDATED}, received_at = EXCLUDED.received_at
+    WHERE spans.end_ns < EXCLUDED.end_ns
+RETURNING project, trace_id
 """
 
 _INSERT_RESOURCES = """
@@ -138,7 +137,7 @@ async def write_spans(
 
 async def _merge(conn: Connection, stored: Sequence[tuple[object, ...]]) -> bool:
     await conn.copy_records_to_table("span_stage", records=stored, columns=_STORED_COLUMNS)
-    await conn.execute(_MERGE)
+    await queue_changes(conn, {(r["project"], r["trace_id"]) for r in await conn.fetch(_MERGE)})
     return False
 
 

@@ -168,7 +168,7 @@ def test_documents_derived_once_the_dictionary_is_stored_are_compressed_with_it(
 def test_retention_deletes_a_dictionary_once_no_partition_can_hold_its_spans(
         store: dict[str, Any]) -> None:
     url = store["url"]
-    oldest = _fetch(url, "SELECT min(lower) AS at FROM time_partitions")[0]["at"]
+    oldest = _fetch(url, "SELECT min(lower) AS at FROM trajhub_time_partitions")[0]["at"]
     rng = random.Random(3)
     made = {}
     # replaced two days before the oldest partition began (by `kept`): no span of it is left;

@@ -62,7 +62,7 @@ def keep_forever(server: ServerProcess, project: str) -> None:
 
 def partition_of(url: str, project: str, trace_id: str) -> asyncpg.Record:
     """The time range the trace is filed under."""
-    [row] = query(url, "SELECT p.lower, p.upper FROM trace_keys k JOIN time_partitions p "
+    [row] = query(url, "SELECT p.lower, p.upper FROM trace_keys k JOIN trajhub_time_partitions p "
                        "ON k.first_seen >= p.lower AND k.first_seen < p.upper "
                        "WHERE k.project = $1 AND k.trace_id = $2", project, trace_id)
     return row
@@ -172,7 +172,7 @@ def test_retention_drops_whole_partitions_only_when_every_project_allows(
     wait_for(lambda: not any(exists(t) for t in own_tables) or None,
              timeout=RETENTION_SECONDS + 30, what="the partition of one project dropped")
     assert not any(rows_of(url, alone, a.hex()).values())
-    assert not query(url, "SELECT 1 FROM time_partitions WHERE lower = $1", own["lower"])
+    assert not query(url, "SELECT 1 FROM trajhub_time_partitions WHERE lower = $1", own["lower"])
     # the shorter-lived trace of the shared partition went by rows; the kept one stays
     wait_for(lambda: not any(rows_of(url, short, s.hex()).values()) or None,
              timeout=RETENTION_SECONDS + 30, what="the short-lived trace deleted")
@@ -263,7 +263,7 @@ def test_an_existing_store_is_converted(database: TestDatabase) -> None:
                                        "2" * 16) == b"body-" + b"2" * 16
             # a day's partition for each day that held data, and the current ones
             lowers = [r["lower"] for r in await conn.fetch(
-                "SELECT lower FROM time_partitions ORDER BY lower")]
+                "SELECT lower FROM trajhub_time_partitions ORDER BY lower")]
             assert lowers[:2] == [datetime(2025, 3, 1, tzinfo=UTC),
                                   datetime(2025, 3, 2, tzinfo=UTC)]
             assert lowers[-1] > datetime.now(UTC)

@@ -252,7 +252,7 @@ def test_rollups_equal_the_final_trajectories_through_every_correction(
     assert_rollups_match(url)
 
     # a whole partition dropped: of the first batch's, the one holding the most runs left
-    part = max((p for p in query(url, "SELECT lower, upper FROM time_partitions")
+    part = max((p for p in query(url, "SELECT lower, upper FROM trajhub_time_partitions")
                 if any(p["lower"] <= f < p["upper"] for f in first)),
                key=lambda p: query(url, "SELECT count(*) AS n FROM trajectories "
                                         "WHERE first_seen >= $1 AND first_seen < $2",

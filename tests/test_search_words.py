@@ -205,6 +205,9 @@ def test_a_run_being_stored_is_not_indexed_with_its_old_text(database: TestDatab
         try:
             transaction = deriver.transaction()
             await transaction.start()
+            # the trace's lock first, as every deriver takes it before it stores
+            assert await deriver.fetchval("SELECT " + derivation_store.TRACE_LOCK.format(
+                project="$1::text", trace_id="$2::text"), "p", A)
             await derivation_store.store(deriver, [], [_run(A, "bravo company")])  # keys kept
             assert await search_words.fill(conn, 10) == 0  # held by the deriver: left
             await transaction.commit()

@@ -30,7 +30,7 @@ CREATE TABLE trace_keys (
 CREATE INDEX trace_keys_by_first_seen ON trace_keys (first_seen);
 
 -- The time ranges that have a partition (the same ranges in every partitioned table).
-CREATE TABLE time_partitions (
+CREATE TABLE trajhub_time_partitions (
     lower timestamptz PRIMARY KEY,
     upper timestamptz NOT NULL UNIQUE,
     CHECK (lower < upper)
@@ -49,7 +49,7 @@ CREATE TABLE time_partitioned_tables (
 -- DEFAULT partition is needed.
 CREATE FUNCTION trajhub_partition_time(at timestamptz) RETURNS timestamptz
     LANGUAGE sql STABLE
-    AS $$ SELECT least(at, (SELECT max(upper) FROM time_partitions) - interval '1 microsecond') $$;
+    AS $$ SELECT least(at, (SELECT max(upper) FROM trajhub_time_partitions) - interval '1 microsecond') $$;
 
 -- Name a partition's indexes after their parent index (trajectories_by_start_p20260101_000000),
 -- not PostgreSQL's generated column-list names: plans and tests name the index they expect.
@@ -89,7 +89,7 @@ BEGIN
                             ELSE 'WITH (' || array_to_string(t.options, ', ') || ')' END);
         PERFORM trajhub_name_partition_indexes((t.name || suffix)::regclass);
     END LOOP;
-    INSERT INTO time_partitions (lower, upper) VALUES (lower, upper);
+    INSERT INTO trajhub_time_partitions (lower, upper) VALUES (lower, upper);
 END
 $$;
 
@@ -109,7 +109,7 @@ BEGIN
     END IF;
     PERFORM pg_advisory_xact_lock(7521912165496467505);  -- 'trajpart' as an integer
     start := greatest(
-        (SELECT max(upper) FROM time_partitions),
+        (SELECT max(upper) FROM trajhub_time_partitions),
         to_timestamp(floor(extract(epoch FROM now()) / seconds) * seconds));
     WHILE start < now() + width * ahead LOOP
         PERFORM trajhub_create_partition(start, start + width);

@@ -39,7 +39,7 @@ BEGIN
         PERFORM trajhub_name_partition_indexes((t.name || suffix)::regclass);
         PERFORM trajhub_tune_partition_indexes((t.name || suffix)::regclass);
     END LOOP;
-    INSERT INTO time_partitions (lower, upper) VALUES (lower, upper);
+    INSERT INTO trajhub_time_partitions (lower, upper) VALUES (lower, upper);
 END
 $$;
 

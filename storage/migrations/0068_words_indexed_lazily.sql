@@ -35,7 +35,7 @@ DO $$
 DECLARE
     r record;
 BEGIN
-    FOR r IN SELECT lower, upper FROM time_partitions ORDER BY lower LOOP
+    FOR r IN SELECT lower, upper FROM trajhub_time_partitions ORDER BY lower LOOP
         EXECUTE format('CREATE TABLE %I PARTITION OF trajectory_words FOR VALUES FROM (%L) TO (%L)',
                        'trajectory_words_p' || to_char(r.lower AT TIME ZONE 'UTC', 'YYYYMMDD_HH24MISS'),
                        r.lower, r.upper);
