@@ -108,7 +108,9 @@ async def main() -> None:
                     async with target.transaction():
                         if variant == "as derived":
                             as_rows = await derivation_store.trajectory_rows(target, batch)
-                            await target.execute(AS_DERIVED, as_rows)
+                            await target.execute(AS_DERIVED, as_rows,
+                                                 [r.project for r in batch],
+                                                 [r.trace_id for r in batch])
                         else:
                             await derivation_store.store(target, [], batch)
                     if round_ > 0:

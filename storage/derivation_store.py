@@ -297,8 +297,10 @@ _REVISION_COLUMNS = ("project, trace_id, revision, status, derived_at, normalize
 _SUPERSEDED = (
     f"superseded AS (INSERT INTO trajectory_revisions ({_REVISION_COLUMNS}) "
     f"SELECT {', '.join('o.' + c for c in _REVISION_COLUMNS.split(', '))} "
-    "FROM unnest($1::trajectories[]) AS r JOIN trace_keys k "
-    "ON k.project = (r).project AND k.trace_id = (r).trace_id "
+    # the keys come as arrays of their own ($2, $3): read from the rows ($1), each key would
+    # take its whole row apart, documents and all
+    "FROM unnest($2::text[], $3::text[]) AS r(project, trace_id) JOIN trace_keys k "
+    "ON k.project = r.project AND k.trace_id = r.trace_id "
     "JOIN trajectories o ON o.project = k.project AND o.trace_id = k.trace_id "
     "AND o.first_seen = k.first_seen "
     "ON CONFLICT (project, trace_id, revision, first_seen) DO UPDATE SET "
@@ -340,7 +342,8 @@ async def store(conn: Connection, traces: Sequence[TraceWrite],
     if trajectories:
         await conn.execute(rollups.TAKE_BACK, [t.project for t in trajectories],
                            [t.trace_id for t in trajectories])
-        await conn.execute(STORE_TRAJECTORIES, await trajectory_rows(conn, trajectories))
+        await conn.execute(STORE_TRAJECTORIES, await trajectory_rows(conn, trajectories),
+                           [t.project for t in trajectories], [t.trace_id for t in trajectories])
         await conn.execute(_DELETE_CHUNKS, [t.project for t in trajectories],
                            [t.trace_id for t in trajectories])
         # numbered from -1 (storage/step_chunks.py: the playback order, the head, the steps)
