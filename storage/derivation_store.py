@@ -17,9 +17,6 @@ from trajhub.storage.database import Connection
 from trajhub.storage.sql import Params
 from trajhub.storage.trace_reads import SPAN_FIELDS
 
-#: the per-trace transaction lock every deriver takes, so a trace is never derived twice at once
-TRACE_LOCK = trace_locks.TRY_LOCK
-
 #: "this trace has no queued change": one probe of the queue's (project, trace_id) index per
 #: trace checked. The OFFSET keeps it a probe, because PostgreSQL never turns a subquery with an
 #: OFFSET into a join. As a join, once the queue's statistics said it was empty (what autovacuum
@@ -60,7 +57,7 @@ async def claim_changes(conn: Connection, limit: int) -> list[ClaimedTrace]:
             RETURNING project, trace_id, received_at
         )
         SELECT project, trace_id, max(received_at) AS last_received_at,
-               {TRACE_LOCK.format(project="project", trace_id="trace_id")} AS locked
+               {trace_locks.TRY_LOCK.format(project="project", trace_id="trace_id")} AS locked
         FROM claimed GROUP BY project, trace_id
         """,
         limit)
@@ -113,7 +110,7 @@ async def claim_whole(conn: Connection, span_counts: Mapping[tuple[str, str], in
     keys = list(span_counts)
     locked = await conn.fetch(
         f"""SELECT project, trace_id FROM unnest($1::text[], $2::text[]) AS c(project, trace_id)
-            WHERE {TRACE_LOCK.format(project="c.project", trace_id="c.trace_id")}""",
+            WHERE {trace_locks.TRY_LOCK.format(project="c.project", trace_id="c.trace_id")}""",
         [k[0] for k in keys], [k[1] for k in keys])
     if not locked:
         return []
@@ -407,7 +404,7 @@ async def finalize_settled(conn: Connection, max_open_seconds: float) -> int:
         f"""SELECT c.project, c.trace_id FROM unnest($1::text[], $2::text[]) AS c(project, trace_id)
             WHERE {NOT_QUEUED.format(project="c.project", trace_id="c.trace_id")}
               -- the derivers' lock: one that is storing this trace right now goes first
-              AND {TRACE_LOCK.format(project="c.project", trace_id="c.trace_id")}""",
+              AND {trace_locks.TRY_LOCK.format(project="c.project", trace_id="c.trace_id")}""",
         [r["project"] for r in candidates], [r["trace_id"] for r in candidates])
     if not taken:
         return 0

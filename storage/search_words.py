@@ -4,10 +4,10 @@ the statistics of the runs and their words as wholes."""
 
 from __future__ import annotations
 
+from trajhub.storage import trace_locks
 from trajhub.storage.database import Connection
-from trajhub.storage.derivation_store import TRACE_LOCK
 
-# The queued trajectories, then the trace lock of each (storage/derivation_store.py, TRACE_LOCK:
+# The queued trajectories, then the trace lock of each (storage/trace_locks.py:
 # what every deriver holds while it stores a trace), each in their own statement: the statement
 # that fills their words then reads their text with a snapshot taken after the locks were held.
 # A deriver that stored one of them committed before the lock, and its text is what is read; one
@@ -20,7 +20,7 @@ LIMIT $1
 """
 _LOCK = f"""
 SELECT k.i FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(project, trace_id, i)
-WHERE {TRACE_LOCK.format(project="k.project", trace_id="k.trace_id")}
+WHERE {trace_locks.TRY_LOCK.format(project="k.project", trace_id="k.trace_id")}
 """
 
 # strip(): the words without their positions, which a search never reads (its query is words'

@@ -148,6 +148,17 @@ async def _fetch(url: str, method: str, query: str, args: tuple[Any, ...]) -> An
         await conn.close()
 
 
+async def lock_waited(watch: asyncpg.Connection, pid: int, what: str) -> None:
+    """Until the backend `pid` waits for a lock (a condition, not a time); AssertionError
+    naming `what` when it never does."""
+    for _ in range(600):
+        if await watch.fetchval("SELECT count(*) FROM pg_locks WHERE pid = $1 AND NOT granted",
+                                pid):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{what} never waited")
+
+
 @contextlib.contextmanager
 def separate_database(db: TestDatabase) -> Iterator[str]:
     """The URL of a fresh database on the session's PostgreSQL server, dropped afterwards: for a

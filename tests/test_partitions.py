@@ -22,6 +22,7 @@ import pytest
 from tests.harness import (
     ServerProcess,
     TestDatabase,
+    lock_waited,
     partitioned_server,
     run,
     separate_database,
@@ -398,13 +399,8 @@ def test_row_deletes_and_partition_creation_wait_for_each_other_without_deadlock
             await creator.execute("LOCK TABLE ONLY spans IN ACCESS EXCLUSIVE MODE")
             expiring = asyncio.ensure_future(
                 retention.expire_batch(sweep, "p", datetime.now(UTC)))
-            for _ in range(400):
-                if await watch.fetchval("SELECT count(*) FROM pg_locks WHERE pid = $1 "
-                                        "AND NOT granted", sweep.get_server_pid()):
-                    break
-                await asyncio.sleep(0.05)
-            else:
-                raise AssertionError("the row deletes never waited for the partition")
+            await lock_waited(watch, sweep.get_server_pid(),
+                              "the row deletes for the partition")
             next_day = lower + timedelta(days=1)
             await creator.execute("SELECT trajhub_create_partition($1, $2)",
                                   next_day, next_day + timedelta(days=1))

@@ -24,6 +24,7 @@ import pytest
 from tests.harness import (
     ServerProcess,
     TestDatabase,
+    lock_waited,
     partitioned_server,
     separate_database,
     wait_for,
@@ -292,7 +293,8 @@ def test_a_score_written_while_its_run_is_finalized_counts_once(
                 {"trace_id": trace.hex(), "name": "correctness", "value_type": "number",
                  "number_value": 0.75,
                  "source": "api"}]))
-            await wait_for_lock_wait(conn, scorer.get_server_pid())
+            await lock_waited(conn, scorer.get_server_pid(),
+                              "the score for the run being finalized")
             await tx.commit()
             assert len(await scoring) == 1
         finally:
@@ -305,15 +307,6 @@ def test_a_score_written_while_its_run_is_finalized_counts_once(
             {"scores": 1, "total": Decimal("0.75")}]
         assert_rollups_match(url)
 
-
-async def wait_for_lock_wait(watch: asyncpg.Connection, pid: int) -> None:
-    """Until the backend `pid` waits for a lock (a condition, not a time)."""
-    for _ in range(600):
-        if await watch.fetchval("SELECT count(*) FROM pg_locks WHERE pid = $1 AND NOT granted",
-                                pid):
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("the score never waited for the run being finalized")
 
 
 def test_a_run_expired_while_it_is_finalized_is_left_for_the_next_batch(

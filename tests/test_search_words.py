@@ -30,7 +30,13 @@ from trajhub.service import derivation
 from trajhub.service.ingest import worker as ingest_worker
 from trajhub.service.ingest.decode import otlp_batch
 from trajhub.service.workers import derivation as worker
-from trajhub.storage import derivation_store, search_words, span_writer, trajectory_reads
+from trajhub.storage import (
+    derivation_store,
+    search_words,
+    span_writer,
+    trace_locks,
+    trajectory_reads,
+)
 from trajhub.storage.migrate import migrate
 
 WORDS = "forecast for lisbon tomorrow with wind and sea temperature"
@@ -206,7 +212,7 @@ def test_a_run_being_stored_is_not_indexed_with_its_old_text(database: TestDatab
             transaction = deriver.transaction()
             await transaction.start()
             # the trace's lock first, as every deriver takes it before it stores
-            assert await deriver.fetchval("SELECT " + derivation_store.TRACE_LOCK.format(
+            assert await deriver.fetchval("SELECT " + trace_locks.TRY_LOCK.format(
                 project="$1::text", trace_id="$2::text"), "p", A)
             await derivation_store.store(deriver, [], [_run(A, "bravo company")])  # keys kept
             assert await search_words.fill(conn, 10) == 0  # held by the deriver: left
