@@ -530,10 +530,14 @@ async def explain(database_url: str, project: str, cs: list[Case]) -> dict[str, 
                     has_error=None if "has_error" not in params else params["has_error"] == "true",
                     attributes=attribute_filters([attrs] if isinstance(attrs, str) else attrs))
                 await trace_reads.list_traces(cap, project, tf)  # type: ignore[arg-type]
-            plan = [r[0] for r in await conn.fetch("EXPLAIN ANALYZE " + cap.sql, *cap.args)]
-            nodes = [line.split("->")[-1].strip().split("  (")[0] for line in plan
-                     if "Scan" in line]
-            ms = float(next(p for p in plan if p.startswith("Execution Time")).split()[2])
+            # a read may send several statements (the session list's walk and pages): their
+            # plans' scans together, and their times summed
+            nodes, ms = [], 0.0
+            for sql, args in cap.statements:
+                plan = [r[0] for r in await conn.fetch("EXPLAIN ANALYZE " + sql, *args)]
+                nodes += [line.split("->")[-1].strip().split("  (")[0] for line in plan
+                          if "Scan" in line]
+                ms += float(next(p for p in plan if p.startswith("Execution Time")).split()[2])
             out[f"{case.group}/{case.name}"] = {"db_ms": ms, "scans": nodes,
                               "seq_scan": any("Seq Scan" in n for n in nodes)}
     finally:

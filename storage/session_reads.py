@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from trajhub.records.sessions import SessionQuery, SessionSummary, SessionTurn
+from trajhub.records.sessions import TURNS, SessionQuery, SessionSummary, SessionTurn
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import RecordRow
 from trajhub.storage.sql import Params
@@ -78,50 +78,66 @@ class SessionTurnRow(RecordRow):
         return unpack(self["document"])
 
 
-#: the sessions of the project ($1) having a turn `s` that matches (the condition follows)
-_HAVING_TURN = ("SELECT DISTINCT s.session_id FROM trajectories s WHERE s.project = $1 "
-                "AND s.session_id IS NOT NULL AND ")
-#: a condition on each session's count of turns follows
-_COUNTED = ("SELECT s.session_id FROM trajectories s WHERE s.project = $1 "
-            "AND s.session_id IS NOT NULL GROUP BY s.session_id HAVING ")
+#: the first rows of the walk over the project's turns newest first that `list_sessions` reads
+#: at once, per session of the page; each further read of the walk takes four times as many
+WALK_ROWS = 4
+#: the most rows one read of the walk takes
+MAX_WALK_ROWS = 50_000
 
 
 @dataclass
 class _Conditions:
     """The given filters (trajhub.records.sessions says how each is written), sorted by what
-    they are conditions on."""
+    they are conditions on. No condition is correlated with the session it tests: the sessions
+    are spread over every shard on Citus, which refuses a subquery correlated on `session_id`
+    (deploy/SCALING.md, section 3), so each set is read whole, or among given sessions."""
 
     latest: list[str] = field(default_factory=list)  # on the session's latest turn `t`
-    within: list[str] = field(default_factory=list)  # sets the session must be in
-    without: list[str] = field(default_factory=list)  # sets it must not be in
-    #: the query arguments the `within` sets use (they take theirs first: $1 … $n)
+    #: sets the session must be in: (condition, counted) where the condition is on some turn
+    #: `s` of the session or, counted, on the count of its turns
+    within: list[tuple[str, bool]] = field(default_factory=list)
+    without: list[tuple[str, bool]] = field(default_factory=list)  # sets it must not be in
+    #: the arguments the conditions use (the project is $1), and those the sets use: the first
     within_args: list[Any] = field(default_factory=list)
+    args: list[Any] = field(default_factory=list)
+
+    @staticmethod
+    def having(condition: str, counted: bool = False, among: str = "") -> str:
+        """The project's ($1) sessions having a turn `s` that meets `condition`, or whose count
+        of turns does (`counted`), only among the sessions `among` names (an array), if given."""
+        read = ("SELECT DISTINCT s.session_id FROM trajectories s WHERE s.project = $1 "
+                "AND s.session_id IS NOT NULL")
+        if among:
+            read += f" AND s.session_id = ANY({among})"
+        return f"{read} GROUP BY s.session_id HAVING {condition}" if counted \
+            else f"{read} AND {condition}"
+
+    def session_conditions(self, among: str = "") -> list[str]:
+        """The within and without sets as conditions on `t.session_id`."""
+        return ([f"t.session_id IN ({self.having(c, counted, among)})"
+                 for c, counted in self.within]
+                + [f"t.session_id NOT IN ({self.having(c, counted, among)})"
+                   for c, counted in self.without])
 
 
 def _conditions(values: Mapping[str, Any], arg: Params) -> _Conditions:
     out = _Conditions()
     given = [(p, values[p.name]) for p in SessionQuery.params()
              if values.get(p.name) is not None]
-    for p, value in given:  # the sets a session must be in, first
+    for p, value in given:  # the sets first: their arguments are $1 … $n of the sets' read
         if p.custom:  # `score`: a turn whose latest whole-run score of the name compares so
-            out.within.append(_HAVING_TURN + score_condition(value, arg, "s.trace_id"))
+            out.within.append((score_condition(value, arg, "s.trace_id"), False))
         elif p.type is bool:
-            # true: some turn matches; false (`NOT …`): none does
-            assert p.negated == f"NOT {p.condition}", p.name
-            if value:
-                out.within.append(_HAVING_TURN + p.condition)
+            # true: some turn matches; false: none does
+            (out.within if value else out.without).append((p.condition, False))
         elif p.condition.startswith("count("):
-            out.within.append(_COUNTED + p.condition.format(arg(value)))
+            out.within.append((p.condition.format(arg(value)), True))
         elif not p.condition.startswith("t."):
-            out.within.append(_HAVING_TURN + p.condition.format(arg(value)))
+            out.within.append((p.condition.format(arg(value)), False))
     out.within_args = list(arg.values)
-    for p, value in given:
-        if p.custom:
-            continue
-        if p.type is bool and not value:
-            out.without.append(_HAVING_TURN + p.condition)
-        elif p.type is not bool and p.condition.startswith("t."):
-            out.latest.append(p.condition.format(arg(value)))
+    out.latest = [p.condition.format(arg(value)) for p, value in given
+                  if p.condition.startswith("t.")]
+    out.args = list(arg.values)
     return out
 
 
@@ -130,65 +146,70 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
     """The sessions matching `f`, the one with the latest turn first (ties by session id,
     descending), after the cursor.
 
-    Two steps in one query: find the page's sessions, then aggregate just their turns. The
-    page's sessions are found one of two ways, so that a page costs the rows that lead to it,
-    not an aggregate of every session of the project:
+    A page costs the rows that lead to it, not an aggregate of every session of the project:
     - walk the project's runs with a session id newest first (trajectories_session_latest,
-      migration 0030) and keep each run that is its session's latest turn (none of its
-      session after it) and whose session is in the sets the filters name (it has a turn of
-      this user, this agent, a failure, …) and not in those they exclude (no failed turn);
-      the first `limit` of those;
+      migration 0030), a few rows at a time: the sessions met are those whose latest turn is
+      next (or was on an earlier page, which the cursor then leaves out); keep those that the
+      filters let through, each tested among the sessions met only; until the page is full;
     - but when the filters name a set of at most SMALL_SET sessions (a rare user, say), the
       walk could pass most of the project's sessions before it finds a page: take that set's
-      sessions instead, each one's latest turn through the session index, and the newest of
-      those. How large the set is is counted first (up to SMALL_SET + 1), through the index
-      of what it matches."""
-    arg = Params(project)
-    c = _conditions(f.values, arg)
+      sessions instead, read first (up to SMALL_SET + 1 of them).
+    Each page read takes each session's latest turn and aggregates the page's sessions, from
+    the session index (migration 0014)."""
+    c = _conditions(f.values, Params(project))
     if f.score_sort is not None:
-        return await _by_score(conn, f, c, arg)
-    matching = " INTERSECT ".join(c.within)
-    small = bool(c.within) and int(await conn.fetchval(
-        f"SELECT count(*) FROM (SELECT 1 FROM ({matching}) m LIMIT {SMALL_SET + 1}) n",
-        *c.within_args)) <= SMALL_SET
-    latest = list(c.latest)
-    latest += [f"t.session_id NOT IN ({without})" for without in c.without]
-    if f.cursor is not None:
-        latest.append(f"(t.start_ns, t.session_id) < ({arg(f.cursor[0])}::bigint, "
-                      f"{arg(f.cursor[1])}::text)")
-    if small:
-        # each matching session's latest turn through the session index (LATERAL: one index
-        # read per session, whatever the planner guesses of the set's size)
-        source = (f"WITH matching AS MATERIALIZED ({matching}), "
-                  "page AS (SELECT t.session_id FROM matching m CROSS JOIN LATERAL "
-                  "(SELECT m.session_id, max(s.start_ns) AS start_ns FROM trajectories s "
-                  "WHERE s.project = $1 AND s.session_id = m.session_id) t WHERE ")
-    else:
-        if c.within:
-            # a large set: a hash of it, which each walked session is looked up in. `IS TRUE`
-            # keeps the IN a subplan, which PostgreSQL hashes: as a plain condition it becomes
-            # a semi join, which the planner, guessing 200 rows for the set, ran as a nested
-            # loop over the set for each walked run: a comparison per run and session, which
-            # grows with both (bench/README.md, "Sessions")
-            latest.append("(t.session_id IN (SELECT session_id FROM matching)) IS TRUE")
-        source = ((f"WITH matching AS MATERIALIZED ({matching}), " if c.within else "WITH ")
-                  + "page AS (SELECT t.session_id FROM trajectories t "
-                  "WHERE t.project = $1 AND t.session_id IS NOT NULL AND "
-                  # t is its session's latest turn (ties by trace id)
-                  "NOT EXISTS (SELECT 1 FROM trajectories n WHERE n.project = t.project "
-                  "AND n.session_id = t.session_id AND n.start_ns >= t.start_ns "
-                  "AND (n.start_ns, n.trace_id) > (t.start_ns, t.trace_id)) AND ")
-    sql = (f"{source}{' AND '.join(['true', *latest])} "
-           f"ORDER BY t.start_ns DESC, t.session_id DESC LIMIT {arg(f.limit)}) "
-           # the page's sessions, each aggregated from its own turns (the session index)
-           "SELECT a.* FROM page p CROSS JOIN LATERAL "
-           f"(SELECT {SessionSummary.select_list()} FROM trajectories "
-           "WHERE project = $1 AND session_id = p.session_id GROUP BY session_id) a "
-           "ORDER BY a.last_turn_time DESC, a.session_id DESC")
+        return await _by_score(conn, f, c)
+    if c.within:
+        named = await conn.fetch(
+            " INTERSECT ".join(c.having(cond, counted) for cond, counted in c.within)
+            + f" LIMIT {SMALL_SET + 1}", *c.within_args)
+        if len(named) <= SMALL_SET:
+            return await _page(conn, c, [r[0] for r in named], f.cursor, f.limit)
+    found: list[SessionSummaryRow] = []
+    bound, rows = f.cursor, WALK_ROWS * f.limit
+    while len(found) < f.limit:
+        arg = Params(project)
+        after = ("" if bound is None else
+                 f"AND (start_ns, session_id) < ({arg(bound[0])}::bigint, {arg(bound[1])}::text) ")
+        walked = await conn.fetch(
+            "SELECT session_id, start_ns FROM trajectories WHERE project = $1 "
+            f"AND session_id IS NOT NULL {after}"
+            f"ORDER BY start_ns DESC, session_id DESC LIMIT {arg(rows)}", *arg.values)
+        met = list(dict.fromkeys(r["session_id"] for r in walked))
+        found += await _page(conn, c, met, bound, f.limit - len(found))
+        if len(walked) < rows:
+            break
+        # the next rows of the walk; a session met here whose latest turn is the last row's
+        # (start, session) was kept or left out here, and the bound leaves it out there
+        bound, rows = (walked[-1]["start_ns"], walked[-1]["session_id"]), \
+            min(rows * 4, MAX_WALK_ROWS)
+    return found
+
+
+async def _page(conn: Connection, c: _Conditions, sessions: list[str],
+                bound: tuple[int | float, str] | None, limit: int) -> list[SessionSummaryRow]:
+    """Of `sessions`, the first `limit` whose latest turn is before `bound` (start ns,
+    session id) and that meet the filters, latest turn first, each aggregated from its
+    turns."""
+    if not sessions or limit <= 0:
+        return []
+    arg = Params(*c.args)
+    among = f"{arg(sessions)}::text[]"
+    conditions = list(c.latest)
+    if bound is not None:
+        conditions.append(f"(t.start_ns, t.session_id) < ({arg(bound[0])}::bigint, "
+                          f"{arg(bound[1])}::text)")
+    conditions += c.session_conditions(among)
+    sql = ("WITH page AS (SELECT t.session_id FROM (SELECT session_id, max(start_ns) AS start_ns "
+           f"FROM trajectories WHERE project = $1 AND session_id = ANY({among}) "
+           f"GROUP BY session_id) t WHERE {' AND '.join(['true', *conditions])} "
+           f"ORDER BY t.start_ns DESC, t.session_id DESC LIMIT {arg(limit)}) "
+           + _aggregated("session_id IN (SELECT session_id FROM page)")
+           + " ORDER BY turns.last_turn_time DESC, turns.session_id DESC")
     return SessionSummaryRow.from_records(await conn.fetch(sql, *arg.values))
 
 
-async def _by_score(conn: Connection, f: SessionFilter, c: _Conditions, arg: Params
+async def _by_score(conn: Connection, f: SessionFilter, c: _Conditions
                     ) -> list[SessionSummaryRow]:
     """`sort=score:<name>`: the sessions with such a score, by the mean over their turns of
     each turn's latest whole-run score of that name (as the summary's `scores`), highest
@@ -196,39 +217,47 @@ async def _by_score(conn: Connection, f: SessionFilter, c: _Conditions, arg: Par
     every row the cursor pages over. The sessions are found from the scores of that name
     (their index), not by walking the project's runs."""
     assert f.score_sort is not None
-    conditions = ["true"]
-    if c.within:
-        conditions.append("s.session_id IN (SELECT session_id FROM matching)")
-    conditions += [f"s.session_id NOT IN ({without})" for without in c.without]
+    arg = Params(*c.args)
+    conditions = c.session_conditions()
     # a condition on the latest turn: some turn meets it (the latest is one)
-    conditions += [f"EXISTS (SELECT 1 FROM trajectories t WHERE t.project = $1 "
-                   f"AND t.session_id = s.session_id AND {latest})" for latest in c.latest]
+    conditions += [f"t.session_id IN (SELECT t.session_id FROM trajectories t "
+                   f"WHERE t.project = $1 AND {latest})" for latest in c.latest]
     if f.cursor is not None:
-        conditions.append(f"(s.mean, s.session_id) < ({arg(float(f.cursor[0]))}::float8, "
+        conditions.append(f"(t.mean, t.session_id) < ({arg(float(f.cursor[0]))}::float8, "
                           f"{arg(f.cursor[1])}::text)")
-    sql = ((f"WITH matching AS MATERIALIZED ({' INTERSECT '.join(c.within)}), "
-            if c.within else "WITH ")
-           + "scored AS (SELECT t.session_id, avg(l.number_value) AS mean FROM "
+    sql = ("WITH scored AS (SELECT t.session_id, avg(l.number_value) AS mean FROM "
            "(SELECT DISTINCT ON (sc.trace_id) sc.trace_id, sc.number_value FROM scores sc "
            f"WHERE sc.project = $1 AND sc.name = {arg(f.score_sort)} AND sc.step_id IS NULL "
            "ORDER BY sc.trace_id, sc.id DESC) l "
            "JOIN trajectories t ON t.project = $1 AND t.trace_id = l.trace_id "
            "WHERE l.number_value IS NOT NULL AND t.session_id IS NOT NULL "
            "GROUP BY t.session_id), "
-           f"page AS (SELECT s.session_id, s.mean FROM scored s WHERE {' AND '.join(conditions)} "
-           f"ORDER BY s.mean DESC, s.session_id DESC LIMIT {arg(f.limit)}) "
-           "SELECT a.*, p.mean AS sort_value FROM page p CROSS JOIN LATERAL "
-           f"(SELECT {SessionSummary.select_list()} FROM trajectories "
-           "WHERE project = $1 AND session_id = p.session_id GROUP BY session_id) a "
-           "ORDER BY p.mean DESC, a.session_id DESC")
+           f"page AS (SELECT t.session_id, t.mean FROM scored t "
+           f"WHERE {' AND '.join(['true', *conditions])} "
+           f"ORDER BY t.mean DESC, t.session_id DESC LIMIT {arg(f.limit)}) "
+           "SELECT a.*, p.mean AS sort_value FROM page p JOIN ("
+           + _aggregated("session_id IN (SELECT session_id FROM page)")
+           + ") a ON a.session_id = p.session_id ORDER BY p.mean DESC, a.session_id DESC")
     return SessionSummaryRow.from_records(await conn.fetch(sql, *arg.values))
 
 
 async def session_summary(conn: Connection, project: str, session_id: str
                           ) -> SessionSummaryRow | None:
     return await SessionSummaryRow.fetch_one(
-        conn, f"SELECT {SessionSummary.select_list()} FROM trajectories "
-        "WHERE project = $1 AND session_id = $2 GROUP BY session_id", project, session_id)
+        conn, _aggregated("session_id = $2"), project, session_id)
+
+
+def _aggregated(sessions: str) -> str:
+    """The summaries (SessionSummary) of the project's ($1) sessions that meet `sessions`, a
+    condition on `session_id`: each aggregated from its turns (the session index), then its
+    `scores` read from the scores of those turns (TURNS says why)."""
+    items = SessionSummary.select_items()
+    turns = ", ".join(f"{expr} AS {key}" if expr is not None else key
+                      for key, expr in items if key != "scores")
+    row = ", ".join(f"{expr} AS {key}" if key == "scores" else f"turns.{key}"
+                    for key, expr in items)
+    return (f"SELECT {row} FROM (SELECT {turns}, {TURNS} FROM trajectories "
+            f"WHERE project = $1 AND {sessions} GROUP BY session_id) turns")
 
 
 async def session_turns(conn: Connection, project: str, session_id: str,

@@ -112,22 +112,30 @@ def rolled_back(database: TestDatabase,
 
 
 class CapturedQuery:
-    """Stands in for a connection to keep the SQL (and its arguments) a storage read hands to
-    `fetch`, which answers no rows; `fetchval` (a count the read makes first) runs on `conn`. The
-    tests and the benchmarks that EXPLAIN a read's query use it."""
+    """Stands in for a connection to keep the SQL (and its arguments) of each statement a
+    storage read sends: every statement runs on `conn`, so a read made of several (the session
+    list's) gets real answers. `statements` holds them all; `sql` and `args` are the last. The
+    tests and the benchmarks that EXPLAIN a read's statements use it."""
 
-    sql: str
-    args: tuple[Any, ...]
-
-    def __init__(self, conn: Any = None) -> None:
+    def __init__(self, conn: Any) -> None:
         self.conn = conn
+        self.statements: list[tuple[str, tuple[Any, ...]]] = []
+
+    @property
+    def sql(self) -> str:
+        return self.statements[-1][0]
+
+    @property
+    def args(self) -> tuple[Any, ...]:
+        return self.statements[-1][1]
 
     async def fetchval(self, sql: str, *args: Any) -> Any:
+        self.statements.append((sql, args))
         return await self.conn.fetchval(sql, *args)
 
     async def fetch(self, sql: str, *args: Any) -> list[Any]:
-        self.sql, self.args = sql, args
-        return []
+        self.statements.append((sql, args))
+        return list(await self.conn.fetch(sql, *args))
 
 
 def fetch_value(url: str, query: str, *args: Any) -> Any:

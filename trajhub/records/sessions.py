@@ -22,18 +22,20 @@ from trajhub.records.trajectories import TRACE_ID, CostView, empty_cost
 SESSION_ID = "session-demo-1"
 
 
-#: each score name's mean over the session's turns (their latest whole-run score of it); an
-#: aggregate over the outer query's rows (the session's turns), evaluated at that level
+#: what a session's row keeps of its turns for `scores`, besides the fields: a session is
+#: aggregated from its turns first, and its scores read from those turns' ids after
+#: (storage/session_reads.py), since Citus refuses a subquery among the aggregates of turns
+#: spread over every shard (deploy/SCALING.md, section 3)
+TURNS = "array_agg(trace_id) AS turn_ids, min(project) AS project"
+#: each score name's mean over the session's turns (their latest whole-run score of it), read
+#: over the aggregated row `turns` (TURNS)
 _MEAN_SCORES = (
-    "(SELECT coalesce(jsonb_object_agg(m.name, m.mean), '{}'::jsonb) FROM "
-    # the outer query's aggregates, taken in a select list (not allowed in a WHERE)
-    "(SELECT array_agg(trace_id) AS ids, min(project) AS project) turns CROSS JOIN LATERAL ("
+    "(SELECT coalesce(jsonb_object_agg(m.name, m.mean), '{}'::jsonb) FROM ("
     "SELECT l.name, avg(l.number_value) AS mean FROM ("
     "SELECT DISTINCT ON (sc.trace_id, sc.name) sc.name, sc.number_value FROM scores sc "
-    "WHERE sc.project = turns.project AND sc.trace_id = ANY(turns.ids) "
+    "WHERE sc.project = turns.project AND sc.trace_id = ANY(turns.turn_ids) "
     "AND sc.step_id IS NULL ORDER BY sc.trace_id, sc.name, sc.id DESC) l "
     "WHERE l.number_value IS NOT NULL GROUP BY l.name) m)")
-
 #: a turn's latest whole-run score of each name: a number, a boolean or a category
 _TURN_SCORES = (
     "(SELECT coalesce(jsonb_object_agg(l.name, l.value), '{}'::jsonb) FROM ("
@@ -205,16 +207,19 @@ class SessionTurn(Record):
 
 
 _FAILED = "(s.has_error OR s.derivation_error IS NOT NULL)"
-#: `s` is its session's latest turn (by start, ties by trace id: the order `waiting` takes) and
-#: was interrupted
-_WAITING = ("(s.interrupted AND NOT EXISTS (SELECT 1 FROM trajectories n "
-            "WHERE n.project = s.project AND n.session_id = s.session_id "
-            "AND (n.start_ns, n.trace_id) > (s.start_ns, s.trace_id)))")
+#: `s` was interrupted and its session's latest turn (by start, ties by trace id: the order
+#: `waiting` takes) was: among the sessions of the project ($1) with an interrupted turn. Not
+#: correlated with `s`'s session, which Citus refuses (deploy/SCALING.md, section 3).
+_WAITING = ("(s.interrupted AND s.session_id IN (SELECT n.session_id FROM trajectories n "
+            "WHERE n.project = $1 AND n.session_id IN (SELECT i.session_id FROM trajectories i "
+            "WHERE i.project = $1 AND i.interrupted) GROUP BY n.session_id "
+            "HAVING (array_agg(n.interrupted ORDER BY n.start_ns DESC, n.trace_id DESC))[1]))")
 
 
-#: How storage/session_reads.py uses each condition: `t.…` is a condition on the session's
-#: latest turn `t`; `s.…` is a condition on any one turn `s` (the session has such a turn, or,
-#: for a bool's negation `NOT …`, has none); `count(*) …` is a condition on how many turns it has.
+#: How storage/session_reads.py uses each condition: `t.…` is a condition on the start of the
+#: session's latest turn (`t.start_ns`); `s.…` is a condition on any one turn `s` (the session
+#: has such a turn, or, for a bool's negation `NOT …`, has none); `count(*) …` is a condition on
+#: how many turns it has.
 class SessionQuery(Query):
     """Filters over sessions; every one given must match. Each is a condition on the session as a
     whole (any of its turns)."""
