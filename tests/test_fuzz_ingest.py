@@ -29,7 +29,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 from tests.captures import Capture, all_captures, replay
 from tests.harness import ServerProcess, final_trajectory, wait_for
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 from tests.test_otlp_logs import log_record, logs_request
 
 pytestmark = pytest.mark.slow  # Hypothesis fuzzers against a live server
@@ -205,11 +205,10 @@ def test_mutated_otlp_protobuf_over_http_and_grpc(server: ServerProcess, fuzz_pr
     body = mutate_protobuf(data, capture.decoded_body)
     with httpx.Client(timeout=30) as c:
         r = c.post(f"{server.http}/v1/traces", content=body,
-                   headers={"content-type": "application/x-protobuf",
-                            "trajhub-project": fuzz_project})
+                   headers={**PB, "trajhub-project": fuzz_project})
         _no_server_error(r, "http")
         r = c.post(f"{server.http}/api/v1/normalize", content=body,
-                   headers={"content-type": "application/x-protobuf"})
+                   headers=PB)
         _no_server_error(r, "normalize")
     grpc_export(server, "trace.v1.TraceService", body, fuzz_project)
 
