@@ -144,24 +144,26 @@ def _react(act: Activation, turns: list[dict[str, Any]],
         act.tools(t, errors)
 
 
-def _doc(shape: str, description: str, notes: Sequence[str] = ()) -> dict[str, Any]:
-    """The document of `shape` before its builder adds the activations: what the run is
-    (`description`), and what a reader of it must know (`notes`)."""
+def _run(shape: str, agent: str, description: str, notes: Sequence[str] = ()
+         ) -> tuple[dict[str, Any], Activation, dict[str, list[dict[str, Any]]]]:
+    """The document of `shape` before its builder adds the steps: what the run is
+    (`description`) and what a reader of it must know (`notes`); the activation of its root,
+    `agent`; and the scripted models' turns, by agent."""
     spec = script.SHAPES[shape]
-    return {"format_version": FORMAT_VERSION, "shape": shape, "graph": spec["graph"],
-            "description": description, "user_request": spec["question"],
-            "final_answer": None, "root": {}, "activations": [], "notes": list(notes)}
+    doc = {"format_version": FORMAT_VERSION, "shape": shape, "graph": spec["graph"],
+           "description": description, "user_request": spec["question"],
+           "final_answer": None, "root": {}, "activations": [], "notes": list(notes)}
+    return doc, Activation(doc, agent, None), spec["models"]
 
 
 def supervisor_subgraphs() -> dict[str, Any]:
-    doc = _doc("supervisor_subgraphs",
-               "StateGraph 'supervisor' whose supervisor node routes (structured JSON answer of "
-               "its model, no tool) to two create_react_agent(..., name=...) subgraph nodes, "
-               "weather_agent then math_agent, and then answers.",
-               notes=["The root graph is the supervisor agent itself: its routing decisions are "
-                      "its own model steps; the sub-agents are agent steps between them."])
-    m = script.SHAPES["supervisor_subgraphs"]["models"]
-    root = Activation(doc, "supervisor", None)
+    doc, root, m = _run(
+        "supervisor_subgraphs", "supervisor",
+        "StateGraph 'supervisor' whose supervisor node routes (structured JSON answer of "
+        "its model, no tool) to two create_react_agent(..., name=...) subgraph nodes, "
+        "weather_agent then math_agent, and then answers.",
+        notes=["The root graph is the supervisor agent itself: its routing decisions are "
+               "its own model steps; the sub-agents are agent steps between them."])
     root.model(m["supervisor"][0])
     root.react_child("weather_agent", m["weather_agent"])
     root.model(m["supervisor"][1])
@@ -172,19 +174,18 @@ def supervisor_subgraphs() -> dict[str, Any]:
 
 
 def supervisor_handoff() -> dict[str, Any]:
-    doc = _doc("supervisor_handoff",
-               "langgraph-supervisor create_supervisor([weather_agent, math_agent]) compiled as "
-               "'supervisor_team': the supervisor agent hands off with transfer_to_* tools; each "
-               "member runs once; the supervisor runs three times and answers.",
-               notes=[
-                   "The root is the compiled graph (a graph, not an agent: it has no model steps "
-                   "of its own); the supervisor and the members are its children, in activation "
-                   "order.",
-                   "langgraph-supervisor appends a synthetic 'transfer_back_to_supervisor' AI "
-                   "message and tool message after each member; no model is called and no tool "
-                   "runs for them, so they are not steps."])
-    m = script.SHAPES["supervisor_handoff"]["models"]
-    root = Activation(doc, "supervisor_team", None)
+    doc, root, m = _run(
+        "supervisor_handoff", "supervisor_team",
+        "langgraph-supervisor create_supervisor([weather_agent, math_agent]) compiled as "
+        "'supervisor_team': the supervisor agent hands off with transfer_to_* tools; each "
+        "member runs once; the supervisor runs three times and answers.",
+        notes=[
+            "The root is the compiled graph (a graph, not an agent: it has no model steps "
+            "of its own); the supervisor and the members are its children, in activation "
+            "order.",
+            "langgraph-supervisor appends a synthetic 'transfer_back_to_supervisor' AI "
+            "message and tool message after each member; no model is called and no tool "
+            "runs for them, so they are not steps."])
     for i, member in enumerate(["weather_agent", "math_agent", None]):
         root.react_child("supervisor", [m["supervisor"][i]])
         if member:
@@ -194,12 +195,11 @@ def supervisor_handoff() -> dict[str, Any]:
 
 
 def swarm_handoff() -> dict[str, Any]:
-    doc = _doc("swarm_handoff",
-               "langgraph-swarm create_swarm([weather_agent, math_agent]) compiled as 'swarm': "
-               "weather_agent answers its part and hands off to math_agent, which answers.",
-               notes=["The root is the compiled swarm graph (no model steps of its own)."])
-    m = script.SHAPES["swarm_handoff"]["models"]
-    root = Activation(doc, "swarm", None)
+    doc, root, m = _run(
+        "swarm_handoff", "swarm",
+        "langgraph-swarm create_swarm([weather_agent, math_agent]) compiled as 'swarm': "
+        "weather_agent answers its part and hands off to math_agent, which answers.",
+        notes=["The root is the compiled swarm graph (no model steps of its own)."])
     root.react_child("weather_agent", m["weather_agent"])
     root.react_child("math_agent", m["math_agent"])
     doc["final_answer"] = m["math_agent"][1]["content"]
@@ -207,13 +207,12 @@ def swarm_handoff() -> dict[str, Any]:
 
 
 def agent_in_tool() -> dict[str, Any]:
-    doc = _doc("agent_in_tool",
-               "create_react_agent 'assistant' whose tool ask_researcher invokes another "
-               "create_react_agent, 'researcher', and returns its answer.",
-               notes=["The researcher activation runs inside the ask_researcher tool step of the "
-                      "assistant (`calls_agent` of that tool step, `via_tool` of the activation)."])
-    m = script.SHAPES["agent_in_tool"]["models"]
-    root = Activation(doc, "assistant", None)
+    doc, root, m = _run(
+        "agent_in_tool", "assistant",
+        "create_react_agent 'assistant' whose tool ask_researcher invokes another "
+        "create_react_agent, 'researcher', and returns its answer.",
+        notes=["The researcher activation runs inside the ask_researcher tool step of the "
+               "assistant (`calls_agent` of that tool step, `via_tool` of the activation)."])
     root.model(m["assistant"][0])
     (tool_step,) = root.tools(m["assistant"][0],
                               outputs={"call_research_1": m["researcher"][1]["content"]})
@@ -233,9 +232,9 @@ def _raised(call_id: str, text: str) -> dict[str, dict[str, str]]:
 
 def _single(shape: str, description: str, errors: dict[str, dict[str, str]] | None = None,
             notes: Sequence[str] = ()) -> dict[str, Any]:
-    doc = _doc(shape, description, notes)
-    turns = script.SHAPES[shape]["models"]["assistant"]
-    _react(Activation(doc, "assistant", None), turns, errors)
+    doc, root, m = _run(shape, "assistant", description, notes)
+    turns = m["assistant"]
+    _react(root, turns, errors)
     if not turns[-1]["tool_calls"]:
         doc["final_answer"] = turns[-1]["content"]
     return doc
@@ -296,20 +295,19 @@ def model_failure() -> dict[str, Any]:
 
 
 def send_fanout() -> dict[str, Any]:
-    doc = _doc("send_fanout",
-               "StateGraph 'research_team': its plan node's model lists three cities; the node "
-               "fans out one Send('researcher', ...) per city; the three create_react_agent "
-               "'researcher' runs (one super-step, in parallel) each call get_weather for their "
-               "city and answer; the summarize node's model answers.",
-               notes=[
-                   "The root graph's plan and summarize nodes are plain nodes calling the root's "
-                   "model: their calls are the root's own model steps.",
-                   "The three researcher activations ran concurrently (agent steps of one "
-                   "parallel_group): they may appear in any order among themselves. They are "
-                   "listed in Send order (Paris, Tokyo, Lima); tell them apart by their tool "
-                   "calls."])
-    m = script.SHAPES["send_fanout"]["models"]
-    root = Activation(doc, "research_team", None)
+    doc, root, m = _run(
+        "send_fanout", "research_team",
+        "StateGraph 'research_team': its plan node's model lists three cities; the node "
+        "fans out one Send('researcher', ...) per city; the three create_react_agent "
+        "'researcher' runs (one super-step, in parallel) each call get_weather for their "
+        "city and answer; the summarize node's model answers.",
+        notes=[
+            "The root graph's plan and summarize nodes are plain nodes calling the root's "
+            "model: their calls are the root's own model steps.",
+            "The three researcher activations ran concurrently (agent steps of one "
+            "parallel_group): they may appear in any order among themselves. They are "
+            "listed in Send order (Paris, Tokyo, Lima); tell them apart by their tool "
+            "calls."])
     root.model(m["research_team"][0])
     group = root.index * 100 + 1
     for city in script.FANOUT_CITIES:
@@ -346,19 +344,18 @@ def create_agent_middleware() -> dict[str, Any]:
 
 
 def deep_agent() -> dict[str, Any]:
-    doc = _doc("deep_agent",
-               "deepagents create_deep_agent 'orchestrator': write_todos, the sub-agent "
-               "'researcher' through the task tool (get_weather, then its answer), write_file "
-               "and read_file on the in-state filesystem, then the answer.",
-               notes=[
-                   "The researcher activation runs inside the orchestrator's task tool step "
-                   "(`calls_agent` of that step, `via_tool` of the activation), as in "
-                   "agent_in_tool.",
-                   "deepagents' middleware (todo list, filesystem, sub-agents, summarization, "
-                   "prompt caching, tool-call patching) are plumbing of the agent, not agents and "
-                   "not steps."])
-    m = script.SHAPES["deep_agent"]["models"]
-    root = Activation(doc, "orchestrator", None)
+    doc, root, m = _run(
+        "deep_agent", "orchestrator",
+        "deepagents create_deep_agent 'orchestrator': write_todos, the sub-agent "
+        "'researcher' through the task tool (get_weather, then its answer), write_file "
+        "and read_file on the in-state filesystem, then the answer.",
+        notes=[
+            "The researcher activation runs inside the orchestrator's task tool step "
+            "(`calls_agent` of that step, `via_tool` of the activation), as in "
+            "agent_in_tool.",
+            "deepagents' middleware (todo list, filesystem, sub-agents, summarization, "
+            "prompt caching, tool-call patching) are plumbing of the agent, not agents and "
+            "not steps."])
     answer = m["researcher"][1]["content"]
     for t in m["orchestrator"]:
         root.model(t)
