@@ -12,6 +12,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from trajhub.service.stored_spans import set_any_value
 
+#: the headers of an OTLP/HTTP request in protobuf
+PB = {"content-type": "application/x-protobuf"}
+
 
 def new_trace_id() -> bytes:
     return os.urandom(16)
@@ -24,8 +27,7 @@ def new_span_id() -> bytes:
 def post_spans(base: str, project: str, spans: list[Span]) -> None:
     """Send `spans` to the trajhub at `base` over OTLP/HTTP into `project`; it must accept them."""
     response = httpx.post(f"{base}/v1/traces", content=request(spans).SerializeToString(),
-                          headers={"content-type": "application/x-protobuf",
-                                   "trajhub-project": project})
+                          headers={**PB, "trajhub-project": project})
     assert response.status_code == 200, response.text
 
 

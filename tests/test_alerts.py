@@ -24,15 +24,13 @@ from tests.harness import (
     separate_database,
     wait_for,
 )
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 from tests.webhook_receiver import Receiver, webhook_receiver
 from trajhub.client import TrajhubClient
 from trajhub.service.workers import alerts as alert_worker
 from trajhub.storage import alert_reads
 from trajhub.storage import alerts as alert_store
 from trajhub.storage.migrate import migrate
-
-PB = {"content-type": "application/x-protobuf"}
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cli_runner import run_cli
 from tests.harness import ServerProcess, TestDatabase, wait_for
-from tests.otlp_builders import request, span
+from tests.otlp_builders import PB, request, span
 from tests.test_cozeloop_ingest import native_span
 
 #: what only the admin scope may do (README, "API keys"): keys, re-derivation, deletes
@@ -468,7 +468,7 @@ def test_ingest_honours_the_project_query_parameter_as_rest_does(world: World,
                            files={"file": (f"up-{trace_id.hex()}", b"content")})
         else:
             r = httpx.post(world.http + path, params=params, timeout=30,
-                           headers={**headers, "content-type": "application/x-protobuf"},
+                           headers={**headers, **PB},
                            content=request([span(trace_id)]).SerializeToString())
         return r, trace_id
 
@@ -582,7 +582,7 @@ def test_auto_is_off_on_loopback(server: ServerProcess) -> None:
     """The shared server listens on 127.0.0.1 with the default TRAJHUB_AUTH=auto."""
     assert httpx.get(f"{server.http}/api/v1/projects").status_code == 200
     r = httpx.post(f"{server.http}/v1/traces", content=request([span(os.urandom(16))])
-                   .SerializeToString(), headers={"content-type": "application/x-protobuf"})
+                   .SerializeToString(), headers=PB)
     assert r.status_code == 200
 
 

@@ -8,7 +8,7 @@ import os
 import httpx
 
 from tests.harness import ServerProcess, get_json, wait_for
-from tests.otlp_builders import new_trace_id, request, span
+from tests.otlp_builders import PB, new_trace_id, request, span
 
 
 def native_span(trace_id: str, name: str = "chat", parent: str = "0", **extra: object
@@ -76,7 +76,7 @@ def test_resource_attribute_names_the_project_of_otlp_spans(server: ServerProces
     body = request([span(tid)], resource={"trajhub.project": project}).SerializeToString()
     with httpx.Client() as c:
         r = c.post(f"{server.http}/v1/traces", content=body,
-                   headers={"content-type": "application/x-protobuf"})
+                   headers=PB)
         assert r.status_code == 200
         assert get_json(c, f"{server.http}/api/v1/traces/{tid.hex()}", project=project)
         assert c.get(f"{server.http}/api/v1/traces/{tid.hex()}").status_code == 404

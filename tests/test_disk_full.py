@@ -21,9 +21,8 @@ import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
 from tests.harness import ServerProcess, final_trajectory, get_json, stop_threads, wait_for
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 
-PB = {"content-type": "application/x-protobuf"}
 PROJECT = "diskfull"
 SPANS_PER_TRACE = 10
 

@@ -26,10 +26,11 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from tests.captures import Capture, all_captures, replay
 from tests.harness import ServerProcess, final_trajectory, wait_for
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 from tests.test_otlp_logs import log_record, logs_request
 
 pytestmark = pytest.mark.slow  # Hypothesis fuzzers against a live server
@@ -54,6 +55,17 @@ HOSTILE_INTS = [-1, -(2**31) - 1, 2**31, 2**32, 2**40, 2**62, 2**63 - 1, 2**63, 
 HOSTILE_STRINGS = ["", "\x00", "a\x00b", "0x" + "1" * 30, "-" + "1" * 31, " " * 32,
                    "_" * 16, "\u202e", "NaN", "Infinity", "9" * 40, "ff" * 8, "00" * 16]
 
+# what the protobuf mutators below write into a field, spans and log records alike
+#: a time in ns: zero, and the edges of int64 and uint64
+HOSTILE_TIMES = st.sampled_from([0, 2**63 - 1, 2**63, 2**64 - 1])
+#: an enum (span kind, status code, severity): any int32
+ANY_ENUM = st.integers(-(2**31), 2**31 - 1)
+#: a fixed32 field (flags): any uint32
+ANY_FLAGS = st.integers(0, 2**32 - 1)
+#: an id of any length but the right one too
+ANY_ID = st.binary(max_size=20)
+HOSTILE_TEXT = st.sampled_from(HOSTILE_STRINGS)
+
 
 def grpc_export(server: ServerProcess, service: str, body: bytes, project: str) -> None:
     """Send `body` to the OTLP `service`'s Export over gRPC: any answer but a rejection of the
@@ -76,6 +88,11 @@ def nest_deep(data: st.DataObject, value: AnyValue) -> None:
     value.string_value = "x"
 
 
+def hostile_resource_attribute(data: st.DataObject, resource: Resource, key: str) -> None:
+    """Give `resource` the attribute `key` (service.name, trajhub.project) a hostile text."""
+    resource.attributes.add(key=key).value.string_value = data.draw(HOSTILE_TEXT)
+
+
 def nested(depth: int) -> dict[str, Any]:
     value: dict[str, Any] = {"stringValue": "x"}
     for _ in range(depth):
@@ -87,7 +104,7 @@ def hostile_json_values() -> st.SearchStrategy[Any]:
     return st.one_of(
         st.sampled_from(HOSTILE_INTS),
         st.sampled_from([str(n) for n in HOSTILE_INTS]),
-        st.sampled_from(HOSTILE_STRINGS),
+        HOSTILE_TEXT,
         st.sampled_from([None, True, 1.5, 1e300, -0.0, [], {}, [None], {"": None}]),
         st.integers(min_value=40, max_value=70).map(nested),
         st.text(max_size=20),
@@ -140,18 +157,17 @@ def mutate_protobuf(data: st.DataObject, body: bytes) -> bytes:
             ["start", "end", "kind", "status", "name", "trace_id", "span_id", "parent",
              "int_attr", "nested_attr", "flags", "service"]), label="edit")
         if edit == "start":
-            target.start_time_unix_nano = data.draw(st.sampled_from(
-                [0, 2**63 - 1, 2**63, 2**64 - 1]))
+            target.start_time_unix_nano = data.draw(HOSTILE_TIMES)
         elif edit == "end":
             target.end_time_unix_nano = data.draw(st.integers(0, 2**64 - 1))
         elif edit == "kind":
-            target.kind = data.draw(st.integers(-(2**31), 2**31 - 1))  # type: ignore[assignment]
+            target.kind = data.draw(ANY_ENUM)  # type: ignore[assignment]
         elif edit == "status":
-            target.status.code = data.draw(st.integers(-(2**31), 2**31 - 1))  # type: ignore[assignment]
+            target.status.code = data.draw(ANY_ENUM)  # type: ignore[assignment]
         elif edit == "name":
-            target.name = data.draw(st.sampled_from(HOSTILE_STRINGS))
+            target.name = data.draw(HOSTILE_TEXT)
         elif edit in ("trace_id", "span_id", "parent"):
-            value = data.draw(st.binary(max_size=20))
+            value = data.draw(ANY_ID)
             setattr(target, {"trace_id": "trace_id", "span_id": "span_id",
                              "parent": "parent_span_id"}[edit], value)
         elif edit == "int_attr":
@@ -160,10 +176,9 @@ def mutate_protobuf(data: st.DataObject, body: bytes) -> bytes:
         elif edit == "nested_attr":
             nest_deep(data, target.attributes.add(key="deep").value)
         elif edit == "flags":
-            target.flags = data.draw(st.integers(0, 2**32 - 1))
+            target.flags = data.draw(ANY_FLAGS)
         elif edit == "service":
-            req.resource_spans[0].resource.attributes.add(key="service.name").value \
-                .string_value = data.draw(st.sampled_from(HOSTILE_STRINGS))
+            hostile_resource_attribute(data, req.resource_spans[0].resource, "service.name")
     return maybe_mangle(data, req.SerializeToString())
 
 
@@ -205,11 +220,10 @@ def test_mutated_otlp_protobuf_over_http_and_grpc(server: ServerProcess, fuzz_pr
     body = mutate_protobuf(data, capture.decoded_body)
     with httpx.Client(timeout=30) as c:
         r = c.post(f"{server.http}/v1/traces", content=body,
-                   headers={"content-type": "application/x-protobuf",
-                            "trajhub-project": fuzz_project})
+                   headers={**PB, "trajhub-project": fuzz_project})
         _no_server_error(r, "http")
         r = c.post(f"{server.http}/api/v1/normalize", content=body,
-                   headers={"content-type": "application/x-protobuf"})
+                   headers=PB)
         _no_server_error(r, "normalize")
     grpc_export(server, "trace.v1.TraceService", body, fuzz_project)
 
@@ -255,20 +269,19 @@ def mutate_log_protobuf(data: st.DataObject, body: bytes) -> bytes:
              "flags", "project"]), label="edit")
         if edit in ("time", "observed"):
             setattr(target, "time_unix_nano" if edit == "time" else "observed_time_unix_nano",
-                    data.draw(st.sampled_from([0, 2**63 - 1, 2**63, 2**64 - 1])))
+                    data.draw(HOSTILE_TIMES))
         elif edit == "severity":
-            target.severity_number = data.draw(st.integers(-(2**31), 2**31 - 1))  # type: ignore[assignment]
+            target.severity_number = data.draw(ANY_ENUM)  # type: ignore[assignment]
         elif edit == "name":
-            target.event_name = data.draw(st.sampled_from(HOSTILE_STRINGS))
+            target.event_name = data.draw(HOSTILE_TEXT)
         elif edit in ("trace_id", "span_id"):
-            setattr(target, edit, data.draw(st.binary(max_size=20)))
+            setattr(target, edit, data.draw(ANY_ID))
         elif edit == "nested":
             nest_deep(data, target.body)
         elif edit == "flags":
-            target.flags = data.draw(st.integers(0, 2**32 - 1))
+            target.flags = data.draw(ANY_FLAGS)
         elif edit == "project":
-            req.resource_logs[0].resource.attributes.add(key="trajhub.project").value \
-                .string_value = data.draw(st.sampled_from(HOSTILE_STRINGS))
+            hostile_resource_attribute(data, req.resource_logs[0].resource, "trajhub.project")
     return maybe_mangle(data, req.SerializeToString())
 
 

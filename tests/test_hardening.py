@@ -21,11 +21,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
 from tests.harness import ServerProcess, TestDatabase, final_trajectory, get_json, wait_for
-from tests.otlp_builders import new_trace_id, request, span
+from tests.otlp_builders import PB, new_trace_id, request, span
 from tests.test_cozeloop_ingest import native_span
 from trajhub.storage import compression_dictionaries
 
-PB = {"content-type": "application/x-protobuf"}
 START_NS = 1_700_000_000_000_000_000
 CHUNKS = 3200
 REPLACEMENT = "\ufffd"

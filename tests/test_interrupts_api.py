@@ -13,9 +13,8 @@ import httpx
 from tests.capture import script
 from tests.captures import replay_run
 from tests.harness import ServerProcess, final_trajectories, get_json
-from tests.otlp_builders import interrupted_run_spans, new_trace_id, post_spans, request
+from tests.otlp_builders import PB, interrupted_run_spans, new_trace_id, post_spans, request
 
-PB = {"content-type": "application/x-protobuf"}
 RUN = "openinference/interrupt_resume.prebuilt.stream"
 T0 = 1_700_000_000_000_000_000
 

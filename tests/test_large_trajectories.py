@@ -16,11 +16,10 @@ import orjson
 import pytest
 
 from tests.harness import ServerProcess, final_trajectory
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 from trajhub.client import TrajhubClient
 from trajhub.normalizers.playback import step_events
 
-PB = {"content-type": "application/x-protobuf"}
 T0 = 1_700_000_000_000_000_000
 MS = 1_000_000
 #: above the size from which a trajectory is stored in chunks (1,000), across three chunks

@@ -26,9 +26,8 @@ from tests.harness import (
     separate_database,
     wait_for,
 )
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 
-PB = {"content-type": "application/x-protobuf"}
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 

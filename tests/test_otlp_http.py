@@ -14,9 +14,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from tests.harness import ServerProcess, get_json, wait_for
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
-
-PB = {"content-type": "application/x-protobuf"}
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 
 
 def stored_span_ids(client: httpx.Client, server: ServerProcess, project: str,

@@ -49,11 +49,8 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from tests.conftest import Secured
 from tests.harness import ServerProcess, TestDatabase, fetch_rows
-from tests.otlp_builders import kv, new_span_id, new_trace_id
+from tests.otlp_builders import PB, kv, new_span_id, new_trace_id
 from trajhub.storage import compression
-
-PB = {"content-type": "application/x-protobuf"}
-
 
 # ---------------------------------------------------------------------------- builders
 

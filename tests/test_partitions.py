@@ -29,7 +29,7 @@ from tests.harness import (
     wait_for,
 )
 from tests.harness import fetch_rows as query
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 from tests.test_log_content import _note, post_logs
 from trajhub.storage import retention, span_writer, trace_reads
 from trajhub.storage.database import POOL_SETTINGS
@@ -37,7 +37,6 @@ from trajhub.storage.migrate import migrate
 
 WIDTH_SECONDS = 3.0
 RETENTION_SECONDS = 6.0
-PB = {"content-type": "application/x-protobuf"}
 TABLES = ("spans", "traces", "trajectories", "trajectory_revisions")
 
 

@@ -20,7 +20,7 @@ from tests.harness import (
     separate_database,
     wait_for,
 )
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 from trajhub.records import write_values
 from trajhub.records.trajectories import TrajectorySummary
 from trajhub.storage import derivation_store, search_words, trajectory_reads
@@ -28,7 +28,6 @@ from trajhub.storage.database import POOL_SETTINGS
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
 
-PB = {"content-type": "application/x-protobuf"}
 T0 = 1_700_000_000_000_000_000
 
 

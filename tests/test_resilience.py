@@ -28,12 +28,10 @@ from tests.harness import (
     stop_threads,
     wait_for,
 )
-from tests.otlp_builders import new_trace_id, request, span
+from tests.otlp_builders import PB, new_trace_id, request, span
 from tests.test_otlp_logs import log_record, logs_request
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate, migration_files
-
-PB = {"content-type": "application/x-protobuf"}
 
 
 def _pg_ctl(pg: EmbeddedPostgres, *args: str) -> None:

@@ -21,9 +21,8 @@ from pydantic import BaseModel
 import trajhub.records
 import trajhub.service.api
 from tests.harness import ServerProcess, final_trajectory, get_json
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 
-PB = {"content-type": "application/x-protobuf"}
 PACKAGED_SCHEMA = resources.files("trajhub.normalizers").joinpath("trajectory.schema.json")
 
 

@@ -23,10 +23,8 @@ from google.protobuf import json_format
 
 from tests.conftest import Secured
 from tests.harness import wait_for
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 from tests.test_cozeloop_ingest import native_span
-
-PB = {"content-type": "application/x-protobuf"}
 
 
 @dataclass
@@ -577,7 +575,6 @@ def test_an_evaluation_id_beyond_a_bigint_is_a_422_naming_it(driven: Recorder) -
                if b"77371252455336267181195264" in (a.request.content or b"")]
     assert answers and answers[0].status_code == 422
     assert "evaluation" in answers[0].text
-
 
 
 @pytest.mark.parametrize("name", ["数据", "a\nb", 'quote" and %41'])

@@ -7,9 +7,8 @@ import httpx
 import pytest
 
 from tests.harness import ServerProcess, get_json, wait_for
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 
-PB = {"content-type": "application/x-protobuf"}
 T0 = 1_700_000_000_000_000_000
 SECOND = 1_000_000_000
 

@@ -26,13 +26,12 @@ from tests.harness import (
     separate_database,
     wait_for,
 )
-from tests.otlp_builders import new_trace_id, request, span
+from tests.otlp_builders import PB, new_trace_id, request, span
 from trajhub.client import TrajhubClient
 from trajhub.service.cli import main as cli_main
 
 #: long enough to read the trace and copy it into a dataset before it expires, on a busy machine
 RETENTION_SECONDS = 8.0
-PB = {"content-type": "application/x-protobuf"}
 
 
 @pytest.fixture(scope="module")

@@ -21,9 +21,8 @@ import pytest
 
 from tests.conftest import Secured
 from tests.harness import ServerProcess, TestDatabase, final_trajectory
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 
-PB = {"content-type": "application/x-protobuf"}
 T0 = 1_700_000_000_000_000_000
 
 

@@ -30,7 +30,7 @@ from tests.harness import (
     wait_for,
 )
 from tests.harness import fetch_rows as query
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 from trajhub.client import TrajhubClient
 from trajhub.service import derivation
 from trajhub.service.ingest.decode import otlp_batch
@@ -39,7 +39,6 @@ from trajhub.storage.migrate import migrate
 from trajhub.storage.rollups import HOUR_NS
 
 WIDTH_SECONDS = 3.0
-PB = {"content-type": "application/x-protobuf"}
 
 
 @pytest.fixture(scope="module")
@@ -306,7 +305,6 @@ def test_a_score_written_while_its_run_is_finalized_counts_once(
         assert [dict(r) for r in query(url, "SELECT scores, total FROM run_rollup_scores")] == [
             {"scores": 1, "total": Decimal("0.75")}]
         assert_rollups_match(url)
-
 
 
 def test_a_run_expired_while_it_is_finalized_is_left_for_the_next_batch(

@@ -34,10 +34,9 @@ from tests.harness import (
     separate_database,
     wait_for,
 )
-from tests.otlp_builders import agent_run_spans, new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, agent_run_spans, new_span_id, new_trace_id, request, span
 from trajhub.client import ApiError, TrajhubClient
 
-PB = {"content-type": "application/x-protobuf"}
 T0 = 1_700_000_000_000_000_000
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from trajhub.records.rules import Rule, RuleBackfill
 from trajhub.service.api.filters import stored_filter
-from trajhub.service.workers.rules import MAX_BACKOFF_SECONDS, backoff_seconds
+from trajhub.service.workers.backoff import MAX_BACKOFF_SECONDS, backoff_seconds
 
 
 def test_the_judge_backoff_doubles_from_one_second_up_to_its_cap() -> None:

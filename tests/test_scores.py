@@ -15,10 +15,9 @@ import httpx
 import pytest
 
 from tests.harness import ServerProcess, TestDatabase, final_trajectory, wait_for
-from tests.otlp_builders import agent_run_spans, new_span_id, new_trace_id, request
+from tests.otlp_builders import PB, agent_run_spans, new_span_id, new_trace_id, request
 from trajhub.storage import scores as score_store
 
-PB = {"content-type": "application/x-protobuf"}
 T0 = 1_700_000_000_000_000_000
 
 

@@ -29,9 +29,8 @@ from tests.harness import (
     stop_threads,
     wait_for,
 )
-from tests.otlp_builders import new_trace_id, request, span
+from tests.otlp_builders import PB, new_trace_id, request, span
 
-PB = {"content-type": "application/x-protobuf"}
 REPO = Path(__file__).parent.parent
 
 

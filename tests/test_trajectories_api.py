@@ -16,11 +16,10 @@ import pytest
 
 from tests.captures import capture_runs, replay_run
 from tests.harness import ServerProcess, final_trajectories, final_trajectory, get_json, wait_for
-from tests.otlp_builders import new_span_id, new_trace_id, request, span
+from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 
 SCHEMA = orjson.loads(
     resources.files("trajhub.normalizers").joinpath("trajectory.schema.json").read_bytes())
-PB = {"content-type": "application/x-protobuf"}
 RUNS = capture_runs()
 
 

@@ -31,6 +31,7 @@ import orjson
 
 from trajhub.records.times import rfc3339
 from trajhub.service import metrics
+from trajhub.service.workers.backoff import backoff_seconds
 from trajhub.storage import alert_reads
 from trajhub.storage import alerts as alert_store
 from trajhub.storage.database import is_transient
@@ -45,10 +46,8 @@ DELIVERY_CONCURRENCY = 8
 #: one attempt's time limit, and the claim's lease (longer: a lease never ends mid-attempt)
 TIMEOUT_SECONDS = 10.0
 LEASE_SECONDS = 60.0
-#: a failed attempt: the next after 1 s, 2 s, 4 s, … at most MAX_BACKOFF_SECONDS; after
-#: MAX_ATTEMPTS the notification is failed for good
-BACKOFF_SECONDS = 1.0
-MAX_BACKOFF_SECONDS = 300.0
+#: a failed attempt: the next after backoff_seconds; after MAX_ATTEMPTS the notification is
+#: failed for good
 MAX_ATTEMPTS = 8
 #: how long an evaluation's claim holds a rule at least (a slow read is not taken over)
 MIN_EVALUATION_LEASE_SECONDS = 30.0
@@ -58,11 +57,6 @@ DELIVERY_IDLE_SECONDS = 0.5
 SIGNATURE_HEADER = "X-Trajhub-Signature-256"
 DELIVERY_HEADER = "X-Trajhub-Delivery"
 EVENT_HEADER = "X-Trajhub-Event"
-
-
-def backoff_seconds(attempts: int) -> float:
-    """The wait before the next attempt after `attempts` failed ones (1 s, 2 s, 4 s, …)."""
-    return float(min(MAX_BACKOFF_SECONDS, BACKOFF_SECONDS * 2 ** max(0, attempts - 1)))
 
 
 def signature(secret: str, body: bytes) -> str:

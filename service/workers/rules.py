@@ -31,6 +31,7 @@ from trajhub.records.scores import COMMENT_MAX
 from trajhub.service import metrics
 from trajhub.service.api.filters import stored_filter
 from trajhub.service.config import Settings
+from trajhub.service.workers.backoff import backoff_seconds
 from trajhub.service.workers.evaluations import parse_evaluators
 from trajhub.service.workers.judge_client import JudgeClient, JudgeUnavailable
 from trajhub.storage import rules as rule_store
@@ -44,21 +45,13 @@ BATCH = 50
 CONCURRENCY = 8
 #: how long a claim holds a run: longer than a judge call may take (judge_client's timeout)
 LEASE_SECONDS = 180.0
-#: an unreachable judge: the first retry after this long, doubling up to MAX_BACKOFF_SECONDS
-BACKOFF_SECONDS = 1.0
-MAX_BACKOFF_SECONDS = 300.0
-#: attempts to reach a judge before the run ends with an error score
+#: attempts to reach a judge (backoff_seconds apart) before the run ends with an error score
 MAX_ATTEMPTS = 8
 #: how long the worker waits when nothing was due
 IDLE_SECONDS = 0.5
 #: how long a server that cannot run a rule's evaluator (no judge settings) leaves its runs to
 #: the other servers sharing the database
 UNRUNNABLE_SKIP_SECONDS = 10.0
-
-
-def backoff_seconds(attempts: int) -> float:
-    """The wait before the next attempt after `attempts` failed ones (1 s, 2 s, 4 s, …)."""
-    return float(min(MAX_BACKOFF_SECONDS, BACKOFF_SECONDS * 2 ** max(0, attempts - 1)))
 
 
 def check_evaluator(name: str, config: Any, settings: Settings) -> None:

@@ -8,6 +8,7 @@ agents.py. The format is described in tests/fixtures/real-clients/ground_truth/R
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -143,72 +144,75 @@ def _react(act: Activation, turns: list[dict[str, Any]],
         act.tools(t, errors)
 
 
-def _doc(shape: str, description: str) -> dict[str, Any]:
+def _run(shape: str, agent: str, description: str, notes: Sequence[str] = ()
+         ) -> tuple[dict[str, Any], Activation, dict[str, list[dict[str, Any]]]]:
+    """The document of `shape` before its builder adds the steps: what the run is
+    (`description`) and what a reader of it must know (`notes`); the activation of its root,
+    `agent`; and the scripted models' turns, by agent."""
     spec = script.SHAPES[shape]
-    return {"format_version": FORMAT_VERSION, "shape": shape, "graph": spec["graph"],
-            "description": description, "user_request": spec["question"],
-            "final_answer": None, "root": {}, "activations": [], "notes": []}
+    doc = {"format_version": FORMAT_VERSION, "shape": shape, "graph": spec["graph"],
+           "description": description, "user_request": spec["question"],
+           "final_answer": None, "root": {}, "activations": [], "notes": list(notes)}
+    return doc, Activation(doc, agent, None), spec["models"]
 
 
 def supervisor_subgraphs() -> dict[str, Any]:
-    doc = _doc("supervisor_subgraphs",
-               "StateGraph 'supervisor' whose supervisor node routes (structured JSON answer of "
-               "its model, no tool) to two create_react_agent(..., name=...) subgraph nodes, "
-               "weather_agent then math_agent, and then answers.")
-    m = script.SHAPES["supervisor_subgraphs"]["models"]
-    root = Activation(doc, "supervisor", None)
+    doc, root, m = _run(
+        "supervisor_subgraphs", "supervisor",
+        "StateGraph 'supervisor' whose supervisor node routes (structured JSON answer of "
+        "its model, no tool) to two create_react_agent(..., name=...) subgraph nodes, "
+        "weather_agent then math_agent, and then answers.",
+        notes=["The root graph is the supervisor agent itself: its routing decisions are "
+               "its own model steps; the sub-agents are agent steps between them."])
     root.model(m["supervisor"][0])
     root.react_child("weather_agent", m["weather_agent"])
     root.model(m["supervisor"][1])
     root.react_child("math_agent", m["math_agent"])
     root.model(m["supervisor"][2])
     doc["final_answer"] = m["supervisor"][2]["content"]
-    doc["notes"].append("The root graph is the supervisor agent itself: its routing decisions "
-                        "are its own model steps; the sub-agents are agent steps between them.")
     return doc
 
 
 def supervisor_handoff() -> dict[str, Any]:
-    doc = _doc("supervisor_handoff",
-               "langgraph-supervisor create_supervisor([weather_agent, math_agent]) compiled as "
-               "'supervisor_team': the supervisor agent hands off with transfer_to_* tools; each "
-               "member runs once; the supervisor runs three times and answers.")
-    m = script.SHAPES["supervisor_handoff"]["models"]
-    root = Activation(doc, "supervisor_team", None)
+    doc, root, m = _run(
+        "supervisor_handoff", "supervisor_team",
+        "langgraph-supervisor create_supervisor([weather_agent, math_agent]) compiled as "
+        "'supervisor_team': the supervisor agent hands off with transfer_to_* tools; each "
+        "member runs once; the supervisor runs three times and answers.",
+        notes=[
+            "The root is the compiled graph (a graph, not an agent: it has no model steps "
+            "of its own); the supervisor and the members are its children, in activation "
+            "order.",
+            "langgraph-supervisor appends a synthetic 'transfer_back_to_supervisor' AI "
+            "message and tool message after each member; no model is called and no tool "
+            "runs for them, so they are not steps."])
     for i, member in enumerate(["weather_agent", "math_agent", None]):
         root.react_child("supervisor", [m["supervisor"][i]])
         if member:
             root.react_child(member, m[member])
     doc["final_answer"] = m["supervisor"][2]["content"]
-    doc["notes"] += [
-        "The root is the compiled graph (a graph, not an agent: it has no model steps of its "
-        "own); the supervisor and the members are its children, in activation order.",
-        "langgraph-supervisor appends a synthetic 'transfer_back_to_supervisor' AI message and "
-        "tool message after each member; no model is called and no tool runs for them, so they "
-        "are not steps.",
-    ]
     return doc
 
 
 def swarm_handoff() -> dict[str, Any]:
-    doc = _doc("swarm_handoff",
-               "langgraph-swarm create_swarm([weather_agent, math_agent]) compiled as 'swarm': "
-               "weather_agent answers its part and hands off to math_agent, which answers.")
-    m = script.SHAPES["swarm_handoff"]["models"]
-    root = Activation(doc, "swarm", None)
+    doc, root, m = _run(
+        "swarm_handoff", "swarm",
+        "langgraph-swarm create_swarm([weather_agent, math_agent]) compiled as 'swarm': "
+        "weather_agent answers its part and hands off to math_agent, which answers.",
+        notes=["The root is the compiled swarm graph (no model steps of its own)."])
     root.react_child("weather_agent", m["weather_agent"])
     root.react_child("math_agent", m["math_agent"])
     doc["final_answer"] = m["math_agent"][1]["content"]
-    doc["notes"].append("The root is the compiled swarm graph (no model steps of its own).")
     return doc
 
 
 def agent_in_tool() -> dict[str, Any]:
-    doc = _doc("agent_in_tool",
-               "create_react_agent 'assistant' whose tool ask_researcher invokes another "
-               "create_react_agent, 'researcher', and returns its answer.")
-    m = script.SHAPES["agent_in_tool"]["models"]
-    root = Activation(doc, "assistant", None)
+    doc, root, m = _run(
+        "agent_in_tool", "assistant",
+        "create_react_agent 'assistant' whose tool ask_researcher invokes another "
+        "create_react_agent, 'researcher', and returns its answer.",
+        notes=["The researcher activation runs inside the ask_researcher tool step of the "
+               "assistant (`calls_agent` of that tool step, `via_tool` of the activation)."])
     root.model(m["assistant"][0])
     (tool_step,) = root.tools(m["assistant"][0],
                               outputs={"call_research_1": m["researcher"][1]["content"]})
@@ -217,9 +221,6 @@ def agent_in_tool() -> dict[str, Any]:
     _react(researcher, m["researcher"])
     root.model(m["assistant"][1])
     doc["final_answer"] = m["assistant"][1]["content"]
-    doc["notes"].append("The researcher activation runs inside the ask_researcher tool step of "
-                        "the assistant (`calls_agent` of that tool step, `via_tool` of the "
-                        "activation).")
     return doc
 
 
@@ -229,34 +230,32 @@ def _raised(call_id: str, text: str) -> dict[str, dict[str, str]]:
     return {call_id: {"type": kind, "message": message}}
 
 
-def _single(shape: str, description: str, errors: dict[str, dict[str, str]] | None = None
-            ) -> dict[str, Any]:
-    doc = _doc(shape, description)
-    turns = script.SHAPES[shape]["models"]["assistant"]
-    _react(Activation(doc, "assistant", None), turns, errors)
+def _single(shape: str, description: str, errors: dict[str, dict[str, str]] | None = None,
+            notes: Sequence[str] = ()) -> dict[str, Any]:
+    doc, root, m = _run(shape, "assistant", description, notes)
+    turns = m["assistant"]
+    _react(root, turns, errors)
     if not turns[-1]["tool_calls"]:
         doc["final_answer"] = turns[-1]["content"]
     return doc
 
 
 def parallel_tools() -> dict[str, Any]:
-    doc = _single("parallel_tools",
-                  "create_react_agent 'assistant' asking for three tools in one model turn; the "
-                  "ToolNode runs them in parallel.")
-    doc["notes"].append("Tool steps with the same parallel_group ran concurrently and may "
-                        "appear in any order among themselves.")
-    return doc
+    return _single("parallel_tools",
+                   "create_react_agent 'assistant' asking for three tools in one model turn; the "
+                   "ToolNode runs them in parallel.",
+                   notes=["Tool steps with the same parallel_group ran concurrently and may appear "
+                          "in any order among themselves."])
 
 
 def tool_retry() -> dict[str, Any]:
-    doc = _single("tool_retry",
-                  "create_react_agent 'assistant' (ToolNode(handle_tool_errors=True)): "
-                  "flaky_weather fails on its first call, the model calls it again and it "
-                  "succeeds; the run succeeds.",
-                  errors=_raised("call_flaky_1", script.FLAKY_ERROR))
-    doc["notes"].append("The failed call is handled by the ToolNode (its error becomes the "
-                        "tool message the model sees), so the run as a whole succeeds.")
-    return doc
+    return _single("tool_retry",
+                   "create_react_agent 'assistant' (ToolNode(handle_tool_errors=True)): "
+                   "flaky_weather fails on its first call, the model calls it again and it "
+                   "succeeds; the run succeeds.",
+                   errors=_raised("call_flaky_1", script.FLAKY_ERROR),
+                   notes=["The failed call is handled by the ToolNode (its error becomes the tool "
+                          "message the model sees), so the run as a whole succeeds."])
 
 
 def run_error() -> dict[str, Any]:
@@ -270,41 +269,45 @@ def run_error() -> dict[str, Any]:
 
 
 def react_agent() -> dict[str, Any]:
-    doc = _single("react_agent",
-                  "create_react_agent 'assistant' (ToolNode(handle_tool_errors=True)): "
-                  "get_weather and add in one turn, in parallel, then divide(1, 0), which fails "
-                  "and is caught, then the answer. The model turns report cache read, cache "
-                  "write and reasoning tokens.",
-                  errors=_raised("call_div_1", script.DIVIDE_ERROR))
-    doc["notes"] += [
-        "The scripted run of the older single-agent `react` scenario (tests/fixtures/README.md), "
-        "as an agent named 'assistant'.",
-        "input_tokens includes the cache read and cache write tokens (LangChain's "
-        "usage_metadata counts them in input_tokens); reasoning tokens are part of "
-        "output_tokens.",
-    ]
-    return doc
+    return _single("react_agent",
+                   "create_react_agent 'assistant' (ToolNode(handle_tool_errors=True)): "
+                   "get_weather and add in one turn, in parallel, then divide(1, 0), which fails "
+                   "and is caught, then the answer. The model turns report cache read, cache "
+                   "write and reasoning tokens.",
+                   errors=_raised("call_div_1", script.DIVIDE_ERROR),
+                   notes=[
+                       "The scripted run of the older single-agent `react` scenario "
+                       "(tests/fixtures/README.md), as an agent named 'assistant'.",
+                       "input_tokens includes the cache read and cache write tokens (LangChain's "
+                       "usage_metadata counts them in input_tokens); reasoning tokens are part of "
+                       "output_tokens."])
 
 
 def model_failure() -> dict[str, Any]:
     doc = _single("model_failure",
                   "create_react_agent 'assistant': the model asks for get_weather, which "
-                  "succeeds; the model's second call raises RuntimeError and the run raises.")
+                  "succeeds; the model's second call raises RuntimeError and the run raises.",
+                  notes=["The failed model call is a model step with `error` and no tokens (the "
+                         "call reported no usage)."])
     doc["final_answer"] = None
     doc["root"]["error"] = script.SHAPES["model_failure"]["models"]["assistant"][1]["error"]
-    doc["notes"].append("The failed model call is a model step with `error` and no tokens (the "
-                        "call reported no usage).")
     return doc
 
 
 def send_fanout() -> dict[str, Any]:
-    doc = _doc("send_fanout",
-               "StateGraph 'research_team': its plan node's model lists three cities; the node "
-               "fans out one Send('researcher', ...) per city; the three create_react_agent "
-               "'researcher' runs (one super-step, in parallel) each call get_weather for their "
-               "city and answer; the summarize node's model answers.")
-    m = script.SHAPES["send_fanout"]["models"]
-    root = Activation(doc, "research_team", None)
+    doc, root, m = _run(
+        "send_fanout", "research_team",
+        "StateGraph 'research_team': its plan node's model lists three cities; the node "
+        "fans out one Send('researcher', ...) per city; the three create_react_agent "
+        "'researcher' runs (one super-step, in parallel) each call get_weather for their "
+        "city and answer; the summarize node's model answers.",
+        notes=[
+            "The root graph's plan and summarize nodes are plain nodes calling the root's "
+            "model: their calls are the root's own model steps.",
+            "The three researcher activations ran concurrently (agent steps of one "
+            "parallel_group): they may appear in any order among themselves. They are "
+            "listed in Send order (Paris, Tokyo, Lima); tell them apart by their tool "
+            "calls."])
     root.model(m["research_team"][0])
     group = root.index * 100 + 1
     for city in script.FANOUT_CITIES:
@@ -312,49 +315,47 @@ def send_fanout() -> dict[str, Any]:
                          parallel_group=group)
     root.model(m["research_team"][1])
     doc["final_answer"] = m["research_team"][1]["content"]
-    doc["notes"] += [
-        "The root graph's plan and summarize nodes are plain nodes calling the root's model: "
-        "their calls are the root's own model steps.",
-        "The three researcher activations ran concurrently (agent steps of one parallel_group):"
-        " they may appear in any order among themselves. They are listed in Send order "
-        "(Paris, Tokyo, Lima); tell them apart by their tool calls.",
-    ]
     return doc
 
 
 def mcp_tools() -> dict[str, Any]:
-    doc = _single("mcp_tools",
-                  "LangChain v1 create_agent 'assistant' on two tools of a local stdio MCP server "
-                  "(FastMCP, through langchain-mcp-adapters): get_weather answers; "
-                  "convert_currency fails and the adapter returns its error to the model (a "
-                  "tool message with status 'error'); then the answer.",
-                  errors=_raised("call_convert_1", script.CURRENCY_ERROR))
-    doc["notes"] += [
-        "The failed call raised nothing in the run: the MCP server answered it with isError "
-        "and the adapter returned the error text to the model, so its span ended normally. It "
-        "is a failed tool step all the same (docs/trajectory-rules.md, returned tool errors).",
-        "The MCP server's tool listing (ListTools) happens before the run and is not a step.",
-    ]
-    return doc
+    return _single("mcp_tools",
+                   "LangChain v1 create_agent 'assistant' on two tools of a local stdio MCP server "
+                   "(FastMCP, through langchain-mcp-adapters): get_weather answers; "
+                   "convert_currency fails and the adapter returns its error to the model (a "
+                   "tool message with status 'error'); then the answer.",
+                   errors=_raised("call_convert_1", script.CURRENCY_ERROR),
+                   notes=[
+                       "The failed call raised nothing in the run: the MCP server answered it with "
+                       "isError and the adapter returned the error text to the model, so its span "
+                       "ended normally. It is a failed tool step all the same "
+                       "(docs/trajectory-rules.md, returned tool errors).",
+                       "The MCP server's tool listing (ListTools) happens before the run and is "
+                       "not a step."])
 
 
 def create_agent_middleware() -> dict[str, Any]:
-    doc = _single("create_agent_middleware",
-                  "LangChain v1 create_agent 'assistant' with middleware: a before_model and an "
-                  "after_model hook and a ToolCallLimitMiddleware (not reached); get_weather, "
-                  "then add, then the answer.")
-    doc["notes"].append("The middleware hooks run around every model call as graph nodes of "
-                        "their own; they are plumbing of the agent, not agents and not steps.")
-    return doc
+    return _single("create_agent_middleware",
+                   "LangChain v1 create_agent 'assistant' with middleware: a before_model and an "
+                   "after_model hook and a ToolCallLimitMiddleware (not reached); get_weather, "
+                   "then add, then the answer.",
+                   notes=["The middleware hooks run around every model call as graph nodes of "
+                          "their own; they are plumbing of the agent, not agents and not steps."])
 
 
 def deep_agent() -> dict[str, Any]:
-    doc = _doc("deep_agent",
-               "deepagents create_deep_agent 'orchestrator': write_todos, the sub-agent "
-               "'researcher' through the task tool (get_weather, then its answer), write_file "
-               "and read_file on the in-state filesystem, then the answer.")
-    m = script.SHAPES["deep_agent"]["models"]
-    root = Activation(doc, "orchestrator", None)
+    doc, root, m = _run(
+        "deep_agent", "orchestrator",
+        "deepagents create_deep_agent 'orchestrator': write_todos, the sub-agent "
+        "'researcher' through the task tool (get_weather, then its answer), write_file "
+        "and read_file on the in-state filesystem, then the answer.",
+        notes=[
+            "The researcher activation runs inside the orchestrator's task tool step "
+            "(`calls_agent` of that step, `via_tool` of the activation), as in "
+            "agent_in_tool.",
+            "deepagents' middleware (todo list, filesystem, sub-agents, summarization, "
+            "prompt caching, tool-call patching) are plumbing of the agent, not agents and "
+            "not steps."])
     answer = m["researcher"][1]["content"]
     for t in m["orchestrator"]:
         root.model(t)
@@ -364,12 +365,6 @@ def deep_agent() -> dict[str, Any]:
                 step["calls_agent"] = researcher.index
                 _react(researcher, m["researcher"])
     doc["final_answer"] = m["orchestrator"][-1]["content"]
-    doc["notes"] += [
-        "The researcher activation runs inside the orchestrator's task tool step (`calls_agent` "
-        "of that step, `via_tool` of the activation), as in agent_in_tool.",
-        "deepagents' middleware (todo list, filesystem, sub-agents, summarization, prompt "
-        "caching, tool-call patching) are plumbing of the agent, not agents and not steps.",
-    ]
     return doc
 
 
@@ -380,7 +375,15 @@ def interrupt_resume() -> dict[str, Any]:
                   "create_react_agent 'assistant' with an InMemorySaver checkpointer: its "
                   "book_flight tool calls interrupt() to ask a person to approve, which ends the "
                   "first run; the second run resumes the thread with Command(resume=...), the "
-                  "tool books and the model answers.")
+                  "tool books and the model answers.",
+                  notes=[
+                      "Two runs on one thread, one trace each; `activations` describes the thread "
+                      "as a whole, `runs` each run. LangGraph runs the interrupted tool again "
+                      "from its start when the thread resumes, so book_flight is a step of both "
+                      "runs.",
+                      "The first run is neither failed nor succeeded: it is interrupted (no "
+                      "failed step, no root error); the second run's input is the resume value, "
+                      "not the serialised Command."])
     first, second = doc["activations"][0]["steps"][:2], doc["activations"][0]["steps"][1:]
     asked = {**first[1], "output": None}  # the call that interrupted returned nothing
     doc["runs"] = [
@@ -390,13 +393,6 @@ def interrupt_resume() -> dict[str, Any]:
          "steps": [first[0], asked], "final_answer": None},
         {"index": 1, "input": script.RESUME_VALUE, "outcome": "succeeded", "interrupt": None,
          "steps": second, "final_answer": doc["final_answer"]},
-    ]
-    doc["notes"] += [
-        "Two runs on one thread, one trace each; `activations` describes the thread as a "
-        "whole, `runs` each run. LangGraph runs the interrupted tool again from its start when "
-        "the thread resumes, so book_flight is a step of both runs.",
-        "The first run is neither failed nor succeeded: it is interrupted (no failed step, no "
-        "root error); the second run's input is the resume value, not the serialised Command.",
     ]
     return doc
 

@@ -19,6 +19,11 @@ export function h(tag, attrs, ...children) {
   return el;
 }
 
+/** One field of a form: its control `id`, with a label saying `text`. */
+export function field(id, text, control) {
+  return h("div", {class: "field"}, h("label", {for: id}, text), control);
+}
+
 /** A table's head: one row of column headers (`scope="col"`, for screen readers). */
 export function headRow(columns) {
   return h("thead", null, h("tr", null, columns.map((c) => h("th", {scope: "col"}, c))));

@@ -4,11 +4,6 @@
 import {h, toIso} from "./dom.js";
 import {navigate} from "./router.js";
 
-/** One field of a filter form: a label and its control. */
-export function field(id, text, control) {
-  return h("div", {class: "field"}, h("label", {for: id}, text), control);
-}
-
 /** A text filter `name`, its id `prefix` + name, showing the value the address gives it. */
 export function textInput(prefix, name, params) {
   return h("input", {id: `${prefix}${name}`, name, type: "text", size: 12,

@@ -4,7 +4,7 @@
 // webhook address) is shown as is. The signing secret is shown once, when the rule is created.
 
 import {actions, del, get, patch, post} from "../api.js";
-import {append, badge, clear, fmtTime, h, headRow} from "../dom.js";
+import {append, badge, clear, field, fmtTime, h, headRow} from "../dom.js";
 
 const METRICS = [
   ["error_rate", "error rate (0–1)"],
@@ -139,21 +139,15 @@ export async function renderAlerts(ctx) {
         created.secret);
     }},
   h("h2", null, "New alert rule"),
-  h("div", {class: "field"}, h("label", {for: "alert-name"}, "Name"), name),
-  h("div", {class: "field"}, h("label", {for: "alert-metric"}, "Metric"), metric),
-  h("div", {class: "field"}, h("label", {for: "alert-score"}, "Score name (score mean)"),
-    score),
-  h("div", {class: "field"}, h("label", {for: "alert-condition"}, "Breached when"),
-    condition),
-  h("div", {class: "field"}, h("label", {for: "alert-warning"}, "Warning threshold"),
-    warning),
-  h("div", {class: "field"}, h("label", {for: "alert-threshold"}, "Alert threshold"),
-    threshold),
-  h("div", {class: "field"}, h("label", {for: "alert-window"}, "Window (seconds)"),
-    windowSeconds),
-  FILTERS.map(([, text], i) => h("div", {class: "field"},
-    h("label", {for: filterInputs[i].id}, `${text} (optional)`), filterInputs[i])),
-  h("div", {class: "field"}, h("label", {for: "alert-webhook"}, "Webhook URL"), webhook),
+  field("alert-name", "Name", name),
+  field("alert-metric", "Metric", metric),
+  field("alert-score", "Score name (score mean)", score),
+  field("alert-condition", "Breached when", condition),
+  field("alert-warning", "Warning threshold", warning),
+  field("alert-threshold", "Alert threshold", threshold),
+  field("alert-window", "Window (seconds)", windowSeconds),
+  FILTERS.map(([, text], i) => field(filterInputs[i].id, `${text} (optional)`, filterInputs[i])),
+  field("alert-webhook", "Webhook URL", webhook),
   h("div", {class: "field buttons"}, h("button", {type: "submit", class: "primary"},
     "Create alert")));
   append(main, [status, table, history, form]);

@@ -3,7 +3,7 @@
 
 import {del, download, enc, get, patch, post} from "../api.js";
 import {link, navigate} from "../router.js";
-import {append, clear, fmtInt, fmtTime, h, headRow, pre, truncate} from "../dom.js";
+import {append, clear, field, fmtInt, fmtTime, h, headRow, pre, truncate} from "../dom.js";
 import {asText, previewText} from "../payload.js";
 
 export async function renderDatasets(ctx) {
@@ -37,8 +37,8 @@ export async function renderDatasets(ctx) {
         status.className = "failed-text";
       }
     }}, h("h2", null, "New set"),
-    h("div", {class: "field"}, h("label", {for: "new-set-name"}, "Name"), name),
-    h("div", {class: "field"}, h("label", {for: "new-set-description"}, "Description"), description),
+    field("new-set-name", "Name", name),
+    field("new-set-description", "Description", description),
     h("div", {class: "field buttons"}, h("button", {type: "submit"}, "Create")), status));
 }
 

@@ -3,7 +3,7 @@
 
 import {enc, get} from "../api.js";
 import {link, navigate} from "../router.js";
-import {append, badge, clear, fmtInt, fmtPct, fmtScore, fmtTime, h, headRow, notice, pre} from "../dom.js";
+import {append, badge, clear, field, fmtInt, fmtPct, fmtScore, fmtTime, h, headRow, notice, pre} from "../dom.js";
 
 const REFRESH_MS = 2000;
 
@@ -68,8 +68,8 @@ function regressionForm(runs) {
         candidate_evaluation: candidate.value});
     }},
   h("h2", null, "Regression report: compare two runs of one set"),
-  h("div", {class: "field"}, h("label", {for: "regression-baseline"}, "Baseline"), baseline),
-  h("div", {class: "field"}, h("label", {for: "regression-candidate"}, "Candidate"), candidate),
+  field("regression-baseline", "Baseline", baseline),
+  field("regression-candidate", "Candidate", candidate),
   h("div", {class: "field buttons"}, h("button", {type: "submit", class: "primary"},
     "Show regression report"),
   h("a", {class: "button", href: link("/regressions")}, "By run name…")));

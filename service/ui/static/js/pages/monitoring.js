@@ -5,8 +5,8 @@
 import {get} from "../api.js";
 import {timeChart} from "../charts.js";
 import {fmtUsd} from "../cost.js";
-import {clear, fmtInt, fmtMs, fmtPct, fmtScore, h, notice, toLocal} from "../dom.js";
-import {field, filterForm} from "../lists.js";
+import {clear, field, fmtInt, fmtMs, fmtPct, fmtScore, h, notice, toLocal} from "../dom.js";
+import {filterForm} from "../lists.js";
 import {link, navigate} from "../router.js";
 
 const HOUR_MS = 3_600_000;

@@ -4,7 +4,7 @@
 // is shown as is.
 
 import {actions, del, get, patch, post} from "../api.js";
-import {append, clear, fmtInt, fmtTime, h, headRow} from "../dom.js";
+import {append, clear, field, fmtInt, fmtTime, h, headRow} from "../dom.js";
 
 /** The evaluators a rule may name, as /openapi.json lists them (RuleCreate.evaluator). */
 async function evaluatorNames() {
@@ -137,16 +137,13 @@ export async function renderRules(ctx) {
       }, rule ? `Rule ${fields.name} saved.` : `Rule ${fields.name} created.`);
     }},
   heading,
-  h("div", {class: "field"}, h("label", {for: "rule-name"}, "Name"), name),
-  h("div", {class: "field"}, h("label", {for: "rule-evaluator"}, "Evaluator"), evaluator),
-  h("div", {class: "field"}, h("label", {for: "rule-config"}, "Config (JSON)"), config),
-  h("div", {class: "field"}, h("label", {for: "rule-filter"},
-    "Filter (the trajectory list's filters, JSON)"), filter),
-  h("div", {class: "field"}, h("label", {for: "rule-sample"}, "Sample rate (0–1)"), sample),
-  h("div", {class: "field"}, h("label", {for: "rule-queue"},
-    "Review queue for failures (optional)"), queue),
-  h("div", {class: "field"}, h("label", {for: "rule-fail-below"}, "A failure scores below"),
-    failBelow),
+  field("rule-name", "Name", name),
+  field("rule-evaluator", "Evaluator", evaluator),
+  field("rule-config", "Config (JSON)", config),
+  field("rule-filter", "Filter (the trajectory list's filters, JSON)", filter),
+  field("rule-sample", "Sample rate (0–1)", sample),
+  field("rule-queue", "Review queue for failures (optional)", queue),
+  field("rule-fail-below", "A failure scores below", failBelow),
   h("div", {class: "field buttons"}, submit, cancel));
   append(main, [status, table, form]);
   await draw();

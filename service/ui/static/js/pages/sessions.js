@@ -4,9 +4,9 @@
 
 import {enc, get} from "../api.js";
 import {costNode} from "../cost.js";
-import {badge, clear, fmtInt, fmtMs, fmtTime, h, headRow, notice, toLocal, truncate} from "../dom.js";
+import {badge, clear, field, fmtInt, fmtMs, fmtTime, h, headRow, notice, toLocal, truncate} from "../dom.js";
 import {link} from "../router.js";
-import {field, fillPager, filterForm, textInput} from "../lists.js";
+import {fillPager, filterForm, textInput} from "../lists.js";
 import {namedScores} from "../scores.js";
 
 const PAGE = 50;

@@ -2,9 +2,9 @@
 
 import {get} from "../api.js";
 import {link} from "../router.js";
-import {field, fillPager, filterForm, textInput} from "../lists.js";
+import {fillPager, filterForm, textInput} from "../lists.js";
 import {costNode} from "../cost.js";
-import {badge, clear, fmtInt, fmtMs, fmtTime, h, headRow, notice, toLocal, truncate} from "../dom.js";
+import {badge, clear, field, fmtInt, fmtMs, fmtTime, h, headRow, notice, toLocal, truncate} from "../dom.js";
 
 const REFRESH_MS = 2000;
 const PAGE = 50;  // rows per page; `limit=` in the address changes it (1–200)

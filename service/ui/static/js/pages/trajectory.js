@@ -7,7 +7,7 @@ import {ApiError, download, enc, get, patch, positionCursor, post, request} from
 import {costNode} from "../cost.js";
 import {contractView, costView, loadContract, loadCost, loadEvents, playbackView} from "../replay.js";
 import {link, navigate, replaceParams} from "../router.js";
-import {append, badge, clear, fmtInt, fmtMs, fmtTime, h, headRow, notice, pre, truncate} from "../dom.js";
+import {append, badge, clear, field, fmtInt, fmtMs, fmtTime, h, headRow, notice, pre, truncate} from "../dom.js";
 import {graphBox, graphLegend, markNode} from "../graph.js";
 import {asText, payload} from "../payload.js";
 import {drawBars, layout, stepDuration, stepError, stepLabel, stepStart, timeline} from "../timeline.js";
@@ -745,8 +745,7 @@ async function addToDataset(traceId) {
     sets.items.map((s) => h("option", {value: s.name}, `${s.name} (${s.item_count} items)`)),
     h("option", {value: NEW, selected: !sets.items.length}, "New set…"));
   const newName = h("input", {id: "dataset-new-name", type: "text", size: 24, spellcheck: "false"});
-  const newRow = h("div", {class: "field"}, h("label", {for: "dataset-new-name"}, "New set name"),
-    newName);
+  const newRow = field("dataset-new-name", "New set name", newName);
   const syncNew = () => { newRow.hidden = setSelect.value !== NEW; newName.required = !newRow.hidden; };
   setSelect.addEventListener("change", syncNew);
   syncNew();
@@ -799,7 +798,7 @@ async function addToDataset(traceId) {
   h("h2", {id: "add-title"}, "Add this run to a dataset"),
   draft.status !== "final" ? notice("This trajectory is still open: only final runs can be " +
     "added. Wait until it is final.", "warn") : null,
-  h("div", {class: "field"}, h("label", {for: "dataset-select"}, "Dataset"), setSelect),
+  field("dataset-select", "Dataset", setSelect),
   newRow,
   h("h3", null, h("label", {for: "expectations-editor"}, "Expectations (pre-filled from the run; edit " +
     "before saving)")),
