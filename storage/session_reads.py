@@ -100,6 +100,8 @@ class _Conditions:
     #: the arguments the conditions use (the project is $1), and those the sets use: the first
     within_args: list[Any] = field(default_factory=list)
     args: list[Any] = field(default_factory=list)
+    #: the filters that gave the within sets
+    within_names: set[str] = field(default_factory=set)
 
     @staticmethod
     def having(condition: str, counted: bool = False, among: str = "") -> str:
@@ -126,14 +128,20 @@ def _conditions(values: Mapping[str, Any], arg: Params) -> _Conditions:
              if values.get(p.name) is not None]
     for p, value in given:  # the sets first: their arguments are $1 … $n of the sets' read
         if p.custom:  # `score`: a turn whose latest whole-run score of the name compares so
-            out.within.append((score_condition(value, arg, "s.trace_id"), False))
-        elif p.type is bool:
-            # true: some turn matches; false: none does
-            (out.within if value else out.without).append((p.condition, False))
+            within = (score_condition(value, arg, "s.trace_id"), False)
+        elif p.type is bool:  # true: some turn matches; false: none does
+            within = (p.condition, False)
+            if not value:
+                out.without.append(within)
+                continue
         elif p.condition.startswith("count("):
-            out.within.append((p.condition.format(arg(value)), True))
+            within = (p.condition.format(arg(value)), True)
         elif not p.condition.startswith("t."):
-            out.within.append((p.condition.format(arg(value)), False))
+            within = (p.condition.format(arg(value)), False)
+        else:
+            continue
+        out.within.append(within)
+        out.within_names.add(p.name)
     out.within_args = list(arg.values)
     out.latest = [p.condition.format(arg(value)) for p, value in given
                   if p.condition.startswith("t.")]
@@ -148,14 +156,14 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
 
     A page costs the rows that lead to it, not an aggregate of every session of the project:
     - walk the project's runs with a session id newest first (trajectories_session_latest,
-      migration 0030), a few rows at a time: the sessions met are those whose latest turn is
-      next (or was on an earlier page, which the cursor then leaves out); keep those that the
-      filters let through, each tested among the sessions met only; until the page is full;
+      migration 0030), a few rows at a time. A session met for the first time is met at its
+      latest turn, unless that was before the cursor (then it was listed already, or left
+      out). Keep those the filters let through, each set tested among the sessions met only,
+      until the page is full;
     - but when the filters name a set of at most SMALL_SET sessions (a rare user, say), the
       walk could pass most of the project's sessions before it finds a page: take that set's
-      sessions instead, read first (up to SMALL_SET + 1 of them).
-    Each page read takes each session's latest turn and aggregates the page's sessions, from
-    the session index (migration 0014)."""
+      sessions instead, read first (up to SMALL_SET + 1 of them), with each one's latest turn.
+    Then aggregate the page's sessions from their turns (the session index, migration 0014)."""
     c = _conditions(f.values, Params(project))
     if f.score_sort is not None:
         return await _by_score(conn, f, c)
@@ -164,8 +172,12 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
             " INTERSECT ".join(c.having(cond, counted) for cond, counted in c.within)
             + f" LIMIT {SMALL_SET + 1}", *c.within_args)
         if len(named) <= SMALL_SET:
-            return await _page(conn, c, [r[0] for r in named], f.cursor, f.limit)
+            # the set's sessions meet the sets' filters: the others are left to test
+            rest = _conditions({name: value for name, value in f.values.items()
+                                if name not in c.within_names}, Params(project))
+            return await _page(conn, rest, [r[0] for r in named], None, f.cursor, f.limit)
     found: list[SessionSummaryRow] = []
+    met: set[str] = set()
     bound, rows = f.cursor, WALK_ROWS * f.limit
     while len(found) < f.limit:
         arg = Params(project)
@@ -175,34 +187,48 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
             "SELECT session_id, start_ns FROM trajectories WHERE project = $1 "
             f"AND session_id IS NOT NULL {after}"
             f"ORDER BY start_ns DESC, session_id DESC LIMIT {arg(rows)}", *arg.values)
-        met = list(dict.fromkeys(r["session_id"] for r in walked))
-        found += await _page(conn, c, met, bound, f.limit - len(found))
+        first: dict[str, int] = {}
+        for r in walked:
+            if r["session_id"] not in met:
+                first.setdefault(r["session_id"], r["start_ns"])
+        met |= first.keys()
+        found += await _page(conn, c, list(first), list(first.values()), f.cursor,
+                             f.limit - len(found))
         if len(walked) < rows:
             break
-        # the next rows of the walk; a session met here whose latest turn is the last row's
-        # (start, session) was kept or left out here, and the bound leaves it out there
         bound, rows = (walked[-1]["start_ns"], walked[-1]["session_id"]), \
             min(rows * 4, MAX_WALK_ROWS)
     return found
 
 
-async def _page(conn: Connection, c: _Conditions, sessions: list[str],
-                bound: tuple[int | float, str] | None, limit: int) -> list[SessionSummaryRow]:
-    """Of `sessions`, the first `limit` whose latest turn is before `bound` (start ns,
-    session id) and that meet the filters, latest turn first, each aggregated from its
-    turns."""
+async def _page(conn: Connection, c: _Conditions, sessions: list[str], starts: list[int] | None,
+                cursor: tuple[int | float, str] | None, limit: int) -> list[SessionSummaryRow]:
+    """Of `sessions`, the first `limit` whose latest turn is before `cursor` (start ns,
+    session id) and that meet the filters `c`, latest turn first, each aggregated from its
+    turns. `starts`: the walk's first turn of each session met, its latest unless it has one
+    at or after the cursor; None: read each one's latest turn."""
     if not sessions or limit <= 0:
         return []
     arg = Params(*c.args)
     among = f"{arg(sessions)}::text[]"
     conditions = list(c.latest)
-    if bound is not None:
-        conditions.append(f"(t.start_ns, t.session_id) < ({arg(bound[0])}::bigint, "
-                          f"{arg(bound[1])}::text)")
+    if starts is None:
+        source = ("(SELECT session_id, max(start_ns) AS start_ns FROM trajectories "
+                  f"WHERE project = $1 AND session_id = ANY({among}) GROUP BY session_id) t")
+        if cursor is not None:
+            conditions.append(f"(t.start_ns, t.session_id) < ({arg(cursor[0])}::bigint, "
+                              f"{arg(cursor[1])}::text)")
+    else:
+        source = f"unnest({among}, {arg(starts)}::bigint[]) AS t(session_id, start_ns)"
+        if cursor is not None:
+            conditions.append(
+                "t.session_id NOT IN (SELECT s.session_id FROM trajectories s "
+                f"WHERE s.project = $1 AND s.session_id = ANY({among}) AND "
+                f"(s.start_ns, s.session_id) >= ({arg(cursor[0])}::bigint, "
+                f"{arg(cursor[1])}::text))")
     conditions += c.session_conditions(among)
-    sql = ("WITH page AS (SELECT t.session_id FROM (SELECT session_id, max(start_ns) AS start_ns "
-           f"FROM trajectories WHERE project = $1 AND session_id = ANY({among}) "
-           f"GROUP BY session_id) t WHERE {' AND '.join(['true', *conditions])} "
+    sql = (f"WITH page AS (SELECT t.session_id FROM {source} "
+           f"WHERE {' AND '.join(['true', *conditions])} "
            f"ORDER BY t.start_ns DESC, t.session_id DESC LIMIT {arg(limit)}) "
            + _aggregated("session_id IN (SELECT session_id FROM page)")
            + " ORDER BY turns.last_turn_time DESC, turns.session_id DESC")
