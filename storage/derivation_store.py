@@ -337,10 +337,13 @@ async def store(conn: Connection, traces: Sequence[TraceWrite],
         await conn.execute(_UPSERT_TRACE,
                            await _rows(conn, "traces", [_trace_args(t) for t in traces]))
     if trajectories:
-        await conn.execute(rollups.TAKE_BACK, [t.project for t in trajectories],
-                           [t.trace_id for t in trajectories])
         await conn.execute(STORE_TRAJECTORIES, await trajectory_rows(conn, trajectories),
                            [t.project for t in trajectories], [t.trace_id for t in trajectories])
+        # after the trajectories, as finalizing writes them: on Citus each statement locks the
+        # shards it changes, and two transactions taking a shard of `trajectories` and one of
+        # `rollup_contributions` in opposite orders deadlock (deploy/SCALING.md, section 3)
+        await conn.execute(rollups.TAKE_BACK, [t.project for t in trajectories],
+                           [t.trace_id for t in trajectories])
         await conn.execute(_DELETE_CHUNKS, [t.project for t in trajectories],
                            [t.trace_id for t in trajectories])
         # numbered from -1 (storage/step_chunks.py: the playback order, the head, the steps)
