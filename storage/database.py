@@ -113,7 +113,11 @@ def is_transient(error: BaseException) -> bool:
 #: does not run. At 5M spans on PostgreSQL 15, the trace list with two attribute filters spent
 #: a large part of every request compiling (bench/README.md, "Reads at 5M spans"). A server
 #: built without LLVM (the embedded one) never compiles: there the setting changes nothing.
-CONNECTION_SETTINGS = {"jit": "off"}
+#: On Citus (deploy/SCALING.md, section 3), shards stay visible in the catalogue: Citus hides them
+#: by a test on every row of each query of `pg_class`, which made asyncpg's introspection of
+#: the row types trajhub passes (`$1::trajectories[]`) take seconds per connection. Plain
+#: PostgreSQL keeps the setting as an unknown `citus.` placeholder and ignores it.
+CONNECTION_SETTINGS = {"jit": "off", "citus.override_table_visibility": "off"}
 #: The REST API's pool: besides, every statement is planned for its own values. The best plan
 #: for a list filter depends on how many rows the value matches (a rare one reads its index, a
 #: common one walks the list order), and PostgreSQL's generic plan for asyncpg's prepared
