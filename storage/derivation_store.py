@@ -413,7 +413,9 @@ async def finalize_settled(conn: Connection, max_open_seconds: float) -> int:
         return 0
     result = await conn.fetchval(
         f"""
-        WITH taken AS (
+        WITH {rollups.read_scores(
+            "(SELECT * FROM unnest($2::text[], $3::text[]) AS c(project, trace_id))")},
+        taken AS (
             DELETE FROM open_trajectories o
             USING unnest($2::text[], $3::text[]) AS c(project, trace_id)
             WHERE o.project = c.project AND o.trace_id = c.trace_id

@@ -81,7 +81,7 @@ WHERE {NOT_QUEUED.format(project="e.project", trace_id="e.trace_id")}
 _DELETE = """
 WITH e AS (
     SELECT * FROM unnest($1::text[], $2::text[]) AS e(project, trace_id)
-), gone_spans AS (
+), {SCORES}, gone_spans AS (
     DELETE FROM spans s USING e
     WHERE s.project = e.project AND s.trace_id = e.trace_id AND s.first_seen = ANY($3)
 ), gone_trajectories AS (
@@ -125,7 +125,7 @@ WITH e AS (
 DELETE FROM traces t USING e
 WHERE t.project = e.project AND t.trace_id = e.trace_id AND t.first_seen = ANY($3)
 RETURNING t.trace_id
-""".replace("{ROLLUPS}", rollups.take_back_ctes("e"))
+""".replace("{ROLLUPS}", rollups.take_back_ctes("e")).replace("{SCORES}", rollups.read_scores("e"))
 
 # Log records whose trace has no spans (no key: none arrived, or retention took them), and those
 # outside any trace, go by their own received time, oldest first through the index of migration

@@ -57,12 +57,26 @@ def _roll_scores(source: str, scores: str, sign: str) -> str:
         "total = run_rollup_scores.total + EXCLUDED.total")
 
 
+def read_scores(traces: str) -> str:
+    """The CTE `rollup_scores` (no comma before it): the scores of the traces in `traces` (a
+    relation with project and trace_id), read before the statement changes anything, which the
+    writers below take. On Citus (deploy/SCALING.md, section 3) a statement that changes a
+    table while reading the reference table `scores` locks all of `scores`, after the rows it
+    changes; a score being added locks them in the other order, and the two deadlocked. A CTE
+    read first is read on its own, and its rows are the scores as the statement found them
+    even where a later CTE deletes them (retention)."""
+    return ("rollup_scores AS MATERIALIZED (SELECT s.project, s.trace_id, s.name, "
+            f"s.number_value FROM scores s JOIN {traces} k "
+            "ON s.project = k.project AND s.trace_id = k.trace_id)")
+
+
 def add_ctes(finalized: str) -> str:
     """CTEs (each starting with a comma) recording and adding the contributions of the
     trajectories in `finalized`, a CTE of trajectories' columns (project, trace_id, start_ns,
     run_name, agent_names, model_names, release, prompt_version, has_error, duration_ms,
     input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
-    derived_usd) as they become final. Their scores are read from `scores`."""
+    derived_usd) as they become final. Their scores are read from `rollup_scores`
+    (read_scores)."""
     return (
         f", rollup_contributed AS (INSERT INTO rollup_contributions "
         f"({', '.join(_CONTRIBUTION_COLUMNS)}) "
@@ -75,26 +89,26 @@ def add_ctes(finalized: str) -> str:
         # stop the round
         f"FROM {finalized} ON CONFLICT (project, trace_id) DO NOTHING RETURNING *)"
         f", rollup_added AS ({_roll('rollup_contributed', '1')})"
-        f", rollup_scored AS ({_roll_scores('rollup_contributed', 'scores', '1')})")
+        f", rollup_scored AS ({_roll_scores('rollup_contributed', 'rollup_scores', '1')})")
 
 
 def take_back_ctes(traces: str) -> str:
     """CTEs (each starting with a comma) deleting the contributions of the trajectories in
     `traces` (a CTE or relation with project and trace_id) and taking them back from the
-    rollups, their scores with them (as `scores` holds them at the statement's start, so a
-    sibling CTE deleting them changes nothing)."""
+    rollups, their scores with them (`rollup_scores`, read_scores)."""
     return (
         f", rollup_taken AS (DELETE FROM rollup_contributions c USING {traces} k "
         "WHERE c.project = k.project AND c.trace_id = k.trace_id RETURNING c.*)"
         f", rollup_subtracted AS ({_roll('rollup_taken', '-1')})"
-        f", rollup_unscored AS ({_roll_scores('rollup_taken', 'scores', '-1')})")
+        f", rollup_unscored AS ({_roll_scores('rollup_taken', 'rollup_scores', '-1')})")
 
 
 #: store(): the trajectories about to be stored ($1 projects, $2 trace ids) are open again, so
 #: what they contributed as final is taken back
 TAKE_BACK = (
-    "WITH rollup_traces AS (SELECT * FROM unnest($1::text[], $2::text[]) AS k(project, trace_id))"
-    + take_back_ctes("rollup_traces") + " SELECT count(*) FROM rollup_taken")
+    "WITH rollup_traces AS (SELECT * FROM unnest($1::text[], $2::text[]) AS k(project, trace_id)), "
+    + read_scores("rollup_traces") + take_back_ctes("rollup_traces")
+    + " SELECT count(*) FROM rollup_taken")
 
 
 def score_ctes(changed: str, sign: str) -> str:
@@ -108,5 +122,6 @@ def score_ctes(changed: str, sign: str) -> str:
 def partition_take_back(trajectories: str) -> str:
     """The statement taking back what the trajectories of one partition (the table
     `trajectories`) contributed, before the partition is dropped."""
-    return (f"WITH rollup_traces AS (SELECT project, trace_id FROM {trajectories})"
-            + take_back_ctes("rollup_traces") + " SELECT count(*) FROM rollup_taken")
+    return (f"WITH rollup_traces AS (SELECT project, trace_id FROM {trajectories}), "
+            + read_scores("rollup_traces") + take_back_ctes("rollup_traces")
+            + " SELECT count(*) FROM rollup_taken")
