@@ -219,7 +219,7 @@ async def _page(conn: Connection, c: _Conditions, sessions: list[str], starts: l
             conditions.append(f"(t.start_ns, t.session_id) < ({arg(cursor[0])}::bigint, "
                               f"{arg(cursor[1])}::text)")
     else:
-        source = f"unnest({among}, {arg(starts)}::bigint[]) AS t(session_id, start_ns)"
+        source = "met t"
         if cursor is not None:
             conditions.append(
                 "t.session_id NOT IN (SELECT s.session_id FROM trajectories s "
@@ -227,7 +227,11 @@ async def _page(conn: Connection, c: _Conditions, sessions: list[str], starts: l
                 f"(s.start_ns, s.session_id) >= ({arg(cursor[0])}::bigint, "
                 f"{arg(cursor[1])}::text))")
     conditions += c.session_conditions(among)
-    sql = (f"WITH page AS (SELECT t.session_id FROM {source} "
+    # the walk's sessions as a CTE of their own: beside a set-returning function in FROM, Citus
+    # takes a subquery for a correlated one (deploy/SCALING.md, section 3)
+    met = ("" if starts is None else f"met AS MATERIALIZED (SELECT * FROM unnest({among}, "
+           f"{arg(starts)}::bigint[]) AS m(session_id, start_ns)), ")
+    sql = (f"WITH {met}page AS (SELECT t.session_id FROM {source} "
            f"WHERE {' AND '.join(['true', *conditions])} "
            f"ORDER BY t.start_ns DESC, t.session_id DESC LIMIT {arg(limit)}) "
            + _aggregated("session_id IN (SELECT session_id FROM page)")
