@@ -304,12 +304,16 @@ async def drop_partition(conn: Connection, part: TimePartition,
                     "WHERE l.project = t.project AND l.trace_id = t.trace_id")
     except _Kept:
         return False
+    # Citus cannot detach a partition CONCURRENTLY (deploy/SCALING.md, section 3): there the
+    # partition is dropped at once, which locks its table for as long as the drop takes
+    on_citus = await conn.fetchval(
+        "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')")
     for table in PARTITIONED:
         name = part.name(table)
         pending = await conn.fetchval(
             "SELECT h.inhdetachpending FROM pg_inherits h WHERE h.inhrelid = to_regclass($1)",
             name)
-        if pending is not None:
+        if pending is not None and not on_citus:
             # CONCURRENTLY: ingest and reads go on meanwhile (no ACCESS EXCLUSIVE lock on the
             # table); a detach interrupted half-way is finished by the next sweep
             await conn.execute(f"ALTER TABLE {table} DETACH PARTITION {name} "
