@@ -22,6 +22,7 @@ from trajhub.normalizers import derive
 from trajhub.normalizers.builder import Derivation
 from trajhub.normalizers.document import run_order
 from trajhub.normalizers.interrupts import INTERRUPTED, NODE, OUTCOME, PAYLOAD
+from trajhub.normalizers.run_context import run_context
 
 SHAPE = "interrupt_resume"
 TRUTH: dict[str, Any] = json.loads((REAL / "ground_truth" / f"{SHAPE}.json").read_text())
@@ -31,6 +32,14 @@ CAPTURES = {name: files for name, files in capture_sets().items()
 #: LangChain instrumentation records only the messages it finds in the input): the resumed
 #: run's input is missing, not wrong (tests/capture/README.md, "Known gaps")
 NO_COMMAND_INPUT = frozenset({"otel_genai", "otel_genai_span_and_event"})
+#: clients whose `interrupt_resume` captures carry no session, conversation or thread id, so
+#: their two runs are in no session (tests/capture/README.md, "Known gaps"): these clients record
+#: one only when the application passes it (as the conversation captures do), and the capture
+#: scripts pass none
+NO_SESSION = frozenset({"cozeloop_python", "cozeloop_js", "traceloop_js"})
+#: clients that record the thread id (gen_ai.conversation.id) but not the metadata's session
+#: id, which then names the session (docs/conventions.md, "Which id is the session")
+THREAD_ONLY = frozenset({"otel_genai", "otel_genai_span_and_event"})
 
 
 def _runs(name: str) -> list[Derivation]:
@@ -81,6 +90,20 @@ def test_two_runs_the_first_interrupted_the_second_resumed(name: str) -> None:
                     for s in truth["steps"]]
         assert _steps(run) == expected, name
         assert run.summary.failed_tool_steps == run.summary.failed_model_steps == 0
+
+
+@pytest.mark.parametrize("name", sorted(CAPTURES))
+def test_the_resumed_run_is_a_turn_of_the_interrupted_runs_session(name: str) -> None:
+    """Both runs carry the thread's session id (the script's metadata `session_id`, or its
+    `thread_id` where only that is recorded), so the resumed run is the session's next turn."""
+    client = name.split("/")[0]
+    traces = load_traces(CAPTURES[name])
+    ordered = sorted(traces.values(), key=lambda spans: min(s.start_ns for s in spans))
+    sessions = [run_context(spans).session_id for spans in ordered
+                if derive(spans).summary.step_count]
+    expected = (None if client in NO_SESSION
+                else script.THREAD_ID if client in THREAD_ONLY else script.SESSION_ID)
+    assert sessions == [expected, expected]
 
 
 def test_the_ground_truth_is_the_script() -> None:
