@@ -19,8 +19,9 @@ every earlier round's rows (so later rounds pay for bigger tables, like a runnin
    --spans spans over OTLP/HTTP protobuf and over OTLP/gRPC, counting durable rows in `spans`;
    trajhub stops. The protocols alternate which goes first, and each starts on an idle server:
    after a run, trajhub's leftover work (queued traces, open trajectories, words for free text
-   not yet filled, then a vacuum or analyze still running) is waited out, so the second
-   protocol does not compete with the first one's derivation.
+   not yet filled, then a vacuum or analyze still running) is waited out, and then the store
+   is vacuumed and analyzed (`maintain`, its time and CPU printed apart), so the second
+   protocol pays neither for the first one's derivation nor for its maintenance.
 2. The same PostgreSQL directory under pgserver, a database `sink`; `raw_sink.py` (one
    process: parse, one COPY per request, acknowledge after commit); the same loadgen run over
    HTTP.
@@ -212,6 +213,27 @@ def wait_idle(dsn: str, gap: float | None = None, timeout: float = 600) -> float
     return time.monotonic() - started
 
 
+def maintain(dsn: str) -> dict[str, float]:
+    """Vacuum and analyze the whole store, as autovacuum would after the run just waited out;
+    returns its seconds and the machine's busy CPU-s over them. Autovacuum's launcher looks at
+    a database once a minute, so after a run shorter than that it has not started when the
+    machine is quiet: the next run, the other protocol's, paid for vacuuming this one's rows
+    (bench/README.md, "Running the benchmarks"). Done here, each run starts on a store with its
+    maintenance done, as the sink's does, and the cost is reported apart."""
+
+    async def vacuum() -> None:
+        conn = await asyncpg.connect(dsn)
+        try:
+            await conn.execute("VACUUM (ANALYZE)")
+        finally:
+            await conn.close()
+
+    busy_before, started = machine_busy(), time.monotonic()
+    asyncio.run(vacuum())
+    return {"seconds": time.monotonic() - started,
+            "machine_cpu_s": machine_busy()[0] - busy_before[0]}
+
+
 def sink_cpu(sink_pid: int, pgdata: Path) -> float:
     """CPU seconds so far of the sink and of its PostgreSQL (the postmaster on `pgdata` and
     its children), as trajhub's are counted (bench/_common.py, Server.process_tree_cpu)."""
@@ -305,6 +327,8 @@ def trajhub_round(shared: Path, data_dir: Path, args: argparse.Namespace, index:
                 out[name] = measured_run(shared, target, protocol, server.database_url, sql,
                                          args, lambda: sum(server.process_tree_cpu().values()))
                 out[name]["idle_after_s"] = wait_idle(server.database_url, args.gap)
+                if args.gap is None:
+                    out[name]["maintenance"] = maintain(server.database_url)
 
         async def trajectories() -> int:
             conn = await asyncpg.connect(server.database_url)
@@ -357,6 +381,9 @@ def describe(run: dict[str, Any], spans: int) -> str:
     per = 10_000 / max(spans, 1)
     pg = run["pg"]
     idle = (f"; idle {run['idle_after_s']:.1f} s after" if "idle_after_s" in run else "")
+    if "maintenance" in run:
+        idle += (f"; then VACUUM (ANALYZE) {run['maintenance']['seconds']:.1f} s, "
+                 f"{run['maintenance']['machine_cpu_s'] * per:.2f} CPU-s per 10k spans")
     visited = "".join(f"; {name} {v} vacuums {a} analyzes"
                       for name, (v, a) in sorted(run.get("autovacuumed", {}).items()))
     return (f"{rate(run):>9,.0f} spans/s, machine {run['machine_busy']:.0%} busy; per 10k "
@@ -434,7 +461,8 @@ def main() -> int:
                          if lag is not None else ""), flush=True)
                 row[name + "_detail"] = {
                     k: run.get(k) for k in ("client_cpu_s", "server_cpu_s", "machine_busy", "pg",
-                                            "idle_after_s", "storage_lag_after_last_ack_s")}
+                                            "idle_after_s", "maintenance",
+                                            "storage_lag_after_last_ack_s")}
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     names = [n for n in rounds[0] if n.startswith(("trajhub_", "sink_"))
