@@ -32,14 +32,11 @@ CAPTURES = {name: files for name, files in capture_sets().items()
 #: LangChain instrumentation records only the messages it finds in the input): the resumed
 #: run's input is missing, not wrong (tests/capture/README.md, "Known gaps")
 NO_COMMAND_INPUT = frozenset({"otel_genai", "otel_genai_span_and_event"})
-#: clients whose `interrupt_resume` captures carry no session, conversation or thread id, so
-#: their two runs are in no session (tests/capture/README.md, "Known gaps"): these clients record
-#: one only when the application passes it (as the conversation captures do), and the capture
-#: scripts pass none
-NO_SESSION = frozenset({"cozeloop_python", "cozeloop_js", "traceloop_js"})
-#: clients that record the thread id (gen_ai.conversation.id) but not the metadata's session
-#: id, which then names the session (docs/conventions.md, "Which id is the session")
-THREAD_ONLY = frozenset({"otel_genai", "otel_genai_span_and_event"})
+#: clients that record the thread id (gen_ai.conversation.id, or cozeloop Python's `thread_id`
+#: tag, the one the application gives it as in the conversation captures) but not the
+#: metadata's session id, so the thread names the session (docs/conventions.md, "Which id is
+#: the session")
+THREAD_ONLY = frozenset({"otel_genai", "otel_genai_span_and_event", "cozeloop_python"})
 
 
 def _runs(name: str) -> list[Derivation]:
@@ -101,8 +98,7 @@ def test_the_resumed_run_is_a_turn_of_the_interrupted_runs_session(name: str) ->
     ordered = sorted(traces.values(), key=lambda spans: min(s.start_ns for s in spans))
     sessions = [run_context(spans).session_id for spans in ordered
                 if derive(spans).summary.step_count]
-    expected = (None if client in NO_SESSION
-                else script.THREAD_ID if client in THREAD_ONLY else script.SESSION_ID)
+    expected = script.THREAD_ID if client in THREAD_ONLY else script.SESSION_ID
     assert sessions == [expected, expected]
 
 

@@ -219,9 +219,14 @@ def summary(outdir: Path, root: Path) -> str:
 
 def capture(instr: str, shape: str, mode: str) -> Path:
     outdir = capture_dir(instr, shape, mode)
+    # cozeloop Python records no thread or session of its own: an interrupted thread's runs are
+    # tagged with it as conversation.py tags its turns, so the resumed run is the next turn of
+    # the interrupted one's session (the other shapes are one run each and stay untagged)
+    tags = ({"thread_id": script.THREAD_ID, "user_id": script.USER_ID}
+            if shape in script.INTERRUPT_SHAPES else None)
     record(instr, outdir, zlib.crc32(f"{instr}/{outdir.name}".encode()),
            lambda callbacks: _run(shape, mode == "stream", callbacks), f"{shape} {mode}",
-           via=transport(instr, shape, mode))
+           tags, via=transport(instr, shape, mode))
     return outdir
 
 

@@ -51,3 +51,23 @@ export async function startReceiver(outdir) {
     close: () => server.close(),
   };
 }
+
+/**
+ * `CozeloopCallbackHandler` (from the vendored @cozeloop/langchain), extended as a JS application
+ * has to: its handler records no session, conversation or thread id (it declares `session.id`
+ * but never sets it, and takes no tags), so the subclass puts the run's metadata `session_id` on
+ * each run's root span as `session.id` (../README.md, "Sessions").
+ */
+export function withSessionId(CozeloopCallbackHandler) {
+  return class SessionCallbackHandler extends CozeloopCallbackHandler {
+    // (chain, inputs, runId, parentRunId, tags, metadata, runType, runName)
+    handleChainStart(...args) {
+      const out = super.handleChainStart(...args);
+      const [, , runId, parentRunId, , metadata] = args;
+      if (!parentRunId && metadata?.session_id) {
+        this._runMap.get(runId)?.setAttribute("session.id", String(metadata.session_id));
+      }
+      return out;
+    }
+  };
+}

@@ -5,10 +5,10 @@
 //
 // Writes ../../fixtures/sessions/cozeloop_js/conversation/http_NNN_*.{bin,json}. The library's
 // callback handler records no session, conversation or thread id (it declares the `session.id`
-// attribute but never sets it, and takes no tags), so the application sets it: a subclass puts
-// the run's metadata `session_id` on the root span of each run as `session.id`, the attribute
-// the library declares for it (tests/capture/README.md, "Sessions").
-import { seededRandom, startReceiver } from "./capture.mjs";
+// attribute but never sets it, and takes no tags), so the application sets it: a subclass
+// (capture.mjs's withSessionId) puts the run's metadata `session_id` on the root span of each run
+// as `session.id`, the attribute the library declares for it (tests/capture/README.md, "Sessions").
+import { seededRandom, startReceiver, withSessionId } from "./capture.mjs";
 
 const { SCRIPT, buildConversation, runConversation } = await import("./agents.mjs");
 Math.random = seededRandom("cozeloop_js/sessions/conversation");
@@ -20,17 +20,7 @@ const { endpoint } = receiver;
 // ---------------------------------------------------------------- the traced run
 const { CozeloopCallbackHandler } = await import("./vendor/cozeloop-langchain.mjs");
 
-class SessionCallbackHandler extends CozeloopCallbackHandler {
-  // (chain, inputs, runId, parentRunId, tags, metadata, runType, runName)
-  handleChainStart(...args) {
-    const out = super.handleChainStart(...args);
-    const [, , runId, parentRunId, , metadata] = args;
-    if (!parentRunId && metadata?.session_id) {
-      this._runMap.get(runId)?.setAttribute("session.id", String(metadata.session_id));
-    }
-    return out;
-  }
-}
+const SessionCallbackHandler = withSessionId(CozeloopCallbackHandler);
 
 const handler = new SessionCallbackHandler({
   spanExporter: { workspaceId: "7480000000000000001", token: "pat_dummy_offline_token",

@@ -15,7 +15,7 @@
 // Trace and span ids come from the OTel SDK's RandomIdGenerator, which draws on Math.random:
 // Math.random is seeded from the capture's name first, so re-running gives the same ids and no
 // two captures share a trace id.
-import { seededRandom, startReceiver } from "./capture.mjs";
+import { seededRandom, startReceiver, withSessionId } from "./capture.mjs";
 
 const CLIENTS = ["cozeloop_js", "openinference_js", "traceloop_js"];
 const [shape, mode, client = "cozeloop_js"] = process.argv.slice(2);
@@ -26,6 +26,7 @@ if (!shape || !["stream", "invoke"].includes(mode) || !CLIENTS.includes(client))
 
 const { SCRIPT, build, close, run } = await import("./agents.mjs");
 const runName = `${shape}.${SCRIPT.shapes[shape].graph}.${mode}`;
+const interrupted = SCRIPT.interrupt_shapes.includes(shape);
 Math.random = seededRandom(`${client}/${runName}`);
 process.env.OTEL_EXPORTER_OTLP_COMPRESSION = "gzip";
 const outdir = new URL(`../../fixtures/real-clients/${client}/${runName}/`, import.meta.url);
@@ -37,7 +38,11 @@ const { endpoint } = receiver;
 async function setUp() {
   if (client === "cozeloop_js") {
     const { CozeloopCallbackHandler } = await import("./vendor/cozeloop-langchain.mjs");
-    const handler = new CozeloopCallbackHandler({
+    // an interrupted thread's runs carry its session as conversation.mjs's turns do, so the
+    // resumed run is the next turn of the interrupted one's session; the other shapes are one
+    // run each and keep the plain handler
+    const Handler = interrupted ? withSessionId(CozeloopCallbackHandler) : CozeloopCallbackHandler;
+    const handler = new Handler({
       spanExporter: { workspaceId: "7480000000000000001", token: "pat_dummy_offline_token",
                       traceEndpoint: `${endpoint}/v1/loop/opentelemetry/v1/traces` },
     });
@@ -56,7 +61,12 @@ async function setUp() {
     // the instrumentation patches the ESM CallbackManager from a dynamic import(): let it land
     await new Promise((resolve) => setTimeout(resolve, 200));
     return { callbacks: undefined,
-             traced: (fn) => traceloop.withWorkflow({ name: shape }, fn),
+             // the SDK records no LangChain metadata: an interrupted thread's runs get its
+             // session and user as association properties, the SDK's way to give them
+             traced: (fn) => traceloop.withWorkflow(
+               interrupted ? { name: shape, associationProperties: {
+                 session_id: SCRIPT.session_id, user_id: SCRIPT.user_id } } : { name: shape },
+               fn),
              finish: async () => { await traceloop.forceFlush(); } };
   }
   const { NodeTracerProvider, BatchSpanProcessor } = await import("otel2-sdk-trace-node");
