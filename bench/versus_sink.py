@@ -218,18 +218,10 @@ def maintain(dsn: str) -> dict[str, float]:
     returns its seconds and the machine's busy CPU-s over them. Autovacuum's launcher looks at
     a database once a minute, so after a run shorter than that it has not started when the
     machine is quiet: the next run, the other protocol's, paid for vacuuming this one's rows
-    (bench/README.md, "Running the benchmarks"). Done here, each run starts on a store with its
+    (bench/README.md, "Current figures"). Done here, each run starts on a store with its
     maintenance done, as the sink's does, and the cost is reported apart."""
-
-    async def vacuum() -> None:
-        conn = await asyncpg.connect(dsn)
-        try:
-            await conn.execute("VACUUM (ANALYZE)")
-        finally:
-            await conn.close()
-
     busy_before, started = machine_busy(), time.monotonic()
-    asyncio.run(vacuum())
+    asyncio.run(_rows(dsn, "VACUUM (ANALYZE)"))
     return {"seconds": time.monotonic() - started,
             "machine_cpu_s": machine_busy()[0] - busy_before[0]}
 
