@@ -79,8 +79,9 @@ class TraceFilter:
     limit: int = 50
 
 
-def _keys_match(keys: str) -> str:
-    return f"(t.attribute_keys && {keys}::integer[] OR t.attribute_keys IS NULL)"
+def _keys_held(keys: str, operator: str) -> str:
+    """Trace `t`'s hash set holds every one (`@>`) or one (`&&`) of `keys`, or it has none."""
+    return f"(t.attribute_keys {operator} {keys}::integer[] OR t.attribute_keys IS NULL)"
 
 
 def _has_span(condition: str) -> str:
@@ -93,7 +94,15 @@ def _has_span(condition: str) -> str:
 
 async def list_traces(conn: Connection, project: str, f: TraceFilter
                       ) -> list[TraceSummaryRow]:
-    """Newest first; keyset pagination on (start_ns, trace_id)."""
+    """Newest first; keyset pagination on (start_ns, trace_id).
+
+    With one attribute or span-name filter at most, one statement walks the project's traces
+    newest first (traces_by_start) and keeps those that match. With several, PostgreSQL takes
+    the share of traces meeting all of them for the product of their shares, which for
+    attributes that go together (a user's model) is far too high: it walks the newest traces
+    expecting a page soon, and passes thousands. Then the traces whose key sets hold every
+    filter's keys are read from the key index first (`_matching_keys`), and the exact span
+    check runs on the newest of them, a page at a time."""
     arg = Params(project)
     where = ["t.project = $1"]
     if f.start_ns is not None:
@@ -106,27 +115,72 @@ async def list_traces(conn: Connection, project: str, f: TraceFilter
         where.append("t.error_count > 0" if f.has_error else "t.error_count = 0")
     if f.min_duration_ns is not None:
         where.append(f"t.end_ns - t.start_ns >= {arg(f.min_duration_ns)}")
+    if f.cursor is not None:
+        where.append(f"(t.start_ns, t.trace_id) < ({arg(f.cursor[0])}, {arg(f.cursor[1])})")
     # Attribute and span-name filters: the hash set in `traces.attribute_keys` (GIN,
     # storage/attribute_keys.py) first narrows the traces; the exact check then looks at the
     # spans of each trace left. A trace whose set is NULL (stored before migration 0014) is
-    # always checked.
+    # always checked. The keys every listed trace holds (a span name's, a filter's without
+    # alternatives) are one condition, which the key index answers in one scan, without a
+    # visit to the traces holding only some; a filter with alternatives needs one of its keys.
+    held, alternatives_held = [], []
     if f.span_name is not None:
-        name_key = [attribute_keys.span_name_key(f.span_name)]
-        where.append(_keys_match(arg(name_key)))
-        where.append(_has_span(f"s.name = {arg(f.span_name)}"))
+        held.append(attribute_keys.span_name_key(f.span_name))
     for alternatives in f.attributes:
         keys = attribute_keys.attribute_filter_keys(alternatives)
-        if keys is not None:
-            where.append(_keys_match(arg(keys)))
-        where.append(_has_span(
-            " OR ".join(f"s.attributes @> {arg(alt)}::jsonb" for alt in alternatives)))
-    if f.cursor is not None:
-        where.append(f"(t.start_ns, t.trace_id) < ({arg(f.cursor[0])}, {arg(f.cursor[1])})")
+        if keys is not None and len(keys) == 1:
+            held += keys
+        elif keys is not None:
+            alternatives_held.append(keys)
+    keyed = ([_keys_held(arg(held), "@>")] if held else []) \
+        + [_keys_held(arg(keys), "&&") for keys in alternatives_held]
+    narrowing = len(arg.values)  # the arguments of `where` and `keyed`: $1 … $narrowing
+    exact = [] if f.span_name is None else [_has_span(f"s.name = {arg(f.span_name)}")]
+    exact += [_has_span(" OR ".join(f"s.attributes @> {arg(alt)}::jsonb" for alt in alts))
+              for alts in f.attributes]
+    if len(held) + len(alternatives_held) > 1:
+        return await _matching_keys(conn, arg, narrowing, where + keyed, exact, f.limit)
     sql = (
-        f"SELECT {TraceSummaryRow.columns('t')} FROM traces t WHERE " + " AND ".join(where)
+        f"SELECT {TraceSummaryRow.columns('t')} FROM traces t WHERE "
+        + " AND ".join(where + keyed + exact)
         + f" ORDER BY t.start_ns DESC, t.trace_id DESC LIMIT {arg(f.limit)}"
     )
     return TraceSummaryRow.from_records(await conn.fetch(sql, *arg.values))
+
+
+async def _matching_keys(conn: Connection, arg: Params, narrowing: int, where: list[str],
+                         exact: list[str], limit: int) -> list[TraceSummaryRow]:
+    """The first `limit` traces, newest first, that meet `where` (the key sets' conditions
+    among them, with the arguments $1 … $narrowing of `arg`) and then `exact`. The traces
+    meeting `where` are read first, in a CTE of their own so that the planner reads them
+    through the key index rather than in the list's order; then the exact checks run on the
+    newest of them, a page at a time, until a page is full. On Citus the CTE is read from every
+    shard, and each page's check from the shards of its traces (deploy/SCALING.md, section 3)."""
+    found: list[TraceSummaryRow] = []
+    after: tuple[int, str] | None = None
+    while len(found) < limit:
+        read = Params(*arg.values[:narrowing])
+        below = [] if after is None else \
+            [f"(t.start_ns, t.trace_id) < ({read(after[0])}, {read(after[1])})"]
+        # a hash collision only costs a trace the exact check drops: a few pages' worth of
+        # candidates nearly always fill the page
+        candidates = await conn.fetch(
+            "WITH keyed AS MATERIALIZED (SELECT t.trace_id, t.start_ns FROM traces t WHERE "
+            + " AND ".join(where + below) + ") SELECT trace_id, start_ns FROM keyed "
+            f"ORDER BY start_ns DESC, trace_id DESC LIMIT {read(4 * limit)}", *read.values)
+        for at in range(0, len(candidates), limit):
+            page = Params(*arg.values)
+            ids = [r["trace_id"] for r in candidates[at:at + limit]]
+            found += TraceSummaryRow.from_records(await conn.fetch(
+                f"SELECT {TraceSummaryRow.columns('t')} FROM traces t WHERE "
+                + " AND ".join([*where, f"t.trace_id = ANY({page(ids)}::text[])", *exact])
+                + " ORDER BY t.start_ns DESC, t.trace_id DESC", *page.values))
+            if len(found) >= limit:
+                break
+        if len(candidates) < 4 * limit:
+            break
+        after = (candidates[-1]["start_ns"], candidates[-1]["trace_id"])
+    return found[:limit]
 
 
 async def projects(conn: Connection, only: str | None = None) -> list[ProjectRow]:

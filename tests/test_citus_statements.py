@@ -34,7 +34,7 @@ PLACEMENTS = (DISTRIBUTION, 91)
 WORKLOAD = ("test_replay_captures.py", "test_log_events.py", "test_sessions.py", "test_api_keys.py",
             "test_scores.py", "test_rules.py", "test_review.py", "test_retention.py",
             "test_partitions.py", "test_normalize_rederive.py", "test_queue_claims.py",
-            "test_rollups.py", "test_timeseries.py")
+            "test_rollups.py", "test_timeseries.py", "test_read_indexes.py")
 
 #: loaded into every Python process of the workload (PYTHONPATH): each connection a trajhub
 #: process opens logs the statements it sends, once each, to a file of that process
