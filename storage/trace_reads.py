@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -10,6 +11,9 @@ from trajhub.storage.database import Connection
 from trajhub.storage.rows import ProjectRow, SpanRow, TraceSummaryRow
 from trajhub.storage.sql import Params, in_trace_partition
 
+#: with several attribute or span-name filters, the trace list walks this many of the newest
+#: traces before it reads the older ones through the key index (`list_traces`)
+WALK = 2000
 #: the span columns, for queries over `spans s`
 SPAN_FIELDS = SpanRow.columns("s")
 
@@ -92,18 +96,12 @@ def _has_span(condition: str) -> str:
             f"AND s.trace_id = t.trace_id AND ({condition}) LIMIT 1) IS NOT NULL")
 
 
-async def list_traces(conn: Connection, project: str, f: TraceFilter
-                      ) -> list[TraceSummaryRow]:
-    """Newest first; keyset pagination on (start_ns, trace_id).
-
-    With one attribute or span-name filter at most, one statement walks the project's traces
-    newest first (traces_by_start) and keeps those that match. With several, PostgreSQL takes
-    the share of traces meeting all of them for the product of their shares, which for
-    attributes that go together (a user's model) is far too high: it walks the newest traces
-    expecting a page soon, and passes thousands. Then the traces whose key sets hold every
-    filter's keys are read from the key index first (`_matching_keys`), and the exact span
-    check runs on the newest of them, a page at a time."""
-    arg = Params(project)
+def _conditions(arg: Params, f: TraceFilter, keys: bool = True, spans: bool = True,
+                bound: tuple[str, tuple[int, str]] | None = None) -> list[str]:
+    """The conditions on trace `t` of `f` (its arguments added to `arg`, the project $1): the
+    trace's own columns, then with `keys` the key sets' pre-filter of the attribute and
+    span-name filters, then with `spans` their exact check; `bound`: also (start ns, trace id)
+    `<` or `>=` that key."""
     where = ["t.project = $1"]
     if f.start_ns is not None:
         where.append(f"t.start_ns >= {arg(f.start_ns)}")
@@ -115,6 +113,8 @@ async def list_traces(conn: Connection, project: str, f: TraceFilter
         where.append("t.error_count > 0" if f.has_error else "t.error_count = 0")
     if f.min_duration_ns is not None:
         where.append(f"t.end_ns - t.start_ns >= {arg(f.min_duration_ns)}")
+    for operator, (start_ns, trace_id) in [bound] if bound else []:
+        where.append(f"(t.start_ns, t.trace_id) {operator} ({arg(start_ns)}, {arg(trace_id)})")
     if f.cursor is not None:
         where.append(f"(t.start_ns, t.trace_id) < ({arg(f.cursor[0])}, {arg(f.cursor[1])})")
     # Attribute and span-name filters: the hash set in `traces.attribute_keys` (GIN,
@@ -123,64 +123,105 @@ async def list_traces(conn: Connection, project: str, f: TraceFilter
     # always checked. The keys every listed trace holds (a span name's, a filter's without
     # alternatives) are one condition, which the key index answers in one scan, without a
     # visit to the traces holding only some; a filter with alternatives needs one of its keys.
-    held, alternatives_held = [], []
-    if f.span_name is not None:
-        held.append(attribute_keys.span_name_key(f.span_name))
-    for alternatives in f.attributes:
-        keys = attribute_keys.attribute_filter_keys(alternatives)
+    if keys:
+        held, alternatives = _keys(f)
+        if held:
+            where.append(_keys_held(arg(held), "@>" if len(held) > 1 else "&&"))
+        where += [_keys_held(arg(one_of), "&&") for one_of in alternatives]
+    if spans and f.span_name is not None:
+        where.append(_has_span(f"s.name = {arg(f.span_name)}"))
+    if spans:
+        where += [_has_span(" OR ".join(f"s.attributes @> {arg(alt)}::jsonb" for alt in alts))
+                  for alts in f.attributes]
+    return where
+
+
+def _keys(f: TraceFilter) -> tuple[list[int], list[list[int]]]:
+    """The keys a listed trace's hash set holds all of, and those it holds one of each list of."""
+    held = [] if f.span_name is None else [attribute_keys.span_name_key(f.span_name)]
+    alternatives = []
+    for documents in f.attributes:
+        keys = attribute_keys.attribute_filter_keys(documents)
         if keys is not None and len(keys) == 1:
             held += keys
         elif keys is not None:
-            alternatives_held.append(keys)
-    keyed = ([_keys_held(arg(held), "@>")] if held else []) \
-        + [_keys_held(arg(keys), "&&") for keys in alternatives_held]
-    narrowing = len(arg.values)  # the arguments of `where` and `keyed`: $1 … $narrowing
-    exact = [] if f.span_name is None else [_has_span(f"s.name = {arg(f.span_name)}")]
-    exact += [_has_span(" OR ".join(f"s.attributes @> {arg(alt)}::jsonb" for alt in alts))
-              for alts in f.attributes]
-    if len(held) + len(alternatives_held) > 1:
-        return await _matching_keys(conn, arg, narrowing, where + keyed, exact, f.limit)
-    sql = (
-        f"SELECT {TraceSummaryRow.columns('t')} FROM traces t WHERE "
-        + " AND ".join(where + keyed + exact)
-        + f" ORDER BY t.start_ns DESC, t.trace_id DESC LIMIT {arg(f.limit)}"
-    )
-    return TraceSummaryRow.from_records(await conn.fetch(sql, *arg.values))
+            alternatives.append(keys)
+    return held, alternatives
 
 
-async def _matching_keys(conn: Connection, arg: Params, narrowing: int, where: list[str],
-                         exact: list[str], limit: int) -> list[TraceSummaryRow]:
-    """The first `limit` traces, newest first, that meet `where` (the key sets' conditions
-    among them, with the arguments $1 … $narrowing of `arg`) and then `exact`. The traces
-    meeting `where` are read first, in a CTE of their own so that the planner reads them
-    through the key index rather than in the list's order; then the exact checks run on the
-    newest of them, a page at a time, until a page is full. On Citus the CTE is read from every
-    shard, and each page's check from the shards of its traces (deploy/SCALING.md, section 3)."""
+async def list_traces(conn: Connection, project: str, f: TraceFilter
+                      ) -> list[TraceSummaryRow]:
+    """Newest first; keyset pagination on (start_ns, trace_id).
+
+    With one attribute or span-name filter at most, one statement walks the project's traces
+    newest first (traces_by_start) and keeps those that match. With several, PostgreSQL takes
+    the share of traces meeting all of them for the product of their shares, which for
+    attributes that go together (a user's model) is far too high: it walks the newest traces
+    expecting a page soon, and can pass tens of thousands. So the walk stops after the newest
+    WALK traces; if the filters did not fill a page there, they rarely hold together, and the
+    older traces whose key sets hold every filter's keys are read from the key index
+    (`_matching_keys`)."""
+    held, alternatives = _keys(f)
+    if len(held) + len(alternatives) < 2:
+        return await _walk(conn, project, f, None)
+    arg = Params(project)
+    bound = await conn.fetchrow(
+        f"SELECT t.start_ns, t.trace_id FROM traces t "
+        f"WHERE {' AND '.join(_conditions(arg, f, keys=False, spans=False))} "
+        f"ORDER BY t.start_ns DESC, t.trace_id DESC OFFSET {arg(WALK)} LIMIT 1", *arg.values)
+    if bound is None:
+        return await _walk(conn, project, f, None)
+    key = (int(bound["start_ns"]), str(bound["trace_id"]))
+    found = await _walk(conn, project, f, (">=", key))
+    if len(found) == f.limit:
+        return found
+    return found + await _matching_keys(
+        conn, project, dataclasses.replace(f, limit=f.limit - len(found)), key)
+
+
+async def _walk(conn: Connection, project: str, f: TraceFilter,
+                bound: tuple[str, tuple[int, str]] | None) -> list[TraceSummaryRow]:
+    """The first traces of `f`, walked newest first (traces_by_start), within `bound`."""
+    arg = Params(project)
+    where = " AND ".join(_conditions(arg, f, bound=bound))
+    return TraceSummaryRow.from_records(await conn.fetch(
+        f"SELECT {TraceSummaryRow.columns('t')} FROM traces t WHERE {where} "
+        f"ORDER BY t.start_ns DESC, t.trace_id DESC LIMIT {arg(f.limit)}", *arg.values))
+
+
+async def _matching_keys(conn: Connection, project: str, f: TraceFilter,
+                         before: tuple[int, str]) -> list[TraceSummaryRow]:
+    """The first traces of `f` before `before` (start ns, trace id), newest first. The traces
+    whose key sets let them through are read first, in a CTE of their own so that the planner
+    reads them through the key index rather than in the list's order; then the exact checks
+    run on the newest of them, a page at a time, until a page is full. On Citus the CTE is
+    read from every shard, and each page's check from the shards of its traces
+    (deploy/SCALING.md, section 3)."""
     found: list[TraceSummaryRow] = []
-    after: tuple[int, str] | None = None
-    while len(found) < limit:
-        read = Params(*arg.values[:narrowing])
-        below = [] if after is None else \
-            [f"(t.start_ns, t.trace_id) < ({read(after[0])}, {read(after[1])})"]
+    while len(found) < f.limit:
+        arg = Params(project)
+        where = " AND ".join(_conditions(arg, f, spans=False, bound=("<", before)))
         # a hash collision only costs a trace the exact check drops: a few pages' worth of
         # candidates nearly always fill the page
         candidates = await conn.fetch(
-            "WITH keyed AS MATERIALIZED (SELECT t.trace_id, t.start_ns FROM traces t WHERE "
-            + " AND ".join(where + below) + ") SELECT trace_id, start_ns FROM keyed "
-            f"ORDER BY start_ns DESC, trace_id DESC LIMIT {read(4 * limit)}", *read.values)
-        for at in range(0, len(candidates), limit):
-            page = Params(*arg.values)
-            ids = [r["trace_id"] for r in candidates[at:at + limit]]
+            f"WITH keyed AS MATERIALIZED (SELECT t.trace_id, t.start_ns FROM traces t "
+            f"WHERE {where}) SELECT trace_id, start_ns FROM keyed "
+            f"ORDER BY start_ns DESC, trace_id DESC LIMIT {arg(4 * f.limit)}", *arg.values)
+        for at in range(0, len(candidates), f.limit):
+            arg = Params(project)
+            checked = _conditions(arg, f, bound=("<", before))
+            ids = [r["trace_id"] for r in candidates[at:at + f.limit]]
+            checked.append(f"t.trace_id = ANY({arg(ids)}::text[])")
             found += TraceSummaryRow.from_records(await conn.fetch(
-                f"SELECT {TraceSummaryRow.columns('t')} FROM traces t WHERE "
-                + " AND ".join([*where, f"t.trace_id = ANY({page(ids)}::text[])", *exact])
-                + " ORDER BY t.start_ns DESC, t.trace_id DESC", *page.values))
-            if len(found) >= limit:
+                f"SELECT {TraceSummaryRow.columns('t')} FROM traces t "
+                f"WHERE {' AND '.join(checked)} ORDER BY t.start_ns DESC, t.trace_id DESC",
+                *arg.values))
+            if len(found) >= f.limit:
                 break
-        if len(candidates) < 4 * limit:
+        if len(candidates) < 4 * f.limit:
             break
-        after = (candidates[-1]["start_ns"], candidates[-1]["trace_id"])
-    return found[:limit]
+        before = (int(candidates[-1]["start_ns"]), str(candidates[-1]["trace_id"]))
+    return found[:f.limit]
 
 
 async def projects(conn: Connection, only: str | None = None) -> list[ProjectRow]:

@@ -23,7 +23,8 @@ from tests.harness import (
 from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
 from trajhub.records import write_values
 from trajhub.records.trajectories import TrajectorySummary
-from trajhub.storage import derivation_store, search_words, trajectory_reads
+from trajhub.service.api.params import attribute_filters
+from trajhub.storage import derivation_store, search_words, trace_reads, trajectory_reads
 from trajhub.storage.database import POOL_SETTINGS
 from trajhub.storage.embedded import EmbeddedPostgres
 from trajhub.storage.migrate import migrate
@@ -159,11 +160,16 @@ def test_attribute_filters_match_span_values(server: ServerProcess, project: str
         check()
 
 
+@pytest.mark.parametrize("walk", [2000, 3])
 def test_several_attribute_filters_page_past_traces_their_spans_fail(
-        server: ServerProcess, project: str, database: TestDatabase) -> None:
+        server: ServerProcess, project: str, database: TestDatabase,
+        monkeypatch: pytest.MonkeyPatch, walk: int) -> None:
     """With several filters, traces whose hash sets let them through but whose spans do not
     match (here: sets forgotten, as before the index existed) are dropped, and paging one or
-    two at a time still lists every matching trace once, newest first."""
+    two at a time still lists every matching trace once, newest first: through the API, where
+    the newest 2,000 traces are walked, and with a walk of 3, where the older ones are read
+    through the key index."""
+    monkeypatch.setattr(trace_reads, "WALK", walk)
     with httpx.Client() as c:
         ids: dict[str, int] = {}
         for i in range(14):
@@ -187,17 +193,35 @@ def test_several_attribute_filters_page_past_traces_their_spans_fail(
                 await conn.close()
 
         run(forget_hashes())
+        filters = ["user.id=u9", "llm.model_name=m-2"]
         for limit in (1, 2, 50):
             listed, cursor = [], None
             while True:
                 page = get_json(c, f"{server.http}/api/v1/traces", project=project,
-                                attribute=["user.id=u9", "llm.model_name=m-2"], limit=limit,
+                                attribute=filters, limit=limit,
                                 **({} if cursor is None else {"cursor": cursor}))
                 listed += [ids[i["trace_id"]] for i in page["items"]]
                 cursor = page["next_cursor"]
                 if cursor is None:
                     break
             assert listed == [10, 5, 0], limit
+
+    async def read_pages(limit: int) -> list[int]:
+        conn = await asyncpg.connect(database.url)
+        try:
+            listed, last = [], None
+            while True:
+                rows = await trace_reads.list_traces(conn, project, trace_reads.TraceFilter(
+                    attributes=attribute_filters(filters), limit=limit, cursor=last))
+                listed += [ids[r.trace_id] for r in rows]
+                if len(rows) < limit:
+                    return listed
+                last = (rows[-1].start_ns, rows[-1].trace_id)
+        finally:
+            await conn.close()
+
+    for limit in (1, 2, 50):
+        assert run(read_pages(limit)) == [10, 5, 0], limit
 
 
 def _run_row(trace_id: str, start_ns: int, question: str, answer: str
