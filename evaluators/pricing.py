@@ -417,6 +417,16 @@ def _linear(prices: Prices, model: str | None) -> bool:
     return _genai_linear(model.strip().lower())
 
 
+def priced_by_sums(prices: Prices, model: str) -> bool:
+    """Whether one call of the billable tokens of a model's calls summed costs what the calls
+    do (up to `usage_cost`'s rounding): a model priced per token (`_linear`), or one with no
+    price at all, whose calls and their sum are alike unpriced. A session's row keeps only the
+    sums (storage/session_rows.py)."""
+    if _linear(prices, model or None) or not model.strip():
+        return True
+    return _genai_model(model.strip().lower()) is None
+
+
 def _summed(calls: list[Usage]) -> Usage:
     """One call of the calls' billable tokens summed (`billable` of it gives the sums back)."""
     parts = [billable(c) for c in calls]

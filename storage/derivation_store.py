@@ -12,7 +12,7 @@ import asyncpg
 
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectorySummary
-from trajhub.storage import rollups, trace_locks
+from trajhub.storage import rollups, session_rows, trace_locks
 from trajhub.storage.database import Connection
 from trajhub.storage.sql import Params
 from trajhub.storage.trace_reads import SPAN_FIELDS
@@ -344,6 +344,7 @@ async def store(conn: Connection, traces: Sequence[TraceWrite],
         # `rollup_contributions` in opposite orders deadlock (deploy/SCALING.md, section 3)
         await conn.execute(rollups.TAKE_BACK, [t.project for t in trajectories],
                            [t.trace_id for t in trajectories])
+        await session_rows.refresh(conn)
         await conn.execute(_DELETE_CHUNKS, [t.project for t in trajectories],
                            [t.trace_id for t in trajectories])
         # numbered from -1 (storage/step_chunks.py: the playback order, the head, the steps)
@@ -371,12 +372,14 @@ QUEUE_RULE_RUNS = QUEUE_RULE_RUNS.replace(
     "{SAMPLED}", SAMPLED.format(rule="r.id", trace_id="f.trace_id", rate="r.sample_rate"))
 
 
-# Monitoring's rollups (storage/rollups.py): what a trajectory contributes is added in the
-# statement that makes it final, and taken back in the one that stores it again (store()).
+# Monitoring's rollups (storage/rollups.py) and the sessions' rows (storage/session_rows.py):
+# what a trajectory contributes is added in the statement that makes it final, and taken back
+# in the one that stores it again (store()).
 _CONTRIBUTED = ", ".join(f"t.{c}" for c in (
     "start_ns", "run_name", "agent_names", "model_names", "release", "prompt_version",
     "has_error", "duration_ms", "input_tokens", "output_tokens", "cache_read_tokens",
-    "cache_write_tokens", "reasoning_tokens", "derived_usd"))
+    "cache_write_tokens", "reasoning_tokens", "derived_usd", "session_id", "user_id",
+    "derivation_error", "interrupted", "input_preview", "model_usage"))
 _ROLLED_UP = rollups.add_ctes("finalized")
 
 
