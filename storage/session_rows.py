@@ -7,8 +7,8 @@ statements, as monitoring's rollups (storage/rollups.py), from the same per-run 
 The counts and sums add and subtract. The first turn, the latest turn and the latest end move
 one way as turns are added; a take-back of a turn holding one marks the row `stale`, and
 `refresh` reads them again from the session's remaining final turns before the transaction
-commits (Citus refuses the correlated subquery that would do it in the statement, deploy/
-SCALING.md, section 3: read, then write). Rows are upserted in key order, as the rollups are.
+commits (Citus refuses the correlated subquery that would do it in the statement,
+deploy/SCALING.md, section 3: read, then write). Rows are upserted in key order, as the rollups are.
 """
 
 from __future__ import annotations
