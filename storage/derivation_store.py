@@ -379,7 +379,7 @@ _CONTRIBUTED = ", ".join(f"t.{c}" for c in (
     "start_ns", "run_name", "agent_names", "model_names", "release", "prompt_version",
     "has_error", "duration_ms", "input_tokens", "output_tokens", "cache_read_tokens",
     "cache_write_tokens", "reasoning_tokens", "derived_usd", "session_id", "user_id",
-    "derivation_error", "interrupted", "input_preview", "model_usage"))
+    "derivation_error", "interrupted", "input_preview", "usage_sums"))
 _ROLLED_UP = rollups.add_ctes("finalized")
 
 

@@ -80,7 +80,7 @@ def add_ctes(finalized: str) -> str:
     trajectories in `finalized`, a CTE of trajectories' columns (project, trace_id, start_ns,
     run_name, agent_names, model_names, release, prompt_version, has_error, duration_ms,
     input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
-    derived_usd, session_id, user_id, derivation_error, interrupted, input_preview, model_usage)
+    derived_usd, session_id, user_id, derivation_error, interrupted, input_preview, usage_sums)
     as they become final, and adding them to their sessions (storage/session_rows.py). Their
     scores are read from `rollup_scores` (read_scores)."""
     return (
@@ -92,14 +92,13 @@ def add_ctes(finalized: str) -> str:
         "has_error, duration_ms, input_tokens, output_tokens, cache_read_tokens, "
         "cache_write_tokens, reasoning_tokens, coalesce(derived_usd, 0)::numeric, "
         "session_id, user_id, has_error OR derivation_error IS NOT NULL, "
-        # a run outside any session has no session to add its model calls to
-        "CASE WHEN session_id IS NOT NULL THEN trajhub_usage_sums(model_usage) ELSE '{}' END "
+        "usage_sums "
         # a contribution already there (none should be) is kept, not added twice, and does not
         # stop the round
         f"FROM {finalized} ON CONFLICT (project, trace_id) DO NOTHING RETURNING *)"
         f", rollup_added AS ({_roll('rollup_contributed', '1')})"
         f", rollup_scored AS ({_roll_scores('rollup_contributed', 'rollup_scores', '1')})"
-        + session_rows.add_ctes("rollup_contributed", finalized))
+        + session_rows.add_ctes(finalized))
 
 
 def take_back_ctes(traces: str) -> str:

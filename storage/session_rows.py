@@ -123,17 +123,18 @@ def _latest(scores: str, sign: str) -> str:
             "ORDER BY project, trace_id, name, id DESC)")
 
 
-def add_ctes(contributed: str, finalized: str) -> str:
-    """CTEs (each starting with a comma) adding the runs just contributed (`contributed`,
-    rows of rollup_contributions) to their sessions; `finalized` gives their trajectories'
-    input_preview and interrupted, and `rollup_scores` (storage/rollups.py read_scores) their
-    scores."""
-    turns = (f"(SELECT c.*, f.input_preview, f.interrupted FROM {contributed} c "
-             f"JOIN {finalized} f ON f.project = c.project AND f.trace_id = c.trace_id)")
+def add_ctes(finalized: str) -> str:
+    """CTEs (each starting with a comma) adding the runs in `finalized` (trajectories'
+    columns, as they become final) to their sessions, their scores read from `rollup_scores`
+    (storage/rollups.py read_scores). Read from the runs themselves, not joined with the
+    contributions recorded beside: a run becoming final has none (store() took it back), and
+    the planner, which expects one row of each, joined the two by a nested loop."""
+    turns = (f"(SELECT f.*, f.has_error OR f.derivation_error IS NOT NULL AS failed_turn "
+             f"FROM {finalized} f)")
     return (f", session_added AS ({_added(turns)})"
-            f", session_users_added AS ({_users(contributed, '1')})"
-            f", session_models_added AS ({_models(contributed, '1')})"
-            f", session_scored AS ({_scores(contributed, _latest('rollup_scores', '1'))})")
+            f", session_users_added AS ({_users(finalized, '1')})"
+            f", session_models_added AS ({_models(finalized, '1')})"
+            f", session_scored AS ({_scores(finalized, _latest('rollup_scores', '1'))})")
 
 
 def take_back_ctes(taken: str) -> str:

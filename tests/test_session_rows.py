@@ -311,14 +311,17 @@ def test_session_rows_equal_the_sessions_turns_through_every_correction(
 
 
 async def refill(conn: asyncpg.Connection) -> None:
-    """The session rows emptied and filled again by migration 0092's own statements."""
+    """The session rows, and the runs' summed calls, emptied and filled again by migration
+    0092's own statements."""
     sql = next(sql for number, _, sql in migration_files() if number == 92)
     fill = sql[sql.index("-- The trajectories already final"):sql.index("-- On a Citus")]
     async with conn.transaction():
         await conn.execute("DELETE FROM sessions; DELETE FROM session_users; "
                            "DELETE FROM session_models; DELETE FROM session_scores; "
                            "UPDATE rollup_contributions SET session_id = NULL, user_id = NULL, "
-                           "failed_turn = false, usage_sums = '{}'")
+                           "failed_turn = false, usage_sums = '{}'; "
+                           # the derivation's sums too: the migration's SQL fills them again
+                           "UPDATE trajectories SET usage_sums = '{}'")
         await conn.execute(fill)
 
 

@@ -12,6 +12,10 @@ ALTER TABLE rollup_contributions
     ADD COLUMN failed_turn boolean NOT NULL DEFAULT false,
     ADD COLUMN usage_sums  jsonb   NOT NULL DEFAULT '{}';
 
+-- What a session's row adds up of each run (trajhub_usage_sums below; filled for the runs of a
+-- session, '{}' for the others); the derivation writes it from now on.
+ALTER TABLE trajectories ADD COLUMN usage_sums jsonb NOT NULL DEFAULT '{}';
+
 -- A recorded token count as pricing reads it (evaluators/pricing.py `_whole`): the whole part
 -- of a JSON number, 0 for anything else.
 CREATE FUNCTION trajhub_whole(v jsonb) RETURNS numeric
@@ -22,7 +26,8 @@ CREATE FUNCTION trajhub_whole(v jsonb) RETURNS numeric
 -- {model: [calls, input, output, cache read, cache write, reasoning]}: each call's tokens made
 -- billable (evaluators/pricing.py `billable`: the inclusive totals) and summed. A model priced
 -- at one rate per token costs what these sums cost; a row stored before calls were kept
--- counts as one call of its totals, as pricing reads it.
+-- counts as one call of its totals, as pricing reads it. The derivation computes the same in
+-- Python (`usage_sums`) for the runs it stores; this fills the rows stored before.
 CREATE FUNCTION trajhub_usage_sums(usage jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     AS $$
@@ -117,11 +122,12 @@ CREATE TABLE session_scores (
 );
 
 -- The trajectories already final count from now on, as they stand.
+UPDATE trajectories SET usage_sums = trajhub_usage_sums(model_usage) WHERE session_id IS NOT NULL;
+
 UPDATE rollup_contributions c
 SET session_id = t.session_id, user_id = t.user_id,
     failed_turn = t.has_error OR t.derivation_error IS NOT NULL,
-    usage_sums = CASE WHEN t.session_id IS NOT NULL THEN trajhub_usage_sums(t.model_usage)
-                      ELSE '{}' END
+    usage_sums = t.usage_sums
 FROM trajectories t
 WHERE t.project = c.project AND t.trace_id = c.trace_id AND t.status = 'final';
 
