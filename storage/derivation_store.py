@@ -310,13 +310,15 @@ STORE_TRAJECTORIES = (
                            "derived_at = EXCLUDED.derived_at, document_text = NULL, "
                            "explanation_text = NULL",
               stored_as=_SEARCHED)
-    + f" RETURNING {_KEY}, settle_at, root_ended), "
+    + f" RETURNING {_KEY}, settle_at, root_ended, session_id), "
     f"words_queued AS (INSERT INTO trajectory_words_queue ({_KEY}) SELECT {_KEY} FROM stored "
     "ON CONFLICT (project, trace_id) DO UPDATE SET first_seen = EXCLUDED.first_seen) "
-    "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended) "
-    "SELECT project, trace_id, settle_at, root_ended FROM stored "
+    # with its session, which a session's read finds its open turns by (migration 0092)
+    "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended, session_id) "
+    "SELECT project, trace_id, settle_at, root_ended, session_id FROM stored "
     "ON CONFLICT (project, trace_id) DO UPDATE "
-    "SET settle_at = EXCLUDED.settle_at, root_ended = EXCLUDED.root_ended")
+    "SET settle_at = EXCLUDED.settle_at, root_ended = EXCLUDED.root_ended, "
+    "session_id = EXCLUDED.session_id")
 
 
 # A trajectory's chunks are replaced with its document (migration 0061): the old ones go (one

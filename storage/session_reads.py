@@ -322,16 +322,17 @@ def _aggregated(sessions: str) -> str:
     """CTEs (after a WITH, or a comma) ending in `summaries`: the summaries (SessionSummary,
     keyed as its select list reads them) of the project's ($1) sessions that meet `sessions`,
     a condition on `session_id`. Each is the session's row (its final turns) and its open
-    turns, taken from the project's open trajectories (the small table of migration 0016),
-    added together as parts: sums summed, the first and latest turn the first and latest of
-    the parts'. No subquery is correlated with a session (deploy/SCALING.md, section 3)."""
+    turns, found among the project's open trajectories (the small table of migration 0016) by
+    their session (migration 0092), added together as parts: sums summed, the first and
+    latest turn the first and latest of the parts'. No subquery is correlated with a session
+    (deploy/SCALING.md, section 3)."""
     return (
         "open_turns AS MATERIALIZED (SELECT t.session_id, t.trace_id, t.start_ns, "
         "t.duration_ms, t.user_id, t.input_tokens, t.output_tokens, t.has_error, "
         "t.derivation_error, t.interrupted, t.input_preview, t.model_usage "
         "FROM open_trajectories o JOIN trajectories t ON t.project = o.project "
-        f"AND t.trace_id = o.trace_id WHERE o.project = $1 AND t.status = 'open' "
-        f"AND t.{sessions}), "
+        f"AND t.trace_id = o.trace_id WHERE o.project = $1 AND o.{sessions} "
+        f"AND t.status = 'open' AND t.{sessions}), "
         # each open turn's latest whole-run score of each name, numbers only (as the row's)
         "open_scores AS MATERIALIZED (SELECT o.session_id, l.name, l.number_value FROM ("
         "SELECT DISTINCT ON (sc.trace_id, sc.name) sc.trace_id, sc.name, sc.number_value "

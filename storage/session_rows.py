@@ -13,6 +13,8 @@ deploy/SCALING.md, section 3: read, then write). Rows are upserted in key order,
 
 from __future__ import annotations
 
+from typing import Any
+
 from trajhub.storage.database import Connection
 
 _SUMS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
@@ -181,17 +183,22 @@ def score_deleted_ctes(deleted: str) -> str:
                             "ON b.id <> d.id)", "1") + ")") + ")")
 
 
-#: the remaining final turns of one session ($1 project, $2 session id): those with a
-#: contribution (a partition being dropped still holds runs already taken back)
-_FINAL_TURNS = ("trajectories t JOIN rollup_contributions c ON c.project = t.project "
-                "AND c.trace_id = t.trace_id WHERE t.project = $1 AND t.session_id = $2 "
-                "AND t.status = 'final'")
+#: a session's ($1 project, $2 session id) remaining final turns are its contributions (a
+#: partition being dropped still holds runs already taken back): its first, its latest and
+#: its latest end, each read by an index of migration 0092
+_FINAL_TURNS = "rollup_contributions c WHERE c.project = $1 AND c.session_id = $2"
 _READ_STATS = (
-    f"SELECT (SELECT row(t.start_ns, t.trace_id, t.input_preview) FROM {_FINAL_TURNS} "
-    "ORDER BY t.start_ns, t.trace_id LIMIT 1) AS first, "
-    f"(SELECT row(t.start_ns, t.trace_id, t.interrupted) FROM {_FINAL_TURNS} "
-    "ORDER BY t.start_ns DESC, t.trace_id DESC LIMIT 1) AS last, "
-    f"(SELECT max(t.start_ns + t.duration_ms::bigint * 1000000) FROM {_FINAL_TURNS}) AS end_ns")
+    f"SELECT (SELECT row(c.start_ns, c.trace_id) FROM {_FINAL_TURNS} "
+    "ORDER BY c.start_ns, c.trace_id LIMIT 1) AS first, "
+    f"(SELECT row(c.start_ns, c.trace_id) FROM {_FINAL_TURNS} "
+    "ORDER BY c.start_ns DESC, c.trace_id DESC LIMIT 1) AS last, "
+    f"(SELECT max(c.start_ns + c.duration_ms * 1000000) FROM {_FINAL_TURNS}) AS end_ns")
+#: the first turn's input preview and whether the latest was interrupted: $1 project, $2 and
+#: $3 their trace ids
+_READ_TURNS = (
+    "SELECT (SELECT t.input_preview FROM trajectories t WHERE t.project = $1 "
+    "AND t.trace_id = $2) AS preview, (SELECT t.interrupted FROM trajectories t "
+    "WHERE t.project = $1 AND t.trace_id = $3) AS interrupted")
 _WRITE_STATS = (
     "UPDATE sessions SET first_start_ns = $3, first_trace_id = $4, first_input_preview = $5, "
     "last_start_ns = $6, last_trace_id = $7, waiting = $8, end_ns = $9, stale = false "
@@ -205,13 +212,14 @@ async def refresh(conn: Connection) -> int:
     them locked until it commits, having refreshed them."""
     stale = await conn.fetch("SELECT project, session_id, turns FROM sessions WHERE stale")
     for row in stale:
-        first = last = None
-        end_ns = None
+        values: list[Any] = [None] * 7
         if row["turns"] > 0:
             stats = await conn.fetchrow(_READ_STATS, row["project"], row["session_id"])
-            assert stats is not None
-            first, last, end_ns = stats["first"], stats["last"], stats["end_ns"]
-        await conn.execute(_WRITE_STATS, row["project"], row["session_id"],
-                           *(first or (None, None, None)), *(last or (None, None, None)),
-                           end_ns)
+            assert stats is not None and stats["first"] is not None
+            (first_ns, first_id), (last_ns, last_id) = stats["first"], stats["last"]
+            turns = await conn.fetchrow(_READ_TURNS, row["project"], first_id, last_id)
+            assert turns is not None
+            values = [first_ns, first_id, turns["preview"], last_ns, last_id,
+                      turns["interrupted"], stats["end_ns"]]
+        await conn.execute(_WRITE_STATS, row["project"], row["session_id"], *values)
     return len(stale)

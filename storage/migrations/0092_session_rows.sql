@@ -12,6 +12,14 @@ ALTER TABLE rollup_contributions
     ADD COLUMN failed_turn boolean NOT NULL DEFAULT false,
     ADD COLUMN usage_sums  jsonb   NOT NULL DEFAULT '{}';
 
+-- An open run's session, so that a session's read finds its open turns among the project's
+-- few open runs by an index, not by reading each open run's trajectory.
+ALTER TABLE open_trajectories ADD COLUMN session_id text;
+UPDATE open_trajectories o SET session_id = t.session_id FROM trajectories t
+WHERE t.project = o.project AND t.trace_id = o.trace_id AND t.session_id IS NOT NULL;
+CREATE INDEX open_trajectories_session ON open_trajectories (project, session_id)
+    WHERE session_id IS NOT NULL;
+
 -- What a session's row adds up of each run (trajhub_usage_sums below; filled for the runs of a
 -- session, '{}' for the others); the derivation writes it from now on.
 ALTER TABLE trajectories ADD COLUMN usage_sums jsonb NOT NULL DEFAULT '{}';
@@ -120,6 +128,14 @@ CREATE TABLE session_scores (
     total       numeric  NOT NULL,
     PRIMARY KEY (project, session_id, name)
 );
+
+-- A session's remaining final turns, when a take-back removed its first or latest turn or its
+-- latest end (storage/session_rows.py `refresh`): each one index probe.
+CREATE INDEX rollup_contributions_session ON rollup_contributions (project, session_id, start_ns, trace_id)
+    WHERE session_id IS NOT NULL;
+CREATE INDEX rollup_contributions_session_end
+    ON rollup_contributions (project, session_id, (start_ns + duration_ms * 1000000))
+    WHERE session_id IS NOT NULL;
 
 -- The trajectories already final count from now on, as they stand.
 UPDATE trajectories SET usage_sums = trajhub_usage_sums(model_usage) WHERE session_id IS NOT NULL;
