@@ -417,6 +417,31 @@ def _linear(prices: Prices, model: str | None) -> bool:
     return _genai_linear(model.strip().lower())
 
 
+def usage_sums(usage: Mapping[str, Any]) -> dict[str, list[int]]:
+    """A run's token usage per model (as the store keeps it, see `usage_cost`) as
+    {model: [calls, input, output, cache read, cache write, reasoning]}: each call's billable
+    tokens (`billable`), summed. A session's row adds these up over its turns
+    (storage/session_rows.py), and `priced_by_sums` says which models they price."""
+    out: dict[str, list[int]] = {}
+    for model, entry in usage.items():
+        if not isinstance(entry, Mapping):
+            continue
+        parts = [billable(c) for c in _calls(to_dict(entry))]
+        out[str(model)] = [len(parts), *(sum(getattr(b, f) for b in parts) for f in (
+            "input", "output", "cache_read", "cache_write", "reasoning"))]
+    return out
+
+
+def priced_by_sums(prices: Prices, model: str) -> bool:
+    """Whether one call of the billable tokens of a model's calls summed costs what the calls
+    do (up to `usage_cost`'s rounding): a model priced per token (`_linear`), or one with no
+    price at all, whose calls and their sum are alike unpriced. A session's row keeps only the
+    sums (storage/session_rows.py)."""
+    if _linear(prices, model or None) or not model.strip():
+        return True
+    return _genai_model(model.strip().lower()) is None
+
+
 def _summed(calls: list[Usage]) -> Usage:
     """One call of the calls' billable tokens summed (`billable` of it gives the sums back)."""
     parts = [billable(c) for c in calls]

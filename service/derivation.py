@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as OtlpSpan
 
-from trajhub.evaluators.pricing import usage_cost
+from trajhub.evaluators.pricing import usage_cost, usage_sums
 from trajhub.normalizers import NORMALIZER_VERSION, derive, root_ended
 from trajhub.normalizers.item_fields import run_texts
 from trajhub.normalizers.log_events import attach
@@ -120,6 +120,7 @@ def trajectory_row(project: str, trace_id: str, spans: list[Span], settle_at: da
     values = _written(TrajectorySummary, s, {
         "normalizer_version": NORMALIZER_VERSION, "derivation_error": None,
         "model_usage": orjson.dumps(usage).decode(),
+        "usage_sums": orjson.dumps(usage_sums(usage)).decode(),
         # monitoring's rollups (storage/rollups.py)
         "run_name": labels.run_name, "release": labels.release,
         "prompt_version": labels.prompt_version,

@@ -24,6 +24,7 @@ REFERENCE: frozenset[str] = frozenset({
     "resources", "compression_dictionaries", "api_keys", "project_retention",
     "scores", "score_configs", "rules", "rule_backfills", "rule_runs", "review_queues",
     "review_items", "run_rollups", "run_rollup_scores",
+    "sessions", "session_users", "session_models", "session_scores",
 })
 
 LOCAL: frozenset[str] = frozenset({

@@ -12,7 +12,7 @@ import asyncpg
 
 from trajhub.records.traces import TraceSummary
 from trajhub.records.trajectories import TrajectorySummary
-from trajhub.storage import rollups, trace_locks
+from trajhub.storage import rollups, session_rows, trace_locks
 from trajhub.storage.database import Connection
 from trajhub.storage.sql import Params
 from trajhub.storage.trace_reads import SPAN_FIELDS
@@ -310,13 +310,15 @@ STORE_TRAJECTORIES = (
                            "derived_at = EXCLUDED.derived_at, document_text = NULL, "
                            "explanation_text = NULL",
               stored_as=_SEARCHED)
-    + f" RETURNING {_KEY}, settle_at, root_ended), "
+    + f" RETURNING {_KEY}, settle_at, root_ended, session_id), "
     f"words_queued AS (INSERT INTO trajectory_words_queue ({_KEY}) SELECT {_KEY} FROM stored "
     "ON CONFLICT (project, trace_id) DO UPDATE SET first_seen = EXCLUDED.first_seen) "
-    "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended) "
-    "SELECT project, trace_id, settle_at, root_ended FROM stored "
+    # with its session, which a session's read finds its open turns by (migration 0092)
+    "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended, session_id) "
+    "SELECT project, trace_id, settle_at, root_ended, session_id FROM stored "
     "ON CONFLICT (project, trace_id) DO UPDATE "
-    "SET settle_at = EXCLUDED.settle_at, root_ended = EXCLUDED.root_ended")
+    "SET settle_at = EXCLUDED.settle_at, root_ended = EXCLUDED.root_ended, "
+    "session_id = EXCLUDED.session_id")
 
 
 # A trajectory's chunks are replaced with its document (migration 0061): the old ones go (one
@@ -344,6 +346,7 @@ async def store(conn: Connection, traces: Sequence[TraceWrite],
         # `rollup_contributions` in opposite orders deadlock (deploy/SCALING.md, section 3)
         await conn.execute(rollups.TAKE_BACK, [t.project for t in trajectories],
                            [t.trace_id for t in trajectories])
+        await session_rows.refresh(conn)
         await conn.execute(_DELETE_CHUNKS, [t.project for t in trajectories],
                            [t.trace_id for t in trajectories])
         # numbered from -1 (storage/step_chunks.py: the playback order, the head, the steps)
@@ -371,12 +374,14 @@ QUEUE_RULE_RUNS = QUEUE_RULE_RUNS.replace(
     "{SAMPLED}", SAMPLED.format(rule="r.id", trace_id="f.trace_id", rate="r.sample_rate"))
 
 
-# Monitoring's rollups (storage/rollups.py): what a trajectory contributes is added in the
-# statement that makes it final, and taken back in the one that stores it again (store()).
+# Monitoring's rollups (storage/rollups.py) and the sessions' rows (storage/session_rows.py):
+# what a trajectory contributes is added in the statement that makes it final, and taken back
+# in the one that stores it again (store()).
 _CONTRIBUTED = ", ".join(f"t.{c}" for c in (
     "start_ns", "run_name", "agent_names", "model_names", "release", "prompt_version",
     "has_error", "duration_ms", "input_tokens", "output_tokens", "cache_read_tokens",
-    "cache_write_tokens", "reasoning_tokens", "derived_usd"))
+    "cache_write_tokens", "reasoning_tokens", "derived_usd", "session_id", "user_id",
+    "derivation_error", "interrupted", "input_preview", "usage_sums"))
 _ROLLED_UP = rollups.add_ctes("finalized")
 
 

@@ -35,7 +35,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from trajhub.storage import rollups, trace_locks
+from trajhub.storage import rollups, session_rows, trace_locks
 from trajhub.storage.database import Connection
 from trajhub.storage.derivation_store import NOT_QUEUED
 
@@ -120,7 +120,8 @@ WITH e AS (
     DELETE FROM trace_keys k USING e
     WHERE k.project = e.project AND k.trace_id = e.trace_id
 )
--- what their final trajectories contributed to monitoring's rollups is taken back
+-- what their final trajectories contributed to monitoring's rollups and their sessions is
+-- taken back
 {ROLLUPS}
 DELETE FROM traces t USING e
 WHERE t.project = e.project AND t.trace_id = e.trace_id AND t.first_seen = ANY($3)
@@ -170,6 +171,8 @@ async def expire_batch(conn: Connection, project: str, cutoff: datetime,
         rows = await conn.fetch(_DELETE, [r["project"] for r in taken],
                                 [r["trace_id"] for r in taken],
                                 sorted({r["first_seen"] for r in taken}))
+        # the sessions whose first or latest turn went read theirs again from those left
+        await session_rows.refresh(conn)
     return len(rows)
 
 
@@ -275,6 +278,8 @@ async def drop_partition(conn: Connection, part: TimePartition,
                 # monitoring's rollups lose what the partition's trajectories contributed
                 # (their scores still in place)
                 await conn.execute(rollups.partition_take_back(part.name("trajectories")))
+                # read from the turns with a contribution: the partition's are still there
+                await session_rows.refresh(conn)
                 await conn.execute(
                     f"DELETE FROM open_trajectories o USING {part.name('trajectories')} t "
                     "WHERE o.project = t.project AND o.trace_id = t.trace_id")

@@ -10,6 +10,8 @@ same order and never deadlock.
 
 from __future__ import annotations
 
+from trajhub.storage import session_rows
+
 #: a rollup row's key after the project: the hour and the run's labels
 LABELS = ("run_name", "agents", "models", "release", "prompt_version")
 KEY = ("project", "hour_ns", *LABELS)
@@ -19,7 +21,8 @@ SUMS = ("duration_ms", "input_tokens", "output_tokens", "cache_read_tokens",
 HOUR_NS = 3_600_000_000_000
 
 _KEY = ", ".join(KEY)
-_CONTRIBUTION_COLUMNS = ("project", "trace_id", "start_ns", *KEY[1:], "failed", *SUMS)
+_CONTRIBUTION_COLUMNS = ("project", "trace_id", "start_ns", *KEY[1:], "failed", *SUMS,
+                         "session_id", "user_id", "failed_turn", "usage_sums")
 
 
 def _roll(source: str, sign: str) -> str:
@@ -64,8 +67,10 @@ def read_scores(traces: str) -> str:
     table while reading the reference table `scores` locks all of `scores`, after the rows it
     changes; a score being added locks them in the other order, and the two deadlocked. A CTE
     read first is read on its own, and its rows are the scores as the statement found them
-    even where a later CTE deletes them (retention)."""
-    return ("rollup_scores AS MATERIALIZED (SELECT s.project, s.trace_id, s.name, "
+    even where a later CTE deletes them (retention). Their ids and steps tell the sessions'
+    writers (storage/session_rows.py) which is each turn's latest whole-run score."""
+    return ("rollup_scores AS MATERIALIZED (SELECT s.project, s.trace_id, s.id, s.step_id, "
+            "s.name, "
             f"s.number_value FROM scores s JOIN {traces} k "
             "ON s.project = k.project AND s.trace_id = k.trace_id)")
 
@@ -75,8 +80,9 @@ def add_ctes(finalized: str) -> str:
     trajectories in `finalized`, a CTE of trajectories' columns (project, trace_id, start_ns,
     run_name, agent_names, model_names, release, prompt_version, has_error, duration_ms,
     input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
-    derived_usd) as they become final. Their scores are read from `rollup_scores`
-    (read_scores)."""
+    derived_usd, session_id, user_id, derivation_error, interrupted, input_preview, usage_sums)
+    as they become final, and adding them to their sessions (storage/session_rows.py). Their
+    scores are read from `rollup_scores` (read_scores)."""
     return (
         f", rollup_contributed AS (INSERT INTO rollup_contributions "
         f"({', '.join(_CONTRIBUTION_COLUMNS)}) "
@@ -84,23 +90,29 @@ def add_ctes(finalized: str) -> str:
         "coalesce(run_name, ''), "
         "agent_names, model_names, coalesce(release, ''), coalesce(prompt_version, ''), "
         "has_error, duration_ms, input_tokens, output_tokens, cache_read_tokens, "
-        "cache_write_tokens, reasoning_tokens, coalesce(derived_usd, 0)::numeric "
+        "cache_write_tokens, reasoning_tokens, coalesce(derived_usd, 0)::numeric, "
+        "session_id, user_id, has_error OR derivation_error IS NOT NULL, "
+        "usage_sums "
         # a contribution already there (none should be) is kept, not added twice, and does not
         # stop the round
         f"FROM {finalized} ON CONFLICT (project, trace_id) DO NOTHING RETURNING *)"
         f", rollup_added AS ({_roll('rollup_contributed', '1')})"
-        f", rollup_scored AS ({_roll_scores('rollup_contributed', 'rollup_scores', '1')})")
+        f", rollup_scored AS ({_roll_scores('rollup_contributed', 'rollup_scores', '1')})"
+        + session_rows.add_ctes(finalized))
 
 
 def take_back_ctes(traces: str) -> str:
     """CTEs (each starting with a comma) deleting the contributions of the trajectories in
     `traces` (a CTE or relation with project and trace_id) and taking them back from the
-    rollups, their scores with them (`rollup_scores`, read_scores)."""
+    rollups and their sessions (storage/session_rows.py), their scores with them
+    (`rollup_scores`, read_scores). The sessions marked stale are the caller's to refresh
+    (session_rows.refresh) before it commits."""
     return (
         f", rollup_taken AS (DELETE FROM rollup_contributions c USING {traces} k "
         "WHERE c.project = k.project AND c.trace_id = k.trace_id RETURNING c.*)"
         f", rollup_subtracted AS ({_roll('rollup_taken', '-1')})"
-        f", rollup_unscored AS ({_roll_scores('rollup_taken', 'rollup_scores', '-1')})")
+        f", rollup_unscored AS ({_roll_scores('rollup_taken', 'rollup_scores', '-1')})"
+        + session_rows.take_back_ctes("rollup_taken"))
 
 
 #: store(): the trajectories about to be stored ($1 projects, $2 trace ids) are open again, so

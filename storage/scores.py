@@ -9,7 +9,7 @@ from typing import Any
 
 from trajhub.records import Column, is_optional
 from trajhub.records.scores import Score, ScoreConfig
-from trajhub.storage import rollups, trace_locks
+from trajhub.storage import rollups, session_rows, trace_locks
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import IdRow, RecordRow
 
@@ -43,7 +43,8 @@ _CASTS = {c: "::jsonb" for c in WRITTEN if _FIELDS[c].convert == "json"}
 _VALUES = ", ".join(f"v.{c}{_CASTS.get(c, '')}" for c in WRITTEN)
 _SELECTED = ", ".join(key for key, _ in Score.select_items())
 # A score of a final trajectory counts in monitoring's rollups at once (storage/rollups.py),
-# in the statement that stores it.
+# and in its session's scores (storage/session_rows.py) when it is the run's latest whole-run
+# score of its name, in the statement that stores it.
 _INSERT = (
     f"WITH stored AS (INSERT INTO scores (project, {', '.join(WRITTEN)}, revision) "
     f"SELECT $1, {_VALUES}, t.revision "
@@ -55,7 +56,11 @@ _INSERT = (
     "name AS rollup_name, number_value AS rollup_number), "
     "rollup_changed AS (SELECT rollup_project AS project, trace_id, rollup_name AS name, "
     "rollup_number AS number_value FROM stored)"
-    + rollups.score_ctes("rollup_changed", "1") + f" SELECT {_SELECTED} FROM stored")
+    + rollups.score_ctes("rollup_changed", "1")
+    + session_rows.score_added_ctes(
+        "(SELECT rollup_project AS project, trace_id, id, step_id, rollup_name AS name, "
+        "rollup_number AS number_value FROM stored)")
+    + f" SELECT {_SELECTED} FROM stored")
 
 
 async def add(conn: Connection, project: str, rows: Sequence[Mapping[str, Any]]
@@ -99,11 +104,12 @@ async def delete(conn: Connection, project: str, trace_id: str, score_id: int) -
     return bool(deleted)
 
 
-# taken back from monitoring's rollups in the statement that deletes it
+# taken back from monitoring's rollups and its session's scores in the statement that deletes it
 _DELETE = (
     "WITH rollup_changed AS (DELETE FROM scores WHERE project = $1 AND trace_id = $2 AND id = $3 "
-    "RETURNING project, trace_id, name, number_value)"
-    + rollups.score_ctes("rollup_changed", "-1") + " SELECT count(*) FROM rollup_changed")
+    "RETURNING project, trace_id, id, step_id, name, number_value)"
+    + rollups.score_ctes("rollup_changed", "-1")
+    + session_rows.score_deleted_ctes("rollup_changed") + " SELECT count(*) FROM rollup_changed")
 
 
 async def key_name(conn: Connection, key_id: str) -> str:

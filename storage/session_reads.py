@@ -1,7 +1,10 @@
-"""Reads of sessions: the trajectories of a project sharing a session id, aggregated with plain
-SQL over the `trajectories` table when read (trajhub.records.sessions declares the aggregates).
+"""Reads of sessions: the trajectories of a project sharing a session id. A session's final
+turns are kept as one row (`sessions` and its per-user, per-model and per-score rows,
+storage/session_rows.py, migration 0092) as they become final; a read adds its open turns,
+which are few, to that row (`_aggregated`), so a summary costs one row and the open turns
+however many turns the session has.
 
-Two indexes serve the reads (one per time partition, migration 0021): the list walks
+Two indexes serve the list (one per time partition, migration 0021): it walks
 trajectories_session_latest (project, start_ns DESC, session_id DESC, runs with a session only;
 migration 0030), and a session's turns are a range of trajectories_session (project,
 session_id, start_ns DESC, trace_id DESC; migration 0014)."""
@@ -12,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from trajhub.records.sessions import TURNS, SessionQuery, SessionSummary, SessionTurn
+from trajhub.records.sessions import SessionQuery, SessionSummary, SessionTurn
 from trajhub.storage.database import Connection
 from trajhub.storage.rows import RecordRow
 from trajhub.storage.sql import Params
@@ -51,10 +54,25 @@ class SessionSummaryRow(RecordRow):
 
     __slots__ = ()
     record = SessionSummary
+    #: whether the session has a stored row (its final turns): the first of `cost` is then its
+    #: calls summed per model
+    extra: ClassVar[Mapping[str, str]] = {"stored_part": "{prefix}stored_part"}
 
     @property
     def session_id(self) -> str:
         return str(self["session_id"])
+
+    @property
+    def stored_usage(self) -> str | None:
+        """The stored row's model calls, summed per model (JSON text); None without a row."""
+        return str(self["cost"][0]) if self["stored_part"] else None
+
+    def with_final_usages(self, usages: list[str]) -> SessionSummaryRow:
+        """This summary with the stored row's summed calls replaced by each final turn's
+        usage (final_usages)."""
+        costs = list(self["cost"])
+        return SessionSummaryRow({**self._values, "cost": [*usages, *costs[1:]],
+                                  "stored_part": False})
 
     @property
     def last_turn_ns(self) -> int:
@@ -233,9 +251,10 @@ async def _page(conn: Connection, c: _Conditions, sessions: list[str], starts: l
            f"{arg(starts)}::bigint[]) AS m(session_id, start_ns)), ")
     sql = (f"WITH {met}page AS (SELECT t.session_id FROM {source} "
            f"WHERE {' AND '.join(['true', *conditions])} "
-           f"ORDER BY t.start_ns DESC, t.session_id DESC LIMIT {arg(limit)}) "
+           f"ORDER BY t.start_ns DESC, t.session_id DESC LIMIT {arg(limit)}), "
            + _aggregated("session_id IN (SELECT session_id FROM page)")
-           + " ORDER BY turns.last_turn_time DESC, turns.session_id DESC")
+           + f" SELECT {SessionSummaryRow.columns()} FROM summaries turns "
+           "ORDER BY turns.last_turn_time DESC, turns.session_id DESC")
     return SessionSummaryRow.from_records(await conn.fetch(sql, *arg.values))
 
 
@@ -264,30 +283,107 @@ async def _by_score(conn: Connection, f: SessionFilter, c: _Conditions
            "GROUP BY t.session_id), "
            f"page AS (SELECT t.session_id, t.mean FROM scored t "
            f"WHERE {' AND '.join(['true', *conditions])} "
-           f"ORDER BY t.mean DESC, t.session_id DESC LIMIT {arg(f.limit)}) "
-           "SELECT a.*, p.mean AS sort_value FROM page p JOIN ("
+           f"ORDER BY t.mean DESC, t.session_id DESC LIMIT {arg(f.limit)}), "
            + _aggregated("session_id IN (SELECT session_id FROM page)")
-           + ") a ON a.session_id = p.session_id ORDER BY p.mean DESC, a.session_id DESC")
+           + " SELECT a.*, p.mean AS sort_value FROM page p "
+           f"JOIN (SELECT {SessionSummaryRow.columns()} FROM summaries) a "
+           "ON a.session_id = p.session_id ORDER BY p.mean DESC, a.session_id DESC")
     return SessionSummaryRow.from_records(await conn.fetch(sql, *arg.values))
 
 
 async def session_summary(conn: Connection, project: str, session_id: str
                           ) -> SessionSummaryRow | None:
     return await SessionSummaryRow.fetch_one(
-        conn, _aggregated("session_id = $2"), project, session_id)
+        conn, "WITH " + _aggregated("session_id = $2")
+        + f" SELECT {SessionSummaryRow.columns()} FROM summaries turns",
+        project, session_id)
+
+
+#: a session's open turns' parts of its summary: each one turn
+_OPEN_PART = ("session_id, 1::bigint, (has_error OR derivation_error IS NOT NULL)::int::bigint, "
+              "1::bigint, input_tokens, output_tokens, start_ns, trace_id, input_preview, "
+              "start_ns, trace_id, interrupted, start_ns + duration_ms::bigint * 1000000, "
+              "model_usage")
+#: the stored row's: its final turns (the columns in _OPEN_PART's order)
+_STORED_PART = ("s.session_id, s.turns, s.failed_turns, 0::bigint, s.input_tokens, "
+                "s.output_tokens, s.first_start_ns, s.first_trace_id, s.first_input_preview, "
+                "s.last_start_ns, s.last_trace_id, s.waiting, s.end_ns, "
+                "coalesce(u.usage, '{}'::jsonb)")
+#: the stored row's model calls as the `model_usage` of one run (normalizers/playback.py):
+#: per model one call of their billable tokens summed, which prices as the calls do where a
+#: model is priced per token (service/api/sessions.py prices the others from the turns)
+_STORED_USAGE = (
+    "jsonb_object_agg(model, jsonb_build_object('calls', jsonb_build_array(jsonb_build_array("
+    "input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, "
+    "0))))")
 
 
 def _aggregated(sessions: str) -> str:
-    """The summaries (SessionSummary) of the project's ($1) sessions that meet `sessions`, a
-    condition on `session_id`: each aggregated from its turns (the session index), then its
-    `scores` read from the scores of those turns (TURNS says why)."""
-    items = SessionSummary.select_items()
-    turns = ", ".join(f"{expr} AS {key}" if expr is not None else key
-                      for key, expr in items if key != "scores")
-    row = ", ".join(f"{expr} AS {key}" if key == "scores" else f"turns.{key}"
-                    for key, expr in items)
-    return (f"SELECT {row} FROM (SELECT {turns}, {TURNS} FROM trajectories "
-            f"WHERE project = $1 AND {sessions} GROUP BY session_id) turns")
+    """CTEs (after a WITH, or a comma) ending in `summaries`: the summaries (SessionSummary,
+    keyed as its select list reads them) of the project's ($1) sessions that meet `sessions`,
+    a condition on `session_id`. Each is the session's row (its final turns) and its open
+    turns, found among the project's open trajectories (the small table of migration 0016) by
+    their session (migration 0092), added together as parts: sums summed, the first and
+    latest turn the first and latest of the parts'. No subquery is correlated with a session
+    (deploy/SCALING.md, section 3)."""
+    return (
+        "open_turns AS MATERIALIZED (SELECT t.session_id, t.trace_id, t.start_ns, "
+        "t.duration_ms, t.user_id, t.input_tokens, t.output_tokens, t.has_error, "
+        "t.derivation_error, t.interrupted, t.input_preview, t.model_usage "
+        "FROM open_trajectories o JOIN trajectories t ON t.project = o.project "
+        f"AND t.trace_id = o.trace_id WHERE o.project = $1 AND o.{sessions} "
+        f"AND t.status = 'open' AND t.{sessions}), "
+        # each open turn's latest whole-run score of each name, numbers only (as the row's)
+        "open_scores AS MATERIALIZED (SELECT o.session_id, l.name, l.number_value FROM ("
+        "SELECT DISTINCT ON (sc.trace_id, sc.name) sc.trace_id, sc.name, sc.number_value "
+        "FROM scores sc WHERE sc.project = $1 AND sc.step_id IS NULL "
+        "AND sc.trace_id IN (SELECT trace_id FROM open_turns) "
+        "ORDER BY sc.trace_id, sc.name, sc.id DESC) l "
+        "JOIN open_turns o ON o.trace_id = l.trace_id WHERE l.number_value IS NOT NULL), "
+        f"stored_usage AS (SELECT session_id, {_STORED_USAGE} AS usage FROM session_models "
+        f"WHERE project = $1 AND calls > 0 AND {sessions} GROUP BY session_id), "
+        "parts (session_id, turns, failed_turns, open_turns, input_tokens, output_tokens, "
+        "first_start_ns, first_trace_id, first_input_preview, last_start_ns, last_trace_id, "
+        f"waiting, end_ns, usage) AS (SELECT {_STORED_PART} FROM sessions s "
+        "LEFT JOIN stored_usage u ON u.session_id = s.session_id "
+        f"WHERE s.project = $1 AND s.turns > 0 AND s.{sessions} "
+        f"UNION ALL SELECT {_OPEN_PART} FROM open_turns), "
+        "users AS (SELECT session_id, array_agg(DISTINCT user_id ORDER BY user_id) AS user_ids "
+        "FROM (SELECT session_id, user_id FROM session_users WHERE project = $1 AND turns > 0 "
+        f"AND {sessions} UNION ALL SELECT session_id, user_id FROM open_turns "
+        "WHERE user_id IS NOT NULL) u GROUP BY session_id), "
+        "means AS (SELECT session_id, jsonb_object_agg(name, mean) AS scores FROM ("
+        "SELECT session_id, name, (sum(total) / sum(scores))::float8 AS mean FROM ("
+        "SELECT session_id, name, scores, total FROM session_scores WHERE project = $1 "
+        f"AND scores > 0 AND {sessions} UNION ALL "
+        "SELECT session_id, name, 1, number_value::numeric FROM open_scores) x "
+        "GROUP BY session_id, name) m GROUP BY session_id), "
+        "summaries AS (SELECT p.*, coalesce(u.user_ids, '{}') AS user_ids, "
+        "coalesce(m.scores, '{}'::jsonb) AS scores FROM ("
+        "SELECT session_id, sum(turns)::bigint AS turns, min(first_start_ns) AS start_time, "
+        "max(last_start_ns) AS last_turn_time, max(end_ns) AS end_time, "
+        "sum(input_tokens)::bigint AS input_tokens, sum(output_tokens)::bigint AS output_tokens, "
+        "sum(failed_turns)::bigint AS failed_turns, sum(open_turns)::bigint AS open_turns, "
+        "(array_agg(waiting ORDER BY last_start_ns DESC, last_trace_id DESC))[1] AS waiting, "
+        "(array_agg(first_trace_id ORDER BY first_start_ns, first_trace_id))[1] "
+        "AS first_trace_id, "
+        "(array_agg(first_input_preview ORDER BY first_start_ns, first_trace_id))[1] "
+        "AS first_input_preview, "
+        # the stored row's part first (SessionSummaryRow.stored_usage)
+        "array_agg(usage ORDER BY open_turns, last_start_ns, last_trace_id) AS cost, "
+        "bool_or(open_turns = 0) AS stored_part "
+        "FROM parts GROUP BY session_id) p "
+        "LEFT JOIN users u ON u.session_id = p.session_id "
+        "LEFT JOIN means m ON m.session_id = p.session_id)")
+
+
+async def final_usages(conn: Connection, project: str, session_id: str) -> list[str]:
+    """The token usage (`model_usage`, JSON text) of each of the session's final turns: what
+    its row sums, for a model whose calls are not priced as their sums are."""
+    rows = await conn.fetch(
+        "SELECT model_usage::text FROM trajectories "
+        "WHERE project = $1 AND session_id = $2 AND status = 'final'", project, session_id)
+    return [r[0] for r in rows]
 
 
 async def session_turns(conn: Connection, project: str, session_id: str,

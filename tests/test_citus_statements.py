@@ -28,7 +28,7 @@ ROOT = Path(__file__).parent.parent
 #: the migration that distributes the tables where Citus is installed, and the later ones that
 #: place the tables created after it
 DISTRIBUTION = 74
-PLACEMENTS = (DISTRIBUTION, 91)
+PLACEMENTS = (DISTRIBUTION, 91, 92)
 
 #: existing test files whose servers and commands make the workload
 WORKLOAD = ("test_replay_captures.py", "test_log_events.py", "test_sessions.py", "test_api_keys.py",

@@ -1,6 +1,8 @@
 """Monitoring's rollups (storage/rollups.py, docs/monitoring.md) hold, row for row, what the
 final trajectories themselves sum to: after runs become final, after a re-derivation, a late
-span, scores added and deleted, retention's row deletes and a whole partition dropped.
+span, scores added and deleted, retention's row deletes and a whole partition dropped. So do
+the sessions' rows (storage/session_rows.py; tests/test_session_rows.py compares them), whose
+turns here span both partitions.
 
 The server here has a database of its own with partitions three seconds wide, so two batches
 of runs land in two partitions and one can be dropped."""
@@ -31,6 +33,7 @@ from tests.harness import (
 )
 from tests.harness import fetch_rows as query
 from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
+from tests.test_session_rows import assert_sessions_match
 from trajhub.client import TrajhubClient
 from trajhub.service import derivation
 from trajhub.service.ingest.decode import otlp_batch
@@ -126,10 +129,21 @@ def assert_rollups_match(url: str) -> None:
         url, "SELECT project, trace_id FROM rollup_contributions")}
     assert contributed == finals
 
+    async def sessions() -> int:
+        conn = await asyncpg.connect(url)
+        try:
+            return await assert_sessions_match(conn, sorted({p for p, _ in finals}))
+        finally:
+            await conn.close()
+
+    assert asyncio.run(sessions()) == len({r["k"] for r in query(
+        url, "SELECT DISTINCT (project, session_id)::text AS k FROM trajectories "
+             "WHERE session_id IS NOT NULL")})
+
 
 def run_spans(trace_id: bytes, start: int, agent: str, model: str, duration_ms: int,
               error: bool = False, prompt_version: str | None = None,
-              run_name: str | None = None) -> list[Any]:
+              run_name: str | None = None, session: str | None = None) -> list[Any]:
     root = new_span_id()
     chat_attrs: dict[str, Any] = {
         "gen_ai.operation.name": "chat", "gen_ai.request.model": model,
@@ -140,7 +154,8 @@ def run_spans(trace_id: bytes, start: int, agent: str, model: str, duration_ms: 
         span(trace_id, f"invoke_agent {agent}", span_id=root, start=start,
              duration=duration_ms * 1_000_000,
              attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent,
-                         **({"trajhub.run": run_name} if run_name else {})}),
+                         **({"trajhub.run": run_name} if run_name else {}),
+                         **({"session.id": session} if session else {})}),
         span(trace_id, "chat", parent=root, start=start + 1_000_000, attributes=chat_attrs,
              error=error),
     ]
@@ -186,7 +201,9 @@ def test_rollups_equal_the_final_trajectories_through_every_correction(
                 agent=("planner", "writer")[i % 2 if k else 0],
                 model=("gpt-4o", "gpt-4o-mini")[i % 3 == 0], duration_ms=40 + 97 * i + k,
                 error=i == 4, prompt_version="v2" if i % 3 == 1 else None,
-                run_name="nightly" if i % 2 else None),
+                run_name="nightly" if i % 2 else None,
+                # sessions with turns in both batches' partitions, and a run of none
+                session=f"s{i % 3}" if i < 5 else None),
                 release=("1.0.0", None, "1.1.0")[i % 3])
             sent.append((project, trace.hex()))
 

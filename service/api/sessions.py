@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import Convertor, register_url_convertor
 
-from trajhub.evaluators.pricing import Prices, usage_cost
+from trajhub.evaluators.pricing import Prices, priced_by_sums, usage_cost
 from trajhub.normalizers.item_fields import turn_texts
 from trajhub.records.pages import Page
 from trajhub.records.scores import score_sort_name
@@ -28,6 +28,7 @@ from trajhub.service.api.records import answer, filter_values
 from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.prices import cost_json, prices_for, summary_cost
 from trajhub.storage import session_reads
+from trajhub.storage.database import Connection
 from trajhub.storage.session_reads import MAX_TURNS
 
 
@@ -129,6 +130,23 @@ def _usage_sum(usages: list[Any]) -> dict[str, dict[str, Any]]:
     return total
 
 
+async def _with_exact_usage(conn: Connection, project: str, prices: Prices,
+                            rows: list[session_reads.SessionSummaryRow]
+                            ) -> list[session_reads.SessionSummaryRow]:
+    """The summaries, each whose stored row sums the calls of a model that is not priced per
+    token (a price by the call's size or date) given its final turns' calls instead, so that
+    each call is priced on its own as before."""
+    out = []
+    for row in rows:
+        stored = row.stored_usage
+        if stored is not None and not all(priced_by_sums(prices, str(model))
+                                           for model in orjson.loads(stored)):
+            row = row.with_final_usages(
+                await session_reads.final_usages(conn, project, row.session_id))
+        out.append(row)
+    return out
+
+
 def _converters(prices: Prices) -> dict[str, Callable[[Any], Any]]:
     return {"cost": lambda usage: summary_cost(prices, usage),
             "cost_of_turns": lambda usages: cost_json(usage_cost(prices, _usage_sum(usages)),
@@ -144,9 +162,11 @@ async def list_sessions(rt: Rt, project: Project,
     session tags; docs/conventions.md says which wins). Sessions come with the one whose latest
     turn started last first; every filter is a condition on the session as a whole."""
     f = query.list_filter()
+    prices = prices_for(rt.settings)
     async with rt.db.acquire() as conn:
-        rows = await session_reads.list_sessions(conn, project, f)
-    converters = _converters(prices_for(rt.settings))
+        rows = await _with_exact_usage(
+            conn, project, prices, await session_reads.list_sessions(conn, project, f))
+    converters = _converters(prices)
     last = rows[-1] if len(rows) == f.limit else None
     next_cursor = None if last is None else encode_cursor(
         last.sort_value if f.score_sort is not None else last.last_turn_ns, last.session_id)
@@ -176,12 +196,14 @@ async def get_session(
     """Each turn is one run: the user's text (the last user message of its input), the answer
     (the last assistant message of its output), its status, tokens and cost, and the trace id of
     its trajectory."""
+    prices = prices_for(rt.settings)
     async with rt.db.acquire() as conn:
         summary = await session_reads.session_summary(conn, project, session_id)
         if summary is None:
             raise HTTPException(404, f"no session {session_id[:200]!r} in project {project!r}")
+        [summary] = await _with_exact_usage(conn, project, prices, [summary])
         rows = await session_reads.session_turns(conn, project, session_id, limit)
-    converters = _converters(prices_for(rt.settings))
+    converters = _converters(prices)
     turns = await run_in_threadpool(_turns, rows, converters)
     doc = answer(SessionSummary, summary, converters)
     return {

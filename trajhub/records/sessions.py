@@ -1,9 +1,11 @@
 """Sessions: the trajectories of a project that share a session id (the summary's `session_id`,
 read by convention in normalizers/run_context.py; docs/conventions.md, "Which id is the
-session"). A session is not stored: it is aggregated from the `trajectories` table when read
-(storage/session_reads.py), so every field below is an aggregate over the session's turns
-(`Stored.select`), and each filter is a condition on the session's turns, checked on its latest
-turn as the list walks them.
+session"). A session is stored as a row of the figures of its final turns, kept as each turn
+becomes final and corrected as it is re-derived, scored or deleted (storage/session_rows.py,
+docs/monitoring.md "Sessions"); a read adds the session's open turns to it
+(storage/session_reads.py). Every field below is still what its turns aggregate to; each
+`computed` select names the column of the read's `summaries` that holds it. Each filter is a
+condition on the session's turns, checked on its latest turn as the list walks them.
 
 Declared once here (`trajhub.records`) for the REST API (`GET /api/v1/sessions`,
 `GET /api/v1/sessions/{session_id}`), the Python client and `trajhub sessions list|show`.
@@ -22,20 +24,6 @@ from trajhub.records.trajectories import TRACE_ID, CostView, empty_cost
 SESSION_ID = "session-demo-1"
 
 
-#: what a session's row keeps of its turns for `scores`, besides the fields: a session is
-#: aggregated from its turns first, and its scores read from those turns' ids after
-#: (storage/session_reads.py), since Citus refuses a subquery among the aggregates of turns
-#: spread over every shard (deploy/SCALING.md, section 3)
-TURNS = "array_agg(trace_id) AS turn_ids, min(project) AS project"
-#: each score name's mean over the session's turns (their latest whole-run score of it), read
-#: over the aggregated row `turns` (TURNS)
-_MEAN_SCORES = (
-    "(SELECT coalesce(jsonb_object_agg(m.name, m.mean), '{}'::jsonb) FROM ("
-    "SELECT l.name, avg(l.number_value) AS mean FROM ("
-    "SELECT DISTINCT ON (sc.trace_id, sc.name) sc.name, sc.number_value FROM scores sc "
-    "WHERE sc.project = turns.project AND sc.trace_id = ANY(turns.turn_ids) "
-    "AND sc.step_id IS NULL ORDER BY sc.trace_id, sc.name, sc.id DESC) l "
-    "WHERE l.number_value IS NOT NULL GROUP BY l.name) m)")
 #: a turn's latest whole-run score of each name: a number, a boolean or a category
 _TURN_SCORES = (
     "(SELECT coalesce(jsonb_object_agg(l.name, l.value), '{}'::jsonb) FROM ("
@@ -49,7 +37,7 @@ _TURN_SCORES = (
 
 class SessionSummary(Record):
     """A session as the session list shows it: an aggregate of its turns (the trajectories
-    sharing its session id)."""
+    sharing its session id), read from its stored row and its open turns."""
 
     session_id: Annotated[
         str,
@@ -59,74 +47,74 @@ class SessionSummary(Record):
     ] = Field(description="the session (conversation, thread) id its turns share")
     turns: Annotated[
         int,
-        computed("count(*)"),
+        computed("turns"),
         Cli("TURNS", right=True),
         Example(2),
     ] = Field(default=0, description="how many runs (trajectories) it holds")
     start_time: Annotated[
         str,
-        computed("min(start_ns)", "time"),
+        computed("start_time", "time"),
         Cli("FIRST", "when", order=1),
         Example("2026-11-22T10:00:00Z"),
     ] = Field(default="", description="RFC 3339: when its first turn started")
     last_turn_time: Annotated[
         str,
-        computed("max(start_ns)", "time"),
+        computed("last_turn_time", "time"),
         Cli("LAST", "when", order=1),
         Example("2026-11-22T10:05:00Z"),
     ] = Field(default="", description="RFC 3339: when its latest turn started (the list is newest "
               "first by this)")
     end_time: Annotated[
         str,
-        computed("max(start_ns + duration_ms::bigint * 1000000)", "time"),
+        computed("end_time", "time"),
         Example("2026-11-22T10:05:03.200000Z"),
     ] = Field(default="", description="RFC 3339: when its last turn to end ended")
     user_ids: Annotated[
         list[str],
-        computed("array_remove(array_agg(DISTINCT user_id ORDER BY user_id), NULL)"),
+        computed("user_ids"),
         Example(["user-42"]),
     ] = Field(default_factory=list, description="the user ids its turns recorded, sorted")
     input_tokens: Annotated[
         int,
-        computed("sum(input_tokens)::bigint"),
+        computed("input_tokens"),
         Cli("TOKENS", "sum", right=True, plus=("output_tokens",), order=2),
         Example(375),
     ] = Field(default=0, description="summed over its turns")
     output_tokens: Annotated[
         int,
-        computed("sum(output_tokens)::bigint"),
+        computed("output_tokens"),
         Example(37),
     ] = Field(default=0, description="summed over its turns")
     failed_turns: Annotated[
         int,
-        computed("count(*) FILTER (WHERE has_error OR derivation_error IS NOT NULL)"),
+        computed("failed_turns"),
         Cli("FAILED", right=True, order=2),
         Example(0),
     ] = Field(default=0, description="turns whose root or any step failed, or that could not be "
               "derived")
     open_turns: Annotated[
         int,
-        computed("count(*) FILTER (WHERE status = 'open')"),
+        computed("open_turns"),
         Example(0),
     ] = Field(default=0, description="turns still open (spans may still arrive)")
     # the latest turn by the order `last_turn_time` uses (docs/trajectory-rules.md,
     # "Interrupted runs")
     waiting: Annotated[
         bool,
-        computed("(array_agg(interrupted ORDER BY start_ns DESC, trace_id DESC))[1]"),
+        computed("waiting"),
         Example(False),
     ] = Field(default=False, description="its latest turn was interrupted (LangGraph's "
               "interrupt()): the session waits for a person to answer and resume it")
     first_trace_id: Annotated[
         str,
-        computed("(array_agg(trace_id ORDER BY start_ns, trace_id))[1]"),
+        computed("first_trace_id"),
         Example(TRACE_ID),
     ] = Field(default="", description="the trajectory of its first turn")
     # the stored preview of the first turn's input: the start of the user's text
     # (service/derivation.py, normalizers/item_fields.py `run_texts`)
     first_input_preview: Annotated[
         str | None,
-        computed("(array_agg(input_preview ORDER BY start_ns, trace_id))[1]"),
+        computed("first_input_preview"),
         Cli("FIRST INPUT", "clip", order=3),
         Example("what is the weather in sf"),
     ] = Field(default=None, description="the start of the user's text in its first turn (200 "
@@ -135,15 +123,16 @@ class SessionSummary(Record):
     # the same one for the list's filter), averaged over the turns that have one
     scores: Annotated[
         dict[str, float],
-        computed(_MEAN_SCORES, "json"),
+        computed("scores", "json"),
         Example({"correctness": 0.75}),
     ] = Field(default_factory=dict, description="per score name, the mean over its turns of each "
               "turn's latest whole-run score of that name (a boolean counts 1 or 0; categories "
               "and errors are left out)")
-    # JSON texts: each turn's token usage per model, summed and priced on read
+    # JSON texts: token usage per model (the stored row's calls summed per model, then each
+    # open turn's), summed and priced on read
     cost: Annotated[
         CostView,
-        computed("array_agg(model_usage)", "cost_of_turns"),
+        computed("cost", "cost_of_turns"),
     ] = Field(default_factory=empty_cost, description="tokens, and money where the price table "
               "lists the models (TRAJHUB_PRICES), over all its turns")
 

@@ -81,6 +81,9 @@ class TrajectorySummary(Record):
         StoredOnly("root_output", str, Stored(written_by="summary")),
         #: JSON text: token usage per model name (normalizers.playback.model_usage), priced on read
         StoredOnly("model_usage", str, Stored(default="{}")),
+        #: JSON text: the same usage's billable tokens summed per model (evaluators/pricing.py
+        #: `usage_sums`), which a session's row adds up (storage/session_rows.py)
+        StoredOnly("usage_sums", str, Stored(default="{}")),
         # What monitoring's rollups group and sum (storage/rollups.py, migration 0080): the
         # run name, release and prompt version (normalizers/run_labels.py), the model calls'
         # cache and reasoning tokens and their money as priced when derived.
