@@ -111,10 +111,9 @@ class _Conditions:
     (deploy/SCALING.md, section 3), so each set is read whole, or among given sessions."""
 
     latest: list[str] = field(default_factory=list)  # on the session's latest turn `t`
-    #: sets the session must be in: (condition, counted) where the condition is on some turn
-    #: `s` of the session or, counted, on the count of its turns
-    within: list[tuple[str, bool]] = field(default_factory=list)
-    without: list[tuple[str, bool]] = field(default_factory=list)  # sets it must not be in
+    #: sets the session must be in: (how, condition), `having` says how each is read
+    within: list[tuple[str, str]] = field(default_factory=list)
+    without: list[tuple[str, str]] = field(default_factory=list)  # sets it must not be in
     #: the arguments the conditions use (the project is $1), and those the sets use: the first
     within_args: list[Any] = field(default_factory=list)
     args: list[Any] = field(default_factory=list)
@@ -122,22 +121,44 @@ class _Conditions:
     within_names: set[str] = field(default_factory=set)
 
     @staticmethod
-    def having(condition: str, counted: bool = False, among: str = "") -> str:
-        """The project's ($1) sessions having a turn `s` that meets `condition`, or whose count
-        of turns does (`counted`), only among the sessions `among` names (an array), if given."""
-        read = ("SELECT DISTINCT s.session_id FROM trajectories s WHERE s.project = $1 "
-                "AND s.session_id IS NOT NULL")
-        if among:
-            read += f" AND s.session_id = ANY({among})"
-        return f"{read} GROUP BY s.session_id HAVING {condition}" if counted \
-            else f"{read} AND {condition}"
+    def having(how: str, condition: str, among: str = "") -> str:
+        """The project's ($1) sessions in a set, only among the sessions `among` names (an
+        array), if given. `how` says what `condition` is:
+        - "turn": a condition on some turn `s` of the session, read from its turns;
+        - "count": on the count of its turns (`count(*)`), and "user" and "failed": a user id
+          (a placeholder) one of its turns recorded, or a failed turn. These are read from the
+          sessions' rows (migration 0092) and their open turns, so that a session of many turns
+          costs one row, not a read of each turn."""
+        def only(column: str) -> str:
+            return f" AND {column} IS NOT NULL" + (f" AND {column} = ANY({among})" if among else "")
+
+        open_turns = ("SELECT o.session_id FROM open_trajectories o JOIN trajectories s "
+                      "ON s.project = o.project AND s.trace_id = o.trace_id "
+                      f"WHERE o.project = $1 AND s.status = 'open'{only('o.session_id')}")
+        if how == "user":
+            return (f"SELECT session_id FROM session_users WHERE project = $1 AND turns > 0"
+                    f"{only('session_id')} AND user_id = {condition} "
+                    f"UNION {open_turns} AND s.user_id = {condition}")
+        if how == "failed":
+            return (f"SELECT session_id FROM sessions WHERE project = $1 AND failed_turns > 0"
+                    f"{only('session_id')} UNION {open_turns} AND {condition}")
+        if how == "count":
+            return ("SELECT n.session_id FROM (SELECT session_id, turns FROM sessions "
+                    f"WHERE project = $1 AND turns > 0{only('session_id')} UNION ALL "
+                    f"SELECT o.session_id, 1 FROM ({open_turns}) o) n GROUP BY n.session_id "
+                    f"HAVING {condition.replace('count(*)', 'sum(n.turns)')}")
+        return ("SELECT DISTINCT s.session_id FROM trajectories s WHERE s.project = $1"
+                f"{only('s.session_id')} AND {condition}")
 
     def session_conditions(self, among: str = "") -> list[str]:
         """The within and without sets as conditions on `t.session_id`."""
-        return ([f"t.session_id IN ({self.having(c, counted, among)})"
-                 for c, counted in self.within]
-                + [f"t.session_id NOT IN ({self.having(c, counted, among)})"
-                   for c, counted in self.without])
+        return ([f"t.session_id IN ({self.having(how, c, among)})" for how, c in self.within]
+                + [f"t.session_id NOT IN ({self.having(how, c, among)})"
+                   for how, c in self.without])
+
+
+#: the filters whose sets are read from the sessions' rows (`_Conditions.having`)
+_FROM_ROWS = {"user_id": "user", "has_error": "failed", "min_turns": "count"}
 
 
 def _conditions(values: Mapping[str, Any], arg: Params) -> _Conditions:
@@ -145,17 +166,18 @@ def _conditions(values: Mapping[str, Any], arg: Params) -> _Conditions:
     given = [(p, values[p.name]) for p in SessionQuery.params()
              if values.get(p.name) is not None]
     for p, value in given:  # the sets first: their arguments are $1 … $n of the sets' read
+        how = _FROM_ROWS.get(p.name, "turn")
         if p.custom:  # `score`: a turn whose latest whole-run score of the name compares so
-            within = (score_condition(value, arg, "s.trace_id"), False)
+            within = (how, score_condition(value, arg, "s.trace_id"))
         elif p.type is bool:  # true: some turn matches; false: none does
-            within = (p.condition, False)
+            within = (how, p.condition)
             if not value:
                 out.without.append(within)
                 continue
-        elif p.condition.startswith("count("):
-            within = (p.condition.format(arg(value)), True)
+        elif how == "user":
+            within = (how, arg(value))
         elif not p.condition.startswith("t."):
-            within = (p.condition.format(arg(value)), False)
+            within = (how, p.condition.format(arg(value)))
         else:
             continue
         out.within.append(within)
@@ -187,7 +209,7 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
         return await _by_score(conn, f, c)
     if c.within:
         named = await conn.fetch(
-            " INTERSECT ".join(c.having(cond, counted) for cond, counted in c.within)
+            " INTERSECT ".join(f"({c.having(how, cond)})" for how, cond in c.within)
             + f" LIMIT {SMALL_SET + 1}", *c.within_args)
         if len(named) <= SMALL_SET:
             # the set's sessions meet the sets' filters: the others are left to test
