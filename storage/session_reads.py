@@ -27,6 +27,9 @@ MAX_TURNS = 5000
 #: a set of sessions the list's filters name is read session by session up to this size, and
 #: looked up while walking the project's sessions when larger (`list_sessions`)
 SMALL_SET = 1000
+#: the same for sets read from the sessions' rows only (`_Conditions.having`), whose sessions'
+#: latest turns are in the rows too (bench/README.md, "Sessions as rows")
+ROW_SET = 10_000
 
 
 @dataclass(frozen=True)
@@ -143,8 +146,13 @@ class _Conditions:
             return (f"SELECT session_id FROM sessions WHERE project = $1 AND failed_turns > 0"
                     f"{only('session_id')} UNION {open_turns} AND {condition}")
         if how == "count":
-            return ("SELECT n.session_id FROM (SELECT session_id, turns FROM sessions "
-                    f"WHERE project = $1 AND turns > 0{only('session_id')} UNION ALL "
+            # a row's final turns meet it alone, or with the session's open turns added (those
+            # sessions are few)
+            return (f"SELECT session_id FROM sessions WHERE project = $1{only('session_id')} "
+                    f"AND {condition.replace('count(*)', 'turns')} UNION "
+                    "SELECT n.session_id FROM (SELECT session_id, turns FROM sessions "
+                    f"WHERE project = $1 AND turns > 0{only('session_id')} AND session_id IN "
+                    f"(SELECT session_id FROM ({open_turns}) o) UNION ALL "
                     f"SELECT o.session_id, 1 FROM ({open_turns}) o) n GROUP BY n.session_id "
                     f"HAVING {condition.replace('count(*)', 'sum(n.turns)')}")
         return ("SELECT DISTINCT s.session_id FROM trajectories s WHERE s.project = $1"
@@ -200,18 +208,20 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
       latest turn, unless that was before the cursor (then it was listed already, or left
       out). Keep those the filters let through, each set tested among the sessions met only,
       until the page is full;
-    - but when the filters name a set of at most SMALL_SET sessions (a rare user, say), the
-      walk could pass most of the project's sessions before it finds a page: take that set's
-      sessions instead, read first (up to SMALL_SET + 1 of them), with each one's latest turn.
+    - but when the filters name a set of at most SMALL_SET sessions (a rare user, say), or
+      ROW_SET when the sessions' rows give it, the walk could pass most of the project's
+      sessions before it finds a page: take that set's sessions instead, read first, with each
+      one's latest turn.
     Then aggregate the page's sessions from their turns (the session index, migration 0014)."""
     c = _conditions(f.values, Params(project))
     if f.score_sort is not None:
         return await _by_score(conn, f, c)
     if c.within:
+        most = ROW_SET if all(how != "turn" for how, _ in c.within) else SMALL_SET
         named = await conn.fetch(
             " INTERSECT ".join(f"({c.having(how, cond)})" for how, cond in c.within)
-            + f" LIMIT {SMALL_SET + 1}", *c.within_args)
-        if len(named) <= SMALL_SET:
+            + f" LIMIT {most + 1}", *c.within_args)
+        if len(named) <= most:
             # the set's sessions meet the sets' filters: the others are left to test
             rest = _conditions({name: value for name, value in f.values.items()
                                 if name not in c.within_names}, Params(project))
@@ -253,8 +263,14 @@ async def _page(conn: Connection, c: _Conditions, sessions: list[str], starts: l
     among = f"{arg(sessions)}::text[]"
     conditions = list(c.latest)
     if starts is None:
-        source = ("(SELECT session_id, max(start_ns) AS start_ns FROM trajectories "
-                  f"WHERE project = $1 AND session_id = ANY({among}) GROUP BY session_id) t")
+        # each one's latest turn: its row's latest final turn, or a later open turn
+        source = (
+            "(SELECT session_id, max(start_ns) AS start_ns FROM (SELECT session_id, "
+            "last_start_ns AS start_ns FROM sessions WHERE project = $1 AND turns > 0 "
+            f"AND session_id IN (SELECT unnest({among})) UNION ALL SELECT o.session_id, s.start_ns "
+            "FROM open_trajectories o JOIN trajectories s ON s.project = o.project "
+            f"AND s.trace_id = o.trace_id WHERE o.project = $1 AND o.session_id = ANY({among}) "
+            "AND s.status = 'open') l GROUP BY session_id) t")
         if cursor is not None:
             conditions.append(f"(t.start_ns, t.session_id) < ({arg(cursor[0])}::bigint, "
                               f"{arg(cursor[1])}::text)")

@@ -137,6 +137,10 @@ class CapturedQuery:
         self.statements.append((sql, args))
         return list(await self.conn.fetch(sql, *args))
 
+    async def fetchrow(self, sql: str, *args: Any) -> Any:
+        self.statements.append((sql, args))
+        return await self.conn.fetchrow(sql, *args)
+
 
 def fetch_value(url: str, query: str, *args: Any) -> Any:
     """The first value `query` returns, on a connection of its own to the database at `url`."""

@@ -506,7 +506,7 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
             for small_set, index, (values, keep) in [
                     (n, i, case) for n in (session_reads.SMALL_SET, 10)
                     for i, case in enumerate(cases)]:
-                session_reads.SMALL_SET = small_set
+                session_reads.SMALL_SET = session_reads.ROW_SET = small_set
                 seen: list[str] = []
                 cursor = None
                 while True:
@@ -535,9 +535,9 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
                 assert not any(f"Seq Scan on {name} " in plan for name in filled), \
                     (values, plan)
         finally:
-            session_reads.SMALL_SET = small
+            session_reads.SMALL_SET, session_reads.ROW_SET = small
             await conn.close()
 
-    small = session_reads.SMALL_SET
+    small = session_reads.SMALL_SET, session_reads.ROW_SET
     with separate_database(database) as url:
         run(check(url))
