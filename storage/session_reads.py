@@ -28,8 +28,11 @@ MAX_TURNS = 5000
 #: looked up while walking the project's sessions when larger (`list_sessions`)
 SMALL_SET = 1000
 #: the same for sets read from the sessions' rows only (`_Conditions.having`), whose sessions'
-#: latest turns are in the rows too (bench/README.md, "Sessions as rows")
+#: latest turns are in the rows too (bench/README.md, "Sessions")
 ROW_SET = 10_000
+#: a larger set read from the rows is read whole up to this size, and the walk keeps its
+#: sessions without a statement testing them
+MEMBERS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -216,16 +219,20 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
     c = _conditions(f.values, Params(project))
     if f.score_sort is not None:
         return await _by_score(conn, f, c)
+    members: set[str] | None = None  # the sets' sessions, when the walk tests them here
     if c.within:
-        most = ROW_SET if all(how != "turn" for how, _ in c.within) else SMALL_SET
+        from_rows = all(how != "turn" for how, _ in c.within)
         named = await conn.fetch(
             " INTERSECT ".join(f"({c.having(how, cond)})" for how, cond in c.within)
-            + f" LIMIT {most + 1}", *c.within_args)
-        if len(named) <= most:
-            # the set's sessions meet the sets' filters: the others are left to test
-            rest = _conditions({name: value for name, value in f.values.items()
-                                if name not in c.within_names}, Params(project))
+            + f" LIMIT {(MEMBERS if from_rows else SMALL_SET) + 1}", *c.within_args)
+        # the set's sessions meet the sets' filters: the others are left to test
+        rest = _conditions({name: value for name, value in f.values.items()
+                            if name not in c.within_names}, Params(project))
+        if len(named) <= (ROW_SET if from_rows else SMALL_SET):
             return await _page(conn, rest, [r[0] for r in named], None, f.cursor, f.limit)
+        if from_rows and len(named) <= MEMBERS:
+            # read from the rows whole: the walk keeps their sessions, and tests the rest
+            members, c = {r[0] for r in named}, rest
     found: list[SessionSummaryRow] = []
     met: set[str] = set()
     bound, rows = f.cursor, WALK_ROWS * f.limit
@@ -242,6 +249,8 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
             if r["session_id"] not in met:
                 first.setdefault(r["session_id"], r["start_ns"])
         met |= first.keys()
+        if members is not None:
+            first = {session: start for session, start in first.items() if session in members}
         found += await _page(conn, c, list(first), list(first.values()), f.cursor,
                              f.limit - len(found))
         if len(walked) < rows:
@@ -370,7 +379,9 @@ def _aggregated(sessions: str) -> str:
         "t.derivation_error, t.interrupted, t.input_preview, t.model_usage "
         "FROM open_trajectories o JOIN trajectories t ON t.project = o.project "
         f"AND t.trace_id = o.trace_id WHERE o.project = $1 AND o.{sessions} "
-        f"AND t.status = 'open' AND t.{sessions}), "
+        # the session tested on the open row only: on the run's too, the planner may start
+        # from a long session's turns in the session index
+        "AND t.status = 'open'), "
         # each open turn's latest whole-run score of each name, numbers only (as the row's)
         "open_scores AS MATERIALIZED (SELECT o.session_id, l.name, l.number_value FROM ("
         "SELECT DISTINCT ON (sc.trace_id, sc.name) sc.trace_id, sc.name, sc.number_value "
