@@ -344,9 +344,10 @@ async def store(conn: Connection, traces: Sequence[TraceWrite],
         # after the trajectories, as finalizing writes them: on Citus each statement locks the
         # shards it changes, and two transactions taking a shard of `trajectories` and one of
         # `rollup_contributions` in opposite orders deadlock (deploy/SCALING.md, section 3)
-        await conn.execute(rollups.TAKE_BACK, [t.project for t in trajectories],
-                           [t.trace_id for t in trajectories])
-        await session_rows.refresh(conn)
+        taken = await conn.fetchval(rollups.TAKE_BACK, [t.project for t in trajectories],
+                                    [t.trace_id for t in trajectories])
+        if taken:  # only a take-back marks sessions stale: a new run's store skips the read
+            await session_rows.refresh(conn)
         await conn.execute(_DELETE_CHUNKS, [t.project for t in trajectories],
                            [t.trace_id for t in trajectories])
         # numbered from -1 (storage/step_chunks.py: the playback order, the head, the steps)

@@ -109,6 +109,15 @@ WALK_ROWS = 4
 MAX_WALK_ROWS = 50_000
 
 
+def _open_turns(columns: str, sessions: str) -> str:
+    """The `columns` of the project's ($1) open turns `s` whose open row `o` meets `sessions`
+    (a condition on `o.session_id`): the session is tested on the open row only, which is
+    few rows, since on the run's the planner may start from a long session's turns."""
+    return (f"SELECT {columns} FROM open_trajectories o JOIN trajectories s "
+            "ON s.project = o.project AND s.trace_id = o.trace_id "
+            f"WHERE o.project = $1 AND s.status = 'open' AND {sessions}")
+
+
 @dataclass
 class _Conditions:
     """The given filters (trajhub.records.sessions says how each is written), sorted by what
@@ -138,9 +147,7 @@ class _Conditions:
         def only(column: str) -> str:
             return f" AND {column} IS NOT NULL" + (f" AND {column} = ANY({among})" if among else "")
 
-        open_turns = ("SELECT o.session_id FROM open_trajectories o JOIN trajectories s "
-                      "ON s.project = o.project AND s.trace_id = o.trace_id "
-                      f"WHERE o.project = $1 AND s.status = 'open'{only('o.session_id')}")
+        open_turns = _open_turns("o.session_id", f"true{only('o.session_id')}")
         if how == "user":
             return (f"SELECT session_id FROM session_users WHERE project = $1 AND turns > 0"
                     f"{only('session_id')} AND user_id = {condition} "
@@ -276,10 +283,9 @@ async def _page(conn: Connection, c: _Conditions, sessions: list[str], starts: l
         source = (
             "(SELECT session_id, max(start_ns) AS start_ns FROM (SELECT session_id, "
             "last_start_ns AS start_ns FROM sessions WHERE project = $1 AND turns > 0 "
-            f"AND session_id IN (SELECT unnest({among})) UNION ALL SELECT o.session_id, s.start_ns "
-            "FROM open_trajectories o JOIN trajectories s ON s.project = o.project "
-            f"AND s.trace_id = o.trace_id WHERE o.project = $1 AND o.session_id = ANY({among}) "
-            "AND s.status = 'open') l GROUP BY session_id) t")
+            f"AND session_id IN (SELECT unnest({among})) UNION ALL "
+            + _open_turns("o.session_id, s.start_ns", f"o.session_id = ANY({among})")
+            + ") l GROUP BY session_id) t")
         if cursor is not None:
             conditions.append(f"(t.start_ns, t.session_id) < ({arg(cursor[0])}::bigint, "
                               f"{arg(cursor[1])}::text)")
@@ -374,14 +380,11 @@ def _aggregated(sessions: str) -> str:
     latest turn the first and latest of the parts'. No subquery is correlated with a session
     (deploy/SCALING.md, section 3)."""
     return (
-        "open_turns AS MATERIALIZED (SELECT t.session_id, t.trace_id, t.start_ns, "
-        "t.duration_ms, t.user_id, t.input_tokens, t.output_tokens, t.has_error, "
-        "t.derivation_error, t.interrupted, t.input_preview, t.model_usage "
-        "FROM open_trajectories o JOIN trajectories t ON t.project = o.project "
-        f"AND t.trace_id = o.trace_id WHERE o.project = $1 AND o.{sessions} "
-        # the session tested on the open row only: on the run's too, the planner may start
-        # from a long session's turns in the session index
-        "AND t.status = 'open'), "
+        "open_turns AS MATERIALIZED ("
+        + _open_turns("s.session_id, s.trace_id, s.start_ns, s.duration_ms, s.user_id, "
+                      "s.input_tokens, s.output_tokens, s.has_error, s.derivation_error, "
+                      "s.interrupted, s.input_preview, s.model_usage", f"o.{sessions}")
+        + "), "
         # each open turn's latest whole-run score of each name, numbers only (as the row's)
         "open_scores AS MATERIALIZED (SELECT o.session_id, l.name, l.number_value FROM ("
         "SELECT DISTINCT ON (sc.trace_id, sc.name) sc.trace_id, sc.name, sc.number_value "

@@ -113,7 +113,8 @@ def _conditions(arg: Params, f: TraceFilter, keys: bool = True, spans: bool = Tr
         where.append("t.error_count > 0" if f.has_error else "t.error_count = 0")
     if f.min_duration_ns is not None:
         where.append(f"t.end_ns - t.start_ns >= {arg(f.min_duration_ns)}")
-    for operator, (start_ns, trace_id) in [bound] if bound else []:
+    if bound is not None:
+        operator, (start_ns, trace_id) = bound
         where.append(f"(t.start_ns, t.trace_id) {operator} ({arg(start_ns)}, {arg(trace_id)})")
     if f.cursor is not None:
         where.append(f"(t.start_ns, t.trace_id) < ({arg(f.cursor[0])}, {arg(f.cursor[1])})")
