@@ -4,9 +4,10 @@ storage/session_rows.py, migration 0092) as they become final; a read adds its o
 which are few, to that row (`_aggregated`), so a summary costs one row and the open turns
 however many turns the session has.
 
-Two indexes serve the list (one per time partition, migration 0021): it walks
-trajectories_session_latest (project, start_ns DESC, session_id DESC, runs with a session only;
-migration 0030), and a session's turns are a range of trajectories_session (project,
+The list pages the rows by their latest turn (sessions_latest, migration 0094) when its
+filters are all read from the rows; otherwise it walks trajectories_session_latest (project,
+start_ns DESC, session_id DESC, runs with a session only; migration 0030; one index per time
+partition, migration 0021). A session's turns are a range of trajectories_session (project,
 session_id, start_ns DESC, trace_id DESC; migration 0014)."""
 
 from __future__ import annotations
@@ -24,15 +25,9 @@ from trajhub.storage.trajectory_reads import score_condition
 
 #: the turns of one session `get_session` reads at most
 MAX_TURNS = 5000
-#: a set of sessions the list's filters name is read session by session up to this size, and
-#: looked up while walking the project's sessions when larger (`list_sessions`)
+#: a set of sessions the list's filters name from their turns is read session by session up to
+#: this size, and looked up while walking the project's sessions when larger (`list_sessions`)
 SMALL_SET = 1000
-#: the same for sets read from the sessions' rows only (`_Conditions.having`), whose sessions'
-#: latest turns are in the rows too (bench/README.md, "Sessions")
-ROW_SET = 10_000
-#: a larger set read from the rows is read whole up to this size, and the walk keeps its
-#: sessions without a statement testing them
-MEMBERS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -168,6 +163,26 @@ class _Conditions:
         return ("SELECT DISTINCT s.session_id FROM trajectories s WHERE s.project = $1"
                 f"{only('s.session_id')} AND {condition}")
 
+    @property
+    def from_rows(self) -> bool:
+        """Whether every set is read from the sessions' rows (none is read from turns)."""
+        return all(how != "turn" for how, _ in (*self.within, *self.without))
+
+    @staticmethod
+    def on_row(how: str, condition: str) -> str:
+        """The set `how`, `condition` (as `having` takes them, not "turn") as a condition on
+        the row `r` of a session that has no open turn, whose row is then the whole session."""
+        if how == "user":
+            return ("r.session_id IN (SELECT session_id FROM session_users WHERE project = $1 "
+                    f"AND turns > 0 AND user_id = {condition})")
+        if how == "failed":
+            return "r.failed_turns > 0"
+        return condition.replace("count(*)", "r.turns")
+
+    def row_conditions(self) -> list[str]:
+        return ([self.on_row(how, c) for how, c in self.within]
+                + [f"NOT ({self.on_row(how, c)})" for how, c in self.without])
+
     def session_conditions(self, among: str = "") -> list[str]:
         """The within and without sets as conditions on `t.session_id`."""
         return ([f"t.session_id IN ({self.having(how, c, among)})" for how, c in self.within]
@@ -213,33 +228,31 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
     descending), after the cursor.
 
     A page costs the rows that lead to it, not an aggregate of every session of the project:
-    - walk the project's runs with a session id newest first (trajectories_session_latest,
+    - when every filter is read from the sessions' rows (or none is given), page the rows by
+      their latest turn (`_from_rows`);
+    - else walk the project's runs with a session id newest first (trajectories_session_latest,
       migration 0030), a few rows at a time. A session met for the first time is met at its
       latest turn, unless that was before the cursor (then it was listed already, or left
       out). Keep those the filters let through, each set tested among the sessions met only,
       until the page is full;
-    - but when the filters name a set of at most SMALL_SET sessions (a rare user, say), or
-      ROW_SET when the sessions' rows give it, the walk could pass most of the project's
-      sessions before it finds a page: take that set's sessions instead, read first, with each
-      one's latest turn.
-    Then aggregate the page's sessions from their turns (the session index, migration 0014)."""
+    - but when the filters name a set of at most SMALL_SET sessions (a rare agent, say), the
+      walk could pass most of the project's sessions before it finds a page: take that set's
+      sessions instead, read first, with each one's latest turn.
+    Then aggregate the page's sessions from their rows and open turns (`_aggregated`)."""
     c = _conditions(f.values, Params(project))
     if f.score_sort is not None:
         return await _by_score(conn, f, c)
-    members: set[str] | None = None  # the sets' sessions, when the walk tests them here
+    if c.from_rows:
+        return await _from_rows(conn, c, f.cursor, f.limit)
     if c.within:
-        from_rows = all(how != "turn" for how, _ in c.within)
         named = await conn.fetch(
             " INTERSECT ".join(f"({c.having(how, cond)})" for how, cond in c.within)
-            + f" LIMIT {(MEMBERS if from_rows else SMALL_SET) + 1}", *c.within_args)
-        # the set's sessions meet the sets' filters: the others are left to test
-        rest = _conditions({name: value for name, value in f.values.items()
-                            if name not in c.within_names}, Params(project))
-        if len(named) <= (ROW_SET if from_rows else SMALL_SET):
+            + f" LIMIT {SMALL_SET + 1}", *c.within_args)
+        if len(named) <= SMALL_SET:
+            # the set's sessions meet the sets' filters: the others are left to test
+            rest = _conditions({name: value for name, value in f.values.items()
+                                if name not in c.within_names}, Params(project))
             return await _page(conn, rest, [r[0] for r in named], None, f.cursor, f.limit)
-        if from_rows and len(named) <= MEMBERS:
-            # read from the rows whole: the walk keeps their sessions, and tests the rest
-            members, c = {r[0] for r in named}, rest
     found: list[SessionSummaryRow] = []
     met: set[str] = set()
     bound, rows = f.cursor, WALK_ROWS * f.limit
@@ -256,8 +269,6 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
             if r["session_id"] not in met:
                 first.setdefault(r["session_id"], r["start_ns"])
         met |= first.keys()
-        if members is not None:
-            first = {session: start for session, start in first.items() if session in members}
         found += await _page(conn, c, list(first), list(first.values()), f.cursor,
                              f.limit - len(found))
         if len(walked) < rows:
@@ -265,6 +276,41 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
         bound, rows = (walked[-1]["start_ns"], walked[-1]["session_id"]), \
             min(rows * 4, MAX_WALK_ROWS)
     return found
+
+
+async def _from_rows(conn: Connection, c: _Conditions, cursor: tuple[int | float, str] | None,
+                     limit: int) -> list[SessionSummaryRow]:
+    """A page of the sessions meeting `c`, whose sets are all read from the sessions' rows,
+    latest turn first after `cursor`. A session with no open turn is its row: those are paged
+    by their latest turn (sessions_latest, migration 0094), the row tested as it is read. The
+    sessions with an open turn, which are few, are read first with their latest turn, the
+    later of their row's and their open turns', and tested with their open turns."""
+    opened = await conn.fetch(
+        "SELECT o.session_id, greatest(max(o.start_ns), max(r.last_start_ns)) FROM ("
+        + _open_turns("o.session_id, s.start_ns", "o.session_id IS NOT NULL")
+        + ") o LEFT JOIN sessions r ON r.project = $1 AND r.session_id = o.session_id "
+        "AND r.turns > 0 GROUP BY o.session_id", *c.args[:1])
+    arg = Params(*c.args)
+    among = f"{arg([r[0] for r in opened])}::text[]"
+    after = ("true" if cursor is None else
+             f"(t.start_ns, t.session_id) < ({arg(cursor[0])}::bigint, {arg(cursor[1])}::text)")
+    latest = " AND ".join([after, *c.latest])
+    stored = ("SELECT r.session_id, r.last_start_ns AS start_ns FROM sessions r "
+              "WHERE r.project = $1 AND r.turns > 0 "
+              "AND r.session_id NOT IN (SELECT session_id FROM met) AND "
+              + " AND ".join(["true", *c.row_conditions()]))
+    sql = (f"WITH met AS MATERIALIZED (SELECT * FROM unnest({among}, "
+           f"{arg([r[1] for r in opened])}::bigint[]) AS m(session_id, start_ns)), "
+           "page AS (SELECT session_id FROM ("
+           f"(SELECT t.session_id, t.start_ns FROM ({stored}) t WHERE {latest} "
+           f"ORDER BY t.start_ns DESC, t.session_id DESC LIMIT {arg(limit)}) UNION ALL "
+           "SELECT t.session_id, t.start_ns FROM met t WHERE "
+           + " AND ".join([latest, *c.session_conditions(among)])
+           + f") p ORDER BY p.start_ns DESC, p.session_id DESC LIMIT {arg(limit)}), "
+           + _aggregated("session_id IN (SELECT session_id FROM page)")
+           + f" SELECT {SessionSummaryRow.columns()} FROM summaries turns "
+           "ORDER BY turns.last_turn_time DESC, turns.session_id DESC")
+    return SessionSummaryRow.from_records(await conn.fetch(sql, *arg.values))
 
 
 async def _page(conn: Connection, c: _Conditions, sessions: list[str], starts: list[int] | None,

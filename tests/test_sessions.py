@@ -396,11 +396,12 @@ def test_cli_lists_sessions_and_shows_one_as_a_transcript(server: ServerProcess,
 
 def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
         database: TestDatabase) -> None:
-    """With a few thousand runs in 1,000 sessions, a third of them final, and statistics
-    gathered, the list's query reads indexes, never a filled partition whole (without a filter
-    that names a set of sessions, migration 0030's walk of each session's latest turn), and for
-    every filter its pages hold exactly the sessions that an aggregate of every run, computed
-    here, gives, in its order (for fixed filters, and 25 combinations drawn at random)."""
+    """With a few thousand runs in 1,000 sessions, two thirds of them final, and statistics
+    gathered, the list's query reads indexes, never a filled partition whole (the sessions'
+    rows by their latest turn when every filter reads the rows, migration 0094; else migration
+    0030's walk of each session's latest turn), and for every filter its pages hold exactly the
+    sessions that an aggregate of every run, computed here, gives, in its order (for fixed
+    filters, and 25 combinations drawn at random)."""
     import random
     from datetime import UTC
     from datetime import datetime as dt
@@ -493,20 +494,28 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
             for i in range(0, len(rows), 100):
                 async with conn.transaction():
                     await derivation_store.store(conn, [], rows[i:i + 100])
-            # a third of the runs final, so that sessions are read from their rows (migration
-            # 0092) and their open turns together
-            assert await derivation_store.finalize_settled(conn, 0) == 1000
+            # two thirds of the runs final, so that pages mix sessions read from their rows
+            # (migration 0092) alone, with their open turns, and from open turns alone
+            assert [await derivation_store.finalize_settled(conn, 0) for _ in range(2)] \
+                == [1000, 1000]
+            kinds = await conn.fetchrow(
+                "SELECT count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM trajectories t WHERE "
+                "t.session_id = s.session_id AND t.status = 'open')) AS whole, count(*) "
+                "FILTER (WHERE EXISTS (SELECT 1 FROM trajectories t WHERE t.session_id = "
+                "s.session_id AND t.status = 'open')) AS with_open FROM sessions s")
+            assert kinds["whole"] > 100 and kinds["with_open"] > 100, dict(kinds)
             await conn.execute("ANALYZE trajectories")
             filled = {r["relname"] for r in await conn.fetch(
                 "SELECT c.relname FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid "
                 "WHERE h.inhparent = 'trajectories'::regclass AND c.reltuples > 0")}
             assert filled
-            # both ways of finding a page: a named set read session by session (every set
-            # here is under 1,000 sessions), and the walk that looks each session up in it
+            # both ways of finding a page with a filter read from turns: a named set read
+            # session by session (every set here is under 1,000 sessions), and the walk that
+            # looks each session up in it
             for small_set, index, (values, keep) in [
                     (n, i, case) for n in (session_reads.SMALL_SET, 10)
                     for i, case in enumerate(cases)]:
-                session_reads.SMALL_SET = session_reads.ROW_SET = small_set
+                session_reads.SMALL_SET = small_set
                 seen: list[str] = []
                 cursor = None
                 while True:
@@ -529,15 +538,17 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
                     await conn.execute("SET LOCAL enable_seqscan = off")
                     plan = "\n".join([r[0] for sql, args in cap.statements
                                       for r in await conn.fetch("EXPLAIN " + sql, *args)])
-                # the walk, unless a filter names a small set of sessions to start from
-                if set(values) <= {"start"} or values == {"has_error": False}:
-                    assert "trajectories_session_latest" in plan, (values, plan)
+                # the rows by their latest turn when every filter reads them; the walk when
+                # one reads turns and names no small set of sessions to start from
+                if set(values) <= {"start", "user_id", "has_error", "min_turns"}:
+                    assert "sessions_latest" in plan, (values, plan)
+                    assert "trajectories_session_latest" not in plan, (values, plan)
                 assert not any(f"Seq Scan on {name} " in plan for name in filled), \
                     (values, plan)
         finally:
-            session_reads.SMALL_SET, session_reads.ROW_SET = small
+            session_reads.SMALL_SET = small
             await conn.close()
 
-    small = session_reads.SMALL_SET, session_reads.ROW_SET
+    small = session_reads.SMALL_SET
     with separate_database(database) as url:
         run(check(url))
