@@ -28,6 +28,11 @@ MAX_TURNS = 5000
 #: a set of sessions the list's filters name from their turns is read session by session up to
 #: this size, and looked up while walking the project's sessions when larger (`list_sessions`)
 SMALL_SET = 1000
+#: a user's sessions, when more than SMALL_SET and up to this many, are hashed while the list
+#: pages the rows: a read of the set and a lookup per row read. Fewer are read first, each
+#: session's row looked up; more, a large share of the sessions, are probed per row read, as
+#: few rows are read then (bench/README.md, "Sessions")
+HASHED_USERS = 50_000
 
 
 @dataclass(frozen=True)
@@ -169,19 +174,23 @@ class _Conditions:
         return all(how != "turn" for how, _ in (*self.within, *self.without))
 
     @staticmethod
-    def on_row(how: str, condition: str) -> str:
+    def on_row(how: str, condition: str, hashed: bool = False) -> str:
         """The set `how`, `condition` (as `having` takes them, not "turn") as a condition on
-        the row `r` of a session that has no open turn, whose row is then the whole session."""
+        the row `r` of a session that has no open turn, whose row is then the whole session.
+        `hashed`: a user's sessions are read once, as a set the rows read are looked up in;
+        else each row read probes the users' index."""
         if how == "user":
-            return ("r.session_id IN (SELECT session_id FROM session_users WHERE project = $1 "
-                    f"AND turns > 0 AND user_id = {condition})")
+            sessions = ("r.session_id IN (SELECT session_id FROM session_users "
+                        f"WHERE project = $1 AND turns > 0 AND user_id = {condition})")
+            # `IS TRUE` keeps the set a subquery, which PostgreSQL hashes, not a join
+            return f"({sessions}) IS TRUE" if hashed else sessions
         if how == "failed":
             return "r.failed_turns > 0"
         return condition.replace("count(*)", "r.turns")
 
-    def row_conditions(self) -> list[str]:
-        return ([self.on_row(how, c) for how, c in self.within]
-                + [f"NOT ({self.on_row(how, c)})" for how, c in self.without])
+    def row_conditions(self, hashed: bool = False) -> list[str]:
+        return ([self.on_row(how, c, hashed) for how, c in self.within]
+                + [f"NOT ({self.on_row(how, c, hashed)})" for how, c in self.without])
 
     def session_conditions(self, among: str = "") -> list[str]:
         """The within and without sets as conditions on `t.session_id`."""
@@ -243,7 +252,14 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
     if f.score_sort is not None:
         return await _by_score(conn, f, c)
     if c.from_rows:
-        return await _from_rows(conn, c, f.cursor, f.limit)
+        hashed = False
+        if f.values.get("user_id") is not None:
+            users = await conn.fetchval(
+                "SELECT count(*) FROM (SELECT 1 FROM session_users WHERE project = $1 "
+                "AND turns > 0 AND user_id = $2 LIMIT $3) u",
+                project, f.values["user_id"], HASHED_USERS + 1)
+            hashed = SMALL_SET < users <= HASHED_USERS
+        return await _from_rows(conn, c, f.cursor, f.limit, hashed)
     if c.within:
         named = await conn.fetch(
             " INTERSECT ".join(f"({c.having(how, cond)})" for how, cond in c.within)
@@ -279,12 +295,13 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
 
 
 async def _from_rows(conn: Connection, c: _Conditions, cursor: tuple[int | float, str] | None,
-                     limit: int) -> list[SessionSummaryRow]:
+                     limit: int, hashed: bool) -> list[SessionSummaryRow]:
     """A page of the sessions meeting `c`, whose sets are all read from the sessions' rows,
     latest turn first after `cursor`. A session with no open turn is its row: those are paged
-    by their latest turn (sessions_latest, migration 0094), the row tested as it is read. The
-    sessions with an open turn, which are few, are read first with their latest turn, the
-    later of their row's and their open turns', and tested with their open turns."""
+    by their latest turn (sessions_latest, migration 0094), the row tested as it is read (a
+    user's set `hashed`, `_Conditions.on_row`). The sessions with an open turn, which are few,
+    are read first with their latest turn, the later of their row's and their open turns',
+    and tested with their open turns."""
     opened = await conn.fetch(
         "SELECT o.session_id, greatest(max(o.start_ns), max(r.last_start_ns)) FROM ("
         + _open_turns("o.session_id, s.start_ns", "o.session_id IS NOT NULL")
@@ -298,7 +315,7 @@ async def _from_rows(conn: Connection, c: _Conditions, cursor: tuple[int | float
     stored = ("SELECT r.session_id, r.last_start_ns AS start_ns FROM sessions r "
               "WHERE r.project = $1 AND r.turns > 0 "
               "AND r.session_id NOT IN (SELECT session_id FROM met) AND "
-              + " AND ".join(["true", *c.row_conditions()]))
+              + " AND ".join(["true", *c.row_conditions(hashed)]))
     sql = (f"WITH met AS MATERIALIZED (SELECT * FROM unnest({among}, "
            f"{arg([r[1] for r in opened])}::bigint[]) AS m(session_id, start_ns)), "
            "page AS (SELECT session_id FROM ("

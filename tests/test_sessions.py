@@ -509,13 +509,15 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
                 "SELECT c.relname FROM pg_inherits h JOIN pg_class c ON c.oid = h.inhrelid "
                 "WHERE h.inhparent = 'trajectories'::regclass AND c.reltuples > 0")}
             assert filled
-            # both ways of finding a page with a filter read from turns: a named set read
-            # session by session (every set here is under 1,000 sessions), and the walk that
-            # looks each session up in it
-            for small_set, index, (values, keep) in [
-                    (n, i, case) for n in (session_reads.SMALL_SET, 10)
+            # every way of finding a page: with a filter read from turns, a named set read
+            # session by session (every set here is under 1,000 sessions) and the walk that
+            # looks each session up in it; paging the rows, a user's sessions read first,
+            # hashed, and probed per row
+            for (small_set, hashed_users), index, (values, keep) in [
+                    (n, i, case) for n in ((session_reads.SMALL_SET, session_reads.HASHED_USERS),
+                                           (10, session_reads.HASHED_USERS), (10, 20))
                     for i, case in enumerate(cases)]:
-                session_reads.SMALL_SET = small_set
+                session_reads.SMALL_SET, session_reads.HASHED_USERS = small_set, hashed_users
                 seen: list[str] = []
                 cursor = None
                 while True:
@@ -525,7 +527,7 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
                     if len(page) < 97:
                         break
                     cursor = (page[-1].last_turn_ns, page[-1].session_id)
-                assert seen == expected(keep), (small_set, values)
+                assert seen == expected(keep), (small_set, hashed_users, values)
                 if small_set == 10 or index >= fixed:
                     # forced: with a few thousand rows the planner rightly reads them whole
                     continue
@@ -546,9 +548,9 @@ def test_the_session_list_reads_indexes_and_pages_as_a_full_aggregate_would(
                 assert not any(f"Seq Scan on {name} " in plan for name in filled), \
                     (values, plan)
         finally:
-            session_reads.SMALL_SET = small
+            session_reads.SMALL_SET, session_reads.HASHED_USERS = small
             await conn.close()
 
-    small = session_reads.SMALL_SET
+    small = session_reads.SMALL_SET, session_reads.HASHED_USERS
     with separate_database(database) as url:
         run(check(url))
