@@ -409,6 +409,13 @@ async def finalize_settled(conn: Connection, max_open_seconds: float) -> int:
         "ORDER BY o.settle_at LIMIT 1000", max_open_seconds)
     if not candidates:
         return 0
+    # the trace locks are held until the runs are final: two finalizers reading the same
+    # candidates then take each a part of them, not both all of them, in orders that may differ
+    async with conn.transaction():
+        return await _finalize(conn, max_open_seconds, candidates)
+
+
+async def _finalize(conn: Connection, max_open_seconds: float, candidates: list[Any]) -> int:
     taken = await conn.fetch(
         f"""SELECT c.project, c.trace_id FROM unnest($1::text[], $2::text[]) AS c(project, trace_id)
             WHERE {NOT_QUEUED.format(project="c.project", trace_id="c.trace_id")}
