@@ -73,7 +73,7 @@ RARE = {"service": "ledger-agent", "user": "user-rare-7", "model": "o1-preview-r
         "tool": "convert_currency", "agent": "auditor", "word": "zanzibar"}
 SHARED_SESSION = "session-shared-000001"
 TARGETS_MS = {"trajectory": 20.0, "trajectory list": 100.0, "trace list": 100.0,
-              "trace": 50.0, "session list": 100.0, "session": 100.0}
+              "trace": 50.0, "session list": 100.0, "session": 100.0, "timeseries": 150.0}
 
 
 @dataclass
@@ -473,6 +473,14 @@ def cases(sent: list[Sent], project: str, now_ns: int, rng: random.Random) -> li
         Case("session", "GET /sessions/{unique} (one turn)",
              lambda i: f"/api/v1/sessions/{sessions[i % len(sessions)]}", const()),
     ]
+    def series(group_by: str) -> Case:
+        return Case("timeseries", f"30 days by the hour, group_by={group_by}",
+                    lambda _i: "/api/v1/timeseries",
+                    const(start=str(now_ns - 30 * 24 * HOUR_NS), end=str(now_ns), bucket="hour",
+                          group_by=group_by))
+
+    # charts: the range holds the fill's hours and the rare runs' day, 30 days back
+    out += [series(g) for g in ("model", "run_name", "agent", "release")]
     if not rare_ids:
         print("  (no rare request in this project: the 'few' cases match nothing)")
     return out
@@ -491,7 +499,10 @@ def measure(url: str, project: str, case: Case, n: int) -> dict[str, Any]:
             if i >= 3:  # the first few warm the connection
                 lat.append(dt * 1000)
             body = r.json()
-            case.rows = len(body["items"]) if isinstance(body, dict) and "items" in body else 1
+            case.rows = (len(body["items"]) if isinstance(body, dict) and "items" in body
+                         # a chart's points, over its series
+                         else sum(len(s["points"]) for s in body["series"])
+                         if isinstance(body, dict) and "series" in body else 1)
     p99 = percentile(lat, 99)
     return {"group": case.group, "name": case.name, "rows": case.rows,
             "p50_ms": round(percentile(lat, 50), 1), "p99_ms": round(p99, 1),
