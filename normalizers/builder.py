@@ -29,7 +29,7 @@ import orjson
 from trajhub.normalizers import interrupts, multiagent, payloads
 from trajhub.normalizers.immutable import immutable
 from trajhub.normalizers.lifecycle import is_null_id
-from trajhub.normalizers.model import Span
+from trajhub.normalizers.model import KeptTree, Span
 from trajhub.normalizers.reading import Convention, ModelUsage, SpanReading, StepKind
 from trajhub.normalizers.trajectory import (
     AgentStep,
@@ -679,13 +679,10 @@ def derive(spans: Sequence[Span], conventions: Sequence[Convention] | None = Non
     shape = _shape(trace, readings, warnings)  # root, keep/drop, re-parent
     recorded = readings
     readings = _canonical_payloads(readings, shape)  # inputs and outputs in one form
+    kept = KeptTree({i: trace.by_id[i] for i in shape.new_parent}, shape.new_parent,
+                    shape.root.span_id)
     readings = multiagent.apply(  # sub-agents, handoffs, routing "errors", the run's error
-        readings,
-        recorded,
-        {i: trace.by_id[i] for i in shape.new_parent},
-        shape.new_parent,
-        shape.root.span_id,
-    )
+        readings, recorded, kept)
     nodes = _nodes(trace, readings, shape)  # kept spans with their output pieces
     root_node = nodes[shape.root.span_id]
     entries = _arrange(nodes, shape.root.span_id)  # agent steps and their own steps

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from trajhub.normalizers.attrs import dumps, parse_literal
-from trajhub.normalizers.model import Span
+from trajhub.normalizers.model import KeptTree, Span
 from trajhub.normalizers.reading import SpanReading
 
 #: root metadata keys (docs/trajectory-rules.md, "Interrupted runs")
@@ -119,14 +119,11 @@ def _depth(span_id: str, parent_of: Mapping[str, str]) -> int:
 
 
 def mark(
-    readings: Mapping[str, SpanReading],
-    recorded: Mapping[str, SpanReading],
-    spans: Mapping[str, Span],
-    parent_of: Mapping[str, str],
-    root_id: str,
+    readings: Mapping[str, SpanReading], recorded: Mapping[str, SpanReading], kept: KeptTree
 ) -> SpanReading:
     """The root reading, marked interrupted when a kept span recorded LangGraph's interrupt and
     the run did not fail for another reason (the root has no error)."""
+    spans, parent_of, root_id = kept.spans, kept.parent_of, kept.root_id
     root = readings[root_id]
     if root.error is not None:
         return root

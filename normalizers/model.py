@@ -82,3 +82,13 @@ class Span:
     @property
     def duration_ns(self) -> int:
         return max(0, self.end_ns - self.start_ns)
+
+
+@immutable
+class KeptTree:
+    """The spans a trajectory keeps, as a tree: each kept span by id, its nearest kept
+    ancestor's id ("" for the root), and the root's id."""
+
+    spans: Mapping[str, Span]
+    parent_of: Mapping[str, str]
+    root_id: str

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from trajhub.normalizers import interrupts
 from trajhub.normalizers.attrs import parse_json
-from trajhub.normalizers.model import Span
+from trajhub.normalizers.model import KeptTree, Span
 from trajhub.normalizers.payloads import command_goto
 from trajhub.normalizers.reading import ErrorInfo, SpanReading, StepKind
 from trajhub.normalizers.span_errors import error_info
@@ -82,15 +82,11 @@ def _control_flow_only(reading: SpanReading, span: Span) -> SpanReading:
 
 
 def apply(
-    readings: Mapping[str, SpanReading],
-    recorded: Mapping[str, SpanReading],
-    spans: Mapping[str, Span],
-    parent_of: Mapping[str, str],
-    root_id: str,
+    readings: Mapping[str, SpanReading], recorded: Mapping[str, SpanReading], kept: KeptTree
 ) -> dict[str, SpanReading]:
-    """The §7 corrections of the (canonical) `readings`. `recorded`: the readings as the
-    conventions made them; `parent_of`: kept span id → its nearest kept ancestor ("" for the
-    root); `spans` the kept spans, for their times."""
+    """The §7 corrections of the (canonical) `readings` of the `kept` spans. `recorded`: the
+    readings as the conventions made them."""
+    spans, parent_of, root_id = kept.spans, kept.parent_of, kept.root_id
     out = dict(readings)
     for span_id in parent_of:
         reading = _control_flow_only(out[span_id], spans[span_id])
@@ -132,8 +128,8 @@ def apply(
                     _with_metadata(reading, control_flow=reading.error.message[:500]), error=None
                 )
 
-    out[root_id] = _root_error(out, spans, parent_of, root_id)
-    out[root_id] = interrupts.mark(out, recorded, spans, parent_of, root_id)
+    out[root_id] = _root_error(out, kept)
+    out[root_id] = interrupts.mark(out, recorded, kept)
     return out
 
 
@@ -152,12 +148,8 @@ def _remote_agent(reading: SpanReading, has_steps: bool) -> SpanReading:
     return replace(reading, metadata={k: v for k, v in metadata.items() if k != "remote_agent"})
 
 
-def _root_error(
-    readings: Mapping[str, SpanReading],
-    spans: Mapping[str, Span],
-    parent_of: Mapping[str, str],
-    root_id: str,
-) -> SpanReading:
+def _root_error(readings: Mapping[str, SpanReading], kept: KeptTree) -> SpanReading:
+    spans, parent_of, root_id = kept.spans, kept.parent_of, kept.root_id
     root = readings[root_id]
     if root.error is not None:
         return root

@@ -39,7 +39,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from tests.harness import ServerProcess, TestDatabase, separate_database
+from tests.harness import ServerProcess, TestDatabase, server_of_its_own
 from trajhub.storage import compression, compression_dictionaries
 
 # The suite caches bytecode (`__pycache__`, git-ignored) even where PYTHONDONTWRITEBYTECODE is
@@ -207,11 +207,9 @@ def alert_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactor
     """A server of the module's own that evaluates alert rules every 0.2 s (docs/alerts.md), on
     a database of its own: every server evaluates the due rules of its database and sets their
     next evaluation by its own interval, and the suite's other servers keep the default minute."""
-    with separate_database(database) as url:
-        proc = ServerProcess.start(url, tmp_path_factory.mktemp("alerts"), settle_seconds=0.3,
-                                   extra_env={"TRAJHUB_ALERT_INTERVAL_SECONDS": "0.2"})
+    with server_of_its_own(database, tmp_path_factory.mktemp("alerts"), 0.3,
+                           {"TRAJHUB_ALERT_INTERVAL_SECONDS": "0.2"}) as (proc, _):
         yield proc
-        proc.stop()
 
 
 @dataclass

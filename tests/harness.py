@@ -193,18 +193,26 @@ def separate_database(db: TestDatabase) -> Iterator[str]:
 
 
 @contextlib.contextmanager
+def server_of_its_own(db: TestDatabase, workdir: Path, settle_seconds: float,
+                      env: dict[str, str]) -> Iterator[tuple[ServerProcess, str]]:
+    """A server with `env`'s settings on a database of its own (separate_database's reasons),
+    and that database's URL; stopped afterwards."""
+    with separate_database(db) as url:
+        proc = ServerProcess.start(url, workdir, settle_seconds=settle_seconds, extra_env=env)
+        yield proc, url
+        proc.stop()
+
+
+@contextlib.contextmanager
 def partitioned_server(db: TestDatabase, workdir: Path, width_seconds: float,
                        **env: str) -> Iterator[tuple[ServerProcess, str]]:
     """A server with a database of its own (its URL too) and time partitions `width_seconds`
     wide, retention looking every half second: a test crosses a partition boundary by waiting
     a few seconds, and sees retention act soon after. `env` adds settings."""
-    with separate_database(db) as url:
-        proc = ServerProcess.start(
-            url, workdir, settle_seconds=0.2,
-            extra_env={"TRAJHUB_PARTITION_MINUTES": str(width_seconds / 60),
-                       "TRAJHUB_RETENTION_INTERVAL_SECONDS": "0.5", **env})
-        yield proc, url
-        proc.stop()
+    with server_of_its_own(db, workdir, 0.2,
+                           {"TRAJHUB_PARTITION_MINUTES": str(width_seconds / 60),
+                            "TRAJHUB_RETENTION_INTERVAL_SECONDS": "0.5", **env}) as server:
+        yield server
 
 
 def database_url(url: str, name: str) -> str:

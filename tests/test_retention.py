@@ -23,7 +23,7 @@ from tests.harness import (
     ServerProcess,
     TestDatabase,
     final_trajectory,
-    separate_database,
+    server_of_its_own,
     wait_for,
 )
 from tests.otlp_builders import PB, new_trace_id, request, span
@@ -37,14 +37,11 @@ RETENTION_SECONDS = 8.0
 @pytest.fixture(scope="module")
 def retention_server(database: TestDatabase, tmp_path_factory: pytest.TempPathFactory
                      ) -> Iterator[ServerProcess]:
-    with separate_database(database) as url:
-        proc = ServerProcess.start(
-            url, tmp_path_factory.mktemp("retention"), settle_seconds=0.2,
-            extra_env={"TRAJHUB_RETENTION_DAYS": str(RETENTION_SECONDS / 86400),
-                       "TRAJHUB_RETENTION_INTERVAL_SECONDS": "0.3"})
+    with server_of_its_own(database, tmp_path_factory.mktemp("retention"), 0.2,
+                           {"TRAJHUB_RETENTION_DAYS": str(RETENTION_SECONDS / 86400),
+                            "TRAJHUB_RETENTION_INTERVAL_SECONDS": "0.3"}) as (proc, url):
         proc.database_url = url  # type: ignore[attr-defined]
         yield proc
-        proc.stop()
 
 
 def counts(url: str, project: str, trace_id: str) -> dict[str, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from trajhub.normalizers.document import parse_document
@@ -34,8 +34,9 @@ from trajhub.service.client.api import TrajhubClient
 from trajhub.service.client.models import Page
 
 
-def _filters(args: argparse.Namespace, names: tuple[str, ...]) -> dict[str, Any]:
-    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+def given_filters(args: argparse.Namespace, names: Iterable[str]) -> dict[str, Any]:
+    """The filters among `names` that the command line gives (a flag left out is None)."""
+    return {name: value for name in names if (value := getattr(args, name, None)) is not None}
 
 
 def _cell(item: Any, f: Column, cli: Cli) -> Any:
@@ -152,7 +153,7 @@ _TRACE_FILTERS = ("start", "end", "service", "span_name", "has_error", "attribut
 def _traces_list(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         page = hub.list_traces(limit=args.limit, cursor=args.cursor,
-                               **_filters(args, _TRACE_FILTERS))
+                               **given_filters(args, _TRACE_FILTERS))
     print_page(TraceSummary, page, args.json, "traces")
     return 0
 
@@ -199,7 +200,7 @@ def _trajectories_list(args: argparse.Namespace) -> int:
     with connect(args) as hub:
         page = hub.list_trajectories(limit=args.limit, cursor=args.cursor,
                                      count=args.count or None,
-                                     **_filters(args, _TRAJECTORY_FILTERS))
+                                     **given_filters(args, _TRAJECTORY_FILTERS))
     print_page(TrajectorySummary, page, args.json, "trajectories")
     return 0
 

@@ -10,7 +10,7 @@ from typing import Any
 from trajhub.records.review import ReviewQueue
 from trajhub.records.trajectories import TrajectoryQuery
 from trajhub.service.cli.common import CliError, Command, connect, print_json
-from trajhub.service.cli.reads import add_filter_flags, add_list_action
+from trajhub.service.cli.reads import add_filter_flags, add_list_action, given_filters
 from trajhub.service.client.api import TrajhubClient
 
 
@@ -23,8 +23,7 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    filters = {p.name: getattr(args, p.name) for p in TrajectoryQuery.params()
-               if getattr(args, p.name, None) is not None}
+    filters = given_filters(args, TrajectoryQuery.names())
     if args.trace_id and filters:
         raise CliError("give trace ids or filters, not both")
     if not args.trace_id and not filters:

@@ -8,7 +8,7 @@ from typing import Any
 
 from trajhub.records.sessions import SessionQuery, SessionSummary
 from trajhub.service.cli.common import Command, connect, duration, print_json, when
-from trajhub.service.cli.reads import add_filter_flags, add_paging, print_page
+from trajhub.service.cli.reads import add_filter_flags, add_paging, given_filters, print_page
 
 
 def _usd(cost: Any) -> str:
@@ -23,8 +23,7 @@ def _usd(cost: Any) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    filters = {name: getattr(args, name) for name in SessionQuery.names()
-               if getattr(args, name) is not None}
+    filters = given_filters(args, SessionQuery.names())
     with connect(args) as hub:
         page = hub.list_sessions(limit=args.limit, cursor=args.cursor, sort=args.sort,
                                  **filters)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -51,6 +51,8 @@ _FILTERABLE_MAX_CHARS = 256
 _MAX_REASONS = 5
 #: an OTLP export request message (traces or logs)
 Export = TypeVar("Export", bound=Message)
+#: a record of one signal in a request: a span, a log record
+Record = TypeVar("Record")
 
 _ZERO_TRACE = bytes(16)
 _ZERO_SPAN = bytes(8)
@@ -212,6 +214,40 @@ def scope_envelope(resource: Any, scope: Any) -> tuple[bytes, int]:
     return envelope_bytes, _resource_id(envelope_bytes)
 
 
+@dataclass(slots=True)
+class Scope:
+    """One instrumentation scope of a request, as its records are decoded: the resource it came
+    with (a ResourceSpans or ResourceLogs), the project its records are stored under and why
+    that is invalid ("" when it is valid), and its envelope's id. Set `kept` when one of its
+    records is kept: only then is the envelope stored."""
+
+    resource: Any
+    project: str
+    project_problem: str
+    resource_id: int
+    kept: bool = False
+
+
+def each_scope(resources: Iterable[Any], project: str | None, envelopes: dict[int, bytes],
+               scopes: Callable[[Any], Iterable[Any]],
+               records: Callable[[Any], Sequence[Record]]
+               ) -> Iterator[tuple[Scope, Sequence[Record]]]:
+    """Every instrumentation scope with records of one signal's request, with its records
+    (`scopes` of a resource, `records` of a scope); `project` as in `resource_project`. Each
+    scope's envelope goes into `envelopes` once the caller has marked the scope `kept`."""
+    for resource in resources:
+        scope_project, project_problem = resource_project(project, resource.resource.attributes)
+        for scope in scopes(resource):
+            items = records(scope)
+            if not items:
+                continue
+            envelope_bytes, resource_id = scope_envelope(resource, scope)
+            decoded = Scope(resource, scope_project, project_problem, resource_id)
+            yield decoded, items
+            if decoded.kept:
+                envelopes[resource_id] = envelope_bytes
+
+
 def _resource_id(envelope: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(envelope, digest_size=8).digest(), "big", signed=True)
 
@@ -283,40 +319,32 @@ def otlp_batch(request: ExportTraceServiceRequest, project: str | None,
     batch = Batch()
     for reason in rejected:
         batch.reject(reason)
-    for rs in request.resource_spans:
-        resource_attributes = rs.resource.attributes
-        rs_project, project_problem = resource_project(project, resource_attributes)
-        service = pg_text(_string_attribute(resource_attributes, "service.name"))
-        for ss in rs.scope_spans:
-            if not ss.spans:
+    for scope, spans in each_scope(request.resource_spans, project, batch.resources,
+                                   lambda rs: rs.scope_spans, lambda ss: ss.spans):
+        service = pg_text(_string_attribute(scope.resource.resource.attributes, "service.name"))
+        for span in spans:
+            problem = scope.project_problem or _otlp_span_problem(span)
+            if problem:
+                batch.reject(f"span {span.name[:80]!r}: {problem}")
                 continue
-            envelope_bytes, resource_id = scope_envelope(rs, ss)
-            used = False
-            for span in ss.spans:
-                problem = project_problem or _otlp_span_problem(span)
-                if problem:
-                    batch.reject(f"span {span.name[:80]!r}: {problem}")
-                    continue
-                parent = span.parent_span_id
-                used = True
-                batch.add(SpanWrite(
-                    project=rs_project,
-                    trace_id=span.trace_id.hex(),
-                    span_id=span.span_id.hex(),
-                    parent_span_id="" if parent == _ZERO_SPAN else parent.hex(),
-                    name=pg_text(span.name),
-                    kind=span.kind,
-                    start_ns=span.start_time_unix_nano,
-                    end_ns=span.end_time_unix_nano,
-                    status_code=span.status.code,
-                    service_name=service,
-                    resource_id=resource_id,
-                    format=FORMAT_OTLP,
-                    attributes=orjson.dumps(_filterable_otlp(span.attributes)).decode(),
-                    body=compress_body(span.SerializeToString()),
-                ), span)
-            if used:
-                batch.resources[resource_id] = envelope_bytes
+            parent = span.parent_span_id
+            scope.kept = True
+            batch.add(SpanWrite(
+                project=scope.project,
+                trace_id=span.trace_id.hex(),
+                span_id=span.span_id.hex(),
+                parent_span_id="" if parent == _ZERO_SPAN else parent.hex(),
+                name=pg_text(span.name),
+                kind=span.kind,
+                start_ns=span.start_time_unix_nano,
+                end_ns=span.end_time_unix_nano,
+                status_code=span.status.code,
+                service_name=service,
+                resource_id=scope.resource_id,
+                format=FORMAT_OTLP,
+                attributes=orjson.dumps(_filterable_otlp(span.attributes)).decode(),
+                body=compress_body(span.SerializeToString()),
+            ), span)
     return batch
 
 

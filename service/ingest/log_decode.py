@@ -28,9 +28,8 @@ from trajhub.service.ingest.decode import (
     MAX_TIME_NS,
     Rejections,
     _string_attribute,
+    each_scope,
     parse_export,
-    resource_project,
-    scope_envelope,
 )
 from trajhub.service.ingest.otlp_json_logs import parse_logs_request
 from trajhub.storage.compression import compress
@@ -97,38 +96,31 @@ def log_batch(request: ExportLogsServiceRequest, project: str | None,
     batch = LogBatch()
     for reason in rejected:
         batch.reject(reason)
-    for rl in request.resource_logs:
-        rl_project, project_problem = resource_project(project, rl.resource.attributes)
-        for sl in rl.scope_logs:
-            if not sl.log_records:
+    for scope, records in each_scope(request.resource_logs, project, batch.resources,
+                                     lambda rl: rl.scope_logs, lambda sl: sl.log_records):
+        for record in records:
+            trace_id, trace_problem = _id(record.trace_id, 16, _ZERO_TRACE, "trace_id")
+            span_id, span_problem = _id(record.span_id, 8, _ZERO_SPAN, "span_id")
+            problem = (scope.project_problem or trace_problem or span_problem
+                       or _record_problem(record))
+            if problem:
+                batch.reject(f"log record {_event_name(record)[:80]!r}: {problem}")
                 continue
-            envelope_bytes, resource_id = scope_envelope(rl, sl)
-            used = False
-            for record in sl.log_records:
-                trace_id, trace_problem = _id(record.trace_id, 16, _ZERO_TRACE, "trace_id")
-                span_id, span_problem = _id(record.span_id, 8, _ZERO_SPAN, "span_id")
-                problem = (project_problem or trace_problem or span_problem
-                           or _record_problem(record))
-                if problem:
-                    batch.reject(f"log record {_event_name(record)[:80]!r}: {problem}")
-                    continue
-                raw = record.SerializeToString()
-                used = True
-                batch.rows.append(LogWrite(
-                    project=rl_project,
-                    trace_id=trace_id,
-                    span_id=span_id,
-                    time_ns=record.time_unix_nano or record.observed_time_unix_nano,
-                    observed_ns=record.observed_time_unix_nano,
-                    severity_number=record.severity_number,
-                    severity_text=pg_text(record.severity_text),
-                    event_name=_event_name(record),
-                    resource_id=resource_id,
-                    digest=hashlib.blake2b(raw, digest_size=16).digest(),
-                    body=compress(raw),
-                ))
-            if used:
-                batch.resources[resource_id] = envelope_bytes
+            raw = record.SerializeToString()
+            scope.kept = True
+            batch.rows.append(LogWrite(
+                project=scope.project,
+                trace_id=trace_id,
+                span_id=span_id,
+                time_ns=record.time_unix_nano or record.observed_time_unix_nano,
+                observed_ns=record.observed_time_unix_nano,
+                severity_number=record.severity_number,
+                severity_text=pg_text(record.severity_text),
+                event_name=_event_name(record),
+                resource_id=scope.resource_id,
+                digest=hashlib.blake2b(raw, digest_size=16).digest(),
+                body=compress(raw),
+            ))
     return batch
 
 

@@ -32,6 +32,7 @@ import orjson
 from trajhub.records.times import rfc3339
 from trajhub.service import metrics
 from trajhub.service.workers.backoff import backoff_seconds
+from trajhub.service.workers.claims import release_stale_claims, run_claimed
 from trajhub.storage import alert_reads
 from trajhub.storage import alerts as alert_store
 from trajhub.storage.database import is_transient
@@ -211,10 +212,10 @@ class AlertWorker:
 
     async def deliver_round(self) -> int:
         """Claim the due notifications and send them (DELIVERY_CONCURRENCY at once)."""
-        async with self.pool.acquire() as conn:
-            due = await alert_store.claim_deliveries(conn, DELIVERY_BATCH, LEASE_SECONDS)
-        await asyncio.gather(*(self._deliver(d) for d in due))
-        return len(due)
+        return await run_claimed(
+            self.pool, lambda conn: alert_store.claim_deliveries(conn, DELIVERY_BATCH,
+                                                                 LEASE_SECONDS),
+            self._deliver)
 
     async def _deliver(self, d: alert_store.Delivery) -> None:
         async with self._limit:
@@ -255,10 +256,7 @@ class AlertWorker:
 
 async def release_claims(pool: asyncpg.Pool) -> None:
     """At start: the notifications and evaluations a killed server held are due now."""
-    async with pool.acquire() as conn:
-        released = await alert_store.release_claims(conn)
-    if released:
-        log.warning("released %d alert notification(s) claimed before a restart", released)
+    await release_stale_claims(pool, alert_store.release_claims, log, "alert notification(s)")
 
 
 def start(pool: asyncpg.Pool, interval_seconds: float, base_url: str

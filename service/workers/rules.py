@@ -32,6 +32,7 @@ from trajhub.service import metrics
 from trajhub.service.api.filters import stored_filter
 from trajhub.service.config import Settings
 from trajhub.service.workers.backoff import backoff_seconds
+from trajhub.service.workers.claims import release_stale_claims, run_claimed
 from trajhub.service.workers.evaluations import parse_evaluators
 from trajhub.service.workers.judge_client import JudgeClient, JudgeUnavailable
 from trajhub.storage import rules as rule_store
@@ -127,10 +128,8 @@ class RuleWorker:
 
     async def round(self) -> int:
         """Claim one batch of due runs and run them all (benchmarks and tests); how many."""
-        async with self.pool.acquire() as conn:
-            claimed = await rule_store.claim(conn, BATCH, LEASE_SECONDS)
-        await asyncio.gather(*(self._guarded(run) for run in claimed))
-        return len(claimed)
+        return await run_claimed(
+            self.pool, lambda conn: rule_store.claim(conn, BATCH, LEASE_SECONDS), self._guarded)
 
     async def _guarded(self, run: rule_store.ClaimedRun) -> None:
         async with self._limit:
@@ -246,10 +245,7 @@ class RuleWorker:
 
 async def release_claims(pool: asyncpg.Pool) -> None:
     """At start: the runs a killed server held are due now."""
-    async with pool.acquire() as conn:
-        released = await rule_store.release_claims(conn)
-    if released:
-        log.warning("released %d rule run(s) claimed before a restart", released)
+    await release_stale_claims(pool, rule_store.release_claims, log, "rule run(s)")
 
 
 def start(pool: asyncpg.Pool, settings: Settings,

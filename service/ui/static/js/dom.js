@@ -29,6 +29,18 @@ export function headRow(columns) {
   return h("thead", null, h("tr", null, columns.map((c) => h("th", {scope: "col"}, c))));
 }
 
+/** A grid table of records: a caption for screen readers only, the column heads, then `body`
+ * (a tbody, filled now or later). */
+export function gridTable(id, caption, columns, body) {
+  return h("table", {class: "grid", id}, h("caption", {class: "sr-only"}, caption),
+    headRow(columns), body);
+}
+
+/** The one row of a table that has no records: `text`, muted, across its `span` columns. */
+export function emptyRow(span, text) {
+  return h("tr", null, h("td", {colspan: span, class: "muted"}, text));
+}
+
 export function append(el, children) {
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;

@@ -4,7 +4,7 @@
 // webhook address) is shown as is. The signing secret is shown once, when the rule is created.
 
 import {actions, del, get, patch, post} from "../api.js";
-import {append, badge, clear, field, fmtTime, h, headRow} from "../dom.js";
+import {append, badge, clear, emptyRow, field, fmtTime, gridTable, h, headRow} from "../dom.js";
 
 const METRICS = [
   ["error_rate", "error rate (0–1)"],
@@ -44,9 +44,8 @@ export async function renderAlerts(ctx) {
       "POSTs every change of its state (resolved, warning, firing) to its webhook."));
   const status = h("div", {id: "alert-status", role: "status"});
   const body = h("tbody");
-  const table = h("table", {class: "grid", id: "alert-table"},
-    h("caption", {class: "sr-only"}, "Alert rules, oldest first"),
-    headRow(["Name", "Measures", "Window", "State", "Value", "Evaluated", ""]), body);
+  const table = gridTable("alert-table", "Alert rules, oldest first",
+    ["Name", "Measures", "Window", "State", "Value", "Evaluated", ""], body);
   const history = h("section", {id: "alert-history", "aria-live": "polite"});
 
   const act = actions(status, () => draw());
@@ -71,8 +70,8 @@ export async function renderAlerts(ctx) {
     if (!ctx.alive()) return;
     clear(body);
     if (!rules.length) {
-      body.append(h("tr", null, h("td", {colspan: 7, class: "muted"},
-        "No alert rule yet. Create one below, or with `trajhub alerts create`.")));
+      body.append(emptyRow(7, "No alert rule yet. Create one below, or with " +
+        "`trajhub alerts create`."));
     }
     for (const rule of rules) {
       const warn = rule.warning_threshold === null ? "" : `, warning ${rule.warning_threshold}`;

@@ -3,7 +3,7 @@
 
 import {del, download, enc, get, patch, post} from "../api.js";
 import {link, navigate} from "../router.js";
-import {append, clear, field, fmtInt, fmtTime, h, headRow, pre, truncate} from "../dom.js";
+import {append, clear, emptyRow, field, fmtInt, fmtTime, gridTable, h, pre, truncate} from "../dom.js";
 import {asText, previewText} from "../payload.js";
 
 export async function renderDatasets(ctx) {
@@ -16,17 +16,13 @@ export async function renderDatasets(ctx) {
   const description = h("input", {id: "new-set-description", type: "text", size: 40});
   const status = h("span", {role: "status"});
   main.append(
-    h("table", {class: "grid", id: "dataset-table"},
-      h("caption", {class: "sr-only"}, "Datasets"),
-      headRow(["Set", "Description", "Items", "Updated"]),
+    gridTable("dataset-table", "Datasets", ["Set", "Description", "Items", "Updated"],
       h("tbody", null, sets.items.length ? sets.items.map((s) => h("tr", null,
         h("td", null, h("a", {href: link(`/datasets/${enc(s.name)}`)}, s.name)),
         h("td", null, s.description),
         h("td", {class: "num"}, fmtInt(s.item_count)),
         h("td", null, fmtTime(s.updated_time))))
-        : h("tr", null, h("td", {colspan: 4, class: "muted"},
-          "No dataset yet. Create one below, or add a run from its trajectory page."))),
-    ),
+        : emptyRow(4, "No dataset yet. Create one below, or add a run from its trajectory page."))),
     h("form", {class: "filters", onsubmit: async (event) => {
       event.preventDefault();
       try {
@@ -136,10 +132,8 @@ export async function renderDataset(ctx) {
     h("div", {class: "actions", role: "group", "aria-label": "Export"},
       h("span", {class: "muted"}, "Export: "), exporter("jsonl", "JSONL"), " ",
       exporter("csv", "CSV"), " ", exporter("agentevals", "agentevals"), " ", exportStatus),
-    h("table", {class: "grid", id: "item-table"},
-      h("caption", {class: "sr-only"}, `Items of ${set.name}`),
-      headRow(["Item", "Source trajectory", "Input", "Expectations",
-        "Metadata", "Tags", "Added", ""]), body),
+    gridTable("item-table", `Items of ${set.name}`, ["Item", "Source trajectory", "Input",
+      "Expectations", "Metadata", "Tags", "Added", ""], body),
     more]);
   const onDeleted = () => { count.textContent = fmtInt(Number(count.textContent.replace(/,/g, "")) - 1); };
   const load = async (cursor) => {
@@ -147,7 +141,7 @@ export async function renderDataset(ctx) {
     if (!ctx.alive()) return;
     body.append(...page.items.map((item) => itemRow(name, item, onDeleted)));
     if (!body.childElementCount) {
-      body.append(h("tr", null, h("td", {colspan: 8, class: "muted"}, "No items yet.")));
+      body.append(emptyRow(8, "No items yet."));
     }
     clear(more);
     if (page.next_cursor) {

@@ -3,7 +3,7 @@
 
 import {enc, get} from "../api.js";
 import {link, navigate} from "../router.js";
-import {append, badge, clear, field, fmtInt, fmtPct, fmtScore, fmtTime, h, headRow, notice, pre} from "../dom.js";
+import {append, badge, clear, emptyRow, field, fmtInt, fmtPct, fmtScore, fmtTime, gridTable, h, headRow, notice, pre} from "../dom.js";
 
 const REFRESH_MS = 2000;
 
@@ -21,12 +21,11 @@ export async function renderEvaluations(ctx) {
   const page = await get("/api/v1/evaluations", {limit: 20, cursor: params.get("cursor")});
   if (!ctx.alive()) return;
   const body = h("tbody");
-  main.append(h("table", {class: "grid", id: "evaluation-table"},
-    h("caption", {class: "sr-only"}, "Evaluations, newest first"),
-    headRow(["Run", "Set", "Target", "Status", "Items", "Per evaluator", "Started"]), body));
+  main.append(gridTable("evaluation-table", "Evaluations, newest first",
+    ["Run", "Set", "Target", "Status", "Items", "Per evaluator", "Started"], body));
   if (!page.items.length) {
-    body.append(h("tr", null, h("td", {colspan: 7, class: "muted"},
-      "No evaluation yet. Start one with `trajhub eval run` or POST /api/v1/evaluations.")));
+    body.append(emptyRow(7,
+      "No evaluation yet. Start one with `trajhub eval run` or POST /api/v1/evaluations."));
   }
   for (const run of page.items) {
     const aggregates = h("td");

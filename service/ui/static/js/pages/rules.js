@@ -4,7 +4,7 @@
 // is shown as is.
 
 import {actions, del, get, patch, post} from "../api.js";
-import {append, clear, field, fmtInt, fmtTime, h, headRow} from "../dom.js";
+import {append, clear, emptyRow, field, fmtInt, fmtTime, gridTable, h} from "../dom.js";
 
 /** The evaluators a rule may name, as /openapi.json lists them (RuleCreate.evaluator). */
 async function evaluatorNames() {
@@ -39,17 +39,15 @@ export async function renderRules(ctx) {
       "its filter, and stores the verdict as a score on it."));
   const status = h("div", {id: "rule-status", role: "status"});
   const body = h("tbody");
-  const table = h("table", {class: "grid", id: "rule-table"},
-    h("caption", {class: "sr-only"}, "Rules, oldest first"),
-    headRow(["Name", "Evaluator", "Filter", "Sample", "On", "Queued", "Created", ""]), body);
+  const table = gridTable("rule-table", "Rules, oldest first",
+    ["Name", "Evaluator", "Filter", "Sample", "On", "Queued", "Created", ""], body);
 
   const draw = async () => {
     const {items: rules} = await get("/api/v1/rules");
     if (!ctx.alive()) return;
     clear(body);
     if (!rules.length) {
-      body.append(h("tr", null, h("td", {colspan: 8, class: "muted"},
-        "No rule yet. Create one below, or with `trajhub rules add`.")));
+      body.append(emptyRow(8, "No rule yet. Create one below, or with `trajhub rules add`."));
     }
     for (const rule of rules) {
       const toggle = h("button", {type: "button", class: "rule-toggle",

@@ -4,7 +4,7 @@
 
 import {enc, get} from "../api.js";
 import {costNode} from "../cost.js";
-import {badge, clear, field, fmtInt, fmtMs, fmtTime, h, headRow, notice, toLocal, truncate} from "../dom.js";
+import {badge, clear, emptyRow, field, fmtInt, fmtMs, fmtTime, gridTable, h, notice, toLocal, truncate} from "../dom.js";
 import {link} from "../router.js";
 import {fillPager, filterForm, textInput} from "../lists.js";
 import {namedScores} from "../scores.js";
@@ -74,10 +74,9 @@ export async function renderSessions(ctx) {
       "the one with the latest turn first."), sessionFilters(params));
   const summary = h("p", {class: "summary", "aria-live": "polite"});
   const body = h("tbody");
-  const table = h("table", {class: "grid", id: "session-table"},
-    h("caption", {class: "sr-only"}, "Sessions, latest turn first"),
-    headRow(["Session", "Turns", "First turn", "Last turn",
-      "Tokens (in → out)", "Cost", "Failures", "Users", "Mean scores", "First input"]), body);
+  const table = gridTable("session-table", "Sessions, latest turn first",
+    ["Session", "Turns", "First turn", "Last turn",
+      "Tokens (in → out)", "Cost", "Failures", "Users", "Mean scores", "First input"], body);
   const pager = h("nav", {class: "pager", "aria-label": "Pages"});
   main.append(summary, table, pager);
 
@@ -85,9 +84,9 @@ export async function renderSessions(ctx) {
   if (!ctx.alive()) return;
   body.append(...page.items.map(sessionRow));
   summary.textContent = `${page.items.length} sessions on this page`;
-  if (!page.items.length) body.append(h("tr", null, h("td", {colspan: 10, class: "muted"},
+  if (!page.items.length) body.append(emptyRow(10,
     "No session matches these filters. A run is in a session when its instrumentation " +
-    "recorded a session, conversation or thread id.")));
+    "recorded a session, conversation or thread id."));
   fillPager(pager, "/sessions", params, page.next_cursor);
 }
 

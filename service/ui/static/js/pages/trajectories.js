@@ -4,7 +4,7 @@ import {get} from "../api.js";
 import {link} from "../router.js";
 import {fillPager, filterForm, textInput} from "../lists.js";
 import {costNode} from "../cost.js";
-import {badge, clear, field, fmtInt, fmtMs, fmtTime, h, headRow, notice, toLocal, truncate} from "../dom.js";
+import {badge, clear, emptyRow, field, fmtInt, fmtMs, fmtTime, gridTable, h, notice, toLocal, truncate} from "../dom.js";
 
 const REFRESH_MS = 2000;
 const PAGE = 50;  // rows per page; `limit=` in the address changes it (1–200)
@@ -109,12 +109,10 @@ export async function renderTrajectories(ctx) {
   const {main, params} = ctx;
   main.append(h("h1", null, "Trajectories"), trajectoryFilters(params));
   const summary = h("p", {class: "summary", "aria-live": "polite"});
-  const table = h("table", {class: "grid", id: "trajectory-table"},
-    h("caption", {class: "sr-only"}, "Trajectories, newest first"),
-    headRow(["Root", "Agents", "Steps", "Tokens (in → out)", "Cost",
-      "Duration", "Status", "Started", "Input", "Output"]));
   const body = h("tbody");
-  table.append(body);
+  const table = gridTable("trajectory-table", "Trajectories, newest first",
+    ["Root", "Agents", "Steps", "Tokens (in → out)", "Cost",
+      "Duration", "Status", "Started", "Input", "Output"], body);
   const pager = h("nav", {class: "pager", "aria-label": "Pages"});
   main.append(summary, table, pager);
 
@@ -126,8 +124,7 @@ export async function renderTrajectories(ctx) {
     summary.textContent = (page.total !== undefined ? `${fmtInt(page.total)} trajectories` :
       `${page.items.length} trajectories on this page`) +
       (open ? ` · ${open} open, refreshing` : "");
-    if (!page.items.length) body.append(h("tr", null, h("td", {colspan: 9, class: "muted"},
-      "No trajectory matches these filters.")));
+    if (!page.items.length) body.append(emptyRow(9, "No trajectory matches these filters."));
     clear(pager);
     fillPager(pager, "/trajectories", params, page.next_cursor);
     if (open) setTimeout(() => { if (ctx.alive()) load().catch(showError); }, REFRESH_MS);
