@@ -252,14 +252,7 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
     if f.score_sort is not None:
         return await _by_score(conn, f, c)
     if c.from_rows:
-        hashed = False
-        if f.values.get("user_id") is not None:
-            users = await conn.fetchval(
-                "SELECT count(*) FROM (SELECT 1 FROM session_users WHERE project = $1 "
-                "AND turns > 0 AND user_id = $2 LIMIT $3) u",
-                project, f.values["user_id"], HASHED_USERS + 1)
-            hashed = SMALL_SET < users <= HASHED_USERS
-        return await _from_rows(conn, c, f.cursor, f.limit, hashed)
+        return await _from_rows(conn, project, c, f)
     if c.within:
         named = await conn.fetch(
             " INTERSECT ".join(f"({c.having(how, cond)})" for how, cond in c.within)
@@ -294,14 +287,25 @@ async def list_sessions(conn: Connection, project: str, f: SessionFilter
     return found
 
 
-async def _from_rows(conn: Connection, c: _Conditions, cursor: tuple[int | float, str] | None,
-                     limit: int, hashed: bool) -> list[SessionSummaryRow]:
-    """A page of the sessions meeting `c`, whose sets are all read from the sessions' rows,
-    latest turn first after `cursor`. A session with no open turn is its row: those are paged
-    by their latest turn (sessions_latest, migration 0094), the row tested as it is read (a
-    user's set `hashed`, `_Conditions.on_row`). The sessions with an open turn, which are few,
-    are read first with their latest turn, the later of their row's and their open turns',
-    and tested with their open turns."""
+async def _from_rows(conn: Connection, project: str, c: _Conditions, f: SessionFilter
+                     ) -> list[SessionSummaryRow]:
+    """A page of the sessions meeting `c` (from `f`), whose sets are all read from the
+    sessions' rows, latest turn first after the cursor. A session with no open turn is its
+    row: those are paged by their latest turn (sessions_latest, migration 0094; those of more
+    than one turn apart, sessions_latest_of_many, migration 0095), the row tested as it is
+    read. The sessions with an open turn, which are few, are read first with their latest
+    turn, the later of their row's and their open turns', and tested with their open turns."""
+    hashed, also = False, []
+    if f.values.get("user_id") is not None:
+        users = await conn.fetchval(
+            "SELECT count(*) FROM (SELECT 1 FROM session_users WHERE project = $1 "
+            "AND turns > 0 AND user_id = $2 LIMIT $3) u",
+            project, f.values["user_id"], HASHED_USERS + 1)
+        hashed = SMALL_SET < users <= HASHED_USERS
+    if (f.values.get("min_turns") or 0) > 1:
+        # as a literal: the partial index is planned from it, not from a parameter
+        also.append("r.turns > 1")
+    cursor, limit = f.cursor, f.limit
     opened = await conn.fetch(
         "SELECT o.session_id, greatest(max(o.start_ns), max(r.last_start_ns)) FROM ("
         + _open_turns("o.session_id, s.start_ns", "o.session_id IS NOT NULL")
@@ -315,7 +319,7 @@ async def _from_rows(conn: Connection, c: _Conditions, cursor: tuple[int | float
     stored = ("SELECT r.session_id, r.last_start_ns AS start_ns FROM sessions r "
               "WHERE r.project = $1 AND r.turns > 0 "
               "AND r.session_id NOT IN (SELECT session_id FROM met) AND "
-              + " AND ".join(["true", *c.row_conditions(hashed)]))
+              + " AND ".join(["true", *also, *c.row_conditions(hashed)]))
     sql = (f"WITH met AS MATERIALIZED (SELECT * FROM unnest({among}, "
            f"{arg([r[1] for r in opened])}::bigint[]) AS m(session_id, start_ns)), "
            "page AS (SELECT session_id FROM ("
