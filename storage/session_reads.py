@@ -25,9 +25,11 @@ from trajhub.storage.trajectory_reads import score_condition
 
 #: the turns of one session `get_session` reads at most
 MAX_TURNS = 5000
-#: a set of sessions the list's filters name from their turns is read session by session up to
-#: this size, and looked up while walking the project's sessions when larger (`list_sessions`)
-SMALL_SET = 1000
+#: a set of sessions the list's filters name is read session by session up to this size, and
+#: looked up while walking the project's sessions when larger (`list_sessions`): a session read
+#: costs several rows walked, and the walk may pass most sessions when the set's are old
+#: (bench/README.md, "Sessions")
+SMALL_SET = 2000
 #: a user's sessions, when more than SMALL_SET and up to this many, are hashed while the list
 #: pages the rows: a read of the set and a lookup per row read. Fewer are read first, each
 #: session's row looked up; more, a large share of the sessions, are probed per row read, as
