@@ -307,7 +307,6 @@ async def _from_rows(conn: Connection, project: str, c: _Conditions, f: SessionF
     if (f.values.get("min_turns") or 0) > 1:
         # as a literal: the partial index is planned from it, not from a parameter
         also.append("r.turns > 1")
-    cursor, limit = f.cursor, f.limit
     opened = await conn.fetch(
         "SELECT o.session_id, greatest(max(o.start_ns), max(r.last_start_ns)) FROM ("
         + _open_turns("o.session_id, s.start_ns", "o.session_id IS NOT NULL")
@@ -315,21 +314,22 @@ async def _from_rows(conn: Connection, project: str, c: _Conditions, f: SessionF
         "AND r.turns > 0 GROUP BY o.session_id", *c.args[:1])
     arg = Params(*c.args)
     among = f"{arg([r[0] for r in opened])}::text[]"
-    after = ("true" if cursor is None else
-             f"(t.start_ns, t.session_id) < ({arg(cursor[0])}::bigint, {arg(cursor[1])}::text)")
+    after = ("true" if f.cursor is None else
+             f"(t.start_ns, t.session_id) < ({arg(f.cursor[0])}::bigint, "
+             f"{arg(f.cursor[1])}::text)")
     latest = " AND ".join([after, *c.latest])
     stored = ("SELECT r.session_id, r.last_start_ns AS start_ns FROM sessions r "
               "WHERE r.project = $1 AND r.turns > 0 "
-              "AND r.session_id NOT IN (SELECT session_id FROM met) AND "
+              "AND r.session_id NOT IN (SELECT session_id FROM opened) AND "
               + " AND ".join(["true", *also, *c.row_conditions(hashed)]))
-    sql = (f"WITH met AS MATERIALIZED (SELECT * FROM unnest({among}, "
+    sql = (f"WITH opened AS MATERIALIZED (SELECT * FROM unnest({among}, "
            f"{arg([r[1] for r in opened])}::bigint[]) AS m(session_id, start_ns)), "
            "page AS (SELECT session_id FROM ("
            f"(SELECT t.session_id, t.start_ns FROM ({stored}) t WHERE {latest} "
-           f"ORDER BY t.start_ns DESC, t.session_id DESC LIMIT {arg(limit)}) UNION ALL "
-           "SELECT t.session_id, t.start_ns FROM met t WHERE "
+           f"ORDER BY t.start_ns DESC, t.session_id DESC LIMIT {arg(f.limit)}) UNION ALL "
+           "SELECT t.session_id, t.start_ns FROM opened t WHERE "
            + " AND ".join([latest, *c.session_conditions(among)])
-           + f") p ORDER BY p.start_ns DESC, p.session_id DESC LIMIT {arg(limit)}), "
+           + f") p ORDER BY p.start_ns DESC, p.session_id DESC LIMIT {arg(f.limit)}), "
            + _aggregated("session_id IN (SELECT session_id FROM page)")
            + f" SELECT {SessionSummaryRow.columns()} FROM summaries turns "
            "ORDER BY turns.last_turn_time DESC, turns.session_id DESC")
