@@ -31,9 +31,8 @@ EXACT_FAS_EDGES = 60
 LAYOUT_NAME = f"igraph {igraph.__version__} Sugiyama"
 #: igraph's C core keeps its error-handling state (the stack of what to free on an error) in
 #: process-wide variables, and its exact feedback arc set runs GLPK: neither may run in two threads
-#: at once. The API lays graphs out on its thread pool (service/api/graph.py), so one layout
-#: runs at a time (a few ms each). (A test server once died of a protection fault inside
-#: igraph's module during `GET /api/v1/graph`; its cause is not known, and this rules out one.)
+#: at once, so one layout runs at a time (a few ms each). The API also keeps every layout on one
+#: thread of its own (service/api/graph.py).
 _IGRAPH = threading.Lock()
 
 

@@ -2,17 +2,20 @@
 
 The graph is built by `evaluators.agent_graph` (pure, from the stored documents) and placed by
 `evaluators.graph_layout` (igraph's Sugiyama layout); this module only loads the documents and
-calls them, off the event loop. docs/agent-graph.md says what the graph shows.
+calls them, off the event loop, on a thread of their own. docs/agent-graph.md says what the
+graph shows.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Annotated, Any, TypeVar
 
 import orjson
 from fastapi import APIRouter, Query
 from pydantic import ConfigDict, Field
-from starlette.concurrency import run_in_threadpool
 
 from trajhub.evaluators.agent_graph import aggregate, graph_of
 from trajhub.evaluators.graph_layout import place
@@ -29,6 +32,15 @@ router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["graph"])
 
 #: the most trajectories one aggregate reads
 MAX_RUNS = 1000
+#: every layout runs on this one thread: igraph's C core is not made for threads, and a server
+#: died of a protection fault inside it twice while layouts ran on the shared pool's threads,
+#: one at a time under the layout's lock (evaluators/graph_layout.py)
+_LAYOUT = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graph-layout")
+T = TypeVar("T")
+
+
+async def _laid_out(build: Callable[[T], dict[str, Any]], documents: T) -> dict[str, Any]:
+    return await asyncio.get_running_loop().run_in_executor(_LAYOUT, build, documents)
 
 
 class GraphQuery(TrajectoryQuery):
@@ -57,7 +69,7 @@ async def trajectory_graph(trace_id: TraceIdPath, rt: Rt, project: Project) -> d
     branches and failed nodes marked, and every node's step ids (to select them). Built from
     the stored trajectory document; an `open` trajectory is drawn as it stands."""
     text = await derived_document(rt, project, trace_id)
-    return await run_in_threadpool(_single, text)
+    return await _laid_out(_single, text)
 
 
 @router.get(
@@ -77,4 +89,4 @@ async def aggregate_graph(
         rows = await trajectory_reads.trajectory_documents(conn, project, f)
     # trajectories whose spans could not be derived have no document and are not selected
     documents = [row.document for row in rows if row.document is not None]
-    return await run_in_threadpool(_many, documents)
+    return await _laid_out(_many, documents)
