@@ -15,6 +15,8 @@ Bodies are built once as templates. Every trace id in a template starts with the
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import json
 import os
 import random
@@ -23,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -482,3 +484,27 @@ def scratch_postgres(prefix: str) -> Iterator[str]:
             yield postgres.url
         finally:
             postgres.stop()
+
+
+def run_on_postgres(parser: argparse.ArgumentParser, prefix: str,
+                    bench: Callable[[Any, argparse.Namespace], Coroutine[Any, Any, None]]
+                    ) -> None:
+    """Parses the command line, with `--database-url` added, and runs `bench` on a connection
+    to that database, or without one to an embedded PostgreSQL of its own (scratch_postgres,
+    `prefix`)."""
+    import asyncpg
+
+    async def on(url: str, args: argparse.Namespace) -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await bench(conn, args)
+        finally:
+            await conn.close()
+
+    parser.add_argument("--database-url", default="")
+    args = parser.parse_args()
+    if args.database_url:
+        asyncio.run(on(args.database_url, args))
+        return
+    with scratch_postgres(prefix) as url:
+        asyncio.run(on(url, args))

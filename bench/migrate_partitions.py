@@ -16,7 +16,6 @@ database must be empty or hold only trajhub's tables: they are dropped first).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import time
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
-from _common import scratch_postgres
+from _common import run_on_postgres
 
 from trajhub.storage import retention, span_writer
 from trajhub.storage.migrate import migrate
@@ -83,41 +82,38 @@ async def fill(conn: asyncpg.Connection, spans: int, per_trace: int, body_bytes:
     await conn.execute("CHECKPOINT")
 
 
-async def bench(url: str, spans: int, per_trace: int, body_bytes: int, days: float) -> None:
-    conn = await asyncpg.connect(url)
-    try:
-        await conn.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
-        await migrate(conn, before=21)
-        started = time.perf_counter()
-        await fill(conn, spans, per_trace, body_bytes, days)
-        filled_s = time.perf_counter() - started
-        size = await conn.fetchval("SELECT pg_size_pretty(pg_database_size(current_database()))")
-        counts = {t: await conn.fetchval(f"SELECT count(*) FROM {t}")
-                  for t in ("spans", "traces", "trajectories", "trajectory_revisions")}
-        print(f"filled in {filled_s:.0f} s: {counts}, database {size}")
+async def bench(conn: asyncpg.Connection, spans: int, per_trace: int, body_bytes: int,
+                days: float) -> None:
+    await conn.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
+    await migrate(conn, before=21)
+    started = time.perf_counter()
+    await fill(conn, spans, per_trace, body_bytes, days)
+    filled_s = time.perf_counter() - started
+    size = await conn.fetchval("SELECT pg_size_pretty(pg_database_size(current_database()))")
+    counts = {t: await conn.fetchval(f"SELECT count(*) FROM {t}")
+              for t in ("spans", "traces", "trajectories", "trajectory_revisions")}
+    print(f"filled in {filled_s:.0f} s: {counts}, database {size}")
 
-        started = time.perf_counter()
-        applied = await migrate(conn)
-        migrate_s = time.perf_counter() - started
-        assert applied == ["0021_time_partitions.sql"], applied
-        after = {t: await conn.fetchval(f"SELECT count(*) FROM {t}") for t in counts}
-        assert after == counts, (after, counts)
-        parts = await retention.partitions(conn)
-        print(f"migration 0021: {migrate_s:.1f} s for {counts['spans']:,} spans "
-              f"({counts['spans'] / migrate_s:,.0f} spans/s), {len(parts)} partitions")
+    started = time.perf_counter()
+    applied = await migrate(conn)
+    migrate_s = time.perf_counter() - started
+    assert applied == ["0021_time_partitions.sql"], applied
+    after = {t: await conn.fetchval(f"SELECT count(*) FROM {t}") for t in counts}
+    assert after == counts, (after, counts)
+    parts = await retention.partitions(conn)
+    print(f"migration 0021: {migrate_s:.1f} s for {counts['spans']:,} spans "
+          f"({counts['spans'] / migrate_s:,.0f} spans/s), {len(parts)} partitions")
 
-        # the oldest partition holds part of a day; the next one a whole day
-        for part in parts[:2]:
-            held = await conn.fetchval(f"SELECT count(*) FROM {part.name('spans')}")
-            started = time.perf_counter()
-            dropped = await retention.drop_partition(
-                conn, part, lambda project: 1.0, datetime.now(UTC) + timedelta(days=days + 2))
-            drop_s = time.perf_counter() - started
-            assert dropped
-            print(f"dropping the partition of {part.lower:%Y-%m-%d} ({held:,} spans): "
-                  f"{drop_s * 1000:.0f} ms")
-    finally:
-        await conn.close()
+    # the oldest partition holds part of a day; the next one a whole day
+    for part in parts[:2]:
+        held = await conn.fetchval(f"SELECT count(*) FROM {part.name('spans')}")
+        started = time.perf_counter()
+        dropped = await retention.drop_partition(
+            conn, part, lambda project: 1.0, datetime.now(UTC) + timedelta(days=days + 2))
+        drop_s = time.perf_counter() - started
+        assert dropped
+        print(f"dropping the partition of {part.lower:%Y-%m-%d} ({held:,} spans): "
+              f"{drop_s * 1000:.0f} ms")
 
 
 def main() -> None:
@@ -126,14 +122,8 @@ def main() -> None:
     parser.add_argument("--spans-per-trace", type=int, default=20)
     parser.add_argument("--body-bytes", type=int, default=2500)
     parser.add_argument("--days", type=float, default=7)
-    parser.add_argument("--database-url", default="")
-    args = parser.parse_args()
-    run_args = (args.spans, args.spans_per_trace, args.body_bytes, args.days)
-    if args.database_url:
-        asyncio.run(bench(args.database_url, *run_args))
-        return
-    with scratch_postgres("trajhub-bench-migrate-") as url:
-        asyncio.run(bench(url, *run_args))
+    run_on_postgres(parser, "trajhub-bench-migrate-", lambda conn, args: bench(
+        conn, args.spans, args.spans_per_trace, args.body_bytes, args.days))
 
 
 if __name__ == "__main__":

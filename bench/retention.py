@@ -16,13 +16,12 @@ database's trajhub tables are emptied first.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
-from _common import scratch_postgres
+from _common import run_on_postgres
 
 from trajhub.storage import retention
 from trajhub.storage.migrate import migrate
@@ -63,32 +62,28 @@ async def fill(conn: asyncpg.Connection, start: int, size: int, spans: int,
     await conn.execute("ANALYZE traces; ANALYZE spans")
 
 
-async def bench(url: str, sizes: list[int], spans: int, rounds: int) -> None:
-    conn = await asyncpg.connect(url)
-    try:
-        await migrate(conn)
-        await conn.execute(
-            "TRUNCATE spans, traces, trajectories, trace_changes, trace_keys CASCADE")
-        received = datetime.now(UTC) - timedelta(days=30)
-        cutoff = datetime.now(UTC) - timedelta(days=1)
-        filled = 0
-        print(f"{'traces':>10} {'spans':>11} {'batch (500 traces)':>20}   (table sizes before)")
-        for size in sizes:
-            # refill what earlier rounds deleted, then grow to `size`
-            await fill(conn, filled + 1, size + retention.BATCH * rounds, spans, received)
-            filled = size + retention.BATCH * rounds
-            total = await conn.fetchval("SELECT count(*) FROM traces")
-            span_total = await conn.fetchval("SELECT count(*) FROM spans")
-            times = []
-            for _ in range(rounds):
-                started = time.perf_counter()
-                deleted = await retention.expire_batch(conn, PROJECT, cutoff)
-                times.append(time.perf_counter() - started)
-                assert deleted == retention.BATCH, deleted
-            print(f"{total:>10,} {span_total:>11,} "
-                  f"{statistics.median(times) * 1000:>15.0f} ms (median of {rounds})")
-    finally:
-        await conn.close()
+async def bench(conn: asyncpg.Connection, sizes: list[int], spans: int, rounds: int) -> None:
+    await migrate(conn)
+    await conn.execute(
+        "TRUNCATE spans, traces, trajectories, trace_changes, trace_keys CASCADE")
+    received = datetime.now(UTC) - timedelta(days=30)
+    cutoff = datetime.now(UTC) - timedelta(days=1)
+    filled = 0
+    print(f"{'traces':>10} {'spans':>11} {'batch (500 traces)':>20}   (table sizes before)")
+    for size in sizes:
+        # refill what earlier rounds deleted, then grow to `size`
+        await fill(conn, filled + 1, size + retention.BATCH * rounds, spans, received)
+        filled = size + retention.BATCH * rounds
+        total = await conn.fetchval("SELECT count(*) FROM traces")
+        span_total = await conn.fetchval("SELECT count(*) FROM spans")
+        times = []
+        for _ in range(rounds):
+            started = time.perf_counter()
+            deleted = await retention.expire_batch(conn, PROJECT, cutoff)
+            times.append(time.perf_counter() - started)
+            assert deleted == retention.BATCH, deleted
+        print(f"{total:>10,} {span_total:>11,} "
+              f"{statistics.median(times) * 1000:>15.0f} ms (median of {rounds})")
 
 
 def main() -> None:
@@ -96,14 +91,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--spans-per-trace", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--database-url", default="")
-    args = parser.parse_args()
-    if args.database_url:
-        asyncio.run(bench(args.database_url, sorted(args.sizes), args.spans_per_trace,
-                          args.rounds))
-        return
-    with scratch_postgres("trajhub-bench-retention-") as url:
-        asyncio.run(bench(url, sorted(args.sizes), args.spans_per_trace, args.rounds))
+    run_on_postgres(parser, "trajhub-bench-retention-", lambda conn, args: bench(
+        conn, sorted(args.sizes), args.spans_per_trace, args.rounds))
 
 
 if __name__ == "__main__":
