@@ -192,6 +192,23 @@ def separate_database(db: TestDatabase) -> Iterator[str]:
         run(execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
+def on_separate_database(db: TestDatabase,
+                         check: Callable[[asyncpg.Connection], Awaitable[None]],
+                         **connect: Any) -> None:
+    """Runs `check` on a connection (asyncpg.connect's `connect` options) to a fresh database
+    of its own (separate_database), closed afterwards: for a test that builds a store from its
+    migrations, or changes one, where the other tests must not see it."""
+    async def connected(url: str) -> None:
+        conn = await asyncpg.connect(url, **connect)
+        try:
+            await check(conn)
+        finally:
+            await conn.close()
+
+    with separate_database(db) as url:
+        run(connected(url))
+
+
 @contextlib.contextmanager
 def server_of_its_own(db: TestDatabase, workdir: Path, settle_seconds: float,
                       env: dict[str, str]) -> Iterator[tuple[ServerProcess, str]]:

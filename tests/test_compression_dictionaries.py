@@ -27,6 +27,7 @@ from tests.harness import (
     TestDatabase,
     final_trajectory,
     get_json,
+    on_separate_database,
     separate_database,
     wait_for,
 )
@@ -216,28 +217,23 @@ def test_a_stores_first_dictionary_is_replaced_once_ten_minutes_after_then_daily
         await conn.execute("UPDATE compression_dictionaries SET trained_at = trained_at - "
                            "make_interval(mins => $1)", minutes)
 
-    async def check(url: str) -> None:
-        conn = await asyncpg.connect(url)
-        try:
-            await migrate(conn)
-            first = await worker_with_samples(conn, 1)
-            assert first is not None and first.only
-            # nine minutes on: not yet due, the next worker's samples make none
-            await later(conn, 9)
-            assert (await worker_with_samples(conn, 2)).id == first.id  # type: ignore[union-attr]
-            # ten minutes on: replaced
-            await later(conn, 1)
-            second = await worker_with_samples(conn, 3)
-            assert second is not None and second.id != first.id and not second.only
-            # the second is replaced after a day, not ten minutes
-            await later(conn, 60 * 23)
-            assert (await worker_with_samples(conn, 4)).id == second.id  # type: ignore[union-attr]
-            await later(conn, 60)
-            third = await worker_with_samples(conn, 5)
-            assert third is not None and third.id not in (first.id, second.id)
-            assert await conn.fetchval("SELECT count(*) FROM compression_dictionaries") == 3
-        finally:
-            await conn.close()
+    async def check(conn: asyncpg.Connection) -> None:
+        await migrate(conn)
+        first = await worker_with_samples(conn, 1)
+        assert first is not None and first.only
+        # nine minutes on: not yet due, the next worker's samples make none
+        await later(conn, 9)
+        assert (await worker_with_samples(conn, 2)).id == first.id  # type: ignore[union-attr]
+        # ten minutes on: replaced
+        await later(conn, 1)
+        second = await worker_with_samples(conn, 3)
+        assert second is not None and second.id != first.id and not second.only
+        # the second is replaced after a day, not ten minutes
+        await later(conn, 60 * 23)
+        assert (await worker_with_samples(conn, 4)).id == second.id  # type: ignore[union-attr]
+        await later(conn, 60)
+        third = await worker_with_samples(conn, 5)
+        assert third is not None and third.id not in (first.id, second.id)
+        assert await conn.fetchval("SELECT count(*) FROM compression_dictionaries") == 3
 
-    with separate_database(database) as url:
-        asyncio.run(check(url))
+    on_separate_database(database, check)

@@ -9,7 +9,7 @@ from typing import Any
 
 import asyncpg
 
-from tests.harness import TestDatabase, run, separate_database
+from tests.harness import TestDatabase, on_separate_database, run, separate_database
 from trajhub.storage.derivation_store import finalize_settled
 from trajhub.storage.migrate import migrate
 
@@ -28,22 +28,17 @@ async def _open_settled(conn: asyncpg.Connection, *trace_ids: str) -> None:
 def test_a_queued_change_holds_back_its_own_trace_only(database: TestDatabase) -> None:
     settled, queued, other = "a" * 32, "b" * 32, "c" * 32
 
-    async def check(url: str) -> None:
-        conn = await asyncpg.connect(url)
-        try:
-            await migrate(conn)
-            await _open_settled(conn, settled, queued)
-            # a change queued for the second trace, and one for a trace of no trajectory yet
-            await conn.execute("INSERT INTO trace_changes (project, trace_id) "
-                               "VALUES ('p', $1), ('p', $2)", queued, other)
-            assert await finalize_settled(conn, 300) == 1
-            assert dict(await conn.fetch("SELECT trace_id, status FROM trajectories")) == {
-                settled: "final", queued: "open"}
-        finally:
-            await conn.close()
+    async def check(conn: asyncpg.Connection) -> None:
+        await migrate(conn)
+        await _open_settled(conn, settled, queued)
+        # a change queued for the second trace, and one for a trace of no trajectory yet
+        await conn.execute("INSERT INTO trace_changes (project, trace_id) "
+                           "VALUES ('p', $1), ('p', $2)", queued, other)
+        assert await finalize_settled(conn, 300) == 1
+        assert dict(await conn.fetch("SELECT trace_id, status FROM trajectories")) == {
+            settled: "final", queued: "open"}
 
-    with separate_database(database) as url:
-        run(check(url))
+    on_separate_database(database, check)
 
 
 def test_a_finalize_holds_the_trace_locks_it_took_until_its_runs_are_final(

@@ -23,6 +23,7 @@ from tests.harness import (
     ServerProcess,
     TestDatabase,
     lock_waited,
+    on_separate_database,
     partitioned_server,
     run,
     separate_database,
@@ -223,92 +224,87 @@ def _old_span(trace_id: str, span_id: str, received: datetime) -> tuple[Any, ...
 def test_an_existing_store_is_converted(database: TestDatabase) -> None:
     a, b = "a" * 32, "b" * 32
 
-    async def check(url: str) -> None:
-        conn = await asyncpg.connect(url, server_settings=POOL_SETTINGS)
-        try:
-            await migrate(conn, before=21)  # the store as the previous version left it
-            # trace a: spans on both sides of midnight; trace b: one span on the second day
-            await conn.copy_records_to_table(
-                "spans", records=[_old_span(a, "1" * 16, DAY1), _old_span(a, "2" * 16, DAY2),
-                                  _old_span(b, "3" * 16, DAY2)],
-                columns=(*span_writer.SPAN_COLUMNS, "received_at"))
-            for tid, received in ((a, DAY2), (b, DAY2)):
-                await conn.execute(
-                    "INSERT INTO traces (project, trace_id, root_span_id, root_name, "
-                    "service_name, start_ns, end_ns, span_count, error_count, last_received_at) "
-                    "VALUES ('old', $1, '1', 'op', 'svc', 1, 2, 1, 0, $2)", tid, received)
-                await conn.execute(
-                    "INSERT INTO trajectories (project, trace_id, status, revision, "
-                    "normalizer_version, settle_at, root_ended, document) "
-                    "VALUES ('old', $1, 'open', 1, 'v', $2, true, '{}')", tid, received)
-                await conn.execute(
-                    "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended) "
-                    "VALUES ('old', $1, $2, true)", tid, received)
-            before = {t: await conn.fetchval(f"SELECT count(*) FROM {t}") for t in TABLES}
-            indexes_before = {r["indexname"] for r in await conn.fetch(
-                "SELECT indexname FROM pg_indexes WHERE tablename = ANY($1::text[])",
-                list(TABLES))}
+    async def check(conn: asyncpg.Connection) -> None:
+        await migrate(conn, before=21)  # the store as the previous version left it
+        # trace a: spans on both sides of midnight; trace b: one span on the second day
+        await conn.copy_records_to_table(
+            "spans", records=[_old_span(a, "1" * 16, DAY1), _old_span(a, "2" * 16, DAY2),
+                              _old_span(b, "3" * 16, DAY2)],
+            columns=(*span_writer.SPAN_COLUMNS, "received_at"))
+        for tid, received in ((a, DAY2), (b, DAY2)):
+            await conn.execute(
+                "INSERT INTO traces (project, trace_id, root_span_id, root_name, "
+                "service_name, start_ns, end_ns, span_count, error_count, last_received_at) "
+                "VALUES ('old', $1, '1', 'op', 'svc', 1, 2, 1, 0, $2)", tid, received)
+            await conn.execute(
+                "INSERT INTO trajectories (project, trace_id, status, revision, "
+                "normalizer_version, settle_at, root_ended, document) "
+                "VALUES ('old', $1, 'open', 1, 'v', $2, true, '{}')", tid, received)
+            await conn.execute(
+                "INSERT INTO open_trajectories (project, trace_id, settle_at, root_ended) "
+                "VALUES ('old', $1, $2, true)", tid, received)
+        before = {t: await conn.fetchval(f"SELECT count(*) FROM {t}") for t in TABLES}
+        indexes_before = {r["indexname"] for r in await conn.fetch(
+            "SELECT indexname FROM pg_indexes WHERE tablename = ANY($1::text[])",
+            list(TABLES))}
 
-            assert await migrate(conn, before=22) == ["0021_time_partitions.sql"]
+        assert await migrate(conn, before=22) == ["0021_time_partitions.sql"]
 
-            assert {t: await conn.fetchval(f"SELECT count(*) FROM {t}") for t in TABLES} \
-                == before
-            # every row of a trace under the time of its first span
-            for table in TABLES:
-                for tid, first in ((a, DAY1), (b, DAY2)):
-                    assert {r["first_seen"] for r in await conn.fetch(
-                        f"SELECT DISTINCT first_seen FROM {table} WHERE trace_id = $1", tid)
-                    } == {first}, (table, tid)
-            assert await conn.fetchval("SELECT body FROM spans WHERE span_id = $1",
-                                       "2" * 16) == b"body-" + b"2" * 16
-            # a day's partition for each day that held data, and the current ones
-            lowers = [r["lower"] for r in await conn.fetch(
-                "SELECT lower FROM trajhub_time_partitions ORDER BY lower")]
-            assert lowers[:2] == [datetime(2025, 3, 1, tzinfo=UTC),
-                                  datetime(2025, 3, 2, tzinfo=UTC)]
-            assert lowers[-1] > datetime.now(UTC)
-            for table in TABLES:
-                assert await conn.fetchval("SELECT relkind FROM pg_class WHERE oid = $1::regclass",
-                                           table) == b"p"
-            indexes_after = {r["indexname"] for r in await conn.fetch(
-                "SELECT indexname FROM pg_indexes WHERE tablename = ANY($1::text[])",
-                list(TABLES))}
-            assert indexes_after == indexes_before
-            assert await conn.fetchval(
-                "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'trajectories'::regclass "
-                "AND NOT tgisinternal") == 2
+        assert {t: await conn.fetchval(f"SELECT count(*) FROM {t}") for t in TABLES} \
+            == before
+        # every row of a trace under the time of its first span
+        for table in TABLES:
+            for tid, first in ((a, DAY1), (b, DAY2)):
+                assert {r["first_seen"] for r in await conn.fetch(
+                    f"SELECT DISTINCT first_seen FROM {table} WHERE trace_id = $1", tid)
+                } == {first}, (table, tid)
+        assert await conn.fetchval("SELECT body FROM spans WHERE span_id = $1",
+                                   "2" * 16) == b"body-" + b"2" * 16
+        # a day's partition for each day that held data, and the current ones
+        lowers = [r["lower"] for r in await conn.fetch(
+            "SELECT lower FROM trajhub_time_partitions ORDER BY lower")]
+        assert lowers[:2] == [datetime(2025, 3, 1, tzinfo=UTC),
+                              datetime(2025, 3, 2, tzinfo=UTC)]
+        assert lowers[-1] > datetime.now(UTC)
+        for table in TABLES:
+            assert await conn.fetchval("SELECT relkind FROM pg_class WHERE oid = $1::regclass",
+                                       table) == b"p"
+        indexes_after = {r["indexname"] for r in await conn.fetch(
+            "SELECT indexname FROM pg_indexes WHERE tablename = ANY($1::text[])",
+            list(TABLES))}
+        assert indexes_after == indexes_before
+        assert await conn.fetchval(
+            "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'trajectories'::regclass "
+            "AND NOT tgisinternal") == 2
 
-            # a span of trace a sent again today: stored once, in the trace's partition
-            await span_writer.prepare(conn)
-            row = span_writer.SpanWrite(*_old_span(a, "2" * 16, DAY2)[:14])
-            async with conn.transaction():
-                assert not await span_writer.write_spans(conn, [row], {})
-            assert await conn.fetchval("SELECT count(*) FROM spans WHERE trace_id = $1", a) == 2
-            # a new revision of the old trajectory joins its history, in its partition
-            await conn.execute("UPDATE trajectories SET revision = 2 WHERE trace_id = $1", a)
-            assert await conn.fetchval(
-                "SELECT array_agg(first_seen = $2 ORDER BY revision) FROM trajectory_revisions "
-                "WHERE trace_id = $1", a, DAY1) == [True, True]
+        # a span of trace a sent again today: stored once, in the trace's partition
+        await span_writer.prepare(conn)
+        row = span_writer.SpanWrite(*_old_span(a, "2" * 16, DAY2)[:14])
+        async with conn.transaction():
+            assert not await span_writer.write_spans(conn, [row], {})
+        assert await conn.fetchval("SELECT count(*) FROM spans WHERE trace_id = $1", a) == 2
+        # a new revision of the old trajectory joins its history, in its partition
+        await conn.execute("UPDATE trajectories SET revision = 2 WHERE trace_id = $1", a)
+        assert await conn.fetchval(
+            "SELECT array_agg(first_seen = $2 ORDER BY revision) FROM trajectory_revisions "
+            "WHERE trace_id = $1", a, DAY1) == [True, True]
 
-            # reading a trace by id reads its partition only
-            class Captured:
-                async def fetch(self, sql: str, *args: Any) -> list[Any]:
-                    self.sql, self.args = sql, args
-                    return []
+        # reading a trace by id reads its partition only
+        class Captured:
+            async def fetch(self, sql: str, *args: Any) -> list[Any]:
+                self.sql, self.args = sql, args
+                return []
 
-            cap = Captured()
-            await trace_reads.trace_spans(cap, "old", a)  # type: ignore[arg-type]
-            plan = "\n".join(r[0] for r in await conn.fetch(
-                "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + cap.sql, *cap.args))
-            scans = [line for line in plan.splitlines() if " on spans_p" in line]
-            assert len(scans) >= 3, plan
-            assert sum("never executed" not in line for line in scans) == 1, plan
-            assert len(await trace_reads.trace_spans(conn, "old", a)) == 2
-        finally:
-            await conn.close()
+        cap = Captured()
+        await trace_reads.trace_spans(cap, "old", a)  # type: ignore[arg-type]
+        plan = "\n".join(r[0] for r in await conn.fetch(
+            "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + cap.sql, *cap.args))
+        scans = [line for line in plan.splitlines() if " on spans_p" in line]
+        assert len(scans) >= 3, plan
+        assert sum("never executed" not in line for line in scans) == 1, plan
+        assert len(await trace_reads.trace_spans(conn, "old", a)) == 2
 
-    with separate_database(database) as url:
-        run(check(url))
+    on_separate_database(database, check, server_settings=POOL_SETTINGS)
 
 
 async def _stored_in_day(conn: asyncpg.Connection, span: span_writer.SpanWrite,
@@ -423,30 +419,25 @@ def test_every_partition_of_the_words_index_gets_a_64_mb_pending_list(
                "JOIN pg_class c ON c.oid = h.inhrelid "
                "WHERE h.inhparent = $1::regclass ORDER BY c.relname")
 
-    async def check(url: str) -> None:
-        conn = await asyncpg.connect(url)
-        try:
-            await migrate(conn, before=64)
-            before = await conn.fetch(options, "trajectories_words")
-            assert before and all(r["reloptions"] is None for r in before)
-            existing = [r["relname"].replace("trajectories_words", "trajectory_words_search")
-                        for r in before]
-            words_options = options.replace("$1", "'trajectory_words_search'")
-            await migrate(conn)
-            assert [r["relname"] for r in await conn.fetch(words_options)] == existing
-            # hourly partitions past the migrations' daily ones (which reach at most 3 days
-            # ahead): a day of them is enough to see which options each got
-            assert await conn.fetchval(
-                "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 4)") > 0
-            rows = await conn.fetch(words_options)
-            assert {r["relname"] for r in rows} > set(existing)
-            assert {r["relname"]: r["reloptions"] for r in rows} == {
-                r["relname"]: ["gin_pending_list_limit=65536"] for r in rows}
-        finally:
-            await conn.close()
+    async def check(conn: asyncpg.Connection) -> None:
+        await migrate(conn, before=64)
+        before = await conn.fetch(options, "trajectories_words")
+        assert before and all(r["reloptions"] is None for r in before)
+        existing = [r["relname"].replace("trajectories_words", "trajectory_words_search")
+                    for r in before]
+        words_options = options.replace("$1", "'trajectory_words_search'")
+        await migrate(conn)
+        assert [r["relname"] for r in await conn.fetch(words_options)] == existing
+        # hourly partitions past the migrations' daily ones (which reach at most 3 days
+        # ahead): a day of them is enough to see which options each got
+        assert await conn.fetchval(
+            "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 4)") > 0
+        rows = await conn.fetch(words_options)
+        assert {r["relname"] for r in rows} > set(existing)
+        assert {r["relname"]: r["reloptions"] for r in rows} == {
+            r["relname"]: ["gin_pending_list_limit=65536"] for r in rows}
 
-    with separate_database(database) as url:
-        run(check(url))
+    on_separate_database(database, check)
 
 
 def test_every_partition_of_trajectories_is_analyzed_once_its_writes_exceed_nine_tenths_of_it(
@@ -462,30 +453,25 @@ def test_every_partition_of_trajectories_is_analyzed_once_its_writes_exceed_nine
     def scale_factors(reloptions: list[str] | None) -> list[str]:
         return [o for o in reloptions or [] if o.startswith("autovacuum_analyze_scale_factor=")]
 
-    async def check(url: str) -> None:
-        conn = await asyncpg.connect(url)
-        try:
-            await migrate(conn, before=65)
-            before_0065 = {r["relname"] for r in await conn.fetch(options)}
-            await migrate(conn, before=67)
-            # hourly partitions past the migrations' daily ones (which reach at most 3 days
-            # ahead): a day of them is enough to see which options each got
-            assert await conn.fetchval(
-                "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 4)") > 0
-            at_half = {r["relname"] for r in await conn.fetch(options)
-                       if scale_factors(r["reloptions"]) == ["autovacuum_analyze_scale_factor=0.5"]}
-            assert at_half - before_0065, "0065 left no partition at a half to replace"
-            await migrate(conn)
-            assert await conn.fetchval(
-                "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 5)") > 0
-            rows = await conn.fetch(options)
-            assert {r["relname"] for r in rows} > before_0065 | at_half
-            for r in rows:
-                expected = (["autovacuum_analyze_scale_factor=0.9"]
-                            if r["parent"] == "trajectories" else [])
-                assert scale_factors(r["reloptions"]) == expected, r
-        finally:
-            await conn.close()
+    async def check(conn: asyncpg.Connection) -> None:
+        await migrate(conn, before=65)
+        before_0065 = {r["relname"] for r in await conn.fetch(options)}
+        await migrate(conn, before=67)
+        # hourly partitions past the migrations' daily ones (which reach at most 3 days
+        # ahead): a day of them is enough to see which options each got
+        assert await conn.fetchval(
+            "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 4)") > 0
+        at_half = {r["relname"] for r in await conn.fetch(options)
+                   if scale_factors(r["reloptions"]) == ["autovacuum_analyze_scale_factor=0.5"]}
+        assert at_half - before_0065, "0065 left no partition at a half to replace"
+        await migrate(conn)
+        assert await conn.fetchval(
+            "SELECT trajhub_ensure_partitions(interval '1 hour', 24 * 5)") > 0
+        rows = await conn.fetch(options)
+        assert {r["relname"] for r in rows} > before_0065 | at_half
+        for r in rows:
+            expected = (["autovacuum_analyze_scale_factor=0.9"]
+                        if r["parent"] == "trajectories" else [])
+            assert scale_factors(r["reloptions"]) == expected, r
 
-    with separate_database(database) as url:
-        run(check(url))
+    on_separate_database(database, check)

@@ -16,8 +16,8 @@ from tests.harness import (
     ServerProcess,
     TestDatabase,
     get_json,
+    on_separate_database,
     run,
-    separate_database,
     wait_for,
 )
 from tests.otlp_builders import PB, new_span_id, new_trace_id, request, span
@@ -248,33 +248,28 @@ def test_migration_0018_brings_old_rows_to_the_searched_form(database: TestDatab
         "b" * 32: (LONG.upper(), "Done"),
     }
 
-    async def check(url: str) -> None:
-        conn = await asyncpg.connect(url)
-        try:
-            await migrate(conn)
-            # the rows as a store written before 0018 holds them: no lower-casing, no cut
-            await conn.executemany(
-                "INSERT INTO trajectories (project, trace_id, status, revision, "
-                "normalizer_version, settle_at, root_ended, root_input, root_output) "
-                "VALUES ('p', $1, 'final', 1, 'old', now(), true, $2, $3)",
-                [(t, i, o) for t, (i, o) in old_rows.items()])
-            # queued for their words, as storing them queues them (migration 0068)
-            await conn.execute("INSERT INTO trajectory_words_queue (project, trace_id, "
-                               "first_seen) SELECT project, trace_id, first_seen FROM trajectories")
-            await conn.execute("DELETE FROM schema_migrations WHERE number = 18")
-            assert await migrate(conn) == ["0018_search_text_lowered.sql"]
+    async def check(conn: asyncpg.Connection) -> None:
+        await migrate(conn)
+        # the rows as a store written before 0018 holds them: no lower-casing, no cut
+        await conn.executemany(
+            "INSERT INTO trajectories (project, trace_id, status, revision, "
+            "normalizer_version, settle_at, root_ended, root_input, root_output) "
+            "VALUES ('p', $1, 'final', 1, 'old', now(), true, $2, $3)",
+            [(t, i, o) for t, (i, o) in old_rows.items()])
+        # queued for their words, as storing them queues them (migration 0068)
+        await conn.execute("INSERT INTO trajectory_words_queue (project, trace_id, "
+                           "first_seen) SELECT project, trace_id, first_seen FROM trajectories")
+        await conn.execute("DELETE FROM schema_migrations WHERE number = 18")
+        assert await migrate(conn) == ["0018_search_text_lowered.sql"]
 
-            assert await _found(conn, "weather forecast") == {"a" * 32}
-            assert await _found(conn, "Zürich") == {"a" * 32}
-            assert await _found(conn, "GAMMA LOREM") == {"b" * 32}
-            assert await _found(conn, "gamma delta") == set()   # beyond 100,000 characters
-            assert await conn.fetchval(
-                "SELECT max(length(root_input)) FROM trajectories") == 100_000
-        finally:
-            await conn.close()
+        assert await _found(conn, "weather forecast") == {"a" * 32}
+        assert await _found(conn, "Zürich") == {"a" * 32}
+        assert await _found(conn, "GAMMA LOREM") == {"b" * 32}
+        assert await _found(conn, "gamma delta") == set()   # beyond 100,000 characters
+        assert await conn.fetchval(
+            "SELECT max(length(root_input)) FROM trajectories") == 100_000
 
-    with separate_database(database) as url:
-        run(check(url))
+    on_separate_database(database, check)
 
 
 @pytest.mark.integration  # starts PostgreSQL
