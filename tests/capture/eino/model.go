@@ -166,13 +166,16 @@ func (t Turn) chunks() []*schema.Message {
 	return out
 }
 
+// callback is the usage the model callback reports: the message's counts (message), in the
+// callback's own types, whose details differ from the message's only in their JSON tags.
 func (u Usage) callback() *model.TokenUsage {
+	m := u.message()
 	return &model.TokenUsage{
-		PromptTokens:            u.Input,
-		PromptTokenDetails:      model.PromptTokenDetails{CachedTokens: u.CacheRead},
-		CompletionTokens:        u.Output,
-		TotalTokens:             u.Input + u.Output,
-		CompletionTokensDetails: model.CompletionTokensDetails{ReasoningTokens: u.Reasoning},
+		PromptTokens:            m.PromptTokens,
+		PromptTokenDetails:      model.PromptTokenDetails(m.PromptTokenDetails),
+		CompletionTokens:        m.CompletionTokens,
+		TotalTokens:             m.TotalTokens,
+		CompletionTokensDetails: model.CompletionTokensDetails(m.CompletionTokensDetails),
 	}
 }
 
