@@ -32,19 +32,14 @@ def test_the_alerts_page_creates_mutes_shows_history_and_deletes(
 
         # runs below 1 in a window without runs: fires at once; a warning under the alert
         # threshold is the wrong order for `below`, and the server's 400 says so
-        page.fill("#alert-name", "quiet")
-        page.select_option("#alert-metric", "runs")
-        page.select_option("#alert-condition", "below")
-        page.fill("#alert-warning", "0.5")
-        page.fill("#alert-threshold", "1")
-        page.fill("#alert-window", "60")
-        page.fill("#alert-webhook", receiver.url)
-        page.click("#alert-form button[type=submit]")
+        ui.submit("#alert-form", {"#alert-name": "quiet", "#alert-warning": "0.5",
+                                  "#alert-threshold": "1", "#alert-window": "60",
+                                  "#alert-webhook": receiver.url},
+                  options={"#alert-metric": "runs", "#alert-condition": "below"})
         expect(page.locator("#alert-status")).to_contain_text("must be above alert_threshold")
         assert api.get("/alerts").json()["items"] == []
 
-        page.fill("#alert-warning", "")
-        page.click("#alert-form button[type=submit]")
+        ui.submit("#alert-form", {"#alert-warning": ""})
         expect(page.locator("#alert-status")).to_contain_text("signing secret, shown once")
         (rule,) = api.get("/alerts").json()["items"]
         assert (rule["name"], rule["metric"], rule["condition"], rule["alert_threshold"],

@@ -27,17 +27,13 @@ def test_the_rules_page_creates_edits_switches_and_deletes_rules(
         expect(page.locator("#rule-table tbody")).to_contain_text("No rule yet")
 
         # a filter that does not parse: the server's 400 names it, nothing is created
-        page.fill("#rule-name", "budget")
-        page.select_option("#rule-evaluator", "efficiency")
-        page.fill("#rule-config", '{"max_steps": 20}')
-        page.fill("#rule-filter", '{"agnt": "planner"}')
-        page.click("#rule-form button[type=submit]")
+        ui.submit("#rule-form", {"#rule-name": "budget", "#rule-config": '{"max_steps": 20}',
+                                 "#rule-filter": '{"agnt": "planner"}'},
+                  options={"#rule-evaluator": "efficiency"})
         expect(page.locator("#rule-status")).to_contain_text("agnt")
         assert api.get("/rules").json()["items"] == []
 
-        page.fill("#rule-filter", '{"agent": "planner"}')
-        page.fill("#rule-sample", "0.5")
-        page.click("#rule-form button[type=submit]")
+        ui.submit("#rule-form", {"#rule-filter": '{"agent": "planner"}', "#rule-sample": "0.5"})
         expect(page.locator("#rule-status")).to_contain_text("Rule budget created")
         row = page.locator("#rule-table tbody tr", has_text="budget")
         expect(row).to_contain_text("efficiency")
@@ -54,10 +50,8 @@ def test_the_rules_page_creates_edits_switches_and_deletes_rules(
         row.locator("button.rule-edit").click()
         expect(page.locator("#rule-name")).to_have_value("budget")
         expect(page.locator("#rule-form button[type=submit]")).to_have_text("Save rule")
-        page.fill("#rule-config", '{"max_steps": 12}')
-        page.fill("#rule-queue", "triage")
-        page.fill("#rule-fail-below", "0.5")
-        page.click("#rule-form button[type=submit]")
+        ui.submit("#rule-form", {"#rule-config": '{"max_steps": 12}', "#rule-queue": "triage",
+                                 "#rule-fail-below": "0.5"})
         expect(page.locator("#rule-status")).to_contain_text("Rule budget saved")
         edited = api.get(f"/rules/{rule['id']}").json()
         assert (edited["config"], edited["filter"], edited["sample_rate"],

@@ -98,6 +98,16 @@ class UiPage:
         self.page.screenshot(path=str(path), full_page=True)
         return path
 
+    def submit(self, form: str, text: dict[str, str],
+               options: dict[str, str] | None = None) -> None:
+        """Fills the controls of `form` named by selector in `text`, sets its selects named in
+        `options` to the option of that value, then presses its submit button."""
+        for selector, value in text.items():
+            self.page.fill(selector, value)
+        for selector, value in (options or {}).items():
+            self.page.select_option(selector, value)
+        self.page.click(f"{form} button[type=submit]")
+
     def assert_clean(self, expected_failures: set[tuple[int, str]] = EXPECTED_FAILURES) -> None:
         """No JavaScript error, nothing fetched from another host, no failed request but the
         expected ones, no query parameter that /openapi.json calls deprecated."""
