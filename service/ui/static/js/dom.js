@@ -24,6 +24,11 @@ export function field(id, text, control) {
   return h("div", {class: "field"}, h("label", {for: id}, text), control);
 }
 
+/** The fields of a form, one a [text, control] pair: each control labelled by its own id. */
+export function labelledFields(pairs) {
+  return pairs.map(([text, control]) => field(control.id, text, control));
+}
+
 /** A table's head: one row of column headers (`scope="col"`, for screen readers). */
 export function headRow(columns) {
   return h("thead", null, h("tr", null, columns.map((c) => h("th", {scope: "col"}, c))));
@@ -34,6 +39,35 @@ export function headRow(columns) {
 export function gridTable(id, caption, columns, body) {
   return h("table", {class: "grid", id}, h("caption", {class: "sr-only"}, caption),
     headRow(columns), body);
+}
+
+/** The head of a page listing a project's records of one kind (alert rules, rules): its
+ * `title` and `intro`, appended to `main` now; a status line `${id}-status` for what the page's
+ * buttons did; `fill(records, row)`, which puts a row (`row(record)`) per record in the table
+ * `${id}-table`, or the `empty` text where there is none; and `place(...parts)`, which appends
+ * the status line, the table and then the page's other `parts` to `main`. */
+export function recordsPage(main, {title, intro, id, caption, columns, empty}) {
+  main.append(h("h1", null, title), h("p", {class: "muted"}, intro));
+  const status = h("div", {id: `${id}-status`, role: "status"});
+  const body = h("tbody");
+  const table = gridTable(`${id}-table`, caption, columns, body);
+  return {
+    status,
+    fill(records, row) {
+      clear(body).append(...(records.length ? records.map(row)
+        : [emptyRow(columns.length, empty)]));
+    },
+    place(...parts) {
+      append(main, [status, table, ...parts]);
+    },
+  };
+}
+
+/** A button acting on one row's record: `cls` names what it does, `label` tells a screen
+ * reader which record; with `pressed` (true or false) it is a switch (aria-pressed). */
+export function rowButton(cls, label, text, onclick, pressed) {
+  return h("button", {type: "button", class: cls, "aria-label": label, onclick,
+    "aria-pressed": pressed === undefined ? null : String(pressed)}, text);
 }
 
 /** The one row of a table that has no records: `text`, muted, across its `span` columns. */

@@ -4,7 +4,7 @@
 // webhook address) is shown as is. The signing secret is shown once, when the rule is created.
 
 import {actions, del, get, patch, post} from "../api.js";
-import {append, badge, clear, emptyRow, field, fmtTime, gridTable, h, headRow} from "../dom.js";
+import {badge, clear, fmtTime, h, headRow, labelledFields, recordsPage, rowButton} from "../dom.js";
 
 const METRICS = [
   ["error_rate", "error rate (0–1)"],
@@ -38,14 +38,12 @@ function number(value) {
 }
 
 export async function renderAlerts(ctx) {
-  const {main} = ctx;
-  main.append(h("h1", null, "Alerts"),
-    h("p", {class: "muted"}, "Each rule measures the project's final runs over a window and " +
-      "POSTs every change of its state (resolved, warning, firing) to its webhook."));
-  const status = h("div", {id: "alert-status", role: "status"});
-  const body = h("tbody");
-  const table = gridTable("alert-table", "Alert rules, oldest first",
-    ["Name", "Measures", "Window", "State", "Value", "Evaluated", ""], body);
+  const {status, fill, place} = recordsPage(ctx.main, {title: "Alerts",
+    intro: "Each rule measures the project's final runs over a window and POSTs every change " +
+      "of its state (resolved, warning, firing) to its webhook.",
+    id: "alert", caption: "Alert rules, oldest first",
+    columns: ["Name", "Measures", "Window", "State", "Value", "Evaluated", ""],
+    empty: "No alert rule yet. Create one below, or with `trajhub alerts create`."});
   const history = h("section", {id: "alert-history", "aria-live": "polite"});
 
   const act = actions(status, () => draw());
@@ -68,38 +66,28 @@ export async function renderAlerts(ctx) {
   const draw = async () => {
     const rules = await everyItem("/api/v1/alerts");
     if (!ctx.alive()) return;
-    clear(body);
-    if (!rules.length) {
-      body.append(emptyRow(7, "No alert rule yet. Create one below, or with " +
-        "`trajhub alerts create`."));
-    }
-    for (const rule of rules) {
+    fill(rules, (rule) => {
       const warn = rule.warning_threshold === null ? "" : `, warning ${rule.warning_threshold}`;
       const what = `${rule.metric}${rule.score_name ? ` (${rule.score_name})` : ""} ` +
         `${rule.condition} ${rule.alert_threshold}${warn}`;
       const filters = Object.entries(rule.filter).map(([k, v]) => `${k}=${v}`).join(", ");
-      const mute = h("button", {type: "button", class: "alert-mute",
-        "aria-pressed": rule.muted ? "true" : "false",
-        "aria-label": `${rule.muted ? "Unmute" : "Mute"} alert ${rule.name}`,
-        onclick: () => act(() => patch(`/api/v1/alerts/${rule.id}`, {muted: !rule.muted}),
-          `Alert ${rule.name} ${rule.muted ? "unmuted" : "muted"}.`)},
-      rule.muted ? "Unmute" : "Mute");
-      const remove = h("button", {type: "button", class: "alert-delete",
-        "aria-label": `Delete alert ${rule.name}`,
-        onclick: () => act(() => del(`/api/v1/alerts/${rule.id}`),
-          `Alert ${rule.name} deleted.`)}, "Delete");
-      const show = h("button", {type: "button", class: "alert-history",
-        "aria-label": `History of alert ${rule.name}`, onclick: () => showHistory(rule)},
-      "History");
-      body.append(h("tr", {dataset: {alertId: String(rule.id)}},
+      const mute = rowButton("alert-mute", `${rule.muted ? "Unmute" : "Mute"} alert ${rule.name}`,
+        rule.muted ? "Unmute" : "Mute",
+        () => act(() => patch(`/api/v1/alerts/${rule.id}`, {muted: !rule.muted}),
+          `Alert ${rule.name} ${rule.muted ? "unmuted" : "muted"}.`), rule.muted);
+      const remove = rowButton("alert-delete", `Delete alert ${rule.name}`, "Delete",
+        () => act(() => del(`/api/v1/alerts/${rule.id}`), `Alert ${rule.name} deleted.`));
+      const show = rowButton("alert-history", `History of alert ${rule.name}`, "History",
+        () => showHistory(rule));
+      return h("tr", {dataset: {alertId: String(rule.id)}},
         h("td", null, rule.name),
         h("td", null, what, filters ? h("div", {class: "muted small"}, filters) : null),
         h("td", {class: "num"}, `${rule.window_seconds} s`),
         h("td", null, stateBadge(rule.state), rule.muted ? " muted" : ""),
         h("td", {class: "num"}, number(rule.last_value)),
         h("td", null, rule.evaluated_time ? fmtTime(rule.evaluated_time) : "—"),
-        h("td", null, show, " ", mute, " ", remove)));
-    }
+        h("td", null, show, " ", mute, " ", remove));
+    });
   };
 
   const input = (id, attrs) => h("input", {id, name: id, ...attrs});
@@ -138,17 +126,13 @@ export async function renderAlerts(ctx) {
         created.secret);
     }},
   h("h2", null, "New alert rule"),
-  field("alert-name", "Name", name),
-  field("alert-metric", "Metric", metric),
-  field("alert-score", "Score name (score mean)", score),
-  field("alert-condition", "Breached when", condition),
-  field("alert-warning", "Warning threshold", warning),
-  field("alert-threshold", "Alert threshold", threshold),
-  field("alert-window", "Window (seconds)", windowSeconds),
-  FILTERS.map(([, text], i) => field(filterInputs[i].id, `${text} (optional)`, filterInputs[i])),
-  field("alert-webhook", "Webhook URL", webhook),
+  labelledFields([["Name", name], ["Metric", metric], ["Score name (score mean)", score],
+    ["Breached when", condition], ["Warning threshold", warning],
+    ["Alert threshold", threshold], ["Window (seconds)", windowSeconds],
+    ...FILTERS.map(([, text], i) => [`${text} (optional)`, filterInputs[i]]),
+    ["Webhook URL", webhook]]),
   h("div", {class: "field buttons"}, h("button", {type: "submit", class: "primary"},
     "Create alert")));
-  append(main, [status, table, history, form]);
+  place(history, form);
   await draw();
 }

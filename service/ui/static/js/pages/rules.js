@@ -4,7 +4,7 @@
 // is shown as is.
 
 import {actions, del, get, patch, post} from "../api.js";
-import {append, clear, emptyRow, field, fmtInt, fmtTime, gridTable, h} from "../dom.js";
+import {fmtInt, fmtTime, h, labelledFields, recordsPage, rowButton} from "../dom.js";
 
 /** The evaluators a rule may name, as /openapi.json lists them (RuleCreate.evaluator). */
 async function evaluatorNames() {
@@ -33,36 +33,28 @@ function jsonObject(text, what) {
 }
 
 export async function renderRules(ctx) {
-  const {main} = ctx;
-  main.append(h("h1", null, "Online evaluation rules"),
-    h("p", {class: "muted"}, "Each rule that is on judges every new final trajectory matching " +
-      "its filter, and stores the verdict as a score on it."));
-  const status = h("div", {id: "rule-status", role: "status"});
-  const body = h("tbody");
-  const table = gridTable("rule-table", "Rules, oldest first",
-    ["Name", "Evaluator", "Filter", "Sample", "On", "Queued", "Created", ""], body);
+  const {status, fill, place} = recordsPage(ctx.main, {title: "Online evaluation rules",
+    intro: "Each rule that is on judges every new final trajectory matching its filter, and " +
+      "stores the verdict as a score on it.",
+    id: "rule", caption: "Rules, oldest first",
+    columns: ["Name", "Evaluator", "Filter", "Sample", "On", "Queued", "Created", ""],
+    empty: "No rule yet. Create one below, or with `trajhub rules add`."});
 
   const draw = async () => {
     const {items: rules} = await get("/api/v1/rules");
     if (!ctx.alive()) return;
-    clear(body);
-    if (!rules.length) {
-      body.append(emptyRow(8, "No rule yet. Create one below, or with `trajhub rules add`."));
-    }
-    for (const rule of rules) {
-      const toggle = h("button", {type: "button", class: "rule-toggle",
-        "aria-pressed": rule.enabled ? "true" : "false",
-        "aria-label": `${rule.enabled ? "Switch off" : "Switch on"} rule ${rule.name}`,
-        onclick: () => act(() => patch(`/api/v1/rules/${rule.id}`, {enabled: !rule.enabled}),
-          `Rule ${rule.name} switched ${rule.enabled ? "off" : "on"}.`)},
-      rule.enabled ? "on" : "off");
-      const edit = h("button", {type: "button", class: "rule-edit",
-        "aria-label": `Edit rule ${rule.name}`, onclick: () => startEditing(rule)}, "Edit");
-      const remove = h("button", {type: "button", class: "rule-delete",
-        "aria-label": `Delete rule ${rule.name}`,
-        onclick: () => act(() => del(`/api/v1/rules/${rule.id}`),
-          `Rule ${rule.name} deleted (its scores stay).`)}, "Delete");
-      body.append(h("tr", {dataset: {ruleId: String(rule.id)}},
+    fill(rules, (rule) => {
+      const toggle = rowButton("rule-toggle",
+        `${rule.enabled ? "Switch off" : "Switch on"} rule ${rule.name}`,
+        rule.enabled ? "on" : "off",
+        () => act(() => patch(`/api/v1/rules/${rule.id}`, {enabled: !rule.enabled}),
+          `Rule ${rule.name} switched ${rule.enabled ? "off" : "on"}.`), rule.enabled);
+      const edit = rowButton("rule-edit", `Edit rule ${rule.name}`, "Edit",
+        () => startEditing(rule));
+      const remove = rowButton("rule-delete", `Delete rule ${rule.name}`, "Delete",
+        () => act(() => del(`/api/v1/rules/${rule.id}`),
+          `Rule ${rule.name} deleted (its scores stay).`));
+      return h("tr", {dataset: {ruleId: String(rule.id)}},
         h("td", null, rule.name),
         h("td", null, rule.evaluator),
         h("td", {class: "mono small"}, JSON.stringify(rule.filter)),
@@ -70,8 +62,8 @@ export async function renderRules(ctx) {
         h("td", null, toggle),
         h("td", {class: "num"}, fmtInt(rule.pending_runs)),
         h("td", null, fmtTime(rule.created_time)),
-        h("td", null, edit, " ", remove)));
-    }
+        h("td", null, edit, " ", remove));
+    });
   };
 
   const act = actions(status, draw);
@@ -135,14 +127,10 @@ export async function renderRules(ctx) {
       }, rule ? `Rule ${fields.name} saved.` : `Rule ${fields.name} created.`);
     }},
   heading,
-  field("rule-name", "Name", name),
-  field("rule-evaluator", "Evaluator", evaluator),
-  field("rule-config", "Config (JSON)", config),
-  field("rule-filter", "Filter (the trajectory list's filters, JSON)", filter),
-  field("rule-sample", "Sample rate (0–1)", sample),
-  field("rule-queue", "Review queue for failures (optional)", queue),
-  field("rule-fail-below", "A failure scores below", failBelow),
+  labelledFields([["Name", name], ["Evaluator", evaluator], ["Config (JSON)", config],
+    ["Filter (the trajectory list's filters, JSON)", filter], ["Sample rate (0–1)", sample],
+    ["Review queue for failures (optional)", queue], ["A failure scores below", failBelow]]),
   h("div", {class: "field buttons"}, submit, cancel));
-  append(main, [status, table, form]);
+  place(form);
   await draw();
 }
