@@ -13,7 +13,7 @@ import secrets
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from fastapi import APIRouter, HTTPException, Path, Query, Response
+from fastapi import APIRouter, HTTPException, Path, Response
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field
 
 from trajhub.records import alerts as declared
@@ -21,14 +21,16 @@ from trajhub.records.alerts import NAME_MAX, Metric
 from trajhub.records.pages import Page
 from trajhub.records.scores import NAME_PATTERN
 from trajhub.service.api.answers import CheckedRoute
-from trajhub.service.api.cursors import decode_cursor, encode_cursor
-from trajhub.service.api.found import deleted, edited, found, patched
+from trajhub.service.api.cursors import decode_cursor, next_page_cursor
+from trajhub.service.api.found import RecordKind, deleted, edited, found, patched
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
-from trajhub.service.api.params import INT64_MAX, PREFIX, Cursor, no_nul, whole_number
+from trajhub.service.api.params import INT64_MAX, PREFIX, Cursor, PageLimit, no_nul, whole_number
 from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Project, Rt, needs
 from trajhub.service.auth import ADMIN
 from trajhub.storage import alerts as alert_store
+from trajhub.storage.alerts import AlertRuleRow
+from trajhub.storage.database import Connection
 
 router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["alerts"])
 
@@ -194,12 +196,13 @@ def checked(values: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
-def _no_rule(alert_id: int, project: str) -> str:
-    return f"no alert rule {alert_id} in project {project!r}"
+_RULE = RecordKind("alert rule", "an")
 
 
-def _taken(project: str, name: object) -> str:
-    return f"project {project!r} has an alert rule named {name!r}"
+async def _stored_alert(conn: Connection, project: str, alert_id: int) -> AlertRuleRow:
+    """The project's alert rule, or a 404."""
+    return found(await alert_store.get(conn, project, alert_id),
+                 _RULE.missing(alert_id, project))
 
 
 @router.post("/alerts", status_code=201, response_model=AlertRuleCreated,
@@ -214,28 +217,28 @@ async def create_alert(rt: Rt, project: Project, body: AlertCreate) -> Any:
     async with rt.db.acquire() as conn:
         row = await alert_store.create(conn, project, values)
     if row is None:
-        raise HTTPException(409, _taken(project, body.name))
+        raise HTTPException(409, _RULE.taken(project, body.name))
     return {**answer(declared.AlertRule, row), "secret": values["secret"]}
 
 
 @router.get("/alerts", response_model=AlertRuleList,
             summary="The project's alert rules, oldest first")
 async def list_alerts(rt: Rt, project: Project,
-                      limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                      limit: PageLimit = 100,
                       cursor: Cursor = None) -> Any:
     after = decode_cursor(cursor, (int,))
     async with rt.db.acquire() as conn:
         rows = await alert_store.list_rules(conn, project, after[0] if after else 0, limit)
     return AlertRuleList.answer([answer(declared.AlertRule, r) for r in rows],
-                                encode_cursor(rows[-1].id) if len(rows) == limit else None)
+                                next_page_cursor(rows, limit, lambda r: (r.id,)))
 
 
 @router.get("/alerts/{alert_id}", response_model=AlertRule, responses=NOT_FOUND,
             summary="One alert rule, with its state")
 async def get_alert(alert_id: AlertId, rt: Rt, project: Project) -> Any:
     async with rt.db.acquire() as conn:
-        row = await alert_store.get(conn, project, alert_id)
-    return answer(declared.AlertRule, found(row, _no_rule(alert_id, project)))
+        row = await _stored_alert(conn, project, alert_id)
+    return answer(declared.AlertRule, row)
 
 
 @router.patch("/alerts/{alert_id}", response_model=AlertRule, openapi_extra=needs(ADMIN),
@@ -246,33 +249,31 @@ async def edit_alert(alert_id: AlertId, rt: Rt, project: Project, body: AlertPat
     at once (a change it finds is notified as always)."""
     given = patched(body, nullable=("warning_threshold", "score_name"))
     async with rt.db.acquire() as conn:
-        current = answer(declared.AlertRule,
-                         found(await alert_store.get(conn, project, alert_id),
-                               _no_rule(alert_id, project)))
+        current = answer(declared.AlertRule, await _stored_alert(conn, project, alert_id))
         merged = checked({**current, **given})
         row = await edited(alert_store.update(conn, project, alert_id,
                                               {c: merged[c] for c in given}),
-                           _no_rule(alert_id, project), _taken(project, given.get("name")))
+                           _RULE.missing(alert_id, project),
+                           _RULE.taken(project, given.get("name")))
     return answer(declared.AlertRule, row)
 
 
 @router.delete("/alerts/{alert_id}", status_code=204, responses=NOT_FOUND,
                summary="Delete an alert rule and its history")
 async def delete_alert(alert_id: AlertId, rt: Rt, project: Project) -> Response:
-    return await deleted(rt.db, _no_rule(alert_id, project),
+    return await deleted(rt.db, _RULE.missing(alert_id, project),
                          alert_store.delete, project, alert_id)
 
 
 @router.get("/alerts/{alert_id}/events", response_model=AlertEventList, responses=NOT_FOUND,
             summary="An alert rule's changes of state, newest first, with their delivery")
 async def list_alert_events(alert_id: AlertId, rt: Rt, project: Project,
-                            limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                            limit: PageLimit = 100,
                             cursor: Cursor = None) -> Any:
     before = decode_cursor(cursor, (int,))
     async with rt.db.acquire() as conn:
-        found(await alert_store.get(conn, project, alert_id), _no_rule(alert_id, project))
+        await _stored_alert(conn, project, alert_id)
         rows = await alert_store.events(conn, project, alert_id,
                                         before[0] if before else None, limit)
     items = [answer(declared.AlertEvent, r) for r in rows]
-    return AlertEventList.answer(items, encode_cursor(items[-1]["id"])
-                                 if len(items) == limit else None)
+    return AlertEventList.answer(items, next_page_cursor(items, limit, lambda i: (i["id"],)))

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import orjson
 from fastapi import HTTPException
 
 from trajhub.service.api.params import INT32_MAX, INT64_MAX, MAX_TEXT
+
+T = TypeVar("T")
 
 _BAD_CURSOR = "query parameter 'cursor': not one this API returned"
 
@@ -23,6 +26,13 @@ def bad_cursor() -> HTTPException:
 
 def encode_cursor(*values: Any) -> str:
     return base64.urlsafe_b64encode(orjson.dumps(list(values))).decode().rstrip("=")
+
+
+def next_page_cursor(rows: Sequence[T], limit: int,
+                     keyset: Callable[[T], Sequence[Any]]) -> str | None:
+    """The `next_cursor` of a page of a list paged by keyset: the sort values of its last row
+    (`keyset(row)`) when the page is full, None when a shorter page ends the list."""
+    return encode_cursor(*keyset(rows[-1])) if len(rows) == limit else None
 
 
 def _cursor_value_ok(value: Any, kind: type) -> bool:

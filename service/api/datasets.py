@@ -18,9 +18,9 @@ from trajhub.records import datasets as declared_sets
 from trajhub.records.documents import TrajectoryDocument
 from trajhub.service.api import dataset_fill, dataset_formats
 from trajhub.service.api.answers import CheckedRoute
-from trajhub.service.api.cursors import decode_cursor, encode_cursor
+from trajhub.service.api.cursors import decode_cursor, next_page_cursor
 from trajhub.service.api.filters import TrajectoryQuery
-from trajhub.service.api.found import deleted, found
+from trajhub.service.api.found import RecordKind, deleted, found
 from trajhub.service.api.models import (
     BODY_CONFIG,
     NOT_FOUND,
@@ -32,7 +32,15 @@ from trajhub.service.api.models import (
     Item,
     ItemPage,
 )
-from trajhub.service.api.params import PREFIX, Cursor, JsonInt, TraceIdText, no_nul, storable_json
+from trajhub.service.api.params import (
+    PREFIX,
+    Cursor,
+    JsonInt,
+    PageLimit,
+    TraceIdText,
+    no_nul,
+    storable_json,
+)
 from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.errors import IngestError
@@ -57,14 +65,13 @@ def dataset_json(row: DatasetRow) -> dict[str, Any]:
     return answer(declared_sets.Dataset, row)
 
 
-def _no_set(name: str, project: str) -> str:
-    return f"no dataset {name!r} in project {project!r}"
+_SET = RecordKind("dataset")
 
 
 async def _dataset_id(rt: Runtime, project: str, name: str) -> int:
     async with rt.db.acquire() as conn:
         dataset = await datasets.dataset_id(conn, project, name)
-    return found(dataset, _no_set(name, project))
+    return found(dataset, _SET.missing(name, project))
 
 
 def stored_expectations(raw: Any) -> str:
@@ -237,7 +244,7 @@ async def list_datasets(rt: Rt, project: Project) -> Any:
 async def get_dataset(rt: Rt, project: Project, name: SetName) -> Any:
     async with rt.db.acquire() as conn:
         row = await datasets.get_dataset(conn, project, name)
-    return dataset_json(found(row, _no_set(name, project)))
+    return dataset_json(found(row, _SET.missing(name, project)))
 
 
 @router.patch("/datasets/{name}", summary="Rename a dataset or change its description",
@@ -252,13 +259,13 @@ async def patch_dataset(rt: Rt, project: Project, name: SetName, body: DatasetPa
         except datasets.DuplicateName as exc:
             raise HTTPException(409, f"dataset {exc.args[0]!r} already exists") from None
         row = await datasets.get_dataset(conn, project, body.name or name) if updated else None
-    return dataset_json(found(row, _no_set(name, project)))
+    return dataset_json(found(row, _SET.missing(name, project)))
 
 
 @router.delete("/datasets/{name}", status_code=204,
                summary="Delete a dataset and its items", responses=NOT_FOUND)
 async def delete_dataset(rt: Rt, project: Project, name: SetName) -> Response:
-    return await deleted(rt.db, _no_set(name, project),
+    return await deleted(rt.db, _SET.missing(name, project),
                          datasets.delete_dataset, project, name)
 
 
@@ -268,7 +275,7 @@ async def list_items(
     rt: Rt, project: Project, name: SetName,
     include_trajectory: Annotated[bool, Query(description="embed each item's trajectory "
                                               "snapshot")] = False,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: PageLimit = 100,
     cursor: Cursor = None,
 ) -> Any:
     dataset = await _dataset_id(rt, project, name)
@@ -276,7 +283,7 @@ async def list_items(
     async with rt.db.acquire() as conn:
         rows = await datasets.list_items(conn, dataset, after[0] if after else 0, limit,
                                          include_trajectory)
-    next_cursor = encode_cursor(rows[-1]["seq"]) if len(rows) == limit else None
+    next_cursor = next_page_cursor(rows, limit, lambda r: (r["seq"],))
     return {"items": [dataset_formats.item_json(r, name) for r in rows],
                                      "next_cursor": next_cursor}
 
@@ -473,7 +480,7 @@ async def import_dataset(
         if dataset is None and create:
             dataset = (await datasets.create_dataset(conn, project, name, "")).id
         if dataset is None:
-            raise HTTPException(404, _no_set(name, project))
+            raise HTTPException(404, _SET.missing(name, project))
         added = await datasets.insert_items(conn, dataset, items)
     return {"added": len(added),
                                           "skipped_duplicates": len(items) - len(added)}

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from trajhub.evaluators import JUDGES, REGISTRY, ConfigError
 from trajhub.records import evaluations as declared
 from trajhub.service.api.answers import CheckedRoute
-from trajhub.service.api.cursors import decode_cursor, encode_cursor
+from trajhub.service.api.cursors import decode_cursor, next_page_cursor
 from trajhub.service.api.found import found
 from trajhub.service.api.models import (
     BODY_CONFIG,
@@ -21,7 +21,7 @@ from trajhub.service.api.models import (
     EvaluationPage,
     ResultPage,
 )
-from trajhub.service.api.params import INT64_MAX, PREFIX, Cursor, Text, storable_json
+from trajhub.service.api.params import INT64_MAX, PREFIX, Cursor, PageLimit, Text, storable_json
 from trajhub.service.api.records import answer
 from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.runtime import Runtime
@@ -119,7 +119,7 @@ async def create_evaluation(rt: Rt, project: Project, body: EvaluationCreate) ->
 async def list_evaluations(
     rt: Rt, project: Project,
     dataset: Annotated[Text | None, Query(description="only runs over this set")] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    limit: PageLimit = 50,
     cursor: Cursor = None,
 ) -> Any:
     before = decode_cursor(cursor, (int,))
@@ -128,7 +128,7 @@ async def list_evaluations(
                                                   before[0] if before else None, limit)
     return {
         "items": [evaluation_json(r) for r in rows],
-        "next_cursor": encode_cursor(rows[-1].id) if len(rows) == limit else None}
+        "next_cursor": next_page_cursor(rows, limit, lambda r: (r.id,))}
 
 
 async def _evaluation(rt: Runtime, project: str, evaluation: int) -> EvaluationRow:
@@ -174,7 +174,6 @@ async def get_results(
         rows = await evaluations.results(conn, evaluation_id, failed,
                                          after,
                                          limit)
-    next_cursor = (encode_cursor(rows[-1].seq, rows[-1].evaluator)
-                   if len(rows) == limit else None)
+    next_cursor = next_page_cursor(rows, limit, lambda r: (r.seq, r.evaluator))
     return {"items": [result_json(r) for r in rows],
                                        "next_cursor": next_cursor}

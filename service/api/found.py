@@ -4,6 +4,7 @@ delete), or a 404 that says what is missing; and what a PATCH body changes."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import asyncpg
@@ -14,6 +15,24 @@ from trajhub.storage.database import Connection
 
 T = TypeVar("T")
 P = ParamSpec("P")
+
+
+@dataclass(frozen=True)
+class RecordKind:
+    """A kind of a project's records, as its routes' 404s and 409s name it: `name` (`alert
+    rule`) after its `article` (`an`)."""
+
+    name: str
+    article: str = "a"
+
+    def missing(self, key: object, project: str) -> str:
+        """The 404 of a record not found: `no alert rule 7 in project 'default'`."""
+        return f"no {self.name} {key!r} in project {project!r}"
+
+    def taken(self, project: str, name: object) -> str:
+        """The 409 of a name another record of the kind has: `project 'default' has an alert
+        rule named 'slow'`."""
+        return f"project {project!r} has {self.article} {self.name} named {name!r}"
 
 
 def found(row: T | None, missing: str) -> T:

@@ -16,9 +16,9 @@ from starlette.concurrency import run_in_threadpool
 from trajhub.records.logs import LogRecordView
 from trajhub.records.pages import Page
 from trajhub.service.api.answers import CheckedRoute
-from trajhub.service.api.cursors import bad_cursor, decode_cursor, encode_cursor
+from trajhub.service.api.cursors import bad_cursor, decode_cursor, next_page_cursor
 from trajhub.service.api.models import example_config
-from trajhub.service.api.params import PREFIX, Cursor, SpanIdQuery, Text, TraceIdQuery
+from trajhub.service.api.params import PREFIX, Cursor, PageLimit, SpanIdQuery, Text, TraceIdQuery
 from trajhub.service.api.scopes import Project, Rt
 from trajhub.service.stored_logs import log_view
 from trajhub.storage import log_reads, trace_reads
@@ -45,7 +45,7 @@ async def list_logs(
                                            "span (their trace has no spans, their span is not "
                                            "in it, or they name no trace); false: only those "
                                            "that are a span's event")] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: PageLimit = 100,
     cursor: Cursor = None,
 ) -> Any:
     """Each item: the record's ids, times, severity, event name, body (a JSON value),
@@ -65,7 +65,6 @@ async def list_logs(
         rows = await log_reads.list_logs(conn, project, f)
         envelopes = await trace_reads.resources(conn, sorted({r.resource_id for r in rows}))
     items = await run_in_threadpool(lambda: [log_view(r, envelopes) for r in rows])
-    last = rows[-1] if len(rows) == limit else None
-    next_cursor = (encode_cursor(last.received_at.isoformat(), last.trace_id, last.span_id,
-                                 last.time_ns, last.digest.hex()) if last else None)
+    next_cursor = next_page_cursor(rows, limit, lambda r: (
+        r.received_at.isoformat(), r.trace_id, r.span_id, r.time_ns, r.digest.hex()))
     return LogRecordPage.answer(items, next_cursor)

@@ -48,6 +48,8 @@ SPAN_ID_PATTERN = "^[0-9a-fA-F]{16}$"
 CURSOR_DESCRIPTION = ("an opaque string: the `next_cursor` of this list's previous page, as "
                       "the API gave it; any other value is a 400")
 Cursor = Annotated[Text | None, Query(description=CURSOR_DESCRIPTION)]
+#: a list's `limit` query parameter, where a page holds at most 1000 items
+PageLimit = Annotated[int, Query(ge=1, le=1000)]
 
 
 #: an integer of a request body: also a whole number written as 28.0 (see whole_number)

@@ -27,7 +27,7 @@ from trajhub.records.scores import NAME_PATTERN
 from trajhub.service.api.answers import CheckedRoute
 from trajhub.service.api.evaluations import EvaluatorName
 from trajhub.service.api.filters import stored_filter
-from trajhub.service.api.found import deleted, edited, found, patched
+from trajhub.service.api.found import RecordKind, deleted, edited, found, patched
 from trajhub.service.api.models import BODY_CONFIG, NOT_FOUND, ErrorDetail, example_config
 from trajhub.service.api.page_examples import aliased_page_example
 from trajhub.service.api.params import (
@@ -179,17 +179,13 @@ async def _queue_exists(conn: Connection, project: str, name: str | None) -> Non
                                  f"named {name!r} (create it with POST /api/v1/review-queues)")
 
 
-def _no_rule(rule_id: int, project: str) -> str:
-    return f"no rule {rule_id} in project {project!r}"
-
-
-def _taken(project: str, name: object) -> str:
-    return f"project {project!r} has a rule named {name!r}"
+_RULE = RecordKind("rule")
 
 
 async def _stored_rule(conn: Connection, project: str, rule_id: int) -> RuleRow:
     """The project's rule, or a 404."""
-    return found(await rule_store.get(conn, project, rule_id), _no_rule(rule_id, project))
+    return found(await rule_store.get(conn, project, rule_id),
+                 _RULE.missing(rule_id, project))
 
 
 @router.post("/rules", status_code=201, response_model=Rule, openapi_extra=needs(ADMIN),
@@ -204,7 +200,7 @@ async def create_rule(rt: Rt, project: Project, body: RuleCreate) -> Any:
         await _queue_exists(conn, project, values.get("review_queue"))
         row = await rule_store.create(conn, project, values)
     if row is None:
-        raise HTTPException(409, _taken(project, body.name))
+        raise HTTPException(409, _RULE.taken(project, body.name))
     return answer(declared.Rule, row)
 
 
@@ -238,14 +234,15 @@ async def edit_rule(rule_id: RuleId, rt: Rt, project: Project, body: RulePatch) 
         changes = {c: merged[c] for c in given}
         await _queue_exists(conn, project, changes.get("review_queue"))
         updated = await edited(rule_store.update(conn, project, rule_id, changes),
-                               _no_rule(rule_id, project), _taken(project, given.get("name")))
+                               _RULE.missing(rule_id, project),
+                               _RULE.taken(project, given.get("name")))
     return answer(declared.Rule, updated)
 
 
 @router.delete("/rules/{rule_id}", status_code=204, responses=NOT_FOUND,
                summary="Delete a rule and its queued runs (its scores stay)")
 async def delete_rule(rule_id: RuleId, rt: Rt, project: Project) -> Response:
-    return await deleted(rt.db, _no_rule(rule_id, project),
+    return await deleted(rt.db, _RULE.missing(rule_id, project),
                          rule_store.delete, project, rule_id)
 
 

@@ -21,7 +21,7 @@ from trajhub.records.pages import Page
 from trajhub.records.scores import score_sort_name
 from trajhub.records.sessions import SessionQuery, SessionSummary, SessionTurn
 from trajhub.service.api.answers import CheckedRoute
-from trajhub.service.api.cursors import decode_cursor, encode_cursor
+from trajhub.service.api.cursors import decode_cursor, next_page_cursor
 from trajhub.service.api.models import NOT_FOUND, example_config
 from trajhub.service.api.params import CURSOR_DESCRIPTION, MAX_TEXT, PREFIX, Text, no_nul
 from trajhub.service.api.records import answer, filter_values
@@ -167,9 +167,8 @@ async def list_sessions(rt: Rt, project: Project,
         rows = await _with_exact_usage(
             conn, project, prices, await session_reads.list_sessions(conn, project, f))
     converters = _converters(prices)
-    last = rows[-1] if len(rows) == f.limit else None
-    next_cursor = None if last is None else encode_cursor(
-        last.sort_value if f.score_sort is not None else last.last_turn_ns, last.session_id)
+    next_cursor = next_page_cursor(rows, f.limit, lambda r: (
+        r.sort_value if f.score_sort is not None else r.last_turn_ns, r.session_id))
     items = [answer(SessionSummary, r, converters) for r in rows]
     return {"items": items, "next_cursor": next_cursor}
 

@@ -14,7 +14,7 @@ from trajhub.records.traces import TraceSummary
 from trajhub.service import stored_spans
 from trajhub.service.api import views
 from trajhub.service.api.answers import CheckedRoute, model_response
-from trajhub.service.api.cursors import decode_cursor, encode_cursor
+from trajhub.service.api.cursors import decode_cursor, encode_cursor, next_page_cursor
 from trajhub.service.api.models import (
     NOT_FOUND,
     ErrorDetail,
@@ -26,6 +26,7 @@ from trajhub.service.api.params import (
     PREFIX,
     AttributeFilter,
     Cursor,
+    PageLimit,
     SpanIdPath,
     Text,
     TimeText,
@@ -66,7 +67,7 @@ async def list_traces(
         "require several")] = None,
     min_duration_ms: Annotated[float | None, Query(ge=0, le=9.2e12, allow_inf_nan=False)]
     = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    limit: PageLimit = 50,
     cursor: Cursor = None,
 ) -> Any:
     """Each item: trace id, root span, service, start and end, duration, span count, error
@@ -82,8 +83,7 @@ async def list_traces(
     async with rt.db.acquire() as conn:
         rows = await trace_reads.list_traces(conn, project, f)
     items = [answer(TraceSummary, r) for r in rows]
-    next_cursor = (encode_cursor(rows[-1].start_ns, rows[-1].trace_id)
-                   if len(rows) == limit else None)
+    next_cursor = next_page_cursor(rows, limit, lambda r: (r.start_ns, r.trace_id))
     return {"items": items, "next_cursor": next_cursor}
 
 
@@ -149,7 +149,7 @@ async def get_trace(
             response_model=TraceSpanPage, responses=NOT_FOUND)
 async def trace_span_page(
     trace_id: TraceIdPath, rt: Rt, project: Project,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: PageLimit = 100,
     cursor: Cursor = None,
 ) -> Any:
     """The spans of `GET /api/v1/traces/{trace_id}?view=flat`, a page at a time

@@ -21,7 +21,7 @@ from trajhub.records.documents import (
 )
 from trajhub.records.trajectories import TrajectorySummary
 from trajhub.service.api.answers import CheckedRoute, json_response
-from trajhub.service.api.cursors import encode_cursor, offset_cursor, page_offset
+from trajhub.service.api.cursors import next_page_cursor, offset_cursor, page_offset
 from trajhub.service.api.filters import TrajectoryListQuery
 from trajhub.service.api.models import (
     NOT_FOUND,
@@ -73,8 +73,7 @@ async def list_trajectories(
                  if query.count else None)
     prices = prices_for(rt.settings)
     converters = {"cost": lambda usage: summary_cost(prices, usage)}
-    next_cursor = (encode_cursor(rows[-1].sort_value, rows[-1].trace_id)
-                   if len(rows) == f.limit else None)
+    next_cursor = next_page_cursor(rows, f.limit, lambda r: (r.sort_value, r.trace_id))
     page: dict[str, Any] = {
         "items": [answer(TrajectorySummary, r, converters) for r in rows],
         "next_cursor": next_cursor}

@@ -10,13 +10,12 @@ from trajhub.records.alerts import FILTERS, METRICS, AlertEvent, AlertRule
 from trajhub.service.cli.common import (
     CliError,
     Command,
-    Handler,
     connect,
     delete_action,
     print_json,
-    switch_action,
+    switch_actions,
 )
-from trajhub.service.cli.reads import add_list_action, print_records
+from trajhub.service.cli.reads import add_list_action
 from trajhub.service.client.api import TrajhubClient
 
 
@@ -48,21 +47,11 @@ def _create(args: argparse.Namespace) -> int:
     return 0
 
 
-def _mute(muted: bool) -> Handler:
-    return switch_action(TrajhubClient.mute_alert, "alert_id", muted,
-                         lambda rule: _say(rule, "muted" if muted else "unmuted"))
+_mute, _unmute = switch_actions(TrajhubClient.mute_alert, "alert_id", _say, ("muted", "unmuted"))
 
 
 _delete = delete_action(TrajhubClient.delete_alert, "alert_id",
                         said="deleted alert rule {alert_id} and its history")
-
-
-def _events(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        items = hub.alert_events(args.alert_id)
-    print_records(args, "events", AlertEvent, items,
-                  f"alert rule {args.alert_id} has not changed state yet")
-    return 0
 
 
 def register(sub: Any) -> None:
@@ -100,14 +89,14 @@ def register(sub: Any) -> None:
     p.add_argument("--muted", action="store_true", help="create it muted")
     p.add_argument("--json", action="store_true", help="print the rule (and secret) as JSON")
 
-    p = ac.action("mute", _mute(True), help="mute an alert rule: not evaluated, nothing sent")
+    p = ac.action("mute", _mute, help="mute an alert rule: not evaluated, nothing sent")
     p.add_argument("alert_id", type=int)
-    p = ac.action("unmute", _mute(False), help="unmute an alert rule")
+    p = ac.action("unmute", _unmute, help="unmute an alert rule")
     p.add_argument("alert_id", type=int)
 
     p = ac.action("delete", _delete, help="delete an alert rule and its history (admin)")
     p.add_argument("alert_id", type=int)
 
-    p = ac.action("events", _events, help="an alert rule's changes of state, newest first")
-    p.add_argument("alert_id", type=int)
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_list_action(ac, "events", TrajhubClient.alert_events, "events", AlertEvent,
+                    "alert rule {alert_id} has not changed state yet", of="alert_id",
+                    of_type=int, help="an alert rule's changes of state, newest first")

@@ -47,11 +47,13 @@ def server_options() -> argparse.ArgumentParser:
 
 
 class Command:
-    """A `trajhub NAME ACTION` command whose actions talk to a running server: each ACTION's
-    parser has the server options and runs its handler."""
+    """A `trajhub NAME ACTION` command: each ACTION's parser has the options of `parents`
+    (default: the server options, for actions that talk to a running server) and runs its
+    handler."""
 
-    def __init__(self, sub: Any, name: str, *, help: str, description: str) -> None:
-        self._common = server_options()
+    def __init__(self, sub: Any, name: str, *, help: str, description: str,
+                 parents: Sequence[argparse.ArgumentParser] | None = None) -> None:
+        self._parents = [server_options()] if parents is None else list(parents)
         command = sub.add_parser(name, help=help, description=description)
         self._actions = command.add_subparsers(dest=f"{name}_command", required=True,
                                                metavar="ACTION")
@@ -60,7 +62,7 @@ class Command:
                ) -> argparse.ArgumentParser:
         """Add ACTION `name`, run by `run`; its own arguments go on the parser returned."""
         parser: argparse.ArgumentParser = self._actions.add_parser(
-            name, parents=[self._common], help=help, description=description)
+            name, parents=self._parents, help=help, description=description)
         parser.set_defaults(func=run)
         return parser
 
@@ -80,16 +82,20 @@ def delete_action(delete: Callable[..., None], *keys: str, said: str) -> Handler
     return run
 
 
-def switch_action(switch: Callable[[TrajhubClient, Any, bool], T], key: str, on: bool,
-                  say: Callable[[T], None]) -> Handler:
-    """The handler of an ACTION that switches what the argument `key` names on or off
-    (`switch(client, its value, on)`), then says what it is now (`say(what switch returned)`)."""
-    def run(args: argparse.Namespace) -> int:
-        with connect(args) as hub:
-            record = switch(hub, getattr(args, key), on)
-        say(record)
-        return 0
-    return run
+def switch_actions(switch: Callable[[TrajhubClient, Any, bool], T], key: str,
+                   say: Callable[[T, str], None], verbs: tuple[str, str]
+                   ) -> tuple[Handler, Handler]:
+    """The handlers of the two ACTIONs that switch what the argument `key` names on and off
+    (`switch(client, its value, True or False)`), each then saying what it is now
+    (`say(what switch returned, verbs[0] for on or verbs[1] for off)`)."""
+    def action(on: bool, verb: str) -> Handler:
+        def run(args: argparse.Namespace) -> int:
+            with connect(args) as hub:
+                record = switch(hub, getattr(args, key), on)
+            say(record, verb)
+            return 0
+        return run
+    return action(True, verbs[0]), action(False, verbs[1])
 
 
 def read_file(path: str) -> bytes:

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from trajhub.service import config
-from trajhub.service.cli.common import CliError, print_json, table, when
+from trajhub.service.cli.common import CliError, Command, print_json, table, when
 from trajhub.service.projects import InvalidProject, validate_project
 from trajhub.storage import keys
 from trajhub.storage.keys import SCOPES, KeyRow
@@ -90,16 +90,17 @@ def _run_revoke(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "keys", help="create, list and revoke API keys",
-        description="API keys for a server running with TRAJHUB_AUTH on. Works on the "
-                    "server's database directly (--database-url or --data-dir, as for `trajhub "
-                    "serve`), so no key is needed to create the first one; admin keys do the "
-                    "same over REST at /api/v1/keys while the server runs with auth on.")
-    commands = parser.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
+    """Add `keys` to the `trajhub` subcommands."""
+    # no server options: the actions take the database's, after their own arguments
+    kc = Command(sub, "keys", help="create, list and revoke API keys", parents=(),
+                 description="API keys for a server running with TRAJHUB_AUTH on. Works on the "
+                             "server's database directly (--database-url or --data-dir, as for "
+                             "`trajhub serve`), so no key is needed to create the first one; "
+                             "admin keys do the same over REST at /api/v1/keys while the "
+                             "server runs with auth on.")
 
-    create = commands.add_parser(
-        "create", help="create a key and print it (once)",
+    create = kc.action(
+        "create", _run_create, help="create a key and print it (once)",
         description="Print a new key on stdout. Only its SHA-256 digest is stored: it cannot "
                     "be shown again. Scopes: ingest = write spans; read = read everything, "
                     "create and edit datasets and evaluations; admin = all of that, plus keys, "
@@ -109,16 +110,13 @@ def register(sub: Any) -> None:
     create.add_argument("--scope", required=True, choices=SCOPES, help="what the key may do")
     create.add_argument("--name", default="", help="what the key is for (shown in lists)")
     config.add_arguments(create, only=_DATABASE)
-    create.set_defaults(func=_run_create)
 
-    listing = commands.add_parser("list", help="list keys (never the keys themselves)")
+    listing = kc.action("list", _run_list, help="list keys (never the keys themselves)")
     listing.add_argument("--project", help="only this project's keys (default: all)")
     listing.add_argument("--json", action="store_true", help="print JSON")
     config.add_arguments(listing, only=_DATABASE)
-    listing.set_defaults(func=_run_list)
 
-    revoke = commands.add_parser("revoke", help="revoke a key: it stops working at once")
+    revoke = kc.action("revoke", _run_revoke, help="revoke a key: it stops working at once")
     revoke.add_argument("key_id", help="the key's id (KEY_ID in `trajhub keys list`)")
     revoke.add_argument("--project", help="refuse unless the key is of this project")
     config.add_arguments(revoke, only=_DATABASE)
-    revoke.set_defaults(func=_run_revoke)

@@ -22,6 +22,7 @@ from trajhub.records.trajectories import (
 )
 from trajhub.service.cli.common import (
     Command,
+    Handler,
     clip,
     connect,
     duration,
@@ -77,17 +78,23 @@ def print_records(args: argparse.Namespace, key: str, record: type[Record], item
         print(record_table(record, items))
 
 
-def add_list_action(command: Command, name: str, fetch: Callable[[TrajhubClient], list[Any]],
+def add_list_action(command: Command, name: str, fetch: Callable[..., list[Any]],
                     key: str, record: type[Record], none: str, *, help: str,
-                    description: str | None = None) -> None:
-    """Add a list ACTION that takes no arguments but `--json`: what `fetch` reads from the
-    server, printed by print_records."""
+                    description: str | None = None, of: str | None = None,
+                    of_type: Callable[[str], Any] = str) -> None:
+    """Add a list ACTION that takes no arguments but `--json`, and the argument `of` (of
+    type `of_type`) when it lists what belongs to one record: what `fetch(client)` (or
+    `fetch(client, that argument)`) reads from the server, printed by print_records; `none`
+    is formatted with the arguments (`{trace_id}`)."""
     def run(args: argparse.Namespace) -> int:
+        owner = () if of is None else (getattr(args, of),)
         with connect(args) as hub:
-            items = fetch(hub)
-        print_records(args, key, record, items, none)
+            items = fetch(hub, *owner)
+        print_records(args, key, record, items, none.format(**vars(args)))
         return 0
     p = command.action(name, run, help=help, description=description)
+    if of is not None:
+        p.add_argument(of, type=of_type)
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -108,6 +115,20 @@ def _flag_type(param: Param) -> dict[str, Any]:
     if param.type is int:
         return {"type": int}
     return {}
+
+
+def page_action(fetch: Callable[..., Page[Any]], filters: Iterable[str], record: type[Record],
+                what: str) -> Handler:
+    """The handler of a list ACTION read a page at a time (its flags: add_paging's and the
+    filters'): the page `fetch(client, limit=, cursor=, the filters among `filters` given)`
+    reads, printed by print_page."""
+    def run(args: argparse.Namespace) -> int:
+        with connect(args) as hub:
+            page = fetch(hub, limit=args.limit, cursor=args.cursor,
+                         **given_filters(args, filters))
+        print_page(record, page, args.json, what)
+        return 0
+    return run
 
 
 def print_page(record: type[Record], page: Page[Any], as_json: bool, what: str) -> None:
@@ -150,12 +171,7 @@ _TRACE_FILTERS = ("start", "end", "service", "span_name", "has_error", "attribut
                   "min_duration_ms")
 
 
-def _traces_list(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        page = hub.list_traces(limit=args.limit, cursor=args.cursor,
-                               **given_filters(args, _TRACE_FILTERS))
-    print_page(TraceSummary, page, args.json, "traces")
-    return 0
+_traces_list = page_action(TrajhubClient.list_traces, _TRACE_FILTERS, TraceSummary, "traces")
 
 
 def _span_failed(span: SpanView) -> bool:
@@ -193,16 +209,9 @@ def _traces_show(args: argparse.Namespace) -> int:
 
 # --- trajectories --------------------------------------------------------------------------
 
-_TRAJECTORY_FILTERS = (*TrajectoryQuery.names(), "sort", "order")
-
-
-def _trajectories_list(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        page = hub.list_trajectories(limit=args.limit, cursor=args.cursor,
-                                     count=args.count or None,
-                                     **given_filters(args, _TRAJECTORY_FILTERS))
-    print_page(TrajectorySummary, page, args.json, "trajectories")
-    return 0
+_trajectories_list = page_action(TrajhubClient.list_trajectories,
+                                 (*TrajectoryQuery.names(), "sort", "order", "count"),
+                                 TrajectorySummary, "trajectories")
 
 
 def _step_line(kind: str, name: str, info: BasicInfo, model: ModelInfo | None,
@@ -312,7 +321,8 @@ def register(sub: Any) -> None:
                    help="sort by this (score:<name>: by that score, listing only the "
                         "trajectories that have it)")
     p.add_argument("--order", choices=("desc", "asc"))
-    p.add_argument("--count", action="store_true",
+    # None unless given: a list not asked to count leaves `count` out of its query
+    p.add_argument("--count", action="store_true", default=None,
                    help="also print how many trajectories match in all")
     add_paging(p)
     p = tj.action("show", _trajectories_show, help="one trajectory",

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from trajhub.records.retention import Retention
-from trajhub.service.cli.common import connect, print_json, server_options
+from trajhub.service.cli.common import Command, connect, print_json, server_options
 
 
 def _days(text: str) -> float:
@@ -55,20 +55,13 @@ def register(sub: Any) -> None:
     """Add `retention` to the `trajhub` subcommands."""
     common = server_options()
     common.add_argument("--json", action="store_true", help="print the answer as JSON")
-    retention = sub.add_parser(
-        "retention", help="show or change how long a project's traces are kept",
-        description="Traces whose spans last arrived longer ago than the project's retention "
-                    "are deleted with their trajectories (dataset items keep their copy). "
-                    "The server's TRAJHUB_RETENTION_DAYS applies unless the project has its "
-                    "own setting.")
-    actions = retention.add_subparsers(dest="retention_command", required=True,
-                                       metavar="ACTION")
-    p = actions.add_parser("show", parents=[common], help="the retention that applies")
-    p.set_defaults(func=_show)
-    p = actions.add_parser("set", parents=[common], help="give the project its own retention")
+    rc = Command(sub, "retention", help="show or change how long a project's traces are kept",
+                 description="Traces whose spans last arrived longer ago than the project's "
+                             "retention are deleted with their trajectories (dataset items keep "
+                             "their copy). The server's TRAJHUB_RETENTION_DAYS applies unless "
+                             "the project has its own setting.", parents=[common])
+    rc.action("show", _show, help="the retention that applies")
+    p = rc.action("set", _set, help="give the project its own retention")
     p.add_argument("days", type=_days,
                    help="days (fractions allowed), or `forever` (0) to keep everything")
-    p.set_defaults(func=_set)
-    p = actions.add_parser("clear", parents=[common],
-                           help="return the project to the server's default")
-    p.set_defaults(func=_clear)
+    rc.action("clear", _clear, help="return the project to the server's default")

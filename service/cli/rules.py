@@ -12,11 +12,10 @@ from trajhub.records.rules import Rule
 from trajhub.service.cli.common import (
     CliError,
     Command,
-    Handler,
     connect,
     delete_action,
     print_json,
-    switch_action,
+    switch_actions,
 )
 from trajhub.service.cli.reads import add_list_action
 from trajhub.service.client.api import TrajhubClient
@@ -77,9 +76,8 @@ def _edit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _switch(enabled: bool) -> Handler:
-    return switch_action(TrajhubClient.enable_rule, "rule_id", enabled,
-                         lambda rule: _say(rule, "switched " + ("on" if enabled else "off")))
+_enable, _disable = switch_actions(TrajhubClient.enable_rule, "rule_id", _say,
+                                  ("switched on", "switched off"))
 
 
 _delete = delete_action(TrajhubClient.delete_rule, "rule_id",
@@ -143,10 +141,10 @@ def register(sub: Any) -> None:
     p.add_argument("--evaluator", help="another evaluator")
     options(p, editing=True)
 
-    p = rc.action("enable", _switch(True), help="switch a rule on (admin)")
+    p = rc.action("enable", _enable, help="switch a rule on (admin)")
     p.add_argument("rule_id", type=int)
 
-    p = rc.action("disable", _switch(False), help="switch a rule off (admin)",
+    p = rc.action("disable", _disable, help="switch a rule off (admin)",
                   description="Switch a rule off: new trajectories are not queued for it, "
                               "and its queued runs wait until it is on again.")
     p.add_argument("rule_id", type=int)

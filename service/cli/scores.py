@@ -8,7 +8,7 @@ from typing import Any
 
 from trajhub.records.scores import Score, ScoreConfig, number_of
 from trajhub.service.cli.common import CliError, Command, connect, delete_action, print_json
-from trajhub.service.cli.reads import add_list_action, print_records
+from trajhub.service.cli.reads import add_list_action
 from trajhub.service.client.api import TrajhubClient
 
 
@@ -25,13 +25,6 @@ def score_value(raw: str, data_type: str | None) -> bool | float | str:
     if data_type is None:
         return raw
     raise CliError(f"{raw!r} is not a {data_type}")
-
-
-def _list(args: argparse.Namespace) -> int:
-    with connect(args) as hub:
-        scores = hub.list_scores(args.trace_id)
-    print_records(args, "scores", Score, scores, f"trajectory {args.trace_id} has no scores")
-    return 0
 
 
 def _add(args: argparse.Namespace) -> int:
@@ -67,11 +60,11 @@ def register(sub: Any) -> None:
                  description="Scores judge a trajectory, or one step of it: a "
                              "number, a boolean or a category, with a comment.")
 
-    p = sc.action("list", _list, help="a trajectory's scores",
-                  description="A trajectory's scores (its steps' included), oldest first, "
-                              "each with the revision it was made on.")
-    p.add_argument("trace_id")
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_list_action(sc, "list", TrajhubClient.list_scores, "scores", Score,
+                    "trajectory {trace_id} has no scores", of="trace_id",
+                    help="a trajectory's scores",
+                    description="A trajectory's scores (its steps' included), oldest first, "
+                                "each with the revision it was made on.")
 
     p = sc.action("add", _add, help="score a trajectory or one of its steps",
                   description="Add a score. VALUE is a number, true or false, or a "

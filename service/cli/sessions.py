@@ -8,7 +8,8 @@ from typing import Any
 
 from trajhub.records.sessions import SessionQuery, SessionSummary
 from trajhub.service.cli.common import Command, connect, duration, print_json, when
-from trajhub.service.cli.reads import add_filter_flags, add_paging, given_filters, print_page
+from trajhub.service.cli.reads import add_filter_flags, add_paging, page_action
+from trajhub.service.client.api import TrajhubClient
 
 
 def _usd(cost: Any) -> str:
@@ -22,13 +23,8 @@ def _usd(cost: Any) -> str:
                                       f"{', '.join(cost.unpriced_models)})"
 
 
-def _list(args: argparse.Namespace) -> int:
-    filters = given_filters(args, SessionQuery.names())
-    with connect(args) as hub:
-        page = hub.list_sessions(limit=args.limit, cursor=args.cursor, sort=args.sort,
-                                 **filters)
-    print_page(SessionSummary, page, args.json, "sessions")
-    return 0
+_list = page_action(TrajhubClient.list_sessions, (*SessionQuery.names(), "sort"),
+                    SessionSummary, "sessions")
 
 
 def _indented(who: str, text: str | None) -> list[str]:
