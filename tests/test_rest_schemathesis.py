@@ -139,10 +139,16 @@ def test_schemathesis_finds_no_failure_with_every_check(secured: Secured,
     assert made.status_code == 201, made.text
     config = tmp_path / "schemathesis.toml"
     config.write_text(config_toml(project, made.json()["key"], ci))
+    # the server's document, read here and handed over as a file: schemathesis gives up on a
+    # schema URL after 10 seconds, which the server's first build of the document can take on
+    # a loaded machine
+    document = httpx.get(f"{secured.server.http}/openapi.json", timeout=120)
+    assert document.status_code == 200, document.text
+    (tmp_path / "openapi.json").write_bytes(document.content)
     command = [str(Path(sys.executable).parent / "schemathesis"), "--config-file", str(config),
                # every check is on unless CONFIG turns it off (`--checks all` would override
                # the per-operation switches)
-               "run", f"{secured.server.http}/openapi.json",
+               "run", str(tmp_path / "openapi.json"), "--url", secured.server.http,
                "--workers", "1", "--report", "junit",
                "--report-dir", str(tmp_path / "report")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900,
