@@ -51,6 +51,46 @@ def _order_key(key: NodeKey) -> tuple[str, str, str]:
     return ("0" if key[0] == "agent" else "1", key[1], key[2])
 
 
+def _parts(n: int, pairs: list[tuple[int, int]]) -> list[list[int]]:
+    """The vertices of each weakly connected part, each part in vertex order, the parts in the
+    order of their first vertex."""
+    parent = list(range(n))
+
+    def root(v: int) -> int:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    for s, t in pairs:
+        parent[root(s)] = root(t)
+    parts: dict[int, list[int]] = {}
+    for v in range(n):
+        parts.setdefault(root(v), []).append(v)
+    return list(parts.values())
+
+
+def _sugiyama(n: int, pairs: list[tuple[int, int]], weights: list[int]
+              ) -> tuple[list[list[float]], list[list[list[float]]]]:
+    """One connected graph laid out: each vertex's (x, y) in columns and layers, and each edge's
+    bends (pairs' order)."""
+    with _IGRAPH:
+        # igraph's minimum-weight feedback arc set (exact for the usual tens of edges), the
+        # layers of the rest as igraph's Sugiyama layering gives them, then the whole graph
+        # laid out on those layers; the graphs are freed inside the lock too
+        g = igraph.Graph(n=n, edges=pairs, directed=True)
+        dag = g.copy()
+        method = "ip" if len(pairs) <= EXACT_FAS_EDGES else "eades"
+        dag.delete_edges(g.feedback_arc_set(weights=weights, method=method))
+        layers = [round(y) for _, y in dag.layout_sugiyama().coords]
+        layout = g.layout_sugiyama(layers=layers, hgap=1, vgap=1)
+        coords = [[float(x), float(y)] for x, y in layout.coords]
+        routing = [[[float(p[0]), float(p[1])] for p in route]
+                   for route in (getattr(layout, "edge_routing", None) or [])]
+        del g, dag, layout
+    return coords, routing
+
+
 def place(graph: AgentGraph) -> dict[str, Any]:
     """The graph with coordinates: nodes as boxes (centre x, y; width, height), edges with the
     points of their polyline (from the source box to the target box), in pixels."""
@@ -68,22 +108,24 @@ def place(graph: AgentGraph) -> dict[str, Any]:
     for order, (s, t, _) in enumerate(graph.edges):
         first.setdefault((index[s], index[t]), order)
     weights = [len(graph.edges) - first[pair] for pair in pairs]
-    coords: list[list[float]] = []
-    routing: list[Any] = []
-    if keys:
-        with _IGRAPH:
-            # igraph's minimum-weight feedback arc set (exact for the usual tens of edges),
-            # the layers of the rest as igraph's Sugiyama layering gives them, then the whole
-            # graph laid out on those layers; the graphs are freed inside the lock too
-            g = igraph.Graph(n=len(keys), edges=pairs, directed=True)
-            dag = g.copy()
-            method = "ip" if len(pairs) <= EXACT_FAS_EDGES else "eades"
-            dag.delete_edges(g.feedback_arc_set(weights=weights, method=method))
-            layers = [round(y) for _, y in dag.layout_sugiyama().coords]
-            layout = g.layout_sugiyama(layers=layers, hgap=1, vgap=1)
-            coords = [list(c) for c in layout.coords]
-            routing = list(getattr(layout, "edge_routing", None) or [])
-            del g, dag, layout
+    coords: list[list[float]] = [[0.0, 0.0] for _ in keys]
+    routing: list[list[list[float]]] = [[] for _ in pairs]
+    # each weakly connected part on its own, side by side: igraph's Sugiyama layout of a graph
+    # in several parts reads outside its memory now and then, which killed the server
+    # (tests/test_graph_layout.py lays out many such graphs in a process of its own)
+    right = 0.0
+    for members in _parts(len(keys), pairs):
+        local = {v: i for i, v in enumerate(members)}
+        own = [i for i, (s, _) in enumerate(pairs) if s in local]
+        own_pairs = [(local[pairs[i][0]], local[pairs[i][1]]) for i in own]
+        part, part_bends = _sugiyama(len(members), own_pairs, [weights[i] for i in own])
+        xs = [c[0] for c in part] + [p[0] for route in part_bends for p in route]
+        shift = right - min(xs)
+        for v, (x, y) in zip(members, part, strict=True):
+            coords[v] = [x + shift, y]
+        for i, route in zip(own, part_bends, strict=False):
+            routing[i] = [[p[0] + shift, p[1]] for p in route]
+        right = max(xs) + shift + 1
     widths = [_width(key) for key in keys]
     column = max(widths, default=MIN_WIDTH) + BOX_GAP
     # the leftmost node or bend (a reversed edge's bends can lie left of every node)

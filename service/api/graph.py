@@ -32,9 +32,8 @@ router = APIRouter(prefix=PREFIX, route_class=CheckedRoute, tags=["graph"])
 
 #: the most trajectories one aggregate reads
 MAX_RUNS = 1000
-#: every layout runs on this one thread: igraph's C core is not made for threads, and a server
-#: died of a protection fault inside it twice while layouts ran on the shared pool's threads,
-#: one at a time under the layout's lock (evaluators/graph_layout.py)
+#: every layout runs on this one thread: igraph's C core is not made for threads
+#: (evaluators/graph_layout.py)
 _LAYOUT = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graph-layout")
 T = TypeVar("T")
 
