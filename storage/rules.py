@@ -61,8 +61,18 @@ async def get(conn: Connection, project: str, rule_id: int) -> RuleRow | None:
 
 async def delete(conn: Connection, project: str, rule_id: int) -> bool:
     """Delete a rule, its queued runs and its backfills; its scores stay."""
-    status = await conn.execute("DELETE FROM rules WHERE project = $1 AND id = $2",
-                                project, rule_id)
+    async with conn.transaction():
+        if await conn.fetchval("SELECT 1 FROM rules WHERE project = $1 AND id = $2",
+                               project, rule_id) is None:
+            return False
+        # the runs, then the backfills, then the rule: the order in which a worker finishing a
+        # run (finish) locks them. The rule's cascade alone took them the other way round, and
+        # a delete beside a finishing run ended in a deadlock (a 503)
+        await conn.execute("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'")
+        await conn.execute("DELETE FROM rule_runs WHERE rule_id = $1", rule_id)
+        await conn.execute("DELETE FROM rule_backfills WHERE rule_id = $1", rule_id)
+        status = await conn.execute("DELETE FROM rules WHERE project = $1 AND id = $2",
+                                    project, rule_id)
     return bool(status != "DELETE 0")
 
 
